@@ -1,0 +1,285 @@
+#include "device/recorder.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace argsdump {
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+bool CapturedAt(abi::ArgRole role, abi::Stage stage) {
+  switch (role) {
+    case abi::ArgRole::kInput: return stage == abi::Stage::kBeforeDispatch;
+    case abi::ArgRole::kOutput: return stage == abi::Stage::kAfterCompletion;
+    case abi::ArgRole::kInOut: return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ThreadRecorder::ThreadRecorder(const DumpRegion& region, uint32_t thread)
+    : thread_(thread),
+      state_(&region.thread_state(thread)),
+      region_(region),
+      ready_(region.ready_queue(thread)),
+      free_(region.free_queue(thread)),
+      arena_(region.arena(thread)),
+      arena_bytes_(region.arena_bytes()),
+      records_per_buffer_(region.records_per_buffer()),
+      level_(region.level()),
+      policy_(static_cast<abi::FullPolicy>(region.header().full_policy)),
+      wait_bound_ms_(region.header().wait_bound_ms) {}
+
+template <typename Ready>
+bool ThreadRecorder::WaitFor(Ready ready) {
+  if (ready()) {
+    host_gone_ = false;
+    return true;
+  }
+  if (policy_ == abi::FullPolicy::kDrop) return false;
+  const bool bounded = policy_ == abi::FullPolicy::kStallThenDrop;
+  if (bounded && host_gone_) return false;
+  // Spin briefly, then yield, then back off with short sleeps: the host
+  // usually answers within microseconds; a sleeping waiter must not burn the
+  // core the host needs.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(wait_bound_ms_);
+  auto pause = std::chrono::microseconds(10);
+  for (uint32_t round = 0;; ++round) {
+    if (ready()) {
+      host_gone_ = false;
+      return true;
+    }
+    if (round < 64) {
+      CpuRelax();
+    } else if (round < 256) {
+      std::this_thread::yield();
+    } else {
+      if (bounded && std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
+  }
+  host_gone_ = true;
+  return false;
+}
+
+void ThreadRecorder::Drop(abi::DropCause cause, uint64_t records) {
+  dropped_ += records;
+  dropped_by_cause_[static_cast<uint32_t>(cause)] += records;
+  state_->dropped_records.store(dropped_, std::memory_order_relaxed);
+  state_->dropped_by_cause[static_cast<uint32_t>(cause)].store(
+      dropped_by_cause_[static_cast<uint32_t>(cause)], std::memory_order_relaxed);
+}
+
+abi::ArgsDumpRecord* ThreadRecorder::NextSlot() {
+  if (buffer_ == abi::kNoBuffer) {
+    if (!free_.HasItem()) ++gate_waits_;
+    uint32_t next = abi::kNoBuffer;
+    if (!WaitFor([&] { return free_.HasItem(); }) || !free_.TryPop(&next) ||
+        !region_.BufferBelongsTo(next, thread_)) {
+      state_->gate_waits.store(gate_waits_, std::memory_order_relaxed);
+      Drop(abi::DropCause::kFreeQueueEmpty, 1);
+      return nullptr;
+    }
+    state_->gate_waits.store(gate_waits_, std::memory_order_relaxed);
+    buffer_ = next;
+    buffer_header_ = &region_.buffer_header(next);
+    buffer_records_ = region_.buffer_records(next);
+    buffer_count_ = 0;
+    buffer_payloads_ = 0;
+    buffer_header_->sequence = kUnpublishedSequence;
+    buffer_header_->payload_records = 0;
+    buffer_header_->count.store(0, std::memory_order_release);
+    state_->current_buffer.store(next, std::memory_order_release);
+  }
+  return &buffer_records_[buffer_count_];
+}
+
+void ThreadRecorder::CommitSlot(bool has_payload) {
+  ++buffer_count_;
+  buffer_payloads_ += has_payload ? 1 : 0;
+  ++records_written_;
+  // Release: a host recovering this buffer after a crash reads whole records.
+  buffer_header_->count.store(buffer_count_, std::memory_order_release);
+  state_->records_written.store(records_written_, std::memory_order_relaxed);
+  if (buffer_count_ == records_per_buffer_) {
+    PublishCurrent(abi::DropCause::kReadyQueueFull);
+  }
+}
+
+bool ThreadRecorder::PublishCurrent(abi::DropCause cause) {
+  if (buffer_ == abi::kNoBuffer || buffer_count_ == 0) return true;
+  if (!ready_.HasSpace()) ++gate_waits_;
+  state_->gate_waits.store(gate_waits_, std::memory_order_relaxed);
+  if (!WaitFor([&] { return ready_.HasSpace(); })) {
+    // Lost: the records never reach the host; their payloads were never
+    // published, so the arena space is reclaimed at the next wrap.
+    records_written_ -= buffer_count_;
+    state_->records_written.store(records_written_, std::memory_order_relaxed);
+    Drop(cause, buffer_count_);
+    buffer_count_ = 0;
+    buffer_payloads_ = 0;
+    buffer_header_->count.store(0, std::memory_order_release);
+    return false;
+  }
+  buffer_header_->sequence = published_buffers_++;
+  buffer_header_->payload_records = buffer_payloads_;
+  published_payloads_ += buffer_payloads_;
+  state_->published_payload_count.store(published_payloads_, std::memory_order_release);
+  state_->published_buffer_count.store(published_buffers_, std::memory_order_relaxed);
+  ready_.TryPush(buffer_);  // has space: only this thread pushes
+  state_->current_buffer.store(abi::kNoBuffer, std::memory_order_release);
+  buffer_ = abi::kNoBuffer;
+  buffer_header_ = nullptr;
+  buffer_records_ = nullptr;
+  buffer_count_ = 0;
+  buffer_payloads_ = 0;
+  return true;
+}
+
+uint8_t* ThreadRecorder::ReserveArena(uint64_t bytes) {
+  if (cursor_ + bytes > cycle_start_ + arena_bytes_) {
+    // The rest of this cycle is too small: every payload of the cycle must be
+    // on the host's side before the arena is reused from its start.
+    ++arena_waits_;
+    state_->arena_waits.store(arena_waits_, std::memory_order_relaxed);
+    if (buffer_payloads_ > 0) PublishCurrent(abi::DropCause::kReadyQueueFull);
+    const uint64_t target = published_payloads_;
+    if (!WaitFor([&] {
+          return state_->completed_payload_count.load(std::memory_order_acquire) >= target;
+        })) {
+      Drop(abi::DropCause::kArenaAckTimeout, 1);
+      return nullptr;
+    }
+    cycle_start_ += arena_bytes_;
+    cursor_ = cycle_start_;
+  }
+  uint8_t* dst = arena_ + (cursor_ - cycle_start_);
+  cursor_ += bytes;
+  state_->arena_write_offset.store(cursor_, std::memory_order_relaxed);
+  return dst;
+}
+
+void ThreadRecorder::RecordTensor(const DumpTask& task, const DumpTensorArg& arg,
+                                  abi::Stage stage, bool with_payload,
+                                  uint8_t flags) {
+  const TensorView& v = arg.view;
+  const uint64_t logical = v.logical_bytes();
+  uint64_t copy = with_payload ? logical : 0;
+  bool truncated = false;
+  if (copy > arena_bytes_) {
+    copy = arena_bytes_ / 2;
+    truncated = true;
+  }
+  uint64_t offset = cursor_;
+  if (copy > 0) {
+    uint8_t* dst = ReserveArena(copy);
+    if (dst == nullptr) return;
+    offset = cursor_ - copy;
+    GatherLogical(v, dst, copy);
+  }
+  abi::ArgsDumpRecord* slot = NextSlot();
+  if (slot == nullptr) return;
+  abi::ArgsDumpRecord r;
+  std::memset(&r, 0, sizeof(r));
+  r.task_id = task.task_id;
+  r.role = static_cast<uint8_t>(arg.role);
+  r.stage = static_cast<uint8_t>(stage);
+  r.ndims = static_cast<uint8_t>(v.ndims);
+  r.arg_index = arg.arg_index;
+  r.dtype = static_cast<uint8_t>(v.dtype);
+  r.truncated = truncated ? 1 : 0;
+  r.is_contiguous = v.is_contiguous() ? 1 : 0;
+  r.payload_offset = offset;
+  r.payload_size = copy;
+  r.kind = static_cast<uint8_t>(abi::ArgKind::kTensor);
+  r.flags = static_cast<uint8_t>(flags | (arg.ambiguous ? abi::kFlagArgIndexAmbiguous : 0) |
+                                 (with_payload && copy == 0 ? abi::kFlagPayloadEmpty : 0));
+  std::memcpy(r.func_ids, task.func_ids, sizeof(r.func_ids));
+  r.func_count = task.func_count;
+  r.start_offset = v.start_offset;
+  for (uint32_t d = 0; d < v.ndims; ++d) {
+    r.strides[d] = v.strides[d];
+    r.shapes[d] = v.shape[d];
+  }
+  r.logical_bytes = logical;
+  *slot = r;
+  if (truncated) {
+    ++truncated_;
+    state_->truncated_records.store(truncated_, std::memory_order_relaxed);
+  }
+  if (copy > 0) {
+    payload_bytes_ += copy;
+    state_->payload_bytes.store(payload_bytes_, std::memory_order_relaxed);
+  }
+  CommitSlot(copy > 0);
+}
+
+void ThreadRecorder::RecordScalar(const DumpTask& task, const DumpScalarArg& arg,
+                                  uint8_t flags) {
+  abi::ArgsDumpRecord* slot = NextSlot();
+  if (slot == nullptr) return;
+  abi::ArgsDumpRecord r;
+  std::memset(&r, 0, sizeof(r));
+  r.task_id = task.task_id;
+  r.role = static_cast<uint8_t>(abi::ArgRole::kInput);
+  r.stage = static_cast<uint8_t>(abi::Stage::kBeforeDispatch);
+  r.arg_index = arg.arg_index;
+  r.dtype = static_cast<uint8_t>(arg.dtype);
+  r.is_contiguous = 1;
+  r.payload_offset = 0;
+  r.scalar_value = arg.bits;
+  r.kind = static_cast<uint8_t>(abi::ArgKind::kScalar);
+  r.flags = static_cast<uint8_t>(flags | (arg.ambiguous ? abi::kFlagArgIndexAmbiguous : 0));
+  std::memcpy(r.func_ids, task.func_ids, sizeof(r.func_ids));
+  r.func_count = task.func_count;
+  r.logical_bytes = PayloadBytes(arg.dtype, 1);
+  *slot = r;
+  CommitSlot(false);
+}
+
+void ThreadRecorder::RecordTask(const DumpTask& task, abi::Stage stage,
+                                uint8_t extra_flags) {
+  const bool partial = level_ == abi::DumpLevel::kPartial;
+  if (level_ == abi::DumpLevel::kOff || (partial && !task.has_marker)) return;
+  for (uint32_t i = 0; i < task.tensor_count; ++i) {
+    const DumpTensorArg& arg = task.tensors[i];
+    if (!CapturedAt(arg.role, stage)) continue;
+    if (partial && !arg.marked) continue;
+    const bool payload = level_ != abi::DumpLevel::kHybrid || arg.marked;
+    RecordTensor(task, arg, stage, payload, extra_flags);
+  }
+  if (stage != abi::Stage::kBeforeDispatch) return;
+  for (uint32_t i = 0; i < task.scalar_count; ++i) {
+    const DumpScalarArg& arg = task.scalars[i];
+    if (partial && !arg.marked) continue;
+    RecordScalar(task, arg, extra_flags);
+  }
+}
+
+void ThreadRecorder::Flush() {
+  PublishCurrent(abi::DropCause::kFlushTimeout);
+  state_->flushed.store(1, std::memory_order_release);
+}
+
+DumpRecorder::DumpRecorder(const DumpRegion& region) : level_(region.level()) {
+  threads_.reserve(region.num_threads());
+  for (uint32_t t = 0; t < region.num_threads(); ++t) {
+    threads_.push_back(std::make_unique<ThreadRecorder>(region, t));
+  }
+}
+
+}  // namespace argsdump

@@ -1,0 +1,149 @@
+// The device-side recorder: the hot path that writes one task's arguments into
+// the shared region, as the seed's §3 and §7 describe. One ThreadRecorder per
+// recording (scheduler) thread, used only by that thread: no locks, no
+// allocation after construction. The level is latched from the region header
+// when the DumpRecorder is built, before the first dispatch.
+//
+// What a task produces, by level (inputs before dispatch, outputs after
+// completion, inout at both, scalars before dispatch, inline):
+//   1 partial  only tasks with a marker; only their marked args, with payload
+//   2 full     every arg of every task, with payload
+//   3 hybrid   every arg as metadata; payload only for marked tensors
+// Pressure (abi::FullPolicy, bounded by wait_bound_ms): a tensor larger than
+// the arena is cut to arena/2 bytes and flagged; a full arena waits for this
+// thread's acknowledgement; a full ready queue or empty free queue waits at
+// the gate. After the bound the records are dropped and counted by cause.
+// Once a bound expired, the host is treated as gone for this thread (no more
+// waits) until it is seen making progress again, so a crashed host costs one
+// bound, not one per record.
+#ifndef ARGSDUMP_DEVICE_RECORDER_H_
+#define ARGSDUMP_DEVICE_RECORDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "device/abi.h"
+#include "device/dtype.h"
+#include "device/region.h"
+#include "device/spsc_queue.h"
+#include "device/tensor_view.h"
+
+namespace argsdump {
+
+// One tensor argument of a task, as the runtime resolved it from the kernel
+// signature and the task's payload.
+struct DumpTensorArg {
+  TensorView view;
+  abi::ArgRole role = abi::ArgRole::kInput;
+  uint32_t arg_index = 0;
+  bool marked = false;     // selected by CoreTaskArgs::dump(...)
+  bool ambiguous = false;  // selected by a first match among equal args
+};
+
+struct DumpScalarArg {
+  DataType dtype = DataType::kFloat32;
+  uint64_t bits = 0;  // raw little-endian value, zero-extended
+  uint32_t arg_index = 0;
+  bool marked = false;
+  bool ambiguous = false;
+};
+
+struct DumpTask {
+  uint64_t task_id = 0;
+  uint16_t func_ids[abi::kMaxFuncIds] = {abi::kUnknownFuncId, abi::kUnknownFuncId,
+                                         abi::kUnknownFuncId};
+  uint8_t func_count = 0;
+  bool has_marker = false;  // any dump(...) / dump() on the task
+  const DumpTensorArg* tensors = nullptr;
+  uint32_t tensor_count = 0;
+  const DumpScalarArg* scalars = nullptr;
+  uint32_t scalar_count = 0;
+};
+
+class ThreadRecorder {
+ public:
+  ThreadRecorder(const DumpRegion& region, uint32_t thread);
+  ThreadRecorder(const ThreadRecorder&) = delete;
+  ThreadRecorder& operator=(const ThreadRecorder&) = delete;
+
+  // Records the args of `task` that belong to `stage` under the latched
+  // level. `extra_flags` (e.g. abi::kFlagInFlightSnapshot) go on every record.
+  void RecordTask(const DumpTask& task, abi::Stage stage, uint8_t extra_flags = 0);
+
+  // Hands the partly filled buffer to the host and marks this thread flushed.
+  // Call once at the end of a run (also after a hang).
+  void Flush();
+
+  uint32_t thread() const { return thread_; }
+
+ private:
+  void RecordTensor(const DumpTask& task, const DumpTensorArg& arg,
+                    abi::Stage stage, bool with_payload, uint8_t flags);
+  void RecordScalar(const DumpTask& task, const DumpScalarArg& arg, uint8_t flags);
+  // Next free record slot, acquiring a buffer if needed; null = dropped.
+  abi::ArgsDumpRecord* NextSlot();
+  void CommitSlot(bool has_payload);
+  // Pushes the current buffer to the ready queue (waiting per policy); on
+  // failure its records are counted as dropped with `cause` and it is reused.
+  bool PublishCurrent(abi::DropCause cause);
+  // Makes room for `bytes` in the arena; returns the physical write pointer
+  // or null (record dropped for an arena that was never acknowledged).
+  uint8_t* ReserveArena(uint64_t bytes);
+  template <typename Ready>
+  bool WaitFor(Ready ready);
+  void Drop(abi::DropCause cause, uint64_t records);
+
+  const uint32_t thread_;
+  abi::ThreadState* const state_;
+  const DumpRegion& region_;
+  SpscQueueView ready_;
+  SpscQueueView free_;
+  uint8_t* const arena_;
+  const uint64_t arena_bytes_;
+  const uint32_t records_per_buffer_;
+  const abi::DumpLevel level_;
+  const abi::FullPolicy policy_;
+  const uint32_t wait_bound_ms_;
+
+  // Device-local mirrors of this thread's state (single writer).
+  uint32_t buffer_ = abi::kNoBuffer;
+  abi::MetaBufferHeader* buffer_header_ = nullptr;
+  abi::ArgsDumpRecord* buffer_records_ = nullptr;
+  uint32_t buffer_count_ = 0;
+  uint32_t buffer_payloads_ = 0;
+  uint64_t cursor_ = 0;       // monotonic arena cursor
+  uint64_t cycle_start_ = 0;  // cursor at the start of this arena cycle
+  uint64_t published_payloads_ = 0;
+  uint64_t published_buffers_ = 0;
+  bool host_gone_ = false;
+  uint64_t records_written_ = 0;
+  uint64_t truncated_ = 0;
+  uint64_t payload_bytes_ = 0;
+  uint64_t dropped_ = 0;
+  uint64_t dropped_by_cause_[abi::kDropCauseCount] = {};
+  uint64_t arena_waits_ = 0;
+  uint64_t gate_waits_ = 0;
+};
+
+// Latches the level from the region header and owns one ThreadRecorder per
+// region thread.
+class DumpRecorder {
+ public:
+  explicit DumpRecorder(const DumpRegion& region);
+  abi::DumpLevel level() const { return level_; }
+  uint32_t num_threads() const { return static_cast<uint32_t>(threads_.size()); }
+  ThreadRecorder& thread(uint32_t t) { return *threads_[t]; }
+
+ private:
+  const abi::DumpLevel level_;
+  std::vector<std::unique_ptr<ThreadRecorder>> threads_;
+};
+
+// MetaBufferHeader::sequence of a buffer the device holds and has not
+// published (lets the host's reconcile tell it from a published one).
+inline constexpr uint64_t kUnpublishedSequence = ~uint64_t{0};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_DEVICE_RECORDER_H_

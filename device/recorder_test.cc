@@ -1,0 +1,484 @@
+#include "device/recorder.h"
+
+#include <atomic>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "device/region.h"
+#include "device/testing/test_host.h"
+#include "gtest/gtest.h"
+
+namespace argsdump {
+namespace {
+
+using abi::ArgRole;
+using abi::DropCause;
+using abi::DumpLevel;
+using abi::Stage;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kEventTimeout(20000);
+
+DumpRegionConfig SmallConfig(DumpLevel level, uint32_t threads = 1) {
+  DumpRegionConfig c;
+  c.level = level;
+  c.num_threads = threads;
+  c.records_per_buffer = 8;
+  c.buffers_per_thread = 4;
+  c.ready_queue_depth = 4;
+  c.arena_bytes = 64 * 1024;
+  c.wait_bound_ms = 20000;
+  return c;
+}
+
+std::unique_ptr<DumpRegion> MakeRegion(const DumpRegionConfig& c) {
+  auto region = DumpRegion::Create(c);
+  EXPECT_TRUE(region.ok()) << region.status();
+  return std::move(region).value();
+}
+
+TensorView View(DataType dtype, std::vector<uint32_t> shape,
+                std::vector<uint32_t> strides, uint64_t start, const void* data) {
+  TensorView v;
+  v.dtype = dtype;
+  v.ndims = static_cast<uint32_t>(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    v.shape[d] = shape[d];
+    v.strides[d] = strides[d];
+  }
+  v.start_offset = start;
+  v.data = static_cast<const uint8_t*>(data);
+  return v;
+}
+
+TensorView Flat(const std::vector<float>& data) {
+  return View(DataType::kFloat32, {static_cast<uint32_t>(data.size())}, {1}, 0,
+              data.data());
+}
+
+DumpTensorArg Arg(TensorView view, ArgRole role, uint32_t index, bool marked = false) {
+  DumpTensorArg a;
+  a.view = view;
+  a.role = role;
+  a.arg_index = index;
+  a.marked = marked;
+  return a;
+}
+
+DumpTask Task(uint64_t id, const std::vector<DumpTensorArg>& tensors,
+              const std::vector<DumpScalarArg>& scalars = {}, bool marker = false) {
+  DumpTask t;
+  t.task_id = id;
+  t.func_ids[0] = 7;
+  t.func_count = 1;
+  t.has_marker = marker;
+  t.tensors = tensors.data();
+  t.tensor_count = static_cast<uint32_t>(tensors.size());
+  t.scalars = scalars.data();
+  t.scalar_count = static_cast<uint32_t>(scalars.size());
+  return t;
+}
+
+template <typename T>
+std::vector<T> As(const std::vector<uint8_t>& bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+// Drains everything once the device flushed (single-threaded tests).
+std::vector<CapturedArg> DrainAll(TestHost& host) {
+  EXPECT_TRUE(host.Stop().ok());
+  return host.TakeRecords();
+}
+
+TEST(RecorderTest, FullLevelCapturesStagesInoutAndScalars) {
+  auto region = MakeRegion(SmallConfig(DumpLevel::kFull));
+  DumpRecorder recorder(*region);
+  ASSERT_EQ(recorder.level(), DumpLevel::kFull);
+  ThreadRecorder& rec = recorder.thread(0);
+  TestHost host(*region);
+
+  std::vector<float> a(16, 2.0f), b(16, 3.0f), acc(16, 1.0f);
+  std::vector<DumpTensorArg> tensors = {Arg(Flat(a), ArgRole::kInput, 0),
+                                        Arg(Flat(b), ArgRole::kOutput, 1),
+                                        Arg(Flat(acc), ArgRole::kInOut, 2)};
+  DumpScalarArg scale;
+  scale.dtype = DataType::kFloat64;
+  double value = 0.1;
+  std::memcpy(&scale.bits, &value, 8);
+  scale.arg_index = 3;
+  std::vector<DumpScalarArg> scalars = {scale};
+  DumpTask task = Task(0x0000000200000a00, tensors, scalars);
+
+  rec.RecordTask(task, Stage::kBeforeDispatch);
+  for (float& x : acc) x += 5.0f;  // the "kernel"
+  b.assign(16, 9.0f);
+  rec.RecordTask(task, Stage::kAfterCompletion);
+  rec.Flush();
+
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), 5u);  // a, acc(before), scale, b, acc(after)
+  EXPECT_EQ(got[0].record.arg_index, 0u);
+  EXPECT_EQ(got[0].record.stage, uint8_t(Stage::kBeforeDispatch));
+  EXPECT_EQ(As<float>(got[0].payload), a);
+  EXPECT_EQ(got[1].record.arg_index, 2u);
+  EXPECT_EQ(got[1].record.role, uint8_t(ArgRole::kInOut));
+  EXPECT_EQ(As<float>(got[1].payload), std::vector<float>(16, 1.0f));
+  EXPECT_EQ(got[2].record.kind, uint8_t(abi::ArgKind::kScalar));
+  EXPECT_EQ(got[2].record.dtype, uint8_t(DataType::kFloat64));
+  EXPECT_EQ(got[2].record.payload_size, 0u);
+  double back = 0;
+  std::memcpy(&back, &got[2].record.scalar_value, 8);
+  EXPECT_EQ(back, 0.1);
+  EXPECT_EQ(got[3].record.stage, uint8_t(Stage::kAfterCompletion));
+  EXPECT_EQ(As<float>(got[3].payload), std::vector<float>(16, 9.0f));
+  EXPECT_EQ(As<float>(got[4].payload), std::vector<float>(16, 6.0f));
+  for (const CapturedArg& c : got) {
+    EXPECT_EQ(c.record.task_id, 0x0000000200000a00u);
+    EXPECT_EQ(c.record.func_count, 1);
+    EXPECT_EQ(c.record.func_ids[0], 7);
+    EXPECT_EQ(c.record.func_ids[1], abi::kUnknownFuncId);
+  }
+  EXPECT_EQ(got[0].record.shapes[0], 16u);
+  EXPECT_EQ(got[0].record.logical_bytes, 64u);
+  const abi::ThreadState& st = region->thread_state(0);
+  EXPECT_EQ(st.records_written.load(), 5u);
+  EXPECT_EQ(st.payload_bytes.load(), 4u * 64);
+  EXPECT_EQ(st.dropped_records.load(), 0u);
+  EXPECT_EQ(st.flushed.load(), 1u);
+}
+
+TEST(RecorderTest, NonContiguousViewsAreGatheredRowMajor) {
+  auto region = MakeRegion(SmallConfig(DumpLevel::kFull));
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  std::vector<float> m(6 * 8);
+  std::iota(m.begin(), m.end(), 0.0f);
+  std::vector<int16_t> cube(3 * 4 * 5);
+  std::iota(cube.begin(), cube.end(), int16_t{0});
+  // 2-D: rows 1..3, cols 2..5 of a 6 x 8 matrix.  3-D: [2][3][2] window of a
+  // [3][4][5] cube starting at (1,1,1) with every other element of the last dim.
+  std::vector<DumpTensorArg> tensors = {
+      Arg(View(DataType::kFloat32, {3, 4}, {8, 1}, 10, m.data()), ArgRole::kInput, 0),
+      Arg(View(DataType::kInt16, {2, 3, 2}, {20, 5, 2}, 26, cube.data()), ArgRole::kInput, 1)};
+  recorder.thread(0).RecordTask(Task(1, tensors), Stage::kBeforeDispatch);
+  recorder.thread(0).Flush();
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].record.is_contiguous, 0);
+  EXPECT_EQ(got[0].record.start_offset, 10u);
+  EXPECT_EQ(got[0].record.strides[0], 8u);
+  EXPECT_EQ(As<float>(got[0].payload),
+            (std::vector<float>{10, 11, 12, 13, 18, 19, 20, 21, 26, 27, 28, 29}));
+  std::vector<int16_t> expected;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 2; ++k) expected.push_back(cube[26 + i * 20 + j * 5 + k * 2]);
+  EXPECT_EQ(As<int16_t>(got[1].payload), expected);
+  EXPECT_EQ(got[1].record.ndims, 3);
+  EXPECT_EQ(got[1].record.payload_size, 24u);
+}
+
+TEST(RecorderTest, EveryDtypeRecordsItsElementSize) {
+  auto region = MakeRegion(SmallConfig(DumpLevel::kFull));
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  std::vector<uint8_t> bytes(64 * 8);
+  std::iota(bytes.begin(), bytes.end(), uint8_t{0});
+  std::vector<DumpTensorArg> tensors;
+  for (int d = 0; d < kDataTypeCount; ++d) {
+    tensors.push_back(Arg(View(static_cast<DataType>(d), {10}, {1}, 0, bytes.data()),
+                          ArgRole::kInput, d));
+  }
+  recorder.thread(0).RecordTask(Task(2, tensors), Stage::kBeforeDispatch);
+  recorder.thread(0).Flush();
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), size_t(kDataTypeCount));
+  for (const CapturedArg& c : got) {
+    const auto dtype = static_cast<DataType>(c.record.dtype);
+    const uint64_t size = (10 * ElementBits(dtype) + 7) / 8;
+    EXPECT_EQ(c.record.payload_size, size) << DataTypeName(dtype);
+    EXPECT_EQ(c.record.logical_bytes, size);
+    EXPECT_EQ(0, std::memcmp(c.payload.data(), bytes.data(), size));
+  }
+}
+
+TEST(RecorderTest, TensorLargerThanArenaIsTruncatedToHalf) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull);
+  c.arena_bytes = 4096;
+  auto region = MakeRegion(c);
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  std::vector<float> big(2000);  // 8000 bytes > 4096
+  std::iota(big.begin(), big.end(), 0.0f);
+  std::vector<float> exact(1024, 1.5f);  // exactly one arena: kept whole
+  std::vector<DumpTensorArg> tensors = {Arg(Flat(big), ArgRole::kInput, 0),
+                                        Arg(Flat(exact), ArgRole::kInput, 1)};
+  host.Start();
+  recorder.thread(0).RecordTask(Task(3, tensors), Stage::kBeforeDispatch);
+  recorder.thread(0).Flush();
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].record.truncated, 1);
+  EXPECT_EQ(got[0].record.payload_size, 2048u);
+  EXPECT_EQ(got[0].record.logical_bytes, 8000u);
+  EXPECT_EQ(As<float>(got[0].payload), std::vector<float>(big.begin(), big.begin() + 512));
+  EXPECT_EQ(got[1].record.truncated, 0);
+  EXPECT_EQ(As<float>(got[1].payload), exact);
+  // The second payload did not fit the rest of the cycle: it starts a new one.
+  EXPECT_EQ(got[1].record.payload_offset, 4096u);
+  EXPECT_EQ(region->thread_state(0).truncated_records.load(), 1u);
+  EXPECT_EQ(region->thread_state(0).arena_waits.load(), 1u);
+}
+
+// Thread 0 fills its arena; the host drains both threads but acknowledges
+// only thread 1. Thread 0 must neither overwrite nor proceed; with the drop
+// policy its next payload record is dropped for the missing ack.
+TEST(RecorderTest, ArenaWrapNeedsThisThreadsOwnAck) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull, 2);
+  c.arena_bytes = 4096;
+  c.full_policy = abi::FullPolicy::kDrop;
+  auto region = MakeRegion(c);
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  host.SetAck(0, false);
+  std::vector<float> block(256, 1.0f);  // 1 KiB
+  std::vector<DumpTensorArg> t = {Arg(Flat(block), ArgRole::kInput, 0)};
+  for (int i = 0; i < 4; ++i) {
+    recorder.thread(0).RecordTask(Task(10 + i, t), Stage::kBeforeDispatch);
+    recorder.thread(1).RecordTask(Task(20 + i, t), Stage::kBeforeDispatch);
+  }
+  recorder.thread(1).Flush();
+  host.DrainOnce(1);
+  EXPECT_EQ(host.acked(1), 4u);
+  recorder.thread(1).RecordTask(Task(24, t), Stage::kBeforeDispatch);  // wraps
+  recorder.thread(1).Flush();
+  host.DrainOnce(1);
+  EXPECT_EQ(host.acked(1), 5u);
+  // Thread 0's arena is full; its buffer is published by the wrap attempt.
+  recorder.thread(0).RecordTask(Task(14, t), Stage::kBeforeDispatch);
+  host.DrainOnce(0);
+  EXPECT_EQ(host.acked(0), 0u);
+  EXPECT_EQ(region->thread_state(0).dropped_by_cause[uint32_t(DropCause::kArenaAckTimeout)].load(), 1u);
+  EXPECT_EQ(region->thread_state(1).dropped_records.load(), 0u);
+  // Acknowledge thread 0: the next payload goes to the start of a new cycle.
+  host.SetAck(0, true);
+  std::vector<float> marker(256, 42.0f);
+  std::vector<DumpTensorArg> m = {Arg(Flat(marker), ArgRole::kInput, 0)};
+  recorder.thread(0).RecordTask(Task(15, m), Stage::kBeforeDispatch);
+  recorder.thread(0).Flush();
+  std::vector<CapturedArg> got = DrainAll(host);
+  std::vector<uint64_t> t0;
+  for (const CapturedArg& a : got) {
+    if (a.thread != 0) continue;
+    t0.push_back(a.record.task_id);
+    if (a.record.task_id == 15) {
+      EXPECT_EQ(a.record.payload_offset, 4096u);
+      EXPECT_EQ(As<float>(a.payload), marker);
+    } else {
+      EXPECT_EQ(As<float>(a.payload), block);  // never overwritten
+    }
+  }
+  EXPECT_EQ(t0, (std::vector<uint64_t>{10, 11, 12, 13, 15}));
+}
+
+// With the stall policy the device waits for the ack, and resumes as soon as
+// the host gives it; acks of the other thread come first and do not release it.
+TEST(RecorderTest, ArenaWrapStallsUntilAcked) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull, 2);
+  c.arena_bytes = 4096;
+  c.full_policy = abi::FullPolicy::kStall;
+  auto region = MakeRegion(c);
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  host.SetAck(0, false);
+  host.Start();
+  std::vector<float> block(256, 1.0f);
+  std::vector<DumpTensorArg> t = {Arg(Flat(block), ArgRole::kInput, 0)};
+  std::atomic<bool> device_done{false};
+  std::thread device([&] {
+    for (int i = 0; i < 6; ++i) {
+      recorder.thread(0).RecordTask(Task(10 + i, t), Stage::kBeforeDispatch);
+    }
+    recorder.thread(0).Flush();
+    device_done.store(true);
+  });
+  // The device published its first cycle and is waiting at the wrap.
+  ASSERT_TRUE(host.WaitForRecords(4, kEventTimeout));
+  ASSERT_TRUE(host.WaitForPublished(0, 1, kEventTimeout));
+  // Thread 1 records and gets acked while thread 0 waits.
+  for (int i = 0; i < 6; ++i) {
+    recorder.thread(1).RecordTask(Task(20 + i, t), Stage::kBeforeDispatch);
+  }
+  recorder.thread(1).Flush();
+  ASSERT_TRUE(host.WaitForRecords(10, kEventTimeout));
+  EXPECT_EQ(host.acked(1), 6u);
+  EXPECT_FALSE(device_done.load());
+  EXPECT_EQ(region->thread_state(0).completed_payload_count.load(), 0u);
+  host.SetAck(0, true);
+  device.join();
+  std::vector<CapturedArg> got = DrainAll(host);
+  EXPECT_EQ(got.size(), 12u);
+  EXPECT_EQ(region->thread_state(0).dropped_records.load(), 0u);
+  EXPECT_EQ(region->thread_state(0).arena_waits.load(), 1u);
+}
+
+TEST(RecorderTest, ReadyQueueFullDropsAfterTheBoundWithCount) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull);
+  c.records_per_buffer = 4;
+  c.buffers_per_thread = 2;
+  c.ready_queue_depth = 1;
+  c.wait_bound_ms = 20;
+  auto region = MakeRegion(c);
+  DumpRecorder recorder(*region);
+  DumpScalarArg s;
+  s.dtype = DataType::kInt32;
+  std::vector<DumpScalarArg> scalars = {s};
+  for (uint64_t i = 0; i < 16; ++i) {
+    recorder.thread(0).RecordTask(Task(i, {}, scalars), Stage::kBeforeDispatch);
+  }
+  const abi::ThreadState& st = region->thread_state(0);
+  // Buffer 1 went to the ready queue; buffer 2 waited the bound, then its 4
+  // records were dropped, and so were the next two fills (no more waiting).
+  EXPECT_EQ(st.dropped_by_cause[uint32_t(DropCause::kReadyQueueFull)].load(), 12u);
+  EXPECT_EQ(st.dropped_records.load(), 12u);
+  EXPECT_EQ(st.records_written.load(), 4u);
+  TestHost host(*region);
+  EXPECT_EQ(host.DrainOnce(0), 4u);
+  // The host is back: recording works again and nothing more is lost.
+  for (uint64_t i = 16; i < 20; ++i) {
+    recorder.thread(0).RecordTask(Task(i, {}, scalars), Stage::kBeforeDispatch);
+  }
+  recorder.thread(0).Flush();
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), 8u);
+  EXPECT_EQ(got[4].record.task_id, 16u);
+  EXPECT_EQ(st.dropped_records.load(), 12u);
+}
+
+TEST(RecorderTest, FreeQueueEmptyDropsRecordsWithCause) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull);
+  c.records_per_buffer = 4;
+  c.buffers_per_thread = 1;
+  c.ready_queue_depth = 1;
+  c.wait_bound_ms = 20;
+  auto region = MakeRegion(c);
+  DumpRecorder recorder(*region);
+  DumpScalarArg s;
+  std::vector<DumpScalarArg> scalars = {s};
+  for (uint64_t i = 0; i < 7; ++i) {
+    recorder.thread(0).RecordTask(Task(i, {}, scalars), Stage::kBeforeDispatch);
+  }
+  const abi::ThreadState& st = region->thread_state(0);
+  EXPECT_EQ(st.dropped_by_cause[uint32_t(DropCause::kFreeQueueEmpty)].load(), 3u);
+  EXPECT_EQ(st.records_written.load() + st.dropped_records.load(), 7u);
+}
+
+TEST(RecorderTest, PartialLevelRecordsOnlyMarkedArgsOfMarkedTasks) {
+  auto region = MakeRegion(SmallConfig(DumpLevel::kPartial));
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  std::vector<float> x(4, 1.0f), y(4, 2.0f), z(4, 3.0f);
+  DumpScalarArg s1, s2;
+  s1.arg_index = 3;
+  s1.marked = true;
+  s1.ambiguous = true;
+  s2.arg_index = 4;
+  std::vector<DumpScalarArg> scalars = {s1, s2};
+  std::vector<DumpTensorArg> marked = {Arg(Flat(x), ArgRole::kInput, 0, true),
+                                       Arg(Flat(y), ArgRole::kInput, 1, false),
+                                       Arg(Flat(z), ArgRole::kOutput, 2, true)};
+  std::vector<DumpTensorArg> unmarked = {Arg(Flat(x), ArgRole::kInput, 0)};
+  ThreadRecorder& rec = recorder.thread(0);
+  rec.RecordTask(Task(1, unmarked), Stage::kBeforeDispatch);
+  rec.RecordTask(Task(1, unmarked), Stage::kAfterCompletion);
+  rec.RecordTask(Task(2, marked, scalars, true), Stage::kBeforeDispatch);
+  rec.RecordTask(Task(2, marked, scalars, true), Stage::kAfterCompletion);
+  rec.Flush();
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].record.arg_index, 0u);
+  EXPECT_EQ(got[0].record.payload_size, 16u);
+  EXPECT_EQ(got[1].record.arg_index, 3u);
+  EXPECT_EQ(got[1].record.flags & abi::kFlagArgIndexAmbiguous, abi::kFlagArgIndexAmbiguous);
+  EXPECT_EQ(got[2].record.arg_index, 2u);
+  EXPECT_EQ(As<float>(got[2].payload), z);
+}
+
+TEST(RecorderTest, HybridLevelKeepsMetadataForAllPayloadForMarkedTensors) {
+  auto region = MakeRegion(SmallConfig(DumpLevel::kHybrid));
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  std::vector<float> x(4, 1.0f), y(4, 2.0f);
+  std::vector<DumpTensorArg> args = {Arg(Flat(x), ArgRole::kInput, 0, true),
+                                     Arg(Flat(y), ArgRole::kInput, 1, false)};
+  std::vector<DumpTensorArg> plain = {Arg(Flat(y), ArgRole::kInput, 0, false)};
+  recorder.thread(0).RecordTask(Task(1, args, {}, true), Stage::kBeforeDispatch);
+  recorder.thread(0).RecordTask(Task(2, plain), Stage::kBeforeDispatch);
+  recorder.thread(0).Flush();
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].record.payload_size, 16u);
+  EXPECT_EQ(As<float>(got[0].payload), x);
+  EXPECT_EQ(got[1].record.payload_size, 0u);
+  EXPECT_EQ(got[1].record.logical_bytes, 16u);
+  EXPECT_EQ(got[2].record.payload_size, 0u);
+  EXPECT_EQ(region->thread_state(0).payload_bytes.load(), 16u);
+}
+
+TEST(RecorderTest, BuffersRotateInSequenceWhileTheHostDrains) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull, 2);
+  c.records_per_buffer = 3;
+  c.buffers_per_thread = 2;
+  c.ready_queue_depth = 1;
+  c.arena_bytes = 1024;
+  c.full_policy = abi::FullPolicy::kStall;
+  auto region = MakeRegion(c);
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  host.Start();
+  std::vector<std::thread> devices;
+  for (uint32_t t = 0; t < 2; ++t) {
+    devices.emplace_back([&, t] {
+      std::vector<uint32_t> data(50);
+      for (uint32_t i = 0; i < 1000; ++i) {
+        std::fill(data.begin(), data.end(), t * 100000 + i);
+        TensorView v = View(DataType::kUint32, {50}, {1}, 0, data.data());
+        std::vector<DumpTensorArg> args = {Arg(v, ArgRole::kInput, 0)};
+        recorder.thread(t).RecordTask(Task(t * 100000 + i, args), Stage::kBeforeDispatch);
+      }
+      recorder.thread(t).Flush();
+    });
+  }
+  for (auto& d : devices) d.join();
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), 2000u);
+  uint64_t next[2] = {0, 100000};
+  for (const CapturedArg& a : got) {
+    ASSERT_EQ(a.record.task_id, next[a.thread]);
+    ++next[a.thread];
+    EXPECT_EQ(As<uint32_t>(a.payload), std::vector<uint32_t>(50, uint32_t(a.record.task_id)));
+  }
+}
+
+TEST(RecorderTest, UnflushedBufferIsRecoverableAfterTheDeviceStops) {
+  auto region = MakeRegion(SmallConfig(DumpLevel::kFull));
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  std::vector<float> x(4, 7.0f);
+  std::vector<DumpTensorArg> args = {Arg(Flat(x), ArgRole::kInput, 0)};
+  for (uint64_t i = 0; i < 11; ++i) {  // one full buffer of 8 + 3 unflushed
+    recorder.thread(0).RecordTask(Task(i, args), Stage::kBeforeDispatch);
+  }
+  EXPECT_EQ(host.DrainOnce(0), 8u);
+  EXPECT_EQ(host.RecoverUnflushed(), 3u);
+  std::vector<CapturedArg> got = host.TakeRecords();
+  ASSERT_EQ(got.size(), 11u);
+  EXPECT_EQ(As<float>(got[10].payload), x);
+}
+
+}  // namespace
+}  // namespace argsdump
