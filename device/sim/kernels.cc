@@ -1,0 +1,238 @@
+#include "device/sim/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace argsdump {
+namespace {
+
+using D = ArgDirection;
+
+#define ASSIGN_OR_RETURN_KERNEL(lhs, expr) \
+  auto lhs##_or = (expr);                  \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  auto lhs = *std::move(lhs##_or)
+
+absl::Status RequireF32(const Tensor& t, const char* kernel, const char* what) {
+  if (t.dtype() != DataType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kernel, ": ", what, " must be FLOAT32, is ", std::string(DataTypeName(t.dtype()))));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireSameNumel(const Tensor& a, const Tensor& b, const char* kernel) {
+  if (a.numel() != b.numel()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kernel, ": element counts differ (", a.numel(), " vs ", b.numel(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+// out[i] = f(a[i], b[i]) over slots (a, b, out) = (0, 1, out_slot).
+template <typename F>
+absl::Status Binary(KernelContext& ctx, const char* name, uint32_t out_slot, F f) {
+  ASSIGN_OR_RETURN_KERNEL(a, ctx.tensor(0));
+  ASSIGN_OR_RETURN_KERNEL(b, ctx.tensor(1));
+  ASSIGN_OR_RETURN_KERNEL(out, ctx.tensor(out_slot));
+  for (const Tensor* t : {&a, &b, &out}) {
+    if (auto s = RequireF32(*t, name, "every tensor"); !s.ok()) return s;
+  }
+  if (auto s = RequireSameNumel(a, b, name); !s.ok()) return s;
+  if (auto s = RequireSameNumel(a, out, name); !s.ok()) return s;
+  for (uint64_t i = 0; i < a.numel(); ++i) {
+    out.Set<float>(i, f(a.Get<float>(i), b.Get<float>(i)));
+  }
+  return absl::OkStatus();
+}
+
+// out[i] = f(x[i], s) over slots (x, out) = (0, 1) and f32 scalar 0 (or 0 when
+// the kernel takes no scalar).
+template <typename F>
+absl::Status Unary(KernelContext& ctx, const char* name, bool takes_scalar, F f) {
+  ASSIGN_OR_RETURN_KERNEL(x, ctx.tensor(0));
+  ASSIGN_OR_RETURN_KERNEL(out, ctx.tensor(1));
+  float s = 0.0f;
+  if (takes_scalar) {
+    ASSIGN_OR_RETURN_KERNEL(value, ctx.scalar<float>(0));
+    s = value;
+  }
+  if (auto st = RequireF32(x, name, "input"); !st.ok()) return st;
+  if (auto st = RequireF32(out, name, "output"); !st.ok()) return st;
+  if (auto st = RequireSameNumel(x, out, name); !st.ok()) return st;
+  for (uint64_t i = 0; i < x.numel(); ++i) out.Set<float>(i, f(x.Get<float>(i), s));
+  return absl::OkStatus();
+}
+
+absl::Status Add(KernelContext& ctx) {
+  return Binary(ctx, "add", 2, [](float a, float b) { return a + b; });
+}
+absl::Status Mul(KernelContext& ctx) {
+  return Binary(ctx, "mul", 2, [](float a, float b) { return a * b; });
+}
+absl::Status AddScalar(KernelContext& ctx) {
+  return Unary(ctx, "add_scalar", true, [](float x, float s) { return x + s; });
+}
+absl::Status Scale(KernelContext& ctx) {
+  return Unary(ctx, "scale", true, [](float x, float s) { return x * s; });
+}
+absl::Status Relu(KernelContext& ctx) {
+  return Unary(ctx, "relu", false, [](float x, float) { return x > 0.0f ? x : 0.0f; });
+}
+absl::Status MixSum(KernelContext& ctx) {
+  return Binary(ctx, "mix_sum", 2, [](float a, float b) { return a + b; });
+}
+absl::Status MixProd(KernelContext& ctx) {
+  return Binary(ctx, "mix_prod", 3, [](float a, float b) { return a * b; });
+}
+absl::Status MixMax(KernelContext& ctx) {
+  return Binary(ctx, "mix_max", 4, [](float a, float b) { return std::max(a, b); });
+}
+
+absl::Status Copy(KernelContext& ctx) {
+  ASSIGN_OR_RETURN_KERNEL(x, ctx.tensor(0));
+  ASSIGN_OR_RETURN_KERNEL(out, ctx.tensor(1));
+  if (x.dtype() != out.dtype()) {
+    return absl::InvalidArgumentError("copy: dtypes differ");
+  }
+  if (auto s = RequireSameNumel(x, out, "copy"); !s.ok()) return s;
+  switch (ElementBits(x.dtype())) {
+    case 8: for (uint64_t i = 0; i < x.numel(); ++i) out.Set<uint8_t>(i, x.Get<uint8_t>(i)); break;
+    case 16: for (uint64_t i = 0; i < x.numel(); ++i) out.Set<uint16_t>(i, x.Get<uint16_t>(i)); break;
+    case 32: for (uint64_t i = 0; i < x.numel(); ++i) out.Set<uint32_t>(i, x.Get<uint32_t>(i)); break;
+    case 64: for (uint64_t i = 0; i < x.numel(); ++i) out.Set<uint64_t>(i, x.Get<uint64_t>(i)); break;
+    default: return absl::InvalidArgumentError("copy: sub-byte dtypes are not supported");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Matmul(KernelContext& ctx) {
+  ASSIGN_OR_RETURN_KERNEL(a, ctx.tensor(0));
+  ASSIGN_OR_RETURN_KERNEL(b, ctx.tensor(1));
+  ASSIGN_OR_RETURN_KERNEL(out, ctx.tensor(2));
+  for (const Tensor* t : {&a, &b, &out}) {
+    if (auto s = RequireF32(*t, "matmul", "every tensor"); !s.ok()) return s;
+  }
+  if (a.ndims() != 2 || b.ndims() != 2 || out.ndims() != 2 ||
+      a.shape(1) != b.shape(0) || out.shape(0) != a.shape(0) ||
+      out.shape(1) != b.shape(1)) {
+    return absl::InvalidArgumentError("matmul: shapes must be [m,k] x [k,n] -> [m,n]");
+  }
+  const uint32_t m = a.shape(0), k = a.shape(1), n = b.shape(1);
+  for (uint32_t i = 0; i < m; ++i) {
+    for (uint32_t j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (uint32_t p = 0; p < k; ++p) {
+        sum += a.Get<float>(uint64_t{i} * k + p) * b.Get<float>(uint64_t{p} * n + j);
+      }
+      out.Set<float>(uint64_t{i} * n + j, sum);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Softmax(KernelContext& ctx) {
+  ASSIGN_OR_RETURN_KERNEL(x, ctx.tensor(0));
+  ASSIGN_OR_RETURN_KERNEL(out, ctx.tensor(1));
+  if (auto s = RequireF32(x, "softmax", "input"); !s.ok()) return s;
+  if (auto s = RequireF32(out, "softmax", "output"); !s.ok()) return s;
+  if (auto s = RequireSameNumel(x, out, "softmax"); !s.ok()) return s;
+  const uint64_t row = x.ndims() == 0 ? 1 : x.shape(x.ndims() - 1);
+  if (row == 0) return absl::OkStatus();
+  for (uint64_t base = 0; base < x.numel(); base += row) {
+    float max = -std::numeric_limits<float>::infinity();
+    for (uint64_t i = 0; i < row; ++i) max = std::max(max, x.Get<float>(base + i));
+    float sum = 0.0f;
+    for (uint64_t i = 0; i < row; ++i) sum += std::exp(x.Get<float>(base + i) - max);
+    for (uint64_t i = 0; i < row; ++i) {
+      out.Set<float>(base + i, std::exp(x.Get<float>(base + i) - max) / sum);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Accumulate(KernelContext& ctx) {
+  ASSIGN_OR_RETURN_KERNEL(acc, ctx.tensor(0));
+  ASSIGN_OR_RETURN_KERNEL(x, ctx.tensor(1));
+  if (auto s = RequireF32(acc, "accumulate", "acc"); !s.ok()) return s;
+  if (auto s = RequireF32(x, "accumulate", "x"); !s.ok()) return s;
+  if (auto s = RequireSameNumel(acc, x, "accumulate"); !s.ok()) return s;
+  for (uint64_t i = 0; i < acc.numel(); ++i) {
+    acc.Set<float>(i, acc.Get<float>(i) + x.Get<float>(i));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NonFinite(KernelContext& ctx) {
+  if (auto s = Unary(ctx, "nonfinite", false, [](float x, float) { return x; }); !s.ok()) {
+    return s;
+  }
+  ASSIGN_OR_RETURN_KERNEL(out, ctx.tensor(1));
+  if (out.numel() > 0) out.Set<float>(0, std::numeric_limits<float>::quiet_NaN());
+  if (out.numel() > 1) out.Set<float>(1, std::numeric_limits<float>::infinity());
+  return absl::OkStatus();
+}
+
+absl::Status Hang(KernelContext& ctx) {
+  ASSIGN_OR_RETURN_KERNEL(x, ctx.tensor(0));
+  ASSIGN_OR_RETURN_KERNEL(out, ctx.tensor(1));
+  if (auto s = RequireF32(x, "hang", "input"); !s.ok()) return s;
+  if (auto s = RequireF32(out, "hang", "output"); !s.ok()) return s;
+  if (auto s = RequireSameNumel(x, out, "hang"); !s.ok()) return s;
+  for (uint64_t i = 0; i < out.numel() / 2; ++i) out.Set<float>(i, x.Get<float>(i));
+  ctx.Drain();
+  ctx.WaitUntilCancelled();
+  return absl::DeadlineExceededError("hang: reaped while still running");
+}
+
+}  // namespace
+
+absl::Status RegisterBuiltinKernels(KernelRegistry* registry) {
+  struct Entry {
+    const char* name;
+    std::vector<ArgDirection> signature;
+    KernelFn fn;
+  };
+  const Entry entries[] = {
+      {"add", {D::kIn, D::kIn, D::kOut}, Add},
+      {"mul", {D::kIn, D::kIn, D::kOut}, Mul},
+      {"add_scalar", {D::kIn, D::kOut, D::kScalar}, AddScalar},
+      {"scale", {D::kIn, D::kOut, D::kScalar}, Scale},
+      {"copy", {D::kIn, D::kOut}, Copy},
+      {"matmul", {D::kIn, D::kIn, D::kOut}, Matmul},
+      {"relu", {D::kIn, D::kOut}, Relu},
+      {"softmax", {D::kIn, D::kOut}, Softmax},
+      {"accumulate", {D::kInOut, D::kIn}, Accumulate},
+      {"nonfinite", {D::kIn, D::kOut}, NonFinite},
+      {"hang", {D::kIn, D::kOut}, Hang},
+      {"mix_sum", {D::kIn, D::kIn, D::kOut}, MixSum},
+      {"mix_prod", {D::kIn, D::kIn, D::kOut, D::kOut}, MixProd},
+      {"mix_max", {D::kIn, D::kIn, D::kOut, D::kOut, D::kOut}, MixMax},
+  };
+  for (const Entry& e : entries) {
+    if (auto id = registry->Register(e.name, e.signature, e.fn); !id.ok()) {
+      return id.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+const KernelRegistry& BuiltinKernels() {
+  static const KernelRegistry* const registry = [] {
+    auto* r = new KernelRegistry();
+    if (absl::Status s = RegisterBuiltinKernels(r); !s.ok()) {
+      std::fprintf(stderr, "built-in kernels: %s\n", s.ToString().c_str());
+      std::abort();
+    }
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace argsdump

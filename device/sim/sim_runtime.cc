@@ -1,0 +1,486 @@
+#include "device/sim/sim_runtime.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+namespace argsdump {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_layout_warned{false};
+std::atomic<uint64_t> g_layout_warnings{0};
+std::atomic<bool> g_completeness_warned{false};
+
+abi::ArgRole RoleOf(ArgDirection d) {
+  switch (d) {
+    case ArgDirection::kIn: return abi::ArgRole::kInput;
+    case ArgDirection::kOut: return abi::ArgRole::kOutput;
+    default: return abi::ArgRole::kInOut;
+  }
+}
+
+std::string TaskIdHex(uint64_t id) { return absl::StrCat("0x", absl::Hex(id, absl::kZeroPad16)); }
+
+}  // namespace
+
+struct SimRuntime::Task {
+  uint64_t id = 0;
+  std::vector<uint16_t> func_ids;
+  CoreTaskArgs args;
+  // Dump view of the task, resolved at submit (null dump = not dumped).
+  std::vector<DumpTensorArg> dump_tensors;
+  std::vector<DumpScalarArg> dump_scalars;
+  DumpTask dump;
+  bool dumped = false;
+  // Under mu_.
+  uint32_t pending = 0;
+  std::vector<Task*> dependents;
+  bool completed = false;
+  uint32_t subtasks_left = 0;
+  uint32_t scheduler = 0;
+  // Touched by the owning scheduler only.
+  Clock::time_point dispatched_at;
+  bool reaped = false;
+  // Shared with the workers running it.
+  std::atomic<bool> cancel{false};
+  std::atomic<uint64_t> drained{0};
+};
+
+SimRuntime::SimRuntime(SimConfig config, const KernelRegistry& kernels,
+                       DumpRecorder* recorder)
+    : config_(config), kernels_(kernels), recorder_(recorder) {
+  if (config_.timeouts) {
+    timeouts_ = *config_.timeouts;
+  } else {
+    std::vector<std::string> warnings;
+    timeouts_ = TimeoutsFromEnvironment(&warnings);
+    for (std::string& w : warnings) Warn(std::move(w));
+  }
+  completions_.resize(config_.scheduler_threads);
+  for (uint32_t i = 0; i < config_.scheduler_threads; ++i) {
+    scheduler_cv_.push_back(std::make_unique<std::condition_variable>());
+  }
+}
+
+SimRuntime::~SimRuntime() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    for (auto& t : tasks_) t->cancel.store(true, std::memory_order_release);
+  }
+  NotifySchedulers();
+  for (auto& t : schedulers_) t.join();
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    jobs_stop_ = true;
+  }
+  jobs_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void SimRuntime::Warn(std::string message) {
+  std::fprintf(stderr, "[argsdump sim] WARNING: %s\n", message.c_str());
+  std::lock_guard<std::mutex> lock(mu_);
+  warnings_.push_back(std::move(message));
+}
+
+uint64_t SimRuntime::LayoutWarningsPrinted() { return g_layout_warnings.load(); }
+
+absl::StatusOr<Tensor> SimRuntime::Alloc(DataType dtype,
+                                         const std::vector<uint32_t>& shape) {
+  uint64_t elements = 1;
+  for (uint32_t s : shape) elements *= s;
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = next_buffer_id_++;
+  }
+  return Tensor::Whole(std::make_shared<DeviceBuffer>(id, dtype, elements), shape);
+}
+
+absl::Status SimRuntime::Start() {
+  if (config_.scheduler_threads == 0 || config_.worker_threads == 0 ||
+      config_.max_inflight_per_scheduler == 0) {
+    return absl::InvalidArgumentError(
+        "sim runtime: scheduler_threads, worker_threads and "
+        "max_inflight_per_scheduler must be at least 1");
+  }
+  if (recorder_ != nullptr && recorder_->num_threads() < config_.scheduler_threads) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sim runtime: ", config_.scheduler_threads, " scheduler threads but the dump "
+        "region has only ", recorder_->num_threads(), " recorder threads"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_) return absl::FailedPreconditionError("sim runtime: already started");
+    started_ = true;
+  }
+  for (uint32_t i = 0; i < config_.worker_threads; ++i) {
+    workers_.emplace_back([this] { WorkerLoop(); });
+  }
+  for (uint32_t i = 0; i < config_.scheduler_threads; ++i) {
+    schedulers_.emplace_back([this, i] { SchedulerLoop(i); });
+  }
+  NotifySchedulers();
+  return absl::OkStatus();
+}
+
+void SimRuntime::BuildDumpTask(Task* task) {
+  // The widest active subtask's signature drives the dump.
+  const KernelInfo* widest = nullptr;
+  for (uint16_t f : task->func_ids) {
+    const KernelInfo* k = kernels_.Find(f);
+    if (widest == nullptr || k->signature.size() > widest->signature.size()) widest = k;
+  }
+  const auto& slots = task->args.tensors();
+  const bool whole = task->args.whole_task_marked();
+  uint32_t covered = 0;
+  for (size_t i = 0; i < widest->signature.size(); ++i) {
+    const ArgDirection d = widest->signature[i];
+    if (d == ArgDirection::kScalar) continue;  // scalars are dumped separately
+    if (i >= slots.size()) break;              // prefix-dispatched: skip the rest
+    const CoreTaskArgs::TensorSlot& slot = slots[i];
+    if (slot.role != RoleOf(d)) {
+      // Signature and payload disagree: skip this task's dump, say it once.
+      task->dump_tensors.clear();
+      std::lock_guard<std::mutex> lock(mu_);
+      ++dump_skipped_;
+      if (!g_layout_warned.exchange(true)) {
+        g_layout_warnings.fetch_add(1);
+        std::string w = absl::StrCat(
+            "dump skipped for task ", TaskIdHex(task->id), ": kernel '", widest->name,
+            "' declares tensor slot ", i, " as a different direction than the task "
+            "added it (further layout mismatches are not reported)");
+        std::fprintf(stderr, "[argsdump sim] WARNING: %s\n", w.c_str());
+        warnings_.push_back(std::move(w));
+      }
+      return;
+    }
+    DumpTensorArg arg;
+    arg.view = slot.tensor.view();
+    arg.role = slot.role;
+    arg.arg_index = static_cast<uint32_t>(i);
+    arg.marked = slot.marked || whole;
+    arg.ambiguous = slot.ambiguous;
+    task->dump_tensors.push_back(arg);
+    ++covered;
+  }
+  if (covered < slots.size() && !g_completeness_warned.exchange(true)) {
+    Warn(absl::StrCat("task ", TaskIdHex(task->id), ": kernel '", widest->name,
+                      "' declares ", covered, " of the task's ", slots.size(),
+                      " tensor slots; the rest are not dumped (reported once)"));
+  }
+  const uint32_t tensor_count = static_cast<uint32_t>(slots.size());
+  const auto& scalars = task->args.scalars();
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    DumpScalarArg arg;
+    arg.dtype = scalars[i].dtype;
+    arg.bits = scalars[i].bits;
+    arg.arg_index = tensor_count + static_cast<uint32_t>(i);
+    arg.marked = scalars[i].marked || whole;
+    arg.ambiguous = scalars[i].ambiguous;
+    task->dump_scalars.push_back(arg);
+  }
+  DumpTask& d = task->dump;
+  d.task_id = task->id;
+  d.func_count = static_cast<uint8_t>(task->func_ids.size());
+  std::vector<uint16_t> sorted = task->func_ids;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) d.func_ids[i] = sorted[i];
+  d.has_marker = task->args.has_marker();
+  d.tensors = task->dump_tensors.data();
+  d.tensor_count = static_cast<uint32_t>(task->dump_tensors.size());
+  d.scalars = task->dump_scalars.data();
+  d.scalar_count = static_cast<uint32_t>(task->dump_scalars.size());
+  task->dumped = true;
+}
+
+absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_ids,
+                                            CoreTaskArgs args) {
+  if (!args.status().ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("submit: task args are invalid: ", args.status().message()));
+  }
+  if (func_ids.empty() || func_ids.size() > abi::kMaxFuncIds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "submit: a task runs 1 to ", abi::kMaxFuncIds, " kernels, got ", func_ids.size()));
+  }
+  for (uint16_t f : func_ids) {
+    if (kernels_.Find(f) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("submit: unknown func_id ", f));
+    }
+  }
+  auto task = std::make_unique<Task>();
+  task->func_ids = func_ids;
+  task->args = std::move(args);
+  Task* t = task.get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ || hang_) {
+      return absl::FailedPreconditionError("submit: the runtime has stopped");
+    }
+    t->id = (uint64_t{config_.run_id} << 32) | tasks_.size();
+    tasks_.push_back(std::move(task));
+  }
+  if (recorder_ != nullptr) BuildDumpTask(t);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto& slots = t->args.tensors();
+  for (const auto& slot : slots) {
+    BufferState& b = buffers_[slot.tensor.buffer()->id()];
+    const bool writes = slot.role != abi::ArgRole::kInput;
+    if (b.last_writer != nullptr) AddDependency(t, b.last_writer);
+    if (writes) {
+      for (Task* r : b.readers) AddDependency(t, r);
+    }
+  }
+  for (const auto& slot : slots) {
+    BufferState& b = buffers_[slot.tensor.buffer()->id()];
+    if (slot.role != abi::ArgRole::kInput) {
+      b.last_writer = t;
+      b.readers.clear();
+    }
+  }
+  for (const auto& slot : slots) {
+    BufferState& b = buffers_[slot.tensor.buffer()->id()];
+    if (slot.role == abi::ArgRole::kInput && b.last_writer != t) {
+      b.readers.erase(std::remove_if(b.readers.begin(), b.readers.end(),
+                                     [](Task* r) { return r->completed; }),
+                      b.readers.end());
+      if (std::find(b.readers.begin(), b.readers.end(), t) == b.readers.end()) {
+        b.readers.push_back(t);
+      }
+    }
+  }
+  if (t->pending == 0) MakeReady(t);
+  return t->id;
+}
+
+void SimRuntime::AddDependency(Task* task, Task* on) {
+  if (on == task || on->completed) return;
+  if (std::find(on->dependents.begin(), on->dependents.end(), task) !=
+      on->dependents.end()) {
+    return;
+  }
+  on->dependents.push_back(task);
+  ++task->pending;
+}
+
+void SimRuntime::MakeReady(Task* task) {
+  ready_.push_back(task);
+  if (started_) {
+    for (auto& cv : scheduler_cv_) cv->notify_one();
+  }
+}
+
+void SimRuntime::NotifySchedulers() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& cv : scheduler_cv_) cv->notify_all();
+  sync_cv_.notify_all();
+}
+
+void SimRuntime::Retire(Task* task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  task->completed = true;
+  for (Task* d : task->dependents) {
+    if (--d->pending == 0) MakeReady(d);
+  }
+  ++completed_;
+  if (completed_ == tasks_.size()) sync_cv_.notify_all();
+}
+
+void SimRuntime::SchedulerLoop(uint32_t index) {
+  ThreadRecorder* rec = recorder_ != nullptr ? &recorder_->thread(index) : nullptr;
+  std::condition_variable& cv = *scheduler_cv_[index];
+  const uint32_t max_inflight = config_.max_inflight_per_scheduler;
+  std::vector<Task*> inflight;
+  Clock::time_point last_progress = Clock::now();
+  for (;;) {
+    std::vector<Task*> done;
+    std::vector<Task*> dispatch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto wake = [&] {
+        return stop_ || hang_ || !completions_[index].empty() ||
+               (!ready_.empty() && inflight.size() < max_inflight);
+      };
+      if (inflight.empty()) {
+        cv.wait(lock, wake);
+      } else {
+        // Wake for the hang deadline, and in time to reap ops past op-execute.
+        Clock::time_point deadline = last_progress + timeouts_.scheduler;
+        for (Task* t : inflight) {
+          deadline = std::min(deadline, t->dispatched_at + timeouts_.op_execute);
+        }
+        cv.wait_until(lock, deadline, wake);
+      }
+      if (stop_ || hang_) break;
+      done.swap(completions_[index]);
+      while (!ready_.empty() && inflight.size() + dispatch.size() < max_inflight) {
+        dispatch.push_back(ready_.front());
+        ready_.pop_front();
+      }
+      const Clock::time_point now = Clock::now();
+      if (done.empty() && dispatch.empty() && !inflight.empty() &&
+          now >= last_progress + timeouts_.scheduler) {
+        std::string ids;
+        for (Task* t : inflight) absl::StrAppend(&ids, ids.empty() ? "" : ", ", TaskIdHex(t->id));
+        hang_ = true;
+        if (run_status_.ok()) {
+          run_status_ = absl::DeadlineExceededError(absl::StrCat(
+              "scheduler timeout: scheduler thread ", index, " saw no progress for ",
+              std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.scheduler).count(),
+              " ms; running tasks: ", ids));
+        }
+        for (auto& other : scheduler_cv_) other->notify_all();
+        sync_cv_.notify_all();
+        break;
+      }
+    }
+    for (Task* t : done) {
+      if (rec != nullptr && t->dumped) {
+        rec->RecordTask(t->dump, abi::Stage::kAfterCompletion,
+                        t->reaped ? abi::kFlagInFlightSnapshot : 0);
+      }
+      inflight.erase(std::find(inflight.begin(), inflight.end(), t));
+      Retire(t);
+      last_progress = Clock::now();
+    }
+    for (Task* t : dispatch) {
+      if (rec != nullptr && t->dumped) rec->RecordTask(t->dump, abi::Stage::kBeforeDispatch);
+      t->scheduler = index;
+      t->dispatched_at = Clock::now();
+      inflight.push_back(t);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        t->subtasks_left = static_cast<uint32_t>(t->func_ids.size());
+      }
+      {
+        std::lock_guard<std::mutex> lock(jobs_mu_);
+        for (uint32_t s = 0; s < t->func_ids.size(); ++s) jobs_.push_back(Job{t, s});
+      }
+      jobs_cv_.notify_all();
+      last_progress = Clock::now();
+    }
+    // Reap ops that ran past the op-execute budget (a backstop: the scheduler
+    // timeout, which is shorter, normally fires first).
+    const Clock::time_point now = Clock::now();
+    for (Task* t : inflight) {
+      if (!t->reaped && now - t->dispatched_at >= timeouts_.op_execute) {
+        t->reaped = true;
+        t->cancel.store(true, std::memory_order_release);
+      }
+    }
+  }
+  // Stopped or hung: record what the still-running tasks wrote so far, then
+  // hand everything to the host.
+  for (Task* t : inflight) {
+    if (rec != nullptr && t->dumped) {
+      // Best effort, like a real hang: what a stuck kernel drained is
+      // visible (acquire pairs with KernelContext::Drain), and subtasks that
+      // already finished handed over under mu_, taken here once more.
+      (void)t->drained.load(std::memory_order_acquire);
+      { std::lock_guard<std::mutex> lock(mu_); }
+      rec->RecordTask(t->dump, abi::Stage::kAfterCompletion, abi::kFlagInFlightSnapshot);
+    }
+    t->cancel.store(true, std::memory_order_release);
+  }
+  if (rec != nullptr) rec->Flush();
+}
+
+void SimRuntime::WorkerLoop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(jobs_mu_);
+      jobs_cv_.wait(lock, [&] { return jobs_stop_ || !jobs_.empty(); });
+      if (jobs_stop_) return;
+      job = jobs_.front();
+      jobs_.pop_front();
+    }
+    Task* t = job.task;
+    absl::Status status;
+    if (!t->cancel.load(std::memory_order_acquire)) {
+      const KernelInfo* kernel = kernels_.Find(t->func_ids[job.subtask]);
+      KernelContext ctx(t->args, job.subtask, &t->cancel, &t->drained);
+      status = kernel->fn(ctx);
+      if (!status.ok()) {
+        status = absl::Status(status.code(),
+                              absl::StrCat("task ", TaskIdHex(t->id), " kernel '",
+                                           kernel->name, "': ", status.message()));
+      }
+    }
+    // Completion is handed over under mu_: the scheduler that takes it sees
+    // every write the kernel made.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!status.ok() && run_status_.ok()) run_status_ = status;
+    if (--t->subtasks_left == 0) {
+      completions_[t->scheduler].push_back(t);
+      scheduler_cv_[t->scheduler]->notify_one();
+    }
+  }
+}
+
+absl::Status SimRuntime::Synchronize() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_) return absl::FailedPreconditionError("sim runtime: not started");
+  }
+  const Clock::time_point deadline = Clock::now() + timeouts_.stream_sync;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const bool finished = sync_cv_.wait_until(
+        lock, deadline, [&] { return hang_ || completed_ == tasks_.size(); });
+    if (!finished && run_status_.ok()) {
+      run_status_ = absl::DeadlineExceededError(absl::StrCat(
+          "stream sync timeout: ", completed_, " of ", tasks_.size(),
+          " tasks finished within ",
+          std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.stream_sync).count(),
+          " ms"));
+    }
+    stop_ = true;
+    for (auto& cv : scheduler_cv_) cv->notify_all();
+  }
+  for (auto& t : schedulers_) t.join();
+  schedulers_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& t : tasks_) t->cancel.store(true, std::memory_order_release);
+  }
+  {
+    std::lock_guard<std::mutex> lock(jobs_mu_);
+    jobs_stop_ = true;
+  }
+  jobs_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  return run_status_;
+}
+
+uint64_t SimRuntime::tasks_submitted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tasks_.size();
+}
+
+uint64_t SimRuntime::tasks_completed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return completed_;
+}
+
+uint64_t SimRuntime::dump_skipped_tasks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dump_skipped_;
+}
+
+std::vector<std::string> SimRuntime::warnings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warnings_;
+}
+
+}  // namespace argsdump

@@ -1,0 +1,140 @@
+// SimRuntime: a simulated device. Orchestration code allocates tensors and
+// submits tasks (up to three kernels over one CoreTaskArgs); N scheduler
+// ("AICPU") threads dispatch ready tasks to M worker ("AICore") threads and
+// call the recorder before dispatch and after completion.
+//
+// Ordering: a task waits for the last writer of every buffer it reads, and
+// for the last writer and the readers of every buffer it writes. A worker
+// hands its completion to the scheduler under the runtime mutex, so the
+// after-completion snapshot sees all of the kernel's writes (the sim's
+// barrier before FIN); dependents are released only after that snapshot.
+//
+// Hangs: a scheduler with tasks in flight and no progress for the scheduler
+// timeout declares a hang; every scheduler then records the partial outputs
+// of its running tasks (after_completion, kFlagInFlightSnapshot), flushes its
+// recorder, and running ops are reaped; Synchronize() returns
+// DeadlineExceeded. Ops running past the op-execute timeout are reaped, and
+// Synchronize() gives up after the stream-sync timeout.
+#ifndef ARGSDUMP_DEVICE_SIM_SIM_RUNTIME_H_
+#define ARGSDUMP_DEVICE_SIM_SIM_RUNTIME_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "device/recorder.h"
+#include "device/sim/core_task_args.h"
+#include "device/sim/kernel.h"
+#include "device/sim/tensor.h"
+#include "device/sim/timeouts.h"
+
+namespace argsdump {
+
+struct SimConfig {
+  uint32_t scheduler_threads = 4;
+  uint32_t worker_threads = 4;
+  // Tasks one scheduler keeps dispatched at once.
+  uint32_t max_inflight_per_scheduler = 4;
+  // High 32 bits of every task id of this run.
+  uint32_t run_id = 1;
+  // Unset: read from the environment (see timeouts.h).
+  std::optional<SimTimeouts> timeouts;
+};
+
+class SimRuntime {
+ public:
+  // `recorder` null means dump level 0: no dump code runs at all. Otherwise
+  // it needs at least one recorder thread per scheduler thread.
+  SimRuntime(SimConfig config, const KernelRegistry& kernels, DumpRecorder* recorder);
+  ~SimRuntime();
+  SimRuntime(const SimRuntime&) = delete;
+  SimRuntime& operator=(const SimRuntime&) = delete;
+
+  // Device memory, zero-filled, as a compact tensor of `shape`.
+  absl::StatusOr<Tensor> Alloc(DataType dtype, const std::vector<uint32_t>& shape);
+
+  // Starts scheduler and worker threads. Tasks may be submitted before or after.
+  absl::Status Start();
+
+  // Queues a task; returns its id. InvalidArgument for an unknown func_id,
+  // 0 or more than 3 func_ids, or args whose add_*/dump(...) failed.
+  absl::StatusOr<uint64_t> Submit(const std::vector<uint16_t>& func_ids,
+                                  CoreTaskArgs args);
+
+  // Waits for every submitted task (bounded by the stream-sync timeout),
+  // flushes the recorders, and stops all threads. Returns the hang or the
+  // first kernel error. Call once.
+  absl::Status Synchronize();
+
+  const SimTimeouts& timeouts() const { return timeouts_; }
+  uint64_t tasks_submitted() const;
+  uint64_t tasks_completed() const;
+  // Tasks whose signature and payload disagreed: executed, not dumped.
+  uint64_t dump_skipped_tasks() const;
+  std::vector<std::string> warnings() const;
+
+  // Layout-mismatch warnings printed by this process (at most one).
+  static uint64_t LayoutWarningsPrinted();
+
+ private:
+  struct Task;
+  struct Job {
+    Task* task;
+    uint32_t subtask;
+  };
+  struct BufferState {
+    Task* last_writer = nullptr;
+    std::vector<Task*> readers;
+  };
+
+  void BuildDumpTask(Task* task);
+  void AddDependency(Task* task, Task* on);  // mu_ held
+  void MakeReady(Task* task);                // mu_ held
+  void SchedulerLoop(uint32_t index);
+  void WorkerLoop();
+  void Retire(Task* task);
+  void Warn(std::string message);
+  void NotifySchedulers();
+
+  const SimConfig config_;
+  const KernelRegistry& kernels_;
+  DumpRecorder* const recorder_;
+  SimTimeouts timeouts_;
+
+  mutable std::mutex mu_;  // everything below up to jobs_mu_
+  std::vector<std::unique_ptr<Task>> tasks_;
+  std::unordered_map<uint64_t, BufferState> buffers_;
+  std::deque<Task*> ready_;
+  std::vector<std::vector<Task*>> completions_;  // per scheduler
+  std::vector<std::unique_ptr<std::condition_variable>> scheduler_cv_;
+  std::condition_variable sync_cv_;
+  uint64_t next_buffer_id_ = 1;
+  uint64_t completed_ = 0;
+  uint64_t dump_skipped_ = 0;
+  bool started_ = false;
+  bool stop_ = false;
+  bool hang_ = false;
+  absl::Status run_status_;
+  std::vector<std::string> warnings_;
+
+  std::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;
+  std::deque<Job> jobs_;
+  bool jobs_stop_ = false;
+
+  std::vector<std::thread> schedulers_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_DEVICE_SIM_SIM_RUNTIME_H_

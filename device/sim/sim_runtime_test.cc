@@ -1,0 +1,215 @@
+#include "device/sim/sim_runtime.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "device/region.h"
+#include "device/sim/kernels.h"
+#include "device/testing/test_host.h"
+#include "gtest/gtest.h"
+
+namespace argsdump {
+namespace {
+
+SimConfig Config() {
+  SimConfig c;
+  c.scheduler_threads = 4;
+  c.worker_threads = 3;
+  c.timeouts = SimTimeouts();
+  return c;
+}
+
+uint16_t Id(const char* name) { return *BuiltinKernels().IdOf(name); }
+
+void Fill(const Tensor& t, float v) {
+  for (uint64_t i = 0; i < t.numel(); ++i) t.Set<float>(i, v);
+}
+
+std::vector<float> Floats(const std::vector<uint8_t>& bytes) {
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+struct Capture {
+  std::unique_ptr<DumpRegion> region;
+  std::unique_ptr<DumpRecorder> recorder;
+  std::unique_ptr<TestHost> host;
+};
+
+Capture MakeCapture(abi::DumpLevel level) {
+  DumpRegionConfig rc;
+  rc.level = level;
+  rc.num_threads = 4;
+  rc.records_per_buffer = 16;
+  rc.arena_bytes = 1 << 20;
+  Capture c;
+  c.region = std::move(DumpRegion::Create(rc)).value();
+  c.recorder = std::make_unique<DumpRecorder>(*c.region);
+  c.host = std::make_unique<TestHost>(*c.region);
+  c.host->Start();
+  return c;
+}
+
+TEST(SimRuntimeTest, DependenciesSerialiseWritersAndReaders) {
+  SimRuntime rt(Config(), BuiltinKernels(), nullptr);  // level 0
+  Tensor acc = *rt.Alloc(DataType::kFloat32, {64});
+  Tensor one = *rt.Alloc(DataType::kFloat32, {64});
+  Tensor snapshot = *rt.Alloc(DataType::kFloat32, {64});
+  Fill(one, 1.0f);
+  ASSERT_TRUE(rt.Start().ok());
+  for (int i = 0; i < 200; ++i) {
+    CoreTaskArgs args;
+    ASSERT_TRUE(args.add_inout(acc).ok());
+    ASSERT_TRUE(args.add_input(one).ok());
+    ASSERT_TRUE(rt.Submit({Id("accumulate")}, std::move(args)).ok());
+    if (i == 99) {  // a reader of acc, then more writers: it must see 100
+      CoreTaskArgs copy;
+      ASSERT_TRUE(copy.add_input(acc).ok());
+      ASSERT_TRUE(copy.add_output(snapshot).ok());
+      ASSERT_TRUE(rt.Submit({Id("copy")}, std::move(copy)).ok());
+    }
+  }
+  ASSERT_TRUE(rt.Synchronize().ok());
+  EXPECT_EQ(rt.tasks_completed(), 201u);
+  for (uint64_t i = 0; i < 64; ++i) {
+    EXPECT_EQ(acc.Get<float>(i), 200.0f);
+    EXPECT_EQ(snapshot.Get<float>(i), 100.0f);
+  }
+}
+
+TEST(SimRuntimeTest, MixTaskRunsEachSubtaskAndDumpsEachSlotOnce) {
+  Capture cap = MakeCapture(abi::DumpLevel::kFull);
+  SimRuntime rt(Config(), BuiltinKernels(), cap.recorder.get());
+  Tensor a = *rt.Alloc(DataType::kFloat32, {8});
+  Tensor b = *rt.Alloc(DataType::kFloat32, {8});
+  Tensor s = *rt.Alloc(DataType::kFloat32, {8});
+  Tensor p = *rt.Alloc(DataType::kFloat32, {8});
+  Tensor m = *rt.Alloc(DataType::kFloat32, {8});
+  Fill(a, 2.0f);
+  Fill(b, 3.0f);
+  CoreTaskArgs args;
+  for (const Tensor* t : {&a, &b}) ASSERT_TRUE(args.add_input(*t).ok());
+  for (const Tensor* t : {&s, &p, &m}) ASSERT_TRUE(args.add_output(*t).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  // Listed out of order: the record's func_id array comes out sorted.
+  auto id = rt.Submit({Id("mix_max"), Id("mix_sum"), Id("mix_prod")}, std::move(args));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(rt.Synchronize().ok());
+  EXPECT_EQ(s.Get<float>(7), 5.0f);
+  EXPECT_EQ(p.Get<float>(7), 6.0f);
+  EXPECT_EQ(m.Get<float>(7), 3.0f);
+  ASSERT_TRUE(cap.host->Stop().ok());
+  std::vector<CapturedArg> got = cap.host->TakeRecords();
+  ASSERT_EQ(got.size(), 5u);
+  std::map<uint32_t, std::vector<float>> by_slot;
+  for (const CapturedArg& c : got) {
+    EXPECT_EQ(c.record.task_id, *id);
+    ASSERT_EQ(c.record.func_count, 3);
+    std::vector<uint16_t> f(c.record.func_ids, c.record.func_ids + 3);
+    std::vector<uint16_t> expected = {Id("mix_sum"), Id("mix_prod"), Id("mix_max")};
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(f, expected);
+    EXPECT_TRUE(by_slot.emplace(c.record.arg_index, Floats(c.payload)).second);
+  }
+  EXPECT_EQ(by_slot[2], std::vector<float>(8, 5.0f));
+  EXPECT_EQ(by_slot[3], std::vector<float>(8, 6.0f));
+  EXPECT_EQ(by_slot[4], std::vector<float>(8, 3.0f));
+}
+
+absl::Status CopyFirst(KernelContext& ctx) {
+  auto x = ctx.tensor(0);
+  auto y = ctx.tensor(1);
+  if (!x.ok()) return x.status();
+  if (!y.ok()) return y.status();
+  for (uint64_t i = 0; i < x->numel(); ++i) y->Set<float>(i, x->Get<float>(i));
+  return absl::OkStatus();
+}
+
+TEST(SimRuntimeTest, SignatureWalkSkipsMissingSlotsAndMismatchedTasks) {
+  KernelRegistry registry;
+  ASSERT_TRUE(RegisterBuiltinKernels(&registry).ok());
+  using D = ArgDirection;
+  const uint16_t wide = *registry.Register("wide", {D::kIn, D::kOut, D::kOut, D::kOut}, CopyFirst);
+  const uint16_t narrow = *registry.Register("narrow", {D::kIn}, CopyFirst);
+  Capture cap = MakeCapture(abi::DumpLevel::kFull);
+  SimRuntime rt(Config(), registry, cap.recorder.get());
+  Tensor x = *rt.Alloc(DataType::kFloat32, {4});
+  Tensor y = *rt.Alloc(DataType::kFloat32, {4});
+  Tensor z = *rt.Alloc(DataType::kFloat32, {4});
+  Fill(x, 4.0f);
+  ASSERT_TRUE(rt.Start().ok());
+  // Signature wider than the payload: slots 2 and 3 do not exist, skipped.
+  CoreTaskArgs prefix;
+  ASSERT_TRUE(prefix.add_input(x).ok());
+  ASSERT_TRUE(prefix.add_output(y).ok());
+  const uint64_t t1 = *rt.Submit({wide}, std::move(prefix));
+  // Payload wider than the signature: slot 1 and 2 are not dumped.
+  CoreTaskArgs wider;
+  ASSERT_TRUE(wider.add_input(x).ok());
+  ASSERT_TRUE(wider.add_output(z).ok());
+  ASSERT_TRUE(wider.add_output(y).ok());
+  const uint64_t t2 = *rt.Submit({narrow}, std::move(wider));
+  // Directions disagree (slot 0 added as output, declared input): not dumped,
+  // but executed; a second mismatch prints nothing more.
+  for (int i = 0; i < 2; ++i) {
+    CoreTaskArgs bad;
+    ASSERT_TRUE(bad.add_output(x).ok());
+    ASSERT_TRUE(bad.add_output(z).ok());
+    ASSERT_TRUE(rt.Submit({Id("copy")}, std::move(bad)).ok());
+  }
+  ASSERT_TRUE(rt.Synchronize().ok());
+  EXPECT_EQ(rt.tasks_completed(), 4u);
+  EXPECT_EQ(rt.dump_skipped_tasks(), 2u);
+  EXPECT_EQ(SimRuntime::LayoutWarningsPrinted(), 1u);
+  ASSERT_TRUE(cap.host->Stop().ok());
+  std::vector<std::tuple<uint64_t, uint32_t, uint8_t>> seen;
+  for (const CapturedArg& c : cap.host->TakeRecords()) {
+    seen.emplace_back(c.record.task_id, c.record.arg_index, c.record.stage);
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::tuple<uint64_t, uint32_t, uint8_t>>{
+                      {t1, 0, 0}, {t1, 1, 1}, {t2, 0, 0}}));
+}
+
+TEST(SimRuntimeTest, KernelErrorsAndBadSubmissionsAreReported) {
+  SimRuntime rt(Config(), BuiltinKernels(), nullptr);
+  Tensor a = *rt.Alloc(DataType::kFloat32, {4});
+  Tensor wrong = *rt.Alloc(DataType::kInt32, {4});
+  CoreTaskArgs args;
+  ASSERT_TRUE(args.add_input(a).ok());
+  EXPECT_EQ(rt.Submit({}, args).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(rt.Submit({1, 2, 3, 4}, args).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(rt.Submit({9999}, args).status().code(), absl::StatusCode::kInvalidArgument);
+  CoreTaskArgs misuse;
+  float never = 0;
+  ASSERT_FALSE(misuse.dump(never).ok());
+  auto refused = rt.Submit({Id("relu")}, std::move(misuse));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("not a scalar lvalue"), std::string::npos);
+
+  CoreTaskArgs relu;
+  ASSERT_TRUE(relu.add_input(a).ok());
+  ASSERT_TRUE(relu.add_output(wrong).ok());
+  const uint64_t id = *rt.Submit({Id("relu")}, std::move(relu));
+  ASSERT_TRUE(rt.Start().ok());
+  absl::Status s = rt.Synchronize();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("relu"), std::string::npos) << s;
+  EXPECT_NE(s.message().find(absl::StrCat(absl::Hex(id, absl::kZeroPad16))), std::string::npos) << s;
+}
+
+TEST(SimRuntimeTest, NeedsARecorderThreadPerScheduler) {
+  DumpRegionConfig rc;
+  rc.num_threads = 2;
+  rc.arena_bytes = 4096;
+  auto region = std::move(DumpRegion::Create(rc)).value();
+  DumpRecorder recorder(*region);
+  SimRuntime rt(Config(), BuiltinKernels(), &recorder);
+  EXPECT_EQ(rt.Start().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace argsdump

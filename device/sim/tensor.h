@@ -1,0 +1,89 @@
+// Sim device memory and tensors. A DeviceBuffer is one allocation of device
+// memory (64-byte aligned); a Tensor is a view of one: dtype, shape (up to 5
+// dims), element strides and a start offset. Views share their buffer, so the
+// runtime tracks dependencies per buffer.
+#ifndef ARGSDUMP_DEVICE_SIM_TENSOR_H_
+#define ARGSDUMP_DEVICE_SIM_TENSOR_H_
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "device/abi.h"
+#include "device/dtype.h"
+#include "device/tensor_view.h"
+
+namespace argsdump {
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer(uint64_t id, DataType dtype, uint64_t elements);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  uint64_t id() const { return id_; }
+  DataType dtype() const { return dtype_; }
+  uint64_t elements() const { return elements_; }
+  uint64_t bytes() const { return PayloadBytes(dtype_, elements_); }
+  uint8_t* data() const { return data_; }
+
+ private:
+  uint64_t id_;
+  DataType dtype_;
+  uint64_t elements_;
+  uint8_t* data_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // A compact row-major view of the whole of `buffer` with `shape`.
+  static absl::StatusOr<Tensor> Whole(std::shared_ptr<DeviceBuffer> buffer,
+                                      const std::vector<uint32_t>& shape);
+  // Another view of the same buffer; OutOfRange if it leaves the buffer.
+  absl::StatusOr<Tensor> View(const std::vector<uint32_t>& shape,
+                              const std::vector<uint32_t>& strides,
+                              uint64_t start_offset) const;
+
+  bool valid() const { return buffer_ != nullptr; }
+  const std::shared_ptr<DeviceBuffer>& buffer() const { return buffer_; }
+  DataType dtype() const { return view_.dtype; }
+  uint32_t ndims() const { return view_.ndims; }
+  uint32_t shape(uint32_t d) const { return view_.shape[d]; }
+  uint32_t stride(uint32_t d) const { return view_.strides[d]; }
+  uint64_t start_offset() const { return view_.start_offset; }
+  uint64_t numel() const { return view_.numel(); }
+  bool is_contiguous() const { return view_.is_contiguous(); }
+  const TensorView& view() const { return view_; }
+
+  // Buffer element index of the view's logical (row-major) element `i`.
+  uint64_t ElementIndex(uint64_t logical) const;
+
+  // Typed access for kernels and tests (T must match the element width).
+  template <typename T>
+  T Get(uint64_t logical) const {
+    T value;
+    std::memcpy(&value, view_.data + ElementIndex(logical) * sizeof(T), sizeof(T));
+    return value;
+  }
+  template <typename T>
+  void Set(uint64_t logical, T value) const {
+    std::memcpy(const_cast<uint8_t*>(view_.data) + ElementIndex(logical) * sizeof(T),
+                &value, sizeof(T));
+  }
+
+  // Same buffer and same geometry.
+  bool SameView(const Tensor& other) const;
+
+ private:
+  std::shared_ptr<DeviceBuffer> buffer_;
+  TensorView view_;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_DEVICE_SIM_TENSOR_H_

@@ -1,0 +1,35 @@
+// The three hang budgets of a run and their environment overrides. They must
+// keep the order scheduler < op-execute < stream-sync, so the scheduler
+// declares the hang and dumps the in-flight tasks before an op is reaped and
+// before the host gives up waiting:
+//   SIMPLER_SCHEDULER_TIMEOUT_MS    default 20 s  no progress -> hang dump
+//   SIMPLER_OP_EXECUTE_TIMEOUT_US   default 45 s  a running op is reaped
+//   SIMPLER_STREAM_SYNC_TIMEOUT_MS  default 50 s  the host stops waiting
+// A value that is not a positive integer is ignored with a warning (that one
+// falls back to its default); a combination that breaks the order is ignored
+// with a warning (all three fall back to their defaults).
+#ifndef ARGSDUMP_DEVICE_SIM_TIMEOUTS_H_
+#define ARGSDUMP_DEVICE_SIM_TIMEOUTS_H_
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace argsdump {
+
+struct SimTimeouts {
+  std::chrono::microseconds scheduler{std::chrono::seconds(20)};
+  std::chrono::microseconds op_execute{std::chrono::seconds(45)};
+  std::chrono::microseconds stream_sync{std::chrono::seconds(50)};
+};
+
+// Reads the overrides through `getenv` (std::getenv by default); every
+// warning is appended to `warnings` (and printed to stderr by the runtime).
+SimTimeouts TimeoutsFromEnvironment(
+    std::vector<std::string>* warnings,
+    const std::function<const char*(const char*)>& getenv = nullptr);
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_DEVICE_SIM_TIMEOUTS_H_
