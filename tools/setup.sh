@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what argsdump builds and tests with: Debian's Bazel 4.2.3
+# (bazel-bootstrap) and the system gRPC / Protobuf / Abseil / GoogleTest /
+# Google Benchmark packages. Idempotent: does nothing when all are present.
+set -euo pipefail
+
+packages=(
+  bazel-bootstrap
+  g++
+  libgrpc++-dev
+  protobuf-compiler-grpc
+  libprotobuf-dev
+  protobuf-compiler
+  libabsl-dev
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  grpc-proto
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
