@@ -8,6 +8,7 @@
 
 #include "device/region.h"
 #include "device/testing/test_host.h"
+#include "device/testing/views.h"
 #include "gtest/gtest.h"
 
 namespace argsdump {
@@ -39,22 +40,9 @@ std::unique_ptr<DumpRegion> MakeRegion(const DumpRegionConfig& c) {
   return std::move(region).value();
 }
 
-TensorView View(DataType dtype, std::vector<uint32_t> shape,
-                std::vector<uint32_t> strides, uint64_t start, const void* data) {
-  TensorView v;
-  v.dtype = dtype;
-  v.ndims = static_cast<uint32_t>(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d) {
-    v.shape[d] = shape[d];
-    v.strides[d] = strides[d];
-  }
-  v.start_offset = start;
-  v.data = static_cast<const uint8_t*>(data);
-  return v;
-}
 
 TensorView Flat(const std::vector<float>& data) {
-  return View(DataType::kFloat32, {static_cast<uint32_t>(data.size())}, {1}, 0,
+  return MakeView(DataType::kFloat32, {static_cast<uint32_t>(data.size())}, {1}, 0,
               data.data());
 }
 
@@ -162,8 +150,8 @@ TEST(RecorderTest, NonContiguousViewsAreGatheredRowMajor) {
   // 2-D: rows 1..3, cols 2..5 of a 6 x 8 matrix.  3-D: [2][3][2] window of a
   // [3][4][5] cube starting at (1,1,1) with every other element of the last dim.
   std::vector<DumpTensorArg> tensors = {
-      Arg(View(DataType::kFloat32, {3, 4}, {8, 1}, 10, m.data()), ArgRole::kInput, 0),
-      Arg(View(DataType::kInt16, {2, 3, 2}, {20, 5, 2}, 26, cube.data()), ArgRole::kInput, 1)};
+      Arg(MakeView(DataType::kFloat32, {3, 4}, {8, 1}, 10, m.data()), ArgRole::kInput, 0),
+      Arg(MakeView(DataType::kInt16, {2, 3, 2}, {20, 5, 2}, 26, cube.data()), ArgRole::kInput, 1)};
   recorder.thread(0).RecordTask(Task(1, tensors), Stage::kBeforeDispatch);
   recorder.thread(0).Flush();
   std::vector<CapturedArg> got = DrainAll(host);
@@ -190,7 +178,7 @@ TEST(RecorderTest, EveryDtypeRecordsItsElementSize) {
   std::iota(bytes.begin(), bytes.end(), uint8_t{0});
   std::vector<DumpTensorArg> tensors;
   for (int d = 0; d < kDataTypeCount; ++d) {
-    tensors.push_back(Arg(View(static_cast<DataType>(d), {10}, {1}, 0, bytes.data()),
+    tensors.push_back(Arg(MakeView(static_cast<DataType>(d), {10}, {1}, 0, bytes.data()),
                           ArgRole::kInput, d));
   }
   recorder.thread(0).RecordTask(Task(2, tensors), Stage::kBeforeDispatch);
@@ -446,7 +434,7 @@ TEST(RecorderTest, BuffersRotateInSequenceWhileTheHostDrains) {
       std::vector<uint32_t> data(50);
       for (uint32_t i = 0; i < 1000; ++i) {
         std::fill(data.begin(), data.end(), t * 100000 + i);
-        TensorView v = View(DataType::kUint32, {50}, {1}, 0, data.data());
+        TensorView v = MakeView(DataType::kUint32, {50}, {1}, 0, data.data());
         std::vector<DumpTensorArg> args = {Arg(v, ArgRole::kInput, 0)};
         recorder.thread(t).RecordTask(Task(t * 100000 + i, args), Stage::kBeforeDispatch);
       }
@@ -478,6 +466,33 @@ TEST(RecorderTest, UnflushedBufferIsRecoverableAfterTheDeviceStops) {
   std::vector<CapturedArg> got = host.TakeRecords();
   ASSERT_EQ(got.size(), 11u);
   EXPECT_EQ(As<float>(got[10].payload), x);
+}
+
+// The region holds offsets, not pointers: a byte copy of it at another address
+// (as a second process would map it) reads back the same records and payload.
+TEST(RecorderTest, RegionReadsTheSameAtAnotherAddress) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull);
+  c.arena_bytes = 4096;
+  auto region = MakeRegion(c);
+  DumpRecorder recorder(*region);
+  std::vector<float> x(16);
+  std::iota(x.begin(), x.end(), 1.0f);
+  std::vector<DumpTensorArg> args = {Arg(Flat(x), ArgRole::kInput, 0)};
+  for (uint64_t i = 0; i < 10; ++i) {
+    recorder.thread(0).RecordTask(Task(i, args), Stage::kBeforeDispatch);
+  }
+  recorder.thread(0).Flush();
+  std::vector<uint64_t> copy((region->bytes() + 7) / 8);
+  std::memcpy(copy.data(), region->base(), region->bytes());
+  auto other = DumpRegion::Attach(copy.data(), region->bytes());
+  ASSERT_TRUE(other.ok()) << other.status();
+  TestHost host(**other);
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), 10u);
+  for (uint64_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(got[i].record.task_id, i);
+    EXPECT_EQ(As<float>(got[i].payload), x);
+  }
 }
 
 }  // namespace

@@ -24,11 +24,13 @@ bool TensorView::is_contiguous() const {
 
 uint64_t TensorView::extent_elements() const {
   if (numel() == 0) return 0;
-  uint64_t last = start_offset;
-  for (uint32_t d = 0; d < ndims; ++d) {
-    last += uint64_t{shape[d] - 1} * strides[d];
+  // 128-bit: five products of two u32 plus a u64 offset cannot overflow.
+  unsigned __int128 last = start_offset;
+  for (uint32_t d = 0; d < ndims && d < abi::kMaxDims; ++d) {
+    last += static_cast<unsigned __int128>(shape[d] - 1) * strides[d];
   }
-  return last + 1;
+  const unsigned __int128 max = ~uint64_t{0};
+  return last >= max ? ~uint64_t{0} : static_cast<uint64_t>(last + 1);
 }
 
 absl::Status ValidateView(const TensorView& view, uint64_t buffer_elements) {
@@ -38,6 +40,11 @@ absl::Status ValidateView(const TensorView& view, uint64_t buffer_elements) {
   if (view.ndims > abi::kMaxDims) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tensor view: ", view.ndims, " dims, at most ", abi::kMaxDims));
+  }
+  unsigned __int128 numel = 1;
+  for (uint32_t d = 0; d < view.ndims; ++d) numel *= view.shape[d];
+  if (numel > (uint64_t{1} << 48)) {
+    return absl::InvalidArgumentError("tensor view: more than 2^48 elements");
   }
   if (view.data == nullptr && view.numel() != 0) {
     return absl::InvalidArgumentError("tensor view: no buffer");

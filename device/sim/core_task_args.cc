@@ -37,56 +37,52 @@ absl::Status CoreTaskArgs::AddScalar(DataType dtype, uint64_t bits,
   return absl::OkStatus();
 }
 
-void CoreTaskArgs::MarkTensor(const Tensor& t, uint32_t position,
-                              absl::Status* status) {
-  TensorSlot* first = nullptr;
+namespace {
+
+// Marks the first slot that `matches`; a second match makes it ambiguous.
+// Returns false when no slot matches.
+template <typename Slot, typename Match>
+bool MarkFirstMatch(std::vector<Slot>& slots, Match matches) {
+  Slot* first = nullptr;
   bool repeated = false;
-  for (TensorSlot& slot : tensors_) {
-    if (!slot.tensor.SameView(t)) continue;
+  for (Slot& slot : slots) {
+    if (!matches(slot)) continue;
     if (first == nullptr) {
       first = &slot;
     } else {
       repeated = true;
     }
   }
-  if (first == nullptr) {
-    if (status->ok()) {
-      *status = absl::InvalidArgumentError(absl::StrCat(
-          "CoreTaskArgs::dump: argument ", position,
-          " is a tensor that was not added to this task (add_input/add_output/"
-          "add_inout it first)"));
-    }
-    return;
-  }
+  if (first == nullptr) return false;
   first->marked = true;
   first->ambiguous = first->ambiguous || repeated;
-  any_marked_ = true;
+  return true;
+}
+
+}  // namespace
+
+void CoreTaskArgs::MarkTensor(const Tensor& t, uint32_t position,
+                              absl::Status* status) {
+  if (MarkFirstMatch(tensors_, [&](const TensorSlot& s) { return s.tensor.SameView(t); })) {
+    any_marked_ = true;
+  } else if (status->ok()) {
+    *status = absl::InvalidArgumentError(absl::StrCat(
+        "CoreTaskArgs::dump: argument ", position,
+        " is a tensor that was not added to this task (add_input/add_output/"
+        "add_inout it first)"));
+  }
 }
 
 void CoreTaskArgs::MarkScalar(const void* identity, uint32_t position,
                               absl::Status* status) {
-  ScalarSlot* first = nullptr;
-  bool repeated = false;
-  for (ScalarSlot& slot : scalars_) {
-    if (slot.identity != identity) continue;
-    if (first == nullptr) {
-      first = &slot;
-    } else {
-      repeated = true;
-    }
+  if (MarkFirstMatch(scalars_, [&](const ScalarSlot& s) { return s.identity == identity; })) {
+    any_marked_ = true;
+  } else if (status->ok()) {
+    *status = absl::InvalidArgumentError(absl::StrCat(
+        "CoreTaskArgs::dump: argument ", position,
+        " is not a scalar lvalue passed to add_scalar on this task (scalars "
+        "are selected by the variable added, not by value)"));
   }
-  if (first == nullptr) {
-    if (status->ok()) {
-      *status = absl::InvalidArgumentError(absl::StrCat(
-          "CoreTaskArgs::dump: argument ", position,
-          " is not a scalar lvalue passed to add_scalar on this task (scalars "
-          "are selected by the variable added, not by value)"));
-    }
-    return;
-  }
-  first->marked = true;
-  first->ambiguous = first->ambiguous || repeated;
-  any_marked_ = true;
 }
 
 }  // namespace argsdump
