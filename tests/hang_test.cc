@@ -5,6 +5,7 @@
 // everything that completed before.
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "device/recorder.h"
@@ -95,6 +96,77 @@ TEST(HangTest, StuckKernelTripsTheSchedulerTimeoutAndKeepsItsPartialOutput) {
   EXPECT_TRUE(saw_partial);
   for (uint32_t t = 0; t < 2; ++t) EXPECT_EQ(region->thread_state(t).flushed.load(), 1u);
   unsetenv("SIMPLER_SCHEDULER_TIMEOUT_MS");
+}
+
+// Busy for ~20 ms of wall time (work, not a wait on anything): a slow kernel.
+absl::Status Slow(KernelContext& ctx) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  while (std::chrono::steady_clock::now() < until && !ctx.cancelled()) {
+    std::this_thread::yield();
+  }
+  auto x = ctx.tensor(0);
+  if (!x.ok()) return x.status();
+  x->Set<float>(0, x->Get<float>(0) + 1.0f);
+  return absl::OkStatus();
+}
+
+// A stuck op while the same scheduler keeps making progress: no hang is
+// declared, but the op is reaped at the op-execute budget, its partial output
+// is recorded as an in-flight snapshot, the rest of the run completes, and
+// the run reports the reaped op.
+TEST(HangTest, OpPastTheOpExecuteBudgetIsReapedWhileOthersProgress) {
+  KernelRegistry registry;
+  ASSERT_TRUE(RegisterBuiltinKernels(&registry).ok());
+  const uint16_t slow = *registry.Register("slow", {ArgDirection::kInOut}, Slow);
+  DumpRegionConfig rc;
+  rc.level = abi::DumpLevel::kFull;
+  rc.num_threads = 1;
+  rc.arena_bytes = 1 << 20;
+  auto region = std::move(DumpRegion::Create(rc)).value();
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  host.Start();
+  SimConfig sc;
+  sc.scheduler_threads = 1;
+  sc.worker_threads = 2;
+  sc.max_inflight_per_scheduler = 2;
+  SimTimeouts timeouts;
+  timeouts.scheduler = std::chrono::milliseconds(1000);
+  timeouts.op_execute = std::chrono::milliseconds(1500);
+  timeouts.stream_sync = std::chrono::seconds(60);
+  sc.timeouts = timeouts;
+  SimRuntime rt(sc, registry, &recorder);
+  Tensor x = *rt.Alloc(DataType::kFloat32, {8});
+  Tensor y = *rt.Alloc(DataType::kFloat32, {8});
+  Tensor counter = *rt.Alloc(DataType::kFloat32, {1});
+  for (uint64_t i = 0; i < 8; ++i) x.Set<float>(i, 10.0f + i);
+  CoreTaskArgs stuck;
+  ASSERT_TRUE(stuck.add_input(x).ok());
+  ASSERT_TRUE(stuck.add_output(y).ok());
+  const uint64_t hang_id = *rt.Submit({*registry.IdOf("hang")}, std::move(stuck));
+  constexpr int kSlowTasks = 120;  // ~2.4 s of progress, past op-execute
+  for (int i = 0; i < kSlowTasks; ++i) {
+    CoreTaskArgs step;
+    ASSERT_TRUE(step.add_inout(counter).ok());
+    ASSERT_TRUE(rt.Submit({slow}, std::move(step)).ok());
+  }
+  ASSERT_TRUE(rt.Start().ok());
+  absl::Status s = rt.Synchronize();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_NE(s.message().find("reaped"), std::string::npos) << s;
+  EXPECT_EQ(rt.tasks_completed(), kSlowTasks + 1u);
+  EXPECT_EQ(counter.Get<float>(0), float(kSlowTasks));
+  ASSERT_TRUE(host.Stop().ok());
+  bool saw_snapshot = false;
+  for (const CapturedArg& r : host.TakeRecords()) {
+    if (r.record.task_id != hang_id || r.record.stage != 1) continue;
+    saw_snapshot = true;
+    EXPECT_EQ(r.record.flags & abi::kFlagInFlightSnapshot, abi::kFlagInFlightSnapshot);
+    std::vector<float> v(8);
+    std::memcpy(v.data(), r.payload.data(), 32);
+    EXPECT_EQ(v, (std::vector<float>{10, 11, 12, 13, 0, 0, 0, 0}));
+  }
+  EXPECT_TRUE(saw_snapshot);
 }
 
 }  // namespace
