@@ -1,0 +1,205 @@
+#include "server/capture_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "server/manifest.h"
+#include "server/record_format.h"
+
+namespace argsdump {
+namespace {
+
+absl::Status MakeDirs(const std::string& path) {
+  std::string prefix;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      prefix = path.substr(0, i);
+      if (prefix.empty()) continue;
+      if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+        return absl::UnavailableError(
+            absl::StrCat("cannot create directory ", prefix, ": ", std::strerror(errno)));
+      }
+    }
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::UnavailableError(absl::StrCat(path, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool EagerBin(v1::DumpLevel level) { return level != v1::DUMP_LEVEL_HYBRID; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Create(std::string dir,
+                                                                    v1::CaptureInfo info) {
+  if (dir.empty()) return absl::InvalidArgumentError("capture store: empty directory");
+  if (info.level() < v1::DUMP_LEVEL_PARTIAL || info.level() > v1::DUMP_LEVEL_HYBRID) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "capture store: level ", static_cast<int>(info.level()), " captures nothing"));
+  }
+  if (Exists(dir + "/" + kManifestName) || Exists(dir + "/" + kJournalName)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("capture store: ", dir, " already holds a capture"));
+  }
+  return std::unique_ptr<CaptureStore>(new CaptureStore(std::move(dir), std::move(info)));
+}
+
+CaptureStore::~CaptureStore() {
+  if (bin_fd_ >= 0) ::close(bin_fd_);
+}
+
+absl::Status CaptureStore::CreateFiles() {
+  if (auto s = MakeDirs(dir_); !s.ok()) return s;
+  auto journal = JournalWriter::Open(dir_ + "/" + kJournalName, /*append=*/false);
+  if (!journal.ok()) return journal.status();
+  journal_ = std::move(journal).value();
+  if (auto s = journal_->Append(JournalEntryType::kCaptureInfo, info_.SerializeAsString());
+      !s.ok()) {
+    return s;
+  }
+  if (EagerBin(info_.level())) return OpenBin();
+  return absl::OkStatus();
+}
+
+absl::Status CaptureStore::OpenBin() {
+  const std::string path = dir_ + "/" + kBinName;
+  bin_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (bin_fd_ < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("capture store: cannot create ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CaptureStore::Append(const v1::ArgRecord& record, absl::string_view payload) {
+  if (finished_) return absl::FailedPreconditionError("capture store: already finished");
+  if (payload.size() != record.bin_size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "capture store: record of task ", TaskIdHex(record.task_id()), " says bin_size ",
+        record.bin_size(), " but carries ", payload.size(), " payload bytes"));
+  }
+  if (record.bin_size() > 0 && record.bin_offset() != bin_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "capture store: record of task ", TaskIdHex(record.task_id()), " has bin_offset ",
+        record.bin_offset(), ", args.bin is ", bin_bytes_, " bytes (pairs must arrive in order)"));
+  }
+  if (journal_ == nullptr) {
+    if (auto s = CreateFiles(); !s.ok()) return s;
+  }
+  if (!payload.empty()) {
+    if (bin_fd_ < 0) {
+      if (auto s = OpenBin(); !s.ok()) return s;
+    }
+    size_t done = 0;
+    while (done < payload.size()) {
+      const ssize_t n = ::write(bin_fd_, payload.data() + done, payload.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        // Cut back the partial write so args.bin stays consistent.
+        if (::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_)) == 0) {
+          ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
+        }
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "capture store: writing ", payload.size(), " bytes to ", dir_, "/", kBinName,
+            " failed: ", std::strerror(errno)));
+      }
+      done += static_cast<size_t>(n);
+    }
+    bin_bytes_ += payload.size();
+  }
+  scratch_.clear();
+  record.SerializeToString(&scratch_);
+  if (auto s = journal_->Append(JournalEntryType::kRecord, scratch_); !s.ok()) return s;
+  records_.push_back(record);
+  return absl::OkStatus();
+}
+
+absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
+  if (finished_) return absl::FailedPreconditionError("capture store: already finished");
+  finished_ = true;
+  if (journal_ == nullptr) return absl::OkStatus();  // nothing captured: no files
+  v1::CaptureCounters counters = losses;
+  CountRecords(records_, &counters);
+  if (auto s = journal_->Append(JournalEntryType::kCounters, counters.SerializeAsString());
+      !s.ok()) {
+    return s;
+  }
+  if (bin_fd_ >= 0 && ::fsync(bin_fd_) != 0) {
+    return absl::DataLossError(absl::StrCat("capture store: fsync of args.bin failed: ",
+                                            std::strerror(errno)));
+  }
+  std::sort(records_.begin(), records_.end(), RecordLess);
+  ManifestContents m;
+  m.level = info_.level();
+  m.counters = counters;
+  m.has_bin_file = bin_fd_ >= 0;
+  m.records = &records_;
+  return WriteManifest(dir_ + "/" + kManifestName, m);
+}
+
+absl::Status CaptureStore::Recover(const std::string& dir) {
+  if (Exists(dir + "/" + kManifestName)) return absl::OkStatus();
+  auto reader = JournalReader::Open(dir + "/" + kJournalName);
+  if (!reader.ok()) {
+    return absl::NotFoundError(absl::StrCat("capture store: no journal in ", dir));
+  }
+  JournalEntryType type;
+  std::string payload;
+  v1::CaptureInfo info;
+  v1::CaptureCounters counters;
+  bool have_info = false, have_counters = false;
+  std::vector<v1::ArgRecord> records;
+  uint64_t bin_end = 0;
+  while ((*reader)->Next(&type, &payload)) {
+    if (type == JournalEntryType::kCaptureInfo) {
+      have_info = info.ParseFromString(payload);
+    } else if (type == JournalEntryType::kRecord) {
+      v1::ArgRecord r;
+      if (!r.ParseFromString(payload)) break;
+      bin_end = std::max(bin_end, r.bin_offset() + r.bin_size());
+      records.push_back(std::move(r));
+    } else if (type == JournalEntryType::kCounters) {
+      have_counters = counters.ParseFromString(payload);
+    }
+  }
+  if (!have_info) {
+    return absl::DataLossError(
+        absl::StrCat("capture store: journal in ", dir, " has no capture header"));
+  }
+  const std::string bin = dir + "/" + kBinName;
+  const bool has_bin = Exists(bin);
+  if (has_bin) {
+    struct stat st;
+    if (::stat(bin.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) < bin_end) {
+      return absl::DataLossError(absl::StrCat(
+          "capture store: ", bin, " is ", st.st_size, " bytes, the journal needs ", bin_end));
+    }
+    if (::truncate(bin.c_str(), static_cast<off_t>(bin_end)) != 0) {
+      return absl::DataLossError(absl::StrCat("capture store: cannot cut ", bin, " back"));
+    }
+  }
+  if (!have_counters) CountRecords(records, &counters);
+  std::sort(records.begin(), records.end(), RecordLess);
+  ManifestContents m;
+  m.level = info.level();
+  m.counters = counters;
+  m.has_bin_file = has_bin;
+  m.recovered = !have_counters;
+  m.records = &records;
+  return WriteManifest(dir + "/" + kManifestName, m);
+}
+
+}  // namespace argsdump

@@ -1,0 +1,77 @@
+// CaptureStore: one capture directory (<output_prefix>/args_dump/) written
+// from (record, payload) pairs that arrive in args.bin order:
+//   args.bin        payloads, appended; eager at levels 1/2 (created with the
+//                   first record), lazy at level 3 (created with the first
+//                   payload; absent and bin_file null when there is none)
+//   args.journal    every record after its payload is written (journal.h)
+//   args_dump.json  the manifest, written by Finish()
+// Nothing is created before the first record: a run that captured nothing
+// leaves no directory. Append() returns once the pair would survive a crash
+// of this process (written to the OS); Recover() rebuilds the manifest of a
+// directory whose writer died. Plain C++: no gRPC here.
+#ifndef ARGSDUMP_SERVER_CAPTURE_STORE_H_
+#define ARGSDUMP_SERVER_CAPTURE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/argsdump/v1/record.pb.h"
+#include "server/journal.h"
+
+namespace argsdump {
+
+inline constexpr char kManifestName[] = "args_dump.json";
+inline constexpr char kBinName[] = "args.bin";
+inline constexpr char kJournalName[] = "args.journal";
+
+class CaptureStore {
+ public:
+  // `dir` is the args_dump directory; its parents are created as needed.
+  static absl::StatusOr<std::unique_ptr<CaptureStore>> Create(std::string dir,
+                                                              v1::CaptureInfo info);
+  ~CaptureStore();
+  CaptureStore(const CaptureStore&) = delete;
+  CaptureStore& operator=(const CaptureStore&) = delete;
+
+  // One pair, in order: record.bin_offset must be the current size of
+  // args.bin when record.bin_size > 0, and payload.size() == bin_size.
+  // InvalidArgument otherwise, and nothing is written.
+  absl::Status Append(const v1::ArgRecord& record, absl::string_view payload);
+
+  // Writes the manifest, sorted, with the device's loss counters merged in.
+  absl::Status Finish(const v1::CaptureCounters& losses);
+
+  // For a directory with a journal and no manifest: cuts args.bin back to
+  // the last journaled payload and writes the manifest. OK when a manifest
+  // already exists; NotFound when there is no journal.
+  static absl::Status Recover(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  uint64_t records() const { return records_.size(); }
+  uint64_t bin_bytes() const { return bin_bytes_; }
+  bool created() const { return journal_ != nullptr; }
+
+ private:
+  CaptureStore(std::string dir, v1::CaptureInfo info)
+      : dir_(std::move(dir)), info_(std::move(info)) {}
+  absl::Status CreateFiles();
+  absl::Status OpenBin();
+
+  const std::string dir_;
+  const v1::CaptureInfo info_;
+  std::unique_ptr<JournalWriter> journal_;
+  int bin_fd_ = -1;
+  uint64_t bin_bytes_ = 0;
+  std::vector<v1::ArgRecord> records_;
+  std::string scratch_;
+  bool finished_ = false;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_SERVER_CAPTURE_STORE_H_

@@ -1,0 +1,209 @@
+#include "server/capture_store.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+
+namespace argsdump {
+namespace {
+
+using google::protobuf::Struct;
+using google::protobuf::Value;
+
+std::string TempDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name + "/args_dump";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+Struct ParseManifest(const std::string& dir) {
+  Struct s;
+  auto status = google::protobuf::util::JsonStringToMessage(ReadFile(dir + "/args_dump.json"), &s);
+  EXPECT_TRUE(status.ok()) << status.ToString();
+  return s;
+}
+
+v1::CaptureInfo Info(v1::DumpLevel level) {
+  v1::CaptureInfo info;
+  info.set_name("test");
+  info.set_level(level);
+  info.set_platform("a2a3sim");
+  return info;
+}
+
+v1::ArgRecord Tensor(uint64_t task, v1::Stage stage, uint32_t arg, v1::Role role,
+                     uint64_t offset, uint64_t size) {
+  v1::ArgRecord r;
+  r.set_task_id(task);
+  r.set_stage(stage);
+  r.set_arg_index(arg);
+  r.set_role(role);
+  r.set_kind(v1::KIND_TENSOR);
+  r.set_dtype(v1::DTYPE_FLOAT32);
+  r.add_shape(static_cast<uint32_t>(size / 4));
+  r.add_strides(1);
+  r.set_numel(size / 4);
+  r.set_is_contiguous(true);
+  r.set_bin_offset(offset);
+  r.set_bin_size(size);
+  r.set_logical_bytes(size);
+  r.add_func_ids(3);
+  return r;
+}
+
+TEST(CaptureStoreTest, WritesSortedManifestAndPayloads) {
+  const std::string dir = TempDir("sorted");
+  auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+  ASSERT_TRUE(store.ok()) << store.status();
+  // Arrival (bin) order differs from manifest order.
+  ASSERT_TRUE((*store)->Append(Tensor(0x20, v1::STAGE_AFTER_COMPLETION, 2, v1::ROLE_OUTPUT, 0, 8),
+                               std::string(8, 'c')).ok());
+  ASSERT_TRUE((*store)->Append(Tensor(0x10, v1::STAGE_BEFORE_DISPATCH, 1, v1::ROLE_INPUT, 8, 4),
+                               std::string(4, 'b')).ok());
+  v1::ArgRecord scalar;
+  scalar.set_task_id(0x10);
+  scalar.set_stage(v1::STAGE_BEFORE_DISPATCH);
+  scalar.set_arg_index(3);
+  scalar.set_role(v1::ROLE_INPUT);
+  scalar.set_kind(v1::KIND_SCALAR);
+  scalar.set_dtype(v1::DTYPE_FLOAT64);
+  double v = 0.1;
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  scalar.set_scalar_bits(bits);
+  scalar.set_arg_index_ambiguous(true);
+  ASSERT_TRUE((*store)->Append(scalar, "").ok());
+  ASSERT_TRUE((*store)->Append(Tensor(0x10, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 12, 4),
+                               std::string(4, 'a')).ok());
+  v1::CaptureCounters losses;
+  losses.set_dropped_records(5);
+  losses.set_dropped_ready_queue_full(5);
+  ASSERT_TRUE((*store)->Finish(losses).ok());
+
+  EXPECT_EQ(ReadFile(dir + "/args.bin"), "ccccccccbbbbaaaa");
+  Struct m = ParseManifest(dir);
+  const auto& f = m.fields();
+  EXPECT_EQ(f.at("run_dir").string_value(), "args_dump");
+  EXPECT_EQ(f.at("bin_format").struct_value().fields().at("type").string_value(),
+            "logical_contiguous");
+  EXPECT_EQ(f.at("dump_args_level").number_value(), 2);
+  EXPECT_EQ(f.at("total_args").number_value(), 4);
+  EXPECT_EQ(f.at("before_dispatch").number_value(), 3);
+  EXPECT_EQ(f.at("after_completion").number_value(), 1);
+  EXPECT_EQ(f.at("input_args").number_value(), 3);
+  EXPECT_EQ(f.at("output_args").number_value(), 1);
+  EXPECT_EQ(f.at("dropped_records").number_value(), 5);
+  EXPECT_EQ(f.at("dropped_overwrite").number_value(), 0);
+  EXPECT_EQ(f.at("bin_file").string_value(), "args.bin");
+  const auto& args = f.at("args").list_value().values();
+  ASSERT_EQ(args.size(), 4);
+  auto entry = [&](int i) -> const auto& { return args[i].struct_value().fields(); };
+  EXPECT_EQ(entry(0).at("task_id").string_value(), "0x0000000000000010");
+  EXPECT_EQ(entry(0).at("arg_index").number_value(), 0);
+  EXPECT_EQ(entry(0).at("bin_offset").number_value(), 12);
+  EXPECT_EQ(entry(0).at("dtype").string_value(), "FLOAT32");
+  EXPECT_EQ(entry(0).at("numel").number_value(), 1);
+  EXPECT_EQ(entry(0).at("func_id").list_value().values(0).number_value(), 3);
+  EXPECT_EQ(entry(1).at("arg_index").number_value(), 1);
+  EXPECT_EQ(entry(2).at("kind").string_value(), "scalar");
+  EXPECT_EQ(entry(2).at("value").number_value(), 0.1);
+  EXPECT_EQ(entry(2).at("dtype").string_value(), "FLOAT64");
+  EXPECT_TRUE(entry(2).at("arg_index_ambiguous").bool_value());
+  EXPECT_EQ(entry(1).count("arg_index_ambiguous"), 0u);
+  EXPECT_EQ(entry(3).at("stage").string_value(), "after_completion");
+  EXPECT_EQ(entry(3).at("role").string_value(), "output");
+}
+
+TEST(CaptureStoreTest, NothingCapturedLeavesNoDirectory) {
+  const std::string dir = TempDir("empty");
+  auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_PARTIAL));
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_FALSE(Exists(dir));
+}
+
+TEST(CaptureStoreTest, HybridWithoutPayloadHasNoBinFile) {
+  const std::string dir = TempDir("hybrid");
+  auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_HYBRID));
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Append(Tensor(1, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 0, 0), "").ok());
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_FALSE(Exists(dir + "/args.bin"));
+  Struct m = ParseManifest(dir);
+  EXPECT_EQ(m.fields().at("bin_file").kind_case(), Value::kNullValue);
+  EXPECT_EQ(m.fields().at("dump_args_level").number_value(), 3);
+}
+
+TEST(CaptureStoreTest, EagerBinAtLevelOneEvenWhenEmpty) {
+  const std::string dir = TempDir("eager");
+  auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_PARTIAL));
+  v1::ArgRecord scalar;
+  scalar.set_kind(v1::KIND_SCALAR);
+  ASSERT_TRUE((*store)->Append(scalar, "").ok());
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_TRUE(Exists(dir + "/args.bin"));
+  EXPECT_EQ(ReadFile(dir + "/args.bin"), "");
+  EXPECT_EQ(ParseManifest(dir).fields().at("bin_file").string_value(), "args.bin");
+}
+
+TEST(CaptureStoreTest, OutOfOrderOrMismatchedPairsAreRejectedAndHarmless) {
+  const std::string dir = TempDir("reject");
+  auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+  ASSERT_TRUE((*store)->Append(Tensor(1, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 0, 4), "aaaa").ok());
+  absl::Status s = (*store)->Append(Tensor(2, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 100, 4), "bbbb");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("bin_offset 100"), std::string::npos) << s;
+  s = (*store)->Append(Tensor(2, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 4, 4), "bb");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE((*store)->Append(Tensor(3, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 4, 4), "cccc").ok());
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_EQ(ReadFile(dir + "/args.bin"), "aaaacccc");
+  EXPECT_EQ(ParseManifest(dir).fields().at("total_args").number_value(), 2);
+  EXPECT_EQ(CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL)).status().code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+// The writer dies mid-run: a torn journal tail and payload bytes whose record
+// never reached the journal. Recover keeps every acknowledged pair.
+TEST(CaptureStoreTest, RecoverRebuildsTheManifestFromTheJournal) {
+  const std::string dir = TempDir("crash");
+  {
+    auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+    for (uint64_t i = 0; i < 10; ++i) {
+      ASSERT_TRUE((*store)->Append(Tensor(100 - i, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT,
+                                          i * 4, 4),
+                                   std::string(4, static_cast<char>('a' + i))).ok());
+    }
+  }  // no Finish: as if the process died
+  std::ofstream(dir + "/args.journal", std::ios::app | std::ios::binary) << "\x30\x00\x00";
+  std::ofstream(dir + "/args.bin", std::ios::app | std::ios::binary) << "zzzz";
+  EXPECT_FALSE(Exists(dir + "/args_dump.json"));
+  ASSERT_TRUE(CaptureStore::Recover(dir).ok());
+  EXPECT_EQ(ReadFile(dir + "/args.bin"), "aaaabbbbccccddddeeeeffffgggghhhhiiiijjjj");
+  Struct m = ParseManifest(dir);
+  EXPECT_EQ(m.fields().at("total_args").number_value(), 10);
+  EXPECT_TRUE(m.fields().at("recovered_from_journal").bool_value());
+  const auto& first = m.fields().at("args").list_value().values(0).struct_value().fields();
+  EXPECT_EQ(first.at("task_id").string_value(), "0x000000000000005b");
+  EXPECT_EQ(first.at("bin_offset").number_value(), 36);
+  EXPECT_TRUE(CaptureStore::Recover(dir).ok());  // idempotent
+  EXPECT_EQ(CaptureStore::Recover(TempDir("nothing_here")).code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace argsdump

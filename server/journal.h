@@ -1,0 +1,80 @@
+// An append-only journal of typed entries, the store's crash log. Format, one
+// entry after another (little endian):
+//
+//   u32 length   bytes of payload
+//   u32 crc      zlib crc32 of (type, payload)
+//   u8  type     JournalEntryType
+//   payload      length bytes
+//
+// A writer appends whole entries with one write() each. A reader returns the
+// entries in order and stops at the first entry that is cut short or fails
+// its checksum (a crash mid-append), reporting how many bytes it dropped
+// instead of failing.
+#ifndef ARGSDUMP_SERVER_JOURNAL_H_
+#define ARGSDUMP_SERVER_JOURNAL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace argsdump {
+
+enum class JournalEntryType : uint8_t {
+  kCaptureInfo = 1,  // argsdump.v1.CaptureInfo
+  kRecord = 2,       // argsdump.v1.ArgRecord, after its payload is in args.bin
+  kCounters = 3,     // argsdump.v1.CaptureCounters, at the end of a capture
+};
+
+inline constexpr uint32_t kJournalHeaderBytes = 9;
+inline constexpr uint32_t kMaxJournalEntryBytes = 64u << 20;
+
+class JournalWriter {
+ public:
+  // Creates (truncates) or appends to `path`.
+  static absl::StatusOr<std::unique_ptr<JournalWriter>> Open(const std::string& path,
+                                                             bool append);
+  ~JournalWriter();
+  JournalWriter(const JournalWriter&) = delete;
+  JournalWriter& operator=(const JournalWriter&) = delete;
+
+  // One entry; durable against a crash of this process when it returns.
+  absl::Status Append(JournalEntryType type, absl::string_view payload);
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  JournalWriter(int fd, std::string path, uint64_t bytes)
+      : fd_(fd), path_(std::move(path)), bytes_(bytes) {}
+  int fd_;
+  std::string path_;
+  uint64_t bytes_;
+  std::string frame_;
+};
+
+class JournalReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<JournalReader>> Open(const std::string& path);
+
+  // The next whole entry; false at the end or at the first damaged entry.
+  bool Next(JournalEntryType* type, std::string* payload);
+  // Bytes after the last whole entry (a torn or corrupt tail), once Next()
+  // returned false.
+  uint64_t dropped_bytes() const { return dropped_; }
+  // Offset just past the last whole entry read.
+  uint64_t good_bytes() const { return offset_; }
+  std::string reason() const { return reason_; }
+
+ private:
+  explicit JournalReader(std::string data) : data_(std::move(data)) {}
+  std::string data_;
+  uint64_t offset_ = 0;
+  uint64_t dropped_ = 0;
+  std::string reason_;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_SERVER_JOURNAL_H_

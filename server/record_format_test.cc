@@ -1,0 +1,81 @@
+#include "server/record_format.h"
+
+#include <cstring>
+#include <limits>
+
+#include "gtest/gtest.h"
+
+namespace argsdump {
+namespace {
+
+uint64_t Bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+uint64_t Bits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
+TEST(RecordFormatTest, Names) {
+  EXPECT_EQ(TaskIdHex(0x200000a00), "0x0000000200000a00");
+  EXPECT_STREQ(RoleName(v1::ROLE_INOUT), "inout");
+  EXPECT_STREQ(StageName(v1::STAGE_BEFORE_DISPATCH), "before_dispatch");
+  EXPECT_STREQ(KindName(v1::KIND_SCALAR), "scalar");
+  EXPECT_EQ(DTypeName(v1::DTYPE_FLOAT64), "FLOAT64");
+  EXPECT_EQ(DTypeName(v1::DTYPE_FP4E2M1), "FP4E2M1");
+  EXPECT_EQ(DTypeName(99), "UNKNOWN(99)");
+  for (int d = 0; d < kDataTypeCount; ++d) {
+    const auto dtype = static_cast<DataType>(d);
+    EXPECT_EQ(FromProtoDType(ToProtoDType(dtype)), dtype);
+    EXPECT_EQ(DTypeName(ToProtoDType(dtype)), DataTypeName(dtype));
+  }
+  EXPECT_FALSE(FromProtoDType(0).has_value());
+}
+
+TEST(RecordFormatTest, ScalarsPrintShortestRoundTrip) {
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, Bits(0.1f)), "0.1");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, Bits(1.0f)), "1");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, Bits(16777217.0f)), "16777216");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT64, Bits(0.1)), "0.1");
+  const double third = 1.0 / 3.0;
+  const std::string s = FormatScalarJson(v1::DTYPE_FLOAT64, Bits(third));
+  EXPECT_EQ(std::strtod(s.c_str(), nullptr), third) << s;
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT64, Bits(1e-310)), "1e-310");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, Bits(std::numeric_limits<float>::quiet_NaN())),
+            "\"NaN\"");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT64, Bits(-std::numeric_limits<double>::infinity())),
+            "\"-Infinity\"");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, Bits(std::numeric_limits<float>::infinity())),
+            "\"Infinity\"");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_INT8, 0xFF), "-1");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_INT32, 0xFFFFFFFE), "-2");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_UINT64, ~uint64_t{0}), "18446744073709551615");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_BOOL, 1), "true");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT16, 0x3C00), "1");     // 1.0 in half
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_BFLOAT16, 0xC000), "-2");   // -2.0 in bf16
+}
+
+TEST(RecordFormatTest, OrderIsTaskStageArgRole) {
+  auto rec = [](uint64_t task, v1::Stage stage, uint32_t arg, v1::Role role) {
+    v1::ArgRecord r;
+    r.set_task_id(task);
+    r.set_stage(stage);
+    r.set_arg_index(arg);
+    r.set_role(role);
+    return r;
+  };
+  const v1::ArgRecord a = rec(1, v1::STAGE_AFTER_COMPLETION, 0, v1::ROLE_OUTPUT);
+  const v1::ArgRecord b = rec(2, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT);
+  const v1::ArgRecord c = rec(2, v1::STAGE_BEFORE_DISPATCH, 1, v1::ROLE_INPUT);
+  const v1::ArgRecord d = rec(2, v1::STAGE_AFTER_COMPLETION, 0, v1::ROLE_INOUT);
+  EXPECT_TRUE(RecordLess(a, b));
+  EXPECT_TRUE(RecordLess(b, c));
+  EXPECT_TRUE(RecordLess(c, d));
+  EXPECT_FALSE(RecordLess(d, d));
+}
+
+}  // namespace
+}  // namespace argsdump
