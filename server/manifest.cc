@@ -107,6 +107,8 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
       ", \"arena_ack_timeout\": ", c.dropped_arena_ack_timeout(),
       ", \"flush_timeout\": ", c.dropped_flush_timeout(), "},\n",
       "  \"in_flight_snapshots\": ", c.in_flight_snapshots(), ",\n",
+      "  \"device_waits\": {\"arena\": ", c.arena_waits(), ", \"gate\": ", c.gate_waits(),
+      "},\n",
       "  \"payload_bytes\": ", c.payload_bytes(), ",\n");
   if (m.recovered) out.append("  \"recovered_from_journal\": true,\n");
   absl::StrAppend(&out, "  \"bin_file\": ", m.has_bin_file ? "\"args.bin\"" : "null", ",\n",

@@ -1,0 +1,406 @@
+#include "collector/collector.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "server/record_format.h"
+
+namespace argsdump {
+
+absl::StatusOr<v1::ArgRecord> ConvertRecord(const abi::ArgsDumpRecord& r, uint32_t thread) {
+  auto bad = [&](std::string what) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "record of task ", TaskIdHex(r.task_id), " arg ", r.arg_index, " from device thread ",
+        thread, ": ", what));
+  };
+  if (!IsValidDataType(r.dtype)) return bad(absl::StrCat("unknown dtype ", r.dtype));
+  if (r.role > static_cast<uint8_t>(abi::ArgRole::kInOut)) return bad("unknown role");
+  if (r.stage > static_cast<uint8_t>(abi::Stage::kAfterCompletion)) return bad("unknown stage");
+  if (r.kind > static_cast<uint8_t>(abi::ArgKind::kScalar)) return bad("unknown kind");
+  if (r.ndims > abi::kMaxDims) return bad(absl::StrCat("ndims ", r.ndims, " > 5"));
+  if (r.func_count > abi::kMaxFuncIds) return bad("func_count > 3");
+  const bool scalar = r.kind == static_cast<uint8_t>(abi::ArgKind::kScalar);
+  if (scalar && r.payload_size != 0) return bad("a scalar with payload");
+  v1::ArgRecord out;
+  out.set_task_id(r.task_id);
+  for (uint32_t i = 0; i < r.func_count; ++i) {
+    if (r.func_ids[i] != abi::kUnknownFuncId) out.add_func_ids(r.func_ids[i]);
+  }
+  out.set_arg_index(r.arg_index);
+  out.set_role(ToProtoRole(static_cast<abi::ArgRole>(r.role)));
+  out.set_stage(ToProtoStage(static_cast<abi::Stage>(r.stage)));
+  out.set_kind(scalar ? v1::KIND_SCALAR : v1::KIND_TENSOR);
+  const auto dtype = static_cast<DataType>(r.dtype);
+  out.set_dtype(ToProtoDType(dtype));
+  unsigned __int128 numel = 1;
+  for (uint32_t d = 0; d < r.ndims; ++d) {
+    out.add_shape(r.shapes[d]);
+    out.add_strides(r.strides[d]);
+    numel *= r.shapes[d];
+  }
+  if (numel > (uint64_t{1} << 48)) return bad("shape product overflows");
+  out.set_numel(static_cast<uint64_t>(numel));
+  out.set_start_offset(r.start_offset);
+  out.set_is_contiguous(r.is_contiguous != 0);
+  out.set_scalar_bits(r.scalar_value);
+  out.set_bin_size(r.payload_size);
+  out.set_logical_bytes(r.logical_bytes);
+  if (!scalar && r.logical_bytes != PayloadBytes(dtype, out.numel())) {
+    return bad(absl::StrCat("logical_bytes ", r.logical_bytes, " is not numel x element size"));
+  }
+  if (r.payload_size > r.logical_bytes && !scalar) return bad("payload larger than the view");
+  if ((r.truncated != 0) != (r.payload_size != 0 && r.payload_size < r.logical_bytes)) {
+    return bad("truncated flag does not match the payload size");
+  }
+  out.set_truncated(r.truncated != 0);
+  out.set_arg_index_ambiguous((r.flags & abi::kFlagArgIndexAmbiguous) != 0);
+  out.set_in_flight_snapshot((r.flags & abi::kFlagInFlightSnapshot) != 0);
+  out.set_device_thread(thread);
+  return out;
+}
+
+Collector::~Collector() {
+  if (started_) Stop().IgnoreError();
+}
+
+absl::StatusOr<const DumpRegion*> Collector::Initialize(const DumpRegionConfig& config) {
+  if (region_ != nullptr) return absl::FailedPreconditionError("collector: already initialized");
+  if (options_.drain_threads == 0 || options_.collector_shards == 0) {
+    return absl::InvalidArgumentError("collector: needs at least one drain thread and one shard");
+  }
+  auto region = DumpRegion::Create(config);
+  if (!region.ok()) return region.status();
+  auto transport = MakeTransport(options_.platform, **region);
+  if (!transport.ok()) return transport.status();
+  region_ = std::move(region).value();
+  transport_ = std::move(transport).value();
+  stats_ = CollectorStats();
+  losses_ = v1::CaptureCounters();
+  error_ = absl::OkStatus();
+  return region_.get();
+}
+
+absl::Status Collector::Start(CaptureSink* sink) {
+  if (region_ == nullptr) return absl::FailedPreconditionError("collector: not initialized");
+  if (started_) return absl::FailedPreconditionError("collector: already started");
+  sink_ = sink;
+  const uint32_t n = region_->num_threads();
+  next_sequence_.assign(n, 0);
+  durable_.assign(n, 0);
+  acked_.assign(n, 0);
+  drains_.clear();
+  shards_.clear();
+  for (uint32_t i = 0; i < options_.drain_threads; ++i) drains_.push_back(std::make_unique<DrainState>());
+  for (uint32_t i = 0; i < options_.collector_shards; ++i) shards_.push_back(std::make_unique<ShardState>());
+  drain_stop_ = false;
+  shard_stop_ = false;
+  writer_stop_ = false;
+  replenish_stop_ = false;
+  next_bin_offset_ = 0;
+  started_ = true;
+  writer_ = std::thread([this] { WriterLoop(); });
+  replenish_ = std::thread([this] { ReplenishLoop(); });
+  for (uint32_t i = 0; i < options_.collector_shards; ++i) {
+    threads_.emplace_back([this, i] { ShardLoop(i); });
+  }
+  for (uint32_t i = 0; i < options_.drain_threads; ++i) {
+    threads_.emplace_back([this, i] { DrainLoop(i); });
+  }
+  return absl::OkStatus();
+}
+
+void Collector::NoteError(const absl::Status& status) {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  if (error_.ok()) error_ = status;
+}
+
+void Collector::AddStats(const CollectorStats& d) {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_.buffers += d.buffers;
+  stats_.records += d.records;
+  stats_.payload_bytes += d.payload_bytes;
+  stats_.overwritten += d.overwritten;
+  stats_.recovered_records += d.recovered_records;
+  stats_.invalid_records += d.invalid_records;
+}
+
+void Collector::DrainLoop(uint32_t index) {
+  DrainState& me = *drains_[index];
+  const uint32_t n = region_->num_threads();
+  auto idle = std::chrono::microseconds(10);
+  for (;;) {
+    // Read before the pass: a stop seen here means the device had finished
+    // before this pass looked at its queues.
+    const bool stopping = drain_stop_.load();
+    bool progressed = false;
+    std::deque<Ticket> done;
+    {
+      std::lock_guard<std::mutex> lock(me.mu);
+      done.swap(me.done);
+      me.outstanding -= done.size();
+    }
+    for (const Ticket& t : done) transport_->ReturnBuffer(t.thread, t.buffer);
+    progressed = !done.empty();
+    for (uint32_t t = index; t < n; t += options_.drain_threads) {
+      for (;;) {
+        uint32_t buffer = 0;
+        auto popped = transport_->PopReady(t, &buffer);
+        if (!popped.ok()) {
+          NoteError(popped.status());
+          break;
+        }
+        if (!*popped) break;
+        progressed = true;
+        const uint64_t seq = transport_->ReadBuffer(t, buffer).sequence;
+        if (seq != next_sequence_[t]) {
+          NoteError(absl::DataLossError(absl::StrCat(
+              "device thread ", t, " published buffer sequence ", seq, ", expected ",
+              next_sequence_[t])));
+        }
+        next_sequence_[t] = seq + 1;
+        {
+          std::lock_guard<std::mutex> lock(me.mu);
+          ++me.outstanding;
+        }
+        ShardState& shard = *shards_[t % shards_.size()];
+        {
+          std::lock_guard<std::mutex> lock(shard.mu);
+          shard.tickets.push_back(Ticket{t, buffer});
+        }
+        shard.cv.notify_one();
+      }
+    }
+    if (progressed) {
+      idle = std::chrono::microseconds(10);
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(me.mu);
+    if (stopping && me.done.empty() && me.outstanding == 0) return;
+    // Wake early when a shard returns a buffer; otherwise poll the device.
+    me.cv.wait_for(lock, idle, [&] { return !me.done.empty(); });
+    idle = std::min(idle * 2, std::chrono::microseconds(500));
+  }
+}
+
+std::vector<Collector::Pair> Collector::CollectBuffer(uint32_t thread, uint32_t buffer) {
+  const BufferRecords b = transport_->ReadBuffer(thread, buffer);
+  std::vector<Pair> pairs;
+  pairs.reserve(b.count);
+  CollectorStats delta;
+  delta.buffers = 1;
+  uint32_t pending_acks = 0;  // payload records that produced no pair
+  for (uint32_t i = 0; i < b.count; ++i) {
+    const abi::ArgsDumpRecord& r = b.records[i];
+    const uint32_t acks = r.payload_size > 0 ? 1 : 0;
+    auto record = ConvertRecord(r, thread);
+    Pair pair;
+    pair.thread = thread;
+    if (record.ok() && r.payload_size > 0) {
+      bool overwritten = false;
+      absl::Status copied = transport_->CopyPayload(thread, r, &pair.payload, &overwritten);
+      if (!copied.ok()) {
+        record = copied;
+      } else {
+        record->set_overwritten(overwritten);
+        delta.overwritten += overwritten;
+        delta.payload_bytes += r.payload_size;
+      }
+    }
+    if (!record.ok()) {
+      NoteError(record.status());
+      ++delta.invalid_records;
+      pending_acks += acks;
+      continue;
+    }
+    pair.has_record = true;
+    pair.record = std::move(record).value();
+    pair.acks = acks + pending_acks;
+    pending_acks = 0;
+    ++delta.records;
+    pairs.push_back(std::move(pair));
+  }
+  if (pending_acks > 0) {
+    Pair settle;
+    settle.thread = thread;
+    settle.acks = pending_acks;
+    pairs.push_back(std::move(settle));
+  }
+  AddStats(delta);
+  return pairs;
+}
+
+void Collector::SubmitPairs(std::vector<Pair> pairs) {
+  {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    for (Pair& p : pairs) {
+      if (p.has_record && p.record.bin_size() > 0) {
+        p.record.set_bin_offset(next_bin_offset_);
+        next_bin_offset_ += p.record.bin_size();
+      }
+      writer_queue_.push_back(std::move(p));
+    }
+  }
+  writer_cv_.notify_one();
+}
+
+void Collector::ShardLoop(uint32_t index) {
+  ShardState& me = *shards_[index];
+  for (;;) {
+    Ticket ticket;
+    {
+      std::unique_lock<std::mutex> lock(me.mu);
+      me.cv.wait(lock, [&] { return shard_stop_.load() || !me.tickets.empty(); });
+      if (me.tickets.empty()) return;  // stopping, nothing left
+      ticket = me.tickets.front();
+      me.tickets.pop_front();
+    }
+    SubmitPairs(CollectBuffer(ticket.thread, ticket.buffer));
+    // Records and payload are copied out: the buffer can go back.
+    DrainState& drain = *drains_[ticket.thread % drains_.size()];
+    {
+      std::lock_guard<std::mutex> lock(drain.mu);
+      drain.done.push_back(ticket);
+    }
+    drain.cv.notify_one();
+  }
+}
+
+absl::Status Collector::WritePair(Pair& pair) {
+  absl::Status s;
+  if (pair.has_record) s = sink_->Write(pair.record, pair.payload);
+  if (!s.ok()) NoteError(s);
+  // Acknowledge even a failed write: the bytes are lost either way, and the
+  // device must not wait for them forever.
+  if (pair.acks > 0) {
+    {
+      std::lock_guard<std::mutex> lock(ack_mu_);
+      durable_[pair.thread] += pair.acks;
+    }
+    ack_cv_.notify_one();
+  }
+  return s;
+}
+
+void Collector::WriterLoop() {
+  for (;;) {
+    std::deque<Pair> batch;
+    {
+      std::unique_lock<std::mutex> lock(writer_mu_);
+      writer_cv_.wait(lock, [&] { return writer_stop_ || !writer_queue_.empty(); });
+      if (writer_queue_.empty()) return;
+      batch.swap(writer_queue_);
+    }
+    for (Pair& p : batch) WritePair(p).IgnoreError();
+  }
+}
+
+void Collector::ReplenishLoop() {
+  std::unique_lock<std::mutex> lock(ack_mu_);
+  for (;;) {
+    for (size_t t = 0; t < durable_.size(); ++t) {
+      const uint64_t delta = durable_[t] - acked_[t];
+      if (delta == 0) continue;
+      acked_[t] = durable_[t];
+      transport_->AckPayloads(static_cast<uint32_t>(t), delta);
+    }
+    if (replenish_stop_) return;
+    ack_cv_.wait(lock, [&] {
+      if (replenish_stop_) return true;
+      for (size_t t = 0; t < durable_.size(); ++t) {
+        if (durable_[t] != acked_[t]) return true;
+      }
+      return false;
+    });
+  }
+}
+
+absl::Status Collector::Stop() {
+  if (!started_) return absl::FailedPreconditionError("collector: not started");
+  started_ = false;
+  drain_stop_ = true;
+  for (auto& d : drains_) d->cv.notify_all();
+  // Drain threads end last among the producers: they wait for the shards to
+  // hand back every buffer they gave out.
+  for (size_t i = options_.collector_shards; i < threads_.size(); ++i) threads_[i].join();
+  shard_stop_ = true;
+  for (auto& s : shards_) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->cv.notify_all();
+  }
+  for (size_t i = 0; i < options_.collector_shards; ++i) threads_[i].join();
+  threads_.clear();
+  {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    writer_stop_ = true;
+  }
+  writer_cv_.notify_all();
+  writer_.join();
+  {
+    std::lock_guard<std::mutex> lock(ack_mu_);
+    replenish_stop_ = true;
+  }
+  ack_cv_.notify_all();
+  replenish_.join();
+  // Buffers the last shards finished with go back to the device.
+  for (auto& d : drains_) {
+    for (const Ticket& t : d->done) transport_->ReturnBuffer(t.thread, t.buffer);
+    d->done.clear();
+  }
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return error_;
+}
+
+absl::Status Collector::Reconcile() {
+  if (region_ == nullptr || started_) {
+    return absl::FailedPreconditionError("collector: reconcile runs after Stop");
+  }
+  for (uint32_t t = 0; t < region_->num_threads(); ++t) {
+    if (auto buffer = transport_->UnflushedBuffer(t, next_sequence_[t])) {
+      std::vector<Pair> pairs = CollectBuffer(t, *buffer);
+      CollectorStats delta;
+      for (const Pair& p : pairs) delta.recovered_records += p.has_record;
+      AddStats(delta);
+      std::lock_guard<std::mutex> lock(writer_mu_);
+      for (Pair& p : pairs) {
+        if (p.has_record && p.record.bin_size() > 0) {
+          p.record.set_bin_offset(next_bin_offset_);
+          next_bin_offset_ += p.record.bin_size();
+        }
+        WritePair(p).IgnoreError();
+      }
+    }
+    const DeviceThreadCounters c = transport_->ReadCounters(t);
+    losses_.set_dropped_records(losses_.dropped_records() + c.dropped);
+    losses_.set_arena_waits(losses_.arena_waits() + c.arena_waits);
+    losses_.set_gate_waits(losses_.gate_waits() + c.gate_waits);
+    losses_.set_dropped_ready_queue_full(
+        losses_.dropped_ready_queue_full() +
+        c.dropped_by_cause[static_cast<uint32_t>(abi::DropCause::kReadyQueueFull)]);
+    losses_.set_dropped_free_queue_empty(
+        losses_.dropped_free_queue_empty() +
+        c.dropped_by_cause[static_cast<uint32_t>(abi::DropCause::kFreeQueueEmpty)]);
+    losses_.set_dropped_arena_ack_timeout(
+        losses_.dropped_arena_ack_timeout() +
+        c.dropped_by_cause[static_cast<uint32_t>(abi::DropCause::kArenaAckTimeout)]);
+    losses_.set_dropped_flush_timeout(
+        losses_.dropped_flush_timeout() +
+        c.dropped_by_cause[static_cast<uint32_t>(abi::DropCause::kFlushTimeout)]);
+  }
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return error_;
+}
+
+absl::Status Collector::Export() {
+  if (sink_ == nullptr) return absl::FailedPreconditionError("collector: no sink");
+  return sink_->Finish(losses_);
+}
+
+void Collector::Finalize() {
+  if (started_) Stop().IgnoreError();
+  transport_.reset();
+  region_.reset();
+  sink_ = nullptr;
+}
+
+}  // namespace argsdump

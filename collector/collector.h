@@ -1,0 +1,155 @@
+// The host collector: drains the device's dump region while kernels run and
+// hands (record, payload) pairs, in args.bin order, to a sink.
+//
+// Threads (all started by Start, joined by Stop):
+//   drain threads      pop ready queues (device thread t belongs to drain
+//                      thread t % drains), hand buffers to collector shards,
+//                      and return emptied buffers to the free queues
+//   collector shards   turn each 128-byte record and its arena bytes into an
+//                      argsdump.v1.ArgRecord + payload (validating everything
+//                      that comes out of shared memory)
+//   payload writer     one thread: writes pairs to the sink in the order the
+//                      narrow writer lock assigned their bin_offset
+//   replenish thread   owns backpressure release: acknowledges each device
+//                      thread's durable payloads back to that thread
+// Lifecycle: Initialize -> Start -> (device runs) -> Stop -> Reconcile ->
+// Export -> Finalize; then Initialize again for another run.
+#ifndef ARGSDUMP_COLLECTOR_COLLECTOR_H_
+#define ARGSDUMP_COLLECTOR_COLLECTOR_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "collector/sink.h"
+#include "collector/transport.h"
+#include "device/region.h"
+#include "proto/argsdump/v1/record.pb.h"
+
+namespace argsdump {
+
+struct CollectorOptions {
+  Platform platform = Platform::kA2a3Sim;
+  uint32_t drain_threads = 1;
+  uint32_t collector_shards = 2;
+};
+
+struct CollectorStats {
+  uint64_t buffers = 0;
+  uint64_t records = 0;
+  uint64_t payload_bytes = 0;
+  uint64_t overwritten = 0;
+  uint64_t recovered_records = 0;  // from buffers the device never flushed
+  uint64_t invalid_records = 0;    // rejected: garbage from shared memory
+};
+
+// Converts one device record (from device thread `thread`) to the proto,
+// validating enums and geometry. InvalidArgument names what is wrong.
+absl::StatusOr<v1::ArgRecord> ConvertRecord(const abi::ArgsDumpRecord& r, uint32_t thread);
+
+class Collector {
+ public:
+  explicit Collector(CollectorOptions options) : options_(options) {}
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  // Allocates the dump region the device will record into.
+  absl::StatusOr<const DumpRegion*> Initialize(const DumpRegionConfig& config);
+  // Starts draining into `sink` (not owned; must outlive Export).
+  absl::Status Start(CaptureSink* sink);
+  // The device finished: drains what is left and joins every thread.
+  // Returns the first error met while collecting.
+  absl::Status Stop();
+  // Recovers buffers the device filled but never flushed (a hang or a crash)
+  // and reads the device's loss counters.
+  absl::Status Reconcile();
+  // Finishes the capture: the sink writes its manifest.
+  absl::Status Export();
+  // Frees the region; Initialize may be called again.
+  void Finalize();
+
+  const CollectorStats& stats() const { return stats_; }
+  const v1::CaptureCounters& losses() const { return losses_; }
+
+ private:
+  struct Ticket {
+    uint32_t thread;
+    uint32_t buffer;
+  };
+  struct Pair {
+    bool has_record = false;
+    v1::ArgRecord record;
+    std::string payload;
+    uint32_t thread = 0;
+    uint32_t acks = 0;  // payload records this pair settles for the device
+  };
+  struct DrainState {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Ticket> done;  // buffers the shards finished with
+    uint64_t outstanding = 0; // tickets handed out, not yet done
+  };
+  struct ShardState {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Ticket> tickets;
+  };
+
+  void DrainLoop(uint32_t index);
+  void ShardLoop(uint32_t index);
+  void WriterLoop();
+  void ReplenishLoop();
+  // Converts a buffer into pairs (payload copied out of the arena).
+  std::vector<Pair> CollectBuffer(uint32_t thread, uint32_t buffer);
+  // Assigns bin offsets in order under the narrow lock and queues the pairs.
+  void SubmitPairs(std::vector<Pair> pairs);
+  absl::Status WritePair(Pair& pair);
+  void NoteError(const absl::Status& status);
+  void AddStats(const CollectorStats& delta);
+
+  const CollectorOptions options_;
+  std::unique_ptr<DumpRegion> region_;
+  std::unique_ptr<RegionTransport> transport_;
+  CaptureSink* sink_ = nullptr;
+
+  std::vector<std::unique_ptr<DrainState>> drains_;
+  std::vector<std::unique_ptr<ShardState>> shards_;
+  std::vector<uint64_t> next_sequence_;  // per device thread, its drain's
+  std::atomic<bool> drain_stop_{false};
+  std::atomic<bool> shard_stop_{false};
+
+  std::mutex writer_mu_;  // the narrow lock: bin offsets + queue order
+  std::condition_variable writer_cv_;
+  std::deque<Pair> writer_queue_;
+  uint64_t next_bin_offset_ = 0;
+  bool writer_stop_ = false;
+
+  std::mutex ack_mu_;
+  std::condition_variable ack_cv_;
+  std::vector<uint64_t> durable_;  // payload records written, per device thread
+  std::vector<uint64_t> acked_;    // replenish thread only
+  bool replenish_stop_ = false;
+
+  std::vector<std::thread> threads_;
+  std::thread writer_;
+  std::thread replenish_;
+
+  std::mutex stats_mu_;
+  CollectorStats stats_;
+  absl::Status error_;
+  v1::CaptureCounters losses_;
+  bool started_ = false;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_COLLECTOR_COLLECTOR_H_

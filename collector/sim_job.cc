@@ -1,0 +1,97 @@
+#include "collector/sim_job.h"
+
+#include <chrono>
+#include <sys/stat.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "device/recorder.h"
+#include "device/workload.h"
+
+namespace argsdump {
+
+absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
+                                       const KernelRegistry& kernels,
+                                       const SimJobOptions& options) {
+  if (options.dump_level < 0 || options.dump_level > 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dump-args: level ", options.dump_level, " is not 0, 1, 2 or 3"));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  SimJobResult result;
+  result.dump_dir = options.output_prefix + "/args_dump";
+  Collector collector(CollectorOptions{options.platform, options.drain_threads,
+                                       options.collector_shards});
+  std::unique_ptr<DumpRecorder> recorder;
+  std::unique_ptr<LocalSink> sink;
+  if (options.dump_level > 0) {
+    DumpRegionConfig rc = options.region;
+    rc.level = static_cast<abi::DumpLevel>(options.dump_level);
+    rc.num_threads = options.sim.scheduler_threads;
+    auto region = collector.Initialize(rc);
+    if (!region.ok()) return region.status();
+    v1::CaptureInfo info;
+    info.set_name(workload.name());
+    info.set_level(static_cast<v1::DumpLevel>(options.dump_level));
+    info.set_platform(PlatformName(options.platform));
+    auto local = LocalSink::Create(result.dump_dir, info);
+    if (!local.ok()) return local.status();
+    sink = std::move(local).value();
+    recorder = std::make_unique<DumpRecorder>(**region);
+    if (absl::Status s = collector.Start(sink.get()); !s.ok()) return s;
+  }
+  {
+    SimRuntime runtime(options.sim, kernels, recorder.get());
+    auto tensors = SubmitWorkload(workload, kernels, &runtime);
+    if (!tensors.ok()) return tensors.status();
+    if (absl::Status s = runtime.Start(); !s.ok()) return s;
+    result.run_status = runtime.Synchronize();
+    result.tasks = runtime.tasks_submitted();
+    result.tasks_completed = runtime.tasks_completed();
+    result.tensors = std::move(tensors).value();
+  }
+  if (options.dump_level > 0) {
+    absl::Status collected = collector.Stop();
+    absl::Status reconciled = collector.Reconcile();
+    absl::Status exported = collector.Export();
+    result.collected = collector.stats();
+    result.losses = collector.losses();
+    collector.Finalize();
+    if (!exported.ok()) return exported;
+    if (!collected.ok()) return collected;
+    if (!reconciled.ok()) return reconciled;
+    result.wrote_capture = sink->store().created();
+  }
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
+  std::string s = absl::StrCat("workload run: ", r.tasks_completed, " of ", r.tasks,
+                               " tasks completed in ", absl::StrFormat("%.3f", r.seconds),
+                               " s on ", PlatformName(o.platform), ", dump level ",
+                               o.dump_level, "\n");
+  if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
+  if (o.dump_level == 0) return s + "dump: off (level 0)\n";
+  const v1::CaptureCounters& l = r.losses;
+  absl::StrAppend(&s, "records: ", r.collected.records, " (", r.collected.recovered_records,
+                  " recovered from unflushed buffers), payload bytes: ",
+                  r.collected.payload_bytes, "\n");
+  absl::StrAppend(&s, "losses: dropped ", l.dropped_records(), " (ready queue full ",
+                  l.dropped_ready_queue_full(), ", free queue empty ",
+                  l.dropped_free_queue_empty(), ", arena ack timeout ",
+                  l.dropped_arena_ack_timeout(), ", flush timeout ", l.dropped_flush_timeout(),
+                  "), overwritten ", r.collected.overwritten, ", invalid ",
+                  r.collected.invalid_records, "\n");
+  if (r.wrote_capture) {
+    absl::StrAppend(&s, "capture: ", r.dump_dir, "/args_dump.json\n");
+  } else {
+    absl::StrAppend(&s, "capture: none (no record was collected",
+                    o.dump_level == 1 ? "; level 1 dumps only args marked with dump(...)" : "",
+                    ")\n");
+  }
+  return s;
+}
+
+}  // namespace argsdump

@@ -1,0 +1,54 @@
+// The main job: run a sim workload with the dump at a level, collect it on
+// the host while it runs, and leave <output_prefix>/args_dump/ behind.
+#ifndef ARGSDUMP_COLLECTOR_SIM_JOB_H_
+#define ARGSDUMP_COLLECTOR_SIM_JOB_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "collector/collector.h"
+#include "device/region.h"
+#include "device/sim/kernel.h"
+#include "device/sim/sim_runtime.h"
+#include "device/sim/tensor.h"
+#include "proto/argsdump/v1/workload.pb.h"
+
+namespace argsdump {
+
+struct SimJobOptions {
+  int dump_level = 2;  // 0..3
+  Platform platform = Platform::kA2a3Sim;
+  std::string output_prefix;  // the capture goes to <output_prefix>/args_dump
+  SimConfig sim;
+  DumpRegionConfig region;  // level and num_threads are set from the above
+  uint32_t drain_threads = 1;
+  uint32_t collector_shards = 2;
+};
+
+struct SimJobResult {
+  absl::Status run_status;  // the device's: OK, or the hang / kernel error
+  uint64_t tasks = 0;
+  uint64_t tasks_completed = 0;
+  CollectorStats collected;
+  v1::CaptureCounters losses;
+  std::string dump_dir;
+  bool wrote_capture = false;
+  double seconds = 0;
+  std::map<std::string, Tensor> tensors;  // the workload's, after the run
+};
+
+// Fails only when the job could not run or the capture could not be written;
+// a device-side hang or kernel error is reported in run_status, with the
+// capture still exported.
+absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
+                                       const KernelRegistry& kernels,
+                                       const SimJobOptions& options);
+
+// One line per fact, for people: tasks, records, bytes, losses, where.
+std::string SummarizeSimJob(const SimJobResult& result, const SimJobOptions& options);
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_COLLECTOR_SIM_JOB_H_

@@ -1,0 +1,158 @@
+// sim_run: runs a sim workload with the args dump and writes the capture.
+//   bazel run //collector:sim_run -- --dump-args 2
+//   bazel run //collector:sim_run -- --workload path/to/workload.json --dump-args 3
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "collector/sim_job.h"
+#include "device/sim/kernels.h"
+#include "device/workload.h"
+
+ABSL_FLAG(std::string, workload, "vector_example",
+          "a built-in workload name (see --list_workloads) or a workload .json file");
+ABSL_FLAG(int, dump_args, 0,
+          "dump level: 0 off, 1 marked args only, 2 everything, 3 metadata for everything "
+          "and payload for marked tensors (a bare --dump-args means 1)");
+ABSL_FLAG(std::string, output_prefix, "",
+          "where the capture goes (<prefix>/args_dump/); default "
+          "outputs/<workload>_<YYYYMMDD_HHMMSS>");
+ABSL_FLAG(std::string, platform, "a2a3sim",
+          "host transport: a2a3sim (shared region) or a5sim (host shadow + copies)");
+ABSL_FLAG(int, schedulers, 4, "scheduler (AICPU) threads = recording threads");
+ABSL_FLAG(int, workers, 4, "worker (AICore) threads");
+ABSL_FLAG(int, records_per_buffer, 256, "records per metadata buffer");
+ABSL_FLAG(int, buffers_per_thread, 8, "metadata buffers per recording thread");
+ABSL_FLAG(int, ready_queue_depth, 8, "ready queue depth per recording thread");
+ABSL_FLAG(int64_t, arena_bytes, 128ll << 20, "payload arena bytes per recording thread");
+ABSL_FLAG(int, wait_bound_ms, 30000,
+          "how long the device waits for the host before dropping records");
+ABSL_FLAG(int, drain_threads, 1, "collector drain threads");
+ABSL_FLAG(int, collector_shards, 2, "collector shard threads");
+ABSL_FLAG(bool, list_workloads, false, "print the built-in workloads and exit");
+
+namespace argsdump {
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "sim_run: %s\n", message.c_str());
+  return 2;
+}
+
+std::string DefaultPrefix(const std::string& workload) {
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", std::localtime(&now));
+  return absl::StrCat("outputs/", workload, "_", stamp);
+}
+
+bool IsFile(const std::string& s) {
+  return s.find('/') != std::string::npos ||
+         (s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+}
+
+// Under `bazel run`, relative paths mean the user's directory, not runfiles.
+std::string FromUserDir(const std::string& path) {
+  const char* dir = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || dir == nullptr) return path;
+  return absl::StrCat(dir, "/", path);
+}
+
+int Main(int argc, char** argv) {
+  // A bare --dump-args (no value) means level 1, as in the seed.
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--dump-args" || args[i] == "--dump_args") {
+      const bool has_value = i + 1 < args.size() && !args[i + 1].empty() &&
+                             std::isdigit(static_cast<unsigned char>(args[i + 1][0]));
+      args[i] = has_value ? "--dump_args=" + args[i + 1] : "--dump_args=1";
+      if (has_value) args.erase(args.begin() + i + 1);
+    } else if (args[i].rfind("--", 0) == 0) {
+      // Accept --output-prefix as well as --output_prefix.
+      const size_t eq = args[i].find('=');
+      std::string name = args[i].substr(0, eq);
+      for (size_t k = 2; k < name.size(); ++k) {
+        if (name[k] == '-') name[k] = '_';
+      }
+      args[i] = name + (eq == std::string::npos ? "" : args[i].substr(eq));
+    }
+  }
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  absl::SetProgramUsageMessage("Runs a sim workload with the args dump and writes the capture.");
+  const std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
+  if (rest.size() > 1) return Fail(absl::StrCat("unexpected argument '", rest[1], "'"));
+
+  if (absl::GetFlag(FLAGS_list_workloads)) {
+    std::printf("%s\n", absl::StrJoin(BuiltinWorkloadNames(), "\n").c_str());
+    return 0;
+  }
+  SimJobOptions o;
+  o.dump_level = absl::GetFlag(FLAGS_dump_args);
+  if (o.dump_level < 0 || o.dump_level > 3) {
+    return Fail(absl::StrCat("--dump-args: ", o.dump_level, " is not 0, 1, 2 or 3"));
+  }
+  auto platform = PlatformFromName(absl::GetFlag(FLAGS_platform));
+  if (!platform) {
+    return Fail(absl::StrCat("--platform: '", absl::GetFlag(FLAGS_platform),
+                             "' (expected a2a3sim or a5sim)"));
+  }
+  o.platform = *platform;
+  struct Positive {
+    const char* flag;
+    int64_t value;
+    int64_t max;
+  };
+  const Positive checks[] = {
+      {"--schedulers", absl::GetFlag(FLAGS_schedulers), 64},
+      {"--workers", absl::GetFlag(FLAGS_workers), 256},
+      {"--records-per-buffer", absl::GetFlag(FLAGS_records_per_buffer), 1 << 20},
+      {"--buffers-per-thread", absl::GetFlag(FLAGS_buffers_per_thread), 1 << 16},
+      {"--ready-queue-depth", absl::GetFlag(FLAGS_ready_queue_depth), 1 << 16},
+      {"--arena-bytes", absl::GetFlag(FLAGS_arena_bytes), int64_t{1} << 40},
+      {"--wait-bound-ms", absl::GetFlag(FLAGS_wait_bound_ms), 1 << 30},
+      {"--drain-threads", absl::GetFlag(FLAGS_drain_threads), 64},
+      {"--collector-shards", absl::GetFlag(FLAGS_collector_shards), 64},
+  };
+  for (const Positive& p : checks) {
+    if (p.value < 1 || p.value > p.max) {
+      return Fail(absl::StrCat(p.flag, ": ", p.value, " is outside 1..", p.max));
+    }
+  }
+  if (absl::GetFlag(FLAGS_arena_bytes) < 64) return Fail("--arena-bytes: at least 64");
+  o.sim.scheduler_threads = absl::GetFlag(FLAGS_schedulers);
+  o.sim.worker_threads = absl::GetFlag(FLAGS_workers);
+  o.region.records_per_buffer = absl::GetFlag(FLAGS_records_per_buffer);
+  o.region.buffers_per_thread = absl::GetFlag(FLAGS_buffers_per_thread);
+  o.region.ready_queue_depth = absl::GetFlag(FLAGS_ready_queue_depth);
+  o.region.arena_bytes = absl::GetFlag(FLAGS_arena_bytes);
+  o.region.wait_bound_ms = absl::GetFlag(FLAGS_wait_bound_ms);
+  o.drain_threads = absl::GetFlag(FLAGS_drain_threads);
+  o.collector_shards = absl::GetFlag(FLAGS_collector_shards);
+
+  const KernelRegistry& kernels = BuiltinKernels();
+  const std::string name = absl::GetFlag(FLAGS_workload);
+  absl::StatusOr<v1::WorkloadSpec> workload =
+      IsFile(name) ? LoadWorkloadFile(FromUserDir(name), kernels) : BuiltinWorkload(name);
+  if (!workload.ok()) return Fail(std::string(workload.status().message()));
+  o.output_prefix = absl::GetFlag(FLAGS_output_prefix);
+  if (o.output_prefix.empty()) o.output_prefix = DefaultPrefix(workload->name());
+  o.output_prefix = FromUserDir(o.output_prefix);
+
+  auto result = RunSimJob(*workload, kernels, o);
+  if (!result.ok()) return Fail(result.status().ToString());
+  std::printf("%s", SummarizeSimJob(*result, o).c_str());
+  return result->run_status.ok() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace argsdump
+
+int main(int argc, char** argv) { return argsdump::Main(argc, argv); }

@@ -1,0 +1,47 @@
+// Where the collector's (record, payload) pairs go. Pairs arrive in args.bin
+// order (record.bin_offset assigned by the collector's payload writer); Write
+// returns once the pair is durable, and only then does the collector let the
+// device reuse that payload's arena space.
+#ifndef ARGSDUMP_COLLECTOR_SINK_H_
+#define ARGSDUMP_COLLECTOR_SINK_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/argsdump/v1/record.pb.h"
+#include "server/capture_store.h"
+
+namespace argsdump {
+
+class CaptureSink {
+ public:
+  virtual ~CaptureSink() = default;
+  virtual absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) = 0;
+  // End of the capture: the device's loss counters; the manifest is written.
+  virtual absl::Status Finish(const v1::CaptureCounters& losses) = 0;
+};
+
+// The embedded default: a CaptureStore writing <dir> directly.
+class LocalSink : public CaptureSink {
+ public:
+  static absl::StatusOr<std::unique_ptr<LocalSink>> Create(const std::string& dir,
+                                                           const v1::CaptureInfo& info);
+  absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) override {
+    return store_->Append(record, payload);
+  }
+  absl::Status Finish(const v1::CaptureCounters& losses) override {
+    return store_->Finish(losses);
+  }
+  const CaptureStore& store() const { return *store_; }
+
+ private:
+  explicit LocalSink(std::unique_ptr<CaptureStore> store) : store_(std::move(store)) {}
+  std::unique_ptr<CaptureStore> store_;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_COLLECTOR_SINK_H_

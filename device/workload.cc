@@ -1,0 +1,506 @@
+#include "device/workload.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace argsdump {
+namespace {
+
+absl::Status FieldError(const std::string& field, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+std::optional<abi::ArgRole> RoleFromName(const std::string& role) {
+  if (role == "input" || role == "in") return abi::ArgRole::kInput;
+  if (role == "output" || role == "out") return abi::ArgRole::kOutput;
+  if (role == "inout") return abi::ArgRole::kInOut;
+  return std::nullopt;
+}
+
+DataType ScalarDtype(const v1::ScalarSpec& s) {
+  if (s.dtype().empty()) return DataType::kFloat32;
+  return *DataTypeFromName(s.dtype());
+}
+
+bool IsScalarType(DataType d) {
+  switch (d) {
+    case DataType::kFloat32: case DataType::kFloat64: case DataType::kInt8:
+    case DataType::kInt16: case DataType::kInt32: case DataType::kInt64:
+    case DataType::kUint8: case DataType::kUint16: case DataType::kUint32:
+    case DataType::kUint64: case DataType::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<std::string> TaskFuncs(const v1::TaskSpec& t) {
+  std::vector<std::string> funcs(t.funcs().begin(), t.funcs().end());
+  if (!t.func().empty()) funcs.insert(funcs.begin(), t.func());
+  return funcs;
+}
+
+// Writes `value` as element `i` of a buffer of `dtype`. FP8/FP4 take the
+// value as raw bits.
+void StoreElement(uint8_t* data, DataType dtype, uint64_t i, double value) {
+  switch (dtype) {
+    case DataType::kFloat32: { float v = static_cast<float>(value); std::memcpy(data + 4 * i, &v, 4); break; }
+    case DataType::kFloat64: std::memcpy(data + 8 * i, &value, 8); break;
+    case DataType::kFloat16: {
+      // Round to nearest half (normal range; subnormals flush to zero).
+      float f = static_cast<float>(value);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      const uint32_t sign = (b >> 16) & 0x8000;
+      int32_t exp = static_cast<int32_t>((b >> 23) & 0xFF) - 127 + 15;
+      uint32_t mant = b & 0x7FFFFF;
+      uint16_t h;
+      if (std::isnan(f)) h = static_cast<uint16_t>(sign | 0x7E00);
+      else if (exp >= 31) h = static_cast<uint16_t>(sign | 0x7C00);
+      else if (exp <= 0) h = static_cast<uint16_t>(sign);
+      else {
+        uint32_t r = (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+        if ((mant & 0x1FFF) > 0x1000 || ((mant & 0x1FFF) == 0x1000 && (r & 1))) ++r;
+        h = static_cast<uint16_t>(sign | r);
+      }
+      std::memcpy(data + 2 * i, &h, 2);
+      break;
+    }
+    case DataType::kBfloat16: {
+      float f = static_cast<float>(value);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      const uint16_t h = static_cast<uint16_t>((b + 0x7FFF + ((b >> 16) & 1)) >> 16);
+      std::memcpy(data + 2 * i, &h, 2);
+      break;
+    }
+    case DataType::kInt8: case DataType::kUint8: case DataType::kBool:
+    case DataType::kFp8E4M3Fn: case DataType::kFp8E8M0:
+      data[i] = static_cast<uint8_t>(static_cast<int64_t>(value));
+      break;
+    case DataType::kInt16: case DataType::kUint16: {
+      uint16_t v = static_cast<uint16_t>(static_cast<int64_t>(value));
+      std::memcpy(data + 2 * i, &v, 2);
+      break;
+    }
+    case DataType::kInt32: case DataType::kUint32: {
+      uint32_t v = static_cast<uint32_t>(static_cast<int64_t>(value));
+      std::memcpy(data + 4 * i, &v, 4);
+      break;
+    }
+    case DataType::kInt64: { int64_t v = static_cast<int64_t>(value); std::memcpy(data + 8 * i, &v, 8); break; }
+    case DataType::kUint64: { uint64_t v = static_cast<uint64_t>(value); std::memcpy(data + 8 * i, &v, 8); break; }
+    case DataType::kFp4E2M1: {
+      const uint8_t nib = static_cast<uint8_t>(static_cast<int64_t>(value)) & 0xF;
+      data[i / 2] = (i & 1) ? static_cast<uint8_t>((data[i / 2] & 0x0F) | (nib << 4))
+                            : static_cast<uint8_t>((data[i / 2] & 0xF0) | nib);
+      break;
+    }
+  }
+}
+
+// One typed lvalue per scalar var, so dump(var) selects by identity.
+struct ScalarBox {
+  union {
+    float f32;
+    double f64;
+    int8_t i8;
+    int16_t i16;
+    int32_t i32;
+    int64_t i64;
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    bool b;
+  };
+  DataType dtype;
+};
+
+void SetBox(ScalarBox* box, DataType dtype, double v) {
+  box->dtype = dtype;
+  switch (dtype) {
+    case DataType::kFloat32: box->f32 = static_cast<float>(v); break;
+    case DataType::kFloat64: box->f64 = v; break;
+    case DataType::kInt8: box->i8 = static_cast<int8_t>(v); break;
+    case DataType::kInt16: box->i16 = static_cast<int16_t>(v); break;
+    case DataType::kInt32: box->i32 = static_cast<int32_t>(v); break;
+    case DataType::kInt64: box->i64 = static_cast<int64_t>(v); break;
+    case DataType::kUint8: box->u8 = static_cast<uint8_t>(v); break;
+    case DataType::kUint16: box->u16 = static_cast<uint16_t>(v); break;
+    case DataType::kUint32: box->u32 = static_cast<uint32_t>(v); break;
+    case DataType::kUint64: box->u64 = static_cast<uint64_t>(v); break;
+    default: box->b = v != 0; break;
+  }
+}
+
+template <typename F>
+absl::Status WithBox(ScalarBox& box, F f) {
+  switch (box.dtype) {
+    case DataType::kFloat32: return f(box.f32);
+    case DataType::kFloat64: return f(box.f64);
+    case DataType::kInt8: return f(box.i8);
+    case DataType::kInt16: return f(box.i16);
+    case DataType::kInt32: return f(box.i32);
+    case DataType::kInt64: return f(box.i64);
+    case DataType::kUint8: return f(box.u8);
+    case DataType::kUint16: return f(box.u16);
+    case DataType::kUint32: return f(box.u32);
+    case DataType::kUint64: return f(box.u64);
+    default: return f(box.b);
+  }
+}
+
+v1::BufferSpec* AddBuffer(v1::WorkloadSpec* w, const std::string& name, const char* dtype,
+                          std::vector<uint32_t> shape) {
+  v1::BufferSpec* b = w->add_buffers();
+  b->set_name(name);
+  b->set_dtype(dtype);
+  for (uint32_t s : shape) b->add_shape(s);
+  return b;
+}
+
+v1::TaskSpec* AddTask(v1::WorkloadSpec* w, std::vector<std::string> funcs) {
+  v1::TaskSpec* t = w->add_tasks();
+  if (funcs.size() == 1) {
+    t->set_func(funcs[0]);
+  } else {
+    for (auto& f : funcs) t->add_funcs(f);
+  }
+  return t;
+}
+
+void AddTensorArg(v1::TaskSpec* t, const std::string& tensor, const char* role,
+                  bool dump = false) {
+  v1::ArgSpec* a = t->add_args();
+  a->set_tensor(tensor);
+  a->set_role(role);
+  a->set_dump(dump);
+}
+
+void AddScalarArg(v1::TaskSpec* t, const char* dtype, double value, bool dump = false) {
+  v1::ArgSpec* a = t->add_args();
+  a->mutable_scalar()->set_dtype(dtype);
+  a->mutable_scalar()->set_value(value);
+  a->set_dump(dump);
+}
+
+}  // namespace
+
+std::vector<std::string> BuiltinWorkloadNames() {
+  return {"vector_example", "mixed_example", "hang_example"};
+}
+
+absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name) {
+  v1::WorkloadSpec w;
+  w.set_name(name);
+  if (name == "vector_example") {
+    AddBuffer(&w, "a", "FLOAT32", {16384})->mutable_init()->set_fill(2.0);
+    AddBuffer(&w, "b", "FLOAT32", {16384})->mutable_init()->set_fill(3.0);
+    AddBuffer(&w, "c", "FLOAT32", {16384});
+    AddBuffer(&w, "f", "FLOAT32", {16384});
+    v1::TaskSpec* add = AddTask(&w, {"add"});
+    AddTensorArg(add, "a", "input");
+    AddTensorArg(add, "b", "input");
+    AddTensorArg(add, "c", "output", /*dump=*/true);
+    v1::TaskSpec* plus_one = AddTask(&w, {"add_scalar"});
+    AddTensorArg(plus_one, "c", "input");
+    AddTensorArg(plus_one, "f", "output");
+    AddScalarArg(plus_one, "FLOAT32", 1.0);
+    plus_one->set_dump(true);
+  } else if (name == "mixed_example") {
+    v1::IotaSpec iota;
+    iota.set_start(-1.0);
+    iota.set_step(0.015625);
+    AddBuffer(&w, "x", "FLOAT32", {8, 16})->mutable_init()->mutable_iota()->CopyFrom(iota);
+    AddBuffer(&w, "w", "FLOAT32", {16, 8})->mutable_init()->set_fill(0.125);
+    AddBuffer(&w, "h", "FLOAT32", {8, 8});
+    AddBuffer(&w, "r", "FLOAT32", {8, 8});
+    AddBuffer(&w, "p", "FLOAT32", {8, 8});
+    AddBuffer(&w, "acc", "FLOAT32", {8, 8})->mutable_init()->set_fill(1.0);
+    AddBuffer(&w, "pt", "FLOAT32", {8, 8});
+    AddBuffer(&w, "s", "FLOAT32", {8, 8});
+    AddBuffer(&w, "pr", "FLOAT32", {8, 8});
+    AddBuffer(&w, "mx", "FLOAT32", {8, 8});
+    AddBuffer(&w, "win", "FLOAT32", {4, 4});
+    v1::ViewSpec* t = w.add_views();
+    t->set_name("p_t");
+    t->set_buffer("p");
+    t->add_shape(8); t->add_shape(8); t->add_strides(1); t->add_strides(8);
+    v1::ViewSpec* v = w.add_views();
+    v->set_name("x_win");
+    v->set_buffer("x");
+    v->add_shape(4); v->add_shape(4); v->add_strides(32); v->add_strides(2);
+    v->set_start_offset(3);
+    v1::TaskSpec* mm = AddTask(&w, {"matmul"});
+    AddTensorArg(mm, "x", "input");
+    AddTensorArg(mm, "w", "input");
+    AddTensorArg(mm, "h", "output", true);
+    v1::TaskSpec* relu = AddTask(&w, {"relu"});
+    AddTensorArg(relu, "h", "input");
+    AddTensorArg(relu, "r", "output");
+    v1::TaskSpec* sm = AddTask(&w, {"softmax"});
+    AddTensorArg(sm, "r", "input");
+    AddTensorArg(sm, "p", "output", true);
+    v1::TaskSpec* acc = AddTask(&w, {"accumulate"});
+    AddTensorArg(acc, "acc", "inout", true);
+    AddTensorArg(acc, "p", "input");
+    v1::TaskSpec* tr = AddTask(&w, {"copy"});
+    AddTensorArg(tr, "p_t", "input", true);
+    AddTensorArg(tr, "pt", "output");
+    v1::TaskSpec* mix = AddTask(&w, {"mix_sum", "mix_prod", "mix_max"});
+    AddTensorArg(mix, "acc", "input");
+    AddTensorArg(mix, "pt", "input");
+    AddTensorArg(mix, "s", "output");
+    AddTensorArg(mix, "pr", "output");
+    AddTensorArg(mix, "mx", "output");
+    mix->set_dump(true);
+    v1::TaskSpec* sc = AddTask(&w, {"scale"});
+    AddTensorArg(sc, "x_win", "input");
+    AddTensorArg(sc, "win", "output", true);
+    AddScalarArg(sc, "FLOAT32", 0.5, true);
+  } else if (name == "hang_example") {
+    AddBuffer(&w, "a", "FLOAT32", {1024})->mutable_init()->set_fill(1.0);
+    AddBuffer(&w, "b", "FLOAT32", {1024})->mutable_init()->set_fill(2.0);
+    AddBuffer(&w, "c", "FLOAT32", {1024});
+    AddBuffer(&w, "d", "FLOAT32", {1024});
+    v1::TaskSpec* add = AddTask(&w, {"add"});
+    AddTensorArg(add, "a", "input");
+    AddTensorArg(add, "b", "input");
+    AddTensorArg(add, "c", "output");
+    add->set_dump(true);
+    v1::TaskSpec* hang = AddTask(&w, {"hang"});
+    AddTensorArg(hang, "c", "input");
+    AddTensorArg(hang, "d", "output");
+    hang->set_dump(true);
+  } else {
+    return absl::NotFoundError(absl::StrCat("no built-in workload '", name, "' (built in: ",
+                                            absl::StrJoin(BuiltinWorkloadNames(), ", "), ")"));
+  }
+  return w;
+}
+
+absl::StatusOr<v1::WorkloadSpec> LoadWorkloadFile(const std::string& path,
+                                                  const KernelRegistry& kernels) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("workload file ", path, ": cannot open"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  v1::WorkloadSpec spec;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  auto parsed = google::protobuf::util::JsonStringToMessage(text.str(), &spec, options);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "workload file ", path, ": not a valid workload: ", std::string(parsed.message())));
+  }
+  if (spec.name().empty()) {
+    std::string base = path.substr(path.find_last_of('/') + 1);
+    spec.set_name(base.substr(0, base.find('.')));
+  }
+  if (absl::Status s = ValidateWorkload(spec, kernels); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("workload file ", path, ": ", s.message()));
+  }
+  return spec;
+}
+
+absl::Status ValidateWorkload(const v1::WorkloadSpec& spec, const KernelRegistry& kernels) {
+  std::map<std::string, uint64_t> buffer_elements;
+  std::set<std::string> names;
+  auto known = [&] {
+    std::vector<std::string> v(names.begin(), names.end());
+    if (v.size() > 12) v.resize(12);
+    return absl::StrJoin(v, ", ");
+  };
+  for (int i = 0; i < spec.buffers_size(); ++i) {
+    const v1::BufferSpec& b = spec.buffers(i);
+    const std::string f = absl::StrCat("buffers[", i, "]");
+    if (b.name().empty()) return FieldError(f + ".name", "missing");
+    if (!names.insert(b.name()).second) {
+      return FieldError(f + ".name", absl::StrCat("'", b.name(), "' is used twice"));
+    }
+    if (!DataTypeFromName(b.dtype())) {
+      return FieldError(f + ".dtype", absl::StrCat("'", b.dtype(), "' is not a dtype (expected "
+                                                   "FLOAT32, FLOAT16, BFLOAT16, INT32, ...)"));
+    }
+    if (b.shape_size() == 0 || b.shape_size() > 5) {
+      return FieldError(f + ".shape", "expected 1 to 5 dims");
+    }
+    uint64_t n = 1;
+    for (uint32_t s : b.shape()) {
+      if (s == 0) return FieldError(f + ".shape", "a dim of 0");
+      n *= s;
+      if (n > (uint64_t{1} << 32)) return FieldError(f + ".shape", "more than 2^32 elements");
+    }
+    const v1::InitSpec& init = b.init();
+    const int ways = init.has_fill() + init.has_iota() + (init.values_size() > 0);
+    if (ways > 1) return FieldError(f + ".init", "give one of fill, iota, values");
+    if (init.values_size() > 0 && static_cast<uint64_t>(init.values_size()) != n) {
+      return FieldError(f + ".init.values",
+                        absl::StrCat(init.values_size(), " values for ", n, " elements"));
+    }
+    buffer_elements[b.name()] = n;
+  }
+  for (int i = 0; i < spec.views_size(); ++i) {
+    const v1::ViewSpec& v = spec.views(i);
+    const std::string f = absl::StrCat("views[", i, "]");
+    if (v.name().empty()) return FieldError(f + ".name", "missing");
+    if (!names.insert(v.name()).second) {
+      return FieldError(f + ".name", absl::StrCat("'", v.name(), "' is used twice"));
+    }
+    auto it = buffer_elements.find(v.buffer());
+    if (it == buffer_elements.end()) {
+      return FieldError(f + ".buffer", absl::StrCat("no buffer named '", v.buffer(), "'"));
+    }
+    if (v.shape_size() == 0 || v.shape_size() > 5 || v.shape_size() != v.strides_size()) {
+      return FieldError(f + ".shape", "expected 1 to 5 dims and one stride per dim");
+    }
+    TensorView tv;
+    tv.ndims = static_cast<uint32_t>(v.shape_size());
+    for (int d = 0; d < v.shape_size(); ++d) {
+      tv.shape[d] = v.shape(d);
+      tv.strides[d] = v.strides(d);
+    }
+    tv.start_offset = v.start_offset();
+    if (tv.extent_elements() > it->second) {
+      return FieldError(f, absl::StrCat("reaches element ", tv.extent_elements() - 1,
+                                        " of buffer '", v.buffer(), "' which has ", it->second));
+    }
+  }
+  for (int i = 0; i < spec.tasks_size(); ++i) {
+    const v1::TaskSpec& t = spec.tasks(i);
+    const std::string f = absl::StrCat("tasks[", i, "]");
+    const std::vector<std::string> funcs = TaskFuncs(t);
+    if (funcs.empty() || funcs.size() > 3) {
+      return FieldError(f + ".func", "expected one kernel (func) or up to three (funcs)");
+    }
+    for (const std::string& fn : funcs) {
+      if (!kernels.IdOf(fn).ok()) {
+        return FieldError(f + ".func", absl::StrCat("no kernel named '", fn, "'"));
+      }
+    }
+    int tensors = 0, scalars = 0;
+    for (int j = 0; j < t.args_size(); ++j) {
+      const v1::ArgSpec& a = t.args(j);
+      const std::string af = absl::StrCat(f, ".args[", j, "]");
+      if (a.has_scalar() == !a.tensor().empty()) {
+        return FieldError(af, "give either tensor (with role) or scalar");
+      }
+      if (a.has_scalar()) {
+        ++scalars;
+        const auto d = a.scalar().dtype().empty() ? std::optional<DataType>(DataType::kFloat32)
+                                                  : DataTypeFromName(a.scalar().dtype());
+        if (!d || !IsScalarType(*d)) {
+          return FieldError(af + ".scalar.dtype",
+                            absl::StrCat("'", a.scalar().dtype(), "' is not a scalar dtype "
+                                         "(FLOAT32, FLOAT64, INT8..INT64, UINT8..UINT64, BOOL)"));
+        }
+        continue;
+      }
+      ++tensors;
+      if (!names.count(a.tensor())) {
+        return FieldError(af + ".tensor", absl::StrCat("no buffer or view named '", a.tensor(),
+                                                       "' (known: ", known(), ")"));
+      }
+      if (!RoleFromName(a.role())) {
+        return FieldError(af + ".role", absl::StrCat("'", a.role(),
+                                                     "' (expected input, output or inout)"));
+      }
+    }
+    if (tensors > static_cast<int>(CoreTaskArgs::kMaxTensors) ||
+        scalars > static_cast<int>(CoreTaskArgs::kMaxScalars)) {
+      return FieldError(f + ".args", "too many args (16 tensors, 16 scalars at most)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadSpec& spec,
+                                                             const KernelRegistry& kernels,
+                                                             SimRuntime* runtime) {
+  if (absl::Status s = ValidateWorkload(spec, kernels); !s.ok()) return s;
+  std::map<std::string, Tensor> tensors;
+  for (const v1::BufferSpec& b : spec.buffers()) {
+    const DataType dtype = *DataTypeFromName(b.dtype());
+    auto t = runtime->Alloc(dtype, {b.shape().begin(), b.shape().end()});
+    if (!t.ok()) return t.status();
+    uint8_t* data = t->buffer()->data();
+    const uint64_t n = t->numel();
+    const v1::InitSpec& init = b.init();
+    if (init.has_fill() || init.has_iota() || init.values_size() > 0) {
+      for (uint64_t i = 0; i < n; ++i) {
+        const double v = init.has_fill()   ? init.fill()
+                         : init.has_iota() ? init.iota().start() + init.iota().step() * i
+                                           : init.values(static_cast<int>(i));
+        StoreElement(data, dtype, i, v);
+      }
+    }
+    tensors[b.name()] = *t;
+  }
+  for (const v1::ViewSpec& v : spec.views()) {
+    auto t = tensors[v.buffer()].View({v.shape().begin(), v.shape().end()},
+                                      {v.strides().begin(), v.strides().end()},
+                                      v.start_offset());
+    if (!t.ok()) return t.status();
+    tensors[v.name()] = *t;
+  }
+  for (int i = 0; i < spec.tasks_size(); ++i) {
+    const v1::TaskSpec& t = spec.tasks(i);
+    CoreTaskArgs args;
+    std::map<std::string, ScalarBox> vars;
+    std::vector<std::unique_ptr<ScalarBox>> anonymous;
+    std::vector<ScalarBox*> scalar_of(t.args_size(), nullptr);
+    for (int j = 0; j < t.args_size(); ++j) {
+      const v1::ArgSpec& a = t.args(j);
+      if (!a.has_scalar()) {
+        const Tensor& tensor = tensors[a.tensor()];
+        const abi::ArgRole role = *RoleFromName(a.role());
+        absl::Status s = role == abi::ArgRole::kInput    ? args.add_input(tensor)
+                         : role == abi::ArgRole::kOutput ? args.add_output(tensor)
+                                                         : args.add_inout(tensor);
+        if (!s.ok()) return s;
+        continue;
+      }
+      ScalarBox* box;
+      if (!a.scalar().var().empty()) {
+        auto [it, fresh] = vars.try_emplace(a.scalar().var());
+        box = &it->second;
+        if (fresh) SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
+      } else {
+        anonymous.push_back(std::make_unique<ScalarBox>());
+        box = anonymous.back().get();
+        SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
+      }
+      scalar_of[j] = box;
+      if (absl::Status s = WithBox(*box, [&](auto& v) { return args.add_scalar(v); }); !s.ok()) {
+        return s;
+      }
+    }
+    for (int j = 0; j < t.args_size(); ++j) {
+      if (!t.args(j).dump()) continue;
+      absl::Status s = scalar_of[j] != nullptr
+                           ? WithBox(*scalar_of[j], [&](auto& v) { return args.dump(v); })
+                           : args.dump(tensors[t.args(j).tensor()]);
+      if (!s.ok()) return FieldError(absl::StrCat("tasks[", i, "].args[", j, "].dump"), std::string(s.message()));
+    }
+    if (t.dump()) {
+      if (absl::Status s = args.dump(); !s.ok()) return s;
+    }
+    std::vector<uint16_t> ids;
+    for (const std::string& fn : TaskFuncs(t)) ids.push_back(*kernels.IdOf(fn));
+    auto id = runtime->Submit(ids, std::move(args));
+    if (!id.ok()) {
+      return FieldError(absl::StrCat("tasks[", i, "]"), std::string(id.status().message()));
+    }
+  }
+  return tensors;
+}
+
+}  // namespace argsdump

@@ -1,0 +1,44 @@
+// Sim workloads: a description of buffers, views and tasks (the
+// argsdump.v1.WorkloadSpec schema, read from JSON files or built in) and the
+// code that validates one against the kernel registry and submits it to a
+// SimRuntime. Every error names the field ("tasks[2].args[0].tensor: ...").
+#ifndef ARGSDUMP_DEVICE_WORKLOAD_H_
+#define ARGSDUMP_DEVICE_WORKLOAD_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "device/sim/kernel.h"
+#include "device/sim/sim_runtime.h"
+#include "device/sim/tensor.h"
+#include "proto/argsdump/v1/workload.pb.h"
+
+namespace argsdump {
+
+// Built-ins: "vector_example" (f = (a + b) + 1 over 16384 FLOAT32, a = 2,
+// b = 3; the a+b output and the whole second task are marked for level 1/3),
+// "mixed_example" (matmul, relu, softmax, accumulate, a transposed view, a
+// 3-kernel mix, a scaled strided window), "hang_example" (a kernel that never
+// finishes after an add).
+std::vector<std::string> BuiltinWorkloadNames();
+absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name);
+
+// Reads and validates a JSON workload file. Errors start with the path.
+absl::StatusOr<v1::WorkloadSpec> LoadWorkloadFile(const std::string& path,
+                                                  const KernelRegistry& kernels);
+
+// Checks names, dtypes, shapes, view bounds, kernels and roles.
+absl::Status ValidateWorkload(const v1::WorkloadSpec& spec, const KernelRegistry& kernels);
+
+// Allocates and initialises the buffers on `runtime`, then submits every
+// task in order. Returns the tensors by buffer/view name.
+absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadSpec& spec,
+                                                             const KernelRegistry& kernels,
+                                                             SimRuntime* runtime);
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_DEVICE_WORKLOAD_H_
