@@ -6,14 +6,13 @@
 #include <fstream>
 #include <string>
 
-#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "proto/argsdump/v1/manifest.pb.h"
 
 namespace argsdump {
 namespace {
 
-using google::protobuf::Struct;
 using google::protobuf::Value;
 
 std::string TempDir(const std::string& name) {
@@ -31,9 +30,13 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-Struct ParseManifest(const std::string& dir) {
-  Struct s;
-  auto status = google::protobuf::util::JsonStringToMessage(ReadFile(dir + "/args_dump.json"), &s);
+// Strict: a field the schema does not know fails the parse.
+v1::ManifestFile ParseManifest(const std::string& dir) {
+  v1::ManifestFile s;
+  google::protobuf::util::JsonParseOptions strict;
+  strict.ignore_unknown_fields = false;
+  auto status = google::protobuf::util::JsonStringToMessage(ReadFile(dir + "/args_dump.json"),
+                                                            &s, strict);
   EXPECT_TRUE(status.ok()) << status.ToString();
   return s;
 }
@@ -96,37 +99,37 @@ TEST(CaptureStoreTest, WritesSortedManifestAndPayloads) {
   ASSERT_TRUE((*store)->Finish(losses).ok());
 
   EXPECT_EQ(ReadFile(dir + "/args.bin"), "ccccccccbbbbaaaa");
-  Struct m = ParseManifest(dir);
-  const auto& f = m.fields();
-  EXPECT_EQ(f.at("run_dir").string_value(), "args_dump");
-  EXPECT_EQ(f.at("bin_format").struct_value().fields().at("type").string_value(),
-            "logical_contiguous");
-  EXPECT_EQ(f.at("dump_args_level").number_value(), 2);
-  EXPECT_EQ(f.at("total_args").number_value(), 4);
-  EXPECT_EQ(f.at("before_dispatch").number_value(), 3);
-  EXPECT_EQ(f.at("after_completion").number_value(), 1);
-  EXPECT_EQ(f.at("input_args").number_value(), 3);
-  EXPECT_EQ(f.at("output_args").number_value(), 1);
-  EXPECT_EQ(f.at("dropped_records").number_value(), 5);
-  EXPECT_EQ(f.at("dropped_overwrite").number_value(), 0);
-  EXPECT_EQ(f.at("bin_file").string_value(), "args.bin");
-  const auto& args = f.at("args").list_value().values();
-  ASSERT_EQ(args.size(), 4);
-  auto entry = [&](int i) -> const auto& { return args[i].struct_value().fields(); };
-  EXPECT_EQ(entry(0).at("task_id").string_value(), "0x0000000000000010");
-  EXPECT_EQ(entry(0).at("arg_index").number_value(), 0);
-  EXPECT_EQ(entry(0).at("bin_offset").number_value(), 12);
-  EXPECT_EQ(entry(0).at("dtype").string_value(), "FLOAT32");
-  EXPECT_EQ(entry(0).at("numel").number_value(), 1);
-  EXPECT_EQ(entry(0).at("func_id").list_value().values(0).number_value(), 3);
-  EXPECT_EQ(entry(1).at("arg_index").number_value(), 1);
-  EXPECT_EQ(entry(2).at("kind").string_value(), "scalar");
-  EXPECT_EQ(entry(2).at("value").number_value(), 0.1);
-  EXPECT_EQ(entry(2).at("dtype").string_value(), "FLOAT64");
-  EXPECT_TRUE(entry(2).at("arg_index_ambiguous").bool_value());
-  EXPECT_EQ(entry(1).count("arg_index_ambiguous"), 0u);
-  EXPECT_EQ(entry(3).at("stage").string_value(), "after_completion");
-  EXPECT_EQ(entry(3).at("role").string_value(), "output");
+  v1::ManifestFile m = ParseManifest(dir);
+  EXPECT_EQ(m.run_dir(), "args_dump");
+  EXPECT_EQ(m.bin_format().type(), "logical_contiguous");
+  EXPECT_EQ(m.bin_format().byte_order(), "little_endian");
+  EXPECT_EQ(m.dump_args_level(), 2u);
+  EXPECT_EQ(m.total_args(), 4u);
+  EXPECT_EQ(m.before_dispatch(), 3u);
+  EXPECT_EQ(m.after_completion(), 1u);
+  EXPECT_EQ(m.input_args(), 3u);
+  EXPECT_EQ(m.output_args(), 1u);
+  EXPECT_EQ(m.dropped_records(), 5u);
+  EXPECT_EQ(m.dropped_by_cause().ready_queue_full(), 5u);
+  EXPECT_EQ(m.dropped_overwrite(), 0u);
+  EXPECT_EQ(m.bin_file().string_value(), "args.bin");
+  ASSERT_EQ(m.args_size(), 4);
+  EXPECT_EQ(m.args(0).task_id(), "0x0000000000000010");
+  EXPECT_EQ(m.args(0).arg_index(), 0u);
+  EXPECT_EQ(m.args(0).bin_offset(), 12u);
+  EXPECT_EQ(m.args(0).dtype(), "FLOAT32");
+  EXPECT_EQ(m.args(0).numel(), 1u);
+  EXPECT_EQ(m.args(0).func_id(0), 3);
+  EXPECT_EQ(m.args(1).arg_index(), 1u);
+  EXPECT_EQ(m.args(2).kind(), "scalar");
+  EXPECT_EQ(m.args(2).value().number_value(), 0.1);
+  EXPECT_EQ(m.args(2).dtype(), "FLOAT64");
+  EXPECT_TRUE(m.args(2).arg_index_ambiguous());
+  EXPECT_FALSE(m.args(1).arg_index_ambiguous());
+  EXPECT_EQ(ReadFile(dir + "/args_dump.json").find("arg_index_ambiguous", 0),
+            ReadFile(dir + "/args_dump.json").rfind("arg_index_ambiguous"));  // only where set
+  EXPECT_EQ(m.args(3).stage(), "after_completion");
+  EXPECT_EQ(m.args(3).role(), "output");
 }
 
 TEST(CaptureStoreTest, NothingCapturedLeavesNoDirectory) {
@@ -144,9 +147,9 @@ TEST(CaptureStoreTest, HybridWithoutPayloadHasNoBinFile) {
   ASSERT_TRUE((*store)->Append(Tensor(1, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 0, 0), "").ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
   EXPECT_FALSE(Exists(dir + "/args.bin"));
-  Struct m = ParseManifest(dir);
-  EXPECT_EQ(m.fields().at("bin_file").kind_case(), Value::kNullValue);
-  EXPECT_EQ(m.fields().at("dump_args_level").number_value(), 3);
+  v1::ManifestFile m = ParseManifest(dir);
+  EXPECT_EQ(m.bin_file().kind_case(), Value::kNullValue);
+  EXPECT_EQ(m.dump_args_level(), 3u);
 }
 
 TEST(CaptureStoreTest, EagerBinAtLevelOneEvenWhenEmpty) {
@@ -158,7 +161,7 @@ TEST(CaptureStoreTest, EagerBinAtLevelOneEvenWhenEmpty) {
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
   EXPECT_TRUE(Exists(dir + "/args.bin"));
   EXPECT_EQ(ReadFile(dir + "/args.bin"), "");
-  EXPECT_EQ(ParseManifest(dir).fields().at("bin_file").string_value(), "args.bin");
+  EXPECT_EQ(ParseManifest(dir).bin_file().string_value(), "args.bin");
 }
 
 TEST(CaptureStoreTest, OutOfOrderOrMismatchedPairsAreRejectedAndHarmless) {
@@ -173,7 +176,7 @@ TEST(CaptureStoreTest, OutOfOrderOrMismatchedPairsAreRejectedAndHarmless) {
   ASSERT_TRUE((*store)->Append(Tensor(3, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 4, 4), "cccc").ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
   EXPECT_EQ(ReadFile(dir + "/args.bin"), "aaaacccc");
-  EXPECT_EQ(ParseManifest(dir).fields().at("total_args").number_value(), 2);
+  EXPECT_EQ(ParseManifest(dir).total_args(), 2u);
   EXPECT_EQ(CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL)).status().code(),
             absl::StatusCode::kAlreadyExists);
 }
@@ -195,12 +198,11 @@ TEST(CaptureStoreTest, RecoverRebuildsTheManifestFromTheJournal) {
   EXPECT_FALSE(Exists(dir + "/args_dump.json"));
   ASSERT_TRUE(CaptureStore::Recover(dir).ok());
   EXPECT_EQ(ReadFile(dir + "/args.bin"), "aaaabbbbccccddddeeeeffffgggghhhhiiiijjjj");
-  Struct m = ParseManifest(dir);
-  EXPECT_EQ(m.fields().at("total_args").number_value(), 10);
-  EXPECT_TRUE(m.fields().at("recovered_from_journal").bool_value());
-  const auto& first = m.fields().at("args").list_value().values(0).struct_value().fields();
-  EXPECT_EQ(first.at("task_id").string_value(), "0x000000000000005b");
-  EXPECT_EQ(first.at("bin_offset").number_value(), 36);
+  v1::ManifestFile m = ParseManifest(dir);
+  EXPECT_EQ(m.total_args(), 10u);
+  EXPECT_TRUE(m.recovered_from_journal());
+  EXPECT_EQ(m.args(0).task_id(), "0x000000000000005b");
+  EXPECT_EQ(m.args(0).bin_offset(), 36u);
   EXPECT_TRUE(CaptureStore::Recover(dir).ok());  // idempotent
   EXPECT_EQ(CaptureStore::Recover(TempDir("nothing_here")).code(), absl::StatusCode::kNotFound);
 }
