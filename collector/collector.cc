@@ -291,8 +291,34 @@ void Collector::WriterLoop() {
       if (writer_queue_.empty()) return;
       batch.swap(writer_queue_);
     }
-    for (Pair& p : batch) WritePair(p).IgnoreError();
+    WriteBatch(batch);
   }
+}
+
+void Collector::WriteBatch(std::deque<Pair>& batch) {
+  std::vector<v1::ArgRecord> records;
+  std::vector<absl::string_view> payloads;
+  records.reserve(batch.size());
+  payloads.reserve(batch.size());
+  for (Pair& p : batch) {
+    if (!p.has_record) continue;
+    records.push_back(std::move(p.record));
+    payloads.push_back(p.payload);
+  }
+  if (!records.empty()) {
+    // Acknowledge even a failed write: the bytes are lost either way, and
+    // the device must not wait for them forever.
+    if (absl::Status s = sink_->WriteBatch(&records, payloads); !s.ok()) NoteError(s);
+  }
+  bool any = false;
+  {
+    std::lock_guard<std::mutex> lock(ack_mu_);
+    for (const Pair& p : batch) {
+      durable_[p.thread] += p.acks;
+      any = any || p.acks > 0;
+    }
+  }
+  if (any) ack_cv_.notify_one();
 }
 
 void Collector::ReplenishLoop() {

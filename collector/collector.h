@@ -113,6 +113,7 @@ class Collector {
   // Assigns bin offsets in order under the narrow lock and queues the pairs.
   void SubmitPairs(std::vector<Pair> pairs);
   absl::Status WritePair(Pair& pair);
+  void WriteBatch(std::deque<Pair>& batch);
   void NoteError(const absl::Status& status);
   void AddStats(const CollectorStats& delta);
 

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -20,6 +21,14 @@ class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
   virtual absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) = 0;
+  // Many pairs in order; durable when it returns. Records are moved from.
+  virtual absl::Status WriteBatch(std::vector<v1::ArgRecord>* records,
+                                  const std::vector<absl::string_view>& payloads) {
+    for (size_t i = 0; i < records->size(); ++i) {
+      if (absl::Status s = Write((*records)[i], payloads[i]); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
   // End of the capture: the device's loss counters; the manifest is written.
   virtual absl::Status Finish(const v1::CaptureCounters& losses) = 0;
 };
@@ -31,6 +40,10 @@ class LocalSink : public CaptureSink {
                                                            const v1::CaptureInfo& info);
   absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) override {
     return store_->Append(record, payload);
+  }
+  absl::Status WriteBatch(std::vector<v1::ArgRecord>* records,
+                          const std::vector<absl::string_view>& payloads) override {
+    return store_->AppendBatch(records, payloads);
   }
   absl::Status Finish(const v1::CaptureCounters& losses) override {
     return store_->Finish(losses);

@@ -1,7 +1,9 @@
 #include "server/capture_store.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,45 +87,98 @@ absl::Status CaptureStore::OpenBin() {
 }
 
 absl::Status CaptureStore::Append(const v1::ArgRecord& record, absl::string_view payload) {
+  std::vector<v1::ArgRecord> one = {record};
+  return AppendBatch(&one, {payload});
+}
+
+absl::Status CaptureStore::AppendBatch(std::vector<v1::ArgRecord>* records,
+                                       const std::vector<absl::string_view>& payloads) {
   if (finished_) return absl::FailedPreconditionError("capture store: already finished");
-  if (payload.size() != record.bin_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "capture store: record of task ", TaskIdHex(record.task_id()), " says bin_size ",
-        record.bin_size(), " but carries ", payload.size(), " payload bytes"));
+  if (records->size() != payloads.size()) {
+    return absl::InvalidArgumentError("capture store: one payload per record");
   }
-  if (record.bin_size() > 0 && record.bin_offset() != bin_bytes_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "capture store: record of task ", TaskIdHex(record.task_id()), " has bin_offset ",
-        record.bin_offset(), ", args.bin is ", bin_bytes_, " bytes (pairs must arrive in order)"));
+  uint64_t expected = bin_bytes_;
+  uint64_t payload_bytes = 0;
+  for (size_t i = 0; i < records->size(); ++i) {
+    const v1::ArgRecord& record = (*records)[i];
+    if (payloads[i].size() != record.bin_size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "capture store: record of task ", TaskIdHex(record.task_id()), " says bin_size ",
+          record.bin_size(), " but carries ", payloads[i].size(), " payload bytes"));
+    }
+    if (record.bin_size() > 0 && record.bin_offset() != expected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "capture store: record of task ", TaskIdHex(record.task_id()), " has bin_offset ",
+          record.bin_offset(), ", args.bin is ", expected,
+          " bytes (pairs must arrive in order)"));
+    }
+    expected += record.bin_size();
+    payload_bytes += record.bin_size();
   }
+  if (records->empty()) return absl::OkStatus();
   if (journal_ == nullptr) {
     if (auto s = CreateFiles(); !s.ok()) return s;
   }
-  if (!payload.empty()) {
+  if (payload_bytes > 0) {
     if (bin_fd_ < 0) {
       if (auto s = OpenBin(); !s.ok()) return s;
     }
-    size_t done = 0;
-    while (done < payload.size()) {
-      const ssize_t n = ::write(bin_fd_, payload.data() + done, payload.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        // Cut back the partial write so args.bin stays consistent.
-        if (::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_)) == 0) {
-          ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
-        }
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "capture store: writing ", payload.size(), " bytes to ", dir_, "/", kBinName,
-            " failed: ", std::strerror(errno)));
-      }
-      done += static_cast<size_t>(n);
-    }
-    bin_bytes_ += payload.size();
+    if (auto s = WritePayloads(payloads); !s.ok()) return s;
   }
-  scratch_.clear();
-  record.SerializeToString(&scratch_);
-  if (auto s = journal_->Append(JournalEntryType::kRecord, scratch_); !s.ok()) return s;
-  records_.push_back(record);
+  for (const v1::ArgRecord& record : *records) {
+    scratch_.clear();
+    record.SerializeToString(&scratch_);
+    if (auto s = journal_->Stage(JournalEntryType::kRecord, scratch_); !s.ok()) return s;
+  }
+  if (auto s = journal_->Flush(); !s.ok()) {
+    // The payloads are in args.bin but their records are not journaled: cut
+    // args.bin back so the two stay consistent.
+    if (::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_)) == 0) {
+      ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
+    }
+    return s;
+  }
+  bin_bytes_ += payload_bytes;
+  for (v1::ArgRecord& record : *records) records_.push_back(std::move(record));
+  return absl::OkStatus();
+}
+
+absl::Status CaptureStore::WritePayloads(const std::vector<absl::string_view>& payloads) {
+  std::vector<struct iovec> iov;
+  iov.reserve(std::min<size_t>(payloads.size(), IOV_MAX));
+  size_t next = 0;
+  uint64_t written = 0;
+  auto fail = [&](int err) {
+    // Cut back what this batch wrote so args.bin stays consistent.
+    if (::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_)) == 0) {
+      ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
+    }
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "capture store: writing ", dir_, "/", kBinName, " failed after ", written,
+        " bytes: ", std::strerror(err)));
+  };
+  while (next < payloads.size()) {
+    iov.clear();
+    while (next < payloads.size() && iov.size() < IOV_MAX) {
+      if (!payloads[next].empty()) {
+        iov.push_back({const_cast<char*>(payloads[next].data()), payloads[next].size()});
+      }
+      ++next;
+    }
+    size_t first = 0;
+    while (first < iov.size()) {
+      const ssize_t n = ::writev(bin_fd_, iov.data() + first, static_cast<int>(iov.size() - first));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return fail(n < 0 ? errno : EIO);
+      written += static_cast<uint64_t>(n);
+      size_t left = static_cast<size_t>(n);
+      while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+      if (left > 0) {
+        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+        iov[first].iov_len -= left;
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -43,6 +43,13 @@ class CaptureStore {
   // InvalidArgument otherwise, and nothing is written.
   absl::Status Append(const v1::ArgRecord& record, absl::string_view payload);
 
+  // Many pairs at once, in order (payloads[i] belongs to records[i]): one
+  // writev for the payloads and one write for the journal. All or nothing:
+  // InvalidArgument for any bad pair, before anything is written. The
+  // records are moved from.
+  absl::Status AppendBatch(std::vector<v1::ArgRecord>* records,
+                           const std::vector<absl::string_view>& payloads);
+
   // Writes the manifest, sorted, with the device's loss counters merged in.
   absl::Status Finish(const v1::CaptureCounters& losses);
 
@@ -61,6 +68,7 @@ class CaptureStore {
       : dir_(std::move(dir)), info_(std::move(info)) {}
   absl::Status CreateFiles();
   absl::Status OpenBin();
+  absl::Status WritePayloads(const std::vector<absl::string_view>& payloads);
 
   const std::string dir_;
   const v1::CaptureInfo info_;

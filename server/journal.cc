@@ -60,26 +60,40 @@ absl::StatusOr<std::unique_ptr<JournalWriter>> JournalWriter::Open(const std::st
 JournalWriter::~JournalWriter() { ::close(fd_); }
 
 absl::Status JournalWriter::Append(JournalEntryType type, absl::string_view payload) {
+  if (absl::Status s = Stage(type, payload); !s.ok()) return s;
+  return Flush();
+}
+
+absl::Status JournalWriter::Stage(JournalEntryType type, absl::string_view payload) {
   if (payload.size() > kMaxJournalEntryBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "journal ", path_, ": entry of ", payload.size(), " bytes is too large"));
   }
-  frame_.clear();
   PutU32(&frame_, static_cast<uint32_t>(payload.size()));
   PutU32(&frame_, Crc(static_cast<uint8_t>(type), payload));
   frame_.push_back(static_cast<char>(type));
   frame_.append(payload.data(), payload.size());
+  return absl::OkStatus();
+}
+
+absl::Status JournalWriter::Flush() {
   size_t done = 0;
   while (done < frame_.size()) {
     const ssize_t n = ::write(fd_, frame_.data() + done, frame_.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      return absl::DataLossError(
-          absl::StrCat("journal ", path_, ": write failed: ", std::strerror(errno)));
+      const std::string why = std::strerror(errno);
+      // Keep the file whole: cut a partial write back.
+      if (::ftruncate(fd_, static_cast<off_t>(bytes_)) == 0) {
+        ::lseek(fd_, static_cast<off_t>(bytes_), SEEK_SET);
+      }
+      frame_.clear();
+      return absl::DataLossError(absl::StrCat("journal ", path_, ": write failed: ", why));
     }
     done += static_cast<size_t>(n);
   }
   bytes_ += frame_.size();
+  frame_.clear();
   return absl::OkStatus();
 }
 

@@ -43,6 +43,10 @@ class JournalWriter {
 
   // One entry; durable against a crash of this process when it returns.
   absl::Status Append(JournalEntryType type, absl::string_view payload);
+  // Frames an entry in memory; Flush() writes every staged entry with one
+  // write() (durable when Flush returns).
+  absl::Status Stage(JournalEntryType type, absl::string_view payload);
+  absl::Status Flush();
   uint64_t bytes() const { return bytes_; }
 
  private:

@@ -1,0 +1,192 @@
+// The local capture pipeline, device threads -> collector -> CaptureStore ->
+// files, next to the limit measured in the same run: a raw sequential write
+// of the same bytes, in the same chunk sizes, to the same disk.
+//   bazel run -c opt //collector:pipeline_benchmark
+// BM_PipelineMetadata  records/s of metadata-only records (scalars)
+// BM_PipelinePayload   payload bytes/s of 64 KiB tensors
+// BM_RawWrite          write() of the same payload sizes to one file
+// BM_SimJob*           a whole sim workload run at a level (for reference)
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "benchmark/benchmark.h"
+#include "collector/collector.h"
+#include "collector/sim_job.h"
+#include "device/recorder.h"
+#include "device/sim/kernels.h"
+
+namespace argsdump {
+namespace {
+
+std::string Scratch(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string base = dir ? dir : "/tmp";
+  return absl::StrCat(base, "/argsdump_bench_", name, "_", ::getpid());
+}
+
+void RemoveTree(const std::string& path) {
+  std::string cmd = "rm -rf '" + path + "'";
+  if (std::system(cmd.c_str()) != 0) std::abort();
+}
+
+// `threads` device threads each record `per_thread` tasks of `task`.
+void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records_per_task,
+                 uint64_t bytes_per_task, abi::DumpLevel level) {
+  constexpr uint32_t kThreads = 2;
+  const uint64_t per_thread = state.range(0);
+  uint64_t records = 0, bytes = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const std::string dir = Scratch("pipeline");
+    RemoveTree(dir);
+    Collector collector(CollectorOptions{Platform::kA2a3Sim, 1, 2});
+    DumpRegionConfig rc;
+    rc.level = level;
+    rc.num_threads = kThreads;
+    rc.arena_bytes = 16 << 20;
+    const DumpRegion* region = *collector.Initialize(rc);
+    v1::CaptureInfo info;
+    info.set_name("bench");
+    info.set_level(static_cast<v1::DumpLevel>(level));
+    auto sink = *LocalSink::Create(dir + "/args_dump", info);
+    DumpRecorder recorder(*region);
+    state.ResumeTiming();
+    if (!collector.Start(sink.get()).ok()) std::abort();
+    std::vector<std::thread> device;
+    for (uint32_t t = 0; t < kThreads; ++t) {
+      device.emplace_back([&, t] {
+        DumpTask mine = task;
+        for (uint64_t i = 0; i < per_thread; ++i) {
+          mine.task_id = (uint64_t{t} << 40) | i;
+          recorder.thread(t).RecordTask(mine, abi::Stage::kBeforeDispatch);
+        }
+        recorder.thread(t).Flush();
+      });
+    }
+    for (auto& d : device) d.join();
+    if (!collector.Stop().ok() || !collector.Reconcile().ok() || !collector.Export().ok()) {
+      state.SkipWithError("pipeline failed");
+    }
+    state.PauseTiming();
+    records += collector.stats().records;
+    bytes += collector.stats().payload_bytes;
+    if (collector.stats().records != kThreads * per_thread * records_per_task) {
+      state.SkipWithError("records lost");
+    }
+    collector.Finalize();
+    RemoveTree(dir);
+    state.ResumeTiming();
+  }
+  (void)bytes_per_task;
+  state.SetItemsProcessed(records);
+  state.SetBytesProcessed(bytes);
+}
+
+void BM_PipelineMetadata(benchmark::State& state) {
+  std::vector<DumpScalarArg> scalars(16);
+  for (uint32_t i = 0; i < scalars.size(); ++i) {
+    scalars[i].dtype = DataType::kInt32;
+    scalars[i].bits = i;
+    scalars[i].arg_index = i;
+  }
+  DumpTask task;
+  task.func_count = 1;
+  task.scalars = scalars.data();
+  task.scalar_count = static_cast<uint32_t>(scalars.size());
+  RunPipeline(state, task, scalars.size(), 0, abi::DumpLevel::kFull);
+}
+BENCHMARK(BM_PipelineMetadata)->Arg(32768)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+constexpr uint32_t kPayload = 64 << 10;
+
+void BM_PipelinePayload(benchmark::State& state) {
+  std::vector<uint8_t> data(kPayload, 0x3C);
+  DumpTensorArg arg;
+  arg.view.dtype = DataType::kFloat32;
+  arg.view.ndims = 1;
+  arg.view.shape[0] = kPayload / 4;
+  arg.view.strides[0] = 1;
+  arg.view.data = data.data();
+  DumpTask task;
+  task.func_count = 1;
+  task.tensors = &arg;
+  task.tensor_count = 1;
+  RunPipeline(state, task, 1, kPayload, abi::DumpLevel::kFull);
+}
+BENCHMARK(BM_PipelinePayload)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The limit for the payload case: the same bytes, in the same chunk size,
+// written sequentially to one file in the same place.
+void BM_RawWrite(benchmark::State& state) {
+  const uint64_t chunks = 2 * state.range(0);
+  std::vector<char> chunk(kPayload, 0x3C);
+  for (auto _ : state) {
+    state.PauseTiming();
+    const std::string dir = Scratch("raw");
+    RemoveTree(dir);
+    if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0) std::abort();
+    state.ResumeTiming();
+    const int fd = ::open((dir + "/raw.bin").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (uint64_t i = 0; i < chunks; ++i) {
+      if (::write(fd, chunk.data(), chunk.size()) != static_cast<ssize_t>(chunk.size())) {
+        state.SkipWithError("write failed");
+      }
+    }
+    ::fsync(fd);
+    ::close(fd);
+    state.PauseTiming();
+    RemoveTree(dir);
+    state.ResumeTiming();
+  }
+  state.SetBytesProcessed(state.iterations() * chunks * kPayload);
+}
+BENCHMARK(BM_RawWrite)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A whole sim run of many small tasks: level 0 against level 2.
+void BM_SimJob(benchmark::State& state) {
+  v1::WorkloadSpec w;
+  w.set_name("bench");
+  for (int b = 0; b < 8; ++b) {
+    auto* buf = w.add_buffers();
+    buf->set_name(absl::StrCat("b", b));
+    buf->set_dtype("FLOAT32");
+    buf->add_shape(256);
+    buf->mutable_init()->set_fill(b);
+  }
+  for (int i = 0; i < 4000; ++i) {
+    auto* t = w.add_tasks();
+    t->set_func("relu");
+    auto* a = t->add_args();
+    a->set_tensor(absl::StrCat("b", i % 4));
+    a->set_role("input");
+    a = t->add_args();
+    a->set_tensor(absl::StrCat("b", 4 + i % 4));
+    a->set_role("output");
+  }
+  SimJobOptions o;
+  o.dump_level = static_cast<int>(state.range(0));
+  o.sim.timeouts = SimTimeouts();
+  o.region.arena_bytes = 16 << 20;
+  for (auto _ : state) {
+    o.output_prefix = Scratch("simjob");
+    auto r = RunSimJob(w, BuiltinKernels(), o);
+    if (!r.ok() || !r->run_status.ok()) state.SkipWithError("run failed");
+    state.PauseTiming();
+    RemoveTree(o.output_prefix);
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * 4000);
+}
+BENCHMARK(BM_SimJob)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace argsdump
+
+BENCHMARK_MAIN();

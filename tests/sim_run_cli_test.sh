@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# sim_run as a user runs it: good runs, and bad input that must be refused
+# with a message naming the flag, the file or the field.
+set -uo pipefail
+sim_run="$1"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+fails=0
+check() {  # check NAME EXPECTED_RC PATTERN -- command...
+  local name="$1" want_rc="$2" pattern="$3"
+  shift 4
+  local out rc
+  out="$("$@" 2>&1)"; rc=$?
+  if [ "$rc" -ne "$want_rc" ] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: rc=$rc (want $want_rc), output:"; echo "$out"; fails=$((fails + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+check "level 2 run" 0 "records: 6 " -- "$sim_run" --dump-args 2 --output-prefix "$tmp/full"
+[ -s "$tmp/full/args_dump/args_dump.json" ] && [ -s "$tmp/full/args_dump/args.bin" ] \
+  || { echo "FAIL level 2 run: files missing"; fails=$((fails + 1)); }
+check "bare --dump-args is level 1" 0 "dump level 1" -- "$sim_run" --dump-args --output-prefix "$tmp/partial"
+grep -q '"dump_args_level": 1' "$tmp/partial/args_dump/args_dump.json" \
+  || { echo "FAIL bare --dump-args: manifest level"; fails=$((fails + 1)); }
+check "level 0 writes nothing" 0 "dump: off" -- "$sim_run" --dump-args 0 --output-prefix "$tmp/off"
+[ ! -e "$tmp/off" ] || { echo "FAIL level 0 created $tmp/off"; fails=$((fails + 1)); }
+check "a5sim" 0 "on a5sim" -- "$sim_run" --dump-args 3 --platform a5sim --workload mixed_example --output-prefix "$tmp/a5"
+check "bad level" 2 "--dump-args: 7" -- "$sim_run" --dump-args 7
+check "bad platform" 2 "--platform: 'a9'" -- "$sim_run" --platform a9
+check "bad arena" 2 "--arena-bytes: 0" -- "$sim_run" --dump-args 2 --arena-bytes 0
+check "unknown workload" 2 "no built-in workload 'nope'" -- "$sim_run" --workload nope
+check "missing file" 2 "workload file $tmp/missing.json: cannot open" -- "$sim_run" --workload "$tmp/missing.json"
+printf '{"buffers": [{"name": "a", "dtype": "FLOAT32", "shape": [4]}],\n "tasks": [{"func": "relu", "args": [{"tensor": "q", "role": "input"}]}]}' > "$tmp/bad_ref.json"
+check "unknown tensor" 2 "bad_ref.json: tasks\[0\]\.args\[0\]\.tensor: no buffer or view named 'q'" -- "$sim_run" --workload "$tmp/bad_ref.json"
+printf '{"buffers": [{"name": "a", "dtype": "FLOAT99", "shape": [4]}]}' > "$tmp/bad_dtype.json"
+check "bad dtype" 2 "buffers\[0\]\.dtype: 'FLOAT99'" -- "$sim_run" --workload "$tmp/bad_dtype.json"
+printf '{"buffers": [{"name": "a", "dtype": "FLOAT32", "shape": [4], "colour": 1}]}' > "$tmp/bad_field.json"
+check "unknown field" 2 "bad_field.json: not a valid workload.*colour" -- "$sim_run" --workload "$tmp/bad_field.json"
+printf '{"buffers": [' > "$tmp/torn.json"
+check "torn json" 2 "torn.json: not a valid workload" -- "$sim_run" --workload "$tmp/torn.json"
+printf '{"name": "filetask", "buffers": [{"name": "a", "dtype": "INT32", "shape": [2, 3], "init": {"values": [1, -2, 3, -4, 5, -6]}},\n {"name": "b", "dtype": "INT32", "shape": [3, 2]}],\n "views": [{"name": "at", "buffer": "a", "shape": [3, 2], "strides": [1, 3]}],\n "tasks": [{"func": "copy", "args": [{"tensor": "at", "role": "input"}, {"tensor": "b", "role": "output"}]}]}' > "$tmp/good.json"
+check "workload file" 0 "1 of 1 tasks" -- "$sim_run" --workload "$tmp/good.json" --dump-args 2 --output-prefix "$tmp/file"
+grep -q '"strides": \[1, 3\]' "$tmp/file/args_dump/args_dump.json" \
+  || { echo "FAIL workload file: view geometry not in manifest"; fails=$((fails + 1)); }
+check "hang returns non-zero with a capture" 1 "scheduler timeout" -- \
+  env SIMPLER_SCHEDULER_TIMEOUT_MS=200 "$sim_run" --workload hang_example --dump-args 2 --output-prefix "$tmp/hang"
+grep -q '"in_flight_snapshot": true' "$tmp/hang/args_dump/args_dump.json" \
+  || { echo "FAIL hang: no in-flight snapshot"; fails=$((fails + 1)); }
+
+echo "$fails failure(s)"
+[ "$fails" -eq 0 ]
