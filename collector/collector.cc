@@ -198,10 +198,11 @@ std::vector<Collector::Pair> Collector::CollectBuffer(uint32_t thread, uint32_t 
     pair.thread = thread;
     if (record.ok() && r.payload_size > 0) {
       bool overwritten = false;
-      absl::Status copied = transport_->CopyPayload(thread, r, &pair.payload, &overwritten);
-      if (!copied.ok()) {
-        record = copied;
+      auto view = transport_->PayloadView(thread, r, &overwritten);
+      if (!view.ok()) {
+        record = view.status();
       } else {
+        pair.payload = *view;
         record->set_overwritten(overwritten);
         delta.overwritten += overwritten;
         delta.payload_bytes += r.payload_size;

@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "collector/sink.h"
 #include "collector/transport.h"
 #include "device/region.h"
@@ -88,7 +89,9 @@ class Collector {
   struct Pair {
     bool has_record = false;
     v1::ArgRecord record;
-    std::string payload;
+    // Arena bytes (on the host: the region or its shadow), valid until this
+    // pair's acks are given back.
+    absl::string_view payload;
     uint32_t thread = 0;
     uint32_t acks = 0;  // payload records this pair settles for the device
   };

@@ -47,13 +47,13 @@ class DirectTransport : public RegionTransport {
     b.sequence = region_.buffer_header(buffer).sequence;
     return b;
   }
-  absl::Status CopyPayload(uint32_t thread, const abi::ArgsDumpRecord& record,
-                           std::string* out, bool* overwritten) override {
+  absl::StatusOr<absl::string_view> PayloadView(uint32_t thread,
+                                                const abi::ArgsDumpRecord& record,
+                                                bool* overwritten) override {
     auto bytes = endpoint_.Payload(thread, record);
     if (!bytes.ok()) return bytes.status();
-    out->append(reinterpret_cast<const char*>(bytes->data()), bytes->size());
     *overwritten = Lapped(region_.thread_state(thread), record, region_.arena_bytes());
-    return absl::OkStatus();
+    return absl::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size());
   }
   void ReturnBuffer(uint32_t thread, uint32_t buffer) override {
     endpoint_.ReturnBuffer(thread, buffer);
@@ -130,17 +130,17 @@ class ShadowTransport : public RegionTransport {
     return b;
   }
 
-  absl::Status CopyPayload(uint32_t thread, const abi::ArgsDumpRecord& record,
-                           std::string* out, bool* overwritten) override {
+  absl::StatusOr<absl::string_view> PayloadView(uint32_t thread,
+                                                const abi::ArgsDumpRecord& record,
+                                                bool* overwritten) override {
     auto span = endpoint_.Payload(thread, record);  // validates against the shadow
     if (!span.ok()) return span.status();
-    // copy_from_device: the arena slice into the shadow arena, then out.
+    // copy_from_device: the arena slice into the shadow arena.
     const uint64_t physical = record.payload_offset % device_.arena_bytes();
     std::memcpy(shadow_->arena(thread) + physical, device_.arena(thread) + physical,
                 record.payload_size);
     *overwritten = Lapped(device_.thread_state(thread), record, device_.arena_bytes());
-    out->append(reinterpret_cast<const char*>(span->data()), span->size());
-    return absl::OkStatus();
+    return absl::string_view(reinterpret_cast<const char*>(span->data()), span->size());
   }
 
   void ReturnBuffer(uint32_t thread, uint32_t buffer) override {

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "device/abi.h"
 #include "device/region.h"
 
@@ -57,11 +58,14 @@ class RegionTransport {
   virtual absl::StatusOr<bool> PopReady(uint32_t thread, uint32_t* buffer) = 0;
   // The records of a buffer popped by PopReady (or found by UnflushedBuffer).
   virtual BufferRecords ReadBuffer(uint32_t thread, uint32_t buffer) = 0;
-  // Appends a record's payload to `out`. DataLoss when the record points
-  // outside the arena; *overwritten when the device reused the arena space
-  // before the copy finished (the bytes cannot be trusted).
-  virtual absl::Status CopyPayload(uint32_t thread, const abi::ArgsDumpRecord& record,
-                                   std::string* out, bool* overwritten) = 0;
+  // A record's payload bytes, readable on the host until that payload is
+  // acknowledged (the device does not reuse unacknowledged arena space, so
+  // they can be written to the sink without another copy). DataLoss when the
+  // record points outside the arena; *overwritten when the device's cursor
+  // shows it already lapped that space (the bytes cannot be trusted).
+  virtual absl::StatusOr<absl::string_view> PayloadView(uint32_t thread,
+                                                        const abi::ArgsDumpRecord& record,
+                                                        bool* overwritten) = 0;
   virtual void ReturnBuffer(uint32_t thread, uint32_t buffer) = 0;
   // `count` more payload records of `thread` are durable.
   virtual void AckPayloads(uint32_t thread, uint64_t count) = 0;

@@ -196,12 +196,13 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
     return absl::DataLossError(absl::StrCat("capture store: fsync of args.bin failed: ",
                                             std::strerror(errno)));
   }
-  std::sort(records_.begin(), records_.end(), RecordLess);
+  const std::vector<uint32_t> order = ManifestOrder(records_);
   ManifestContents m;
   m.level = info_.level();
   m.counters = counters;
   m.has_bin_file = bin_fd_ >= 0;
   m.records = &records_;
+  m.order = &order;
   return WriteManifest(dir_ + "/" + kManifestName, m);
 }
 
@@ -247,13 +248,14 @@ absl::Status CaptureStore::Recover(const std::string& dir) {
     }
   }
   if (!have_counters) CountRecords(records, &counters);
-  std::sort(records.begin(), records.end(), RecordLess);
+  const std::vector<uint32_t> order = ManifestOrder(records);
   ManifestContents m;
   m.level = info.level();
   m.counters = counters;
   m.has_bin_file = has_bin;
   m.recovered = !have_counters;
   m.records = &records;
+  m.order = &order;
   return WriteManifest(dir + "/" + kManifestName, m);
 }
 

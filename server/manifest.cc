@@ -114,10 +114,10 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
   absl::StrAppend(&out, "  \"bin_file\": ", m.has_bin_file ? "\"args.bin\"" : "null", ",\n",
                   "  \"args\": [");
   bool first = true;
-  for (const v1::ArgRecord& r : *m.records) {
+  for (uint32_t index : *m.order) {
     out.append(first ? "\n" : ",\n");
     first = false;
-    AppendEntry(&out, r);
+    AppendEntry(&out, (*m.records)[index]);
     if (out.size() > (1 << 20)) {
       if (std::fwrite(out.data(), 1, out.size(), f.get()) != out.size()) {
         return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));

@@ -23,7 +23,8 @@ struct ManifestContents {
   v1::CaptureCounters counters;
   bool has_bin_file = false;
   bool recovered = false;  // rebuilt from the journal after a crash
-  const std::vector<v1::ArgRecord>* records = nullptr;  // sorted
+  const std::vector<v1::ArgRecord>* records = nullptr;
+  const std::vector<uint32_t>* order = nullptr;  // indices into records, in manifest order
 };
 
 // Writes `path` atomically (a temporary file renamed over it).

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <tuple>
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 
@@ -151,6 +152,31 @@ bool RecordLess(const v1::ArgRecord& a, const v1::ArgRecord& b) {
          std::make_tuple(b.task_id(), static_cast<int>(b.stage()), b.arg_index(),
                          static_cast<int>(b.role()), static_cast<int>(b.kind()),
                          b.bin_offset(), b.device_thread());
+}
+
+std::vector<uint32_t> ManifestOrder(const std::vector<v1::ArgRecord>& records) {
+  struct Key {
+    uint64_t task_id;
+    uint64_t bin_offset;
+    uint32_t arg_index;
+    uint8_t stage, role, kind;
+    uint32_t thread;
+    uint32_t index;
+  };
+  std::vector<Key> keys(records.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    const v1::ArgRecord& r = records[i];
+    keys[i] = Key{r.task_id(), r.bin_offset(), r.arg_index(), static_cast<uint8_t>(r.stage()),
+                  static_cast<uint8_t>(r.role()), static_cast<uint8_t>(r.kind()),
+                  r.device_thread(), static_cast<uint32_t>(i)};
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    return std::tie(a.task_id, a.stage, a.arg_index, a.role, a.kind, a.bin_offset, a.thread) <
+           std::tie(b.task_id, b.stage, b.arg_index, b.role, b.kind, b.bin_offset, b.thread);
+  });
+  std::vector<uint32_t> order(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
+  return order;
 }
 
 }  // namespace argsdump

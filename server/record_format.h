@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "device/abi.h"
 #include "device/dtype.h"
@@ -35,6 +36,9 @@ std::string FormatScalarJson(int dtype, uint64_t bits);
 // The manifest's order: (task_id, stage, arg_index, role), then kind,
 // bin_offset and device_thread so that the order is total.
 bool RecordLess(const v1::ArgRecord& a, const v1::ArgRecord& b);
+
+// Indices of `records` in RecordLess order (sorts compact keys, not protos).
+std::vector<uint32_t> ManifestOrder(const std::vector<v1::ArgRecord>& records);
 
 }  // namespace argsdump
 

@@ -75,6 +75,7 @@ TEST(RecordFormatTest, OrderIsTaskStageArgRole) {
   EXPECT_TRUE(RecordLess(b, c));
   EXPECT_TRUE(RecordLess(c, d));
   EXPECT_FALSE(RecordLess(d, d));
+  EXPECT_EQ(ManifestOrder({d, c, a, b}), (std::vector<uint32_t>{2, 3, 1, 0}));
 }
 
 }  // namespace
