@@ -261,45 +261,29 @@ TEST_P(SceneTest, PressureTruncatesAndWaitsButLosesNothing) {
   v1::WorkloadSpec w;
   w.set_name("pressure");
   constexpr int kBig = 10, kSmall = 30;
-  for (int i = 0; i < kBig; ++i) {
+  // One task `func`(in -> out) over fresh FLOAT32 buffers of `n` elements.
+  auto add_task = [&w](const char* func, const std::string& name, uint32_t n, double start) {
     auto* in = w.add_buffers();
-    in->set_name(absl::StrCat("big", i));
+    in->set_name(name);
     in->set_dtype("FLOAT32");
-    in->add_shape(2048);  // 8 KiB > the 4 KiB arena
-    in->mutable_init()->mutable_iota()->set_start(i);
+    in->add_shape(n);
+    in->mutable_init()->mutable_iota()->set_start(start);
     in->mutable_init()->mutable_iota()->set_step(1);
     auto* out = w.add_buffers();
-    out->set_name(absl::StrCat("big_out", i));
+    out->set_name(name + "_out");
     out->set_dtype("FLOAT32");
-    out->add_shape(2048);
+    out->add_shape(n);
     auto* t = w.add_tasks();
-    t->set_func("relu");
+    t->set_func(func);
     auto* a = t->add_args();
     a->set_tensor(in->name());
     a->set_role("input");
     a = t->add_args();
     a->set_tensor(out->name());
     a->set_role("output");
-  }
-  for (int i = 0; i < kSmall; ++i) {
-    auto* in = w.add_buffers();
-    in->set_name(absl::StrCat("small", i));
-    in->set_dtype("FLOAT32");
-    in->add_shape(256);  // 1 KiB
-    in->mutable_init()->set_fill(i);
-    auto* out = w.add_buffers();
-    out->set_name(absl::StrCat("small_out", i));
-    out->set_dtype("FLOAT32");
-    out->add_shape(256);
-    auto* t = w.add_tasks();
-    t->set_func("copy");
-    auto* a = t->add_args();
-    a->set_tensor(in->name());
-    a->set_role("input");
-    a = t->add_args();
-    a->set_tensor(out->name());
-    a->set_role("output");
-  }
+  };
+  for (int i = 0; i < kBig; ++i) add_task("relu", absl::StrCat("big", i), 2048, i);  // 8 KiB > arena
+  for (int i = 0; i < kSmall; ++i) add_task("copy", absl::StrCat("small", i), 256, i);  // 1 KiB
   SimJobOptions o = Options(2, "pressure");
   o.region.arena_bytes = 4096;
   o.region.records_per_buffer = 4;
