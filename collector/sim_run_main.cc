@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "collector/sim_job.h"
+#include "server/capture_store.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"
 
@@ -37,6 +38,9 @@ ABSL_FLAG(int, wait_bound_ms, 30000,
 ABSL_FLAG(int, drain_threads, 1, "collector drain threads");
 ABSL_FLAG(int, collector_shards, 2, "collector shard threads");
 ABSL_FLAG(bool, list_workloads, false, "print the built-in workloads and exit");
+ABSL_FLAG(std::string, recover, "",
+          "rebuild the manifest of a capture directory (.../args_dump) whose run died: "
+          "every record in its journal is kept");
 
 namespace argsdump {
 namespace {
@@ -90,6 +94,14 @@ int Main(int argc, char** argv) {
   const std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
   if (rest.size() > 1) return Fail(absl::StrCat("unexpected argument '", rest[1], "'"));
 
+  if (!absl::GetFlag(FLAGS_recover).empty()) {
+    const std::string dir = FromUserDir(absl::GetFlag(FLAGS_recover));
+    if (absl::Status s = CaptureStore::Recover(dir); !s.ok()) {
+      return Fail(absl::StrCat("--recover ", dir, ": ", s.message()));
+    }
+    std::printf("capture: %s/%s\n", dir.c_str(), kManifestName);
+    return 0;
+  }
   if (absl::GetFlag(FLAGS_list_workloads)) {
     std::printf("%s\n", absl::StrJoin(BuiltinWorkloadNames(), "\n").c_str());
     return 0;

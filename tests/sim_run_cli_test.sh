@@ -48,5 +48,13 @@ check "hang returns non-zero with a capture" 1 "scheduler timeout" -- \
 grep -q '"in_flight_snapshot": true' "$tmp/hang/args_dump/args_dump.json" \
   || { echo "FAIL hang: no in-flight snapshot"; fails=$((fails + 1)); }
 
+# A run that died before its manifest: the journal brings every record back.
+cp -r "$tmp/full" "$tmp/died"
+rm "$tmp/died/args_dump/args_dump.json"
+check "recover" 0 "capture: $tmp/died/args_dump/args_dump.json" -- "$sim_run" --recover "$tmp/died/args_dump"
+grep -q '"total_args": 6' "$tmp/died/args_dump/args_dump.json" \
+  || { echo "FAIL recover: manifest not rebuilt"; fails=$((fails + 1)); }
+check "recover nothing" 2 "--recover $tmp/nothing: .*no journal" -- "$sim_run" --recover "$tmp/nothing"
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
