@@ -217,7 +217,7 @@ absl::Status CaptureStore::Recover(const std::string& dir) {
   v1::CaptureInfo info;
   v1::CaptureCounters counters;
   bool have_info = false, have_counters = false;
-  std::vector<v1::ArgRecord> records;
+  RecordList records;
   uint64_t bin_end = 0;
   while ((*reader)->Next(&type, &payload)) {
     if (type == JournalEntryType::kCaptureInfo) {

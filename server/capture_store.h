@@ -22,6 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "proto/argsdump/v1/record.pb.h"
 #include "server/journal.h"
+#include "server/record_format.h"
 
 namespace argsdump {
 
@@ -75,7 +76,7 @@ class CaptureStore {
   std::unique_ptr<JournalWriter> journal_;
   int bin_fd_ = -1;
   uint64_t bin_bytes_ = 0;
-  std::vector<v1::ArgRecord> records_;
+  RecordList records_;
   std::string scratch_;
   bool finished_ = false;
 };

@@ -53,7 +53,7 @@ void AppendEntry(std::string* out, const v1::ArgRecord& r) {
 
 }  // namespace
 
-void CountRecords(const std::vector<v1::ArgRecord>& records, v1::CaptureCounters* c) {
+void CountRecords(const RecordList& records, v1::CaptureCounters* c) {
   c->set_total_args(records.size());
   uint64_t before = 0, input = 0, output = 0, inout = 0, truncated = 0, overwritten = 0,
            bytes = 0, in_flight = 0;

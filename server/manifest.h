@@ -10,20 +10,21 @@
 
 #include "absl/status/status.h"
 #include "proto/argsdump/v1/record.pb.h"
+#include "server/record_format.h"
 
 namespace argsdump {
 
 // Fills the counters that follow from the records (totals, stages, roles,
 // truncated, overwritten, payload bytes, in-flight snapshots) into `counters`,
 // keeping its device loss counters.
-void CountRecords(const std::vector<v1::ArgRecord>& records, v1::CaptureCounters* counters);
+void CountRecords(const RecordList& records, v1::CaptureCounters* counters);
 
 struct ManifestContents {
   v1::DumpLevel level = v1::DUMP_LEVEL_FULL;
   v1::CaptureCounters counters;
   bool has_bin_file = false;
   bool recovered = false;  // rebuilt from the journal after a crash
-  const std::vector<v1::ArgRecord>* records = nullptr;
+  const RecordList* records = nullptr;
   const std::vector<uint32_t>* order = nullptr;  // indices into records, in manifest order
 };
 

@@ -154,7 +154,7 @@ bool RecordLess(const v1::ArgRecord& a, const v1::ArgRecord& b) {
                          b.bin_offset(), b.device_thread());
 }
 
-std::vector<uint32_t> ManifestOrder(const std::vector<v1::ArgRecord>& records) {
+std::vector<uint32_t> ManifestOrder(const RecordList& records) {
   struct Key {
     uint64_t task_id;
     uint64_t bin_offset;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,12 @@ std::string FormatScalarJson(int dtype, uint64_t bits);
 // bin_offset and device_thread so that the order is total.
 bool RecordLess(const v1::ArgRecord& a, const v1::ArgRecord& b);
 
+// A capture's records in arrival order. A deque: growing it never moves the
+// records already held (a vector's doubling moved every proto once more).
+using RecordList = std::deque<v1::ArgRecord>;
+
 // Indices of `records` in RecordLess order (sorts compact keys, not protos).
-std::vector<uint32_t> ManifestOrder(const std::vector<v1::ArgRecord>& records);
+std::vector<uint32_t> ManifestOrder(const RecordList& records);
 
 }  // namespace argsdump
 
