@@ -8,7 +8,14 @@
 #include "absl/strings/str_cat.h"
 
 namespace argsdump {
+inline namespace ARGSDUMP_SIM_NAMESPACE {
 namespace {
+
+#ifdef ARGSDUMP_DUMP_COMPILED_OUT
+constexpr bool kDumpCompiled = false;
+#else
+constexpr bool kDumpCompiled = true;
+#endif
 
 using Clock = std::chrono::steady_clock;
 
@@ -83,6 +90,8 @@ SimRuntime::~SimRuntime() {
   for (auto& t : workers_) t.join();
 }
 
+bool SimRuntime::dump_on() const { return kDumpCompiled && recorder_ != nullptr; }
+
 void SimRuntime::Warn(std::string message) {
   std::fprintf(stderr, "[argsdump sim] WARNING: %s\n", message.c_str());
   std::lock_guard<std::mutex> lock(mu_);
@@ -110,7 +119,7 @@ absl::Status SimRuntime::Start() {
         "sim runtime: scheduler_threads, worker_threads and "
         "max_inflight_per_scheduler must be at least 1");
   }
-  if (recorder_ != nullptr && recorder_->num_threads() < config_.scheduler_threads) {
+  if (dump_on() && recorder_->num_threads() < config_.scheduler_threads) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sim runtime: ", config_.scheduler_threads, " scheduler threads but the dump "
         "region has only ", recorder_->num_threads(), " recorder threads"));
@@ -227,7 +236,7 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
     t->id = (uint64_t{config_.run_id} << 32) | tasks_.size();
     tasks_.push_back(std::move(task));
   }
-  if (recorder_ != nullptr) BuildDumpTask(t);
+  if (dump_on()) BuildDumpTask(t);
 
   std::lock_guard<std::mutex> lock(mu_);
   const auto& slots = t->args.tensors();
@@ -295,7 +304,9 @@ void SimRuntime::Retire(Task* task) {
 }
 
 void SimRuntime::SchedulerLoop(uint32_t index) {
-  ThreadRecorder* rec = recorder_ != nullptr ? &recorder_->thread(index) : nullptr;
+  // Null when the dump is off; a constant null when it is compiled out, so
+  // the compiler drops every dump branch below.
+  ThreadRecorder* rec = dump_on() ? &recorder_->thread(index) : nullptr;
   std::condition_variable& cv = *scheduler_cv_[index];
   const uint32_t max_inflight = config_.max_inflight_per_scheduler;
   std::vector<Task*> inflight;
@@ -483,4 +494,5 @@ std::vector<std::string> SimRuntime::warnings() const {
   return warnings_;
 }
 
+}  // inline namespace ARGSDUMP_SIM_NAMESPACE
 }  // namespace argsdump

@@ -37,7 +37,17 @@
 #include "device/sim/tensor.h"
 #include "device/sim/timeouts.h"
 
+// Built with ARGSDUMP_DUMP_COMPILED_OUT, the runtime has no dump code at all
+// (the reference for "level 0 costs nothing"); its symbols live in another
+// inline namespace so both builds can be linked into one benchmark.
+#ifdef ARGSDUMP_DUMP_COMPILED_OUT
+#define ARGSDUMP_SIM_NAMESPACE sim_without_dump
+#else
+#define ARGSDUMP_SIM_NAMESPACE sim_with_dump
+#endif
+
 namespace argsdump {
+inline namespace ARGSDUMP_SIM_NAMESPACE {
 
 struct SimConfig {
   uint32_t scheduler_threads = 4;
@@ -103,6 +113,8 @@ class SimRuntime {
   void WorkerLoop();
   void Retire(Task* task);
   void Warn(std::string message);
+  // The dump path is taken: compiled in and a recorder given (level > 0).
+  bool dump_on() const;
   void NotifySchedulers();
 
   const SimConfig config_;
@@ -135,6 +147,7 @@ class SimRuntime {
   std::vector<std::thread> workers_;
 };
 
+}  // inline namespace ARGSDUMP_SIM_NAMESPACE
 }  // namespace argsdump
 
 #endif  // ARGSDUMP_DEVICE_SIM_SIM_RUNTIME_H_

@@ -1,0 +1,21 @@
+// Built with ARGSDUMP_DUMP_COMPILED_OUT: the baseline of sim_runtime_benchmark.
+#include "benchmark/benchmark.h"
+#include "device/sim/sim_runtime.h"
+#include "device/sim/tiny_tasks.h"
+
+namespace argsdump {
+namespace {
+
+void BM_SimDumpCompiledOut(benchmark::State& state) {
+  SimConfig c;
+  c.timeouts = SimTimeouts();
+  for (auto _ : state) {
+    SimRuntime runtime(c, BuiltinKernels(), /*recorder=*/nullptr);
+    RunTinyTasks(runtime, static_cast<int>(state.range(0)));
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_SimDumpCompiledOut)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace argsdump
