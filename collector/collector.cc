@@ -179,7 +179,7 @@ void Collector::DrainLoop(uint32_t index) {
     if (stopping && me.done.empty() && me.outstanding == 0) return;
     // Wake early when a shard returns a buffer; otherwise poll the device.
     me.cv.wait_for(lock, idle, [&] { return !me.done.empty(); });
-    idle = std::min(idle * 2, std::chrono::microseconds(500));
+    idle = std::min(idle * 2, std::chrono::microseconds(50));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -41,7 +42,8 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
                  uint64_t bytes_per_task, abi::DumpLevel level) {
   constexpr uint32_t kThreads = 2;
   const uint64_t per_thread = state.range(0);
-  uint64_t records = 0, bytes = 0;
+  uint64_t records = 0, bytes = 0, gate_waits = 0, arena_waits = 0;
+  double streaming_seconds = 0, export_seconds = 0;
   for (auto _ : state) {
     state.PauseTiming();
     const std::string dir = Scratch("pipeline");
@@ -58,6 +60,7 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
     auto sink = *LocalSink::Create(dir + "/args_dump", info);
     DumpRecorder recorder(*region);
     state.ResumeTiming();
+    const auto t0 = std::chrono::steady_clock::now();
     if (!collector.Start(sink.get()).ok()) std::abort();
     std::vector<std::thread> device;
     for (uint32_t t = 0; t < kThreads; ++t) {
@@ -71,11 +74,16 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
       });
     }
     for (auto& d : device) d.join();
-    if (!collector.Stop().ok() || !collector.Reconcile().ok() || !collector.Export().ok()) {
-      state.SkipWithError("pipeline failed");
-    }
+    if (!collector.Stop().ok() || !collector.Reconcile().ok()) state.SkipWithError("pipeline failed");
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!collector.Export().ok()) state.SkipWithError("export failed");
+    const auto t2 = std::chrono::steady_clock::now();
+    streaming_seconds += std::chrono::duration<double>(t1 - t0).count();
+    export_seconds += std::chrono::duration<double>(t2 - t1).count();
     state.PauseTiming();
     records += collector.stats().records;
+    gate_waits += collector.losses().gate_waits();
+    arena_waits += collector.losses().arena_waits();
     bytes += collector.stats().payload_bytes;
     if (collector.stats().records != kThreads * per_thread * records_per_task) {
       state.SkipWithError("records lost");
@@ -86,6 +94,13 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
   }
   (void)bytes_per_task;
   state.SetItemsProcessed(records);
+  // The two phases: records made durable while the device runs, and the
+  // export (sort + manifest) after it stopped.
+  state.counters["streaming_per_s"] = benchmark::Counter(records / streaming_seconds);
+  state.counters["export_s"] = benchmark::Counter(export_seconds, benchmark::Counter::kAvgIterations);
+  // Device waits per run: how often the host was the bottleneck.
+  state.counters["gate_waits"] = benchmark::Counter(gate_waits, benchmark::Counter::kAvgIterations);
+  state.counters["arena_waits"] = benchmark::Counter(arena_waits, benchmark::Counter::kAvgIterations);
   state.SetBytesProcessed(bytes);
 }
 

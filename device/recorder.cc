@@ -76,7 +76,7 @@ bool ThreadRecorder::WaitFor(Ready ready) {
     } else {
       if (bounded && std::chrono::steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+      pause = std::min(pause * 2, std::chrono::microseconds(50));
     }
   }
   host_gone_ = true;

@@ -99,6 +99,7 @@ absl::Status CaptureStore::AppendBatch(std::vector<v1::ArgRecord>* records,
   }
   uint64_t expected = bin_bytes_;
   uint64_t payload_bytes = 0;
+  rows_.clear();  // this batch's rows, kept only once it is written
   for (size_t i = 0; i < records->size(); ++i) {
     const v1::ArgRecord& record = (*records)[i];
     if (payloads[i].size() != record.bin_size()) {
@@ -114,7 +115,13 @@ absl::Status CaptureStore::AppendBatch(std::vector<v1::ArgRecord>* records,
     }
     expected += record.bin_size();
     payload_bytes += record.bin_size();
+    auto row = RowFromRecord(record);
+    if (!row.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("capture store: ", row.status().message()));
+    }
+    rows_.push_back(*row);
   }
+
   if (records->empty()) return absl::OkStatus();
   if (journal_ == nullptr) {
     if (auto s = CreateFiles(); !s.ok()) return s;
@@ -139,7 +146,7 @@ absl::Status CaptureStore::AppendBatch(std::vector<v1::ArgRecord>* records,
     return s;
   }
   bin_bytes_ += payload_bytes;
-  for (v1::ArgRecord& record : *records) records_.push_back(std::move(record));
+  records_.insert(records_.end(), rows_.begin(), rows_.end());
   return absl::OkStatus();
 }
 
@@ -225,8 +232,10 @@ absl::Status CaptureStore::Recover(const std::string& dir) {
     } else if (type == JournalEntryType::kRecord) {
       v1::ArgRecord r;
       if (!r.ParseFromString(payload)) break;
+      auto row = RowFromRecord(r);
+      if (!row.ok()) break;
       bin_end = std::max(bin_end, r.bin_offset() + r.bin_size());
-      records.push_back(std::move(r));
+      records.push_back(*row);
     } else if (type == JournalEntryType::kCounters) {
       have_counters = counters.ParseFromString(payload);
     }

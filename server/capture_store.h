@@ -78,6 +78,7 @@ class CaptureStore {
   uint64_t bin_bytes_ = 0;
   RecordList records_;
   std::string scratch_;
+  std::vector<ManifestRow> rows_;  // the batch being appended
   bool finished_ = false;
 };
 

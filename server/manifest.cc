@@ -13,42 +13,44 @@
 namespace argsdump {
 namespace {
 
-void AppendUintArray(std::string* out, const google::protobuf::RepeatedField<uint32_t>& v) {
+void AppendUintArray(std::string* out, const uint32_t* v, uint32_t n) {
   out->push_back('[');
-  for (int i = 0; i < v.size(); ++i) {
+  for (uint32_t i = 0; i < n; ++i) {
     if (i > 0) out->append(", ");
     absl::StrAppend(out, v[i]);
   }
   out->push_back(']');
 }
 
-void AppendEntry(std::string* out, const v1::ArgRecord& r) {
-  absl::StrAppend(out, "    {\"task_id\": \"", TaskIdHex(r.task_id()), "\", \"func_id\": ");
-  if (r.func_ids_size() == 0) {
+void AppendEntry(std::string* out, const ManifestRow& r) {
+  absl::StrAppend(out, "    {\"task_id\": \"", TaskIdHex(r.task_id), "\", \"func_id\": ");
+  if (r.func_count == 0) {
     out->append("[-1]");
   } else {
-    AppendUintArray(out, r.func_ids());
+    uint32_t ids[abi::kMaxFuncIds];
+    for (uint32_t i = 0; i < r.func_count; ++i) ids[i] = r.func_ids[i];
+    AppendUintArray(out, ids, r.func_count);
   }
-  absl::StrAppend(out, ", \"role\": \"", RoleName(r.role()), "\", \"stage\": \"",
-                  StageName(r.stage()), "\", \"arg_index\": ", r.arg_index(),
-                  ", \"kind\": \"", KindName(r.kind()), "\", \"dtype\": \"",
-                  DTypeName(r.dtype()), "\"");
-  if (r.kind() == v1::KIND_SCALAR) {
-    absl::StrAppend(out, ", \"value\": ", FormatScalarJson(r.dtype(), r.scalar_bits()));
+  absl::StrAppend(out, ", \"role\": \"", RoleName(static_cast<v1::Role>(r.role)),
+                  "\", \"stage\": \"", StageName(static_cast<v1::Stage>(r.stage)),
+                  "\", \"arg_index\": ", r.arg_index, ", \"kind\": \"",
+                  KindName(static_cast<v1::Kind>(r.kind)), "\", \"dtype\": \"",
+                  DTypeName(r.dtype), "\"");
+  if (r.kind == v1::KIND_SCALAR) {
+    absl::StrAppend(out, ", \"value\": ", FormatScalarJson(r.dtype, r.scalar_bits));
   }
   out->append(", \"shape\": ");
-  AppendUintArray(out, r.shape());
+  AppendUintArray(out, r.shape, r.ndims);
   out->append(", \"strides\": ");
-  AppendUintArray(out, r.strides());
-  absl::StrAppend(out, ", \"start_offset\": ", r.start_offset(),
-                  ", \"is_contiguous\": ", r.is_contiguous() ? "true" : "false",
-                  ", \"numel\": ", r.numel());
-  if (r.arg_index_ambiguous()) out->append(", \"arg_index_ambiguous\": true");
-  if (r.in_flight_snapshot()) out->append(", \"in_flight_snapshot\": true");
-  absl::StrAppend(out, ", \"truncated\": ", r.truncated() ? "true" : "false",
-                  ", \"overwritten\": ", r.overwritten() ? "true" : "false",
-                  ", \"bin_offset\": ", r.bin_offset(), ", \"bin_size\": ", r.bin_size(),
-                  "}");
+  AppendUintArray(out, r.strides, r.ndims);
+  absl::StrAppend(out, ", \"start_offset\": ", r.start_offset,
+                  ", \"is_contiguous\": ", r.is_contiguous ? "true" : "false",
+                  ", \"numel\": ", r.numel);
+  if (r.arg_index_ambiguous) out->append(", \"arg_index_ambiguous\": true");
+  if (r.in_flight_snapshot) out->append(", \"in_flight_snapshot\": true");
+  absl::StrAppend(out, ", \"truncated\": ", r.truncated ? "true" : "false",
+                  ", \"overwritten\": ", r.overwritten ? "true" : "false",
+                  ", \"bin_offset\": ", r.bin_offset, ", \"bin_size\": ", r.bin_size, "}");
 }
 
 }  // namespace
@@ -57,15 +59,15 @@ void CountRecords(const RecordList& records, v1::CaptureCounters* c) {
   c->set_total_args(records.size());
   uint64_t before = 0, input = 0, output = 0, inout = 0, truncated = 0, overwritten = 0,
            bytes = 0, in_flight = 0;
-  for (const v1::ArgRecord& r : records) {
-    before += r.stage() == v1::STAGE_BEFORE_DISPATCH;
-    input += r.role() == v1::ROLE_INPUT;
-    output += r.role() == v1::ROLE_OUTPUT;
-    inout += r.role() == v1::ROLE_INOUT;
-    truncated += r.truncated();
-    overwritten += r.overwritten();
-    bytes += r.bin_size();
-    in_flight += r.in_flight_snapshot();
+  for (const ManifestRow& r : records) {
+    before += r.stage == v1::STAGE_BEFORE_DISPATCH;
+    input += r.role == v1::ROLE_INPUT;
+    output += r.role == v1::ROLE_OUTPUT;
+    inout += r.role == v1::ROLE_INOUT;
+    truncated += r.truncated;
+    overwritten += r.overwritten;
+    bytes += r.bin_size;
+    in_flight += r.in_flight_snapshot;
   }
   c->set_before_dispatch(before);
   c->set_after_completion(records.size() - before);

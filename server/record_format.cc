@@ -154,6 +154,53 @@ bool RecordLess(const v1::ArgRecord& a, const v1::ArgRecord& b) {
                          b.bin_offset(), b.device_thread());
 }
 
+absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("record of task ", TaskIdHex(r.task_id()), " arg ", r.arg_index(), ": ", what));
+  };
+  if (r.shape_size() > static_cast<int>(abi::kMaxDims)) {
+    return bad(absl::StrCat("shape has ", r.shape_size(), " dims, at most 5"));
+  }
+  if (r.strides_size() != r.shape_size()) return bad("shape and strides differ in length");
+  if (r.func_ids_size() > static_cast<int>(abi::kMaxFuncIds)) {
+    return bad(absl::StrCat(r.func_ids_size(), " func ids, at most 3"));
+  }
+  if (!v1::Role_IsValid(r.role()) || !v1::Stage_IsValid(r.stage()) ||
+      !v1::Kind_IsValid(r.kind()) || !v1::DType_IsValid(r.dtype())) {
+    return bad("an enum value out of range");
+  }
+  ManifestRow row;
+  row.task_id = r.task_id();
+  row.start_offset = r.start_offset();
+  row.numel = r.numel();
+  row.scalar_bits = r.scalar_bits();
+  row.bin_offset = r.bin_offset();
+  row.bin_size = r.bin_size();
+  row.arg_index = r.arg_index();
+  row.device_thread = r.device_thread();
+  row.ndims = static_cast<uint8_t>(r.shape_size());
+  for (int d = 0; d < r.shape_size(); ++d) {
+    row.shape[d] = r.shape(d);
+    row.strides[d] = r.strides(d);
+  }
+  row.func_count = static_cast<uint8_t>(r.func_ids_size());
+  for (int i = 0; i < r.func_ids_size(); ++i) {
+    if (r.func_ids(i) > 0xFFFF) return bad("func id above 65535");
+    row.func_ids[i] = static_cast<uint16_t>(r.func_ids(i));
+  }
+  row.role = static_cast<uint8_t>(r.role());
+  row.stage = static_cast<uint8_t>(r.stage());
+  row.kind = static_cast<uint8_t>(r.kind());
+  row.dtype = static_cast<uint8_t>(r.dtype());
+  row.is_contiguous = r.is_contiguous();
+  row.truncated = r.truncated();
+  row.overwritten = r.overwritten();
+  row.arg_index_ambiguous = r.arg_index_ambiguous();
+  row.in_flight_snapshot = r.in_flight_snapshot();
+  return row;
+}
+
 std::vector<uint32_t> ManifestOrder(const RecordList& records) {
   struct Key {
     uint64_t task_id;
@@ -165,10 +212,9 @@ std::vector<uint32_t> ManifestOrder(const RecordList& records) {
   };
   std::vector<Key> keys(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
-    const v1::ArgRecord& r = records[i];
-    keys[i] = Key{r.task_id(), r.bin_offset(), r.arg_index(), static_cast<uint8_t>(r.stage()),
-                  static_cast<uint8_t>(r.role()), static_cast<uint8_t>(r.kind()),
-                  r.device_thread(), static_cast<uint32_t>(i)};
+    const ManifestRow& r = records[i];
+    keys[i] = Key{r.task_id, r.bin_offset, r.arg_index, r.stage, r.role, r.kind,
+                  r.device_thread, static_cast<uint32_t>(i)};
   }
   std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
     return std::tie(a.task_id, a.stage, a.arg_index, a.role, a.kind, a.bin_offset, a.thread) <

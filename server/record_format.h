@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "device/abi.h"
 #include "device/dtype.h"
 #include "proto/argsdump/v1/record.pb.h"
@@ -38,9 +39,42 @@ std::string FormatScalarJson(int dtype, uint64_t bits);
 // bin_offset and device_thread so that the order is total.
 bool RecordLess(const v1::ArgRecord& a, const v1::ArgRecord& b);
 
+// What the manifest needs of one record, fixed-size with no heap: the store
+// keeps one of these per record (a proto per record cost allocations and
+// moves that dominated the local pipeline).
+struct ManifestRow {
+  uint64_t task_id = 0;
+  uint64_t start_offset = 0;
+  uint64_t numel = 0;
+  uint64_t scalar_bits = 0;
+  uint64_t bin_offset = 0;
+  uint64_t bin_size = 0;
+  uint32_t arg_index = 0;
+  uint32_t device_thread = 0;
+  uint32_t shape[abi::kMaxDims] = {};
+  uint32_t strides[abi::kMaxDims] = {};
+  uint16_t func_ids[abi::kMaxFuncIds] = {};
+  uint8_t func_count = 0;
+  uint8_t ndims = 0;
+  uint8_t role = 0;   // v1::Role
+  uint8_t stage = 0;  // v1::Stage
+  uint8_t kind = 0;   // v1::Kind
+  uint8_t dtype = 0;  // v1::DType
+  bool is_contiguous = false;
+  bool truncated = false;
+  bool overwritten = false;
+  bool arg_index_ambiguous = false;
+  bool in_flight_snapshot = false;
+};
+
+// InvalidArgument (naming the field) for what a row cannot hold: more than
+// 5 dims or 3 func ids, shape and strides of different lengths, enum values
+// out of range.
+absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& record);
+
 // A capture's records in arrival order. A deque: growing it never moves the
-// records already held (a vector's doubling moved every proto once more).
-using RecordList = std::deque<v1::ArgRecord>;
+// rows already held.
+using RecordList = std::deque<ManifestRow>;
 
 // Indices of `records` in RecordLess order (sorts compact keys, not protos).
 std::vector<uint32_t> ManifestOrder(const RecordList& records);

@@ -75,7 +75,21 @@ TEST(RecordFormatTest, OrderIsTaskStageArgRole) {
   EXPECT_TRUE(RecordLess(b, c));
   EXPECT_TRUE(RecordLess(c, d));
   EXPECT_FALSE(RecordLess(d, d));
-  EXPECT_EQ(ManifestOrder({d, c, a, b}), (std::vector<uint32_t>{2, 3, 1, 0}));
+  RecordList rows;
+  for (const v1::ArgRecord* r : {&d, &c, &a, &b}) rows.push_back(*RowFromRecord(*r));
+  EXPECT_EQ(ManifestOrder(rows), (std::vector<uint32_t>{2, 3, 1, 0}));
+  v1::ArgRecord six = a;
+  for (int i = 0; i < 6; ++i) {
+    six.add_shape(1);
+    six.add_strides(1);
+  }
+  EXPECT_NE(RowFromRecord(six).status().message().find("6 dims"), std::string::npos);
+  v1::ArgRecord odd = a;
+  odd.add_shape(2);
+  EXPECT_FALSE(RowFromRecord(odd).ok());
+  v1::ArgRecord bad_enum = a;
+  bad_enum.set_dtype(static_cast<v1::DType>(77));
+  EXPECT_FALSE(RowFromRecord(bad_enum).ok());
 }
 
 }  // namespace
