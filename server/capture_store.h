@@ -8,7 +8,9 @@
 // Nothing is created before the first record: a run that captured nothing
 // leaves no directory. Append() returns once the pair would survive a crash
 // of this process (written to the OS); Recover() rebuilds the manifest of a
-// directory whose writer died. Plain C++: no gRPC here.
+// directory whose writer died. Durable means "survives a crash of this
+// process": nothing is fsynced (a power loss may lose the page cache).
+// Plain C++: no gRPC here.
 #ifndef ARGSDUMP_SERVER_CAPTURE_STORE_H_
 #define ARGSDUMP_SERVER_CAPTURE_STORE_H_
 
