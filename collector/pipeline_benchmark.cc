@@ -32,9 +32,12 @@ std::string Scratch(const std::string& name) {
   return absl::StrCat(base, "/argsdump_bench_", name, "_", ::getpid());
 }
 
+// Removes a scratch tree and flushes dirty pages outside the timed region,
+// so one run's writeback does not land in the next run's time.
 void RemoveTree(const std::string& path) {
   std::string cmd = "rm -rf '" + path + "'";
   if (std::system(cmd.c_str()) != 0) std::abort();
+  ::sync();
 }
 
 // `threads` device threads each record `per_thread` tasks of `task`.
