@@ -120,7 +120,7 @@ void BM_PipelineMetadata(benchmark::State& state) {
   task.scalar_count = static_cast<uint32_t>(scalars.size());
   RunPipeline(state, task, scalars.size(), 0, abi::DumpLevel::kFull);
 }
-BENCHMARK(BM_PipelineMetadata)->Arg(32768)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PipelineMetadata)->Arg(1024)->Arg(32768)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 constexpr uint32_t kPayload = 64 << 10;
 
@@ -138,7 +138,7 @@ void BM_PipelinePayload(benchmark::State& state) {
   task.tensor_count = 1;
   RunPipeline(state, task, 1, kPayload, abi::DumpLevel::kFull);
 }
-BENCHMARK(BM_PipelinePayload)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PipelinePayload)->Arg(64)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The limit for the payload case: the same bytes, in the same chunk size,
 // written sequentially to one file in the same place (no fsync, like the
@@ -165,7 +165,7 @@ void BM_RawWrite(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * chunks * kPayload);
 }
-BENCHMARK(BM_RawWrite)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RawWrite)->Arg(64)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // A whole sim run of many small tasks: level 0 against level 2.
 void BM_SimJob(benchmark::State& state) {
