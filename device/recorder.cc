@@ -107,6 +107,7 @@ abi::ArgsDumpRecord* ThreadRecorder::NextSlot() {
     buffer_records_ = region_.buffer_records(next);
     buffer_count_ = 0;
     buffer_payloads_ = 0;
+    buffer_payload_bytes_ = 0;
     buffer_header_->sequence = kUnpublishedSequence;
     buffer_header_->payload_records = 0;
     buffer_header_->count.store(0, std::memory_order_release);
@@ -115,17 +116,19 @@ abi::ArgsDumpRecord* ThreadRecorder::NextSlot() {
   return &buffer_records_[buffer_count_];
 }
 
-void ThreadRecorder::CommitSlot(bool has_payload) {
+void ThreadRecorder::CommitSlot(uint64_t payload_bytes) {
+  const bool has_payload = payload_bytes > 0;
   // The next slot's lines were last read by the host: ask for them now.
   __builtin_prefetch(&buffer_records_[buffer_count_ + 1], 1);
   __builtin_prefetch(reinterpret_cast<const uint8_t*>(&buffer_records_[buffer_count_ + 1]) + 64, 1);
   ++buffer_count_;
   buffer_payloads_ += has_payload ? 1 : 0;
+  buffer_payload_bytes_ += payload_bytes;
   ++records_written_;
   // Release: a host recovering this buffer after a crash reads whole records.
   buffer_header_->count.store(buffer_count_, std::memory_order_release);
   state_->records_written.store(records_written_, std::memory_order_relaxed);
-  if (buffer_count_ == records_per_buffer_) {
+  if (buffer_count_ == records_per_buffer_ || buffer_payload_bytes_ >= arena_bytes_ / 4) {
     PublishCurrent(abi::DropCause::kReadyQueueFull);
   }
 }
@@ -142,6 +145,7 @@ bool ThreadRecorder::PublishCurrent(abi::DropCause cause) {
     Drop(cause, buffer_count_);
     buffer_count_ = 0;
     buffer_payloads_ = 0;
+    buffer_payload_bytes_ = 0;
     buffer_header_->count.store(0, std::memory_order_release);
     return false;
   }
@@ -157,6 +161,7 @@ bool ThreadRecorder::PublishCurrent(abi::DropCause cause) {
   buffer_records_ = nullptr;
   buffer_count_ = 0;
   buffer_payloads_ = 0;
+  buffer_payload_bytes_ = 0;
   return true;
 }
 
@@ -234,7 +239,7 @@ void ThreadRecorder::RecordTensor(const DumpTask& task, const DumpTensorArg& arg
     payload_bytes_ += copy;
     state_->payload_bytes.store(payload_bytes_, std::memory_order_relaxed);
   }
-  CommitSlot(copy > 0);
+  CommitSlot(copy);
 }
 
 void ThreadRecorder::RecordScalar(const DumpTask& task, const DumpScalarArg& arg,
@@ -256,7 +261,7 @@ void ThreadRecorder::RecordScalar(const DumpTask& task, const DumpScalarArg& arg
   std::memcpy(r.func_ids, task.func_ids, sizeof(r.func_ids));
   r.func_count = task.func_count;
   r.logical_bytes = PayloadBytes(arg.dtype, 1);
-  CommitSlot(false);
+  CommitSlot(0);
 }
 
 void ThreadRecorder::RecordTask(const DumpTask& task, abi::Stage stage,

@@ -15,7 +15,10 @@
 // the gate. After the bound the records are dropped and counted by cause.
 // Once a bound expired, the host is treated as gone for this thread (no more
 // waits) until it is seen making progress again, so a crashed host costs one
-// bound, not one per record.
+// bound, not one per record. A buffer is handed over when it is full, or as
+// soon as the payload behind it reaches a quarter of the arena: the host then
+// writes while the device fills the rest of the cycle, instead of the two
+// taking turns a whole arena at a time.
 #ifndef ARGSDUMP_DEVICE_RECORDER_H_
 #define ARGSDUMP_DEVICE_RECORDER_H_
 
@@ -83,7 +86,8 @@ class ThreadRecorder {
   void RecordScalar(const DumpTask& task, const DumpScalarArg& arg, uint8_t flags);
   // Next free record slot, acquiring a buffer if needed; null = dropped.
   abi::ArgsDumpRecord* NextSlot();
-  void CommitSlot(bool has_payload);
+  // `payload_bytes` 0 for metadata-only records.
+  void CommitSlot(uint64_t payload_bytes);
   // Pushes the current buffer to the ready queue (waiting per policy); on
   // failure its records are counted as dropped with `cause` and it is reused.
   bool PublishCurrent(abi::DropCause cause);
@@ -112,6 +116,7 @@ class ThreadRecorder {
   abi::ArgsDumpRecord* buffer_records_ = nullptr;
   uint32_t buffer_count_ = 0;
   uint32_t buffer_payloads_ = 0;
+  uint64_t buffer_payload_bytes_ = 0;  // arena bytes behind the current buffer
   uint64_t cursor_ = 0;       // monotonic arena cursor
   uint64_t cycle_start_ = 0;  // cursor at the start of this arena cycle
   uint64_t published_payloads_ = 0;
