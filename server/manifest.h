@@ -1,6 +1,6 @@
 // args_dump.json: the reference's schema (DESIGN.md §6), written from
 // argsdump.v1 records. Top level: run_dir, bin_format, dump_args_level,
-// summary counters, bin_file ("args.bin" or null), args[] in RecordLess
+// summary counters, bin_file ("args.bin" or null), args[] in ManifestOrder
 // order. Extra fields (loss causes, in-flight snapshots) are additions only.
 #ifndef ARGSDUMP_SERVER_MANIFEST_H_
 #define ARGSDUMP_SERVER_MANIFEST_H_

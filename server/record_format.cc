@@ -145,14 +145,6 @@ std::string FormatScalarJson(int dtype, uint64_t bits) {
   }
 }
 
-bool RecordLess(const v1::ArgRecord& a, const v1::ArgRecord& b) {
-  return std::make_tuple(a.task_id(), static_cast<int>(a.stage()), a.arg_index(),
-                         static_cast<int>(a.role()), static_cast<int>(a.kind()),
-                         a.bin_offset(), a.device_thread()) <
-         std::make_tuple(b.task_id(), static_cast<int>(b.stage()), b.arg_index(),
-                         static_cast<int>(b.role()), static_cast<int>(b.kind()),
-                         b.bin_offset(), b.device_thread());
-}
 
 absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
   auto bad = [&](const std::string& what) {

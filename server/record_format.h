@@ -35,9 +35,6 @@ std::string DTypeName(int dtype);         // "FLOAT32", or "UNKNOWN(n)"
 // strings "NaN", "Infinity", "-Infinity" (JSON has no such numbers).
 std::string FormatScalarJson(int dtype, uint64_t bits);
 
-// The manifest's order: (task_id, stage, arg_index, role), then kind,
-// bin_offset and device_thread so that the order is total.
-bool RecordLess(const v1::ArgRecord& a, const v1::ArgRecord& b);
 
 // What the manifest needs of one record, fixed-size with no heap: the store
 // keeps one of these per record (a proto per record cost allocations and
@@ -76,7 +73,8 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& record);
 // rows already held.
 using RecordList = std::deque<ManifestRow>;
 
-// Indices of `records` in RecordLess order (sorts compact keys, not protos).
+// Indices of `records` in the manifest's order: (task_id, stage, arg_index,
+// role), then kind, bin_offset and device_thread so that the order is total.
 std::vector<uint32_t> ManifestOrder(const RecordList& records);
 
 }  // namespace argsdump
