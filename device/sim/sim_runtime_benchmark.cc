@@ -11,13 +11,7 @@ namespace argsdump {
 namespace {
 
 void BM_SimLevel0(benchmark::State& state) {
-  SimConfig c;
-  c.timeouts = SimTimeouts();
-  for (auto _ : state) {
-    SimRuntime runtime(c, BuiltinKernels(), /*recorder=*/nullptr);
-    RunTinyTasks(runtime, static_cast<int>(state.range(0)));
-  }
-  state.SetItemsProcessed(state.iterations() * state.range(0));
+  TinyTasksBenchmark<SimRuntime, SimConfig>(state);
 }
 BENCHMARK(BM_SimLevel0)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -7,13 +7,7 @@ namespace argsdump {
 namespace {
 
 void BM_SimDumpCompiledOut(benchmark::State& state) {
-  SimConfig c;
-  c.timeouts = SimTimeouts();
-  for (auto _ : state) {
-    SimRuntime runtime(c, BuiltinKernels(), /*recorder=*/nullptr);
-    RunTinyTasks(runtime, static_cast<int>(state.range(0)));
-  }
-  state.SetItemsProcessed(state.iterations() * state.range(0));
+  TinyTasksBenchmark<SimRuntime, SimConfig>(state);
 }
 BENCHMARK(BM_SimDumpCompiledOut)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -28,6 +28,18 @@ void RunTinyTasks(Runtime& runtime, int tasks) {
   if (!runtime.Synchronize().ok()) std::abort();
 }
 
+// The benchmark body both builds register: one runtime per iteration.
+template <typename Runtime, typename Config, typename State>
+void TinyTasksBenchmark(State& state) {
+  Config c;
+  c.timeouts.emplace();  // defaults, not the environment
+  for (auto _ : state) {
+    Runtime runtime(c, BuiltinKernels(), /*recorder=*/nullptr);
+    RunTinyTasks(runtime, static_cast<int>(state.range(0)));
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+
 }  // namespace argsdump
 
 #endif  // ARGSDUMP_DEVICE_SIM_TINY_TASKS_H_
