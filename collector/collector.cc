@@ -152,7 +152,7 @@ void Collector::DrainLoop(uint32_t index) {
         }
         if (!*popped) break;
         progressed = true;
-        const uint64_t seq = transport_->ReadBuffer(t, buffer).sequence;
+        const uint64_t seq = transport_->BufferSequence(t, buffer);
         if (seq != next_sequence_[t]) {
           NoteError(absl::DataLossError(absl::StrCat(
               "device thread ", t, " published buffer sequence ", seq, ", expected ",

@@ -40,6 +40,9 @@ class DirectTransport : public RegionTransport {
   absl::StatusOr<bool> PopReady(uint32_t thread, uint32_t* buffer) override {
     return endpoint_.PopReady(thread, buffer);
   }
+  uint64_t BufferSequence(uint32_t, uint32_t buffer) override {
+    return region_.buffer_header(buffer).sequence;
+  }
   BufferRecords ReadBuffer(uint32_t thread, uint32_t buffer) override {
     BufferRecords b;
     b.count = endpoint_.RecordCount(buffer);
@@ -110,6 +113,13 @@ class ShadowTransport : public RegionTransport {
     dev.head.value.store(sh.head.value.load(std::memory_order_relaxed),
                          std::memory_order_release);
     return popped;
+  }
+
+  uint64_t BufferSequence(uint32_t, uint32_t buffer) override {
+    // copy_from_device: the one header field.
+    const uint64_t seq = device_.buffer_header(buffer).sequence;
+    shadow_->buffer_header(buffer).sequence = seq;
+    return seq;
   }
 
   BufferRecords ReadBuffer(uint32_t thread, uint32_t buffer) override {

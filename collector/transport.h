@@ -56,6 +56,8 @@ class RegionTransport {
   // Next published buffer of `thread`; false when none (DataLoss for an
   // index that is not the thread's).
   virtual absl::StatusOr<bool> PopReady(uint32_t thread, uint32_t* buffer) = 0;
+  // The publish sequence of a popped buffer (reads only its header).
+  virtual uint64_t BufferSequence(uint32_t thread, uint32_t buffer) = 0;
   // The records of a buffer popped by PopReady (or found by UnflushedBuffer).
   virtual BufferRecords ReadBuffer(uint32_t thread, uint32_t buffer) = 0;
   // A record's payload bytes, readable on the host until that payload is
