@@ -239,8 +239,8 @@ void Collector::SubmitPairs(std::vector<Pair> pairs) {
         p.record.set_bin_offset(next_bin_offset_);
         next_bin_offset_ += p.record.bin_size();
       }
-      writer_queue_.push_back(std::move(p));
     }
+    writer_queue_.push_back(std::move(pairs));
   }
   writer_cv_.notify_one();
 }
@@ -285,7 +285,7 @@ absl::Status Collector::WritePair(Pair& pair) {
 
 void Collector::WriterLoop() {
   for (;;) {
-    std::deque<Pair> batch;
+    std::deque<std::vector<Pair>> batch;
     {
       std::unique_lock<std::mutex> lock(writer_mu_);
       writer_cv_.wait(lock, [&] { return writer_stop_ || !writer_queue_.empty(); });
@@ -296,27 +296,29 @@ void Collector::WriterLoop() {
   }
 }
 
-void Collector::WriteBatch(std::deque<Pair>& batch) {
-  std::vector<v1::ArgRecord> records;
+void Collector::WriteBatch(std::deque<std::vector<Pair>>& batch) {
+  std::vector<const v1::ArgRecord*> records;
   std::vector<absl::string_view> payloads;
-  records.reserve(batch.size());
-  payloads.reserve(batch.size());
-  for (Pair& p : batch) {
-    if (!p.has_record) continue;
-    records.push_back(std::move(p.record));
-    payloads.push_back(p.payload);
+  for (const std::vector<Pair>& pairs : batch) {
+    for (const Pair& p : pairs) {
+      if (!p.has_record) continue;
+      records.push_back(&p.record);
+      payloads.push_back(p.payload);
+    }
   }
   if (!records.empty()) {
     // Acknowledge even a failed write: the bytes are lost either way, and
     // the device must not wait for them forever.
-    if (absl::Status s = sink_->WriteBatch(&records, payloads); !s.ok()) NoteError(s);
+    if (absl::Status s = sink_->WriteBatch(records, payloads); !s.ok()) NoteError(s);
   }
   bool any = false;
   {
     std::lock_guard<std::mutex> lock(ack_mu_);
-    for (const Pair& p : batch) {
-      durable_[p.thread] += p.acks;
-      any = any || p.acks > 0;
+    for (const std::vector<Pair>& pairs : batch) {
+      for (const Pair& p : pairs) {
+        durable_[p.thread] += p.acks;
+        any = any || p.acks > 0;
+      }
     }
   }
   if (any) ack_cv_.notify_one();

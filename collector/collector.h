@@ -116,7 +116,7 @@ class Collector {
   // Assigns bin offsets in order under the narrow lock and queues the pairs.
   void SubmitPairs(std::vector<Pair> pairs);
   absl::Status WritePair(Pair& pair);
-  void WriteBatch(std::deque<Pair>& batch);
+  void WriteBatch(std::deque<std::vector<Pair>>& batch);
   void NoteError(const absl::Status& status);
   void AddStats(const CollectorStats& delta);
 
@@ -133,7 +133,7 @@ class Collector {
 
   std::mutex writer_mu_;  // the narrow lock: bin offsets + queue order
   std::condition_variable writer_cv_;
-  std::deque<Pair> writer_queue_;
+  std::deque<std::vector<Pair>> writer_queue_;  // one vector per buffer
   uint64_t next_bin_offset_ = 0;
   bool writer_stop_ = false;
 

@@ -21,11 +21,11 @@ class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
   virtual absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) = 0;
-  // Many pairs in order; durable when it returns. Records are moved from.
-  virtual absl::Status WriteBatch(std::vector<v1::ArgRecord>* records,
+  // Many pairs in order; durable when it returns.
+  virtual absl::Status WriteBatch(const std::vector<const v1::ArgRecord*>& records,
                                   const std::vector<absl::string_view>& payloads) {
-    for (size_t i = 0; i < records->size(); ++i) {
-      if (absl::Status s = Write((*records)[i], payloads[i]); !s.ok()) return s;
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (absl::Status s = Write(*records[i], payloads[i]); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
@@ -41,7 +41,7 @@ class LocalSink : public CaptureSink {
   absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) override {
     return store_->Append(record, payload);
   }
-  absl::Status WriteBatch(std::vector<v1::ArgRecord>* records,
+  absl::Status WriteBatch(const std::vector<const v1::ArgRecord*>& records,
                           const std::vector<absl::string_view>& payloads) override {
     return store_->AppendBatch(records, payloads);
   }

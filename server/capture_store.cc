@@ -87,21 +87,20 @@ absl::Status CaptureStore::OpenBin() {
 }
 
 absl::Status CaptureStore::Append(const v1::ArgRecord& record, absl::string_view payload) {
-  std::vector<v1::ArgRecord> one = {record};
-  return AppendBatch(&one, {payload});
+  return AppendBatch({&record}, {payload});
 }
 
-absl::Status CaptureStore::AppendBatch(std::vector<v1::ArgRecord>* records,
+absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& records,
                                        const std::vector<absl::string_view>& payloads) {
   if (finished_) return absl::FailedPreconditionError("capture store: already finished");
-  if (records->size() != payloads.size()) {
+  if (records.size() != payloads.size()) {
     return absl::InvalidArgumentError("capture store: one payload per record");
   }
   uint64_t expected = bin_bytes_;
   uint64_t payload_bytes = 0;
   rows_.clear();  // this batch's rows, kept only once it is written
-  for (size_t i = 0; i < records->size(); ++i) {
-    const v1::ArgRecord& record = (*records)[i];
+  for (size_t i = 0; i < records.size(); ++i) {
+    const v1::ArgRecord& record = *records[i];
     if (payloads[i].size() != record.bin_size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "capture store: record of task ", TaskIdHex(record.task_id()), " says bin_size ",
@@ -122,7 +121,7 @@ absl::Status CaptureStore::AppendBatch(std::vector<v1::ArgRecord>* records,
     rows_.push_back(*row);
   }
 
-  if (records->empty()) return absl::OkStatus();
+  if (records.empty()) return absl::OkStatus();
   if (journal_ == nullptr) {
     if (auto s = CreateFiles(); !s.ok()) return s;
   }
@@ -132,9 +131,9 @@ absl::Status CaptureStore::AppendBatch(std::vector<v1::ArgRecord>* records,
     }
     if (auto s = WritePayloads(payloads); !s.ok()) return s;
   }
-  for (const v1::ArgRecord& record : *records) {
+  for (const v1::ArgRecord* record : records) {
     scratch_.clear();
-    record.SerializeToString(&scratch_);
+    record->SerializeToString(&scratch_);
     if (auto s = journal_->Stage(JournalEntryType::kRecord, scratch_); !s.ok()) return s;
   }
   if (auto s = journal_->Flush(); !s.ok()) {

@@ -48,9 +48,8 @@ class CaptureStore {
 
   // Many pairs at once, in order (payloads[i] belongs to records[i]): one
   // writev for the payloads and one write for the journal. All or nothing:
-  // InvalidArgument for any bad pair, before anything is written. The
-  // records are moved from.
-  absl::Status AppendBatch(std::vector<v1::ArgRecord>* records,
+  // InvalidArgument for any bad pair, before anything is written.
+  absl::Status AppendBatch(const std::vector<const v1::ArgRecord*>& records,
                            const std::vector<absl::string_view>& payloads);
 
   // Writes the manifest, sorted, with the device's loss counters merged in.
