@@ -9,6 +9,14 @@
 namespace argsdump {
 
 absl::StatusOr<v1::ArgRecord> ConvertRecord(const abi::ArgsDumpRecord& r, uint32_t thread) {
+  v1::ArgRecord out;
+  if (absl::Status s = ConvertRecordInto(r, thread, &out); !s.ok()) return s;
+  return out;
+}
+
+absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
+                               v1::ArgRecord* out_record) {
+  v1::ArgRecord& out = *out_record;
   auto bad = [&](std::string what) {
     return absl::InvalidArgumentError(absl::StrCat(
         "record of task ", TaskIdHex(r.task_id), " arg ", r.arg_index, " from device thread ",
@@ -22,7 +30,6 @@ absl::StatusOr<v1::ArgRecord> ConvertRecord(const abi::ArgsDumpRecord& r, uint32
   if (r.func_count > abi::kMaxFuncIds) return bad("func_count > 3");
   const bool scalar = r.kind == static_cast<uint8_t>(abi::ArgKind::kScalar);
   if (scalar && r.payload_size != 0) return bad("a scalar with payload");
-  v1::ArgRecord out;
   out.set_task_id(r.task_id);
   for (uint32_t i = 0; i < r.func_count; ++i) {
     if (r.func_ids[i] != abi::kUnknownFuncId) out.add_func_ids(r.func_ids[i]);
@@ -57,7 +64,7 @@ absl::StatusOr<v1::ArgRecord> ConvertRecord(const abi::ArgsDumpRecord& r, uint32
   out.set_arg_index_ambiguous((r.flags & abi::kFlagArgIndexAmbiguous) != 0);
   out.set_in_flight_snapshot((r.flags & abi::kFlagInFlightSnapshot) != 0);
   out.set_device_thread(thread);
-  return out;
+  return absl::OkStatus();
 }
 
 Collector::~Collector() {
@@ -183,24 +190,28 @@ void Collector::DrainLoop(uint32_t index) {
   }
 }
 
-std::vector<Collector::Pair> Collector::CollectBuffer(uint32_t thread, uint32_t buffer) {
+Collector::Collected Collector::CollectBuffer(uint32_t thread, uint32_t buffer) {
   const BufferRecords b = transport_->ReadBuffer(thread, buffer);
-  std::vector<Pair> pairs;
-  pairs.reserve(b.count);
+  Collected out;
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 256 * uint64_t{b.count} + 256;
+  out.arena = std::make_unique<google::protobuf::Arena>(options);
+  out.pairs.reserve(b.count + 1);
   CollectorStats delta;
   delta.buffers = 1;
   uint32_t pending_acks = 0;  // payload records that produced no pair
   for (uint32_t i = 0; i < b.count; ++i) {
     const abi::ArgsDumpRecord& r = b.records[i];
     const uint32_t acks = r.payload_size > 0 ? 1 : 0;
-    auto record = ConvertRecord(r, thread);
+    v1::ArgRecord* record = google::protobuf::Arena::CreateMessage<v1::ArgRecord>(out.arena.get());
+    absl::Status status = ConvertRecordInto(r, thread, record);
     Pair pair;
     pair.thread = thread;
-    if (record.ok() && r.payload_size > 0) {
+    if (status.ok() && r.payload_size > 0) {
       bool overwritten = false;
       auto view = transport_->PayloadView(thread, r, &overwritten);
       if (!view.ok()) {
-        record = view.status();
+        status = view.status();
       } else {
         pair.payload = *view;
         record->set_overwritten(overwritten);
@@ -208,39 +219,38 @@ std::vector<Collector::Pair> Collector::CollectBuffer(uint32_t thread, uint32_t 
         delta.payload_bytes += r.payload_size;
       }
     }
-    if (!record.ok()) {
-      NoteError(record.status());
+    if (!status.ok()) {
+      NoteError(status);
       ++delta.invalid_records;
       pending_acks += acks;
       continue;
     }
-    pair.has_record = true;
-    pair.record = std::move(record).value();
+    pair.record = record;
     pair.acks = acks + pending_acks;
     pending_acks = 0;
     ++delta.records;
-    pairs.push_back(std::move(pair));
+    out.pairs.push_back(pair);
   }
   if (pending_acks > 0) {
     Pair settle;
     settle.thread = thread;
     settle.acks = pending_acks;
-    pairs.push_back(std::move(settle));
+    out.pairs.push_back(settle);
   }
   AddStats(delta);
-  return pairs;
+  return out;
 }
 
-void Collector::SubmitPairs(std::vector<Pair> pairs) {
+void Collector::SubmitPairs(Collected collected) {
   {
     std::lock_guard<std::mutex> lock(writer_mu_);
-    for (Pair& p : pairs) {
-      if (p.has_record && p.record.bin_size() > 0) {
-        p.record.set_bin_offset(next_bin_offset_);
-        next_bin_offset_ += p.record.bin_size();
+    for (Pair& p : collected.pairs) {
+      if (p.record != nullptr && p.record->bin_size() > 0) {
+        p.record->set_bin_offset(next_bin_offset_);
+        next_bin_offset_ += p.record->bin_size();
       }
     }
-    writer_queue_.push_back(std::move(pairs));
+    writer_queue_.push_back(std::move(collected));
   }
   writer_cv_.notify_one();
 }
@@ -269,7 +279,7 @@ void Collector::ShardLoop(uint32_t index) {
 
 absl::Status Collector::WritePair(Pair& pair) {
   absl::Status s;
-  if (pair.has_record) s = sink_->Write(pair.record, pair.payload);
+  if (pair.record != nullptr) s = sink_->Write(*pair.record, pair.payload);
   if (!s.ok()) NoteError(s);
   // Acknowledge even a failed write: the bytes are lost either way, and the
   // device must not wait for them forever.
@@ -285,7 +295,7 @@ absl::Status Collector::WritePair(Pair& pair) {
 
 void Collector::WriterLoop() {
   for (;;) {
-    std::deque<std::vector<Pair>> batch;
+    std::deque<Collected> batch;
     {
       std::unique_lock<std::mutex> lock(writer_mu_);
       writer_cv_.wait(lock, [&] { return writer_stop_ || !writer_queue_.empty(); });
@@ -296,13 +306,13 @@ void Collector::WriterLoop() {
   }
 }
 
-void Collector::WriteBatch(std::deque<std::vector<Pair>>& batch) {
+void Collector::WriteBatch(std::deque<Collected>& batch) {
   std::vector<const v1::ArgRecord*> records;
   std::vector<absl::string_view> payloads;
-  for (const std::vector<Pair>& pairs : batch) {
-    for (const Pair& p : pairs) {
-      if (!p.has_record) continue;
-      records.push_back(&p.record);
+  for (const Collected& c : batch) {
+    for (const Pair& p : c.pairs) {
+      if (p.record == nullptr) continue;
+      records.push_back(p.record);
       payloads.push_back(p.payload);
     }
   }
@@ -314,8 +324,8 @@ void Collector::WriteBatch(std::deque<std::vector<Pair>>& batch) {
   bool any = false;
   {
     std::lock_guard<std::mutex> lock(ack_mu_);
-    for (const std::vector<Pair>& pairs : batch) {
-      for (const Pair& p : pairs) {
+    for (const Collected& c : batch) {
+      for (const Pair& p : c.pairs) {
         durable_[p.thread] += p.acks;
         any = any || p.acks > 0;
       }
@@ -386,15 +396,15 @@ absl::Status Collector::Reconcile() {
   }
   for (uint32_t t = 0; t < region_->num_threads(); ++t) {
     if (auto buffer = transport_->UnflushedBuffer(t, next_sequence_[t])) {
-      std::vector<Pair> pairs = CollectBuffer(t, *buffer);
+      Collected collected = CollectBuffer(t, *buffer);
       CollectorStats delta;
-      for (const Pair& p : pairs) delta.recovered_records += p.has_record;
+      for (const Pair& p : collected.pairs) delta.recovered_records += p.record != nullptr;
       AddStats(delta);
       std::lock_guard<std::mutex> lock(writer_mu_);
-      for (Pair& p : pairs) {
-        if (p.has_record && p.record.bin_size() > 0) {
-          p.record.set_bin_offset(next_bin_offset_);
-          next_bin_offset_ += p.record.bin_size();
+      for (Pair& p : collected.pairs) {
+        if (p.record != nullptr && p.record->bin_size() > 0) {
+          p.record->set_bin_offset(next_bin_offset_);
+          next_bin_offset_ += p.record->bin_size();
         }
         WritePair(p).IgnoreError();
       }

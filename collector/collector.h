@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "google/protobuf/arena.h"
 #include "collector/sink.h"
 #include "collector/transport.h"
 #include "device/region.h"
@@ -54,6 +55,8 @@ struct CollectorStats {
 
 // Converts one device record (from device thread `thread`) to the proto,
 // validating enums and geometry. InvalidArgument names what is wrong.
+absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
+                               v1::ArgRecord* out);
 absl::StatusOr<v1::ArgRecord> ConvertRecord(const abi::ArgsDumpRecord& r, uint32_t thread);
 
 class Collector {
@@ -87,8 +90,7 @@ class Collector {
     uint32_t buffer;
   };
   struct Pair {
-    bool has_record = false;
-    v1::ArgRecord record;
+    v1::ArgRecord* record = nullptr;  // on its buffer's arena; null: acks only
     // Arena bytes (on the host: the region or its shadow), valid until this
     // pair's acks are given back.
     absl::string_view payload;
@@ -112,11 +114,17 @@ class Collector {
   void WriterLoop();
   void ReplenishLoop();
   // Converts a buffer into pairs (payload copied out of the arena).
-  std::vector<Pair> CollectBuffer(uint32_t thread, uint32_t buffer);
+  // One buffer's pairs; their records live on the buffer's arena (one
+  // allocation block per buffer instead of several per record).
+  struct Collected {
+    std::unique_ptr<google::protobuf::Arena> arena;
+    std::vector<Pair> pairs;
+  };
+  Collected CollectBuffer(uint32_t thread, uint32_t buffer);
   // Assigns bin offsets in order under the narrow lock and queues the pairs.
-  void SubmitPairs(std::vector<Pair> pairs);
+  void SubmitPairs(Collected collected);
   absl::Status WritePair(Pair& pair);
-  void WriteBatch(std::deque<std::vector<Pair>>& batch);
+  void WriteBatch(std::deque<Collected>& batch);
   void NoteError(const absl::Status& status);
   void AddStats(const CollectorStats& delta);
 
@@ -133,7 +141,7 @@ class Collector {
 
   std::mutex writer_mu_;  // the narrow lock: bin offsets + queue order
   std::condition_variable writer_cv_;
-  std::deque<std::vector<Pair>> writer_queue_;  // one vector per buffer
+  std::deque<Collected> writer_queue_;  // one entry per buffer
   uint64_t next_bin_offset_ = 0;
   bool writer_stop_ = false;
 
