@@ -5,6 +5,7 @@
 #include <cstring>
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <memory>
 #include <thread>
 
@@ -16,35 +17,69 @@
 namespace argsdump {
 namespace {
 
-// Appends without temporaries: the manifest of a 10 M-record capture is a few
-// GB of text, so every entry is built from literals and std::to_chars.
-inline void Lit(std::string* out, absl::string_view text) { out->append(text.data(), text.size()); }
+// A growable text buffer whose appends skip the capacity check: callers
+// Reserve() room for a whole entry first. The manifest of a 10 M-record
+// capture is a few GB of text, so every entry is built from literals and
+// std::to_chars straight into it.
+class TextBuffer {
+ public:
+  void Clear() { size_ = 0; }
+  void Reserve(size_t n) {
+    if (size_ + n > data_.size()) data_.resize(std::max(2 * data_.size(), size_ + n));
+  }
+  void Append(const char* p, size_t n) {
+    std::memcpy(&data_[size_], p, n);
+    size_ += n;
+  }
+  void Push(char c) { data_[size_++] = c; }
+  const char* data() const { return data_.data(); }
+  size_t size() const { return size_; }
 
-inline void Uint(std::string* out, uint64_t v) {
+ private:
+  std::string data_;
+  size_t size_ = 0;
+};
+
+// The longest entry: fixed text, 5-dim shape and strides, a scalar value.
+constexpr size_t kMaxEntryBytes = 1024;
+
+template <size_t N>
+inline void Lit(TextBuffer* out, const char (&text)[N]) {
+  out->Append(text, N - 1);
+}
+inline void Str(TextBuffer* out, absl::string_view text) { out->Append(text.data(), text.size()); }
+
+inline void Uint(TextBuffer* out, uint64_t v) {
   char buf[24];
   const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out->append(buf, r.ptr - buf);
+  out->Append(buf, r.ptr - buf);
 }
 
-inline void Bool(std::string* out, bool v) { Lit(out, v ? "true" : "false"); }
+inline void Bool(TextBuffer* out, bool v) {
+  if (v) {
+    Lit(out, "true");
+  } else {
+    Lit(out, "false");
+  }
+}
 
-void UintArray(std::string* out, const uint32_t* v, uint32_t n) {
-  out->push_back('[');
+void UintArray(TextBuffer* out, const uint32_t* v, uint32_t n) {
+  out->Push('[');
   for (uint32_t i = 0; i < n; ++i) {
     if (i > 0) Lit(out, ", ");
     Uint(out, v[i]);
   }
-  out->push_back(']');
+  out->Push(']');
 }
 
-void TaskId(std::string* out, uint64_t id) {
+void TaskId(TextBuffer* out, uint64_t id) {
   static constexpr char kHex[] = "0123456789abcdef";
   char buf[18] = {'0', 'x'};
   for (int i = 0; i < 16; ++i) buf[2 + i] = kHex[(id >> (60 - 4 * i)) & 0xF];
-  out->append(buf, sizeof(buf));
+  out->Append(buf, sizeof(buf));
 }
 
-void AppendEntry(std::string* out, const ManifestRow& r) {
+void AppendEntry(TextBuffer* out, const ManifestRow& r) {
   Lit(out, "    {\"task_id\": \"");
   TaskId(out, r.task_id);
   Lit(out, "\", \"func_id\": ");
@@ -56,24 +91,23 @@ void AppendEntry(std::string* out, const ManifestRow& r) {
     UintArray(out, ids, r.func_count);
   }
   Lit(out, ", \"role\": \"");
-  Lit(out, RoleName(static_cast<v1::Role>(r.role)));
+  Str(out, RoleName(static_cast<v1::Role>(r.role)));
   Lit(out, "\", \"stage\": \"");
-  Lit(out, StageName(static_cast<v1::Stage>(r.stage)));
+  Str(out, StageName(static_cast<v1::Stage>(r.stage)));
   Lit(out, "\", \"arg_index\": ");
   Uint(out, r.arg_index);
   Lit(out, ", \"kind\": \"");
-  Lit(out, KindName(static_cast<v1::Kind>(r.kind)));
+  Str(out, KindName(static_cast<v1::Kind>(r.kind)));
   Lit(out, "\", \"dtype\": \"");
   if (auto d = FromProtoDType(r.dtype)) {
-    const absl::string_view name(DataTypeName(*d).data(), DataTypeName(*d).size());
-    Lit(out, name);
+    Str(out, absl::string_view(DataTypeName(*d).data(), DataTypeName(*d).size()));
   } else {
-    Lit(out, DTypeName(r.dtype));
+    Str(out, DTypeName(r.dtype));
   }
-  out->push_back('"');
+  out->Push('"');
   if (r.kind == v1::KIND_SCALAR) {
     Lit(out, ", \"value\": ");
-    Lit(out, FormatScalarJson(r.dtype, r.scalar_bits));
+    Str(out, FormatScalarJson(r.dtype, r.scalar_bits));
   }
   Lit(out, ", \"shape\": ");
   UintArray(out, r.shape, r.ndims);
@@ -95,15 +129,17 @@ void AppendEntry(std::string* out, const ManifestRow& r) {
   Uint(out, r.bin_offset);
   Lit(out, ", \"bin_size\": ");
   Uint(out, r.bin_size);
-  out->push_back('}');
+  out->Push('}');
 }
 
 // Formats entries [begin, end) of the manifest order, each preceded by the
 // separator that follows the entry before it.
-void FormatEntries(const ManifestContents& m, size_t begin, size_t end, std::string* out) {
-  out->clear();
+void FormatEntries(const ManifestContents& m, size_t begin, size_t end, TextBuffer* out) {
+  out->Clear();
   for (size_t i = begin; i < end; ++i) {
-    Lit(out, i == 0 ? "\n" : ",\n");
+    out->Reserve(kMaxEntryBytes);
+    if (i > 0) out->Push(',');
+    out->Push('\n');
     AppendEntry(out, (*m.records)[(*m.order)[i]]);
   }
 }
@@ -178,7 +214,7 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
   out.clear();
   constexpr size_t kChunk = 1024;  // ~330 KiB of text: stays in cache
   const size_t n = m.order->size();
-  std::string chunks[2];
+  TextBuffer chunks[2];
   for (size_t begin = 0; begin < n; begin += 2 * kChunk) {
     const size_t mid = std::min(n, begin + kChunk), end = std::min(n, begin + 2 * kChunk);
     std::thread helper;
