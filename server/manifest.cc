@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cstring>
 #include <memory>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <unistd.h>
@@ -206,26 +208,55 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
   if (m.recovered) out.append("  \"recovered_from_journal\": true,\n");
   absl::StrAppend(&out, "  \"bin_file\": ", m.has_bin_file ? "\"args.bin\"" : "null", ",\n",
                   "  \"args\": [");
-  // Entries are formatted by two threads, a window of two chunks at a time,
-  // and written in order: bounded memory, both cores busy.
+  // A formatter thread fills chunks of entries into a ring of buffers while
+  // this thread writes the finished ones, in order: bounded memory, the
+  // formatting and the copy into the page cache on two cores at once.
   if (std::fwrite(out.data(), 1, out.size(), f.get()) != out.size()) {
     return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));
   }
   out.clear();
   constexpr size_t kChunk = 1024;  // ~330 KiB of text: stays in cache
+  constexpr size_t kRing = 4;
   const size_t n = m.order->size();
-  TextBuffer chunks[2];
-  for (size_t begin = 0; begin < n; begin += 2 * kChunk) {
-    const size_t mid = std::min(n, begin + kChunk), end = std::min(n, begin + 2 * kChunk);
-    std::thread helper;
-    if (mid < end) helper = std::thread([&] { FormatEntries(m, mid, end, &chunks[1]); });
-    FormatEntries(m, begin, mid, &chunks[0]);
-    if (helper.joinable()) helper.join();
-    for (size_t c = 0; c < (mid < end ? 2u : 1u); ++c) {
-      if (std::fwrite(chunks[c].data(), 1, chunks[c].size(), f.get()) != chunks[c].size()) {
-        return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));
+  const size_t chunks = (n + kChunk - 1) / kChunk;
+  TextBuffer ring[kRing];
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t formatted = 0, written = 0;  // chunks, under mu
+  bool abandoned = false;
+  std::thread formatter([&] {
+    for (size_t c = 0; c < chunks; ++c) {
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return abandoned || c - written < kRing; });
+        if (abandoned) return;
       }
+      FormatEntries(m, c * kChunk, std::min(n, (c + 1) * kChunk), &ring[c % kRing]);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        formatted = c + 1;
+      }
+      cv.notify_all();
     }
+  });
+  bool write_failed = false;
+  for (size_t c = 0; c < chunks && !write_failed; ++c) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return formatted > c; });
+    }
+    const TextBuffer& chunk = ring[c % kRing];
+    write_failed = std::fwrite(chunk.data(), 1, chunk.size(), f.get()) != chunk.size();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      written = c + 1;
+      abandoned = write_failed;
+    }
+    cv.notify_all();
+  }
+  formatter.join();
+  if (write_failed) {
+    return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));
   }
   const bool first = n == 0;
   out.append(first ? "]\n}\n" : "\n  ]\n}\n");
