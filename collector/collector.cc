@@ -241,15 +241,19 @@ Collector::Collected Collector::CollectBuffer(uint32_t thread, uint32_t buffer) 
   return out;
 }
 
+void Collector::AssignBinOffsets(Collected* collected) {
+  for (Pair& p : collected->pairs) {
+    if (p.record != nullptr && p.record->bin_size() > 0) {
+      p.record->set_bin_offset(next_bin_offset_);
+      next_bin_offset_ += p.record->bin_size();
+    }
+  }
+}
+
 void Collector::SubmitPairs(Collected collected) {
   {
     std::lock_guard<std::mutex> lock(writer_mu_);
-    for (Pair& p : collected.pairs) {
-      if (p.record != nullptr && p.record->bin_size() > 0) {
-        p.record->set_bin_offset(next_bin_offset_);
-        next_bin_offset_ += p.record->bin_size();
-      }
-    }
+    AssignBinOffsets(&collected);
     writer_queue_.push_back(std::move(collected));
   }
   writer_cv_.notify_one();
@@ -275,22 +279,6 @@ void Collector::ShardLoop(uint32_t index) {
     }
     drain.cv.notify_one();
   }
-}
-
-absl::Status Collector::WritePair(Pair& pair) {
-  absl::Status s;
-  if (pair.record != nullptr) s = sink_->Write(*pair.record, pair.payload);
-  if (!s.ok()) NoteError(s);
-  // Acknowledge even a failed write: the bytes are lost either way, and the
-  // device must not wait for them forever.
-  if (pair.acks > 0) {
-    {
-      std::lock_guard<std::mutex> lock(ack_mu_);
-      durable_[pair.thread] += pair.acks;
-    }
-    ack_cv_.notify_one();
-  }
-  return s;
 }
 
 void Collector::WriterLoop() {
@@ -394,38 +382,40 @@ absl::Status Collector::Reconcile() {
   if (region_ == nullptr || started_) {
     return absl::FailedPreconditionError("collector: reconcile runs after Stop");
   }
+  DeviceThreadCounters total;
   for (uint32_t t = 0; t < region_->num_threads(); ++t) {
     if (auto buffer = transport_->UnflushedBuffer(t, next_sequence_[t])) {
       Collected collected = CollectBuffer(t, *buffer);
       CollectorStats delta;
       for (const Pair& p : collected.pairs) delta.recovered_records += p.record != nullptr;
       AddStats(delta);
-      std::lock_guard<std::mutex> lock(writer_mu_);
-      for (Pair& p : collected.pairs) {
-        if (p.record != nullptr && p.record->bin_size() > 0) {
-          p.record->set_bin_offset(next_bin_offset_);
-          next_bin_offset_ += p.record->bin_size();
-        }
-        WritePair(p).IgnoreError();
+      // The writer thread has stopped: write here, through the same path.
+      std::deque<Collected> batch;
+      {
+        std::lock_guard<std::mutex> lock(writer_mu_);
+        AssignBinOffsets(&collected);
       }
+      batch.push_back(std::move(collected));
+      WriteBatch(batch);
     }
     const DeviceThreadCounters c = transport_->ReadCounters(t);
-    losses_.set_dropped_records(losses_.dropped_records() + c.dropped);
-    losses_.set_arena_waits(losses_.arena_waits() + c.arena_waits);
-    losses_.set_gate_waits(losses_.gate_waits() + c.gate_waits);
-    losses_.set_dropped_ready_queue_full(
-        losses_.dropped_ready_queue_full() +
-        c.dropped_by_cause[static_cast<uint32_t>(abi::DropCause::kReadyQueueFull)]);
-    losses_.set_dropped_free_queue_empty(
-        losses_.dropped_free_queue_empty() +
-        c.dropped_by_cause[static_cast<uint32_t>(abi::DropCause::kFreeQueueEmpty)]);
-    losses_.set_dropped_arena_ack_timeout(
-        losses_.dropped_arena_ack_timeout() +
-        c.dropped_by_cause[static_cast<uint32_t>(abi::DropCause::kArenaAckTimeout)]);
-    losses_.set_dropped_flush_timeout(
-        losses_.dropped_flush_timeout() +
-        c.dropped_by_cause[static_cast<uint32_t>(abi::DropCause::kFlushTimeout)]);
+    total.dropped += c.dropped;
+    total.arena_waits += c.arena_waits;
+    total.gate_waits += c.gate_waits;
+    for (uint32_t i = 0; i < abi::kDropCauseCount; ++i) {
+      total.dropped_by_cause[i] += c.dropped_by_cause[i];
+    }
   }
+  auto by = [&](abi::DropCause cause) {
+    return total.dropped_by_cause[static_cast<uint32_t>(cause)];
+  };
+  losses_.set_dropped_records(total.dropped);
+  losses_.set_arena_waits(total.arena_waits);
+  losses_.set_gate_waits(total.gate_waits);
+  losses_.set_dropped_ready_queue_full(by(abi::DropCause::kReadyQueueFull));
+  losses_.set_dropped_free_queue_empty(by(abi::DropCause::kFreeQueueEmpty));
+  losses_.set_dropped_arena_ack_timeout(by(abi::DropCause::kArenaAckTimeout));
+  losses_.set_dropped_flush_timeout(by(abi::DropCause::kFlushTimeout));
   std::lock_guard<std::mutex> lock(stats_mu_);
   return error_;
 }

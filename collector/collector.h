@@ -121,9 +121,10 @@ class Collector {
     std::vector<Pair> pairs;
   };
   Collected CollectBuffer(uint32_t thread, uint32_t buffer);
+  // Gives the pairs' payloads the next args.bin offsets; writer_mu_ held.
+  void AssignBinOffsets(Collected* collected);
   // Assigns bin offsets in order under the narrow lock and queues the pairs.
   void SubmitPairs(Collected collected);
-  absl::Status WritePair(Pair& pair);
   void WriteBatch(std::deque<Collected>& batch);
   void NoteError(const absl::Status& status);
   void AddStats(const CollectorStats& delta);

@@ -44,7 +44,7 @@ constexpr uint64_t kArenaBytes = 16 << 20;  // per device thread
 
 // `threads` device threads each record `per_thread` tasks of `task`.
 void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records_per_task,
-                 uint64_t bytes_per_task, abi::DumpLevel level) {
+                 abi::DumpLevel level) {
   constexpr uint32_t kThreads = 2;
   const uint64_t per_thread = state.range(0);
   uint64_t records = 0, bytes = 0, gate_waits = 0, arena_waits = 0;
@@ -97,7 +97,6 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
     RemoveTree(dir);
     state.ResumeTiming();
   }
-  (void)bytes_per_task;
   state.SetItemsProcessed(records);
   // The two phases: records made durable while the device runs, and the
   // export (sort + manifest) after it stopped.
@@ -120,7 +119,7 @@ void BM_PipelineMetadata(benchmark::State& state) {
   task.func_count = 1;
   task.scalars = scalars.data();
   task.scalar_count = static_cast<uint32_t>(scalars.size());
-  RunPipeline(state, task, scalars.size(), 0, abi::DumpLevel::kFull);
+  RunPipeline(state, task, scalars.size(), abi::DumpLevel::kFull);
 }
 BENCHMARK(BM_PipelineMetadata)->Arg(1024)->Arg(32768)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -138,7 +137,7 @@ void BM_PipelinePayload(benchmark::State& state) {
   task.func_count = 1;
   task.tensors = &arg;
   task.tensor_count = 1;
-  RunPipeline(state, task, 1, kPayload, abi::DumpLevel::kFull);
+  RunPipeline(state, task, 1, abi::DumpLevel::kFull);
 }
 BENCHMARK(BM_PipelinePayload)->Arg(64)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -24,10 +24,10 @@ TEST(HangTest, StuckKernelTripsTheSchedulerTimeoutAndKeepsItsPartialOutput) {
   rc.level = abi::DumpLevel::kFull;
   rc.num_threads = 2;
   rc.arena_bytes = 1 << 20;
-  auto region = std::move(DumpRegion::Create(rc)).value();
-  DumpRecorder recorder(*region);
-  TestHost host(*region);
-  host.Start();
+  RecordingHarness harness(rc);
+  const DumpRegion* region = harness.region.get();
+  DumpRecorder& recorder = *harness.recorder;
+  TestHost& host = *harness.host;
 
   SimConfig sc;
   sc.scheduler_threads = 2;
@@ -122,10 +122,10 @@ TEST(HangTest, OpPastTheOpExecuteBudgetIsReapedWhileOthersProgress) {
   rc.level = abi::DumpLevel::kFull;
   rc.num_threads = 1;
   rc.arena_bytes = 1 << 20;
-  auto region = std::move(DumpRegion::Create(rc)).value();
-  DumpRecorder recorder(*region);
-  TestHost host(*region);
-  host.Start();
+  RecordingHarness harness(rc);
+  const DumpRegion* region = harness.region.get();
+  DumpRecorder& recorder = *harness.recorder;
+  TestHost& host = *harness.host;
   SimConfig sc;
   sc.scheduler_threads = 1;
   sc.worker_threads = 2;

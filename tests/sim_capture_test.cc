@@ -59,10 +59,10 @@ TEST(SimCaptureTest, TenThousandTasksAtLevelTwoMatchTheKernels) {
   rc.level = abi::DumpLevel::kFull;
   rc.num_threads = 4;
   rc.arena_bytes = 256 * 1024;  // small enough that every thread wraps often
-  auto region = std::move(DumpRegion::Create(rc)).value();
-  DumpRecorder recorder(*region);
-  TestHost host(*region);
-  host.Start();
+  RecordingHarness harness(rc);
+  const DumpRegion* region = harness.region.get();
+  DumpRecorder& recorder = *harness.recorder;
+  TestHost& host = *harness.host;
 
   SimConfig sc;
   sc.scheduler_threads = 4;

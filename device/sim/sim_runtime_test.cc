@@ -33,24 +33,13 @@ std::vector<float> Floats(const std::vector<uint8_t>& bytes) {
   return out;
 }
 
-struct Capture {
-  std::unique_ptr<DumpRegion> region;
-  std::unique_ptr<DumpRecorder> recorder;
-  std::unique_ptr<TestHost> host;
-};
-
-Capture MakeCapture(abi::DumpLevel level) {
+DumpRegionConfig CaptureConfig(abi::DumpLevel level) {
   DumpRegionConfig rc;
   rc.level = level;
   rc.num_threads = 4;
   rc.records_per_buffer = 16;
   rc.arena_bytes = 1 << 20;
-  Capture c;
-  c.region = std::move(DumpRegion::Create(rc)).value();
-  c.recorder = std::make_unique<DumpRecorder>(*c.region);
-  c.host = std::make_unique<TestHost>(*c.region);
-  c.host->Start();
-  return c;
+  return rc;
 }
 
 TEST(SimRuntimeTest, DependenciesSerialiseWritersAndReaders) {
@@ -81,7 +70,7 @@ TEST(SimRuntimeTest, DependenciesSerialiseWritersAndReaders) {
 }
 
 TEST(SimRuntimeTest, MixTaskRunsEachSubtaskAndDumpsEachSlotOnce) {
-  Capture cap = MakeCapture(abi::DumpLevel::kFull);
+  RecordingHarness cap(CaptureConfig(abi::DumpLevel::kFull));
   SimRuntime rt(Config(), BuiltinKernels(), cap.recorder.get());
   Tensor a = *rt.Alloc(DataType::kFloat32, {8});
   Tensor b = *rt.Alloc(DataType::kFloat32, {8});
@@ -134,7 +123,7 @@ TEST(SimRuntimeTest, SignatureWalkSkipsMissingSlotsAndMismatchedTasks) {
   using D = ArgDirection;
   const uint16_t wide = *registry.Register("wide", {D::kIn, D::kOut, D::kOut, D::kOut}, CopyFirst);
   const uint16_t narrow = *registry.Register("narrow", {D::kIn}, CopyFirst);
-  Capture cap = MakeCapture(abi::DumpLevel::kFull);
+  RecordingHarness cap(CaptureConfig(abi::DumpLevel::kFull));
   SimRuntime rt(Config(), registry, cap.recorder.get());
   Tensor x = *rt.Alloc(DataType::kFloat32, {4});
   Tensor y = *rt.Alloc(DataType::kFloat32, {4});

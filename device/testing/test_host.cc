@@ -1,5 +1,7 @@
 #include "device/testing/test_host.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 namespace argsdump {
@@ -166,6 +168,18 @@ uint64_t TestHost::acked(uint32_t thread) const {
 absl::Status TestHost::status() const {
   std::lock_guard<std::mutex> lock(mu_);
   return status_;
+}
+
+RecordingHarness::RecordingHarness(const DumpRegionConfig& config) {
+  auto created = DumpRegion::Create(config);
+  if (!created.ok()) {
+    std::fprintf(stderr, "RecordingHarness: %s\n", created.status().ToString().c_str());
+    std::abort();
+  }
+  region = std::move(created).value();
+  recorder = std::make_unique<DumpRecorder>(*region);
+  host = std::make_unique<TestHost>(*region);
+  host->Start();
 }
 
 }  // namespace argsdump

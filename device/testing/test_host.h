@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "absl/status/status.h"
 #include "device/abi.h"
 #include "device/host_endpoint.h"
+#include "device/recorder.h"
 #include "device/region.h"
 
 namespace argsdump {
@@ -79,6 +81,17 @@ class TestHost {
   std::vector<uint64_t> unacked_;
   std::vector<uint64_t> acked_;
   absl::Status status_;
+};
+
+// A dump region, its recorder, and a TestHost already draining it in the
+// background: what a test of the device side needs to capture a run.
+struct RecordingHarness {
+  // Aborts on a config DumpRegion::Create rejects (a test bug).
+  explicit RecordingHarness(const DumpRegionConfig& config);
+
+  std::unique_ptr<DumpRegion> region;
+  std::unique_ptr<DumpRecorder> recorder;
+  std::unique_ptr<TestHost> host;
 };
 
 }  // namespace argsdump
