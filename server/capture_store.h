@@ -78,7 +78,6 @@ class CaptureStore {
   int bin_fd_ = -1;
   uint64_t bin_bytes_ = 0;
   RecordList records_;
-  std::string scratch_;
   std::vector<ManifestRow> rows_;  // the batch being appended
   bool finished_ = false;
 };

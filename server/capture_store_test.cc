@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -205,6 +206,47 @@ TEST(CaptureStoreTest, RecoverRebuildsTheManifestFromTheJournal) {
   EXPECT_EQ(m.args(0).bin_offset(), 36u);
   EXPECT_TRUE(CaptureStore::Recover(dir).ok());  // idempotent
   EXPECT_EQ(CaptureStore::Recover(TempDir("nothing_here")).code(), absl::StatusCode::kNotFound);
+}
+
+// Payloads are written in bounded slices: one batch whose payloads are
+// smaller than, equal to and many times a slice, with empty (scalar) ones
+// between, lands in args.bin byte for byte, in order.
+TEST(CaptureStoreTest, BatchOfMixedPayloadSizesIsWrittenExactly) {
+  const std::string dir = TempDir("mixed_sizes");
+  auto store = *CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+  const std::vector<uint64_t> sizes = {4, 0, 65536, 65540, 0, 300000, 8, 131072, 12};
+  std::vector<v1::ArgRecord> records;
+  std::vector<std::string> bytes;
+  std::string expected;
+  uint64_t offset = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    v1::ArgRecord r = Tensor(i + 1, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT,
+                             sizes[i] ? offset : 0, sizes[i]);
+    if (sizes[i] == 0) {
+      r.set_kind(v1::KIND_SCALAR);
+      r.clear_shape();
+      r.clear_strides();
+      r.set_numel(1);
+      r.set_logical_bytes(0);
+    }
+    std::string b(sizes[i], '\0');
+    for (size_t k = 0; k < b.size(); ++k) b[k] = static_cast<char>((k * 7 + i * 13) & 0xFF);
+    expected += b;
+    offset += sizes[i];
+    records.push_back(r);
+    bytes.push_back(std::move(b));
+  }
+  std::vector<const v1::ArgRecord*> rp;
+  std::vector<absl::string_view> pp;
+  for (size_t i = 0; i < records.size(); ++i) {
+    rp.push_back(&records[i]);
+    pp.push_back(bytes[i]);
+  }
+  ASSERT_TRUE(store->AppendBatch(rp, pp).ok());
+  EXPECT_EQ(store->bin_bytes(), expected.size());
+  ASSERT_TRUE(store->Finish(v1::CaptureCounters()).ok());
+  EXPECT_TRUE(ReadFile(dir + "/args.bin") == expected);
+  EXPECT_EQ(ParseManifest(dir).args_size(), static_cast<int>(sizes.size()));
 }
 
 }  // namespace

@@ -3,37 +3,24 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "server/crc32c.h"
 
 namespace argsdump {
 namespace {
 
-uint32_t Crc(uint8_t type, absl::string_view payload) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  crc = crc32(crc, &type, 1);
-  // zlib takes uInt lengths: feed in pieces.
-  const char* p = payload.data();
-  size_t left = payload.size();
-  while (left > 0) {
-    const uInt n = static_cast<uInt>(left > (1u << 30) ? (1u << 30) : left);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(p), n);
-    p += n;
-    left -= n;
-  }
-  return static_cast<uint32_t>(crc);
-}
+// Bytes per write(): see kWriteBytes in capture_store.cc.
+constexpr size_t kJournalWriteBytes = 64 << 10;
 
-void PutU32(std::string* out, uint32_t v) {
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
-  out->append(b, 4);
+uint32_t Crc(uint8_t type, absl::string_view payload) {
+  return Crc32c(Crc32c(0, &type, 1), payload.data(), payload.size());
 }
 
 uint32_t GetU32(const char* p) {
@@ -65,21 +52,34 @@ absl::Status JournalWriter::Append(JournalEntryType type, absl::string_view payl
 }
 
 absl::Status JournalWriter::Stage(JournalEntryType type, absl::string_view payload) {
-  if (payload.size() > kMaxJournalEntryBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "journal ", path_, ": entry of ", payload.size(), " bytes is too large"));
-  }
-  PutU32(&frame_, static_cast<uint32_t>(payload.size()));
-  PutU32(&frame_, Crc(static_cast<uint8_t>(type), payload));
-  frame_.push_back(static_cast<char>(type));
-  frame_.append(payload.data(), payload.size());
-  return absl::OkStatus();
+  return StageWith(type, payload.size(),
+                   [&](char* out) { std::memcpy(out, payload.data(), payload.size()); });
+}
+
+char* JournalWriter::StageBegin(size_t size) {
+  const size_t at = frame_.size();
+  frame_.resize(at + kJournalHeaderBytes + size);
+  return &frame_[at];
+}
+
+void JournalWriter::StageEnd(char* entry, JournalEntryType type, size_t size) {
+  const auto t = static_cast<uint8_t>(type);
+  const uint32_t length = static_cast<uint32_t>(size);
+  const uint32_t crc = Crc(t, absl::string_view(entry + kJournalHeaderBytes, size));
+  for (int i = 0; i < 4; ++i) entry[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
+  for (int i = 0; i < 4; ++i) entry[4 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+  entry[8] = static_cast<char>(t);
+}
+
+absl::Status JournalWriter::TooLarge(size_t size) const {
+  return absl::InvalidArgumentError(
+      absl::StrCat("journal ", path_, ": entry of ", size, " bytes is too large"));
 }
 
 absl::Status JournalWriter::Flush() {
   size_t done = 0;
   while (done < frame_.size()) {
-    const ssize_t n = ::write(fd_, frame_.data() + done, frame_.size() - done);
+    const ssize_t n = ::write(fd_, frame_.data() + done, std::min(frame_.size() - done, kJournalWriteBytes));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const std::string why = std::strerror(errno);

@@ -2,7 +2,7 @@
 // entry after another (little endian):
 //
 //   u32 length   bytes of payload
-//   u32 crc      zlib crc32 of (type, payload)
+//   u32 crc      CRC-32C of (type, payload)
 //   u8  type     JournalEntryType
 //   payload      length bytes
 //
@@ -14,6 +14,7 @@
 #define ARGSDUMP_SERVER_JOURNAL_H_
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -46,10 +47,23 @@ class JournalWriter {
   // Frames an entry in memory; Flush() writes every staged entry with one
   // write() (durable when Flush returns).
   absl::Status Stage(JournalEntryType type, absl::string_view payload);
+  // Stage() of `size` bytes that `fill(char* out)` writes in place (a
+  // message serialized straight into the frame, without a copy).
+  template <typename Fill>
+  absl::Status StageWith(JournalEntryType type, size_t size, Fill fill) {
+    if (size > kMaxJournalEntryBytes) return TooLarge(size);
+    char* entry = StageBegin(size);
+    fill(entry + kJournalHeaderBytes);
+    StageEnd(entry, type, size);
+    return absl::OkStatus();
+  }
   absl::Status Flush();
   uint64_t bytes() const { return bytes_; }
 
  private:
+  char* StageBegin(size_t size);
+  void StageEnd(char* entry, JournalEntryType type, size_t size);
+  absl::Status TooLarge(size_t size) const;
   JournalWriter(int fd, std::string path, uint64_t bytes)
       : fd_(fd), path_(std::move(path)), bytes_(bytes) {}
   int fd_;

@@ -1,17 +1,17 @@
 #include "server/manifest.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
-#include <charconv>
-#include <cstring>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
-
-#include <unistd.h>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/record_format.h"
@@ -208,45 +208,57 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
   if (m.recovered) out.append("  \"recovered_from_journal\": true,\n");
   absl::StrAppend(&out, "  \"bin_file\": ", m.has_bin_file ? "\"args.bin\"" : "null", ",\n",
                   "  \"args\": [");
-  // A formatter thread fills chunks of entries into a ring of buffers while
-  // this thread writes the finished ones, in order: bounded memory, the
-  // formatting and the copy into the page cache on two cores at once.
+  // Formatter threads fill chunks of entries into a ring of buffers (chunk c
+  // by formatter c % kFormatters, into slot c % kRing) while this thread
+  // writes the finished ones, in order: bounded memory, and the formatting
+  // and the copy into the page cache spread over every core.
   if (std::fwrite(out.data(), 1, out.size(), f.get()) != out.size()) {
     return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));
   }
   out.clear();
   constexpr size_t kChunk = 1024;  // ~330 KiB of text: stays in cache
-  constexpr size_t kRing = 4;
+  constexpr size_t kWriteBytes = 64 << 10;  // see kWriteBytes in capture_store.cc
+  constexpr size_t kFormatters = 2;
+  constexpr size_t kRing = 3 * kFormatters;
+  constexpr size_t kNone = ~size_t{0};
   const size_t n = m.order->size();
   const size_t chunks = (n + kChunk - 1) / kChunk;
   TextBuffer ring[kRing];
+  size_t slot_chunk[kRing];  // the chunk a slot holds, once formatted; under mu
+  std::fill(slot_chunk, slot_chunk + kRing, kNone);
   std::mutex mu;
   std::condition_variable cv;
-  size_t formatted = 0, written = 0;  // chunks, under mu
+  size_t written = 0;  // chunks, under mu
   bool abandoned = false;
-  std::thread formatter([&] {
-    for (size_t c = 0; c < chunks; ++c) {
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return abandoned || c - written < kRing; });
-        if (abandoned) return;
+  std::vector<std::thread> formatters;
+  for (size_t k = 0; k < std::min(kFormatters, chunks); ++k) {
+    formatters.emplace_back([&, k] {
+      for (size_t c = k; c < chunks; c += kFormatters) {
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return abandoned || c < written + kRing; });
+          if (abandoned) return;
+        }
+        FormatEntries(m, c * kChunk, std::min(n, (c + 1) * kChunk), &ring[c % kRing]);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          slot_chunk[c % kRing] = c;
+        }
+        cv.notify_all();
       }
-      FormatEntries(m, c * kChunk, std::min(n, (c + 1) * kChunk), &ring[c % kRing]);
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        formatted = c + 1;
-      }
-      cv.notify_all();
-    }
-  });
+    });
+  }
   bool write_failed = false;
   for (size_t c = 0; c < chunks && !write_failed; ++c) {
     {
       std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return formatted > c; });
+      cv.wait(lock, [&] { return slot_chunk[c % kRing] == c; });
     }
     const TextBuffer& chunk = ring[c % kRing];
-    write_failed = std::fwrite(chunk.data(), 1, chunk.size(), f.get()) != chunk.size();
+    for (size_t at = 0; at < chunk.size() && !write_failed; at += kWriteBytes) {
+      const size_t len = std::min(kWriteBytes, chunk.size() - at);
+      write_failed = std::fwrite(chunk.data() + at, 1, len, f.get()) != len;
+    }
     {
       std::lock_guard<std::mutex> lock(mu);
       written = c + 1;
@@ -254,7 +266,7 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
     }
     cv.notify_all();
   }
-  formatter.join();
+  for (std::thread& t : formatters) t.join();
   if (write_failed) {
     return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));
   }

@@ -74,7 +74,8 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& record);
 using RecordList = std::deque<ManifestRow>;
 
 // Indices of `records` in the manifest's order: (task_id, stage, arg_index,
-// role), then kind, bin_offset and device_thread so that the order is total.
+// role), then kind, device_thread and arrival, so that the order is total and
+// the same for every run of a deterministic workload. At most 2^32 rows.
 std::vector<uint32_t> ManifestOrder(const RecordList& records);
 
 }  // namespace argsdump

@@ -1,7 +1,11 @@
 #include "server/record_format.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -86,6 +90,48 @@ TEST(RecordFormatTest, OrderIsTaskStageArgRole) {
   v1::ArgRecord bad_enum = a;
   bad_enum.set_dtype(static_cast<v1::DType>(77));
   EXPECT_FALSE(RowFromRecord(bad_enum).ok());
+}
+
+// Against a plain stable sort by the documented key, on a small capture and
+// on one large enough for the two-thread sort; many ties (the same scalar
+// slot twice from one thread, the same task id from two threads).
+TEST(RecordFormatTest, OrderMatchesTheDocumentedKeyWithTies) {
+  // Shapes of input: random; each thread in task order (the common case,
+  // merged without sorting); thread ids too large to group by.
+  enum Shape { kRandom, kPerThreadSorted, kHugeThreadIds };
+  for (const Shape shape : {kRandom, kPerThreadSorted, kHugeThreadIds})
+  for (const size_t n : {size_t{1000}, size_t{150000}}) {
+    std::mt19937_64 rng(n + shape);
+    RecordList rows;
+    std::vector<uint64_t> next_task(5, 0);
+    for (size_t i = 0; i < n; ++i) {
+      ManifestRow r;
+      r.task_id = rng() % (n / 8);
+      r.stage = 1 + rng() % 2;
+      r.arg_index = rng() % 4;
+      r.role = 1 + rng() % 3;
+      r.kind = 1 + rng() % 2;
+      r.device_thread = rng() % (shape == kPerThreadSorted ? 5 : 3);
+      if (shape == kPerThreadSorted) {
+        next_task[r.device_thread] += rng() % 2;  // runs of equal task ids
+        r.task_id = (uint64_t{r.device_thread} << 20) + next_task[r.device_thread];
+        r.stage = 1;
+        r.arg_index = static_cast<uint32_t>(i);  // increasing within a task
+      }
+      if (shape == kHugeThreadIds) r.device_thread += 100000;
+      r.scalar_bits = i;  // tells tied rows apart
+      rows.push_back(r);
+    }
+    std::vector<uint32_t> want(n);
+    for (uint32_t i = 0; i < n; ++i) want[i] = i;
+    std::stable_sort(want.begin(), want.end(), [&](uint32_t a, uint32_t b) {
+      const ManifestRow& x = rows[a];
+      const ManifestRow& y = rows[b];
+      return std::tie(x.task_id, x.stage, x.arg_index, x.role, x.kind, x.device_thread) <
+             std::tie(y.task_id, y.stage, y.arg_index, y.role, y.kind, y.device_thread);
+    });
+    EXPECT_EQ(ManifestOrder(rows), want) << n << " rows, input shape " << shape;
+  }
 }
 
 }  // namespace
