@@ -148,6 +148,7 @@ absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& 
   }
   bin_bytes_ += payload_bytes;
   records_.insert(records_.end(), rows_.begin(), rows_.end());
+  for (const ManifestRow& row : rows_) tally_.Add(row);
   return absl::OkStatus();
 }
 
@@ -215,7 +216,7 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
   finished_ = true;
   if (journal_ == nullptr) return absl::OkStatus();  // nothing captured: no files
   v1::CaptureCounters counters = losses;
-  CountRecords(records_, &counters);
+  tally_.FillInto(&counters);
   if (auto s = journal_->Append(JournalEntryType::kCounters, counters.SerializeAsString());
       !s.ok()) {
     return s;

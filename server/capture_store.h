@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "proto/argsdump/v1/record.pb.h"
 #include "server/journal.h"
+#include "server/manifest.h"
 #include "server/record_format.h"
 
 namespace argsdump {
@@ -78,6 +79,7 @@ class CaptureStore {
   int bin_fd_ = -1;
   uint64_t bin_bytes_ = 0;
   RecordList records_;
+  RecordTally tally_;  // of records_
   std::vector<ManifestRow> rows_;  // the batch being appended
   bool finished_ = false;
 };

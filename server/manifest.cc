@@ -1,5 +1,6 @@
 #include "server/manifest.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -148,29 +149,23 @@ void FormatEntries(const ManifestContents& m, size_t begin, size_t end, TextBuff
 
 }  // namespace
 
+void RecordTally::FillInto(v1::CaptureCounters* c) const {
+  c->set_total_args(total_);
+  c->set_before_dispatch(before_);
+  c->set_after_completion(total_ - before_);
+  c->set_input_args(input_);
+  c->set_output_args(output_);
+  c->set_inout_args(inout_);
+  c->set_truncated_args(truncated_);
+  c->set_dropped_overwrite(overwritten_);
+  c->set_payload_bytes(bytes_);
+  c->set_in_flight_snapshots(in_flight_);
+}
+
 void CountRecords(const RecordList& records, v1::CaptureCounters* c) {
-  c->set_total_args(records.size());
-  uint64_t before = 0, input = 0, output = 0, inout = 0, truncated = 0, overwritten = 0,
-           bytes = 0, in_flight = 0;
-  for (const ManifestRow& r : records) {
-    before += r.stage == v1::STAGE_BEFORE_DISPATCH;
-    input += r.role == v1::ROLE_INPUT;
-    output += r.role == v1::ROLE_OUTPUT;
-    inout += r.role == v1::ROLE_INOUT;
-    truncated += r.truncated;
-    overwritten += r.overwritten;
-    bytes += r.bin_size;
-    in_flight += r.in_flight_snapshot;
-  }
-  c->set_before_dispatch(before);
-  c->set_after_completion(records.size() - before);
-  c->set_input_args(input);
-  c->set_output_args(output);
-  c->set_inout_args(inout);
-  c->set_truncated_args(truncated);
-  c->set_dropped_overwrite(overwritten);
-  c->set_payload_bytes(bytes);
-  c->set_in_flight_snapshots(in_flight);
+  RecordTally tally;
+  for (const ManifestRow& r : records) tally.Add(r);
+  tally.FillInto(c);
 }
 
 absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
@@ -233,6 +228,7 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
   std::vector<std::thread> formatters;
   for (size_t k = 0; k < std::min(kFormatters, chunks); ++k) {
     formatters.emplace_back([&, k] {
+      ::pthread_setname_np(::pthread_self(), k == 0 ? "ad-format-0" : "ad-format-1");
       for (size_t c = k; c < chunks; c += kFormatters) {
         {
           std::unique_lock<std::mutex> lock(mu);

@@ -14,9 +14,31 @@
 
 namespace argsdump {
 
-// Fills the counters that follow from the records (totals, stages, roles,
-// truncated, overwritten, payload bytes, in-flight snapshots) into `counters`,
-// keeping its device loss counters.
+// The counters that follow from the records (totals, stages, roles,
+// truncated, overwritten, payload bytes, in-flight snapshots), kept as rows
+// are appended so that the export does not walk every row again.
+class RecordTally {
+ public:
+  void Add(const ManifestRow& r) {
+    ++total_;
+    before_ += r.stage == v1::STAGE_BEFORE_DISPATCH;
+    input_ += r.role == v1::ROLE_INPUT;
+    output_ += r.role == v1::ROLE_OUTPUT;
+    inout_ += r.role == v1::ROLE_INOUT;
+    truncated_ += r.truncated;
+    overwritten_ += r.overwritten;
+    bytes_ += r.bin_size;
+    in_flight_ += r.in_flight_snapshot;
+  }
+  // Sets them in `counters`, keeping its device loss counters.
+  void FillInto(v1::CaptureCounters* counters) const;
+
+ private:
+  uint64_t total_ = 0, before_ = 0, input_ = 0, output_ = 0, inout_ = 0, truncated_ = 0,
+           overwritten_ = 0, bytes_ = 0, in_flight_ = 0;
+};
+
+// RecordTally over `records`, into `counters`.
 void CountRecords(const RecordList& records, v1::CaptureCounters* counters);
 
 struct ManifestContents {

@@ -210,61 +210,92 @@ std::vector<uint32_t> ManifestOrder(const RecordList& records) {
     }
   };
   const size_t n = records.size();
-  auto key_of = [&](size_t i) {
-    const ManifestRow& r = records[i];
+  auto key_of = [](const ManifestRow& r, size_t i) {
     return Key{r.task_id,
                (uint64_t{r.stage} & 3) << 36 | uint64_t{r.arg_index} << 4 |
                    (uint64_t{r.role} & 3) << 2 | (uint64_t{r.kind} & 3),
                uint64_t{r.device_thread} << 32 | static_cast<uint32_t>(i)};
   };
+  std::vector<uint32_t> order(n);
+  auto emit = [&](const Key* k, size_t count, uint32_t* out) {
+    for (size_t i = 0; i < count; ++i) out[i] = static_cast<uint32_t>(k[i].origin);
+  };
   // Each device thread's records mostly arrive in task order already: group
   // the keys by thread (keeping arrival order), sort only the groups that
-  // are not sorted, then merge the groups pairwise. A plain sort of a 1 M
-  // record capture took ~65 ms; grouping and merging take a few.
-  uint32_t max_thread = 0;
-  for (size_t i = 0; i < n; ++i) max_thread = std::max(max_thread, records[i].device_thread);
-  std::vector<Key> keys(n);
-  if (max_thread >= 4096) {  // not a device's thread ids: just sort
-    for (size_t i = 0; i < n; ++i) keys[i] = key_of(i);
-    std::sort(keys.begin(), keys.end());
-  } else {
-    std::vector<size_t> start(max_thread + 2, 0);
-    for (size_t i = 0; i < n; ++i) ++start[records[i].device_thread + 1];
-    for (size_t t = 1; t < start.size(); ++t) start[t] += start[t - 1];
-    std::vector<size_t> fill(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < n; ++i) keys[fill[records[i].device_thread]++] = key_of(i);
-    std::vector<size_t> bounds;  // group boundaries, non-empty groups
-    for (size_t t = 0; t + 1 < start.size(); ++t) {
-      if (start[t + 1] > start[t]) bounds.push_back(start[t]);
+  // are not sorted, then merge the groups pairwise, the last merge straight
+  // into the result. (A plain sort of a 1 M-record capture took ~65 ms.)
+  constexpr uint32_t kMaxGroups = 4096;
+  std::vector<size_t> count;
+  bool groupable = true;
+  for (const ManifestRow& r : records) {
+    if (r.device_thread >= kMaxGroups) {
+      groupable = false;
+      break;
     }
-    bounds.push_back(n);
-    for (size_t g = 0; g + 1 < bounds.size(); ++g) {
-      const auto first = keys.begin() + static_cast<std::ptrdiff_t>(bounds[g]);
-      const auto last = keys.begin() + static_cast<std::ptrdiff_t>(bounds[g + 1]);
-      if (!std::is_sorted(first, last)) std::sort(first, last);
-    }
-    std::vector<Key> merged(bounds.size() > 2 ? n : 0);
-    while (bounds.size() > 2) {
-      std::vector<size_t> next;
-      for (size_t g = 0; g + 1 < bounds.size(); g += 2) {
-        next.push_back(bounds[g]);
-        const auto a0 = keys.begin() + static_cast<std::ptrdiff_t>(bounds[g]);
-        const auto a1 = keys.begin() + static_cast<std::ptrdiff_t>(bounds[g + 1]);
-        const auto out = merged.begin() + static_cast<std::ptrdiff_t>(bounds[g]);
-        if (g + 2 < bounds.size()) {
-          const auto a2 = keys.begin() + static_cast<std::ptrdiff_t>(bounds[g + 2]);
-          std::merge(a0, a1, a1, a2, out);
-        } else {
-          std::copy(a0, a1, out);  // an odd group out
-        }
-      }
-      next.push_back(n);
-      keys.swap(merged);
-      bounds.swap(next);
-    }
+    if (r.device_thread >= count.size()) count.resize(r.device_thread + 1, 0);
+    ++count[r.device_thread];
   }
-  std::vector<uint32_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(keys[i].origin);
+  std::vector<Key> keys(n);
+  if (!groupable) {  // not a device's thread ids: just sort
+    size_t i = 0;
+    for (const ManifestRow& r : records) keys[i] = key_of(r, i), ++i;
+    std::sort(keys.begin(), keys.end());
+    emit(keys.data(), n, order.data());
+    return order;
+  }
+  std::vector<size_t> bounds;  // starts of the non-empty groups, then n
+  std::vector<size_t> fill(count.size());
+  for (size_t t = 0, at = 0; t < count.size(); at += count[t], ++t) {
+    fill[t] = at;
+    if (count[t] > 0) bounds.push_back(at);
+  }
+  bounds.push_back(n);
+  {
+    size_t i = 0;
+    for (const ManifestRow& r : records) keys[fill[r.device_thread]++] = key_of(r, i++);
+  }
+  for (size_t g = 0; g + 1 < bounds.size(); ++g) {
+    Key* first = keys.data() + bounds[g];
+    Key* last = keys.data() + bounds[g + 1];
+    if (!std::is_sorted(first, last)) std::sort(first, last);
+  }
+  std::vector<Key> merged(bounds.size() > 3 ? n : 0);
+  while (bounds.size() > 3) {  // more than two groups
+    std::vector<size_t> next;
+    for (size_t g = 0; g + 1 < bounds.size(); g += 2) {
+      next.push_back(bounds[g]);
+      const Key* a0 = keys.data() + bounds[g];
+      const Key* a1 = keys.data() + bounds[g + 1];
+      Key* out = merged.data() + bounds[g];
+      if (g + 2 < bounds.size()) {
+        const Key* a2 = keys.data() + bounds[g + 2];
+        std::merge(a0, a1, a1, a2, out);
+      } else {
+        std::copy(a0, a1, out);  // an odd group out
+      }
+    }
+    next.push_back(n);
+    keys.swap(merged);
+    bounds.swap(next);
+  }
+  if (bounds.size() <= 2) {  // zero or one group
+    emit(keys.data(), n, order.data());
+    return order;
+  }
+  // The last merge, of two groups, writes indices.
+  const Key* a = keys.data();
+  const Key* a_end = keys.data() + bounds[1];
+  const Key* b = a_end;
+  const Key* b_end = keys.data() + n;
+  uint32_t* out = order.data();
+  while (a != a_end && b != b_end) {
+    const bool take_b = *b < *a;
+    *out++ = static_cast<uint32_t>((take_b ? b : a)->origin);
+    take_b ? ++b : ++a;
+  }
+  emit(a, a_end - a, out);
+  out += a_end - a;
+  emit(b, b_end - b, out);
   return order;
 }
 

@@ -98,8 +98,9 @@ TEST(RecordFormatTest, OrderIsTaskStageArgRole) {
 TEST(RecordFormatTest, OrderMatchesTheDocumentedKeyWithTies) {
   // Shapes of input: random; each thread in task order (the common case,
   // merged without sorting); thread ids too large to group by.
-  enum Shape { kRandom, kPerThreadSorted, kHugeThreadIds };
-  for (const Shape shape : {kRandom, kPerThreadSorted, kHugeThreadIds})
+  enum Shape { kRandom, kPerThreadSorted, kHugeThreadIds, kOneThread };
+  EXPECT_TRUE(ManifestOrder(RecordList()).empty());
+  for (const Shape shape : {kRandom, kPerThreadSorted, kHugeThreadIds, kOneThread})
   for (const size_t n : {size_t{1000}, size_t{150000}}) {
     std::mt19937_64 rng(n + shape);
     RecordList rows;
@@ -119,6 +120,7 @@ TEST(RecordFormatTest, OrderMatchesTheDocumentedKeyWithTies) {
         r.arg_index = static_cast<uint32_t>(i);  // increasing within a task
       }
       if (shape == kHugeThreadIds) r.device_thread += 100000;
+      if (shape == kOneThread) r.device_thread = 7;
       r.scalar_bits = i;  // tells tied rows apart
       rows.push_back(r);
     }
