@@ -9,6 +9,7 @@
 //                      paired per iteration (the numbers the goal is in)
 // BM_SimJob*           a whole sim workload run at a level (for reference)
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -47,9 +48,19 @@ void RemoveTree(const std::string& path) {
 
 constexpr uint64_t kArenaBytes = 16 << 20;  // per device thread
 
+// CPU seconds (user + system) of the whole process so far.
+double ProcessCpuSeconds() {
+  struct rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
 struct PipelineRun {
   double streaming_seconds = 0;  // Start .. Stop + Reconcile
   double export_seconds = 0;     // Export (sort + manifest)
+  double streaming_cpu = 0;      // CPU seconds of all threads in each phase
+  double export_cpu = 0;
   uint64_t records = 0;
   uint64_t bytes = 0;
   uint64_t gate_waits = 0;
@@ -77,6 +88,7 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
   info.set_level(static_cast<v1::DumpLevel>(level));
   auto sink = *LocalSink::Create(dir + "/args_dump", info);
   DumpRecorder recorder(*region);
+  const double c0 = ProcessCpuSeconds();
   const auto t0 = std::chrono::steady_clock::now();
   if (!collector.Start(sink.get()).ok()) std::abort();
   std::vector<std::thread> device;
@@ -94,8 +106,12 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
   for (auto& d : device) d.join();
   run.ok = collector.Stop().ok() && collector.Reconcile().ok();
   const auto t1 = std::chrono::steady_clock::now();
+  const double c1 = ProcessCpuSeconds();
   run.ok = collector.Export().ok() && run.ok;
   const auto t2 = std::chrono::steady_clock::now();
+  const double c2 = ProcessCpuSeconds();
+  run.streaming_cpu = c1 - c0;
+  run.export_cpu = c2 - c1;
   run.streaming_seconds = std::chrono::duration<double>(t1 - t0).count();
   run.export_seconds = std::chrono::duration<double>(t2 - t1).count();
   run.records = collector.stats().records;
@@ -112,7 +128,7 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
                  abi::DumpLevel level) {
   const uint64_t per_thread = state.range(0);
   uint64_t records = 0, bytes = 0, gate_waits = 0, arena_waits = 0;
-  double streaming_seconds = 0, export_seconds = 0, seconds = 0;
+  double streaming_seconds = 0, export_seconds = 0, seconds = 0, cpu = 0, export_cpu = 0;
   for (auto _ : state) {
     const PipelineRun run = PipelineOnce(task, records_per_task, level, per_thread);
     if (!run.ok) state.SkipWithError("pipeline failed or lost records");
@@ -120,6 +136,8 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
     seconds += run.streaming_seconds + run.export_seconds;
     streaming_seconds += run.streaming_seconds;
     export_seconds += run.export_seconds;
+    cpu += run.streaming_cpu + run.export_cpu;
+    export_cpu += run.export_cpu;
     records += run.records;
     bytes += run.bytes;
     gate_waits += run.gate_waits;
@@ -130,6 +148,9 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
   // export (sort + manifest) after it stopped.
   state.counters["streaming_per_s"] = benchmark::Counter(records / streaming_seconds);
   state.counters["export_s"] = benchmark::Counter(export_seconds, benchmark::Counter::kAvgIterations);
+  // CPU of every thread (device included) per record: what two cores bound.
+  state.counters["cpu_us_per_rec"] = benchmark::Counter(cpu * 1e6 / records);
+  state.counters["export_cpu_us_per_rec"] = benchmark::Counter(export_cpu * 1e6 / records);
   // Device waits per run: how often the host was the bottleneck.
   state.counters["gate_waits"] = benchmark::Counter(gate_waits, benchmark::Counter::kAvgIterations);
   state.counters["arena_waits"] = benchmark::Counter(arena_waits, benchmark::Counter::kAvgIterations);

@@ -20,21 +20,21 @@
 namespace argsdump {
 namespace {
 
-// A growable text buffer whose appends skip the capacity check: callers
-// Reserve() room for a whole entry first. The manifest of a 10 M-record
-// capture is a few GB of text, so every entry is built from literals and
-// std::to_chars straight into it.
+// A growable text buffer. Entries are formatted through a Cursor into room
+// reserved for a whole entry: the manifest of a 10 M-record capture is a few
+// GB of text, so every entry is built from literals and std::to_chars
+// straight into the buffer, with the write position in a register (stores
+// through a char* into a member would make the compiler reload the member
+// after every store).
 class TextBuffer {
  public:
   void Clear() { size_ = 0; }
-  void Reserve(size_t n) {
+  // Room for `n` more bytes at end().
+  char* Reserve(size_t n) {
     if (size_ + n > data_.size()) data_.resize(std::max(2 * data_.size(), size_ + n));
+    return &data_[size_];
   }
-  void Append(const char* p, size_t n) {
-    std::memcpy(&data_[size_], p, n);
-    size_ += n;
-  }
-  void Push(char c) { data_[size_++] = c; }
+  void CommitTo(const char* end) { size_ = static_cast<size_t>(end - data_.data()); }
   const char* data() const { return data_.data(); }
   size_t size() const { return size_; }
 
@@ -46,93 +46,104 @@ class TextBuffer {
 // The longest entry: fixed text, 5-dim shape and strides, a scalar value.
 constexpr size_t kMaxEntryBytes = 1024;
 
-template <size_t N>
-inline void Lit(TextBuffer* out, const char (&text)[N]) {
-  out->Append(text, N - 1);
-}
-inline void Str(TextBuffer* out, absl::string_view text) { out->Append(text.data(), text.size()); }
-
-inline void Uint(TextBuffer* out, uint64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out->Append(buf, r.ptr - buf);
-}
-
-inline void Bool(TextBuffer* out, bool v) {
-  if (v) {
-    Lit(out, "true");
-  } else {
-    Lit(out, "false");
+struct Cursor {
+  char* p;
+  template <size_t N>
+  void Lit(const char (&text)[N]) {
+    std::memcpy(p, text, N - 1);
+    p += N - 1;
   }
-}
-
-void UintArray(TextBuffer* out, const uint32_t* v, uint32_t n) {
-  out->Push('[');
-  for (uint32_t i = 0; i < n; ++i) {
-    if (i > 0) Lit(out, ", ");
-    Uint(out, v[i]);
+  void Str(absl::string_view text) {
+    std::memcpy(p, text.data(), text.size());
+    p += text.size();
   }
-  out->Push(']');
-}
+  void Push(char c) { *p++ = c; }
+  void Uint(uint64_t v) { p = std::to_chars(p, p + 20, v).ptr; }
+  void Bool(bool v) {
+    if (v) {
+      Lit("true");
+    } else {
+      Lit("false");
+    }
+  }
+  template <typename T>
+  void UintArray(const T* v, uint32_t n) {
+    Push('[');
+    for (uint32_t i = 0; i < n; ++i) {
+      if (i > 0) Lit(", ");
+      Uint(v[i]);
+    }
+    Push(']');
+  }
+  void TaskId(uint64_t id) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    p[0] = '0';
+    p[1] = 'x';
+    for (int i = 0; i < 16; ++i) p[2 + i] = kHex[(id >> (60 - 4 * i)) & 0xF];
+    p += 18;
+  }
+};
 
-void TaskId(TextBuffer* out, uint64_t id) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  char buf[18] = {'0', 'x'};
-  for (int i = 0; i < 16; ++i) buf[2 + i] = kHex[(id >> (60 - 4 * i)) & 0xF];
-  out->Append(buf, sizeof(buf));
-}
-
-void AppendEntry(TextBuffer* out, const ManifestRow& r) {
-  Lit(out, "    {\"task_id\": \"");
-  TaskId(out, r.task_id);
-  Lit(out, "\", \"func_id\": ");
+void AppendEntry(TextBuffer* out, const ManifestRow& row) {
+  static const absl::string_view kRoles[] = {
+      RoleName(v1::ROLE_UNSPECIFIED), RoleName(v1::ROLE_INPUT), RoleName(v1::ROLE_OUTPUT),
+      RoleName(v1::ROLE_INOUT)};
+  static const absl::string_view kStages[] = {StageName(v1::STAGE_UNSPECIFIED),
+                                              StageName(v1::STAGE_BEFORE_DISPATCH),
+                                              StageName(v1::STAGE_AFTER_COMPLETION)};
+  static const absl::string_view kKinds[] = {KindName(v1::KIND_UNSPECIFIED),
+                                             KindName(v1::KIND_TENSOR), KindName(v1::KIND_SCALAR)};
+  const ManifestRow r = row;  // a local copy: stores into the text cannot alias it
+  Cursor c{out->Reserve(kMaxEntryBytes)};
+  c.Lit("    {\"task_id\": \"");
+  c.TaskId(r.task_id);
+  c.Lit("\", \"func_id\": ");
   if (r.func_count == 0) {
-    Lit(out, "[-1]");
+    c.Lit("[-1]");
   } else {
-    uint32_t ids[abi::kMaxFuncIds];
-    for (uint32_t i = 0; i < r.func_count; ++i) ids[i] = r.func_ids[i];
-    UintArray(out, ids, r.func_count);
+    c.UintArray(r.func_ids, r.func_count);
   }
-  Lit(out, ", \"role\": \"");
-  Str(out, RoleName(static_cast<v1::Role>(r.role)));
-  Lit(out, "\", \"stage\": \"");
-  Str(out, StageName(static_cast<v1::Stage>(r.stage)));
-  Lit(out, "\", \"arg_index\": ");
-  Uint(out, r.arg_index);
-  Lit(out, ", \"kind\": \"");
-  Str(out, KindName(static_cast<v1::Kind>(r.kind)));
-  Lit(out, "\", \"dtype\": \"");
+  c.Lit(", \"role\": \"");
+  c.Str(r.role < 4 ? kRoles[r.role] : RoleName(static_cast<v1::Role>(r.role)));
+  c.Lit("\", \"stage\": \"");
+  c.Str(r.stage < 3 ? kStages[r.stage] : StageName(static_cast<v1::Stage>(r.stage)));
+  c.Lit("\", \"arg_index\": ");
+  c.Uint(r.arg_index);
+  c.Lit(", \"kind\": \"");
+  c.Str(r.kind < 3 ? kKinds[r.kind] : KindName(static_cast<v1::Kind>(r.kind)));
+  c.Lit("\", \"dtype\": \"");
   if (auto d = FromProtoDType(r.dtype)) {
-    Str(out, absl::string_view(DataTypeName(*d).data(), DataTypeName(*d).size()));
+    c.Str(absl::string_view(DataTypeName(*d).data(), DataTypeName(*d).size()));
   } else {
-    Str(out, DTypeName(r.dtype));
+    c.Str(DTypeName(r.dtype));
   }
-  out->Push('"');
+  c.Push('"');
   if (r.kind == v1::KIND_SCALAR) {
-    Lit(out, ", \"value\": ");
-    Str(out, FormatScalarJson(r.dtype, r.scalar_bits));
+    c.Lit(", \"value\": ");
+    c.Str(FormatScalarJson(r.dtype, r.scalar_bits));
   }
-  Lit(out, ", \"shape\": ");
-  UintArray(out, r.shape, r.ndims);
-  Lit(out, ", \"strides\": ");
-  UintArray(out, r.strides, r.ndims);
-  Lit(out, ", \"start_offset\": ");
-  Uint(out, r.start_offset);
-  Lit(out, ", \"is_contiguous\": ");
-  Bool(out, r.is_contiguous);
-  Lit(out, ", \"numel\": ");
-  Uint(out, r.numel);
-  if (r.arg_index_ambiguous) Lit(out, ", \"arg_index_ambiguous\": true");
-  if (r.in_flight_snapshot) Lit(out, ", \"in_flight_snapshot\": true");
-  Lit(out, ", \"truncated\": ");
-  Bool(out, r.truncated);
-  Lit(out, ", \"overwritten\": ");
-  Bool(out, r.overwritten);
-  Lit(out, ", \"bin_offset\": ");
-  Uint(out, r.bin_offset);
-  Lit(out, ", \"bin_size\": ");
-  Uint(out, r.bin_size);
-  out->Push('}');
+  c.Lit(", \"shape\": ");
+  c.UintArray(r.shape, r.ndims);
+  c.Lit(", \"strides\": ");
+  c.UintArray(r.strides, r.ndims);
+  c.Lit(", \"start_offset\": ");
+  c.Uint(r.start_offset);
+  c.Lit(", \"is_contiguous\": ");
+  c.Bool(r.is_contiguous);
+  c.Lit(", \"numel\": ");
+  c.Uint(r.numel);
+  if (r.arg_index_ambiguous) c.Lit(", \"arg_index_ambiguous\": true");
+  if (r.in_flight_snapshot) c.Lit(", \"in_flight_snapshot\": true");
+  c.Lit(", \"truncated\": ");
+  c.Bool(r.truncated);
+  c.Lit(", \"overwritten\": ");
+  c.Bool(r.overwritten);
+  c.Lit(", \"bin_offset\": ");
+  c.Uint(r.bin_offset);
+  c.Lit(", \"bin_size\": ");
+  c.Uint(r.bin_size);
+  c.Push('}');
+  out->CommitTo(c.p);
 }
 
 // Formats entries [begin, end) of the manifest order, each preceded by the
@@ -140,9 +151,10 @@ void AppendEntry(TextBuffer* out, const ManifestRow& r) {
 void FormatEntries(const ManifestContents& m, size_t begin, size_t end, TextBuffer* out) {
   out->Clear();
   for (size_t i = begin; i < end; ++i) {
-    out->Reserve(kMaxEntryBytes);
-    if (i > 0) out->Push(',');
-    out->Push('\n');
+    char* p = out->Reserve(2);
+    if (i > 0) *p++ = ',';
+    *p++ = '\n';
+    out->CommitTo(p);
     AppendEntry(out, (*m.records)[(*m.order)[i]]);
   }
 }
