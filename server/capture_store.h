@@ -4,6 +4,8 @@
 //                   first record), lazy at level 3 (created with the first
 //                   payload; absent and bin_file null when there is none)
 //   args.journal    every record after its payload is written (journal.h)
+//   args.index      rows in manifest order for queries (capture_index.h),
+//                   written by Finish() just before
 //   args_dump.json  the manifest, written by Finish()
 // Nothing is created before the first record: a run that captured nothing
 // leaves no directory. Append() returns once the pair would survive a crash
@@ -16,6 +18,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -23,6 +27,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/argsdump/v1/record.pb.h"
+#include "absl/container/flat_hash_map.h"
+#include "server/capture_index.h"
 #include "server/journal.h"
 #include "server/manifest.h"
 #include "server/record_format.h"
@@ -62,8 +68,22 @@ class CaptureStore {
   static absl::Status Recover(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
-  uint64_t records() const { return records_.size(); }
+  const v1::CaptureInfo& info() const { return info_; }
+  // Records appended so far (their ids are 0 .. records() - 1).
+  uint64_t records() const;
   uint64_t bin_bytes() const { return bin_bytes_; }
+  // The counters that follow from the records so far; after Finish, the
+  // manifest's (device loss counters included).
+  v1::CaptureCounters counters() const;
+
+  // Reading while another thread appends (the capture service): these take
+  // a shared lock; Append takes it exclusively only to publish new rows.
+  // EnableTaskIndex keeps a task_id -> record ids map from now on, so that
+  // Query by task_id does not scan.
+  void EnableTaskIndex();
+  QueryPage Query(const ArgQuery& query, uint64_t from, size_t limit, size_t budget) const;
+  std::optional<ManifestRow> RecordById(uint64_t record_id) const;
+  std::vector<QueryHit> ByArrival(const ArgQuery& query, uint64_t from, uint64_t to) const;
   bool created() const { return journal_ != nullptr; }
 
  private:
@@ -78,8 +98,12 @@ class CaptureStore {
   std::unique_ptr<JournalWriter> journal_;
   int bin_fd_ = -1;
   uint64_t bin_bytes_ = 0;
+  mutable std::shared_mutex rows_mu_;  // records_, tally_, task_index_
   RecordList records_;
   RecordTally tally_;  // of records_
+  std::unique_ptr<absl::flat_hash_map<uint64_t, std::vector<uint32_t>>> task_index_;
+  v1::CaptureCounters final_counters_;
+  bool counters_final_ = false;
   std::vector<ManifestRow> rows_;  // the batch being appended
   bool finished_ = false;
 };

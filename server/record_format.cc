@@ -192,6 +192,83 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
   return row;
 }
 
+v1::ArgRecord RecordFromRow(const ManifestRow& row) {
+  v1::ArgRecord r;
+  r.set_task_id(row.task_id);
+  for (uint32_t i = 0; i < row.func_count && i < abi::kMaxFuncIds; ++i) {
+    r.add_func_ids(row.func_ids[i]);
+  }
+  r.set_arg_index(row.arg_index);
+  r.set_role(static_cast<v1::Role>(row.role));
+  r.set_stage(static_cast<v1::Stage>(row.stage));
+  r.set_kind(static_cast<v1::Kind>(row.kind));
+  r.set_dtype(static_cast<v1::DType>(row.dtype));
+  for (uint32_t d = 0; d < row.ndims && d < abi::kMaxDims; ++d) {
+    r.add_shape(row.shape[d]);
+    r.add_strides(row.strides[d]);
+  }
+  r.set_start_offset(row.start_offset);
+  r.set_is_contiguous(row.is_contiguous);
+  r.set_numel(row.numel);
+  r.set_scalar_bits(row.scalar_bits);
+  r.set_bin_offset(row.bin_offset);
+  r.set_bin_size(row.bin_size);
+  if (row.kind == v1::KIND_TENSOR) {
+    if (auto d = FromProtoDType(row.dtype)) r.set_logical_bytes(PayloadBytes(*d, row.numel));
+  }
+  r.set_truncated(row.truncated);
+  r.set_overwritten(row.overwritten);
+  r.set_arg_index_ambiguous(row.arg_index_ambiguous);
+  r.set_in_flight_snapshot(row.in_flight_snapshot);
+  r.set_device_thread(row.device_thread);
+  return r;
+}
+
+absl::Status ValidateRecord(const v1::ArgRecord& r) {
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("record of task ", TaskIdHex(r.task_id()), " arg ", r.arg_index(), ": ", what));
+  };
+  if (!v1::Role_IsValid(r.role()) || r.role() == v1::ROLE_UNSPECIFIED) return bad("role unset or unknown");
+  if (!v1::Stage_IsValid(r.stage()) || r.stage() == v1::STAGE_UNSPECIFIED) {
+    return bad("stage unset or unknown");
+  }
+  if (!v1::Kind_IsValid(r.kind()) || r.kind() == v1::KIND_UNSPECIFIED) return bad("kind unset or unknown");
+  const std::optional<DataType> dtype = FromProtoDType(r.dtype());
+  if (!dtype) return bad(absl::StrCat("dtype ", static_cast<int>(r.dtype()), " unknown"));
+  if (r.shape_size() > static_cast<int>(abi::kMaxDims)) {
+    return bad(absl::StrCat("shape has ", r.shape_size(), " dims, at most 5"));
+  }
+  if (r.strides_size() != r.shape_size()) return bad("shape and strides differ in length");
+  unsigned __int128 numel = 1;
+  for (uint32_t d : r.shape()) {
+    numel *= d;
+    if (numel > (uint64_t{1} << 48)) return bad("shape product overflows (more than 2^48 elements)");
+  }
+  if (r.numel() != static_cast<uint64_t>(numel)) {
+    return bad(absl::StrCat("numel ", r.numel(), " is not the shape's product ",
+                            static_cast<uint64_t>(numel)));
+  }
+  if (r.kind() == v1::KIND_SCALAR) {
+    if (r.bin_size() != 0 || r.truncated()) return bad("a scalar with payload");
+    return absl::OkStatus();
+  }
+  const uint64_t logical = PayloadBytes(*dtype, r.numel());
+  if (r.logical_bytes() != logical) {
+    return bad(absl::StrCat("logical_bytes ", r.logical_bytes(), " is not numel x element size ",
+                            logical));
+  }
+  if (r.truncated()) {
+    if (r.bin_size() == 0 || r.bin_size() >= logical) {
+      return bad(absl::StrCat("truncated, but bin_size ", r.bin_size(), " is not in (0, ", logical,
+                              ")"));
+    }
+  } else if (r.bin_size() != 0 && r.bin_size() != logical) {
+    return bad(absl::StrCat("bin_size ", r.bin_size(), " is not numel x element size ", logical));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<uint32_t> ManifestOrder(const RecordList& records) {
   // One 24-byte key per row, compared as three integers. Rows hold only
   // validated enum values (RowFromRecord), so stage, role and kind fit in two

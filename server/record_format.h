@@ -62,12 +62,28 @@ struct ManifestRow {
   bool overwritten = false;
   bool arg_index_ambiguous = false;
   bool in_flight_snapshot = false;
+  uint8_t reserved[7] = {};  // explicit padding: rows are stored raw
 };
 
 // InvalidArgument (naming the field) for what a row cannot hold: more than
 // 5 dims or 3 func ids, shape and strides of different lengths, enum values
 // out of range.
 absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& record);
+
+// The record a row came from (logical_bytes recomputed from dtype and numel).
+// RowFromRecord(RecordFromRow(row)) == row.
+v1::ArgRecord RecordFromRow(const ManifestRow& row);
+
+// Everything a record from outside the process (a gRPC client) must satisfy
+// beyond RowFromRecord's checks: numel equals the shape's product (no
+// overflow), logical_bytes is numel x element size for tensors, bin_size
+// equals it unless truncated (then smaller and non-zero), scalars carry no
+// payload. InvalidArgument naming the field.
+absl::Status ValidateRecord(const v1::ArgRecord& record);
+
+// The on-disk index (args.index) stores rows raw: pin their layout.
+static_assert(sizeof(bool) == 1, "ManifestRow bools are one byte on disk");
+static_assert(sizeof(ManifestRow) == 120, "ManifestRow is part of the args.index format");
 
 // A capture's records in arrival order. A deque: growing it never moves the
 // rows already held.

@@ -136,5 +136,90 @@ TEST(RecordFormatTest, OrderMatchesTheDocumentedKeyWithTies) {
   }
 }
 
+v1::ArgRecord GoodTensor() {
+  v1::ArgRecord r;
+  r.set_task_id(0x200000a00ull);
+  r.add_func_ids(3);
+  r.add_func_ids(9);
+  r.set_arg_index(2);
+  r.set_role(v1::ROLE_OUTPUT);
+  r.set_stage(v1::STAGE_AFTER_COMPLETION);
+  r.set_kind(v1::KIND_TENSOR);
+  r.set_dtype(v1::DTYPE_FLOAT16);
+  r.add_shape(4);
+  r.add_shape(3);
+  r.add_strides(3);
+  r.add_strides(1);
+  r.set_numel(12);
+  r.set_logical_bytes(24);
+  r.set_bin_offset(4096);
+  r.set_bin_size(24);
+  r.set_is_contiguous(true);
+  r.set_device_thread(5);
+  return r;
+}
+
+TEST(RecordFormatTest, RecordFromRowRoundTrips) {
+  v1::ArgRecord r = GoodTensor();
+  r.set_overwritten(true);
+  r.set_in_flight_snapshot(true);
+  const ManifestRow row = *RowFromRecord(r);
+  const v1::ArgRecord back = RecordFromRow(row);
+  EXPECT_EQ(back.SerializeAsString(), r.SerializeAsString()) << back.DebugString();
+  v1::ArgRecord s;
+  s.set_task_id(1);
+  s.set_role(v1::ROLE_INPUT);
+  s.set_stage(v1::STAGE_BEFORE_DISPATCH);
+  s.set_kind(v1::KIND_SCALAR);
+  s.set_dtype(v1::DTYPE_FLOAT64);
+  s.set_numel(1);
+  s.set_scalar_bits(Bits(2.5));
+  s.set_arg_index_ambiguous(true);
+  EXPECT_EQ(RecordFromRow(*RowFromRecord(s)).SerializeAsString(), s.SerializeAsString());
+}
+
+TEST(RecordFormatTest, ValidateRecordNamesWhatIsWrong) {
+  EXPECT_TRUE(ValidateRecord(GoodTensor()).ok());
+  auto why = [](v1::ArgRecord r) { return std::string(ValidateRecord(r).message()); };
+  v1::ArgRecord r = GoodTensor();
+  for (int i = 0; i < 4; ++i) {
+    r.add_shape(1);
+    r.add_strides(1);
+  }
+  EXPECT_NE(why(r).find("6 dims"), std::string::npos);
+  r = GoodTensor();
+  r.set_shape(0, 1u << 30);
+  r.set_shape(1, 1u << 30);
+  EXPECT_NE(why(r).find("overflows"), std::string::npos);
+  r = GoodTensor();
+  r.set_numel(13);
+  EXPECT_NE(why(r).find("numel 13"), std::string::npos);
+  r = GoodTensor();
+  r.set_bin_size(20);
+  EXPECT_NE(why(r).find("bin_size 20"), std::string::npos);
+  r.set_truncated(true);  // truncated to 20 of 24 bytes: fine
+  EXPECT_TRUE(ValidateRecord(r).ok());
+  r.set_bin_size(24);
+  EXPECT_NE(why(r).find("truncated"), std::string::npos);
+  r = GoodTensor();
+  r.set_logical_bytes(48);
+  EXPECT_NE(why(r).find("logical_bytes 48"), std::string::npos);
+  r = GoodTensor();
+  r.set_dtype(static_cast<v1::DType>(99));
+  EXPECT_NE(why(r).find("dtype 99"), std::string::npos);
+  r = GoodTensor();
+  r.set_role(v1::ROLE_UNSPECIFIED);
+  EXPECT_NE(why(r).find("role"), std::string::npos);
+  r = GoodTensor();
+  r.set_kind(v1::KIND_SCALAR);
+  r.clear_shape();
+  r.clear_strides();
+  r.set_numel(1);
+  EXPECT_NE(why(r).find("scalar with payload"), std::string::npos);
+  r = GoodTensor();
+  r.set_bin_size(0);  // metadata only (level 3, unmarked)
+  EXPECT_TRUE(ValidateRecord(r).ok());
+}
+
 }  // namespace
 }  // namespace argsdump

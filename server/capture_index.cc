@@ -1,0 +1,244 @@
+#include "server/capture_index.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+
+namespace argsdump {
+namespace {
+
+constexpr char kMagic[4] = {'A', 'D', 'I', 'X'};
+constexpr uint32_t kVersion = 1;
+
+struct IndexHeader {
+  char magic[4];
+  uint32_t version;
+  uint32_t row_bytes;
+  uint32_t info_bytes;
+  uint64_t rows;
+  uint32_t counters_bytes;
+  uint32_t flags;  // bit 0: recovered
+  uint64_t reserved[4];
+};
+static_assert(sizeof(IndexHeader) == 64, "args.index header is 64 bytes");
+
+uint64_t Pad8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+// Appends to a file through a buffer, in bounded write()s.
+class FileWriter {
+ public:
+  explicit FileWriter(int fd) : fd_(fd) {}
+  bool Append(const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n > 0) {
+      const size_t take = std::min(n, kBuffer - buffer_.size());
+      buffer_.append(c, take);
+      c += take;
+      n -= take;
+      if (buffer_.size() == kBuffer && !Flush()) return false;
+    }
+    return true;
+  }
+  bool Flush() {
+    size_t done = 0;
+    while (done < buffer_.size()) {
+      const ssize_t w = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      done += static_cast<size_t>(w);
+    }
+    buffer_.clear();
+    return true;
+  }
+
+ private:
+  static constexpr size_t kBuffer = 64 << 10;  // see kWriteBytes in capture_store.cc
+  int fd_;
+  std::string buffer_;
+};
+
+auto ManifestKey(const ManifestRow& r, uint64_t id) {
+  return std::make_tuple(r.task_id, r.stage, r.arg_index, r.role, r.kind, r.device_thread, id);
+}
+
+}  // namespace
+
+absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
+                        const v1::CaptureCounters& counters, bool recovered,
+                        const RecordList& records, const std::vector<uint32_t>& order) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("index ", tmp, ": cannot create: ", std::strerror(errno)));
+  }
+  const std::string info_bytes = info.SerializeAsString();
+  const std::string counter_bytes = counters.SerializeAsString();
+  IndexHeader h = {};
+  std::memcpy(h.magic, kMagic, 4);
+  h.version = kVersion;
+  h.row_bytes = sizeof(ManifestRow);
+  h.info_bytes = static_cast<uint32_t>(info_bytes.size());
+  h.counters_bytes = static_cast<uint32_t>(counter_bytes.size());
+  h.rows = order.size();
+  h.flags = recovered ? 1 : 0;
+  FileWriter out(fd);
+  bool ok = out.Append(&h, sizeof(h)) && out.Append(info_bytes.data(), info_bytes.size()) &&
+            out.Append(counter_bytes.data(), counter_bytes.size());
+  const char zeros[8] = {};
+  const uint64_t meta = info_bytes.size() + counter_bytes.size();
+  ok = ok && out.Append(zeros, Pad8(meta) - meta);
+  for (size_t i = 0; ok && i < order.size(); ++i) {
+    ok = out.Append(&records[order[i]], sizeof(ManifestRow));
+  }
+  ok = ok && out.Append(order.data(), order.size() * sizeof(uint32_t));
+  std::vector<uint32_t> position(order.size());
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<uint32_t>(i);
+  ok = ok && out.Append(position.data(), position.size() * sizeof(uint32_t)) && out.Flush();
+  const int saved = errno;
+  ::close(fd);
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return absl::DataLossError(
+        absl::StrCat("index ", tmp, ": write failed: ", std::strerror(saved)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::DataLossError(
+        absl::StrCat("index ", path, ": rename failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(absl::StrCat("index ", path, ": cannot open: ", std::strerror(errno)));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return absl::DataLossError(absl::StrCat("index ", path, ": cannot stat"));
+  }
+  const uint64_t bytes = static_cast<uint64_t>(st.st_size);
+  auto bad = [&](const std::string& what) {
+    return absl::DataLossError(absl::StrCat("index ", path, ": ", what));
+  };
+  if (bytes < sizeof(IndexHeader)) {
+    ::close(fd);
+    return bad("shorter than its header");
+  }
+  void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return bad(absl::StrCat("mmap failed: ", std::strerror(errno)));
+  std::unique_ptr<IndexFile> f(new IndexFile());
+  f->map_ = map;
+  f->map_bytes_ = bytes;
+  IndexHeader h;
+  std::memcpy(&h, map, sizeof(h));
+  if (std::memcmp(h.magic, kMagic, 4) != 0) return bad("not an args.index (bad magic)");
+  if (h.version != kVersion) return bad(absl::StrCat("version ", h.version, ", expected ", kVersion));
+  if (h.row_bytes != sizeof(ManifestRow)) {
+    return bad(absl::StrCat("rows of ", h.row_bytes, " bytes, expected ", sizeof(ManifestRow)));
+  }
+  const uint64_t meta = uint64_t{h.info_bytes} + h.counters_bytes;
+  const uint64_t rows_at = sizeof(IndexHeader) + Pad8(meta);
+  if (h.rows > (uint64_t{1} << 32) ||
+      bytes != rows_at + h.rows * (sizeof(ManifestRow) + 2 * sizeof(uint32_t))) {
+    return bad(absl::StrCat(bytes, " bytes do not hold the ", h.rows, " rows it says"));
+  }
+  const char* base = static_cast<const char*>(map);
+  if (!f->info_.ParseFromArray(base + sizeof(IndexHeader), static_cast<int>(h.info_bytes)) ||
+      !f->counters_.ParseFromArray(base + sizeof(IndexHeader) + h.info_bytes,
+                                   static_cast<int>(h.counters_bytes))) {
+    return bad("capture info or counters do not parse");
+  }
+  f->rows_ = h.rows;
+  f->recovered_ = (h.flags & 1) != 0;
+  f->rows_at_ = reinterpret_cast<const ManifestRow*>(base + rows_at);
+  f->record_id_ = reinterpret_cast<const uint32_t*>(base + rows_at + h.rows * sizeof(ManifestRow));
+  f->position_ = f->record_id_ + h.rows;
+  return f;
+}
+
+IndexFile::~IndexFile() {
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+}
+
+QueryPage IndexFile::Query(const ArgQuery& query, uint64_t from, size_t limit,
+                           size_t budget) const {
+  QueryPage page;
+  uint64_t begin = from, end = rows_;
+  if (query.task_id) {
+    // Rows are sorted by task_id first.
+    const ManifestRow* first = rows_at_;
+    const ManifestRow* last = rows_at_ + rows_;
+    const uint64_t task = *query.task_id;
+    const ManifestRow* lo = std::lower_bound(
+        first, last, task, [](const ManifestRow& r, uint64_t t) { return r.task_id < t; });
+    const ManifestRow* hi = std::upper_bound(
+        lo, last, task, [](uint64_t t, const ManifestRow& r) { return t < r.task_id; });
+    begin = std::max<uint64_t>(from, lo - first);
+    end = hi - first;
+  }
+  uint64_t i = begin;
+  for (size_t looked = 0; i < end && page.hits.size() < limit && looked < budget; ++i, ++looked) {
+    const ManifestRow& r = row(i);
+    if (query.Matches(r)) page.hits.push_back(QueryHit{record_id_[i], r});
+  }
+  if (i < end) page.next = i;
+  return page;
+}
+
+std::optional<ManifestRow> IndexFile::RecordById(uint64_t record_id) const {
+  if (record_id >= rows_) return std::nullopt;
+  return row(position_[record_id]);
+}
+
+std::vector<QueryHit> IndexFile::ByArrival(const ArgQuery& query, uint64_t from,
+                                           uint64_t to) const {
+  std::vector<QueryHit> hits;
+  for (uint64_t id = from; id < std::min(to, rows_); ++id) {
+    const ManifestRow& r = row(position_[id]);
+    if (query.Matches(r)) hits.push_back(QueryHit{id, r});
+  }
+  return hits;
+}
+
+QueryPage QueryLive(const RecordList& records, const std::vector<uint32_t>* task_rows,
+                    const ArgQuery& query, uint64_t from, size_t limit, size_t budget) {
+  QueryPage page;
+  if (query.task_id && task_rows != nullptr) {
+    // A task's records, in manifest order; `from` indexes that order.
+    std::vector<uint32_t> ids;
+    for (uint32_t id : *task_rows) {
+      if (id < records.size() && query.Matches(records[id])) ids.push_back(id);
+    }
+    std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) {
+      return ManifestKey(records[a], a) < ManifestKey(records[b], b);
+    });
+    uint64_t i = from;
+    for (; i < ids.size() && page.hits.size() < limit; ++i) {
+      page.hits.push_back(QueryHit{ids[i], records[ids[i]]});
+    }
+    if (i < ids.size()) page.next = i;
+    return page;
+  }
+  uint64_t i = from;
+  const uint64_t end = records.size();
+  for (size_t looked = 0; i < end && page.hits.size() < limit && looked < budget; ++i, ++looked) {
+    const ManifestRow& r = records[i];
+    if (query.Matches(r)) page.hits.push_back(QueryHit{i, r});
+  }
+  if (i < end) page.next = i;
+  return page;
+}
+
+}  // namespace argsdump

@@ -1,0 +1,124 @@
+// The query side of a capture: a filter over records, and args.index, the
+// on-disk index a finished capture is queried from without loading it.
+//
+// args.index (little endian, written once, atomically, by Finish/Recover):
+//   IndexHeader               64 bytes: magic "ADIX", version, sizes
+//   CaptureInfo               info_bytes, serialized
+//   CaptureCounters           counters_bytes, serialized, then zero padding
+//                             to a multiple of 8
+//   ManifestRow rows[n]       in manifest order (sorted by task_id first)
+//   uint32 record_id[n]       arrival sequence of each row
+//   uint32 position[n]        row of each record id
+// Opening it maps the file: a query touches O(log n) pages for a task_id and
+// the pages of the rows it returns; the process holds no per-record memory.
+#ifndef ARGSDUMP_SERVER_CAPTURE_INDEX_H_
+#define ARGSDUMP_SERVER_CAPTURE_INDEX_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/argsdump/v1/record.pb.h"
+#include "server/record_format.h"
+
+namespace argsdump {
+
+inline constexpr char kIndexName[] = "args.index";
+
+// Unset fields match everything.
+struct ArgQuery {
+  std::optional<uint64_t> task_id;
+  int stage = 0;  // v1::Stage, 0: any
+  int role = 0;   // v1::Role
+  int kind = 0;   // v1::Kind
+  std::optional<uint32_t> arg_index;
+  std::optional<uint32_t> func_id;
+  int dtype = 0;  // v1::DType
+
+  bool Matches(const ManifestRow& r) const {
+    if (task_id && r.task_id != *task_id) return false;
+    if (stage != 0 && r.stage != stage) return false;
+    if (role != 0 && r.role != role) return false;
+    if (kind != 0 && r.kind != kind) return false;
+    if (arg_index && r.arg_index != *arg_index) return false;
+    if (dtype != 0 && r.dtype != dtype) return false;
+    if (func_id) {
+      bool found = false;
+      for (uint32_t i = 0; i < r.func_count && i < abi::kMaxFuncIds; ++i) {
+        found = found || r.func_ids[i] == *func_id;
+      }
+      if (!found) return false;
+    }
+    return true;
+  }
+};
+
+// One matching record and its id (arrival sequence).
+struct QueryHit {
+  uint64_t record_id = 0;
+  ManifestRow row;
+};
+
+// A page of results. `next` is where the next page starts (an opaque
+// position for the caller's page token); nullopt when there is no more.
+struct QueryPage {
+  std::vector<QueryHit> hits;
+  std::optional<uint64_t> next;
+};
+
+// Writes args.index for rows `records` in `order` (ManifestOrder).
+// `recovered`: the manifest was rebuilt from the journal after a crash.
+absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
+                        const v1::CaptureCounters& counters, bool recovered,
+                        const RecordList& records, const std::vector<uint32_t>& order);
+
+class IndexFile {
+ public:
+  // DataLoss naming the file for anything that is not a whole index.
+  static absl::StatusOr<std::unique_ptr<IndexFile>> Open(const std::string& path);
+  ~IndexFile();
+  IndexFile(const IndexFile&) = delete;
+  IndexFile& operator=(const IndexFile&) = delete;
+
+  const v1::CaptureInfo& info() const { return info_; }
+  const v1::CaptureCounters& counters() const { return counters_; }
+  bool recovered() const { return recovered_; }
+  uint64_t size() const { return rows_; }
+
+  // Matches in manifest order from position `from`, at most `limit` of them,
+  // looking at no more than `budget` rows (then `next` says where to go on).
+  // With a task_id, only that task's rows are looked at (binary search).
+  QueryPage Query(const ArgQuery& query, uint64_t from, size_t limit, size_t budget) const;
+  // The row of a record id; nullopt when out of range.
+  std::optional<ManifestRow> RecordById(uint64_t record_id) const;
+  // Record ids [from, to) in arrival order, filtered (WatchCapture replay).
+  std::vector<QueryHit> ByArrival(const ArgQuery& query, uint64_t from, uint64_t to) const;
+
+ private:
+  IndexFile() = default;
+  const ManifestRow& row(uint64_t i) const { return rows_at_[i]; }
+  void* map_ = nullptr;
+  size_t map_bytes_ = 0;
+  uint64_t rows_ = 0;
+  const ManifestRow* rows_at_ = nullptr;
+  const uint32_t* record_id_ = nullptr;
+  const uint32_t* position_ = nullptr;
+  v1::CaptureInfo info_;
+  v1::CaptureCounters counters_;
+  bool recovered_ = false;
+};
+
+// The same query over a live capture's rows (arrival order `records`), given
+// a task index when the query has a task_id: `task_rows` = the record ids of
+// that task. Without a task_id, matches come in arrival order (the manifest
+// order is known only at the end).
+QueryPage QueryLive(const RecordList& records, const std::vector<uint32_t>* task_rows,
+                    const ArgQuery& query, uint64_t from, size_t limit, size_t budget);
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_SERVER_CAPTURE_INDEX_H_

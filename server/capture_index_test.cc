@@ -1,0 +1,161 @@
+#include "server/capture_index.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace argsdump {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+// Tasks 0..9 in reverse arrival order, each with 3 records (two inputs
+// before dispatch, one output after), on two device threads.
+RecordList Rows() {
+  RecordList rows;
+  for (int t = 9; t >= 0; --t) {
+    for (int a = 0; a < 3; ++a) {
+      ManifestRow r;
+      r.task_id = 0x100000000ull + t;
+      r.arg_index = a;
+      r.stage = a < 2 ? v1::STAGE_BEFORE_DISPATCH : v1::STAGE_AFTER_COMPLETION;
+      r.role = a < 2 ? v1::ROLE_INPUT : v1::ROLE_OUTPUT;
+      r.kind = v1::KIND_TENSOR;
+      r.dtype = a == 1 ? v1::DTYPE_INT32 : v1::DTYPE_FLOAT32;
+      r.func_count = 1;
+      r.func_ids[0] = static_cast<uint16_t>(t % 3);
+      r.device_thread = t % 2;
+      r.bin_offset = rows.size() * 16;
+      r.bin_size = 16;
+      rows.push_back(r);
+    }
+  }
+  return rows;
+}
+
+std::unique_ptr<IndexFile> WriteAndOpen(const std::string& name, const RecordList& rows) {
+  v1::CaptureInfo info;
+  info.set_name(name);
+  (*info.mutable_labels())["case"] = "index";
+  v1::CaptureCounters counters;
+  counters.set_total_args(rows.size());
+  const std::string path = TempPath(name);
+  EXPECT_TRUE(WriteIndex(path, info, counters, true, rows, ManifestOrder(rows)).ok());
+  auto f = IndexFile::Open(path);
+  EXPECT_TRUE(f.ok()) << f.status();
+  return f.ok() ? std::move(f).value() : nullptr;
+}
+
+TEST(CaptureIndexTest, QueriesByTaskInManifestOrder) {
+  const RecordList rows = Rows();
+  auto index = WriteAndOpen("by_task.index", rows);
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->size(), rows.size());
+  EXPECT_EQ(index->info().labels().at("case"), "index");
+  EXPECT_EQ(index->counters().total_args(), rows.size());
+  EXPECT_TRUE(index->recovered());
+  ArgQuery q;
+  q.task_id = 0x100000003ull;
+  QueryPage page = index->Query(q, 0, 100, 1000);
+  ASSERT_EQ(page.hits.size(), 3u);
+  EXPECT_FALSE(page.next);
+  // Task 3 arrived 7th (tasks arrive 9, 8, ..., 0): ids 18, 19, 20.
+  EXPECT_EQ(page.hits[0].record_id, 18u);
+  EXPECT_EQ(page.hits[2].row.stage, v1::STAGE_AFTER_COMPLETION);
+  q.role = v1::ROLE_OUTPUT;
+  page = index->Query(q, 0, 100, 1000);
+  ASSERT_EQ(page.hits.size(), 1u);
+  EXPECT_EQ(page.hits[0].record_id, 20u);
+  q.task_id = 0x100000077ull;  // absent
+  EXPECT_TRUE(index->Query(q, 0, 100, 1000).hits.empty());
+}
+
+TEST(CaptureIndexTest, PagesAndBudgetsAScanWithoutTask) {
+  const RecordList rows = Rows();
+  auto index = WriteAndOpen("scan.index", rows);
+  ASSERT_NE(index, nullptr);
+  ArgQuery q;
+  q.dtype = v1::DTYPE_INT32;  // one per task
+  std::vector<uint64_t> tasks;
+  uint64_t from = 0;
+  int calls = 0;
+  for (;;) {
+    QueryPage page = index->Query(q, from, 3, 7);  // at most 3 hits, 7 rows looked at
+    ++calls;
+    EXPECT_LE(page.hits.size(), 3u);
+    for (const QueryHit& h : page.hits) tasks.push_back(h.row.task_id);
+    if (!page.next) break;
+    from = *page.next;
+  }
+  ASSERT_EQ(tasks.size(), 10u);
+  for (size_t i = 0; i < tasks.size(); ++i) EXPECT_EQ(tasks[i], 0x100000000ull + i);
+  EXPECT_GE(calls, 5);  // 30 rows, 7 per call
+  ArgQuery f;
+  f.func_id = 2;  // tasks 2, 5, 8
+  EXPECT_EQ(index->Query(f, 0, 100, 1000).hits.size(), 9u);
+}
+
+TEST(CaptureIndexTest, RecordsByIdAndByArrival) {
+  const RecordList rows = Rows();
+  auto index = WriteAndOpen("by_id.index", rows);
+  ASSERT_NE(index, nullptr);
+  for (uint64_t id = 0; id < rows.size(); ++id) {
+    auto r = index->RecordById(id);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->bin_offset, rows[id].bin_offset);
+  }
+  EXPECT_FALSE(index->RecordById(rows.size()).has_value());
+  ArgQuery outputs;
+  outputs.role = v1::ROLE_OUTPUT;
+  const auto hits = index->ByArrival(outputs, 3, 9);
+  ASSERT_EQ(hits.size(), 2u);
+  EXPECT_EQ(hits[0].record_id, 5u);
+  EXPECT_EQ(hits[1].record_id, 8u);
+}
+
+TEST(CaptureIndexTest, LiveQueryMatchesTheIndex) {
+  const RecordList rows = Rows();
+  auto index = WriteAndOpen("live.index", rows);
+  ASSERT_NE(index, nullptr);
+  std::vector<uint32_t> task_rows;
+  for (uint32_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].task_id == 0x100000004ull) task_rows.push_back(i);
+  }
+  ArgQuery q;
+  q.task_id = 0x100000004ull;
+  const QueryPage live = QueryLive(rows, &task_rows, q, 0, 2, 1000);
+  const QueryPage done = index->Query(q, 0, 2, 1000);
+  ASSERT_EQ(live.hits.size(), 2u);
+  ASSERT_EQ(done.hits.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(live.hits[i].record_id, done.hits[i].record_id);
+  ASSERT_TRUE(live.next.has_value());
+  EXPECT_EQ(QueryLive(rows, &task_rows, q, *live.next, 2, 1000).hits.size(), 1u);
+}
+
+TEST(CaptureIndexTest, DamagedFilesAreDataLoss) {
+  const RecordList rows = Rows();
+  ASSERT_NE(WriteAndOpen("damaged.index", rows), nullptr);
+  const std::string path = TempPath("damaged.index");
+  ASSERT_EQ(::truncate(path.c_str(), 1000), 0);  // cut short
+  auto cut = IndexFile::Open(path);
+  EXPECT_EQ(cut.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(cut.status().message().find("damaged.index"), std::string::npos);
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << std::string(200, 'x');
+  }
+  EXPECT_EQ(IndexFile::Open(path).status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(IndexFile::Open(TempPath("absent.index")).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace argsdump
