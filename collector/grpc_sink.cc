@@ -1,0 +1,282 @@
+#include "collector/grpc_sink.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace argsdump {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s, const std::string& target) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat("capture service ", target, ": ", s.error_message()));
+}
+
+// Worth reconnecting for: the network or the server went away, or the
+// capture is still attached to the stream that just broke.
+bool Retryable(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GrpcSink>> GrpcSink::Connect(GrpcSinkOptions options) {
+  if (options.target.empty()) return absl::InvalidArgumentError("--capture-server is empty");
+  std::unique_ptr<GrpcSink> sink(new GrpcSink(std::move(options)));
+  auto creds = sink->options_.credentials ? sink->options_.credentials
+                                          : grpc::InsecureChannelCredentials();
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(8 << 20);
+  sink->channel_ = grpc::CreateCustomChannel(sink->options_.target, creds, args);
+  sink->stub_ = v1::CaptureService::NewStub(sink->channel_);
+  // The first open waits for the channel (the server may still be starting).
+  if (!sink->channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                        sink->options_.ack_timeout)) {
+    return absl::UnavailableError(
+        absl::StrCat("capture service ", sink->options_.target, ": cannot connect"));
+  }
+  if (absl::Status s = sink->OpenStream(false); !s.ok()) return s;
+  return sink;
+}
+
+GrpcSink::~GrpcSink() { CloseStream(); }
+
+absl::Status GrpcSink::OpenStream(bool resume) {
+  CloseStream();
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (!options_.auth_token.empty()) {
+    context->AddMetadata("authorization", "Bearer " + options_.auth_token);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    context_ = std::move(context);
+    opened_ = false;
+    broken_ = false;
+    got_finished_ = false;
+  }
+  stream_ = stub_->Ingest(context_.get());
+  reader_ = std::thread([this] { ReaderLoop(); });
+  v1::IngestRequest req;
+  v1::IngestOpen* open = req.mutable_open();
+  open->set_capture(options_.capture);
+  open->set_level(options_.info.level());
+  open->set_platform(options_.info.platform());
+  *open->mutable_labels() = options_.info.labels();
+  open->set_resume(resume);
+  stream_->Write(req);
+  std::unique_lock<std::mutex> lock(mu_);
+  const bool got = cv_.wait_for(lock, options_.ack_timeout, [&] { return opened_ || broken_; });
+  if (got && opened_) return absl::OkStatus();
+  lock.unlock();
+  if (!got) context_->TryCancel();
+  reader_.join();
+  const grpc::Status s = stream_->Finish();
+  stream_.reset();
+  if (!got) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("capture service ", options_.target, ": no answer to open"));
+  }
+  return s.ok() ? absl::UnavailableError(absl::StrCat("capture service ", options_.target,
+                                                      ": stream ended before opened"))
+                : FromGrpc(s, options_.target);
+}
+
+void GrpcSink::CloseStream() {
+  if (stream_ == nullptr) return;
+  context_->TryCancel();
+  reader_.join();
+  stream_->Finish().IgnoreError();
+  stream_.reset();
+}
+
+void GrpcSink::ReaderLoop() {
+  v1::IngestResponse r;
+  while (stream_->Read(&r)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    switch (r.message_case()) {
+      case v1::IngestResponse::kOpened:
+        opened_ = true;
+        acked_records_ = r.opened().durable_records();
+        acked_bytes_ = r.opened().durable_bin_bytes();
+        break;
+      case v1::IngestResponse::kAck:
+        acked_records_ = std::max(acked_records_, r.ack().durable_records());
+        acked_bytes_ = std::max(acked_bytes_, r.ack().durable_bin_bytes());
+        break;
+      case v1::IngestResponse::kFinished:
+        got_finished_ = true;
+        finished_ = r.finished();
+        break;
+      default:
+        break;
+    }
+    cv_.notify_all();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  broken_ = true;
+  cv_.notify_all();
+}
+
+void GrpcSink::BreakStreamForTest() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+bool GrpcSink::SendFrom(const std::vector<const v1::ArgRecord*>& records,
+                        const std::vector<absl::string_view>& payloads, size_t from,
+                        uint64_t first_id) {
+  uint64_t offset;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    offset = acked_bytes_;  // the service has every byte before this
+  }
+  v1::IngestRequest req;
+  v1::IngestBatch* batch = nullptr;
+  size_t size = 0;
+  auto start = [&](uint64_t next_id) {
+    req.Clear();
+    batch = req.mutable_batch();
+    batch->set_first_record(next_id);
+    batch->set_payload_offset(offset);
+    size = 0;
+  };
+  auto flush = [&] { return stream_->Write(req); };
+  start(first_id + from);
+  for (size_t i = from; i < records.size(); ++i) {
+    const size_t record_bytes = records[i]->ByteSizeLong() + 16;
+    if (size + record_bytes > options_.max_message_bytes && size > 0) {
+      if (!flush()) return false;
+      start(first_id + i);
+    }
+    *batch->add_records() = *records[i];
+    size += record_bytes;
+    absl::string_view p = payloads[i];
+    while (!p.empty()) {
+      if (size >= options_.max_message_bytes) {
+        if (!flush()) return false;
+        start(first_id + i + 1);
+      }
+      const size_t take = std::min(p.size(), options_.max_message_bytes - size);
+      batch->mutable_payload()->append(p.data(), take);
+      p.remove_prefix(take);
+      offset += take;
+      size += take;
+    }
+  }
+  if (size > 0 && !flush()) return false;
+  return true;
+}
+
+bool GrpcSink::WaitAcked(uint64_t records) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const bool done = cv_.wait_for(lock, options_.ack_timeout,
+                                 [&] { return acked_records_ >= records || broken_; });
+  if (done && acked_records_ >= records) return true;
+  if (!done) context_->TryCancel();  // timed out: treat the stream as broken
+  return false;
+}
+
+absl::Status GrpcSink::Write(const v1::ArgRecord& record, absl::string_view payload) {
+  return WriteBatch({&record}, {payload});
+}
+
+absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& records,
+                                  const std::vector<absl::string_view>& payloads) {
+  if (records.empty()) return absl::OkStatus();
+  const uint64_t first_id = sent_records_;
+  const uint64_t end_id = first_id + records.size();
+  sent_records_ = end_id;
+  size_t from = 0;
+  int attempts = 0;
+  for (;;) {
+    if (stream_ != nullptr && SendFrom(records, payloads, from, first_id) && WaitAcked(end_id)) {
+      return absl::OkStatus();
+    }
+    // The stream broke: find out why, then resume from the watermark.
+    absl::Status why = absl::UnavailableError("stream broke");
+    if (stream_ != nullptr) {
+      // The stream is dead (a write failed, the reader saw its end, or the
+      // ack wait timed out and cancelled it): its status says why.
+      reader_.join();
+      why = FromGrpc(stream_->Finish(), options_.target);
+      stream_.reset();
+      if (why.ok()) why = absl::UnavailableError("stream ended early");
+    }
+    for (;;) {
+      if (!Retryable(why) || attempts++ >= options_.max_reconnects) return why;
+      // Back off: 20 ms, 40 ms, ... up to 1 s between attempts.
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, 20 << attempts)));
+      ++reconnects_;
+      why = OpenStream(true);
+      if (why.ok()) break;
+    }
+    uint64_t durable;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      durable = acked_records_;
+    }
+    if (durable < first_id) {
+      return absl::DataLossError(absl::StrCat(
+          "capture service ", options_.target, ": resumed at record ", durable,
+          " but records up to ", first_id, " had been acknowledged"));
+    }
+    if (durable >= end_id) return absl::OkStatus();
+    from = static_cast<size_t>(durable - first_id);
+  }
+}
+
+absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
+  int attempts = 0;
+  for (;;) {
+    absl::Status why = absl::UnavailableError("stream broke");
+    if (stream_ != nullptr) {
+      v1::IngestRequest req;
+      *req.mutable_finish()->mutable_device_counters() = losses;
+      stream_->Write(req);
+      stream_->WritesDone();
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, options_.ack_timeout, [&] { return got_finished_ || broken_; });
+        if (!got_finished_ && !broken_) context_->TryCancel();
+      }
+      reader_.join();
+      const grpc::Status s = stream_->Finish();
+      stream_.reset();
+      if (got_finished_ && s.ok()) return absl::OkStatus();
+      why = s.ok() ? absl::UnavailableError("stream ended before finished")
+                   : FromGrpc(s, options_.target);
+    }
+    for (;;) {
+      if (!Retryable(why) || attempts++ >= options_.max_reconnects) return why;
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, 20 << attempts)));
+      ++reconnects_;
+      why = OpenStream(true);
+      if (why.ok()) break;
+      // The finish went through but its answer was lost: done.
+      if (why.code() == absl::StatusCode::kFailedPrecondition) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + options_.ack_timeout);
+        if (!options_.auth_token.empty()) {
+          ctx.AddMetadata("authorization", "Bearer " + options_.auth_token);
+        }
+        v1::GetCaptureRequest get;
+        get.set_capture(options_.capture);
+        if (stub_->GetCapture(&ctx, get, &finished_).ok() &&
+            finished_.state() == v1::CAPTURE_STATE_FINISHED) {
+          return absl::OkStatus();
+        }
+      }
+    }
+  }
+}
+
+}  // namespace argsdump

@@ -1,0 +1,94 @@
+// GrpcSink: a CaptureSink that streams the capture to a capture service
+// (argsdump.v1.CaptureService.Ingest) instead of writing it locally. The
+// service stores it with the same CaptureStore, so the files are the same.
+//
+// WriteBatch returns once the service acknowledged every pair of the batch
+// as durable (the collector then lets the device reuse that arena space).
+// When the stream breaks, the sink reconnects, reopens the capture with
+// `resume`, and resends from the service's watermark: nothing lost, nothing
+// stored twice. It gives up after `max_reconnects` attempts in a row.
+#ifndef ARGSDUMP_COLLECTOR_GRPC_SINK_H_
+#define ARGSDUMP_COLLECTOR_GRPC_SINK_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "collector/sink.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+
+namespace argsdump {
+
+struct GrpcSinkOptions {
+  std::string target;   // host:port of the capture service
+  std::string capture;  // the capture's name on the service
+  v1::CaptureInfo info;  // level, platform, labels
+  std::shared_ptr<grpc::ChannelCredentials> credentials;  // null: insecure
+  std::string auth_token;  // sent as "authorization: Bearer <token>" when set
+  // How long to wait for the ack of a batch (or for `opened`) before the
+  // stream counts as broken.
+  std::chrono::milliseconds ack_timeout{30000};
+  int max_reconnects = 8;
+  // Records and payload bytes per message (well under gRPC's 4 MiB).
+  size_t max_message_bytes = 1 << 20;
+};
+
+class GrpcSink : public CaptureSink {
+ public:
+  // Opens a new capture on the service (ALREADY_EXISTS if the name is taken).
+  static absl::StatusOr<std::unique_ptr<GrpcSink>> Connect(GrpcSinkOptions options);
+  ~GrpcSink() override;
+
+  absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) override;
+  absl::Status WriteBatch(const std::vector<const v1::ArgRecord*>& records,
+                          const std::vector<absl::string_view>& payloads) override;
+  absl::Status Finish(const v1::CaptureCounters& losses) override;
+
+  // Breaks the current stream as a network failure would (tests).
+  void BreakStreamForTest();
+  uint64_t reconnects() const { return reconnects_; }
+  const v1::CaptureSummary& finished() const { return finished_; }
+
+ private:
+  explicit GrpcSink(GrpcSinkOptions options) : options_(std::move(options)) {}
+  // A new stream, `open` sent, waiting for `opened`.
+  absl::Status OpenStream(bool resume);
+  void CloseStream();
+  void ReaderLoop();
+  // Sends records[from..] (ids first_id + i) with their payloads.
+  bool SendFrom(const std::vector<const v1::ArgRecord*>& records,
+                const std::vector<absl::string_view>& payloads, size_t from, uint64_t first_id);
+  // Waits until `records` are acked; false when the stream broke or timed out.
+  bool WaitAcked(uint64_t records);
+
+  const GrpcSinkOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::CaptureService::Stub> stub_;
+  std::unique_ptr<grpc::ClientContext> context_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::IngestRequest, v1::IngestResponse>> stream_;
+  std::thread reader_;
+
+  std::mutex mu_;  // below, shared with the reader thread
+  std::condition_variable cv_;
+  bool opened_ = false;
+  bool broken_ = false;
+  bool got_finished_ = false;
+  uint64_t acked_records_ = 0;
+  uint64_t acked_bytes_ = 0;
+  v1::CaptureSummary finished_;
+
+  uint64_t sent_records_ = 0;  // ids handed out (records durable or in flight)
+  uint64_t reconnects_ = 0;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_COLLECTOR_GRPC_SINK_H_

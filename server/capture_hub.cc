@@ -1,0 +1,443 @@
+#include "server/capture_hub.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace argsdump {
+namespace {
+
+bool IsDir(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  std::string at;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || (path[i] == '/' && i > 0)) {
+      at = path.substr(0, i);
+      if (!IsDir(at) && ::mkdir(at.c_str(), 0755) != 0 && errno != EEXIST) {
+        return absl::UnavailableError(absl::StrCat("cannot create ", at, ": ", std::strerror(errno)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateCaptureName(const std::string& name) {
+  if (name.empty() || name.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("capture name must be 1-128 characters, got ", name.size()));
+  }
+  if (name == "." || name == "..") {
+    return absl::InvalidArgumentError(absl::StrCat("capture name '", name, "' is not allowed"));
+  }
+  for (unsigned char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "capture name may only hold [A-Za-z0-9._-]; character ", static_cast<int>(c),
+          " is not allowed (names are folders under the server's root)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- Capture ---------------------------------------------------------------
+
+Capture::~Capture() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    writer_done_ = true;
+  }
+  jobs_cv_.notify_all();
+  if (writer_.joinable()) writer_.join();
+}
+
+v1::CaptureSummary Capture::Summary() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::CaptureSummary s;
+  s.set_capture(name_);
+  s.set_state(store_ ? v1::CAPTURE_STATE_LIVE : v1::CAPTURE_STATE_FINISHED);
+  s.set_level(info_.level());
+  s.set_platform(info_.platform());
+  *s.mutable_labels() = info_.labels();
+  if (store_) {
+    *s.mutable_counters() = store_->counters();
+  } else if (index_) {
+    *s.mutable_counters() = index_->counters();
+    s.set_recovered(index_->recovered());
+  }
+  s.set_records(durable_.records);
+  s.set_bin_bytes(durable_.bin_bytes);
+  s.set_attached(attached_);
+  return s;
+}
+
+bool Capture::finished() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return store_ == nullptr;
+}
+
+Watermark Capture::durable() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return durable_;
+}
+
+QueryPage Capture::Query(const ArgQuery& query, uint64_t from, size_t limit,
+                         size_t budget) const {
+  std::shared_ptr<CaptureStore> store;
+  std::shared_ptr<IndexFile> index;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    store = store_;
+    index = index_;
+  }
+  if (store) return store->Query(query, from, limit, budget);
+  if (index) return index->Query(query, from, limit, budget);
+  return QueryPage();
+}
+
+std::optional<ManifestRow> Capture::RecordById(uint64_t record_id) const {
+  std::shared_ptr<CaptureStore> store;
+  std::shared_ptr<IndexFile> index;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    store = store_;
+    index = index_;
+  }
+  if (store) return store->RecordById(record_id);
+  if (index) return index->RecordById(record_id);
+  return std::nullopt;
+}
+
+std::vector<QueryHit> Capture::ByArrival(const ArgQuery& query, uint64_t from,
+                                         uint64_t to) const {
+  std::shared_ptr<CaptureStore> store;
+  std::shared_ptr<IndexFile> index;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    store = store_;
+    index = index_;
+  }
+  if (store) return store->ByArrival(query, from, to);
+  if (index) return index->ByArrival(query, from, to);
+  return {};
+}
+
+std::string Capture::bin_path() const { return dir_ + "/" + kBinName; }
+
+absl::Status Capture::Attach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!store_) {
+    return absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is finished"));
+  }
+  if (attached_) {
+    return absl::AbortedError(absl::StrCat(
+        "capture ", name_, " is attached to another ingest stream; retry once it is gone"));
+  }
+  attached_ = true;
+  return absl::OkStatus();
+}
+
+void Capture::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  attached_ = false;
+}
+
+uint64_t Capture::AddWatcher(std::function<void()> poke) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t id = next_watcher_++;
+  watchers_[id] = std::move(poke);
+  return id;
+}
+
+void Capture::RemoveWatcher(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  watchers_.erase(id);
+}
+
+void Capture::NotifyWatchers() {
+  std::vector<std::function<void()>> pokes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, poke] : watchers_) pokes.push_back(poke);
+  }
+  for (auto& poke : pokes) poke();
+}
+
+void Capture::Append(AppendJob job, DoneCallback done) {
+  Job j{Job::kAppend, std::move(job), {}, std::move(done)};
+  Enqueue(std::move(j));
+}
+
+void Capture::Finish(v1::CaptureCounters device_counters, DoneCallback done) {
+  Job j{Job::kFinish, {}, std::move(device_counters), std::move(done)};
+  Enqueue(std::move(j));
+}
+
+void Capture::Barrier(DoneCallback done) {
+  Job j{Job::kBarrier, {}, {}, std::move(done)};
+  Enqueue(std::move(j));
+}
+
+void Capture::Enqueue(Job job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!writer_done_ && writer_.joinable()) {
+      jobs_.push_back(std::move(job));
+      jobs_cv_.notify_one();
+      return;
+    }
+  }
+  // Finished: nothing is appended any more.
+  job.done(absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is finished")),
+           durable());
+}
+
+void Capture::StartWriter() {
+  writer_ = std::thread([this] { WriterLoop(); });
+}
+
+void Capture::WriterLoop() {
+  for (;;) {
+    Job job;
+    std::shared_ptr<CaptureStore> store;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      jobs_cv_.wait(lock, [&] { return writer_done_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      store = store_;
+    }
+    if (job.kind == Job::kBarrier) {
+      job.done(absl::OkStatus(), durable());
+      continue;
+    }
+    if (job.kind == Job::kAppend) {
+      absl::Status s;
+      uint64_t bytes = 0;
+      for (const auto& r : job.append.records) bytes += r.bin_size();
+      if (store->records() != job.append.first_record) {
+        // An earlier job of this stream failed: keep ids dense, append nothing.
+        s = absl::FailedPreconditionError(absl::StrCat(
+            "capture ", name_, ": records from ", job.append.first_record,
+            " refused, the capture holds ", store->records()));
+      } else if (max_bytes_ > 0 && store->bin_bytes() + bytes > max_bytes_) {
+        s = absl::ResourceExhaustedError(absl::StrCat(
+            "capture ", name_, ": args.bin would grow to ", store->bin_bytes() + bytes,
+            " bytes, over the server's quota of ", max_bytes_, " bytes per capture (",
+            store->bin_bytes(), " stored)"));
+      } else {
+        std::vector<const v1::ArgRecord*> records;
+        records.reserve(job.append.records.size());
+        for (const auto& r : job.append.records) records.push_back(&r);
+        s = store->AppendBatch(records, job.append.payloads);
+      }
+      Watermark w;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (s.ok()) {
+          durable_.records = store->records();
+          durable_.bin_bytes = store->bin_bytes();
+        }
+        w = durable_;
+      }
+      job.done(s, w);
+      if (s.ok()) NotifyWatchers();
+      continue;
+    }
+    // Finish: the manifest and index, then serve from the index.
+    absl::Status s = store->Finish(job.counters);
+    std::shared_ptr<IndexFile> index;
+    if (s.ok() && store->created()) {
+      auto opened = IndexFile::Open(dir_ + "/" + kIndexName);
+      if (opened.ok()) {
+        index = std::move(opened).value();
+      } else {
+        s = opened.status();
+      }
+    }
+    std::deque<Job> rest;
+    Watermark w;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (s.ok()) {
+        index_ = std::move(index);
+        store_.reset();
+        attached_ = false;
+      }
+      writer_done_ = s.ok();
+      if (writer_done_) rest.swap(jobs_);
+      w = durable_;
+    }
+    job.done(s, w);
+    NotifyWatchers();
+    for (Job& j : rest) {
+      j.done(absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is finished")), w);
+    }
+    if (s.ok()) return;
+  }
+}
+
+// ---- CaptureHub ------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<CaptureHub>> CaptureHub::Open(Options options) {
+  if (options.root.empty()) return absl::InvalidArgumentError("capture hub: --root is empty");
+  if (auto s = MakeDirs(options.root); !s.ok()) return s;
+  std::unique_ptr<CaptureHub> hub(new CaptureHub(std::move(options)));
+  if (auto s = hub->Load(); !s.ok()) return s;
+  return hub;
+}
+
+absl::Status CaptureHub::Load() {
+  DIR* d = ::opendir(options_.root.c_str());
+  if (d == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("capture hub: cannot list ", options_.root, ": ", std::strerror(errno)));
+  }
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (ValidateCaptureName(name).ok() && IsDir(options_.root + "/" + name + "/args_dump")) {
+      names.push_back(name);
+    }
+  }
+  ::closedir(d);
+  for (const std::string& name : names) {
+    const std::string dir = options_.root + "/" + name + "/args_dump";
+    // A capture whose writer died gets its manifest and index rebuilt.
+    if (auto s = CaptureStore::Recover(dir); !s.ok()) {
+      std::fprintf(stderr, "capture_server: skipping %s: %s\n", dir.c_str(),
+                   std::string(s.message()).c_str());
+      continue;
+    }
+    auto index = IndexFile::Open(dir + "/" + kIndexName);
+    if (!index.ok()) {
+      std::fprintf(stderr, "capture_server: skipping %s: %s\n", dir.c_str(),
+                   std::string(index.status().message()).c_str());
+      continue;
+    }
+    std::shared_ptr<Capture> c(new Capture(name, dir, options_.max_capture_bytes));
+    c->info_ = (*index)->info();
+    c->durable_.records = (*index)->size();
+    c->durable_.bin_bytes = (*index)->counters().payload_bytes();
+    c->index_ = std::move(index).value();
+    captures_[name] = std::move(c);
+  }
+  return absl::OkStatus();
+}
+
+CaptureHub::~CaptureHub() { FinishAll(); }
+
+absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& open) {
+  if (auto s = ValidateCaptureName(open.capture()); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = captures_.find(open.capture());
+  if (open.resume()) {
+    if (it == captures_.end()) {
+      return absl::NotFoundError(absl::StrCat("no capture named ", open.capture(), " to resume"));
+    }
+    if (auto s = it->second->Attach(); !s.ok()) return s;
+    return it->second;
+  }
+  if (it != captures_.end()) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "capture ", open.capture(), " exists; pick another name or resume it"));
+  }
+  if (open.level() == v1::DUMP_LEVEL_OFF || !v1::DumpLevel_IsValid(open.level())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("capture ", open.capture(), ": level must be 1, 2 or 3"));
+  }
+  const std::string dir = options_.root + "/" + open.capture() + "/args_dump";
+  v1::CaptureInfo info;
+  info.set_name(open.capture());
+  info.set_level(open.level());
+  info.set_platform(open.platform());
+  *info.mutable_labels() = open.labels();
+  auto store = CaptureStore::Create(dir, info);
+  if (!store.ok()) return store.status();
+  (*store)->EnableTaskIndex();
+  std::shared_ptr<Capture> c(new Capture(open.capture(), dir, options_.max_capture_bytes));
+  c->info_ = info;
+  c->store_ = std::move(store).value();
+  c->attached_ = true;
+  c->StartWriter();
+  captures_[open.capture()] = c;
+  return c;
+}
+
+absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Find(const std::string& name) const {
+  if (auto s = ValidateCaptureName(name); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = captures_.find(name);
+  if (it == captures_.end()) return absl::NotFoundError(absl::StrCat("no capture named ", name));
+  return it->second;
+}
+
+std::vector<std::shared_ptr<Capture>> CaptureHub::List(
+    const std::map<std::string, std::string>& labels, v1::CaptureState state,
+    const std::string& after, size_t limit, bool* more) const {
+  std::vector<std::shared_ptr<Capture>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = captures_.upper_bound(after); it != captures_.end(); ++it) {
+      all.push_back(it->second);
+    }
+  }
+  std::vector<std::shared_ptr<Capture>> out;
+  *more = false;
+  for (const auto& c : all) {
+    const v1::CaptureSummary s = c->Summary();
+    if (state != v1::CAPTURE_STATE_UNSPECIFIED && s.state() != state) continue;
+    bool match = true;
+    for (const auto& [k, v] : labels) {
+      auto l = s.labels().find(k);
+      match = match && l != s.labels().end() && l->second == v;
+    }
+    if (!match) continue;
+    if (out.size() == limit) {
+      *more = true;
+      break;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+void CaptureHub::FinishAll() {
+  std::vector<std::shared_ptr<Capture>> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [name, c] : captures_) {
+      if (!c->finished()) live.push_back(c);
+    }
+  }
+  for (auto& c : live) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    c->Finish(v1::CaptureCounters(), [&](absl::Status s, Watermark) {
+      if (!s.ok()) {
+        std::fprintf(stderr, "capture_server: finishing %s: %s\n", c->name().c_str(),
+                     std::string(s.message()).c_str());
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+      cv.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+}
+
+}  // namespace argsdump

@@ -1,0 +1,157 @@
+// CaptureHub: the captures under one root folder, live and finished, for the
+// capture service (plain C++, no gRPC: the service is a thin layer over it).
+//
+//   <root>/<name>/args_dump/   one capture (CaptureStore's files)
+//
+// A live capture has a writer thread that owns its CaptureStore: appends and
+// the final export run there, never on the caller's thread; callers get a
+// callback when their work is durable. Finishing swaps the store for its
+// args.index (IndexFile), so a finished capture costs no memory per record.
+// Opening a hub lists the captures already under the root and rebuilds the
+// manifest and index of any whose writer died (CaptureStore::Recover).
+#ifndef ARGSDUMP_SERVER_CAPTURE_HUB_H_
+#define ARGSDUMP_SERVER_CAPTURE_HUB_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/argsdump/v1/capture_service.pb.h"
+#include "proto/argsdump/v1/record.pb.h"
+#include "server/capture_index.h"
+#include "server/capture_store.h"
+
+namespace argsdump {
+
+// OK for 1-128 characters of [A-Za-z0-9._-] other than "." and "..";
+// InvalidArgument saying why otherwise (a name must not leave the root).
+absl::Status ValidateCaptureName(const std::string& name);
+
+// Records and their payload bytes, in args.bin order, ready to append:
+// payloads[i] views `bytes`.
+struct AppendJob {
+  uint64_t first_record = 0;  // the id records[0] gets: refused unless next
+  std::vector<v1::ArgRecord> records;
+  std::string bytes;
+  std::vector<absl::string_view> payloads;
+};
+
+// Where a live capture's durable data ends.
+struct Watermark {
+  uint64_t records = 0;
+  uint64_t bin_bytes = 0;
+};
+
+class Capture {
+ public:
+  using DoneCallback = std::function<void(absl::Status, Watermark)>;
+
+  const std::string& name() const { return name_; }
+  v1::CaptureSummary Summary() const;
+  bool finished() const;
+  Watermark durable() const;
+
+  // Reads, from any thread, live or finished (see CaptureStore/IndexFile).
+  QueryPage Query(const ArgQuery& query, uint64_t from, size_t limit, size_t budget) const;
+  std::optional<ManifestRow> RecordById(uint64_t record_id) const;
+  std::vector<QueryHit> ByArrival(const ArgQuery& query, uint64_t from, uint64_t to) const;
+  std::string bin_path() const;
+
+  // Live captures: queue work for the writer thread; `done` runs on it.
+  // Append: InvalidArgument / ResourceExhausted (quota) leave the capture
+  // as it was. Finish writes the manifest and index and ends the writer.
+  void Append(AppendJob job, DoneCallback done);
+  void Finish(v1::CaptureCounters device_counters, DoneCallback done);
+  // Runs `done` once every job queued before it is done.
+  void Barrier(DoneCallback done);
+
+  // One ingest stream at a time: Attach fails with Aborted while another is
+  // attached (retry), FailedPrecondition when finished.
+  absl::Status Attach();
+  void Detach();
+
+  // Watchers: `poke` runs (on the writer thread) after records become
+  // durable and when the capture finishes. Returns an id for RemoveWatcher.
+  uint64_t AddWatcher(std::function<void()> poke);
+  void RemoveWatcher(uint64_t id);
+
+  ~Capture();
+
+ private:
+  friend class CaptureHub;
+  struct Job {
+    enum Kind { kAppend, kFinish, kBarrier } kind;
+    AppendJob append;
+    v1::CaptureCounters counters;
+    DoneCallback done;
+  };
+  Capture(std::string name, std::string dir, uint64_t max_bytes)
+      : name_(std::move(name)), dir_(std::move(dir)), max_bytes_(max_bytes) {}
+  void StartWriter();
+  void WriterLoop();
+  void Enqueue(Job job);
+  void NotifyWatchers();
+
+  const std::string name_;
+  const std::string dir_;  // .../<name>/args_dump
+  const uint64_t max_bytes_;  // args.bin quota, 0: none
+
+  mutable std::mutex mu_;
+  std::shared_ptr<CaptureStore> store_;  // live
+  std::shared_ptr<IndexFile> index_;     // finished
+  v1::CaptureInfo info_;
+  bool attached_ = false;
+  Watermark durable_;
+  std::deque<Job> jobs_;
+  bool writer_done_ = false;
+  std::condition_variable jobs_cv_;
+  std::thread writer_;
+  std::map<uint64_t, std::function<void()>> watchers_;
+  uint64_t next_watcher_ = 1;
+};
+
+class CaptureHub {
+ public:
+  struct Options {
+    std::string root;
+    uint64_t max_capture_bytes = 0;  // args.bin bytes per capture, 0: no limit
+  };
+  // Creates the root if needed, lists its captures, recovers broken ones.
+  static absl::StatusOr<std::unique_ptr<CaptureHub>> Open(Options options);
+  // Finishes every live capture (graceful shutdown) and joins the writers.
+  ~CaptureHub();
+
+  // A new live capture (AlreadyExists if the name is taken), or with
+  // open.resume() the live capture of that name (NotFound / FailedPrecondition).
+  // The caller is attached to it.
+  absl::StatusOr<std::shared_ptr<Capture>> Open(const v1::IngestOpen& open);
+  absl::StatusOr<std::shared_ptr<Capture>> Find(const std::string& name) const;
+  // By name, from `after` (exclusive), matching labels and state.
+  std::vector<std::shared_ptr<Capture>> List(const std::map<std::string, std::string>& labels,
+                                             v1::CaptureState state, const std::string& after,
+                                             size_t limit, bool* more) const;
+  // Finishes every live capture now (their manifests are written); waits.
+  void FinishAll();
+  const Options& options() const { return options_; }
+
+ private:
+  explicit CaptureHub(Options options) : options_(std::move(options)) {}
+  absl::Status Load();
+  const Options options_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Capture>> captures_;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_SERVER_CAPTURE_HUB_H_

@@ -1,0 +1,259 @@
+// CaptureHub without gRPC: the writer thread, readers on other threads while
+// it appends and finishes, watchers, attach rules, quota, reload. Runs under
+// TSan (the gRPC tests cannot: Debian's gRPC is not instrumented).
+#include "server/capture_hub.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace argsdump {
+namespace {
+
+std::string Root(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir ? dir : "/tmp", "/hub_", name);
+}
+
+v1::IngestOpen OpenRequest(const std::string& name, bool resume = false) {
+  v1::IngestOpen o;
+  o.set_capture(name);
+  o.set_level(v1::DUMP_LEVEL_FULL);
+  o.set_resume(resume);
+  (*o.mutable_labels())["case"] = "hub";
+  return o;
+}
+
+// Tasks [first, first + n), each an input tensor of 64 bytes and a scalar.
+AppendJob Job(uint64_t first_record, uint64_t first_task, int n, uint64_t* bin_offset) {
+  AppendJob job;
+  job.first_record = first_record;
+  for (int i = 0; i < n; ++i) {
+    v1::ArgRecord t;
+    t.set_task_id(first_task + i);
+    t.set_role(v1::ROLE_INPUT);
+    t.set_stage(v1::STAGE_BEFORE_DISPATCH);
+    t.set_kind(v1::KIND_TENSOR);
+    t.set_dtype(v1::DTYPE_FLOAT32);
+    t.add_shape(16);
+    t.add_strides(1);
+    t.set_numel(16);
+    t.set_logical_bytes(64);
+    t.set_bin_offset(*bin_offset);
+    t.set_bin_size(64);
+    *bin_offset += 64;
+    job.records.push_back(t);
+    job.bytes.append(64, static_cast<char>(first_task + i));
+    v1::ArgRecord s;
+    s.set_task_id(first_task + i);
+    s.set_arg_index(1);
+    s.set_role(v1::ROLE_INPUT);
+    s.set_stage(v1::STAGE_BEFORE_DISPATCH);
+    s.set_kind(v1::KIND_SCALAR);
+    s.set_dtype(v1::DTYPE_INT32);
+    s.set_numel(1);
+    job.records.push_back(s);
+  }
+  uint64_t at = 0;
+  for (const auto& r : job.records) {
+    job.payloads.emplace_back(job.bytes.data() + at, r.bin_size());
+    at += r.bin_size();
+  }
+  return job;
+}
+
+// What a callback saw. Plain values, not absl::Status: a non-OK status is
+// reference counted inside Debian's (uninstrumented) Abseil, so sharing one
+// across threads reads as a race to TSan.
+struct Outcome {
+  absl::StatusCode code;
+  std::string message;
+  bool ok() const { return code == absl::StatusCode::kOk; }
+};
+std::ostream& operator<<(std::ostream& os, const Outcome& o) {
+  return os << static_cast<int>(o.code) << " " << o.message;
+}
+
+// Waits for callbacks from the writer thread.
+class Waiter {
+ public:
+  Capture::DoneCallback Callback() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++expected_;
+    }
+    return [this](absl::Status s, Watermark w) {
+      std::lock_guard<std::mutex> lock(mu_);
+      statuses_.push_back(Outcome{s.code(), std::string(s.message())});
+      last_ = w;
+      cv_.notify_all();
+    };
+  }
+  std::vector<Outcome> Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return statuses_.size() == expected_; });
+    return statuses_;
+  }
+  Watermark last() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t expected_ = 0;
+  std::vector<Outcome> statuses_;
+  Watermark last_;
+};
+
+TEST(CaptureHubTest, ReadersAndWatchersRunWhileTheWriterAppendsAndFinishes) {
+  CaptureHub::Options o;
+  o.root = Root("concurrent");
+  auto hub = CaptureHub::Open(o);
+  ASSERT_TRUE(hub.ok()) << hub.status();
+  auto capture = (*hub)->Open(OpenRequest("c"));
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  std::shared_ptr<Capture> c = *capture;
+  std::atomic<uint64_t> pokes{0};
+  const uint64_t watcher = c->AddWatcher([&] { pokes.fetch_add(1); });
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> reads{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&, r] {
+      while (!stop.load()) {
+        ArgQuery q;
+        q.task_id = 1000 + (reads.load() % 400);
+        const QueryPage page = c->Query(q, 0, 10, 1000);
+        for (const QueryHit& h : page.hits) EXPECT_EQ(h.row.task_id, *q.task_id);
+        const Watermark w = c->durable();
+        if (w.records > 0) EXPECT_TRUE(c->RecordById(w.records - 1).has_value());
+        ArgQuery scalars;
+        scalars.kind = v1::KIND_SCALAR;
+        const auto hits = c->ByArrival(scalars, 0, w.records);
+        EXPECT_EQ(hits.size(), w.records / 2);
+        c->Summary();
+        reads.fetch_add(1 + r);
+      }
+    });
+  }
+  Waiter waiter;
+  uint64_t bin = 0;
+  for (int j = 0; j < 40; ++j) c->Append(Job(j * 20, 1000 + j * 10, 10, &bin), waiter.Callback());
+  c->Finish(v1::CaptureCounters(), waiter.Callback());
+  for (const Outcome& s : waiter.Wait()) EXPECT_TRUE(s.ok()) << s;
+  stop = true;
+  for (auto& t : readers) t.join();
+  c->RemoveWatcher(watcher);
+  EXPECT_TRUE(c->finished());
+  EXPECT_GE(pokes.load(), 2u);
+  EXPECT_EQ(c->durable().records, 800u);
+  EXPECT_EQ(c->durable().bin_bytes, 400u * 64);
+  ArgQuery q;
+  q.task_id = 1005;
+  const QueryPage page = c->Query(q, 0, 10, 1000);
+  ASSERT_EQ(page.hits.size(), 2u);
+  EXPECT_EQ(page.hits[0].row.kind, v1::KIND_TENSOR);
+  const v1::CaptureSummary s = c->Summary();
+  EXPECT_EQ(s.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(s.counters().total_args(), 800u);
+  // Work queued after the finish is refused, not lost silently.
+  Waiter late;
+  uint64_t b2 = bin;
+  c->Append(Job(800, 5000, 1, &b2), late.Callback());
+  EXPECT_EQ(late.Wait()[0].code, absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(CaptureHubTest, OneStreamAtATimeAndResumeFromTheWatermark) {
+  CaptureHub::Options o;
+  o.root = Root("attach");
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  auto c = std::move(hub->Open(OpenRequest("a")).value());
+  EXPECT_EQ(hub->Open(OpenRequest("a")).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(hub->Open(OpenRequest("a", true)).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(hub->Open(OpenRequest("b", true)).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(hub->Open(OpenRequest("../a")).status().code(), absl::StatusCode::kInvalidArgument);
+  Waiter w;
+  uint64_t bin = 0;
+  c->Append(Job(0, 1, 5, &bin), w.Callback());
+  c->Append(Job(10, 6, 5, &bin), w.Callback());
+  w.Wait();
+  c->Detach();
+  auto again = hub->Open(OpenRequest("a", true));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->durable().records, 20u);
+  // A job that does not start at the watermark is refused.
+  Waiter bad;
+  uint64_t b2 = 0;
+  c->Append(Job(5, 1, 1, &b2), bad.Callback());
+  EXPECT_EQ(bad.Wait()[0].code, absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(c->durable().records, 20u);
+}
+
+TEST(CaptureHubTest, QuotaRefusesTheBatchAndKeepsTheCapture) {
+  CaptureHub::Options o;
+  o.root = Root("quota");
+  o.max_capture_bytes = 64 * 7;
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  auto c = std::move(hub->Open(OpenRequest("q")).value());
+  Waiter w;
+  uint64_t bin = 0;
+  c->Append(Job(0, 1, 5, &bin), w.Callback());  // 320 bytes
+  c->Append(Job(10, 6, 5, &bin), w.Callback());  // 640 > 448
+  const auto s = w.Wait();
+  EXPECT_TRUE(s[0].ok());
+  EXPECT_EQ(s[1].code, absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(s[1].message.find("would grow to 640 bytes, over the server's quota of 448"),
+            std::string::npos)
+      << s[1];
+  EXPECT_EQ(c->durable().records, 10u);
+  EXPECT_EQ(c->durable().bin_bytes, 320u);
+}
+
+TEST(CaptureHubTest, ReopeningTheRootListsCapturesAndFinishesWhatWasLive) {
+  CaptureHub::Options o;
+  o.root = Root("reopen");
+  {
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    auto c = std::move(hub->Open(OpenRequest("kept")).value());
+    Waiter w;
+    uint64_t bin = 0;
+    c->Append(Job(0, 1, 3, &bin), w.Callback());
+    w.Wait();
+    // The hub goes away with the capture live: its destructor finishes it.
+  }
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  auto c = hub->Find("kept");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE((*c)->finished());
+  EXPECT_EQ((*c)->durable().records, 6u);
+  EXPECT_EQ((*c)->Summary().labels().at("case"), "hub");
+  bool more = false;
+  EXPECT_EQ(hub->List({{"case", "hub"}}, v1::CAPTURE_STATE_FINISHED, "", 10, &more).size(), 1u);
+  EXPECT_TRUE(hub->List({{"case", "other"}}, v1::CAPTURE_STATE_UNSPECIFIED, "", 10, &more).empty());
+}
+
+TEST(CaptureHubTest, NamesStayUnderTheRoot) {
+  for (const std::string& bad :
+       std::vector<std::string>{"", ".", "..", "../x", "a/b", "/abs", "a\\b", "x y"}) {
+    EXPECT_EQ(ValidateCaptureName(bad).code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(ValidateCaptureName(std::string("a\0b", 3)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateCaptureName(std::string(129, 'a')).code(), absl::StatusCode::kInvalidArgument);
+  for (const std::string& good :
+       std::vector<std::string>{"run1", "a..b", "case-3_x.y", std::string(128, 'z')}) {
+    EXPECT_TRUE(ValidateCaptureName(good).ok()) << good;
+  }
+}
+
+}  // namespace
+}  // namespace argsdump

@@ -1,0 +1,97 @@
+// capture_server: the argsdump capture service over a folder of captures.
+//   bazel run //server:capture_server -- --root /tmp/captures
+// Prints "capture_server listening on <host>:<port>" once it accepts calls.
+// SIGINT/SIGTERM: stops accepting calls, gives running ones --shutdown_grace_ms,
+// then writes the manifest of every live capture and exits 0.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.pb.h"
+#include "server/capture_service.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "host:port to listen on (port 0: any free port, printed at start)");
+ABSL_FLAG(std::string, root, "captures", "folder holding the captures (<root>/<name>/args_dump)");
+ABSL_FLAG(uint64_t, max_capture_bytes, 0,
+          "args.bin bytes one capture may hold (0: no limit); more is RESOURCE_EXHAUSTED");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: serve TLS (with --tls_key)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "file holding a bearer token every CaptureService call must present "
+          "('authorization: Bearer <token>')");
+ABSL_FLAG(int, shutdown_grace_ms, 5000, "how long running calls get at SIGINT/SIGTERM");
+
+namespace argsdump {
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "capture_server: %s\n", message.c_str());
+  return 2;
+}
+
+bool IsLoopback(const std::string& listen) {
+  return listen.rfind("127.", 0) == 0 || listen.rfind("localhost:", 0) == 0 ||
+         listen.rfind("[::1]:", 0) == 0 || listen.rfind("unix:", 0) == 0;
+}
+
+int Main() {
+  CaptureServerOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.hub.root = absl::GetFlag(FLAGS_root);
+  o.hub.max_capture_bytes = absl::GetFlag(FLAGS_max_capture_bytes);
+  o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  const std::string token_file = absl::GetFlag(FLAGS_auth_token_file);
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    if (!in) return Fail(absl::StrCat("--auth_token_file: cannot read ", token_file));
+    std::getline(in, o.auth_token);
+    if (o.auth_token.empty()) return Fail(absl::StrCat("--auth_token_file: ", token_file, " is empty"));
+  }
+  if (!IsLoopback(o.listen) && (o.auth_token.empty() || o.tls_cert_file.empty())) {
+    std::fprintf(stderr,
+                 "capture_server: warning: %s is not a loopback address and %s; anyone who "
+                 "reaches it can read and write captures\n",
+                 o.listen.c_str(),
+                 o.auth_token.empty() ? "no --auth_token_file is set" : "there is no TLS");
+  }
+  // Signals are taken by sigwait below, not by handlers.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = CaptureServer::Start(o);
+  if (!server.ok()) return Fail(std::string(server.status().message()));
+  const std::string host = o.listen.substr(0, o.listen.rfind(':'));
+  std::printf("capture_server listening on %s:%d root=%s\n", host.c_str(), (*server)->port(),
+              o.hub.root.c_str());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::fprintf(stderr, "capture_server: signal %d, shutting down\n", sig);
+  (*server)->Shutdown(std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  return 0;
+}
+
+}  // namespace
+}  // namespace argsdump
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("argsdump capture service (gRPC)");
+  absl::ParseCommandLine(argc, argv);
+  // The generated health descriptors must be in this binary for reflection
+  // to describe grpc.health.v1.Health (gRPC's own health service uses upb).
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
+  return argsdump::Main();
+}

@@ -1,0 +1,760 @@
+#include "server/capture_service.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+
+namespace argsdump {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+// ---- IoPool ----------------------------------------------------------------
+
+IoPool::IoPool(int threads) {
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] {
+      for (;;) {
+        std::function<void()> work;
+        {
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait(lock, [&] { return stop_ || !work_.empty(); });
+          if (work_.empty()) return;
+          work = std::move(work_.front());
+          work_.pop_front();
+        }
+        work();
+      }
+    });
+  }
+}
+
+IoPool::~IoPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void IoPool::Run(std::function<void()> work) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work_.push_back(std::move(work));
+  }
+  cv_.notify_one();
+}
+
+namespace {
+
+constexpr uint32_t kDefaultPageSize = 100;
+constexpr uint32_t kMaxPageSize = 1000;
+constexpr size_t kQueryBudget = 200000;          // rows looked at per QueryArgs call
+constexpr uint64_t kMaxPendingBytes = 256 << 20;  // per ingest stream, not yet durable
+constexpr uint64_t kReadAheadBytes = 64 << 20;    // queued to the writer before pausing reads
+constexpr size_t kPayloadChunk = 1 << 20;         // ReadPayload message size
+constexpr uint64_t kWatchScan = 4096;             // records looked at per watch message
+
+uint32_t PageSize(uint32_t requested) {
+  return requested == 0 ? kDefaultPageSize : std::min(requested, kMaxPageSize);
+}
+
+absl::StatusOr<uint64_t> ParsePosition(const std::string& token) {
+  uint64_t v = 0;
+  if (token.empty()) return 0;
+  if (token[0] != 'p' || !absl::SimpleAtoi(token.substr(1), &v)) {
+    return absl::InvalidArgumentError(absl::StrCat("page_token '", token, "' is not one of ours"));
+  }
+  return v;
+}
+
+ArgQuery QueryFrom(const v1::ArgFilter& f) {
+  ArgQuery q;
+  if (f.has_task_id()) q.task_id = f.task_id();
+  q.stage = f.stage();
+  q.role = f.role();
+  q.kind = f.kind();
+  if (f.has_arg_index()) q.arg_index = f.arg_index();
+  if (f.has_func_id()) q.func_id = f.func_id();
+  q.dtype = f.dtype();
+  return q;
+}
+
+void Fill(const QueryHit& hit, v1::CapturedArg* out) {
+  out->set_record_id(hit.record_id);
+  *out->mutable_record() = RecordFromRow(hit.row);
+}
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const grpc::Status& s) {
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(s);
+  return reactor;
+}
+
+// ---- Ingest ----------------------------------------------------------------
+
+class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse> {
+ public:
+  IngestReactor(CaptureServiceImpl* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context), shared_(std::make_shared<Shared>()) {
+    shared_->reactor = this;
+    if (grpc::Status s = service->CheckAuth(context); !s.ok()) {
+      Finish(s);
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    std::lock_guard<std::recursive_mutex> lock(shared_->mu);
+    reading_ = false;
+    if (!ok) {
+      // The client half-closed (finish the capture) or the call broke
+      // (leave it live for a resume). Nothing to do if already ending.
+      if (ending_ || finishing_) return;
+      if (context_->IsCancelled()) {
+        EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream cancelled"));
+      } else if (capture_ == nullptr) {
+        EndLocked(grpc::Status::OK);
+      } else if (!finishing_) {
+        FinishCaptureLocked(v1::CaptureCounters());
+      }
+      return;
+    }
+    absl::Status s;
+    switch (request_.message_case()) {
+      case v1::IngestRequest::kOpen:
+        s = OpenLocked(request_.open());
+        break;
+      case v1::IngestRequest::kBatch:
+        s = BatchLocked(request_.mutable_batch());
+        break;
+      case v1::IngestRequest::kFinish:
+        s = FinishMessageLocked(request_.finish());
+        break;
+      default:
+        s = absl::InvalidArgumentError("ingest: empty request (set open, batch or finish)");
+    }
+    if (!s.ok()) {
+      EndLocked(ToGrpcStatus(s));
+      return;
+    }
+    MaybeReadLocked();
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::recursive_mutex> lock(shared_->mu);
+    writing_ = false;
+    if (!ok) {
+      EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream broke"));
+      return;
+    }
+    WriteNextLocked();
+  }
+
+  void OnDone() override {
+    std::shared_ptr<Capture> capture;
+    {
+      std::lock_guard<std::recursive_mutex> lock(shared_->mu);
+      shared_->reactor = nullptr;
+      capture = capture_;
+    }
+    DetachAfterQueued(capture);
+    delete this;
+  }
+
+ private:
+  // What the capture's writer thread may reach after this reactor is gone.
+  // Recursive: a Start*() from a thread that is not gRPC's may run the
+  // reaction it completes inline, on the same thread, under this lock.
+  struct Shared {
+    std::recursive_mutex mu;
+    IngestReactor* reactor = nullptr;
+  };
+
+  absl::Status OpenLocked(const v1::IngestOpen& open) {
+    if (capture_ != nullptr) return absl::FailedPreconditionError("ingest: open sent twice");
+    auto capture = service_->hub()->Open(open);
+    if (!capture.ok()) return capture.status();
+    capture_ = *capture;
+    attached_ = true;
+    opening_ = true;
+    const bool resumed = open.resume();
+    auto shared = shared_;
+    // Once every job of an earlier stream is done: the watermark to go on from.
+    capture_->Barrier([shared, resumed](absl::Status, Watermark w) {
+      std::lock_guard<std::recursive_mutex> lock(shared->mu);
+      IngestReactor* self = shared->reactor;
+      if (self == nullptr) return;
+      self->opening_ = false;
+      self->received_records_ = w.records;
+      self->received_bytes_ = w.bin_bytes;
+      self->assigned_bytes_ = w.bin_bytes;
+      v1::IngestResponse r;
+      r.mutable_opened()->set_capture(self->capture_->name());
+      r.mutable_opened()->set_resumed(resumed);
+      r.mutable_opened()->set_durable_records(w.records);
+      r.mutable_opened()->set_durable_bin_bytes(w.bin_bytes);
+      self->QueueLocked(std::move(r));
+      self->MaybeReadLocked();
+    });
+    return absl::OkStatus();
+  }
+
+  absl::Status BatchLocked(v1::IngestBatch* batch) {
+    if (capture_ == nullptr) return absl::FailedPreconditionError("ingest: batch before open");
+    if (finishing_) return absl::FailedPreconditionError("ingest: batch after finish");
+    if (batch->first_record() != received_records_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ingest: batch starts at record ", batch->first_record(), ", expected ",
+          received_records_, " (resume from the watermark in the last ack)"));
+    }
+    if (batch->payload_offset() != received_bytes_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ingest: payload starts at args.bin offset ", batch->payload_offset(), ", expected ",
+          received_bytes_));
+    }
+    // Validate everything before keeping anything.
+    uint64_t assigned = assigned_bytes_;
+    for (const v1::ArgRecord& r : batch->records()) {
+      if (absl::Status s = ValidateRecord(r); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("ingest: ", s.message()));
+      }
+      if (r.bin_size() > 0) {
+        if (r.bin_offset() != assigned) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "ingest: record of task ", TaskIdHex(r.task_id()), " has bin_offset ",
+              r.bin_offset(), ", expected ", assigned, " (payloads are appended in order)"));
+        }
+        assigned += r.bin_size();
+      }
+    }
+    if (received_bytes_ + batch->payload().size() > assigned) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ingest: ", received_bytes_ + batch->payload().size() - assigned,
+          " payload bytes belong to no record"));
+    }
+    if (pending_bytes_.size() + batch->payload().size() > kMaxPendingBytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "ingest: more than ", kMaxPendingBytes,
+          " payload bytes waiting for their record to complete"));
+    }
+    assigned_bytes_ = assigned;
+    received_records_ += batch->records_size();
+    received_bytes_ += batch->payload().size();
+    for (v1::ArgRecord& r : *batch->mutable_records()) pending_records_.push_back(std::move(r));
+    pending_bytes_.append(batch->payload());
+    SubmitCompleteLocked();
+    return absl::OkStatus();
+  }
+
+  // Hands the records whose payload bytes are all here to the writer.
+  void SubmitCompleteLocked() {
+    AppendJob job;
+    job.first_record = received_records_ - pending_records_.size();
+    uint64_t bytes = 0;
+    size_t n = 0;
+    while (n < pending_records_.size() &&
+           bytes + pending_records_[n].bin_size() <= pending_bytes_.size()) {
+      bytes += pending_records_[n].bin_size();
+      ++n;
+    }
+    if (n == 0) return;
+    job.records.assign(std::make_move_iterator(pending_records_.begin()),
+                       std::make_move_iterator(pending_records_.begin() + n));
+    pending_records_.erase(pending_records_.begin(), pending_records_.begin() + n);
+    if (bytes == pending_bytes_.size()) {
+      job.bytes.swap(pending_bytes_);
+    } else {
+      job.bytes = pending_bytes_.substr(0, bytes);
+      pending_bytes_.erase(0, bytes);
+    }
+    uint64_t at = 0;
+    for (const v1::ArgRecord& r : job.records) {
+      job.payloads.emplace_back(job.bytes.data() + at, r.bin_size());
+      at += r.bin_size();
+    }
+    queued_bytes_ += bytes;
+    ++queued_jobs_;
+    auto shared = shared_;
+    capture_->Append(std::move(job), [shared, bytes](absl::Status s, Watermark w) {
+      std::lock_guard<std::recursive_mutex> lock(shared->mu);
+      IngestReactor* self = shared->reactor;
+      if (self == nullptr) return;
+      self->queued_bytes_ -= bytes;
+      --self->queued_jobs_;
+      if (!s.ok()) {
+        self->EndLocked(ToGrpcStatus(s));
+        return;
+      }
+      v1::IngestResponse r;
+      r.mutable_ack()->set_durable_records(w.records);
+      r.mutable_ack()->set_durable_bin_bytes(w.bin_bytes);
+      self->QueueLocked(std::move(r));
+      self->MaybeReadLocked();
+    });
+  }
+
+  absl::Status FinishMessageLocked(const v1::IngestFinish& finish) {
+    if (capture_ == nullptr) return absl::FailedPreconditionError("ingest: finish before open");
+    if (finishing_) return absl::FailedPreconditionError("ingest: finish sent twice");
+    FinishCaptureLocked(finish.device_counters());
+    return absl::OkStatus();
+  }
+
+  void FinishCaptureLocked(const v1::CaptureCounters& counters) {
+    if (!pending_records_.empty()) {
+      EndLocked(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("ingest: finished with ", pending_records_.size(),
+                       " records still missing payload bytes")));
+      return;
+    }
+    finishing_ = true;
+    auto shared = shared_;
+    auto capture = capture_;
+    capture_->Finish(counters, [shared, capture](absl::Status s, Watermark) {
+      std::lock_guard<std::recursive_mutex> lock(shared->mu);
+      IngestReactor* self = shared->reactor;
+      if (self == nullptr) return;
+      if (!s.ok()) {
+        self->EndLocked(ToGrpcStatus(s));
+        return;
+      }
+      self->attached_ = false;  // a finished capture has no stream
+      v1::IngestResponse r;
+      *r.mutable_finished() = capture->Summary();
+      self->QueueLocked(std::move(r));
+      self->end_ = grpc::Status::OK;
+      self->ending_ = true;
+      self->WriteNextLocked();
+    });
+  }
+
+  void MaybeReadLocked() {
+    if (reading_ || ending_ || finishing_ || opening_) return;
+    if (queued_bytes_ > kReadAheadBytes) return;  // resumed by the writer's callback
+    reading_ = true;
+    StartRead(&request_);
+  }
+
+  void QueueLocked(v1::IngestResponse r) {
+    if (ending_) return;
+    // Acks coalesce: a newer watermark replaces one not yet sent.
+    if (r.has_ack() && !out_.empty() && out_.back().has_ack()) {
+      out_.back() = std::move(r);
+    } else {
+      out_.push_back(std::move(r));
+    }
+    WriteNextLocked();
+  }
+
+  void WriteNextLocked() {
+    if (writing_) return;
+    if (!out_.empty()) {
+      current_ = std::move(out_.front());
+      out_.pop_front();
+      writing_ = true;
+      StartWrite(&current_);
+      return;
+    }
+    if (ending_ && !finished_) {
+      finished_ = true;
+      Finish(end_);
+    }
+  }
+
+  // Ends the call with `status` once the write in flight (if any) is done.
+  void EndLocked(grpc::Status status) {
+    if (ending_) return;
+    ending_ = true;
+    end_ = std::move(status);
+    if (!end_.ok()) out_.clear();
+    WriteNextLocked();
+  }
+
+  void DetachAfterQueued(const std::shared_ptr<Capture>& capture) {
+    if (capture == nullptr || !attached_) return;
+    capture->Barrier([capture](absl::Status, Watermark) { capture->Detach(); });
+  }
+
+  CaptureServiceImpl* const service_;
+  grpc::CallbackServerContext* const context_;
+  std::shared_ptr<Shared> shared_;
+  // All below under shared_->mu.
+  v1::IngestRequest request_;
+  v1::IngestResponse current_;
+  std::deque<v1::IngestResponse> out_;
+  std::shared_ptr<Capture> capture_;
+  bool attached_ = false;
+  bool opening_ = false;
+  bool reading_ = true;
+  bool writing_ = false;
+  bool finishing_ = false;
+  bool ending_ = false;
+  bool finished_ = false;
+  grpc::Status end_;
+  uint64_t received_records_ = 0;  // ids of records received so far
+  uint64_t received_bytes_ = 0;    // payload bytes received so far
+  uint64_t assigned_bytes_ = 0;    // payload bytes the records received claim
+  std::deque<v1::ArgRecord> pending_records_;  // waiting for payload bytes
+  std::string pending_bytes_;
+  uint64_t queued_bytes_ = 0;  // handed to the writer, not yet durable
+  uint64_t queued_jobs_ = 0;
+};
+
+// ---- ReadPayload -----------------------------------------------------------
+
+class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
+ public:
+  PayloadReactor(CaptureServiceImpl* service, grpc::CallbackServerContext* context,
+                 const v1::ReadPayloadRequest* request)
+      : service_(service) {
+    if (grpc::Status s = service->CheckAuth(context); !s.ok()) {
+      Finish(s);
+      return;
+    }
+    auto capture = service->hub()->Find(request->capture());
+    if (!capture.ok()) {
+      Finish(ToGrpcStatus(capture.status()));
+      return;
+    }
+    auto row = (*capture)->RecordById(request->record_id());
+    if (!row) {
+      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("capture ", request->capture(), " has no record ",
+                                       request->record_id(), " (", (*capture)->durable().records,
+                                       " records)")));
+      return;
+    }
+    if (request->offset() > row->bin_size) {
+      Finish(grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
+                          absl::StrCat("offset ", request->offset(), " is past the payload's ",
+                                       row->bin_size, " bytes")));
+      return;
+    }
+    const uint64_t left = row->bin_size - request->offset();
+    const uint64_t length = request->length() == 0 ? left : std::min(request->length(), left);
+    start_ = row->bin_offset + request->offset();
+    offset_ = request->offset();
+    end_ = start_ + length;
+    at_ = start_;
+    if (length == 0) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    fd_ = ::open((*capture)->bin_path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) {
+      Finish(grpc::Status(grpc::StatusCode::DATA_LOSS,
+                          absl::StrCat("cannot open ", (*capture)->bin_path(), ": ",
+                                       std::strerror(errno))));
+      return;
+    }
+    ReadNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "read payload: stream broke"));
+      return;
+    }
+    if (at_ >= end_) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    ReadNext();
+  }
+
+  void OnDone() override {
+    if (fd_ >= 0) ::close(fd_);
+    delete this;
+  }
+
+ private:
+  // The file read runs on the I/O pool; the write is started from there.
+  void ReadNext() {
+    service_->io()->Run([this] {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kPayloadChunk, end_ - at_));
+      std::string* data = chunk_.mutable_data();
+      data->resize(n);
+      size_t got = 0;
+      while (got < n) {
+        const ssize_t r = ::pread(fd_, &(*data)[got], n - got, static_cast<off_t>(at_ + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += static_cast<size_t>(r);
+      }
+      if (got < n) {
+        Finish(grpc::Status(grpc::StatusCode::DATA_LOSS,
+                            absl::StrCat("args.bin ends before byte ", at_ + n)));
+        return;
+      }
+      chunk_.set_offset(offset_ + (at_ - start_));
+      at_ += n;
+      StartWrite(&chunk_);
+    });
+  }
+
+  CaptureServiceImpl* const service_;
+  int fd_ = -1;
+  uint64_t start_ = 0, offset_ = 0, end_ = 0, at_ = 0;
+  v1::PayloadChunk chunk_;
+};
+
+// ---- WatchCapture ----------------------------------------------------------
+
+class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
+ public:
+  WatchReactor(CaptureServiceImpl* service, grpc::CallbackServerContext* context,
+               const v1::WatchCaptureRequest* request)
+      : shared_(std::make_shared<Shared>()) {
+    shared_->reactor = this;
+    if (grpc::Status s = service->CheckAuth(context); !s.ok()) {
+      Finish(s);
+      return;
+    }
+    auto capture = service->hub()->Find(request->capture());
+    if (!capture.ok()) {
+      Finish(ToGrpcStatus(capture.status()));
+      return;
+    }
+    capture_ = *capture;
+    query_ = QueryFrom(request->filter());
+    cursor_ = request->start_record();
+    auto shared = shared_;
+    watcher_ = capture_->AddWatcher([shared] {
+      std::lock_guard<std::recursive_mutex> lock(shared->mu);
+      if (shared->reactor != nullptr) shared->reactor->PumpLocked();
+    });
+    std::lock_guard<std::recursive_mutex> lock(shared_->mu);
+    PumpLocked();
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::recursive_mutex> lock(shared_->mu);
+    writing_ = false;
+    if (!ok) {
+      EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch: stream broke"));
+      return;
+    }
+    PumpLocked();
+  }
+
+  void OnDone() override {
+    {
+      std::lock_guard<std::recursive_mutex> lock(shared_->mu);
+      shared_->reactor = nullptr;
+    }
+    if (capture_ != nullptr) capture_->RemoveWatcher(watcher_);
+    delete this;
+  }
+
+ private:
+  struct Shared {
+    std::recursive_mutex mu;  // see IngestReactor::Shared
+    WatchReactor* reactor = nullptr;
+  };
+
+  // Sends what became durable since the last message; ends after the last
+  // record of a finished capture.
+  void PumpLocked() {
+    if (writing_ || ended_) return;
+    const bool finished = capture_->finished();  // before durable(): final then
+    const Watermark w = capture_->durable();
+    while (cursor_ < w.records) {
+      const uint64_t to = std::min(w.records, cursor_ + kWatchScan);
+      std::vector<QueryHit> hits = capture_->ByArrival(query_, cursor_, to);
+      cursor_ = to;
+      if (hits.empty()) continue;
+      response_.Clear();
+      for (const QueryHit& h : hits) Fill(h, response_.add_args());
+      response_.set_durable_records(cursor_);
+      writing_ = true;
+      StartWrite(&response_);
+      return;
+    }
+    if (finished) EndLocked(grpc::Status::OK);
+  }
+
+  void EndLocked(grpc::Status s) {
+    if (ended_) return;
+    ended_ = true;
+    Finish(std::move(s));
+  }
+
+  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<Capture> capture_;
+  uint64_t watcher_ = 0;
+  ArgQuery query_;
+  uint64_t cursor_ = 0;
+  bool writing_ = false;
+  bool ended_ = false;
+  v1::WatchCaptureResponse response_;
+};
+
+}  // namespace
+
+// ---- CaptureServiceImpl ----------------------------------------------------
+
+CaptureServiceImpl::CaptureServiceImpl(CaptureHub* hub, std::string auth_token)
+    : hub_(hub), auth_token_(std::move(auth_token)) {}
+
+CaptureServiceImpl::~CaptureServiceImpl() = default;
+
+grpc::Status CaptureServiceImpl::CheckAuth(const grpc::CallbackServerContext* context) const {
+  if (auth_token_.empty()) return grpc::Status::OK;
+  const auto& md = context->client_metadata();
+  auto it = md.find("authorization");
+  const std::string want = "Bearer " + auth_token_;
+  if (it == md.end() || std::string(it->second.data(), it->second.size()) != want) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        it == md.end() ? "missing 'authorization: Bearer <token>' metadata"
+                                       : "wrong bearer token");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* CaptureServiceImpl::Ingest(
+    grpc::CallbackServerContext* context) {
+  return new IngestReactor(this, context);
+}
+
+grpc::ServerUnaryReactor* CaptureServiceImpl::ListCaptures(grpc::CallbackServerContext* context,
+                                                           const v1::ListCapturesRequest* request,
+                                                           v1::ListCapturesResponse* response) {
+  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  std::string after;
+  if (!request->page_token().empty()) {
+    if (request->page_token()[0] != 'n' ||
+        !ValidateCaptureName(request->page_token().substr(1)).ok()) {
+      return Done(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                        absl::StrCat("page_token '", request->page_token(),
+                                                     "' is not one of ours")));
+    }
+    after = request->page_token().substr(1);
+  }
+  std::map<std::string, std::string> labels(request->labels().begin(), request->labels().end());
+  bool more = false;
+  const auto captures =
+      hub_->List(labels, request->state(), after, PageSize(request->page_size()), &more);
+  for (const auto& c : captures) *response->add_captures() = c->Summary();
+  if (more && !captures.empty()) response->set_next_page_token("n" + captures.back()->name());
+  return Done(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* CaptureServiceImpl::GetCapture(grpc::CallbackServerContext* context,
+                                                         const v1::GetCaptureRequest* request,
+                                                         v1::CaptureSummary* response) {
+  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  auto capture = hub_->Find(request->capture());
+  if (!capture.ok()) return Done(context, ToGrpcStatus(capture.status()));
+  *response = (*capture)->Summary();
+  return Done(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerContext* context,
+                                                        const v1::QueryArgsRequest* request,
+                                                        v1::QueryArgsResponse* response) {
+  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  auto capture = hub_->Find(request->capture());
+  if (!capture.ok()) return Done(context, ToGrpcStatus(capture.status()));
+  auto from = ParsePosition(request->page_token());
+  if (!from.ok()) return Done(context, ToGrpcStatus(from.status()));
+  ArgQuery q = QueryFrom(request->filter());
+  if (request->has_task_id()) q.task_id = request->task_id();
+  if (request->stage() != v1::STAGE_UNSPECIFIED) q.stage = request->stage();
+  if (request->role() != v1::ROLE_UNSPECIFIED) q.role = request->role();
+  auto* reactor = context->DefaultReactor();
+  const uint32_t limit = PageSize(request->page_size());
+  // Finished captures read their mapped index: off the reaction thread.
+  std::shared_ptr<Capture> c = *capture;
+  const uint64_t start = *from;
+  io_.Run([c, q, start, limit, response, reactor] {
+    const QueryPage page = c->Query(q, start, limit, kQueryBudget);
+    for (const QueryHit& h : page.hits) Fill(h, response->add_args());
+    if (page.next) response->set_next_page_token(absl::StrCat("p", *page.next));
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::PayloadChunk>* CaptureServiceImpl::ReadPayload(
+    grpc::CallbackServerContext* context, const v1::ReadPayloadRequest* request) {
+  return new PayloadReactor(this, context, request);
+}
+
+grpc::ServerWriteReactor<v1::WatchCaptureResponse>* CaptureServiceImpl::WatchCapture(
+    grpc::CallbackServerContext* context, const v1::WatchCaptureRequest* request) {
+  return new WatchReactor(this, context, request);
+}
+
+// ---- CaptureServer ---------------------------------------------------------
+
+namespace {
+
+absl::StatusOr<std::string> ReadWhole(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read ", path));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CaptureServer>> CaptureServer::Start(CaptureServerOptions options) {
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!options.tls_cert_file.empty()) {
+    auto cert = ReadWhole(options.tls_cert_file, "--tls_cert");
+    if (!cert.ok()) return cert.status();
+    auto key = ReadWhole(options.tls_key_file, "--tls_key");
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  std::unique_ptr<CaptureServer> server(new CaptureServer());
+  auto hub = CaptureHub::Open(options.hub);
+  if (!hub.ok()) return hub.status();
+  server->hub_ = std::move(hub).value();
+  server->service_ = std::make_unique<CaptureServiceImpl>(server->hub_.get(), options.auth_token);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, creds, &server->port_);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("capture server: cannot listen on ", options.listen));
+  }
+  return server;
+}
+
+void CaptureServer::Shutdown(std::chrono::milliseconds grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  server_->Wait();
+  hub_->FinishAll();
+}
+
+CaptureServer::~CaptureServer() { Shutdown(std::chrono::milliseconds(0)); }
+
+}  // namespace argsdump

@@ -1,0 +1,110 @@
+// The gRPC capture service (argsdump.v1.CaptureService) over a CaptureHub,
+// and CaptureServer, which binds it with health checking and reflection.
+// Callback API: reactions never wait on disk. Ingest appends and exports run
+// on each capture's writer thread; queries and payload reads run on a small
+// I/O pool; reactions only parse, validate and hand work over.
+#ifndef ARGSDUMP_SERVER_CAPTURE_SERVICE_H_
+#define ARGSDUMP_SERVER_CAPTURE_SERVICE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "server/capture_hub.h"
+
+namespace argsdump {
+
+// absl::Status and grpc::Status share their codes.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// A few threads that run blocking work (file reads) for reactions.
+class IoPool {
+ public:
+  explicit IoPool(int threads);
+  ~IoPool();
+  void Run(std::function<void()> work);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> work_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+class CaptureServiceImpl final : public v1::CaptureService::CallbackService {
+ public:
+  // `auth_token` empty: no authentication.
+  CaptureServiceImpl(CaptureHub* hub, std::string auth_token);
+  ~CaptureServiceImpl() override;
+
+  grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* Ingest(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ListCaptures(grpc::CallbackServerContext* context,
+                                         const v1::ListCapturesRequest* request,
+                                         v1::ListCapturesResponse* response) override;
+  grpc::ServerUnaryReactor* GetCapture(grpc::CallbackServerContext* context,
+                                       const v1::GetCaptureRequest* request,
+                                       v1::CaptureSummary* response) override;
+  grpc::ServerUnaryReactor* QueryArgs(grpc::CallbackServerContext* context,
+                                      const v1::QueryArgsRequest* request,
+                                      v1::QueryArgsResponse* response) override;
+  grpc::ServerWriteReactor<v1::PayloadChunk>* ReadPayload(
+      grpc::CallbackServerContext* context, const v1::ReadPayloadRequest* request) override;
+  grpc::ServerWriteReactor<v1::WatchCaptureResponse>* WatchCapture(
+      grpc::CallbackServerContext* context, const v1::WatchCaptureRequest* request) override;
+
+  // UNAUTHENTICATED unless the call carries "authorization: Bearer <token>".
+  grpc::Status CheckAuth(const grpc::CallbackServerContext* context) const;
+  CaptureHub* hub() const { return hub_; }
+  IoPool* io() { return &io_; }
+
+ private:
+  CaptureHub* const hub_;
+  const std::string auth_token_;
+  IoPool io_{2};
+};
+
+struct CaptureServerOptions {
+  // host:port; port 0 picks a free one (see CaptureServer::port()).
+  std::string listen = "127.0.0.1:50051";
+  CaptureHub::Options hub;
+  // Both set: TLS with this certificate chain and private key (PEM files).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Non-empty: every CaptureService call needs "authorization: Bearer <token>".
+  std::string auth_token;
+};
+
+class CaptureServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<CaptureServer>> Start(CaptureServerOptions options);
+  ~CaptureServer();
+  int port() const { return port_; }
+  CaptureHub& hub() { return *hub_; }
+  // Stops accepting calls, cancels what is still running after `grace`,
+  // then finishes every live capture (manifests written).
+  void Shutdown(std::chrono::milliseconds grace);
+
+ private:
+  CaptureServer() = default;
+  std::unique_ptr<CaptureHub> hub_;
+  std::unique_ptr<CaptureServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_SERVER_CAPTURE_SERVICE_H_

@@ -1,0 +1,647 @@
+// The capture service end to end: a real server on 127.0.0.1:0 (in this
+// process), real files under TEST_TMPDIR, the real GrpcSink and raw stubs.
+#include <fstream>
+#include <map>
+#include <set>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "collector/grpc_sink.h"
+#include "collector/sink.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "server/capture_service.h"
+
+namespace argsdump {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir ? dir : "/tmp", "/", name);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Records of `tasks` tasks: per task a float32 input before dispatch, an
+// int32 scalar, and an output after completion; payload sizes vary (some
+// over 1 MiB, so they span messages). Offsets are consecutive.
+struct Pairs {
+  std::vector<v1::ArgRecord> records;
+  std::vector<std::string> bytes;
+
+  std::vector<const v1::ArgRecord*> RecordPtrs(size_t from, size_t to) const {
+    std::vector<const v1::ArgRecord*> out;
+    for (size_t i = from; i < to; ++i) out.push_back(&records[i]);
+    return out;
+  }
+  std::vector<absl::string_view> Payloads(size_t from, size_t to) const {
+    std::vector<absl::string_view> out;
+    for (size_t i = from; i < to; ++i) out.push_back(bytes[i]);
+    return out;
+  }
+};
+
+Pairs MakePairs(int tasks) {
+  Pairs p;
+  uint64_t offset = 0;
+  auto tensor = [&](uint64_t task, uint32_t arg, v1::Role role, v1::Stage stage,
+                    uint32_t elements) {
+    v1::ArgRecord r;
+    r.set_task_id(task);
+    r.add_func_ids(static_cast<uint32_t>(task % 5));
+    r.set_arg_index(arg);
+    r.set_role(role);
+    r.set_stage(stage);
+    r.set_kind(v1::KIND_TENSOR);
+    r.set_dtype(v1::DTYPE_FLOAT32);
+    r.add_shape(elements);
+    r.add_strides(1);
+    r.set_numel(elements);
+    r.set_is_contiguous(true);
+    r.set_logical_bytes(uint64_t{elements} * 4);
+    r.set_bin_offset(offset);
+    r.set_bin_size(uint64_t{elements} * 4);
+    r.set_device_thread(static_cast<uint32_t>(task % 3));
+    offset += r.bin_size();
+    std::string b(r.bin_size(), '\0');
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>((i * 31 + task * 7 + arg) & 0xFF);
+    p.records.push_back(r);
+    p.bytes.push_back(std::move(b));
+  };
+  for (int t = 0; t < tasks; ++t) {
+    const uint64_t task = 0x100000000ull + t;
+    const uint32_t elements = t % 7 == 3 ? 300000 : 64 + 16 * (t % 5);  // 1.2 MB every 7th
+    tensor(task, 0, v1::ROLE_INPUT, v1::STAGE_BEFORE_DISPATCH, elements);
+    v1::ArgRecord s;
+    s.set_task_id(task);
+    s.add_func_ids(static_cast<uint32_t>(task % 5));
+    s.set_arg_index(2);
+    s.set_role(v1::ROLE_INPUT);
+    s.set_stage(v1::STAGE_BEFORE_DISPATCH);
+    s.set_kind(v1::KIND_SCALAR);
+    s.set_dtype(v1::DTYPE_INT32);
+    s.set_numel(1);
+    s.set_is_contiguous(true);
+    s.set_scalar_bits(static_cast<uint64_t>(t));
+    s.set_device_thread(static_cast<uint32_t>(task % 3));
+    p.records.push_back(s);
+    p.bytes.emplace_back();
+    tensor(task, 1, v1::ROLE_OUTPUT, v1::STAGE_AFTER_COMPLETION, elements);
+  }
+  return p;
+}
+
+v1::CaptureInfo Info(const std::string& name) {
+  v1::CaptureInfo info;
+  info.set_name(name);
+  info.set_level(v1::DUMP_LEVEL_FULL);
+  info.set_platform("a2a3sim");
+  (*info.mutable_labels())["case"] = "service_test";
+  return info;
+}
+
+v1::CaptureCounters DeviceCounters() {
+  v1::CaptureCounters c;
+  c.set_dropped_records(2);
+  c.set_dropped_flush_timeout(2);
+  c.set_gate_waits(5);
+  return c;
+}
+
+// The same pairs through the embedded local store: the reference files.
+std::string WriteLocally(const std::string& name, const Pairs& p) {
+  const std::string dir = TempDir(absl::StrCat("local_", name, "/args_dump"));
+  auto sink = LocalSink::Create(dir, Info(name));
+  EXPECT_TRUE(sink.ok());
+  EXPECT_TRUE((*sink)->WriteBatch(p.RecordPtrs(0, p.records.size()), p.Payloads(0, p.records.size())).ok());
+  EXPECT_TRUE((*sink)->Finish(DeviceCounters()).ok());
+  return dir;
+}
+
+class CaptureServiceTest : public ::testing::Test {
+ protected:
+  void StartServer(const std::string& root, uint64_t quota = 0, std::string token = "") {
+    CaptureServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.hub.root = TempDir(root);
+    o.hub.max_capture_bytes = quota;
+    o.auth_token = std::move(token);
+    root_ = o.hub.root;
+    auto server = CaptureServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(server).value();
+    target_ = absl::StrCat("127.0.0.1:", server_->port());
+    channel_ = grpc::CreateChannel(target_, grpc::InsecureChannelCredentials());
+    stub_ = v1::CaptureService::NewStub(channel_);
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::milliseconds(1000));
+  }
+
+  std::unique_ptr<GrpcSink> Sink(const std::string& name, std::string token = "") {
+    GrpcSinkOptions o;
+    o.target = target_;
+    o.capture = name;
+    o.info = Info(name);
+    o.auth_token = std::move(token);
+    o.ack_timeout = std::chrono::milliseconds(20000);
+    auto sink = GrpcSink::Connect(o);
+    EXPECT_TRUE(sink.ok()) << sink.status();
+    return sink.ok() ? std::move(sink).value() : nullptr;
+  }
+
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = "") {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+    return ctx;
+  }
+
+  v1::CaptureSummary Get(const std::string& name, grpc::Status* status = nullptr) {
+    v1::GetCaptureRequest req;
+    req.set_capture(name);
+    v1::CaptureSummary s;
+    grpc::Status st = stub_->GetCapture(Ctx().get(), req, &s);
+    if (status != nullptr) *status = st;
+    return s;
+  }
+
+  // Every page of a query.
+  std::vector<v1::CapturedArg> QueryAll(v1::QueryArgsRequest req, int* pages = nullptr) {
+    std::vector<v1::CapturedArg> out;
+    int n = 0;
+    for (;;) {
+      v1::QueryArgsResponse resp;
+      grpc::Status s = stub_->QueryArgs(Ctx().get(), req, &resp);
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      if (!s.ok()) break;
+      ++n;
+      for (const auto& a : resp.args()) out.push_back(a);
+      if (resp.next_page_token().empty()) break;
+      req.set_page_token(resp.next_page_token());
+    }
+    if (pages != nullptr) *pages = n;
+    return out;
+  }
+
+  std::string ReadPayload(const std::string& name, uint64_t id, uint64_t offset, uint64_t length,
+                          grpc::Status* status, int* chunks = nullptr) {
+    v1::ReadPayloadRequest req;
+    req.set_capture(name);
+    req.set_record_id(id);
+    req.set_offset(offset);
+    req.set_length(length);
+    auto ctx = Ctx();
+    auto reader = stub_->ReadPayload(ctx.get(), req);
+    std::string out;
+    v1::PayloadChunk chunk;
+    int n = 0;
+    while (reader->Read(&chunk)) {
+      EXPECT_EQ(chunk.offset(), offset + out.size());
+      out += chunk.data();
+      ++n;
+    }
+    *status = reader->Finish();
+    if (chunks != nullptr) *chunks = n;
+    return out;
+  }
+
+  std::string root_, target_;
+  std::unique_ptr<CaptureServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::CaptureService::Stub> stub_;
+};
+
+TEST_F(CaptureServiceTest, IngestWritesTheSameFilesAsTheLocalStore) {
+  StartServer("same_files");
+  const Pairs p = MakePairs(40);
+  auto sink = Sink("run1");
+  ASSERT_NE(sink, nullptr);
+  const size_t n = p.records.size();
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, 50), p.Payloads(0, 50)).ok());
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(50, n), p.Payloads(50, n)).ok());
+  ASSERT_TRUE(sink->Finish(DeviceCounters()).ok());
+  EXPECT_EQ(sink->finished().state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(sink->finished().records(), n);
+  EXPECT_EQ(sink->finished().counters().dropped_records(), 2u);
+  EXPECT_EQ(sink->reconnects(), 0u);
+  const std::string local = WriteLocally("run1", p);
+  const std::string remote = root_ + "/run1/args_dump";
+  EXPECT_TRUE(ReadFile(remote + "/args.bin") == ReadFile(local + "/args.bin"));
+  EXPECT_EQ(ReadFile(remote + "/args_dump.json"), ReadFile(local + "/args_dump.json"));
+  EXPECT_FALSE(ReadFile(remote + "/args_dump.json").empty());
+}
+
+TEST_F(CaptureServiceTest, ResumesAfterTheStreamBreaksWithoutLossOrDuplicates) {
+  StartServer("resume");
+  const Pairs p = MakePairs(40);
+  const size_t n = p.records.size();
+  auto sink = Sink("resumed");
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, 30), p.Payloads(0, 30)).ok());
+  sink->BreakStreamForTest();  // as if the network dropped
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(30, 80), p.Payloads(30, 80)).ok());
+  sink->BreakStreamForTest();
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(80, n), p.Payloads(80, n)).ok());
+  ASSERT_TRUE(sink->Finish(DeviceCounters()).ok());
+  EXPECT_GE(sink->reconnects(), 2u);
+  const std::string local = WriteLocally("resumed", p);
+  const std::string remote = root_ + "/resumed/args_dump";
+  EXPECT_TRUE(ReadFile(remote + "/args.bin") == ReadFile(local + "/args.bin"));
+  EXPECT_EQ(ReadFile(remote + "/args_dump.json"), ReadFile(local + "/args_dump.json"));
+}
+
+TEST_F(CaptureServiceTest, ListsAndGetsCapturesWithPagesLabelsAndState) {
+  StartServer("list");
+  const Pairs p = MakePairs(3);
+  std::unique_ptr<GrpcSink> live;
+  for (int i = 0; i < 5; ++i) {
+    GrpcSinkOptions o;
+    o.target = target_;
+    o.capture = absl::StrCat("cap", i);
+    o.info = Info(o.capture);
+    (*o.info.mutable_labels())["user"] = i % 2 ? "odd" : "even";
+    auto sink = GrpcSink::Connect(o);
+    ASSERT_TRUE(sink.ok()) << sink.status();
+    ASSERT_TRUE((*sink)->WriteBatch(p.RecordPtrs(0, 9), p.Payloads(0, 9)).ok());
+    if (i == 4) {
+      live = std::move(sink).value();  // stays live
+    } else {
+      ASSERT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
+    }
+  }
+  std::vector<std::string> names;
+  v1::ListCapturesRequest req;
+  req.set_page_size(2);
+  int pages = 0;
+  for (;;) {
+    v1::ListCapturesResponse resp;
+    ASSERT_TRUE(stub_->ListCaptures(Ctx().get(), req, &resp).ok());
+    ++pages;
+    for (const auto& c : resp.captures()) names.push_back(c.capture());
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(names, (std::vector<std::string>{"cap0", "cap1", "cap2", "cap3", "cap4"}));
+  v1::ListCapturesRequest odd;
+  (*odd.mutable_labels())["user"] = "odd";
+  v1::ListCapturesResponse resp;
+  ASSERT_TRUE(stub_->ListCaptures(Ctx().get(), odd, &resp).ok());
+  ASSERT_EQ(resp.captures_size(), 2);
+  EXPECT_EQ(resp.captures(1).capture(), "cap3");
+  v1::ListCapturesRequest live_only;
+  live_only.set_state(v1::CAPTURE_STATE_LIVE);
+  resp.Clear();
+  ASSERT_TRUE(stub_->ListCaptures(Ctx().get(), live_only, &resp).ok());
+  ASSERT_EQ(resp.captures_size(), 1);
+  EXPECT_EQ(resp.captures(0).capture(), "cap4");
+  EXPECT_TRUE(resp.captures(0).attached());
+  const v1::CaptureSummary s = Get("cap1");
+  EXPECT_EQ(s.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(s.records(), 9u);
+  EXPECT_EQ(s.counters().total_args(), 9u);
+  EXPECT_EQ(s.counters().input_args(), 6u);
+  EXPECT_EQ(s.labels().at("user"), "odd");
+  grpc::Status st;
+  Get("nope", &st);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  Get("../etc", &st);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::ListCapturesRequest bad;
+  bad.set_page_token("garbage");
+  EXPECT_EQ(stub_->ListCaptures(Ctx().get(), bad, &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(live->Finish(v1::CaptureCounters()).ok());
+}
+
+TEST_F(CaptureServiceTest, QueriesLiveAndFinishedCapturesTheSameWay) {
+  StartServer("query");
+  const Pairs p = MakePairs(30);
+  auto sink = Sink("q");
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, p.records.size()),
+                               p.Payloads(0, p.records.size())).ok());
+  auto check = [&](const char* when) {
+    SCOPED_TRACE(when);
+    v1::QueryArgsRequest by_task;
+    by_task.set_capture("q");
+    by_task.set_task_id(0x100000007ull);
+    auto got = QueryAll(by_task);
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[0].record().stage(), v1::STAGE_BEFORE_DISPATCH);
+    EXPECT_EQ(got[0].record().arg_index(), 0u);
+    EXPECT_EQ(got[1].record().kind(), v1::KIND_SCALAR);
+    EXPECT_EQ(got[1].record().scalar_bits(), 7u);
+    EXPECT_EQ(got[2].record().role(), v1::ROLE_OUTPUT);
+    EXPECT_EQ(got[2].record_id(), 7u * 3 + 2);
+    by_task.set_stage(v1::STAGE_AFTER_COMPLETION);
+    by_task.set_role(v1::ROLE_OUTPUT);
+    got = QueryAll(by_task);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].record().bin_size(), p.records[got[0].record_id()].bin_size());
+    // Every scalar, two per page: all 30 come back, none twice.
+    v1::QueryArgsRequest scalars;
+    scalars.set_capture("q");
+    scalars.mutable_filter()->set_kind(v1::KIND_SCALAR);
+    scalars.set_page_size(2);
+    int pages = 0;
+    got = QueryAll(scalars, &pages);
+    ASSERT_EQ(got.size(), 30u);
+    EXPECT_GE(pages, 15);
+    std::set<uint64_t> ids;
+    for (const auto& a : got) ids.insert(a.record_id());
+    EXPECT_EQ(ids.size(), 30u);
+    v1::QueryArgsRequest by_func;
+    by_func.set_capture("q");
+    by_func.mutable_filter()->set_func_id(3);
+    by_func.mutable_filter()->set_dtype(v1::DTYPE_INT32);
+    EXPECT_EQ(QueryAll(by_func).size(), 6u);  // tasks 3, 8, ..., 28
+    v1::QueryArgsRequest bad = scalars;
+    bad.set_page_token("zzz");
+    v1::QueryArgsResponse resp;
+    EXPECT_EQ(stub_->QueryArgs(Ctx().get(), bad, &resp).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  };
+  check("live");
+  EXPECT_EQ(Get("q").state(), v1::CAPTURE_STATE_LIVE);
+  ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
+  EXPECT_EQ(Get("q").state(), v1::CAPTURE_STATE_FINISHED);
+  check("finished");
+}
+
+TEST_F(CaptureServiceTest, ReadsPayloadsAndRangesInChunks) {
+  StartServer("payload");
+  const Pairs p = MakePairs(8);  // task 3's tensors are 1.2 MB
+  auto sink = Sink("pl");
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, p.records.size()),
+                               p.Payloads(0, p.records.size())).ok());
+  auto check = [&](const char* when) {
+    SCOPED_TRACE(when);
+    grpc::Status st;
+    int chunks = 0;
+    const uint64_t big = 3 * 3;  // task 3's input
+    EXPECT_TRUE(ReadPayload("pl", big, 0, 0, &st, &chunks) == p.bytes[big]);
+    EXPECT_TRUE(st.ok()) << st.error_message();
+    EXPECT_GE(chunks, 2);
+    EXPECT_TRUE(ReadPayload("pl", big, 1000, 5000, &st) == p.bytes[big].substr(1000, 5000));
+    EXPECT_TRUE(ReadPayload("pl", 3, 10, 0, &st) == p.bytes[3].substr(10));
+    EXPECT_TRUE(ReadPayload("pl", 1, 0, 0, &st).empty());  // a scalar
+    EXPECT_TRUE(st.ok());
+    ReadPayload("pl", 0, p.bytes[0].size() + 1, 0, &st);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+    ReadPayload("pl", 9999, 0, 0, &st);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND);
+  };
+  check("live");
+  ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
+  check("finished");
+}
+
+TEST_F(CaptureServiceTest, TwoWatchersSeeEveryRecordAsItBecomesDurable) {
+  StartServer("watch");
+  const Pairs p = MakePairs(25);
+  auto sink = Sink("w");
+  ASSERT_NE(sink, nullptr);
+  auto watch = [&](v1::ArgFilter filter, std::vector<uint64_t>* ids, grpc::Status* status) {
+    v1::WatchCaptureRequest req;
+    req.set_capture("w");
+    *req.mutable_filter() = filter;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    auto reader = stub_->WatchCapture(&ctx, req);
+    v1::WatchCaptureResponse r;
+    while (reader->Read(&r)) {
+      for (const auto& a : r.args()) ids->push_back(a.record_id());
+    }
+    *status = reader->Finish();
+  };
+  std::vector<uint64_t> all, outputs;
+  grpc::Status s1, s2;
+  v1::ArgFilter out_filter;
+  out_filter.set_role(v1::ROLE_OUTPUT);
+  std::thread w1(watch, v1::ArgFilter(), &all, &s1);
+  std::thread w2(watch, out_filter, &outputs, &s2);
+  for (size_t from = 0; from < p.records.size(); from += 15) {
+    const size_t to = std::min(p.records.size(), from + 15);
+    ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(from, to), p.Payloads(from, to)).ok());
+  }
+  ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
+  w1.join();
+  w2.join();
+  EXPECT_TRUE(s1.ok()) << s1.error_message();
+  EXPECT_TRUE(s2.ok()) << s2.error_message();
+  ASSERT_EQ(all.size(), p.records.size());
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], i);
+  ASSERT_EQ(outputs.size(), 25u);
+  for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(outputs[i], 3 * i + 2);
+}
+
+// A raw ingest stream, for what the sink would never send.
+class RawIngest {
+ public:
+  RawIngest(v1::CaptureService::Stub* stub, const std::string& token = "") {
+    ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    if (!token.empty()) ctx_.AddMetadata("authorization", "Bearer " + token);
+    stream_ = stub->Ingest(&ctx_);
+  }
+  bool Send(const v1::IngestRequest& r) { return stream_->Write(r); }
+  bool Read(v1::IngestResponse* r) { return stream_->Read(r); }
+  grpc::Status End() {
+    stream_->WritesDone();
+    v1::IngestResponse r;
+    while (stream_->Read(&r)) {
+    }
+    return stream_->Finish();
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::IngestRequest, v1::IngestResponse>> stream_;
+};
+
+v1::IngestRequest Open(const std::string& name, bool resume = false) {
+  v1::IngestRequest r;
+  r.mutable_open()->set_capture(name);
+  r.mutable_open()->set_level(v1::DUMP_LEVEL_FULL);
+  r.mutable_open()->set_resume(resume);
+  return r;
+}
+
+v1::IngestRequest Batch(const Pairs& p, size_t from, size_t to, uint64_t payload_offset) {
+  v1::IngestRequest r;
+  r.mutable_batch()->set_first_record(from);
+  r.mutable_batch()->set_payload_offset(payload_offset);
+  for (size_t i = from; i < to; ++i) {
+    *r.mutable_batch()->add_records() = p.records[i];
+    r.mutable_batch()->mutable_payload()->append(p.bytes[i]);
+  }
+  return r;
+}
+
+TEST_F(CaptureServiceTest, CaptureNamesCannotLeaveTheRoot) {
+  StartServer("names");
+  const std::vector<std::string> names = {"../escape", "/etc/passwd", "a/b", "", ".", "..",
+                                         std::string("nul\0byte", 8), std::string(200, 'x')};
+  for (const std::string& name : names) {
+    RawIngest in(stub_.get());
+    in.Send(Open(name));
+    const grpc::Status s = in.End();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "'" << name << "'";
+  }
+  std::ifstream escaped(TempDir("escape"));
+  EXPECT_FALSE(escaped.good());
+}
+
+TEST_F(CaptureServiceTest, MalformedRecordsAreRefusedAndTheCaptureStaysReadable) {
+  StartServer("malformed");
+  const Pairs p = MakePairs(4);
+  RawIngest in(stub_.get());
+  ASSERT_TRUE(in.Send(Open("m")));
+  v1::IngestResponse r;
+  ASSERT_TRUE(in.Read(&r));
+  ASSERT_TRUE(r.has_opened());
+  ASSERT_TRUE(in.Send(Batch(p, 0, 6, 0)));
+  do {
+    ASSERT_TRUE(in.Read(&r));
+  } while (!r.has_ack() || r.ack().durable_records() < 6);
+  const uint64_t bytes_before = r.ack().durable_bin_bytes();
+  auto bad_batch = [&](auto mutate) {
+    v1::IngestRequest b = Batch(p, 6, 9, bytes_before);
+    mutate(b.mutable_batch()->mutable_records(0));
+    return b;
+  };
+  std::vector<v1::IngestRequest> bad = {
+      bad_batch([](v1::ArgRecord* x) {
+        for (int i = 0; i < 5; ++i) {
+          x->add_shape(1);
+          x->add_strides(1);
+        }
+      }),
+      bad_batch([](v1::ArgRecord* x) { x->set_numel(x->numel() + 1); }),
+      bad_batch([](v1::ArgRecord* x) { x->set_dtype(static_cast<v1::DType>(77)); }),
+      bad_batch([](v1::ArgRecord* x) { x->set_bin_offset(x->bin_offset() + 4); }),
+      bad_batch([](v1::ArgRecord* x) { x->set_bin_size(x->bin_size() - 4); }),
+      bad_batch([](v1::ArgRecord* x) {
+        x->set_shape(0, 1u << 31);
+        x->add_shape(1u << 31);
+        x->add_strides(1);
+      }),
+  };
+  // The first bad batch ends the stream; each further one needs a resume.
+  for (size_t i = 0; i < bad.size(); ++i) {
+    SCOPED_TRACE(i);
+    RawIngest again(stub_.get());
+    if (i == 0) {
+      ASSERT_TRUE(in.Send(bad[0]));
+      EXPECT_EQ(in.End().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      continue;
+    }
+    // Resume (the previous stream may still be detaching: ABORTED, retry).
+    grpc::Status s;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      RawIngest r2(stub_.get());
+      r2.Send(Open("m", true));
+      v1::IngestResponse opened;
+      if (r2.Read(&opened) && opened.has_opened()) {
+        EXPECT_EQ(opened.opened().durable_records(), 6u);
+        r2.Send(bad[i]);
+        s = r2.End();
+        break;
+      }
+      s = r2.End();
+      ASSERT_EQ(s.error_code(), grpc::StatusCode::ABORTED) << s.error_message();
+      std::this_thread::yield();
+    }
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  }
+  const v1::CaptureSummary summary = Get("m");
+  EXPECT_EQ(summary.state(), v1::CAPTURE_STATE_LIVE);
+  EXPECT_EQ(summary.records(), 6u);
+  EXPECT_EQ(summary.bin_bytes(), bytes_before);
+  v1::QueryArgsRequest q;
+  q.set_capture("m");
+  EXPECT_EQ(QueryAll(q).size(), 6u);
+}
+
+TEST_F(CaptureServiceTest, QuotaBreachIsResourceExhaustedWithTheNumbers) {
+  StartServer("quota", /*quota=*/100000);
+  const Pairs p = MakePairs(10);  // task 3 alone is 1.2 MB
+  auto sink = Sink("big");
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, 9), p.Payloads(0, 9)).ok());
+  const absl::Status s = sink->WriteBatch(p.RecordPtrs(9, 12), p.Payloads(9, 12));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("quota of 100000 bytes"), std::string::npos) << s;
+  const v1::CaptureSummary summary = Get("big");
+  EXPECT_EQ(summary.records(), 9u);
+  v1::QueryArgsRequest q;
+  q.set_capture("big");
+  EXPECT_EQ(QueryAll(q).size(), 9u);
+}
+
+TEST_F(CaptureServiceTest, WrongOrMissingTokenIsUnauthenticated) {
+  StartServer("auth", 0, "s3cret");
+  v1::GetCaptureRequest req;
+  req.set_capture("x");
+  v1::CaptureSummary s;
+  EXPECT_EQ(stub_->GetCapture(Ctx().get(), req, &s).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(stub_->GetCapture(Ctx("wrong").get(), req, &s).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(stub_->GetCapture(Ctx("s3cret").get(), req, &s).error_code(),
+            grpc::StatusCode::NOT_FOUND);  // authenticated: the capture is not there
+  RawIngest in(stub_.get(), "wrong");
+  in.Send(Open("a"));
+  EXPECT_EQ(in.End().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  GrpcSinkOptions o;
+  o.target = target_;
+  o.capture = "a";
+  o.info = Info("a");
+  o.auth_token = "s3cret";
+  auto sink = GrpcSink::Connect(o);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  const Pairs p = MakePairs(2);
+  EXPECT_TRUE((*sink)->WriteBatch(p.RecordPtrs(0, 6), p.Payloads(0, 6)).ok());
+  EXPECT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
+}
+
+TEST_F(CaptureServiceTest, RestartListsFinishedCapturesAndRecoversLiveOnes) {
+  StartServer("restart");
+  const Pairs p = MakePairs(10);
+  auto done = Sink("done");
+  ASSERT_NE(done, nullptr);
+  ASSERT_TRUE(done->WriteBatch(p.RecordPtrs(0, 30), p.Payloads(0, 30)).ok());
+  ASSERT_TRUE(done->Finish(DeviceCounters()).ok());
+  auto live = Sink("live");
+  ASSERT_NE(live, nullptr);
+  ASSERT_TRUE(live->WriteBatch(p.RecordPtrs(0, 12), p.Payloads(0, 12)).ok());
+  // Graceful shutdown finishes the live capture's manifest.
+  server_->Shutdown(std::chrono::milliseconds(200));
+  server_.reset();
+  live.reset();
+  done.reset();
+  StartServer("restart");
+  EXPECT_EQ(Get("done").records(), 30u);
+  EXPECT_EQ(Get("done").counters().dropped_records(), 2u);
+  const v1::CaptureSummary s = Get("live");
+  EXPECT_EQ(s.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(s.records(), 12u);
+  v1::QueryArgsRequest q;
+  q.set_capture("live");
+  q.set_task_id(0x100000002ull);
+  EXPECT_EQ(QueryAll(q).size(), 3u);
+  grpc::Status st;
+  EXPECT_TRUE(ReadPayload("done", 27, 0, 0, &st) == p.bytes[27]);
+}
+
+}  // namespace
+}  // namespace argsdump
