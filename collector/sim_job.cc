@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "collector/grpc_sink.h"
 #include "device/recorder.h"
 #include "device/workload.h"
 
@@ -23,7 +24,8 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   Collector collector(CollectorOptions{options.platform, options.drain_threads,
                                        options.collector_shards});
   std::unique_ptr<DumpRecorder> recorder;
-  std::unique_ptr<LocalSink> sink;
+  std::unique_ptr<CaptureSink> sink;
+  LocalSink* local_sink = nullptr;
   if (options.dump_level > 0) {
     DumpRegionConfig rc = options.region;
     rc.level = static_cast<abi::DumpLevel>(options.dump_level);
@@ -34,9 +36,29 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     info.set_name(workload.name());
     info.set_level(static_cast<v1::DumpLevel>(options.dump_level));
     info.set_platform(PlatformName(options.platform));
-    auto local = LocalSink::Create(result.dump_dir, info);
-    if (!local.ok()) return local.status();
-    sink = std::move(local).value();
+    for (const auto& [k, v] : options.labels) (*info.mutable_labels())[k] = v;
+    if (!options.capture_server.empty()) {
+      GrpcSinkOptions g;
+      g.target = options.capture_server;
+      g.capture = options.capture_name;
+      if (g.capture.empty()) {
+        const size_t slash = options.output_prefix.find_last_of('/');
+        g.capture = slash == std::string::npos ? options.output_prefix
+                                                : options.output_prefix.substr(slash + 1);
+      }
+      info.set_name(g.capture);
+      g.info = info;
+      g.auth_token = options.auth_token;
+      auto remote = GrpcSink::Connect(g);
+      if (!remote.ok()) return remote.status();
+      result.capture = absl::StrCat(options.capture_server, "/", g.capture);
+      sink = std::move(remote).value();
+    } else {
+      auto local = LocalSink::Create(result.dump_dir, info);
+      if (!local.ok()) return local.status();
+      local_sink = local->get();
+      sink = std::move(local).value();
+    }
     recorder = std::make_unique<DumpRecorder>(**region);
     if (absl::Status s = collector.Start(sink.get()); !s.ok()) return s;
   }
@@ -60,7 +82,8 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     if (!exported.ok()) return exported;
     if (!collected.ok()) return collected;
     if (!reconciled.ok()) return reconciled;
-    result.wrote_capture = sink->store().created();
+    result.wrote_capture =
+        local_sink != nullptr ? local_sink->store().created() : result.collected.records > 0;
   }
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -84,7 +107,9 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                   l.dropped_arena_ack_timeout(), ", flush timeout ", l.dropped_flush_timeout(),
                   "), overwritten ", r.collected.overwritten, ", invalid ",
                   r.collected.invalid_records, "\n");
-  if (r.wrote_capture) {
+  if (!r.capture.empty()) {
+    absl::StrAppend(&s, "capture: ", r.capture, " on the capture service\n");
+  } else if (r.wrote_capture) {
     absl::StrAppend(&s, "capture: ", r.dump_dir, "/args_dump.json\n");
   } else {
     absl::StrAppend(&s, "capture: none (no record was collected",

@@ -25,6 +25,12 @@ struct SimJobOptions {
   DumpRegionConfig region;  // level and num_threads are set from the above
   uint32_t drain_threads = 1;
   uint32_t collector_shards = 2;
+  // Set: stream the capture to this capture service (host:port) instead of
+  // writing <output_prefix>/args_dump locally.
+  std::string capture_server;
+  std::string capture_name;  // default: the output prefix's last component
+  std::string auth_token;
+  std::map<std::string, std::string> labels;
 };
 
 struct SimJobResult {
@@ -33,7 +39,8 @@ struct SimJobResult {
   uint64_t tasks_completed = 0;
   CollectorStats collected;
   v1::CaptureCounters losses;
-  std::string dump_dir;
+  std::string dump_dir;   // local captures
+  std::string capture;    // remote captures: host:port/name
   bool wrote_capture = false;
   double seconds = 0;
   std::map<std::string, Tensor> tensors;  // the workload's, after the run

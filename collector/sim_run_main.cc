@@ -1,7 +1,9 @@
 // sim_run: runs a sim workload with the args dump and writes the capture.
 //   bazel run //collector:sim_run -- --dump-args 2
 //   bazel run //collector:sim_run -- --workload path/to/workload.json --dump-args 3
+//   bazel run //collector:sim_run -- --dump-args 2 --capture-server 127.0.0.1:50051
 #include <cstdio>
+#include <fstream>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -38,6 +40,16 @@ ABSL_FLAG(int, wait_bound_ms, 30000,
 ABSL_FLAG(int, drain_threads, 1, "collector drain threads");
 ABSL_FLAG(int, collector_shards, 2, "collector shard threads");
 ABSL_FLAG(bool, list_workloads, false, "print the built-in workloads and exit");
+ABSL_FLAG(std::string, capture_server, "",
+          "host:port of a capture service: stream the capture there instead of writing "
+          "<output_prefix>/args_dump");
+ABSL_FLAG(std::string, capture_name, "",
+          "the capture's name on the capture service (default: the output prefix's last "
+          "part, <workload>_<YYYYMMDD_HHMMSS>)");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "file holding the capture service's bearer token");
+ABSL_FLAG(std::vector<std::string>, labels, {},
+          "key=value labels for the capture on the service, comma separated");
 ABSL_FLAG(std::string, recover, "",
           "rebuild the manifest of a capture directory (.../args_dump) whose run died: "
           "every record in its journal is kept");
@@ -157,6 +169,23 @@ int Main(int argc, char** argv) {
   o.output_prefix = absl::GetFlag(FLAGS_output_prefix);
   if (o.output_prefix.empty()) o.output_prefix = DefaultPrefix(workload->name());
   o.output_prefix = FromUserDir(o.output_prefix);
+
+  o.capture_server = absl::GetFlag(FLAGS_capture_server);
+  o.capture_name = absl::GetFlag(FLAGS_capture_name);
+  for (const std::string& label : absl::GetFlag(FLAGS_labels)) {
+    const size_t eq = label.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Fail(absl::StrCat("--labels: '", label, "' is not key=value"));
+    }
+    o.labels[label.substr(0, eq)] = label.substr(eq + 1);
+  }
+  if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
+    const std::string path = FromUserDir(absl::GetFlag(FLAGS_auth_token_file));
+    std::ifstream in(path);
+    if (!in || !std::getline(in, o.auth_token) || o.auth_token.empty()) {
+      return Fail(absl::StrCat("--auth_token_file: cannot read a token from ", path));
+    }
+  }
 
   auto result = RunSimJob(*workload, kernels, o);
   if (!result.ok()) return Fail(result.status().ToString());

@@ -1,0 +1,362 @@
+// The capture_server binary as a process: reflection (what grpc_cli ls -l
+// and grpc_cli call do: list, describe, call with messages built from the
+// served descriptors alone), SIGKILL mid-capture then restart (every acked
+// record is there), SIGTERM (live captures get their manifest).
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <future>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "collector/grpc_sink.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/descriptor.pb.h"
+#include "google/protobuf/dynamic_message.h"
+#include "google/protobuf/text_format.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+
+namespace argsdump {
+namespace {
+
+namespace refl = grpc::reflection::v1alpha;
+namespace pb = google::protobuf;
+
+std::string TempDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir ? dir : "/tmp", "/", name);
+}
+
+std::string ServerBinary() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return absl::StrCat(srcdir ? srcdir : ".", "/argsdump/server/capture_server");
+}
+
+// capture_server in a child process; Start returns once it printed its port.
+class ServerProcess {
+ public:
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      Wait();
+    }
+  }
+  void Start(const std::string& root) {
+    int out[2];
+    ASSERT_EQ(::pipe(out), 0);
+    pid_ = ::fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::close(out[1]);
+      const std::string bin = ServerBinary();
+      const std::string root_flag = "--root=" + root;
+      execl(bin.c_str(), bin.c_str(), "--listen=127.0.0.1:0", root_flag.c_str(),
+            "--shutdown_grace_ms=500", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    ::close(out[1]);
+    // Blocks until the server prints its first line (or exits).
+    FILE* f = ::fdopen(out[0], "r");
+    char line[512] = {};
+    ASSERT_NE(std::fgets(line, sizeof(line), f), nullptr) << "capture_server printed nothing";
+    std::fclose(f);
+    const std::string text = line;
+    const size_t colon = text.find("127.0.0.1:");
+    ASSERT_NE(colon, std::string::npos) << text;
+    port_ = std::atoi(text.c_str() + colon + 10);
+    ASSERT_GT(port_, 0) << text;
+  }
+  void Signal(int sig) { ::kill(pid_, sig); }
+  int Wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+  std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// ---- Reflection, as a reflection-only client sees the server --------------
+
+class ReflectionClient {
+ public:
+  explicit ReflectionClient(std::shared_ptr<grpc::Channel> channel)
+      : stub_(refl::ServerReflection::NewStub(channel)) {
+    ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    stream_ = stub_->ServerReflectionInfo(&ctx_);
+  }
+  ~ReflectionClient() {
+    stream_->WritesDone();
+    stream_->Finish().IgnoreError();
+  }
+  std::vector<std::string> ListServices() {
+    refl::ServerReflectionRequest req;
+    req.set_list_services("*");
+    refl::ServerReflectionResponse resp;
+    EXPECT_TRUE(stream_->Write(req) && stream_->Read(&resp));
+    std::vector<std::string> names;
+    for (const auto& s : resp.list_services_response().service()) names.push_back(s.name());
+    return names;
+  }
+  // Adds the file defining `symbol`, and the files it needs, to the pool.
+  bool Describe(const std::string& symbol) {
+    refl::ServerReflectionRequest req;
+    req.set_file_containing_symbol(symbol);
+    refl::ServerReflectionResponse resp;
+    if (!stream_->Write(req) || !stream_->Read(&resp)) return false;
+    if (resp.has_error_response()) {
+      ADD_FAILURE() << symbol << ": " << resp.error_response().error_message();
+      return false;
+    }
+    for (const std::string& bytes : resp.file_descriptor_response().file_descriptor_proto()) {
+      pb::FileDescriptorProto file;
+      if (!file.ParseFromString(bytes)) return false;
+      files_[file.name()] = file;
+    }
+    // Build in dependency order.
+    for (const auto& [name, file] : files_) Build(name);
+    return pool_.FindServiceByName(symbol) != nullptr ||
+           pool_.FindMessageTypeByName(symbol) != nullptr;
+  }
+  const pb::DescriptorPool& pool() const { return pool_; }
+
+ private:
+  bool Build(const std::string& name) {
+    if (pool_.FindFileByName(name) != nullptr) return true;
+    auto it = files_.find(name);
+    if (it == files_.end()) return false;  // not sent yet (already known to the server stream)
+    for (const std::string& dep : it->second.dependency()) Build(dep);
+    return pool_.BuildFile(it->second) != nullptr;
+  }
+
+  std::unique_ptr<refl::ServerReflection::Stub> stub_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<refl::ServerReflectionRequest,
+                                           refl::ServerReflectionResponse>>
+      stream_;
+  std::map<std::string, pb::FileDescriptorProto> files_;
+  pb::DescriptorPool pool_;
+};
+
+// A unary call with a request given as text, typed only by the pool.
+grpc::Status CallByReflection(const std::shared_ptr<grpc::Channel>& channel,
+                              const pb::DescriptorPool& pool, const std::string& method_name,
+                              const std::string& request_text, std::string* response_text) {
+  const pb::MethodDescriptor* method = pool.FindMethodByName(method_name);
+  if (method == nullptr) return grpc::Status(grpc::StatusCode::INTERNAL, "no method " + method_name);
+  pb::DynamicMessageFactory factory(&pool);
+  std::unique_ptr<pb::Message> req(factory.GetPrototype(method->input_type())->New());
+  if (!pb::TextFormat::ParseFromString(request_text, req.get())) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, "bad request text");
+  }
+  const std::string bytes = req->SerializeAsString();
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx,
+                 absl::StrCat("/", method->service()->full_name(), "/", method->name()),
+                 grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) { done.set_value(s); });
+  grpc::Status s = done.get_future().get();
+  if (s.ok()) {
+    std::vector<grpc::Slice> slices;
+    response.Dump(&slices);
+    std::string out;
+    for (const auto& sl : slices) out.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    std::unique_ptr<pb::Message> resp(factory.GetPrototype(method->output_type())->New());
+    if (!resp->ParseFromString(out)) return grpc::Status(grpc::StatusCode::INTERNAL, "bad reply");
+    pb::TextFormat::PrintToString(*resp, response_text);
+  }
+  return s;
+}
+
+TEST(CaptureServerProcessTest, ReflectionListsDescribesAndCallsEveryService) {
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(TempDir("reflection_root")));
+  auto channel = grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials());
+  ReflectionClient reflection(channel);
+  const std::vector<std::string> services = reflection.ListServices();
+  const std::set<std::string> listed(services.begin(), services.end());
+  EXPECT_TRUE(listed.count("argsdump.v1.CaptureService"));
+  EXPECT_TRUE(listed.count("grpc.health.v1.Health"));
+  EXPECT_TRUE(listed.count("grpc.reflection.v1alpha.ServerReflection"));
+  for (const std::string& s : services) {
+    ASSERT_TRUE(reflection.Describe(s)) << s;
+    const pb::ServiceDescriptor* d = reflection.pool().FindServiceByName(s);
+    ASSERT_NE(d, nullptr) << s;
+    EXPECT_GT(d->method_count(), 0) << s;
+  }
+  const pb::ServiceDescriptor* capture =
+      reflection.pool().FindServiceByName("argsdump.v1.CaptureService");
+  ASSERT_NE(capture, nullptr);
+  for (const char* m : {"Ingest", "ListCaptures", "GetCapture", "QueryArgs", "ReadPayload",
+                        "WatchCapture"}) {
+    EXPECT_NE(capture->FindMethodByName(m), nullptr) << m;
+  }
+  std::string reply;
+  // grpc_cli call ... ListCaptures ""
+  grpc::Status s = CallByReflection(channel, reflection.pool(),
+                                    "argsdump.v1.CaptureService.ListCaptures", "", &reply);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  // A hex task id, as the README shows it.
+  s = CallByReflection(channel, reflection.pool(), "argsdump.v1.CaptureService.QueryArgs",
+                       "capture: 'absent' task_id: 0x0000000100000003 stage: "
+                       "STAGE_AFTER_COMPLETION role: ROLE_OUTPUT",
+                       &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_NE(s.error_message().find("absent"), std::string::npos);
+  s = CallByReflection(channel, reflection.pool(), "grpc.health.v1.Health.Check", "", &reply);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_NE(reply.find("SERVING"), std::string::npos) << reply;
+  server.Signal(SIGTERM);
+  const int status = server.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// Tasks with a 4 KiB float32 input each.
+struct Batch {
+  std::vector<v1::ArgRecord> records;
+  std::vector<std::string> bytes;
+};
+
+Batch MakeBatch(uint64_t first_task, int n, uint64_t* offset) {
+  Batch b;
+  for (int i = 0; i < n; ++i) {
+    v1::ArgRecord r;
+    r.set_task_id(first_task + i);
+    r.set_role(v1::ROLE_INPUT);
+    r.set_stage(v1::STAGE_BEFORE_DISPATCH);
+    r.set_kind(v1::KIND_TENSOR);
+    r.set_dtype(v1::DTYPE_FLOAT32);
+    r.add_shape(1024);
+    r.add_strides(1);
+    r.set_numel(1024);
+    r.set_logical_bytes(4096);
+    r.set_bin_offset(*offset);
+    r.set_bin_size(4096);
+    *offset += 4096;
+    b.records.push_back(r);
+    b.bytes.emplace_back(4096, static_cast<char>(first_task + i));
+  }
+  return b;
+}
+
+absl::Status Send(GrpcSink* sink, const Batch& b) {
+  std::vector<const v1::ArgRecord*> r;
+  std::vector<absl::string_view> p;
+  for (size_t i = 0; i < b.records.size(); ++i) {
+    r.push_back(&b.records[i]);
+    p.push_back(b.bytes[i]);
+  }
+  return sink->WriteBatch(r, p);
+}
+
+std::unique_ptr<GrpcSink> Connect(const std::string& target, const std::string& name) {
+  GrpcSinkOptions o;
+  o.target = target;
+  o.capture = name;
+  o.info.set_level(v1::DUMP_LEVEL_FULL);
+  o.max_reconnects = 0;  // a dead server is an error here, not a retry
+  auto sink = GrpcSink::Connect(o);
+  EXPECT_TRUE(sink.ok()) << sink.status();
+  return sink.ok() ? std::move(sink).value() : nullptr;
+}
+
+TEST(CaptureServerProcessTest, SigkillMidCaptureKeepsEveryAckedRecord) {
+  const std::string root = TempDir("sigkill_root");
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(root));
+  auto sink = Connect(server.target(), "killed");
+  ASSERT_NE(sink, nullptr);
+  uint64_t offset = 0;
+  std::vector<Batch> sent;
+  for (int b = 0; b < 5; ++b) {
+    sent.push_back(MakeBatch(100 + b * 50, 50, &offset));
+    ASSERT_TRUE(Send(sink.get(), sent.back()).ok());  // acked: durable
+  }
+  server.Signal(SIGKILL);
+  server.Wait();
+  // The next batch cannot be acked by a dead server.
+  Batch lost = MakeBatch(900, 10, &offset);
+  EXPECT_FALSE(Send(sink.get(), lost).ok());
+  sink.reset();
+
+  ServerProcess again;
+  ASSERT_NO_FATAL_FAILURE(again.Start(root));
+  auto channel = grpc::CreateChannel(again.target(), grpc::InsecureChannelCredentials());
+  auto stub = v1::CaptureService::NewStub(channel);
+  grpc::ClientContext ctx;
+  v1::GetCaptureRequest get;
+  get.set_capture("killed");
+  v1::CaptureSummary summary;
+  ASSERT_TRUE(stub->GetCapture(&ctx, get, &summary).ok());
+  EXPECT_EQ(summary.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_TRUE(summary.recovered());
+  EXPECT_EQ(summary.records(), 250u);
+  EXPECT_EQ(summary.bin_bytes(), 250u * 4096);
+  // Every acked record is queryable with the right bytes.
+  for (int b = 0; b < 5; ++b) {
+    grpc::ClientContext qctx;
+    v1::QueryArgsRequest q;
+    q.set_capture("killed");
+    q.set_task_id(100 + b * 50 + 49);
+    v1::QueryArgsResponse resp;
+    ASSERT_TRUE(stub->QueryArgs(&qctx, q, &resp).ok());
+    ASSERT_EQ(resp.args_size(), 1);
+    grpc::ClientContext rctx;
+    v1::ReadPayloadRequest rp;
+    rp.set_capture("killed");
+    rp.set_record_id(resp.args(0).record_id());
+    auto reader = stub->ReadPayload(&rctx, rp);
+    std::string got;
+    v1::PayloadChunk chunk;
+    while (reader->Read(&chunk)) got += chunk.data();
+    ASSERT_TRUE(reader->Finish().ok());
+    EXPECT_TRUE(got == sent[b].bytes[49]);
+  }
+  std::ifstream manifest(root + "/killed/args_dump/args_dump.json");
+  EXPECT_TRUE(manifest.good());
+}
+
+TEST(CaptureServerProcessTest, SigtermWritesTheManifestOfLiveCaptures) {
+  const std::string root = TempDir("sigterm_root");
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(root));
+  auto sink = Connect(server.target(), "live");
+  ASSERT_NE(sink, nullptr);
+  uint64_t offset = 0;
+  ASSERT_TRUE(Send(sink.get(), MakeBatch(1, 20, &offset)).ok());
+  server.Signal(SIGTERM);
+  const int status = server.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  std::ifstream in(root + "/live/args_dump/args_dump.json");
+  ASSERT_TRUE(in.good());
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("\"total_args\": 20"), std::string::npos);
+  EXPECT_EQ(text.find("recovered_from_journal"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace argsdump

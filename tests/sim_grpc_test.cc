@@ -1,0 +1,206 @@
+// sim runs streamed to a capture service (the gRPC sink) against the same
+// runs written locally, and a live query while a run is still streaming.
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "collector/sim_job.h"
+#include "device/sim/kernels.h"
+#include "device/workload.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "server/capture_service.h"
+
+namespace argsdump {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir ? dir : "/tmp", "/", name);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class SimGrpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CaptureServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.hub.root = TempDir(absl::StrCat("root_", ::testing::UnitTest::GetInstance()
+                                                   ->current_test_info()
+                                                   ->name()));
+    root_ = o.hub.root;
+    auto server = CaptureServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(server).value();
+    target_ = absl::StrCat("127.0.0.1:", server_->port());
+    stub_ = v1::CaptureService::NewStub(
+        grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override { server_->Shutdown(std::chrono::milliseconds(1000)); }
+
+  // One scheduler and one worker: the same records in the same order on
+  // every run, so two runs can be compared byte for byte.
+  SimJobOptions Options(int level, const std::string& prefix) {
+    SimJobOptions o;
+    o.dump_level = level;
+    o.output_prefix = TempDir(prefix);
+    o.sim.scheduler_threads = 1;
+    o.sim.worker_threads = 1;
+    o.sim.timeouts = SimTimeouts();
+    o.region.arena_bytes = 1 << 20;
+    return o;
+  }
+
+  std::string root_, target_;
+  std::unique_ptr<CaptureServer> server_;
+  std::unique_ptr<v1::CaptureService::Stub> stub_;
+};
+
+TEST_F(SimGrpcTest, BothSinksWriteIdenticalFiles) {
+  int compared = 0;
+  for (const char* workload : {"vector_example", "mixed_example"}) {
+    for (int level : {1, 2, 3}) {
+      SCOPED_TRACE(absl::StrCat(workload, " level ", level));
+      const auto w = BuiltinWorkload(workload);
+      ASSERT_TRUE(w.ok());
+      const std::string name = absl::StrCat(workload, "_l", level);
+      SimJobOptions local = Options(level, "local_" + name);
+      auto l = RunSimJob(*w, BuiltinKernels(), local);
+      ASSERT_TRUE(l.ok()) << l.status();
+      SimJobOptions remote = Options(level, "remote_" + name);
+      remote.capture_server = target_;
+      remote.capture_name = name;
+      remote.labels["case"] = "sim_grpc";
+      auto r = RunSimJob(*w, BuiltinKernels(), remote);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->collected.records, l->collected.records);
+      EXPECT_EQ(r->capture, absl::StrCat(target_, "/", name));
+      const std::string ldir = local.output_prefix + "/args_dump";
+      const std::string rdir = root_ + "/" + name + "/args_dump";
+      if (!l->wrote_capture) {  // level 1 of a workload with no dump(...) marks
+        EXPECT_FALSE(r->wrote_capture);
+        continue;
+      }
+      EXPECT_TRUE(ReadFile(rdir + "/args.bin") == ReadFile(ldir + "/args.bin"));
+      EXPECT_EQ(ReadFile(rdir + "/args_dump.json"), ReadFile(ldir + "/args_dump.json"));
+      EXPECT_FALSE(ReadFile(rdir + "/args_dump.json").empty());
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 4);
+}
+
+// A kernel that blocks until the test opens the gate: the run is provably
+// still streaming while the test queries it.
+std::mutex gate_mu;
+std::condition_variable gate_cv;
+bool gate_open = false;
+
+absl::Status Gate(KernelContext& ctx) {
+  std::unique_lock<std::mutex> lock(gate_mu);
+  gate_cv.wait(lock, [] { return gate_open; });
+  return absl::OkStatus();
+}
+
+TEST_F(SimGrpcTest, QueriesALiveCaptureWhileTheRunStreams) {
+  KernelRegistry kernels;
+  ASSERT_TRUE(RegisterBuiltinKernels(&kernels).ok());
+  ASSERT_TRUE(kernels.Register("gate", {ArgDirection::kIn, ArgDirection::kOut}, Gate).ok());
+  v1::WorkloadSpec w;
+  w.set_name("gated");
+  for (const char* b : {"a", "b", "c", "d"}) {
+    auto* buf = w.add_buffers();
+    buf->set_name(b);
+    buf->set_dtype("FLOAT32");
+    buf->add_shape(64);
+    buf->mutable_init()->set_fill(2);
+  }
+  auto task = [&](const char* func, const char* in, const char* out) {
+    auto* t = w.add_tasks();
+    t->set_func(func);
+    auto* a = t->add_args();
+    a->set_tensor(in);
+    a->set_role("input");
+    a = t->add_args();
+    a->set_tensor(out);
+    a->set_role("output");
+  };
+  task("relu", "a", "b");
+  task("relu", "b", "c");
+  task("gate", "c", "d");
+  SimJobOptions o = Options(2, "gated");
+  o.capture_server = target_;
+  o.capture_name = "gated";
+  o.region.records_per_buffer = 1;  // every record is published at once
+  absl::StatusOr<SimJobResult> result;
+  std::thread run([&] { result = RunSimJob(w, kernels, o); });
+
+  // Wait (on the watch stream, no sleeps) for the gate task's input record.
+  {
+    grpc::ClientContext ctx;
+    v1::WatchCaptureRequest req;
+    req.set_capture("gated");
+    req.mutable_filter()->set_func_id(*kernels.IdOf("gate"));
+    grpc::Status open_status;
+    std::unique_ptr<grpc::ClientReader<v1::WatchCaptureResponse>> reader;
+    v1::WatchCaptureResponse resp;
+    bool seen = false;
+    // The capture exists once the run opened it; until then NOT_FOUND.
+    while (!seen) {
+      grpc::ClientContext c;
+      auto r = stub_->WatchCapture(&c, req);
+      while (!seen && r->Read(&resp)) seen = resp.args_size() > 0;
+      if (seen) {
+        c.TryCancel();
+      }
+      r->Finish().IgnoreError();
+    }
+    const v1::ArgRecord gate_input = resp.args(0).record();
+    EXPECT_EQ(gate_input.role(), v1::ROLE_INPUT);
+    EXPECT_EQ(gate_input.stage(), v1::STAGE_BEFORE_DISPATCH);
+    // Live: query the second relu's records by task_id and stage.
+    grpc::ClientContext gctx;
+    v1::GetCaptureRequest get;
+    get.set_capture("gated");
+    v1::CaptureSummary summary;
+    ASSERT_TRUE(stub_->GetCapture(&gctx, get, &summary).ok());
+    EXPECT_EQ(summary.state(), v1::CAPTURE_STATE_LIVE);
+    EXPECT_TRUE(summary.attached());
+    grpc::ClientContext qctx;
+    v1::QueryArgsRequest q;
+    q.set_capture("gated");
+    q.set_task_id(gate_input.task_id() - 1);
+    q.set_stage(v1::STAGE_AFTER_COMPLETION);
+    v1::QueryArgsResponse qr;
+    ASSERT_TRUE(stub_->QueryArgs(&qctx, q, &qr).ok());
+    ASSERT_EQ(qr.args_size(), 1);
+    EXPECT_EQ(qr.args(0).record().role(), v1::ROLE_OUTPUT);
+    EXPECT_EQ(qr.args(0).record().bin_size(), 256u);
+  }
+  {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    gate_open = true;
+  }
+  gate_cv.notify_all();
+  run.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->run_status.ok()) << result->run_status;
+  grpc::ClientContext gctx;
+  v1::GetCaptureRequest get;
+  get.set_capture("gated");
+  v1::CaptureSummary summary;
+  ASSERT_TRUE(stub_->GetCapture(&gctx, get, &summary).ok());
+  EXPECT_EQ(summary.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(summary.records(), 6u);
+}
+
+}  // namespace
+}  // namespace argsdump
