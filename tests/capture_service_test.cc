@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,7 +27,9 @@ std::string TempDir(const std::string& name) {
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
 }
 
 // Records of `tasks` tasks: per task a float32 input before dispatch, an
@@ -641,6 +644,42 @@ TEST_F(CaptureServiceTest, RestartListsFinishedCapturesAndRecoversLiveOnes) {
   EXPECT_EQ(QueryAll(q).size(), 3u);
   grpc::Status st;
   EXPECT_TRUE(ReadPayload("done", 27, 0, 0, &st) == p.bytes[27]);
+}
+
+TEST_F(CaptureServiceTest, EightClientsStreamAtOnceWithoutLoss) {
+  StartServer("eight");
+  const Pairs p = MakePairs(30);
+  const size_t n = p.records.size();
+  std::vector<std::thread> clients;
+  std::vector<absl::Status> results(8);
+  for (int c = 0; c < 8; ++c) {
+    clients.emplace_back([&, c] {
+      GrpcSinkOptions o;
+      o.target = target_;
+      o.capture = absl::StrCat("client", c);
+      o.info = Info(o.capture);
+      auto sink = GrpcSink::Connect(o);
+      if (!sink.ok()) {
+        results[c] = sink.status();
+        return;
+      }
+      for (size_t from = 0; from < n && results[c].ok(); from += 7) {
+        const size_t to = std::min(n, from + 7);
+        results[c] = (*sink)->WriteBatch(p.RecordPtrs(from, to), p.Payloads(from, to));
+      }
+      if (results[c].ok()) results[c] = (*sink)->Finish(DeviceCounters());
+    });
+  }
+  for (auto& t : clients) t.join();
+  const std::string local = WriteLocally("eight", p);
+  for (int c = 0; c < 8; ++c) {
+    SCOPED_TRACE(c);
+    EXPECT_TRUE(results[c].ok()) << results[c];
+    const std::string dir = absl::StrCat(root_, "/client", c, "/args_dump");
+    EXPECT_TRUE(ReadFile(dir + "/args.bin") == ReadFile(local + "/args.bin"));
+    EXPECT_EQ(ReadFile(dir + "/args_dump.json"), ReadFile(local + "/args_dump.json"));
+    EXPECT_EQ(Get(absl::StrCat("client", c)).records(), n);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -25,7 +26,9 @@ std::string TempDir(const std::string& name) {
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
 }
 
 class SimGrpcTest : public ::testing::Test {
