@@ -53,7 +53,9 @@ absl::Status ValidateCaptureName(const std::string& name) {
 
 // ---- Capture ---------------------------------------------------------------
 
-Capture::~Capture() {
+Capture::~Capture() { JoinWriter(); }
+
+void Capture::JoinWriter() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     writer_done_ = true;
@@ -337,7 +339,11 @@ absl::Status CaptureHub::Load() {
   return absl::OkStatus();
 }
 
-CaptureHub::~CaptureHub() { FinishAll(); }
+CaptureHub::~CaptureHub() {
+  FinishAll();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [name, c] : captures_) c->JoinWriter();
+}
 
 absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& open) {
   if (auto s = ValidateCaptureName(open.capture()); !s.ok()) return s;

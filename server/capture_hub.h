@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "google/protobuf/repeated_ptr_field.h"
 #include "proto/argsdump/v1/capture_service.pb.h"
 #include "proto/argsdump/v1/record.pb.h"
 #include "server/capture_index.h"
@@ -41,7 +42,7 @@ absl::Status ValidateCaptureName(const std::string& name);
 // payloads[i] views `bytes`.
 struct AppendJob {
   uint64_t first_record = 0;  // the id records[0] gets: refused unless next
-  std::vector<v1::ArgRecord> records;
+  google::protobuf::RepeatedPtrField<v1::ArgRecord> records;
   std::string bytes;
   std::vector<absl::string_view> payloads;
 };
@@ -99,6 +100,10 @@ class Capture {
       : name_(std::move(name)), dir_(std::move(dir)), max_bytes_(max_bytes) {}
   void StartWriter();
   void WriterLoop();
+  // Ends the writer thread (after the jobs queued) and joins it. The hub
+  // calls it before letting go of its captures, so that the last reference
+  // to a capture is never dropped on its own writer thread.
+  void JoinWriter();
   void Enqueue(Job job);
   void NotifyWatchers();
 

@@ -50,7 +50,7 @@ AppendJob Job(uint64_t first_record, uint64_t first_task, int n, uint64_t* bin_o
     t.set_bin_offset(*bin_offset);
     t.set_bin_size(64);
     *bin_offset += 64;
-    job.records.push_back(t);
+    *job.records.Add() = t;
     job.bytes.append(64, static_cast<char>(first_task + i));
     v1::ArgRecord s;
     s.set_task_id(first_task + i);
@@ -60,7 +60,7 @@ AppendJob Job(uint64_t first_record, uint64_t first_task, int n, uint64_t* bin_o
     s.set_kind(v1::KIND_SCALAR);
     s.set_dtype(v1::DTYPE_INT32);
     s.set_numel(1);
-    job.records.push_back(s);
+    *job.records.Add() = s;
   }
   uint64_t at = 0;
   for (const auto& r : job.records) {

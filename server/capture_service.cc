@@ -254,36 +254,58 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
           " payload bytes waiting for their record to complete"));
     }
     assigned_bytes_ = assigned;
+    const int n_new = batch->records_size();
     received_records_ += batch->records_size();
     received_bytes_ += batch->payload().size();
-    for (v1::ArgRecord& r : *batch->mutable_records()) pending_records_.push_back(std::move(r));
-    pending_bytes_.append(batch->payload());
+    if (pending_records_.empty()) {
+      pending_records_.Swap(batch->mutable_records());
+    } else {
+      while (!batch->records().empty()) {
+        pending_records_.AddAllocated(batch->mutable_records()->ReleaseLast());
+      }
+      // ReleaseLast took them last-first: put this batch's part in order.
+      std::reverse(pending_records_.pointer_begin() + (pending_records_.size() - n_new),
+                   pending_records_.pointer_end());
+    }
+    if (pending_bytes_.empty()) {
+      pending_bytes_.swap(*batch->mutable_payload());
+    } else {
+      pending_bytes_.append(batch->payload());
+    }
     SubmitCompleteLocked();
     return absl::OkStatus();
   }
 
-  // Hands the records whose payload bytes are all here to the writer.
+  // Hands the records whose payload bytes are all here to the writer. The
+  // common case (a batch carries its records' bytes) moves the whole
+  // repeated field, not record by record.
   void SubmitCompleteLocked() {
     AppendJob job;
     job.first_record = received_records_ - pending_records_.size();
     uint64_t bytes = 0;
-    size_t n = 0;
+    int n = 0;
     while (n < pending_records_.size() &&
-           bytes + pending_records_[n].bin_size() <= pending_bytes_.size()) {
-      bytes += pending_records_[n].bin_size();
+           bytes + pending_records_.Get(n).bin_size() <= pending_bytes_.size()) {
+      bytes += pending_records_.Get(n).bin_size();
       ++n;
     }
     if (n == 0) return;
-    job.records.assign(std::make_move_iterator(pending_records_.begin()),
-                       std::make_move_iterator(pending_records_.begin() + n));
-    pending_records_.erase(pending_records_.begin(), pending_records_.begin() + n);
+    if (n == pending_records_.size()) {
+      job.records.Swap(&pending_records_);
+    } else {
+      std::vector<v1::ArgRecord*> taken(n);
+      pending_records_.ExtractSubrange(0, n, taken.data());
+      for (v1::ArgRecord* r : taken) job.records.AddAllocated(r);
+    }
     if (bytes == pending_bytes_.size()) {
       job.bytes.swap(pending_bytes_);
+      pending_bytes_.clear();
     } else {
       job.bytes = pending_bytes_.substr(0, bytes);
       pending_bytes_.erase(0, bytes);
     }
     uint64_t at = 0;
+    job.payloads.reserve(job.records.size());
     for (const v1::ArgRecord& r : job.records) {
       job.payloads.emplace_back(job.bytes.data() + at, r.bin_size());
       at += r.bin_size();
@@ -411,7 +433,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   uint64_t received_records_ = 0;  // ids of records received so far
   uint64_t received_bytes_ = 0;    // payload bytes received so far
   uint64_t assigned_bytes_ = 0;    // payload bytes the records received claim
-  std::deque<v1::ArgRecord> pending_records_;  // waiting for payload bytes
+  google::protobuf::RepeatedPtrField<v1::ArgRecord> pending_records_;  // waiting for bytes
   std::string pending_bytes_;
   uint64_t queued_bytes_ = 0;  // handed to the writer, not yet durable
   uint64_t queued_jobs_ = 0;

@@ -155,7 +155,7 @@ absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& 
     records_.insert(records_.end(), rows_.begin(), rows_.end());
     for (size_t i = 0; i < rows_.size(); ++i) {
       tally_.Add(rows_[i]);
-      if (task_index_) (*task_index_)[rows_[i].task_id].push_back(static_cast<uint32_t>(first_id + i));
+      if (task_index_on_) IndexRow(rows_[i].task_id, static_cast<uint32_t>(first_id + i));
     }
   }
   return absl::OkStatus();
@@ -173,11 +173,22 @@ constexpr size_t kWriteBytes = 64 << 10;
 
 void CaptureStore::EnableTaskIndex() {
   std::unique_lock<std::shared_mutex> lock(rows_mu_);
-  if (task_index_) return;
-  task_index_ = std::make_unique<absl::flat_hash_map<uint64_t, std::vector<uint32_t>>>();
-  for (size_t i = 0; i < records_.size(); ++i) {
-    (*task_index_)[records_[i].task_id].push_back(static_cast<uint32_t>(i));
+  if (task_index_on_) return;
+  task_index_on_ = true;
+  for (size_t i = 0; i < records_.size(); ++i) IndexRow(records_[i].task_id, static_cast<uint32_t>(i));
+}
+
+void CaptureStore::IndexRow(uint64_t task_id, uint32_t id) {
+  constexpr uint32_t kEnd = ~uint32_t{0};
+  next_in_task_.push_back(kEnd);
+  if (last_chain_ == nullptr || task_id != last_task_) {
+    auto [it, inserted] = task_chains_.try_emplace(task_id, TaskChain{id, id});
+    last_chain_ = &it->second;
+    last_task_ = task_id;
+    if (inserted) return;
   }
+  next_in_task_[last_chain_->last] = id;
+  last_chain_->last = id;
 }
 
 uint64_t CaptureStore::records() const {
@@ -196,13 +207,17 @@ v1::CaptureCounters CaptureStore::counters() const {
 QueryPage CaptureStore::Query(const ArgQuery& query, uint64_t from, size_t limit,
                               size_t budget) const {
   std::shared_lock<std::shared_mutex> lock(rows_mu_);
-  const std::vector<uint32_t>* task_rows = nullptr;
-  static const std::vector<uint32_t> kNone;
-  if (query.task_id && task_index_) {
-    auto it = task_index_->find(*query.task_id);
-    task_rows = it == task_index_->end() ? &kNone : &it->second;
+  std::vector<uint32_t> task_rows;
+  if (query.task_id && task_index_on_) {
+    auto it = task_chains_.find(*query.task_id);
+    if (it != task_chains_.end()) {
+      for (uint32_t id = it->second.first; id != ~uint32_t{0}; id = next_in_task_[id]) {
+        task_rows.push_back(id);
+      }
+    }
+    return QueryLive(records_, &task_rows, query, from, limit, budget);
   }
-  return QueryLive(records_, task_rows, query, from, limit, budget);
+  return QueryLive(records_, nullptr, query, from, limit, budget);
 }
 
 std::optional<ManifestRow> CaptureStore::RecordById(uint64_t record_id) const {

@@ -101,7 +101,18 @@ class CaptureStore {
   mutable std::shared_mutex rows_mu_;  // records_, tally_, task_index_
   RecordList records_;
   RecordTally tally_;  // of records_
-  std::unique_ptr<absl::flat_hash_map<uint64_t, std::vector<uint32_t>>> task_index_;
+  // The live task index: each task's records as a chain through next_in_task_
+  // (first and last id per task), no allocation per task.
+  struct TaskChain {
+    uint32_t first;
+    uint32_t last;
+  };
+  void IndexRow(uint64_t task_id, uint32_t id);
+  bool task_index_on_ = false;
+  absl::flat_hash_map<uint64_t, TaskChain> task_chains_;
+  std::vector<uint32_t> next_in_task_;
+  uint64_t last_task_ = 0;        // the task of the last row indexed, whose
+  TaskChain* last_chain_ = nullptr;  // chain is kept at hand (tasks arrive in runs)
   v1::CaptureCounters final_counters_;
   bool counters_final_ = false;
   std::vector<ManifestRow> rows_;  // the batch being appended
