@@ -16,7 +16,7 @@ namespace argsdump {
 namespace {
 
 constexpr char kMagic[4] = {'A', 'D', 'I', 'X'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 struct IndexHeader {
   char magic[4];
@@ -102,7 +102,12 @@ absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
   ok = ok && out.Append(order.data(), order.size() * sizeof(uint32_t));
   std::vector<uint32_t> position(order.size());
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<uint32_t>(i);
-  ok = ok && out.Append(position.data(), position.size() * sizeof(uint32_t)) && out.Flush();
+  ok = ok && out.Append(position.data(), position.size() * sizeof(uint32_t));
+  if (order.size() % 2 == 1) ok = ok && out.Append(zeros, 4);  // align the u64 column
+  for (size_t i = 0; ok && i < order.size(); ++i) {
+    ok = out.Append(&records[order[i]].task_id, sizeof(uint64_t));
+  }
+  ok = ok && out.Flush();
   const int saved = errno;
   ::close(fd);
   if (!ok) {
@@ -150,8 +155,9 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   }
   const uint64_t meta = uint64_t{h.info_bytes} + h.counters_bytes;
   const uint64_t rows_at = sizeof(IndexHeader) + Pad8(meta);
-  if (h.rows > (uint64_t{1} << 32) ||
-      bytes != rows_at + h.rows * (sizeof(ManifestRow) + 2 * sizeof(uint32_t))) {
+  const uint64_t ids_at = rows_at + h.rows * (sizeof(ManifestRow) + 2 * sizeof(uint32_t));
+  const uint64_t tasks_at = ids_at + (h.rows % 2 == 1 ? 4 : 0);
+  if (h.rows > (uint64_t{1} << 32) || bytes != tasks_at + h.rows * sizeof(uint64_t)) {
     return bad(absl::StrCat(bytes, " bytes do not hold the ", h.rows, " rows it says"));
   }
   const char* base = static_cast<const char*>(map);
@@ -165,6 +171,7 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   f->rows_at_ = reinterpret_cast<const ManifestRow*>(base + rows_at);
   f->record_id_ = reinterpret_cast<const uint32_t*>(base + rows_at + h.rows * sizeof(ManifestRow));
   f->position_ = f->record_id_ + h.rows;
+  f->task_ids_ = reinterpret_cast<const uint64_t*>(base + tasks_at);
   return f;
 }
 
@@ -177,14 +184,11 @@ QueryPage IndexFile::Query(const ArgQuery& query, uint64_t from, size_t limit,
   QueryPage page;
   uint64_t begin = from, end = rows_;
   if (query.task_id) {
-    // Rows are sorted by task_id first.
-    const ManifestRow* first = rows_at_;
-    const ManifestRow* last = rows_at_ + rows_;
-    const uint64_t task = *query.task_id;
-    const ManifestRow* lo = std::lower_bound(
-        first, last, task, [](const ManifestRow& r, uint64_t t) { return r.task_id < t; });
-    const ManifestRow* hi = std::upper_bound(
-        lo, last, task, [](uint64_t t, const ManifestRow& r) { return t < r.task_id; });
+    // Rows are sorted by task_id first; search the dense column.
+    const uint64_t* first = task_ids_;
+    const uint64_t* last = task_ids_ + rows_;
+    const uint64_t* lo = std::lower_bound(first, last, *query.task_id);
+    const uint64_t* hi = std::upper_bound(lo, last, *query.task_id);
     begin = std::max<uint64_t>(from, lo - first);
     end = hi - first;
   }

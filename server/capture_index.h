@@ -9,8 +9,11 @@
 //   ManifestRow rows[n]       in manifest order (sorted by task_id first)
 //   uint32 record_id[n]       arrival sequence of each row
 //   uint32 position[n]        row of each record id
-// Opening it maps the file: a query touches O(log n) pages for a task_id and
-// the pages of the rows it returns; the process holds no per-record memory.
+//   uint64 task_id[n]         rows[i].task_id: the column binary searches
+//                             read (15x denser than the rows)
+// Opening it maps the file: a query touches O(log n) pages of the task_id
+// column and the pages of the rows it returns; the process holds no
+// per-record memory.
 #ifndef ARGSDUMP_SERVER_CAPTURE_INDEX_H_
 #define ARGSDUMP_SERVER_CAPTURE_INDEX_H_
 
@@ -107,6 +110,7 @@ class IndexFile {
   const ManifestRow* rows_at_ = nullptr;
   const uint32_t* record_id_ = nullptr;
   const uint32_t* position_ = nullptr;
+  const uint64_t* task_ids_ = nullptr;
   v1::CaptureInfo info_;
   v1::CaptureCounters counters_;
   bool recovered_ = false;

@@ -77,6 +77,16 @@ TEST(CaptureIndexTest, QueriesByTaskInManifestOrder) {
   EXPECT_EQ(page.hits[0].record_id, 20u);
   q.task_id = 0x100000077ull;  // absent
   EXPECT_TRUE(index->Query(q, 0, 100, 1000).hits.empty());
+  // An odd number of rows (the task_id column is padded to 8 bytes).
+  RecordList odd = rows;
+  odd.pop_back();
+  auto odd_index = WriteAndOpen("odd.index", odd);
+  ASSERT_NE(odd_index, nullptr);
+  ArgQuery first;
+  first.task_id = 0x100000000ull;  // arrived last: lost its output
+  EXPECT_EQ(odd_index->Query(first, 0, 100, 1000).hits.size(), 2u);
+  first.task_id = 0x100000009ull;
+  EXPECT_EQ(odd_index->Query(first, 0, 100, 1000).hits.size(), 3u);
 }
 
 TEST(CaptureIndexTest, PagesAndBudgetsAScanWithoutTask) {

@@ -16,6 +16,8 @@ packages=(
   libgmock-dev
   libbenchmark-dev
   grpc-proto
+  openssl        # the TLS test makes a self-signed certificate
+  valgrind       # tools/level0_overhead.sh
 )
 
 missing=()
