@@ -174,19 +174,27 @@ BENCHMARK(BM_PipelineMetadata)->Arg(1024)->Arg(32768)->Unit(benchmark::kMillisec
 
 constexpr uint32_t kPayload = 64 << 10;
 
-void BM_PipelinePayload(benchmark::State& state) {
-  std::vector<uint8_t> data(kPayload, 0x3C);
+// One contiguous float32 tensor of kPayload bytes per task, viewing `data`.
+struct PayloadTask {
+  std::vector<uint8_t> data = std::vector<uint8_t>(kPayload, 0x3C);
   DumpTensorArg arg;
-  arg.view.dtype = DataType::kFloat32;
-  arg.view.ndims = 1;
-  arg.view.shape[0] = kPayload / 4;
-  arg.view.strides[0] = 1;
-  arg.view.data = data.data();
   DumpTask task;
-  task.func_count = 1;
-  task.tensors = &arg;
-  task.tensor_count = 1;
-  RunPipeline(state, task, 1, abi::DumpLevel::kFull);
+  PayloadTask() {
+    arg.view.dtype = DataType::kFloat32;
+    arg.view.ndims = 1;
+    arg.view.shape[0] = kPayload / 4;
+    arg.view.strides[0] = 1;
+    arg.view.data = data.data();
+    task.func_count = 1;
+    task.tensors = &arg;
+    task.tensor_count = 1;
+  }
+  PayloadTask(const PayloadTask&) = delete;
+};
+
+void BM_PipelinePayload(benchmark::State& state) {
+  const PayloadTask payload;
+  RunPipeline(state, payload.task, 1, abi::DumpLevel::kFull);
 }
 BENCHMARK(BM_PipelinePayload)->Arg(64)->Arg(4096)->Unit(benchmark::kMillisecond)->UseManualTime();
 
@@ -251,22 +259,12 @@ double Median(std::vector<double> v) {
 void BM_PayloadRatios(benchmark::State& state) {
   const uint64_t per_thread = state.range(0);
   const uint64_t chunks = kDeviceThreads * per_thread;
-  std::vector<uint8_t> data(kPayload, 0x3C);
-  DumpTensorArg arg;
-  arg.view.dtype = DataType::kFloat32;
-  arg.view.ndims = 1;
-  arg.view.shape[0] = kPayload / 4;
-  arg.view.strides[0] = 1;
-  arg.view.data = data.data();
-  DumpTask task;
-  task.func_count = 1;
-  task.tensors = &arg;
-  task.tensor_count = 1;
+  const PayloadTask payload;
   std::vector<double> to_raw, to_bound, bound_to_raw;
   for (auto _ : state) {
     const double raw = RawWriteOnce(chunks, false);
     const double bound = RawWriteOnce(chunks, true);
-    const PipelineRun run = PipelineOnce(task, 1, abi::DumpLevel::kFull, per_thread);
+    const PipelineRun run = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread);
     if (!run.ok) state.SkipWithError("pipeline failed or lost records");
     const double pipeline = run.streaming_seconds + run.export_seconds;
     state.SetIterationTime(pipeline);

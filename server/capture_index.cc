@@ -103,7 +103,6 @@ absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
   std::vector<uint32_t> position(order.size());
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<uint32_t>(i);
   ok = ok && out.Append(position.data(), position.size() * sizeof(uint32_t));
-  if (order.size() % 2 == 1) ok = ok && out.Append(zeros, 4);  // align the u64 column
   for (size_t i = 0; ok && i < order.size(); ++i) {
     ok = out.Append(&records[order[i]].task_id, sizeof(uint64_t));
   }
@@ -155,8 +154,9 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   }
   const uint64_t meta = uint64_t{h.info_bytes} + h.counters_bytes;
   const uint64_t rows_at = sizeof(IndexHeader) + Pad8(meta);
-  const uint64_t ids_at = rows_at + h.rows * (sizeof(ManifestRow) + 2 * sizeof(uint32_t));
-  const uint64_t tasks_at = ids_at + (h.rows % 2 == 1 ? 4 : 0);
+  // Rows are 120 bytes and the two u32 arrays 8 bytes per row together:
+  // the task_id column starts 8-aligned.
+  const uint64_t tasks_at = rows_at + h.rows * (sizeof(ManifestRow) + 2 * sizeof(uint32_t));
   if (h.rows > (uint64_t{1} << 32) || bytes != tasks_at + h.rows * sizeof(uint64_t)) {
     return bad(absl::StrCat(bytes, " bytes do not hold the ", h.rows, " rows it says"));
   }

@@ -10,7 +10,8 @@
 //   uint32 record_id[n]       arrival sequence of each row
 //   uint32 position[n]        row of each record id
 //   uint64 task_id[n]         rows[i].task_id: the column binary searches
-//                             read (15x denser than the rows)
+//                             read (15x denser than the rows); 8-aligned,
+//                             as everything before it is a multiple of 8
 // Opening it maps the file: a query touches O(log n) pages of the task_id
 // column and the pages of the rows it returns; the process holds no
 // per-record memory.

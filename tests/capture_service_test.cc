@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/grpc_sink.h"
+#include "tests/capture_reader.h"
 #include "collector/sink.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -23,13 +24,6 @@ namespace {
 std::string TempDir(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
   return absl::StrCat(dir ? dir : "/tmp", "/", name);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
 }
 
 // Records of `tasks` tasks: per task a float32 input before dispatch, an
@@ -240,9 +234,9 @@ TEST_F(CaptureServiceTest, IngestWritesTheSameFilesAsTheLocalStore) {
   EXPECT_EQ(sink->reconnects(), 0u);
   const std::string local = WriteLocally("run1", p);
   const std::string remote = root_ + "/run1/args_dump";
-  EXPECT_TRUE(ReadFile(remote + "/args.bin") == ReadFile(local + "/args.bin"));
-  EXPECT_EQ(ReadFile(remote + "/args_dump.json"), ReadFile(local + "/args_dump.json"));
-  EXPECT_FALSE(ReadFile(remote + "/args_dump.json").empty());
+  EXPECT_TRUE(ReadWholeFile(remote + "/args.bin") == ReadWholeFile(local + "/args.bin"));
+  EXPECT_EQ(ReadWholeFile(remote + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
+  EXPECT_FALSE(ReadWholeFile(remote + "/args_dump.json").empty());
 }
 
 TEST_F(CaptureServiceTest, ResumesAfterTheStreamBreaksWithoutLossOrDuplicates) {
@@ -260,8 +254,8 @@ TEST_F(CaptureServiceTest, ResumesAfterTheStreamBreaksWithoutLossOrDuplicates) {
   EXPECT_GE(sink->reconnects(), 2u);
   const std::string local = WriteLocally("resumed", p);
   const std::string remote = root_ + "/resumed/args_dump";
-  EXPECT_TRUE(ReadFile(remote + "/args.bin") == ReadFile(local + "/args.bin"));
-  EXPECT_EQ(ReadFile(remote + "/args_dump.json"), ReadFile(local + "/args_dump.json"));
+  EXPECT_TRUE(ReadWholeFile(remote + "/args.bin") == ReadWholeFile(local + "/args.bin"));
+  EXPECT_EQ(ReadWholeFile(remote + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
 }
 
 TEST_F(CaptureServiceTest, ListsAndGetsCapturesWithPagesLabelsAndState) {
@@ -679,8 +673,8 @@ TEST_F(CaptureServiceTest, EightClientsStreamAtOnceWithoutLoss) {
     SCOPED_TRACE(c);
     EXPECT_TRUE(results[c].ok()) << results[c];
     const std::string dir = absl::StrCat(root_, "/client", c, "/args_dump");
-    EXPECT_TRUE(ReadFile(dir + "/args.bin") == ReadFile(local + "/args.bin"));
-    EXPECT_EQ(ReadFile(dir + "/args_dump.json"), ReadFile(local + "/args_dump.json"));
+    EXPECT_TRUE(ReadWholeFile(dir + "/args.bin") == ReadWholeFile(local + "/args.bin"));
+    EXPECT_EQ(ReadWholeFile(dir + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
     EXPECT_EQ(Get(absl::StrCat("client", c)).records(), n);
   }
 }
@@ -698,7 +692,7 @@ TEST_F(CaptureServiceTest, TlsAndTokenTogether) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl (tools/setup.sh installs it)";
   StartServer("tls", 0, "t0ken", cert, key);
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = ReadFile(cert);
+  ssl.pem_root_certs = ReadWholeFile(cert);
   GrpcSinkOptions o;
   o.target = target_;
   o.capture = "secure";
