@@ -149,7 +149,11 @@ bool GrpcSink::SendFrom(const std::vector<const v1::ArgRecord*>& records,
     batch->set_payload_offset(offset);
     size = 0;
   };
-  auto flush = [&] { return stream_->Write(req); };
+  auto flush = [&] {
+    const bool ok = stream_->Write(req);
+    if (++messages_sent_ == options_.break_after_messages) BreakStreamForTest();
+    return ok;
+  };
   start(first_id + from);
   for (size_t i = from; i < records.size(); ++i) {
     // A record's encoding is under ~200 bytes (fixed fields, at most 5

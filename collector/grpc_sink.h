@@ -39,6 +39,9 @@ struct GrpcSinkOptions {
   int max_reconnects = 8;
   // Records and payload bytes per message (well under gRPC's 4 MiB).
   size_t max_message_bytes = 1 << 20;
+  // Tests: cancel the stream right after sending this many batch messages
+  // (once), as a dropped connection mid-batch would. 0: never.
+  int break_after_messages = 0;
 };
 
 class GrpcSink : public CaptureSink {
@@ -86,6 +89,7 @@ class GrpcSink : public CaptureSink {
   v1::CaptureSummary finished_;
 
   uint64_t sent_records_ = 0;  // ids handed out (records durable or in flight)
+  int messages_sent_ = 0;
   uint64_t reconnects_ = 0;
 };
 

@@ -160,6 +160,9 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
     std::lock_guard<std::recursive_mutex> lock(shared_->mu);
     writing_ = false;
     if (!ok) {
+      // Nothing more can be sent; end now, even if ending already began
+      // (a cancelled stream waits for its write in flight to fail).
+      out_.clear();
       EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream broke"));
       return;
     }
@@ -401,11 +404,13 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   }
 
   // Ends the call with `status` once the write in flight (if any) is done.
+  // Idempotent: the first status wins; every call moves the ending along.
   void EndLocked(grpc::Status status) {
-    if (ending_) return;
-    ending_ = true;
-    end_ = std::move(status);
-    if (!end_.ok()) out_.clear();
+    if (!ending_) {
+      ending_ = true;
+      end_ = std::move(status);
+      if (!end_.ok()) out_.clear();
+    }
     WriteNextLocked();
   }
 

@@ -258,6 +258,35 @@ TEST_F(CaptureServiceTest, ResumesAfterTheStreamBreaksWithoutLossOrDuplicates) {
   EXPECT_EQ(ReadWholeFile(remote + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
 }
 
+// The connection drops in the middle of a batch, with a record's payload
+// half sent: the service keeps what it acknowledged, drops the partial
+// record, and the resumed stream sends the rest once.
+TEST_F(CaptureServiceTest, ResumesFromTheMiddleOfABatch) {
+  StartServer("resume_mid");
+  const Pairs p = MakePairs(40);  // 6 tensors of 1.2 MB: the batch spans 9+ messages
+  const size_t n = p.records.size();
+  for (int after : {1, 2, 4, 6}) {
+    SCOPED_TRACE(after);
+    const std::string name = absl::StrCat("mid", after);
+    GrpcSinkOptions o;
+    o.target = target_;
+    o.capture = name;
+    o.info = Info(name);
+    o.break_after_messages = after;
+    auto sink = GrpcSink::Connect(o);
+    ASSERT_TRUE(sink.ok()) << sink.status();
+    const absl::Status written = (*sink)->WriteBatch(p.RecordPtrs(0, n), p.Payloads(0, n));
+    ASSERT_TRUE(written.ok()) << written;
+    const absl::Status finished = (*sink)->Finish(DeviceCounters());
+    ASSERT_TRUE(finished.ok()) << finished;
+    EXPECT_GE((*sink)->reconnects(), 1u);
+    const std::string local = WriteLocally(name, p);
+    const std::string remote = root_ + "/" + name + "/args_dump";
+    EXPECT_TRUE(ReadWholeFile(remote + "/args.bin") == ReadWholeFile(local + "/args.bin"));
+    EXPECT_EQ(ReadWholeFile(remote + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
+  }
+}
+
 TEST_F(CaptureServiceTest, ListsAndGetsCapturesWithPagesLabelsAndState) {
   StartServer("list");
   const Pairs p = MakePairs(3);
