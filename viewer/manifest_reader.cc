@@ -1,0 +1,422 @@
+#include "viewer/manifest_reader.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace argsdump {
+namespace {
+
+constexpr int kMaxDepth = 64;  // unknown nested values we skip
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<ManifestReader>(new ManifestReader(path, f));
+}
+
+ManifestReader::~ManifestReader() {
+  if (f_ != nullptr) std::fclose(f_);
+}
+
+int ManifestReader::Peek() {
+  if (at_ == end_) {
+    consumed_ += end_;
+    end_ = std::fread(buffer_.data(), 1, buffer_.size(), f_);
+    at_ = 0;
+    if (end_ == 0) return -1;
+  }
+  return static_cast<unsigned char>(buffer_[at_]);
+}
+
+int ManifestReader::Get() {
+  const int c = Peek();
+  if (c >= 0) ++at_;
+  return c;
+}
+
+void ManifestReader::SkipSpace() {
+  for (int c = Peek(); c == ' ' || c == '\n' || c == '\r' || c == '\t'; c = Peek()) ++at_;
+}
+
+absl::Status ManifestReader::Error(const std::string& what) const {
+  return absl::DataLossError(absl::StrCat(path_, ": byte ", consumed_ + at_, ": ",
+                                          where_entry_.empty() ? "" : where_entry_ + ": ", what));
+}
+
+absl::Status ManifestReader::Expect(char c, const std::string& where) {
+  SkipSpace();
+  const int got = Get();
+  if (got == c) return absl::OkStatus();
+  return Error(absl::StrCat(where, ": expected '", std::string(1, c), "', found ",
+                            got < 0 ? std::string("the end of the file")
+                                    : absl::StrCat("'", std::string(1, static_cast<char>(got)), "'")));
+}
+
+absl::Status ManifestReader::ParseString(std::string* out, const std::string& where) {
+  if (absl::Status s = Expect('"', where); !s.ok()) return s;
+  out->clear();
+  for (;;) {
+    int c = Get();
+    if (c < 0) return Error(absl::StrCat(where, ": the file ends inside a string"));
+    if (c == '"') return absl::OkStatus();
+    if (c < 0x20) return Error(absl::StrCat(where, ": a control character inside a string"));
+    if (c != '\\') {
+      out->push_back(static_cast<char>(c));
+      continue;
+    }
+    c = Get();
+    switch (c) {
+      case '"': case '\\': case '/': out->push_back(static_cast<char>(c)); break;
+      case 'b': out->push_back('\b'); break;
+      case 'f': out->push_back('\f'); break;
+      case 'n': out->push_back('\n'); break;
+      case 'r': out->push_back('\r'); break;
+      case 't': out->push_back('\t'); break;
+      case 'u': {
+        uint32_t cp = 0;
+        for (int i = 0; i < 4; ++i) {
+          const int h = Get();
+          const int v = h >= '0' && h <= '9' ? h - '0'
+                        : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                        : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+          if (v < 0) return Error(absl::StrCat(where, ": a bad \\u escape"));
+          cp = cp * 16 + static_cast<uint32_t>(v);
+        }
+        // UTF-8 (surrogate pairs are kept as two code points: names here are ASCII).
+        if (cp < 0x80) {
+          out->push_back(static_cast<char>(cp));
+        } else if (cp < 0x800) {
+          out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+          out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        } else {
+          out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+          out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+          out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+        }
+        break;
+      }
+      default:
+        return Error(absl::StrCat(where, ": a bad escape in a string"));
+    }
+  }
+}
+
+absl::Status ManifestReader::ParseNumberToken(std::string* out, const std::string& where) {
+  SkipSpace();
+  out->clear();
+  for (int c = Peek(); c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' ||
+                       (c >= '0' && c <= '9');
+       c = Peek()) {
+    out->push_back(static_cast<char>(Get()));
+    if (out->size() > 64) return Error(absl::StrCat(where, ": a number longer than 64 characters"));
+  }
+  if (out->empty()) return Error(absl::StrCat(where, ": expected a number"));
+  return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ParseUint(uint64_t* out, const std::string& where) {
+  std::string token;
+  if (absl::Status s = ParseNumberToken(&token, where); !s.ok()) return s;
+  if (!absl::SimpleAtoi(token, out)) {
+    return Error(absl::StrCat(where, ": expected an unsigned integer, found ", token));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ParseInt(int64_t* out, const std::string& where) {
+  std::string token;
+  if (absl::Status s = ParseNumberToken(&token, where); !s.ok()) return s;
+  if (!absl::SimpleAtoi(token, out)) {
+    return Error(absl::StrCat(where, ": expected an integer, found ", token));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ParseBool(bool* out, const std::string& where) {
+  SkipSpace();
+  const int c = Peek();
+  const char* word = c == 't' ? "true" : c == 'f' ? "false" : nullptr;
+  if (word == nullptr) return Error(absl::StrCat(where, ": expected true or false"));
+  for (const char* p = word; *p; ++p) {
+    if (Get() != *p) return Error(absl::StrCat(where, ": expected true or false"));
+  }
+  *out = c == 't';
+  return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ParseUintArray(std::vector<uint64_t>* out, const std::string& where) {
+  out->clear();
+  if (absl::Status s = Expect('[', where); !s.ok()) return s;
+  SkipSpace();
+  if (Peek() == ']') {
+    Get();
+    return absl::OkStatus();
+  }
+  for (;;) {
+    uint64_t v;
+    if (absl::Status s = ParseUint(&v, where); !s.ok()) return s;
+    out->push_back(v);
+    if (out->size() > 64) return Error(absl::StrCat(where, ": more than 64 elements"));
+    SkipSpace();
+    const int c = Get();
+    if (c == ']') return absl::OkStatus();
+    if (c != ',') return Error(absl::StrCat(where, ": expected ',' or ']' in an array"));
+  }
+}
+
+absl::Status ManifestReader::SkipValue(const std::string& where, int depth) {
+  if (depth > kMaxDepth) return Error(absl::StrCat(where, ": nested more than 64 deep"));
+  SkipSpace();
+  const int c = Peek();
+  if (c == '"') {
+    std::string ignored;
+    return ParseString(&ignored, where);
+  }
+  if (c == '{' || c == '[') {
+    const char close = c == '{' ? '}' : ']';
+    Get();
+    SkipSpace();
+    if (Peek() == close) {
+      Get();
+      return absl::OkStatus();
+    }
+    for (;;) {
+      if (c == '{') {
+        std::string key;
+        if (absl::Status s = ParseString(&key, where); !s.ok()) return s;
+        if (absl::Status s = Expect(':', where); !s.ok()) return s;
+      }
+      if (absl::Status s = SkipValue(where, depth + 1); !s.ok()) return s;
+      SkipSpace();
+      const int n = Get();
+      if (n == close) return absl::OkStatus();
+      if (n != ',') return Error(absl::StrCat(where, ": expected ',' or '", std::string(1, close), "'"));
+    }
+  }
+  if (c == 't' || c == 'f') {
+    bool ignored;
+    return ParseBool(&ignored, where);
+  }
+  if (c == 'n') {
+    for (const char* p = "null"; *p; ++p) {
+      if (Get() != *p) return Error(absl::StrCat(where, ": expected a value"));
+    }
+    return absl::OkStatus();
+  }
+  std::string ignored;
+  return ParseNumberToken(&ignored, where);
+}
+
+absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
+  if (absl::Status s = Expect('{', "an args[] entry"); !s.ok()) return s;
+  bool have_task = false, have_role = false, have_stage = false, have_kind = false,
+       have_dtype = false;
+  SkipSpace();
+  if (Peek() == '}') {
+    Get();
+  } else {
+    for (;;) {
+      std::string key;
+      if (absl::Status s = ParseString(&key, "a field name"); !s.ok()) return s;
+      if (absl::Status s = Expect(':', absl::StrCat("field \"", key, "\"")); !s.ok()) return s;
+      const std::string where = absl::StrCat("field \"", key, "\"");
+      absl::Status s;
+      if (key == "task_id") {
+        std::string text;
+        s = ParseString(&text, where);
+        if (s.ok()) {
+          absl::string_view hex = text;
+          if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.remove_prefix(2);
+          if (hex.empty() || hex.size() > 16 || !absl::SimpleHexAtoi(hex, &e->task_id)) {
+            s = Error(absl::StrCat(where, ": expected \"0x\" and up to 16 hex digits, found \"",
+                                   text, "\""));
+          }
+          have_task = true;
+        }
+      } else if (key == "func_id") {
+        s = Expect('[', where);
+        e->func_ids.clear();
+        SkipSpace();
+        if (s.ok() && Peek() == ']') {
+          Get();
+        } else {
+          while (s.ok()) {
+            int64_t v;
+            s = ParseInt(&v, where);
+            if (!s.ok()) break;
+            e->func_ids.push_back(v);
+            SkipSpace();
+            const int c = Get();
+            if (c == ']') break;
+            if (c != ',' || e->func_ids.size() > 16) s = Error(absl::StrCat(where, ": bad array"));
+          }
+        }
+      } else if (key == "role") {
+        s = ParseString(&e->role, where);
+        have_role = true;
+      } else if (key == "stage") {
+        s = ParseString(&e->stage, where);
+        have_stage = true;
+      } else if (key == "kind") {
+        s = ParseString(&e->kind, where);
+        have_kind = true;
+      } else if (key == "dtype") {
+        s = ParseString(&e->dtype, where);
+        have_dtype = true;
+      } else if (key == "arg_index") {
+        uint64_t v;
+        s = ParseUint(&v, where);
+        if (s.ok() && v > 0xFFFFFFFFull) s = Error(absl::StrCat(where, ": out of range"));
+        e->arg_index = static_cast<uint32_t>(v);
+      } else if (key == "shape") {
+        s = ParseUintArray(&e->shape, where);
+      } else if (key == "strides") {
+        s = ParseUintArray(&e->strides, where);
+      } else if (key == "start_offset") {
+        s = ParseUint(&e->start_offset, where);
+      } else if (key == "is_contiguous") {
+        s = ParseBool(&e->is_contiguous, where);
+      } else if (key == "numel") {
+        s = ParseUint(&e->numel, where);
+      } else if (key == "value") {
+        SkipSpace();
+        e->has_value = true;
+        const int c = Peek();
+        if (c == '"') {
+          std::string text;
+          s = ParseString(&text, where);
+          e->value = absl::StrCat("\"", text, "\"");
+        } else if (c == 't' || c == 'f') {
+          bool b;
+          s = ParseBool(&b, where);
+          e->value = b ? "true" : "false";
+        } else {
+          s = ParseNumberToken(&e->value, where);
+        }
+      } else if (key == "truncated") {
+        s = ParseBool(&e->truncated, where);
+      } else if (key == "overwritten") {
+        s = ParseBool(&e->overwritten, where);
+      } else if (key == "arg_index_ambiguous") {
+        s = ParseBool(&e->arg_index_ambiguous, where);
+      } else if (key == "in_flight_snapshot") {
+        s = ParseBool(&e->in_flight_snapshot, where);
+      } else if (key == "bin_offset") {
+        s = ParseUint(&e->bin_offset, where);
+      } else if (key == "bin_size") {
+        s = ParseUint(&e->bin_size, where);
+      } else {
+        s = SkipValue(where, 0);  // an addition we do not know: fine
+      }
+      if (!s.ok()) return s;
+      SkipSpace();
+      const int c = Get();
+      if (c == '}') break;
+      if (c != ',') return Error("expected ',' or '}' after a field");
+    }
+  }
+  if (!have_task || !have_role || !have_stage || !have_kind || !have_dtype) {
+    return Error(absl::StrCat("missing ", !have_task    ? "task_id"
+                                          : !have_role  ? "role"
+                                          : !have_stage ? "stage"
+                                          : !have_kind  ? "kind"
+                                                        : "dtype"));
+  }
+  if (e->shape.size() != e->strides.size()) return Error("shape and strides differ in length");
+  return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ForEach(const std::function<bool(const ManifestEntry&)>& fn) {
+  if (absl::Status s = Expect('{', "the top level"); !s.ok()) return s;
+  bool saw_args = false;
+  SkipSpace();
+  if (Peek() == '}') return Error("no \"args\" array");
+  for (;;) {
+    std::string key;
+    if (absl::Status s = ParseString(&key, "a top-level field name"); !s.ok()) return s;
+    const std::string where = absl::StrCat("top-level field \"", key, "\"");
+    if (absl::Status s = Expect(':', where); !s.ok()) return s;
+    SkipSpace();
+    if (key == "args") {
+      saw_args = true;
+      if (absl::Status s = Expect('[', where); !s.ok()) return s;
+      SkipSpace();
+      bool stop = false;
+      if (Peek() == ']') {
+        Get();
+      } else {
+        for (uint64_t i = 0;; ++i) {
+          ManifestEntry e;
+          e.index = i;
+          where_entry_ = absl::StrCat("entry ", i);
+          if (absl::Status s = ParseEntry(&e); !s.ok()) return s;
+          if (!stop && !fn(e)) stop = true;
+          if (stop) {
+            where_entry_.clear();
+            return absl::OkStatus();  // the caller has what it wanted
+          }
+          SkipSpace();
+          const int c = Get();
+          if (c == ']') break;
+          if (c != ',') return Error("expected ',' or ']' between entries");
+        }
+      }
+      where_entry_.clear();
+    } else if (key == "bin_file") {
+      if (Peek() == 'n') {
+        if (absl::Status s = SkipValue(where, 0); !s.ok()) return s;
+      } else {
+        if (absl::Status s = ParseString(&summary_.bin_file, where); !s.ok()) return s;
+        summary_.has_bin_file = true;
+      }
+    } else if (Peek() == '-' || (Peek() >= '0' && Peek() <= '9')) {
+      int64_t v;
+      if (absl::Status s = ParseInt(&v, where); !s.ok()) return s;
+      summary_.counters[key] = v;
+    } else if (Peek() == '{') {
+      // dropped_by_cause, device_waits: numbers one level down.
+      Get();
+      SkipSpace();
+      if (Peek() == '}') {
+        Get();
+      } else {
+        for (;;) {
+          std::string sub;
+          if (absl::Status s = ParseString(&sub, where); !s.ok()) return s;
+          if (absl::Status s = Expect(':', where); !s.ok()) return s;
+          SkipSpace();
+          if (Peek() == '-' || (Peek() >= '0' && Peek() <= '9')) {
+            int64_t v;
+            if (absl::Status s = ParseInt(&v, where); !s.ok()) return s;
+            summary_.counters[absl::StrCat(key, ".", sub)] = v;
+          } else if (absl::Status s = SkipValue(where, 1); !s.ok()) {
+            return s;
+          }
+          SkipSpace();
+          const int c = Get();
+          if (c == '}') break;
+          if (c != ',') return Error(absl::StrCat(where, ": expected ',' or '}'"));
+        }
+      }
+    } else if (absl::Status s = SkipValue(where, 0); !s.ok()) {
+      return s;
+    }
+    SkipSpace();
+    const int c = Get();
+    if (c == '}') break;
+    if (c != ',') return Error("expected ',' or '}' between top-level fields");
+  }
+  if (!saw_args) return Error("no \"args\" array");
+  SkipSpace();
+  if (Peek() >= 0) return Error("text after the end of the manifest");
+  return absl::OkStatus();
+}
+
+}  // namespace argsdump

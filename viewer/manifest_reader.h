@@ -1,0 +1,88 @@
+// Streams an args_dump.json (DESIGN.md §6) entry by entry, without building
+// a document of it: a 10 M-entry manifest is a few GB of text. Accepts any
+// JSON layout of the schema (key order, whitespace, unknown keys skipped),
+// and reports what is wrong as "<file>: byte N: <where>: <what>" instead of
+// crashing on truncated or corrupted files.
+#ifndef ARGSDUMP_VIEWER_MANIFEST_READER_H_
+#define ARGSDUMP_VIEWER_MANIFEST_READER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace argsdump {
+
+// One entry of args[], as written (names are the manifest's spellings).
+struct ManifestEntry {
+  uint64_t index = 0;  // position in args[] (what --index takes)
+  uint64_t task_id = 0;
+  std::vector<int64_t> func_ids;  // [-1] when unknown
+  std::string role, stage, kind, dtype;
+  uint32_t arg_index = 0;
+  std::vector<uint64_t> shape, strides;
+  uint64_t start_offset = 0;
+  bool is_contiguous = false;
+  uint64_t numel = 0;
+  bool has_value = false;
+  std::string value;  // scalars: the JSON token as written (1, 0.5, "NaN", true)
+  bool truncated = false, overwritten = false, arg_index_ambiguous = false,
+       in_flight_snapshot = false;
+  uint64_t bin_offset = 0, bin_size = 0;
+};
+
+// The top-level fields other than args[]: numbers by name (total_args,
+// dropped_records, dump_args_level, ...), bin_file.
+struct ManifestSummary {
+  std::map<std::string, int64_t> counters;
+  std::string bin_file;  // empty when null
+  bool has_bin_file = false;
+};
+
+class ManifestReader {
+ public:
+  // NotFound naming the file when it cannot be opened.
+  static absl::StatusOr<std::unique_ptr<ManifestReader>> Open(const std::string& path);
+  ~ManifestReader();
+
+  // Calls `fn` for every entry in order until it returns false. The summary
+  // is complete when this returns OK (fields after args[] included).
+  // DataLoss "<file>: byte N: ..." for anything that is not the schema.
+  absl::Status ForEach(const std::function<bool(const ManifestEntry&)>& fn);
+  const ManifestSummary& summary() const { return summary_; }
+
+ private:
+  explicit ManifestReader(std::string path, std::FILE* f) : path_(std::move(path)), f_(f) {}
+  // The tokenizer over a buffered file.
+  int Peek();
+  int Get();
+  void SkipSpace();
+  absl::Status Error(const std::string& what) const;
+  absl::Status Expect(char c, const std::string& where);
+  absl::Status ParseString(std::string* out, const std::string& where);
+  absl::Status ParseNumberToken(std::string* out, const std::string& where);
+  absl::Status ParseUint(uint64_t* out, const std::string& where);
+  absl::Status ParseInt(int64_t* out, const std::string& where);
+  absl::Status ParseBool(bool* out, const std::string& where);
+  absl::Status ParseUintArray(std::vector<uint64_t>* out, const std::string& where);
+  absl::Status SkipValue(const std::string& where, int depth);
+  absl::Status ParseEntry(ManifestEntry* e);
+
+  const std::string path_;
+  std::FILE* f_;
+  std::vector<char> buffer_ = std::vector<char>(1 << 20);
+  size_t at_ = 0, end_ = 0;
+  uint64_t consumed_ = 0;  // bytes before buffer_[0]
+  ManifestSummary summary_;
+  std::string where_entry_;  // "entry N" while inside args[]
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_VIEWER_MANIFEST_READER_H_

@@ -1,0 +1,215 @@
+#include "viewer/manifest_reader.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "server/capture_store.h"
+
+namespace argsdump {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir ? dir : "/tmp", "/", name);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void Put(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+// A capture written by the store: tensors, a NaN scalar, flags.
+std::string MakeCapture(const std::string& name) {
+  const std::string dir = TempPath(name + "/args_dump");
+  v1::CaptureInfo info;
+  info.set_name(name);
+  info.set_level(v1::DUMP_LEVEL_FULL);
+  auto store = std::move(CaptureStore::Create(dir, info)).value();
+  uint64_t offset = 0;
+  for (int t = 3; t >= 0; --t) {
+    v1::ArgRecord r;
+    r.set_task_id(0x200000000ull + t);
+    r.add_func_ids(7);
+    r.set_arg_index(0);
+    r.set_role(v1::ROLE_INPUT);
+    r.set_stage(v1::STAGE_BEFORE_DISPATCH);
+    r.set_kind(v1::KIND_TENSOR);
+    r.set_dtype(v1::DTYPE_FLOAT16);
+    r.add_shape(2);
+    r.add_shape(3);
+    r.add_strides(3);
+    r.add_strides(1);
+    r.set_numel(6);
+    r.set_logical_bytes(12);
+    r.set_is_contiguous(true);
+    r.set_bin_offset(offset);
+    r.set_bin_size(t == 1 ? 8 : 12);
+    r.set_truncated(t == 1);
+    offset += r.bin_size();
+    EXPECT_TRUE(store->Append(r, std::string(r.bin_size(), 'x')).ok());
+    v1::ArgRecord s;
+    s.set_task_id(0x200000000ull + t);
+    s.set_arg_index(1);
+    s.set_role(v1::ROLE_INPUT);
+    s.set_stage(v1::STAGE_BEFORE_DISPATCH);
+    s.set_kind(v1::KIND_SCALAR);
+    s.set_dtype(v1::DTYPE_FLOAT32);
+    s.set_numel(1);
+    s.set_is_contiguous(true);
+    s.set_scalar_bits(t == 2 ? 0x7FC00000u : 0x3F000000u);  // NaN, 0.5
+    s.set_arg_index_ambiguous(t == 0);
+    EXPECT_TRUE(store->Append(s, "").ok());
+  }
+  v1::CaptureCounters losses;
+  losses.set_dropped_records(3);
+  losses.set_dropped_flush_timeout(3);
+  EXPECT_TRUE(store->Finish(losses).ok());
+  return dir + "/args_dump.json";
+}
+
+std::vector<ManifestEntry> ReadAll(const std::string& path, absl::Status* status,
+                                   ManifestSummary* summary = nullptr) {
+  std::vector<ManifestEntry> out;
+  auto reader = ManifestReader::Open(path);
+  if (!reader.ok()) {
+    *status = reader.status();
+    return out;
+  }
+  *status = (*reader)->ForEach([&](const ManifestEntry& e) {
+    out.push_back(e);
+    return true;
+  });
+  if (summary != nullptr) *summary = (*reader)->summary();
+  return out;
+}
+
+TEST(ManifestReaderTest, ReadsWhatTheStoreWrites) {
+  const std::string path = MakeCapture("store");
+  absl::Status st;
+  ManifestSummary summary;
+  const auto entries = ReadAll(path, &st, &summary);
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(entries.size(), 8u);
+  EXPECT_EQ(entries[0].task_id, 0x200000000ull);  // sorted by task
+  EXPECT_EQ(entries[0].kind, "tensor");
+  EXPECT_EQ(entries[0].dtype, "FLOAT16");
+  EXPECT_EQ(entries[0].shape, (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(entries[0].strides, (std::vector<uint64_t>{3, 1}));
+  EXPECT_EQ(entries[0].func_ids, (std::vector<int64_t>{7}));
+  EXPECT_EQ(entries[1].kind, "scalar");
+  EXPECT_EQ(entries[1].value, "0.5");
+  EXPECT_TRUE(entries[1].arg_index_ambiguous);
+  EXPECT_EQ(entries[1].func_ids, (std::vector<int64_t>{-1}));
+  EXPECT_TRUE(entries[2].truncated);  // task 1's tensor
+  EXPECT_EQ(entries[2].bin_size, 8u);
+  EXPECT_EQ(entries[5].value, "\"NaN\"");
+  for (size_t i = 0; i < entries.size(); ++i) EXPECT_EQ(entries[i].index, i);
+  EXPECT_EQ(summary.counters.at("total_args"), 8);
+  EXPECT_EQ(summary.counters.at("dump_args_level"), 2);
+  EXPECT_EQ(summary.counters.at("truncated_args"), 1);
+  EXPECT_EQ(summary.counters.at("dropped_records"), 3);
+  EXPECT_EQ(summary.counters.at("dropped_by_cause.flush_timeout"), 3);
+  EXPECT_TRUE(summary.has_bin_file);
+  EXPECT_EQ(summary.bin_file, "args.bin");
+}
+
+TEST(ManifestReaderTest, AcceptsAnyLayoutAndUnknownFields) {
+  const std::string path = TempPath("layout.json");
+  Put(path, R"({
+    "extra": {"nested": [1, {"deep": null}], "s": "x\"y\u00e9"},
+    "args": [
+      {
+        "bin_size": 0, "kind": "scalar", "value": -1.5e-3, "role": "output",
+        "stage": "after_completion", "task_id": "0xa", "dtype": "FLOAT64",
+        "shape": [], "strides": [], "stats": {"min": 0}, "arg_index": 4
+      }
+    ],
+    "bin_file": null, "total_args": 1
+  })");
+  absl::Status st;
+  ManifestSummary summary;
+  const auto entries = ReadAll(path, &st, &summary);
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].task_id, 10u);
+  EXPECT_EQ(entries[0].value, "-1.5e-3");
+  EXPECT_EQ(entries[0].arg_index, 4u);
+  EXPECT_FALSE(summary.has_bin_file);
+  EXPECT_EQ(summary.counters.at("total_args"), 1);
+}
+
+TEST(ManifestReaderTest, StopsWhenAskedWithoutReadingTheRest) {
+  const std::string path = MakeCapture("stop");
+  auto reader = std::move(ManifestReader::Open(path)).value();
+  int seen = 0;
+  EXPECT_TRUE(reader->ForEach([&](const ManifestEntry&) { return ++seen < 3; }).ok());
+  EXPECT_EQ(seen, 3);
+}
+
+TEST(ManifestReaderTest, ErrorsNameTheFileTheByteAndTheField) {
+  const std::string path = TempPath("bad.json");
+  Put(path, R"({"args": [{"task_id": "0xzz", "role": "input"}]})");
+  absl::Status st;
+  ReadAll(path, &st);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(st.message().find("bad.json: byte "), std::string::npos) << st;
+  EXPECT_NE(st.message().find("entry 0: field \"task_id\""), std::string::npos) << st;
+  Put(path, R"({"args": [{"task_id": "0x1", "role": "input", "stage": "before_dispatch",
+               "kind": "tensor", "dtype": "INT8", "shape": [1, 2], "strides": [1]}]})");
+  ReadAll(path, &st);
+  EXPECT_NE(st.message().find("shape and strides"), std::string::npos) << st;
+  Put(path, R"({"args": [{"role": "input"}]})");
+  ReadAll(path, &st);
+  EXPECT_NE(st.message().find("missing task_id"), std::string::npos) << st;
+  ReadAll(TempPath("absent.json"), &st);
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("absent.json"), std::string::npos);
+}
+
+// Every prefix of a real manifest, and many with a byte changed: an OK
+// parse or a DataLoss that names the file and a byte; never a crash (ASan
+// and UBSan run this too).
+TEST(ManifestReaderTest, TruncatedAndCorruptedManifestsFailCleanly) {
+  const std::string good = Slurp(MakeCapture("fuzz"));
+  ASSERT_GT(good.size(), 1000u);
+  const std::string path = TempPath("fuzz_case.json");
+  auto check = [&](const std::string& text, const std::string& what) {
+    Put(path, text);
+    absl::Status st;
+    ReadAll(path, &st);
+    if (!st.ok()) {
+      EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << what << ": " << st;
+      EXPECT_NE(st.message().find("fuzz_case.json: byte "), std::string::npos) << what << ": " << st;
+    }
+    return st.ok();
+  };
+  int ok = 0;
+  for (size_t n = 0; n < good.size(); n += 7) {
+    ok += check(good.substr(0, n), absl::StrCat("prefix ", n));
+  }
+  EXPECT_EQ(ok, 0) << "a cut manifest parsed";
+  std::mt19937 rng(11);
+  const char junk[] = {'"', '{', '}', '[', ']', ',', ':', '\\', 'x', '9', '-', '\0', '\n', 'e'};
+  for (int i = 0; i < 1500; ++i) {
+    std::string text = good;
+    const size_t at = rng() % text.size();
+    text[at] = junk[rng() % sizeof(junk)];
+    check(text, absl::StrCat("byte ", at));
+  }
+  EXPECT_TRUE(check(good, "unchanged"));
+}
+
+}  // namespace
+}  // namespace argsdump
