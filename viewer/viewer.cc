@@ -1,0 +1,224 @@
+#include "viewer/viewer.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "viewer/manifest_reader.h"
+
+namespace argsdump {
+namespace {
+
+bool IsDir(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool IsFile(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The newest outputs/*/args_dump (by the manifest's modification time).
+std::optional<std::string> NewestCapture(const std::string& outputs) {
+  DIR* d = ::opendir(outputs.c_str());
+  if (d == nullptr) return std::nullopt;
+  std::optional<std::string> best;
+  struct timespec best_time = {};
+  while (struct dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string dir = outputs + "/" + name + "/args_dump";
+    struct stat st;
+    if (::stat((dir + "/args_dump.json").c_str(), &st) != 0) continue;
+    if (!best || st.st_mtim.tv_sec > best_time.tv_sec ||
+        (st.st_mtim.tv_sec == best_time.tv_sec && st.st_mtim.tv_nsec > best_time.tv_nsec)) {
+      best = dir;
+      best_time = st.st_mtim;
+    }
+  }
+  ::closedir(d);
+  return best;
+}
+
+struct Filters {
+  std::optional<uint64_t> task;
+  std::string stage;  // before_dispatch / after_completion
+  std::string role;
+  std::optional<uint32_t> arg;
+  std::optional<int64_t> func;
+  std::optional<uint64_t> index;
+
+  bool Matches(const ManifestEntry& e) const {
+    if (task && e.task_id != *task) return false;
+    if (!stage.empty() && e.stage != stage) return false;
+    if (!role.empty() && e.role != role) return false;
+    if (arg && e.arg_index != *arg) return false;
+    if (index && e.index != *index) return false;
+    if (func && std::find(e.func_ids.begin(), e.func_ids.end(), *func) == e.func_ids.end()) {
+      return false;
+    }
+    return true;
+  }
+  bool any() const { return task || !stage.empty() || !role.empty() || arg || func || index; }
+};
+
+std::string Hex(uint64_t v) { return absl::StrFormat("0x%016x", v); }
+
+std::string Dims(const std::vector<uint64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ","), "]"); }
+
+std::string Flags(const ManifestEntry& e) {
+  std::vector<std::string> f;
+  if (e.truncated) f.push_back("truncated");
+  if (e.overwritten) f.push_back("overwritten");
+  if (e.arg_index_ambiguous) f.push_back("ambiguous");
+  if (e.in_flight_snapshot) f.push_back("in-flight");
+  if (e.kind == "tensor" && e.bin_size == 0) f.push_back("no-data");
+  return absl::StrJoin(f, ",");
+}
+
+// Parses the command line; on error writes it to err and returns false.
+bool ParseArgs(const std::vector<std::string>& args, std::string* dir, Filters* f,
+               std::ostream& err) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i], value;
+    const bool is_flag = flag.size() > 1 && flag[0] == '-';
+    if (!is_flag) {
+      if (!dir->empty()) {
+        err << "dump_viewer: one capture directory at a time (got '" << *dir << "' and '"
+            << flag << "')\n";
+        return false;
+      }
+      *dir = flag;
+      continue;
+    }
+    const size_t eq = flag.find('=');
+    if (eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      err << "dump_viewer: " << flag << " needs a value\n";
+      return false;
+    }
+    auto bad = [&](const std::string& expected) {
+      err << "dump_viewer: " << flag << " '" << value << "': expected " << expected << "\n";
+      return false;
+    };
+    if (flag == "--task" || flag == "-t") {
+      absl::string_view hex = value;
+      if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.remove_prefix(2);
+      uint64_t v;
+      if (hex.empty() || hex.size() > 16 || !absl::SimpleHexAtoi(hex, &v)) {
+        return bad("a hex task id such as 0x0000000100000003 or 100000003");
+      }
+      f->task = v;
+    } else if (flag == "--stage" || flag == "-s") {
+      if (value == "before" || value == "before_dispatch") {
+        f->stage = "before_dispatch";
+      } else if (value == "after" || value == "after_completion") {
+        f->stage = "after_completion";
+      } else {
+        return bad("before or after");
+      }
+    } else if (flag == "--role" || flag == "-r") {
+      if (value != "input" && value != "output" && value != "inout") {
+        return bad("input, output or inout");
+      }
+      f->role = value;
+    } else if (flag == "--arg" || flag == "-a") {
+      uint32_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("an arg index (0, 1, ...)");
+      f->arg = v;
+    } else if (flag == "--func") {
+      int64_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("a func id");
+      f->func = v;
+    } else if (flag == "--index" || flag == "-i") {
+      uint64_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("a manifest index (0, 1, ...)");
+      f->index = v;
+    } else {
+      err << "dump_viewer: unknown flag '" << flag
+          << "' (flags: --task/-t, --stage/-s, --role/-r, --arg/-a, --func, --index/-i)\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string dir;
+  Filters filters;
+  if (!ParseArgs(args, &dir, &filters, err)) return 2;
+  if (dir.empty()) {
+    auto newest = NewestCapture("outputs");
+    if (!newest) {
+      err << "dump_viewer: no outputs/*/args_dump under this folder; pass a capture directory, "
+             "e.g. dump_viewer outputs/<run>/args_dump\n";
+      return 2;
+    }
+    dir = *newest;
+    out << "capture: " << dir << " (the newest under outputs/)\n";
+  }
+  if (IsDir(dir + "/args_dump") && !IsFile(dir + "/args_dump.json")) dir += "/args_dump";
+  const std::string manifest = dir + "/args_dump.json";
+  auto reader = ManifestReader::Open(manifest);
+  if (!reader.ok()) {
+    err << "dump_viewer: " << reader.status().message() << "\n";
+    return 2;
+  }
+  out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  %10s  %s\n", "index",
+                         "task_id", "stage", "role", "arg", "kind", "dtype", "shape", "bytes",
+                         "flags");
+  uint64_t matched = 0;
+  // A few of what exists, to suggest when nothing matched.
+  std::set<uint64_t> some_tasks;
+  std::set<uint32_t> some_args;
+  std::set<int64_t> some_funcs;
+  absl::Status s = (*reader)->ForEach([&](const ManifestEntry& e) {
+    if (some_tasks.size() < 5) some_tasks.insert(e.task_id);
+    if (some_args.size() < 8) some_args.insert(e.arg_index);
+    for (int64_t f : e.func_ids) {
+      if (some_funcs.size() < 8) some_funcs.insert(f);
+    }
+    if (!filters.Matches(e)) return true;
+    ++matched;
+    std::string line = absl::StrFormat(
+        "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", e.index, Hex(e.task_id),
+        e.stage == "before_dispatch" ? "before" : "after", e.role, e.arg_index, e.kind, e.dtype,
+        e.kind == "scalar" ? "=" + e.value : Dims(e.shape), e.bin_size, Flags(e));
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << "\n";
+    return true;
+  });
+  if (!s.ok()) {
+    err << "dump_viewer: " << s.message() << "\n";
+    return 2;
+  }
+  if (matched == 0 && filters.any()) {
+    std::vector<std::string> tasks;
+    for (uint64_t t : some_tasks) tasks.push_back(Hex(t));
+    err << "dump_viewer: no arg matches the filters. Some values in this capture: tasks "
+        << absl::StrJoin(tasks, " ") << "; args " << absl::StrJoin(some_args, " ") << "; funcs "
+        << absl::StrJoin(some_funcs, " ") << "; stages before, after; roles input, output, "
+        << "inout\n";
+    return 1;
+  }
+  out << matched << " args\n";
+  return 0;
+}
+
+}  // namespace argsdump

@@ -1,0 +1,22 @@
+// dump_viewer's command line as a library (tests call it directly):
+//   dump_viewer [DIR] [--task/-t HEX] [--stage/-s before|after]
+//               [--role/-r input|output|inout] [--arg/-a N] [--func F]
+//               [--index/-i N]
+// DIR is a capture directory (.../args_dump) or a folder holding one;
+// without it, the newest outputs/*/args_dump under the current folder.
+// Lists the matching args, one line each. Returns the exit status: 0, 1
+// when nothing matched, 2 for bad arguments or unreadable captures.
+#ifndef ARGSDUMP_VIEWER_VIEWER_H_
+#define ARGSDUMP_VIEWER_VIEWER_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace argsdump {
+
+int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_VIEWER_VIEWER_H_
