@@ -1,5 +1,8 @@
 #include "device/dtype.h"
 
+#include <cmath>
+#include <cstring>
+
 #include <array>
 #include <cctype>
 
@@ -64,6 +67,72 @@ std::optional<DataType> DataTypeFromName(std::string_view name) {
     if (equal) return info.dtype;
   }
   return std::nullopt;
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1F, frac = h & 0x3FF;
+  float v;
+  if (exp == 0) {
+    v = std::ldexp(static_cast<float>(frac), -24);
+  } else if (exp == 31) {
+    v = frac ? NAN : INFINITY;
+  } else {
+    v = std::ldexp(static_cast<float>(frac | 0x400), static_cast<int>(exp) - 25);
+  }
+  return sign ? -v : v;
+}
+
+float Bfloat16ToFloat(uint16_t bits) {
+  const uint32_t wide = uint32_t{bits} << 16;
+  float f;
+  std::memcpy(&f, &wide, 4);
+  return f;
+}
+
+float Fp8E4M3FnToFloat(uint8_t b) {
+  const uint32_t sign = b >> 7, exp = (b >> 3) & 0xF, frac = b & 0x7;
+  if (exp == 0xF && frac == 0x7) return NAN;
+  const float v = exp == 0 ? std::ldexp(static_cast<float>(frac), -9)  // frac/8 * 2^-6
+                           : std::ldexp(static_cast<float>(frac | 0x8), static_cast<int>(exp) - 10);
+  return sign ? -v : v;
+}
+
+float Fp8E8M0ToFloat(uint8_t b) {
+  if (b == 0xFF) return NAN;
+  return std::ldexp(1.0f, static_cast<int>(b) - 127);
+}
+
+float Fp4E2M1ToFloat(uint8_t nibble) {
+  static constexpr float kValues[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const float v = kValues[nibble & 0x7];
+  return (nibble & 0x8) ? -v : v;
+}
+
+double ElementAsDouble(DataType dtype, const uint8_t* p, uint64_t i) {
+  auto load = [&](auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, p + i * sizeof(v), sizeof(v));
+    return v;
+  };
+  switch (dtype) {
+    case DataType::kFloat32: return load(float{});
+    case DataType::kFloat64: return load(double{});
+    case DataType::kFloat16: return HalfToFloat(load(uint16_t{}));
+    case DataType::kBfloat16: return Bfloat16ToFloat(load(uint16_t{}));
+    case DataType::kInt8: return load(int8_t{});
+    case DataType::kInt16: return load(int16_t{});
+    case DataType::kInt32: return load(int32_t{});
+    case DataType::kInt64: return static_cast<double>(load(int64_t{}));
+    case DataType::kUint8: return load(uint8_t{});
+    case DataType::kUint16: return load(uint16_t{});
+    case DataType::kUint32: return load(uint32_t{});
+    case DataType::kUint64: return static_cast<double>(load(uint64_t{}));
+    case DataType::kBool: return load(uint8_t{}) != 0 ? 1.0 : 0.0;
+    case DataType::kFp8E4M3Fn: return Fp8E4M3FnToFloat(p[i]);
+    case DataType::kFp8E8M0: return Fp8E8M0ToFloat(p[i]);
+    case DataType::kFp4E2M1: return Fp4E2M1ToFloat(i % 2 == 0 ? p[i / 2] & 0xF : p[i / 2] >> 4);
+  }
+  return NAN;
 }
 
 }  // namespace argsdump

@@ -44,6 +44,18 @@ std::string_view DataTypeName(DataType dtype);
 // Inverse of DataTypeName; accepts any letter case ("float32" too).
 std::optional<DataType> DataTypeFromName(std::string_view name);
 
+// Decoding elements (the viewer, scalar printing). Every narrow float
+// format widens exactly to float.
+float HalfToFloat(uint16_t bits);        // IEEE binary16
+float Bfloat16ToFloat(uint16_t bits);    // the top half of a float32
+float Fp8E4M3FnToFloat(uint8_t bits);    // 1-4-3, bias 7, no inf, S.1111.111 = NaN, max 448
+float Fp8E8M0ToFloat(uint8_t bits);      // 2^(e-127), 0xFF = NaN (an exponent, no sign)
+float Fp4E2M1ToFloat(uint8_t nibble);    // 1-2-1, bias 1: 0, 0.5, 1, 1.5, 2, 3, 4, 6
+// Element `index` of a densely packed payload as a double (int64/uint64
+// beyond 2^53 round; bool is 0/1). The caller checks the payload holds it:
+// PayloadBytes(dtype, index + 1) bytes.
+double ElementAsDouble(DataType dtype, const uint8_t* payload, uint64_t index);
+
 // True for a value that fits the enum (records from shared memory are
 // checked before they are trusted).
 inline bool IsValidDataType(uint8_t raw) { return raw < kDataTypeCount; }

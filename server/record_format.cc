@@ -28,18 +28,6 @@ std::string ShortestRoundTrip(F value, int max_digits) {
   return buf;
 }
 
-float Half(uint16_t h) {
-  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1F, frac = h & 0x3FF;
-  float v;
-  if (exp == 0) {
-    v = std::ldexp(static_cast<float>(frac), -24);
-  } else if (exp == 31) {
-    v = frac ? NAN : INFINITY;
-  } else {
-    v = std::ldexp(static_cast<float>(frac | 0x400), static_cast<int>(exp) - 25);
-  }
-  return sign ? -v : v;
-}
 
 std::string FloatJson(double v, std::string finite) {
   if (std::isnan(v)) return "\"NaN\"";
@@ -122,7 +110,7 @@ std::string FormatScalarJson(int dtype, uint64_t bits) {
       return FloatJson(f, ShortestRoundTrip(f, 17));
     }
     case DataType::kFloat16: {
-      const float f = Half(static_cast<uint16_t>(bits));
+      const float f = HalfToFloat(static_cast<uint16_t>(bits));
       return FloatJson(f, ShortestRoundTrip(f, 9));
     }
     case DataType::kBfloat16: {
