@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "viewer/manifest_reader.h"
+#include "viewer/text_export.h"
 
 namespace argsdump {
 namespace {
@@ -57,6 +59,7 @@ struct Filters {
   std::optional<uint32_t> arg;
   std::optional<int64_t> func;
   std::optional<uint64_t> index;
+  bool export_text = false;
 
   bool Matches(const ManifestEntry& e) const {
     if (task && e.task_id != *task) return false;
@@ -92,6 +95,10 @@ bool ParseArgs(const std::vector<std::string>& args, std::string* dir, Filters* 
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i], value;
     const bool is_flag = flag.size() > 1 && flag[0] == '-';
+    if (flag == "--export" || flag == "-e") {
+      f->export_text = true;
+      continue;
+    }
     if (!is_flag) {
       if (!dir->empty()) {
         err << "dump_viewer: one capture directory at a time (got '" << *dir << "' and '"
@@ -150,7 +157,8 @@ bool ParseArgs(const std::vector<std::string>& args, std::string* dir, Filters* 
       f->index = v;
     } else {
       err << "dump_viewer: unknown flag '" << flag
-          << "' (flags: --task/-t, --stage/-s, --role/-r, --arg/-a, --func, --index/-i)\n";
+          << "' (flags: --task/-t, --stage/-s, --role/-r, --arg/-a, --func, --index/-i, "
+             "--export/-e)\n";
       return false;
     }
   }
@@ -184,6 +192,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
                          "task_id", "stage", "role", "arg", "kind", "dtype", "shape", "bytes",
                          "flags");
   uint64_t matched = 0;
+  std::vector<ManifestEntry> to_export;
   // A few of what exists, to suggest when nothing matched.
   std::set<uint64_t> some_tasks;
   std::set<uint32_t> some_args;
@@ -196,6 +205,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     if (!filters.Matches(e)) return true;
     ++matched;
+    if (filters.export_text) to_export.push_back(e);
     std::string line = absl::StrFormat(
         "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", e.index, Hex(e.task_id),
         e.stage == "before_dispatch" ? "before" : "after", e.role, e.arg_index, e.kind, e.dtype,
@@ -218,6 +228,40 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return 1;
   }
   out << matched << " args\n";
+  if (filters.export_text && !to_export.empty()) {
+    const ManifestSummary& summary = (*reader)->summary();
+    const std::string bin = dir + "/" + (summary.has_bin_file ? summary.bin_file : "args.bin");
+    std::ifstream payloads(bin, std::ios::binary);
+    const std::string txt = dir + "/txt";
+    ::mkdir(txt.c_str(), 0755);
+    for (const ManifestEntry& e : to_export) {
+      std::string bytes;
+      if (e.bin_size > 0) {
+        if (!payloads) {
+          err << "dump_viewer: " << bin << ": cannot open (entry " << e.index << " has "
+              << e.bin_size << " payload bytes)\n";
+          return 2;
+        }
+        bytes.resize(e.bin_size);
+        payloads.clear();
+        payloads.seekg(static_cast<std::streamoff>(e.bin_offset));
+        payloads.read(&bytes[0], static_cast<std::streamsize>(e.bin_size));
+        if (static_cast<uint64_t>(payloads.gcount()) != e.bin_size) {
+          err << "dump_viewer: " << bin << ": entry " << e.index << " needs bytes "
+              << e.bin_offset << ".." << e.bin_offset + e.bin_size << ", the file ends before\n";
+          return 2;
+        }
+      }
+      const std::string path = txt + "/" + TextFileName(e);
+      std::ofstream file(path, std::ios::trunc);
+      file << FormatArgText(e, bytes);
+      if (!file) {
+        err << "dump_viewer: cannot write " << path << "\n";
+        return 2;
+      }
+    }
+    out << "exported " << to_export.size() << " files to " << txt << "/\n";
+  }
   return 0;
 }
 

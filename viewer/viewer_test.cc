@@ -197,5 +197,28 @@ TEST(ViewerTest, PicksTheNewestCaptureUnderOutputs) {
   ASSERT_EQ(::chdir(old), 0);
 }
 
+TEST(ViewerTest, ExportsTheSelectedArgsAsText) {
+  const std::string dir = MakeCapture(Root() + "/export/args_dump");
+  const Result r = Viewer({dir, "-t", "0x100000001", "--export"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("exported 3 files to " + dir + "/txt/"), std::string::npos) << r.out;
+  std::ifstream in(dir + "/txt/task_0000000100000001_after_out1.txt");
+  ASSERT_TRUE(in.good());
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  // Task 1's output: 16 of 32 bytes ("bbbb..." = 0x62626262 as float32).
+  EXPECT_NE(text.find("# note: truncated: 16 bytes captured, elements 0..3 of 8"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# Detail:\n[0, 0] 1.04401335e+21\n"), std::string::npos) << text;
+  std::ifstream scalar(dir + "/txt/task_0000000100000001_before_in2.txt");
+  const std::string s2((std::istreambuf_iterator<char>(scalar)), {});
+  EXPECT_NE(s2.find("# value: 41\n"), std::string::npos) << s2;
+  // args.bin cut short: the error names the file and the bytes.
+  ASSERT_EQ(::truncate((dir + "/args.bin").c_str(), 40), 0);
+  const Result cut = Viewer({dir, "-i", "8", "-e"});
+  EXPECT_EQ(cut.code, 2);
+  EXPECT_NE(cut.err.find("args.bin: entry 8 needs bytes"), std::string::npos) << cut.err;
+}
+
 }  // namespace
 }  // namespace argsdump
