@@ -23,6 +23,14 @@ std::string FormatArgText(const ManifestEntry& entry, absl::string_view payload)
 // that reads back to the same value, nan / inf / -inf.
 std::string FormatElement(const std::string& dtype, const unsigned char* payload, uint64_t index);
 
+// Over the elements present in `payload` (a truncated payload counts what
+// it holds). Non-finite values are counted, not folded into min/max/mean.
+struct TensorStats {
+  uint64_t count = 0, finite = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+  double min = 0, max = 0, sum = 0, abs_max = 0;
+};
+TensorStats ComputeStats(const ManifestEntry& entry, absl::string_view payload);
+
 }  // namespace argsdump
 
 #endif  // ARGSDUMP_VIEWER_TEXT_EXPORT_H_

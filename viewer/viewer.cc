@@ -60,6 +60,7 @@ struct Filters {
   std::optional<int64_t> func;
   std::optional<uint64_t> index;
   bool export_text = false;
+  bool stats = false;
 
   bool Matches(const ManifestEntry& e) const {
     if (task && e.task_id != *task) return false;
@@ -97,6 +98,10 @@ bool ParseArgs(const std::vector<std::string>& args, std::string* dir, Filters* 
     const bool is_flag = flag.size() > 1 && flag[0] == '-';
     if (flag == "--export" || flag == "-e") {
       f->export_text = true;
+      continue;
+    }
+    if (flag == "--stats") {
+      f->stats = true;
       continue;
     }
     if (!is_flag) {
@@ -158,7 +163,7 @@ bool ParseArgs(const std::vector<std::string>& args, std::string* dir, Filters* 
     } else {
       err << "dump_viewer: unknown flag '" << flag
           << "' (flags: --task/-t, --stage/-s, --role/-r, --arg/-a, --func, --index/-i, "
-             "--export/-e)\n";
+             "--export/-e, --stats)\n";
       return false;
     }
   }
@@ -205,7 +210,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     if (!filters.Matches(e)) return true;
     ++matched;
-    if (filters.export_text) to_export.push_back(e);
+    if (filters.export_text || (filters.stats && e.kind == "tensor")) to_export.push_back(e);
     std::string line = absl::StrFormat(
         "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", e.index, Hex(e.task_id),
         e.stage == "before_dispatch" ? "before" : "after", e.role, e.arg_index, e.kind, e.dtype,
@@ -261,6 +266,36 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
       }
     }
     out << "exported " << to_export.size() << " files to " << txt << "/\n";
+  }
+  if (filters.stats) {
+    const ManifestSummary& summary = (*reader)->summary();
+    const std::string bin = dir + "/" + (summary.has_bin_file ? summary.bin_file : "args.bin");
+    std::ifstream payloads(bin, std::ios::binary);
+    out << absl::StrFormat("%7s  %14s  %14s  %14s  %14s  %6s  %6s  %6s  %8s\n", "index", "min",
+                           "max", "mean", "abs_max", "nan", "+inf", "-inf", "zeros");
+    for (const ManifestEntry& e : to_export) {
+      if (e.kind != "tensor") continue;
+      std::string bytes(e.bin_size, '\0');
+      if (e.bin_size > 0) {
+        payloads.clear();
+        payloads.seekg(static_cast<std::streamoff>(e.bin_offset));
+        payloads.read(&bytes[0], static_cast<std::streamsize>(e.bin_size));
+        if (!payloads || static_cast<uint64_t>(payloads.gcount()) != e.bin_size) {
+          err << "dump_viewer: " << bin << ": entry " << e.index << " needs bytes "
+              << e.bin_offset << ".." << e.bin_offset + e.bin_size << ", the file ends before\n";
+          return 2;
+        }
+      }
+      const TensorStats st = ComputeStats(e, bytes);
+      if (st.finite == 0) {
+        out << absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d\n", e.index, "-",
+                               "-", "-", "-", st.nan, st.pos_inf, st.neg_inf, st.zeros);
+      } else {
+        out << absl::StrFormat("%7d  %14.7g  %14.7g  %14.7g  %14.7g  %6d  %6d  %6d  %8d\n",
+                               e.index, st.min, st.max, st.sum / st.finite, st.abs_max, st.nan,
+                               st.pos_inf, st.neg_inf, st.zeros);
+      }
+    }
   }
   return 0;
 }

@@ -220,5 +220,21 @@ TEST(ViewerTest, ExportsTheSelectedArgsAsText) {
   EXPECT_NE(cut.err.find("args.bin: entry 8 needs bytes"), std::string::npos) << cut.err;
 }
 
+TEST(ViewerTest, StatsForTheSelectedTensors) {
+  const std::string dir = MakeCapture(Root() + "/stats/args_dump");
+  const Result r = Viewer({dir, "-t", "0x100000001", "--stats"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The two tensors ("aaaa..." and "bbbb..." as float32); the scalar (4) has
+  // no stats line; the truncated output (5) counts the 4 elements it holds.
+  const std::string table = r.out.substr(r.out.find("  index             min"));
+  EXPECT_EQ(table,
+            "  index             min             max            mean         abs_max     nan    "
+            "+inf    -inf     zeros\n"
+            "      3    2.598459e+20    2.598459e+20    2.598459e+20    2.598459e+20       0       "
+            "0       0         0\n"
+            "      5    1.044013e+21    1.044013e+21    1.044013e+21    1.044013e+21       0       "
+            "0       0         0\n");
+}
+
 }  // namespace
 }  // namespace argsdump
