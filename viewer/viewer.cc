@@ -61,6 +61,7 @@ struct Filters {
   std::optional<uint64_t> index;
   bool export_text = false;
   bool stats = false;
+  bool first_nonfinite = false;
 
   bool Matches(const ManifestEntry& e) const {
     if (task && e.task_id != *task) return false;
@@ -102,6 +103,10 @@ bool ParseArgs(const std::vector<std::string>& args, std::string* dir, Filters* 
     }
     if (flag == "--stats") {
       f->stats = true;
+      continue;
+    }
+    if (flag == "--first-nonfinite") {
+      f->first_nonfinite = true;
       continue;
     }
     if (!is_flag) {
@@ -163,11 +168,87 @@ bool ParseArgs(const std::vector<std::string>& args, std::string* dir, Filters* 
     } else {
       err << "dump_viewer: unknown flag '" << flag
           << "' (flags: --task/-t, --stage/-s, --role/-r, --arg/-a, --func, --index/-i, "
-             "--export/-e, --stats)\n";
+             "--export/-e, --stats, --first-nonfinite)\n";
       return false;
     }
   }
   return true;
+}
+
+// Reads an entry's payload bytes from args.bin; false (err written) when
+// the file does not hold them.
+bool ReadPayload(std::ifstream& bin, const std::string& path, const ManifestEntry& e,
+                 std::string* bytes, std::ostream& err) {
+  bytes->assign(e.bin_size, '\0');
+  if (e.bin_size == 0) return true;
+  bin.clear();
+  bin.seekg(static_cast<std::streamoff>(e.bin_offset));
+  bin.read(&(*bytes)[0], static_cast<std::streamsize>(e.bin_size));
+  if (!bin || static_cast<uint64_t>(bin.gcount()) != e.bin_size) {
+    err << "dump_viewer: " << path << ": entry " << e.index << " needs bytes " << e.bin_offset
+        << ".." << e.bin_offset + e.bin_size << ", the file ends before\n";
+    return false;
+  }
+  return true;
+}
+
+std::string StatsLine(const ManifestEntry& e, const TensorStats& st) {
+  return absl::StrFormat("index %d  task %s  %s %s arg %d  %s %s: %d NaN, %d +Inf, %d -Inf of %d",
+                         e.index, Hex(e.task_id), e.stage, e.role, e.arg_index, e.dtype,
+                         Dims(e.shape), st.nan, st.pos_inf, st.neg_inf, st.count);
+}
+
+// The first task, in manifest (task) order, with an output holding a NaN or
+// an Inf, and the inputs captured for it before dispatch.
+int FirstNonFinite(const std::string& dir, ManifestReader& reader, std::ostream& out,
+                   std::ostream& err) {
+  const std::string bin_path = dir + "/args.bin";
+  std::ifstream bin(bin_path, std::ios::binary);
+  std::vector<ManifestEntry> inputs;  // the current task's before_dispatch args
+  uint64_t current_task = 0;
+  bool found = false, failed = false;
+  absl::Status s = reader.ForEach([&](const ManifestEntry& e) {
+    if (inputs.empty() || e.task_id != current_task) {
+      inputs.clear();
+      current_task = e.task_id;
+    }
+    if (e.stage == "before_dispatch") {
+      inputs.push_back(e);
+      return true;
+    }
+    if (e.kind != "tensor" || e.role == "input" || e.bin_size == 0) return true;
+    std::string bytes;
+    if (!ReadPayload(bin, bin_path, e, &bytes, err)) {
+      failed = true;
+      return false;
+    }
+    const TensorStats st = ComputeStats(e, bytes);
+    if (st.nan + st.pos_inf + st.neg_inf == 0) return true;
+    found = true;
+    out << "first non-finite output: " << StatsLine(e, st) << "\n";
+    out << "inputs of task " << Hex(e.task_id) << ":\n";
+    for (const ManifestEntry& in : inputs) {
+      if (in.kind == "scalar") {
+        out << absl::StrFormat("  index %d  %s arg %d  scalar %s = %s\n", in.index, in.role,
+                               in.arg_index, in.dtype, in.value);
+        continue;
+      }
+      std::string in_bytes;
+      if (!ReadPayload(bin, bin_path, in, &in_bytes, err)) {
+        failed = true;
+        return false;
+      }
+      out << "  " << StatsLine(in, ComputeStats(in, in_bytes)) << "\n";
+    }
+    return false;
+  });
+  if (failed) return 2;
+  if (!s.ok()) {
+    err << "dump_viewer: " << s.message() << "\n";
+    return 2;
+  }
+  if (!found) out << "no output holds a NaN or an Inf\n";
+  return 0;
 }
 
 }  // namespace
@@ -193,6 +274,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     err << "dump_viewer: " << reader.status().message() << "\n";
     return 2;
   }
+  if (filters.first_nonfinite) return FirstNonFinite(dir, **reader, out, err);
   out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  %10s  %s\n", "index",
                          "task_id", "stage", "role", "arg", "kind", "dtype", "shape", "bytes",
                          "flags");

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -234,6 +235,37 @@ TEST(ViewerTest, StatsForTheSelectedTensors) {
             "0       0         0\n"
             "      5    1.044013e+21    1.044013e+21    1.044013e+21    1.044013e+21       0       "
             "0       0         0\n");
+}
+
+// Task 1's output holds a NaN and an Inf (task 2's too, later): the first
+// task is named, with its inputs.
+TEST(ViewerTest, FirstNonFiniteNamesTheTaskAndItsInputs) {
+  const std::string dir = MakeCapture(Root() + "/nonfinite/args_dump");
+  EXPECT_NE(Viewer({dir, "--first-nonfinite"}).out.find("no output holds a NaN or an Inf"),
+            std::string::npos);
+  // Entries 5 (task 1's output, 16 bytes at its bin_offset) and 8: poke
+  // NaN and -Inf floats into args.bin.
+  auto poke = [&](uint64_t offset, float v) {
+    std::fstream f(dir + "/args.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.write(reinterpret_cast<const char*>(&v), 4);
+  };
+  // Layout: per task 32 (input) + output; task 0: 0..31, 32..63; task 1:
+  // 64..95, 96..111 (truncated); task 2: 112..143, 144..175.
+  poke(100, std::numeric_limits<float>::quiet_NaN());
+  poke(104, -std::numeric_limits<float>::infinity());
+  poke(148, std::numeric_limits<float>::infinity());
+  const Result r = Viewer({dir, "--first-nonfinite"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("first non-finite output: index 5  task 0x0000000100000001  "
+                       "after_completion output arg 1  FLOAT32 [2,4]: 1 NaN, 0 +Inf, 1 -Inf of 4"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("inputs of task 0x0000000100000001:\n  index 3  task 0x0000000100000001  "
+                       "before_dispatch input arg 0  FLOAT32 [2,4]: 0 NaN, 0 +Inf, 0 -Inf of 8\n"
+                       "  index 4  input arg 2  scalar INT32 = 41\n"),
+            std::string::npos)
+      << r.out;
 }
 
 }  // namespace
