@@ -94,28 +94,21 @@ Watermark Capture::durable() const {
   return durable_;
 }
 
+std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Capture::Sources() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {store_, index_};
+}
+
 QueryPage Capture::Query(const ArgQuery& query, uint64_t from, size_t limit,
                          size_t budget) const {
-  std::shared_ptr<CaptureStore> store;
-  std::shared_ptr<IndexFile> index;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    store = store_;
-    index = index_;
-  }
+  const auto [store, index] = Sources();
   if (store) return store->Query(query, from, limit, budget);
   if (index) return index->Query(query, from, limit, budget);
   return QueryPage();
 }
 
 std::optional<ManifestRow> Capture::RecordById(uint64_t record_id) const {
-  std::shared_ptr<CaptureStore> store;
-  std::shared_ptr<IndexFile> index;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    store = store_;
-    index = index_;
-  }
+  const auto [store, index] = Sources();
   if (store) return store->RecordById(record_id);
   if (index) return index->RecordById(record_id);
   return std::nullopt;
@@ -123,13 +116,7 @@ std::optional<ManifestRow> Capture::RecordById(uint64_t record_id) const {
 
 std::vector<QueryHit> Capture::ByArrival(const ArgQuery& query, uint64_t from,
                                          uint64_t to) const {
-  std::shared_ptr<CaptureStore> store;
-  std::shared_ptr<IndexFile> index;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    store = store_;
-    index = index_;
-  }
+  const auto [store, index] = Sources();
   if (store) return store->ByArrival(query, from, to);
   if (index) return index->ByArrival(query, from, to);
   return {};

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -98,6 +99,9 @@ class Capture {
   };
   Capture(std::string name, std::string dir, uint64_t max_bytes)
       : name_(std::move(name)), dir_(std::move(dir)), max_bytes_(max_bytes) {}
+  // What reads go to: the live store, or the finished capture's index (a
+  // reader keeps its copy alive across the switch).
+  std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Sources() const;
   void StartWriter();
   void WriterLoop();
   // Ends the writer thread (after the jobs queued) and joins it. The hub

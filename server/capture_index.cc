@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "server/journal.h"
 
 namespace argsdump {
 namespace {
@@ -60,7 +61,7 @@ class FileWriter {
   }
 
  private:
-  static constexpr size_t kBuffer = 64 << 10;  // see kWriteBytes in capture_store.cc
+  static constexpr size_t kBuffer = kFileWriteBytes;
   int fd_;
   std::string buffer_;
 };

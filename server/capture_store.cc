@@ -161,15 +161,6 @@ absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& 
   return absl::OkStatus();
 }
 
-// Bytes per writev(). Large writes were measured slower here, not faster:
-// on this kernel (6.18, ext4 large folios) a 16 MiB writev fills the page
-// cache with high-order folios, and on the VMs we run on those pages are
-// often freshly handed back by the host, so the copy into them crawled
-// (perf: copy_folio_from_iter_atomic at ~300 MB/s) in 1 run of 2; the same
-// bytes in 64 KiB writes ran at raw-write speed (pipeline_benchmark,
-// BM_PayloadRatios: paired median 0.13-0.81x raw uncapped, 0.70-0.81x at
-// 64 KiB). The syscall per 64 KiB costs ~1% at 3 GB/s.
-constexpr size_t kWriteBytes = 64 << 10;
 
 void CaptureStore::EnableTaskIndex() {
   std::unique_lock<std::shared_mutex> lock(rows_mu_);
@@ -252,9 +243,9 @@ absl::Status CaptureStore::WritePayloads(const std::vector<absl::string_view>& p
         " bytes: ", std::strerror(err)));
   };
   while (next < payloads.size()) {
-    // Up to kWriteBytes, in slices of whole or split payloads.
+    // Up to kFileWriteBytes, in slices of whole or split payloads.
     iov.clear();
-    size_t room = kWriteBytes;
+    size_t room = kFileWriteBytes;
     while (next < payloads.size() && room > 0 && iov.size() < IOV_MAX) {
       const absl::string_view p = payloads[next];
       const size_t take = std::min(room, p.size() - consumed);

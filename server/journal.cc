@@ -16,9 +16,6 @@
 namespace argsdump {
 namespace {
 
-// Bytes per write(): see kWriteBytes in capture_store.cc.
-constexpr size_t kJournalWriteBytes = 64 << 10;
-
 uint32_t Crc(uint8_t type, absl::string_view payload) {
   return Crc32c(Crc32c(0, &type, 1), payload.data(), payload.size());
 }
@@ -79,7 +76,7 @@ absl::Status JournalWriter::TooLarge(size_t size) const {
 absl::Status JournalWriter::Flush() {
   size_t done = 0;
   while (done < frame_.size()) {
-    const ssize_t n = ::write(fd_, frame_.data() + done, std::min(frame_.size() - done, kJournalWriteBytes));
+    const ssize_t n = ::write(fd_, frame_.data() + done, std::min(frame_.size() - done, kFileWriteBytes));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const std::string why = std::strerror(errno);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/journal.h"
 #include "server/record_format.h"
 
 namespace argsdump {
@@ -224,7 +225,6 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
   }
   out.clear();
   constexpr size_t kChunk = 1024;  // ~330 KiB of text: stays in cache
-  constexpr size_t kWriteBytes = 64 << 10;  // see kWriteBytes in capture_store.cc
   constexpr size_t kFormatters = 2;
   constexpr size_t kRing = 3 * kFormatters;
   constexpr size_t kNone = ~size_t{0};
@@ -263,8 +263,8 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
       cv.wait(lock, [&] { return slot_chunk[c % kRing] == c; });
     }
     const TextBuffer& chunk = ring[c % kRing];
-    for (size_t at = 0; at < chunk.size() && !write_failed; at += kWriteBytes) {
-      const size_t len = std::min(kWriteBytes, chunk.size() - at);
+    for (size_t at = 0; at < chunk.size() && !write_failed; at += kFileWriteBytes) {
+      const size_t len = std::min(kFileWriteBytes, chunk.size() - at);
       write_failed = std::fwrite(chunk.data() + at, 1, len, f.get()) != len;
     }
     {

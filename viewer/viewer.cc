@@ -315,30 +315,23 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return 1;
   }
   out << matched << " args\n";
-  if (filters.export_text && !to_export.empty()) {
-    const ManifestSummary& summary = (*reader)->summary();
-    const std::string bin = dir + "/" + (summary.has_bin_file ? summary.bin_file : "args.bin");
-    std::ifstream payloads(bin, std::ios::binary);
-    const std::string txt = dir + "/txt";
-    ::mkdir(txt.c_str(), 0755);
-    for (const ManifestEntry& e : to_export) {
-      std::string bytes;
-      if (e.bin_size > 0) {
-        if (!payloads) {
-          err << "dump_viewer: " << bin << ": cannot open (entry " << e.index << " has "
-              << e.bin_size << " payload bytes)\n";
-          return 2;
-        }
-        bytes.resize(e.bin_size);
-        payloads.clear();
-        payloads.seekg(static_cast<std::streamoff>(e.bin_offset));
-        payloads.read(&bytes[0], static_cast<std::streamsize>(e.bin_size));
-        if (static_cast<uint64_t>(payloads.gcount()) != e.bin_size) {
-          err << "dump_viewer: " << bin << ": entry " << e.index << " needs bytes "
-              << e.bin_offset << ".." << e.bin_offset + e.bin_size << ", the file ends before\n";
-          return 2;
-        }
-      }
+  // One pass over the selected args: each payload is read once, for the
+  // text file and for the stats line alike.
+  const ManifestSummary& summary = (*reader)->summary();
+  const std::string bin = dir + "/" + (summary.has_bin_file ? summary.bin_file : "args.bin");
+  std::ifstream payloads(bin, std::ios::binary);
+  const std::string txt = dir + "/txt";
+  if (filters.export_text && !to_export.empty()) ::mkdir(txt.c_str(), 0755);
+  std::string stats_table;
+  for (const ManifestEntry& e : to_export) {
+    if (e.bin_size > 0 && !payloads) {
+      err << "dump_viewer: " << bin << ": cannot open (entry " << e.index << " has "
+          << e.bin_size << " payload bytes)\n";
+      return 2;
+    }
+    std::string bytes;
+    if (!ReadPayload(payloads, bin, e, &bytes, err)) return 2;
+    if (filters.export_text) {
       const std::string path = txt + "/" + TextFileName(e);
       std::ofstream file(path, std::ios::trunc);
       file << FormatArgText(e, bytes);
@@ -347,37 +340,26 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
         return 2;
       }
     }
+    if (filters.stats && e.kind == "tensor") {
+      const TensorStats st = ComputeStats(e, bytes);
+      if (st.finite == 0) {
+        stats_table += absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d\n",
+                                       e.index, "-", "-", "-", "-", st.nan, st.pos_inf,
+                                       st.neg_inf, st.zeros);
+      } else {
+        stats_table += absl::StrFormat("%7d  %14.7g  %14.7g  %14.7g  %14.7g  %6d  %6d  %6d  %8d\n",
+                                       e.index, st.min, st.max, st.sum / st.finite, st.abs_max,
+                                       st.nan, st.pos_inf, st.neg_inf, st.zeros);
+      }
+    }
+  }
+  if (filters.export_text && !to_export.empty()) {
     out << "exported " << to_export.size() << " files to " << txt << "/\n";
   }
   if (filters.stats) {
-    const ManifestSummary& summary = (*reader)->summary();
-    const std::string bin = dir + "/" + (summary.has_bin_file ? summary.bin_file : "args.bin");
-    std::ifstream payloads(bin, std::ios::binary);
     out << absl::StrFormat("%7s  %14s  %14s  %14s  %14s  %6s  %6s  %6s  %8s\n", "index", "min",
-                           "max", "mean", "abs_max", "nan", "+inf", "-inf", "zeros");
-    for (const ManifestEntry& e : to_export) {
-      if (e.kind != "tensor") continue;
-      std::string bytes(e.bin_size, '\0');
-      if (e.bin_size > 0) {
-        payloads.clear();
-        payloads.seekg(static_cast<std::streamoff>(e.bin_offset));
-        payloads.read(&bytes[0], static_cast<std::streamsize>(e.bin_size));
-        if (!payloads || static_cast<uint64_t>(payloads.gcount()) != e.bin_size) {
-          err << "dump_viewer: " << bin << ": entry " << e.index << " needs bytes "
-              << e.bin_offset << ".." << e.bin_offset + e.bin_size << ", the file ends before\n";
-          return 2;
-        }
-      }
-      const TensorStats st = ComputeStats(e, bytes);
-      if (st.finite == 0) {
-        out << absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d\n", e.index, "-",
-                               "-", "-", "-", st.nan, st.pos_inf, st.neg_inf, st.zeros);
-      } else {
-        out << absl::StrFormat("%7d  %14.7g  %14.7g  %14.7g  %14.7g  %6d  %6d  %6d  %8d\n",
-                               e.index, st.min, st.max, st.sum / st.finite, st.abs_max, st.nan,
-                               st.pos_inf, st.neg_inf, st.zeros);
-      }
-    }
+                           "max", "mean", "abs_max", "nan", "+inf", "-inf", "zeros")
+        << stats_table;
   }
   return 0;
 }
