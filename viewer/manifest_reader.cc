@@ -334,88 +334,133 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
 }
 
 absl::Status ManifestReader::ForEach(const std::function<bool(const ManifestEntry&)>& fn) {
-  if (absl::Status s = Expect('{', "the top level"); !s.ok()) return s;
-  bool saw_args = false;
-  SkipSpace();
-  if (Peek() == '}') return Error("no \"args\" array");
+  ManifestEntry e;
   for (;;) {
-    std::string key;
-    if (absl::Status s = ParseString(&key, "a top-level field name"); !s.ok()) return s;
-    const std::string where = absl::StrCat("top-level field \"", key, "\"");
-    if (absl::Status s = Expect(':', where); !s.ok()) return s;
-    SkipSpace();
-    if (key == "args") {
-      saw_args = true;
-      if (absl::Status s = Expect('[', where); !s.ok()) return s;
-      SkipSpace();
-      bool stop = false;
-      if (Peek() == ']') {
-        Get();
-      } else {
-        for (uint64_t i = 0;; ++i) {
-          ManifestEntry e;
-          e.index = i;
-          where_entry_ = absl::StrCat("entry ", i);
-          if (absl::Status s = ParseEntry(&e); !s.ok()) return s;
-          if (!stop && !fn(e)) stop = true;
-          if (stop) {
-            where_entry_.clear();
-            return absl::OkStatus();  // the caller has what it wanted
-          }
-          SkipSpace();
-          const int c = Get();
-          if (c == ']') break;
-          if (c != ',') return Error("expected ',' or ']' between entries");
-        }
-      }
-      where_entry_.clear();
-    } else if (key == "bin_file") {
-      if (Peek() == 'n') {
-        if (absl::Status s = SkipValue(where, 0); !s.ok()) return s;
-      } else {
-        if (absl::Status s = ParseString(&summary_.bin_file, where); !s.ok()) return s;
-        summary_.has_bin_file = true;
-      }
-    } else if (Peek() == '-' || (Peek() >= '0' && Peek() <= '9')) {
-      int64_t v;
-      if (absl::Status s = ParseInt(&v, where); !s.ok()) return s;
-      summary_.counters[key] = v;
-    } else if (Peek() == '{') {
-      // dropped_by_cause, device_waits: numbers one level down.
-      Get();
-      SkipSpace();
-      if (Peek() == '}') {
-        Get();
-      } else {
-        for (;;) {
-          std::string sub;
-          if (absl::Status s = ParseString(&sub, where); !s.ok()) return s;
-          if (absl::Status s = Expect(':', where); !s.ok()) return s;
-          SkipSpace();
-          if (Peek() == '-' || (Peek() >= '0' && Peek() <= '9')) {
-            int64_t v;
-            if (absl::Status s = ParseInt(&v, where); !s.ok()) return s;
-            summary_.counters[absl::StrCat(key, ".", sub)] = v;
-          } else if (absl::Status s = SkipValue(where, 1); !s.ok()) {
-            return s;
-          }
-          SkipSpace();
-          const int c = Get();
-          if (c == '}') break;
-          if (c != ',') return Error(absl::StrCat(where, ": expected ',' or '}'"));
-        }
-      }
-    } else if (absl::Status s = SkipValue(where, 0); !s.ok()) {
-      return s;
-    }
-    SkipSpace();
-    const int c = Get();
-    if (c == '}') break;
-    if (c != ',') return Error("expected ',' or '}' between top-level fields");
+    absl::StatusOr<bool> got = Next(&e);
+    if (!got.ok()) return got.status();
+    if (!*got || !fn(e)) return absl::OkStatus();
   }
-  if (!saw_args) return Error("no \"args\" array");
+}
+
+absl::StatusOr<bool> ManifestReader::Next(ManifestEntry* e) {
+  if (!error_.ok()) return error_;
+  absl::StatusOr<bool> got = Step(e);
+  if (!got.ok()) {
+    error_ = got.status();
+    where_entry_.clear();
+  }
+  return got;
+}
+
+// The top level is walked as a small state machine so that entries can be
+// handed out one call at a time (Next) while the reader keeps its place.
+absl::StatusOr<bool> ManifestReader::Step(ManifestEntry* e) {
+  for (;;) {
+    switch (state_) {
+      case State::kEnd:
+        return false;
+      case State::kStart:
+        if (absl::Status s = Expect('{', "the top level"); !s.ok()) return s;
+        SkipSpace();
+        if (Peek() == '}') return Error("no \"args\" array");
+        state_ = State::kFieldName;
+        break;
+      case State::kFieldName: {
+        std::string key;
+        if (absl::Status s = ParseString(&key, "a top-level field name"); !s.ok()) return s;
+        if (absl::Status s = ParseTopLevelValue(key); !s.ok()) return s;
+        break;
+      }
+      case State::kAfterField: {
+        SkipSpace();
+        const int c = Get();
+        if (c == ',') {
+          state_ = State::kFieldName;
+          break;
+        }
+        if (c != '}') return Error("expected ',' or '}' between top-level fields");
+        if (!saw_args_) return Error("no \"args\" array");
+        SkipSpace();
+        if (Peek() >= 0) return Error("text after the end of the manifest");
+        state_ = State::kEnd;
+        return false;
+      }
+      case State::kEntry: {
+        *e = ManifestEntry();
+        e->index = next_index_;
+        where_entry_ = absl::StrCat("entry ", next_index_);
+        if (absl::Status s = ParseEntry(e); !s.ok()) return s;
+        ++next_index_;
+        state_ = State::kAfterEntry;
+        return true;
+      }
+      case State::kAfterEntry: {
+        SkipSpace();
+        const int c = Get();
+        if (c == ']') {
+          where_entry_.clear();
+          state_ = State::kAfterField;
+        } else if (c == ',') {
+          state_ = State::kEntry;
+        } else {
+          return Error("expected ',' or ']' between entries");
+        }
+        break;
+      }
+    }
+  }
+}
+
+absl::Status ManifestReader::ParseTopLevelValue(const std::string& key) {
+  const std::string where = absl::StrCat("top-level field \"", key, "\"");
+  if (absl::Status s = Expect(':', where); !s.ok()) return s;
   SkipSpace();
-  if (Peek() >= 0) return Error("text after the end of the manifest");
+  state_ = State::kAfterField;
+  if (key == "args") {
+    saw_args_ = true;
+    if (absl::Status s = Expect('[', where); !s.ok()) return s;
+    SkipSpace();
+    if (Peek() == ']') {
+      Get();
+    } else {
+      state_ = State::kEntry;
+    }
+  } else if (key == "bin_file") {
+    if (Peek() == 'n') return SkipValue(where, 0);
+    summary_.has_bin_file = true;
+    return ParseString(&summary_.bin_file, where);
+  } else if (Peek() == '-' || (Peek() >= '0' && Peek() <= '9')) {
+    int64_t v;
+    if (absl::Status s = ParseInt(&v, where); !s.ok()) return s;
+    summary_.counters[key] = v;
+  } else if (Peek() == '{') {
+    // dropped_by_cause, device_waits: numbers one level down.
+    Get();
+    SkipSpace();
+    if (Peek() == '}') {
+      Get();
+      return absl::OkStatus();
+    }
+    for (;;) {
+      std::string sub;
+      if (absl::Status s = ParseString(&sub, where); !s.ok()) return s;
+      if (absl::Status s = Expect(':', where); !s.ok()) return s;
+      SkipSpace();
+      if (Peek() == '-' || (Peek() >= '0' && Peek() <= '9')) {
+        int64_t v;
+        if (absl::Status s = ParseInt(&v, where); !s.ok()) return s;
+        summary_.counters[absl::StrCat(key, ".", sub)] = v;
+      } else if (absl::Status s = SkipValue(where, 1); !s.ok()) {
+        return s;
+      }
+      SkipSpace();
+      const int c = Get();
+      if (c == '}') break;
+      if (c != ',') return Error(absl::StrCat(where, ": expected ',' or '}'"));
+    }
+  } else {
+    return SkipValue(where, 0);
+  }
   return absl::OkStatus();
 }
 

@@ -22,6 +22,7 @@ namespace argsdump {
 // One entry of args[], as written (names are the manifest's spellings).
 struct ManifestEntry {
   uint64_t index = 0;  // position in args[] (what --index takes)
+  uint64_t record_id = 0;  // remote captures: the id ReadPayload takes
   uint64_t task_id = 0;
   std::vector<int64_t> func_ids;  // [-1] when unknown
   std::string role, stage, kind, dtype;
@@ -55,6 +56,9 @@ class ManifestReader {
   // is complete when this returns OK (fields after args[] included).
   // DataLoss "<file>: byte N: ..." for anything that is not the schema.
   absl::Status ForEach(const std::function<bool(const ManifestEntry&)>& fn);
+  // The same one entry at a time: true with the next entry in `e`, false at
+  // the end (the summary is then complete); an error stays the answer.
+  absl::StatusOr<bool> Next(ManifestEntry* e);
   const ManifestSummary& summary() const { return summary_; }
 
  private:
@@ -73,6 +77,9 @@ class ManifestReader {
   absl::Status ParseUintArray(std::vector<uint64_t>* out, const std::string& where);
   absl::Status SkipValue(const std::string& where, int depth);
   absl::Status ParseEntry(ManifestEntry* e);
+  absl::StatusOr<bool> Step(ManifestEntry* e);
+  // A top-level field's value; enters args[] (state kEntry) for "args".
+  absl::Status ParseTopLevelValue(const std::string& key);
 
   const std::string path_;
   std::FILE* f_;
@@ -81,6 +88,11 @@ class ManifestReader {
   uint64_t consumed_ = 0;  // bytes before buffer_[0]
   ManifestSummary summary_;
   std::string where_entry_;  // "entry N" while inside args[]
+  enum class State { kStart, kFieldName, kAfterField, kEntry, kAfterEntry, kEnd };
+  State state_ = State::kStart;
+  bool saw_args_ = false;
+  uint64_t next_index_ = 0;
+  absl::Status error_;
 };
 
 }  // namespace argsdump
