@@ -196,7 +196,7 @@ QueryPage IndexFile::Query(const ArgQuery& query, uint64_t from, size_t limit,
   uint64_t i = begin;
   for (size_t looked = 0; i < end && page.hits.size() < limit && looked < budget; ++i, ++looked) {
     const ManifestRow& r = row(i);
-    if (query.Matches(r)) page.hits.push_back(QueryHit{record_id_[i], r});
+    if (query.Matches(r)) page.hits.push_back(QueryHit{record_id_[i], r, i});
   }
   if (i < end) page.next = i;
   return page;

@@ -65,6 +65,9 @@ struct ArgQuery {
 struct QueryHit {
   uint64_t record_id = 0;
   ManifestRow row;
+  // Its position in the manifest's args[] (finished captures only: a live
+  // capture's order is fixed when it finishes).
+  std::optional<uint64_t> manifest_index;
 };
 
 // A page of results. `next` is where the next page starts (an opaque

@@ -97,6 +97,7 @@ ArgQuery QueryFrom(const v1::ArgFilter& f) {
 void Fill(const QueryHit& hit, v1::CapturedArg* out) {
   out->set_record_id(hit.record_id);
   *out->mutable_record() = RecordFromRow(hit.row);
+  if (hit.manifest_index) out->set_manifest_index(*hit.manifest_index);
 }
 
 grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const grpc::Status& s) {

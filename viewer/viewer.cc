@@ -4,31 +4,28 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
 #include <cstdint>
-#include <map>
+#include <cstring>
+#include <fstream>
 #include <optional>
-#include <set>
+#include <sstream>
+#include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "viewer/manifest_reader.h"
+#include "absl/strings/match.h"
+#include "device/dtype.h"
+#include "viewer/arg_source.h"
+#include "viewer/compare.h"
+#include "viewer/npy.h"
+#include "viewer/remote_source.h"
 #include "viewer/text_export.h"
 
 namespace argsdump {
 namespace {
-
-bool IsDir(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool IsFile(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 // The newest outputs/*/args_dump (by the manifest's modification time).
 std::optional<std::string> NewestCapture(const std::string& outputs) {
@@ -52,30 +49,22 @@ std::optional<std::string> NewestCapture(const std::string& outputs) {
   return best;
 }
 
-struct Filters {
-  std::optional<uint64_t> task;
-  std::string stage;  // before_dispatch / after_completion
-  std::string role;
-  std::optional<uint32_t> arg;
-  std::optional<int64_t> func;
-  std::optional<uint64_t> index;
-  bool export_text = false;
-  bool stats = false;
-  bool first_nonfinite = false;
-
-  bool Matches(const ManifestEntry& e) const {
-    if (task && e.task_id != *task) return false;
-    if (!stage.empty() && e.stage != stage) return false;
-    if (!role.empty() && e.role != role) return false;
-    if (arg && e.arg_index != *arg) return false;
-    if (index && e.index != *index) return false;
-    if (func && std::find(e.func_ids.begin(), e.func_ids.end(), *func) == e.func_ids.end()) {
-      return false;
-    }
-    return true;
-  }
-  bool any() const { return task || !stage.empty() || !role.empty() || arg || func || index; }
+struct Options {
+  std::string dir;
+  Selection selection;
+  bool export_text = false, npy = false, stats = false, first_nonfinite = false;
+  std::string compare;  // GOLDEN
+  Tolerance tolerance;
+  bool tolerance_set = false;
+  std::string out_dir;
+  RemoteCapture remote;
+  std::string auth_token_file;
 };
+
+constexpr char kFlagList[] =
+    "--task/-t, --stage/-s, --role/-r, --arg/-a, --func, --index/-i, --export/-e, --npy, "
+    "--stats, --first-nonfinite, --compare, --atol, --rtol, --out, --server, --capture, "
+    "--auth_token_file";
 
 std::string Hex(uint64_t v) { return absl::StrFormat("0x%016x", v); }
 
@@ -92,30 +81,34 @@ std::string Flags(const ManifestEntry& e) {
 }
 
 // Parses the command line; on error writes it to err and returns false.
-bool ParseArgs(const std::vector<std::string>& args, std::string* dir, Filters* f,
-               std::ostream& err) {
+bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& err) {
+  Selection* f = &o->selection;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i], value;
     const bool is_flag = flag.size() > 1 && flag[0] == '-';
     if (flag == "--export" || flag == "-e") {
-      f->export_text = true;
+      o->export_text = true;
+      continue;
+    }
+    if (flag == "--npy") {
+      o->npy = true;
       continue;
     }
     if (flag == "--stats") {
-      f->stats = true;
+      o->stats = true;
       continue;
     }
     if (flag == "--first-nonfinite") {
-      f->first_nonfinite = true;
+      o->first_nonfinite = true;
       continue;
     }
     if (!is_flag) {
-      if (!dir->empty()) {
-        err << "dump_viewer: one capture directory at a time (got '" << *dir << "' and '"
+      if (!o->dir.empty()) {
+        err << "dump_viewer: one capture directory at a time (got '" << o->dir << "' and '"
             << flag << "')\n";
         return false;
       }
-      *dir = flag;
+      o->dir = flag;
       continue;
     }
     const size_t eq = flag.find('=');
@@ -165,29 +158,57 @@ bool ParseArgs(const std::vector<std::string>& args, std::string* dir, Filters* 
       uint64_t v;
       if (!absl::SimpleAtoi(value, &v)) return bad("a manifest index (0, 1, ...)");
       f->index = v;
+    } else if (flag == "--compare") {
+      if (value.empty()) return bad("a capture directory, a raw or .npy file, or capture:NAME");
+      o->compare = value;
+    } else if (flag == "--atol" || flag == "--rtol") {
+      double v;
+      if (!absl::SimpleAtod(value, &v) || !(v >= 0) || v == INFINITY) {
+        return bad("a tolerance >= 0 such as 1e-3");
+      }
+      (flag == "--atol" ? o->tolerance.atol : o->tolerance.rtol) = v;
+      o->tolerance_set = true;
+    } else if (flag == "--out") {
+      if (value.empty()) return bad("a folder");
+      o->out_dir = value;
+    } else if (flag == "--server") {
+      if (value.empty() || value.find(':') == std::string::npos) return bad("host:port");
+      o->remote.target = value;
+    } else if (flag == "--capture") {
+      if (value.empty()) return bad("a capture name");
+      o->remote.capture = value;
+    } else if (flag == "--auth_token_file") {
+      o->auth_token_file = value;
     } else {
-      err << "dump_viewer: unknown flag '" << flag
-          << "' (flags: --task/-t, --stage/-s, --role/-r, --arg/-a, --func, --index/-i, "
-             "--export/-e, --stats, --first-nonfinite)\n";
+      err << "dump_viewer: unknown flag '" << flag << "' (flags: " << kFlagList << ")\n";
       return false;
     }
   }
-  return true;
-}
-
-// Reads an entry's payload bytes from args.bin; false (err written) when
-// the file does not hold them.
-bool ReadPayload(std::ifstream& bin, const std::string& path, const ManifestEntry& e,
-                 std::string* bytes, std::ostream& err) {
-  bytes->assign(e.bin_size, '\0');
-  if (e.bin_size == 0) return true;
-  bin.clear();
-  bin.seekg(static_cast<std::streamoff>(e.bin_offset));
-  bin.read(&(*bytes)[0], static_cast<std::streamsize>(e.bin_size));
-  if (!bin || static_cast<uint64_t>(bin.gcount()) != e.bin_size) {
-    err << "dump_viewer: " << path << ": entry " << e.index << " needs bytes " << e.bin_offset
-        << ".." << e.bin_offset + e.bin_size << ", the file ends before\n";
+  // Combinations.
+  auto conflict = [&](const std::string& what) {
+    err << "dump_viewer: " << what << "\n";
     return false;
+  };
+  if (!o->remote.target.empty() && o->remote.capture.empty()) {
+    return conflict("--server needs --capture NAME (the capture to read)");
+  }
+  if (o->remote.target.empty() && !o->remote.capture.empty()) {
+    return conflict("--capture needs --server host:port");
+  }
+  if (!o->remote.target.empty() && !o->dir.empty()) {
+    return conflict(absl::StrCat("a capture directory ('", o->dir,
+                                 "') or --server/--capture, not both"));
+  }
+  if (o->tolerance_set && o->compare.empty()) return conflict("--atol/--rtol need --compare");
+  if (!o->compare.empty() && (o->export_text || o->npy || o->stats || o->first_nonfinite)) {
+    return conflict("--compare runs alone (not with --export, --npy, --stats, --first-nonfinite)");
+  }
+  if (!o->auth_token_file.empty()) {
+    std::ifstream in(o->auth_token_file);
+    if (!in || !std::getline(in, o->remote.auth_token) || o->remote.auth_token.empty()) {
+      return conflict(absl::StrCat("--auth_token_file: cannot read a token from ",
+                                   o->auth_token_file));
+    }
   }
   return true;
 }
@@ -198,170 +219,507 @@ std::string StatsLine(const ManifestEntry& e, const TensorStats& st) {
                          Dims(e.shape), st.nan, st.pos_inf, st.neg_inf, st.count);
 }
 
+int Fail(std::ostream& err, const absl::Status& s) {
+  err << "dump_viewer: " << s.message() << "\n";
+  return 2;
+}
+
+// "nothing matched", with values that exist.
+int NoMatch(ArgSource& source, std::ostream& err) {
+  absl::StatusOr<SomeValues> some = source.Suggestions();
+  if (!some.ok()) return Fail(err, some.status());
+  std::vector<std::string> tasks;
+  for (uint64_t t : some->tasks) tasks.push_back(Hex(t));
+  err << "dump_viewer: no arg matches the filters. Some values in this capture: tasks "
+      << absl::StrJoin(tasks, " ") << "; args " << absl::StrJoin(some->args, " ") << "; funcs "
+      << absl::StrJoin(some->funcs, " ") << "; stages before, after; roles input, output, "
+      << "inout\n";
+  return 1;
+}
+
 // The first task, in manifest (task) order, with an output holding a NaN or
-// an Inf, and the inputs captured for it before dispatch.
-int FirstNonFinite(const std::string& dir, ManifestReader& reader, std::ostream& out,
+// an Inf (among the selected outputs), and the inputs captured for it
+// before dispatch. `source` selects whole tasks; `selection` the outputs.
+int FirstNonFinite(ArgSource& source, const Selection& selection, std::ostream& out,
                    std::ostream& err) {
-  const std::string bin_path = dir + "/args.bin";
-  std::ifstream bin(bin_path, std::ios::binary);
   std::vector<ManifestEntry> inputs;  // the current task's before_dispatch args
-  uint64_t current_task = 0;
-  bool found = false, failed = false;
-  absl::Status s = reader.ForEach([&](const ManifestEntry& e) {
-    if (inputs.empty() || e.task_id != current_task) {
-      inputs.clear();
-      current_task = e.task_id;
-    }
+  ManifestEntry e;
+  for (;;) {
+    absl::StatusOr<bool> got = source.Next(&e);
+    if (!got.ok()) return Fail(err, got.status());
+    if (!*got) break;
+    if (inputs.empty() || e.task_id != inputs.front().task_id) inputs.clear();
     if (e.stage == "before_dispatch") {
       inputs.push_back(e);
-      return true;
+      continue;
     }
-    if (e.kind != "tensor" || e.role == "input" || e.bin_size == 0) return true;
+    if (e.kind != "tensor" || e.role == "input" || e.bin_size == 0 || !selection.Matches(e)) {
+      continue;
+    }
     std::string bytes;
-    if (!ReadPayload(bin, bin_path, e, &bytes, err)) {
-      failed = true;
-      return false;
-    }
+    if (absl::Status s = source.ReadPayload(e, &bytes); !s.ok()) return Fail(err, s);
     const TensorStats st = ComputeStats(e, bytes);
-    if (st.nan + st.pos_inf + st.neg_inf == 0) return true;
-    found = true;
+    if (st.nan + st.pos_inf + st.neg_inf == 0) continue;
     out << "first non-finite output: " << StatsLine(e, st) << "\n";
     out << "inputs of task " << Hex(e.task_id) << ":\n";
     for (const ManifestEntry& in : inputs) {
+      if (in.task_id != e.task_id) continue;
       if (in.kind == "scalar") {
         out << absl::StrFormat("  index %d  %s arg %d  scalar %s = %s\n", in.index, in.role,
                                in.arg_index, in.dtype, in.value);
         continue;
       }
       std::string in_bytes;
-      if (!ReadPayload(bin, bin_path, in, &in_bytes, err)) {
-        failed = true;
-        return false;
-      }
+      if (absl::Status s = source.ReadPayload(in, &in_bytes); !s.ok()) return Fail(err, s);
       out << "  " << StatsLine(in, ComputeStats(in, in_bytes)) << "\n";
     }
-    return false;
-  });
-  if (failed) return 2;
-  if (!s.ok()) {
-    err << "dump_viewer: " << s.message() << "\n";
-    return 2;
+    return 0;
   }
-  if (!found) out << "no output holds a NaN or an Inf\n";
+  out << "no output holds a NaN or an Inf\n";
   return 0;
 }
 
-}  // namespace
+// ---- --compare ---------------------------------------------------------------
 
-int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string dir;
-  Filters filters;
-  if (!ParseArgs(args, &dir, &filters, err)) return 2;
-  if (dir.empty()) {
-    auto newest = NewestCapture("outputs");
-    if (!newest) {
-      err << "dump_viewer: no outputs/*/args_dump under this folder; pass a capture directory, "
-             "e.g. dump_viewer outputs/<run>/args_dump\n";
-      return 2;
-    }
-    dir = *newest;
-    out << "capture: " << dir << " (the newest under outputs/)\n";
+// The manifest's order of keys: (task_id, stage, arg_index, role).
+std::tuple<uint64_t, int, uint32_t, int> Key(const ManifestEntry& e) {
+  const int stage = e.stage == "before_dispatch" ? 1 : e.stage == "after_completion" ? 2 : 3;
+  const int role = e.role == "input" ? 1 : e.role == "output" ? 2 : e.role == "inout" ? 3 : 4;
+  return {e.task_id, stage, e.arg_index, role};
+}
+
+std::string Where(const ManifestEntry& e) {
+  return absl::StrFormat("task %s %s %s arg %d", Hex(e.task_id),
+                         e.stage == "before_dispatch" ? "before" : "after", e.role, e.arg_index);
+}
+
+// Element `flat` of `shape` as "[i, j, ...]".
+std::string Position(const std::vector<uint64_t>& shape, uint64_t flat) {
+  std::vector<uint64_t> at(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    at[d] = shape[d] == 0 ? 0 : flat % shape[d];
+    flat = shape[d] == 0 ? 0 : flat / shape[d];
   }
-  if (IsDir(dir + "/args_dump") && !IsFile(dir + "/args_dump.json")) dir += "/args_dump";
-  const std::string manifest = dir + "/args_dump.json";
-  auto reader = ManifestReader::Open(manifest);
-  if (!reader.ok()) {
-    err << "dump_viewer: " << reader.status().message() << "\n";
+  return absl::StrCat("[", absl::StrJoin(at, ", "), "]");
+}
+
+std::string Num(double v) { return absl::StrFormat("%.6g", v); }
+
+// One compared pair's verdict.
+struct Verdict {
+  bool differs = false;
+  std::string line;    // the table row
+  std::string detail;  // for the first divergent one: where and what
+};
+
+uint64_t ElementsIn(const ManifestEntry& e, uint64_t bytes) {
+  const auto dtype = DataTypeFromName(e.dtype);
+  if (!dtype) return 0;
+  uint64_t numel = 1;
+  for (uint64_t d : e.shape) numel *= d;
+  return std::min<uint64_t>(numel, bytes * 8 / std::max<uint32_t>(1, ElementBits(*dtype)));
+}
+
+std::string Row(const ManifestEntry& a, uint64_t numel, const ElementDiff* d,
+                const std::string& status) {
+  std::string line;
+  if (d == nullptr) {
+    line = absl::StrFormat("%7d  %-18s  %-6s  %-6s  %3d  %-9s  %9d  %12s  %12s  %9s  %10s  %s",
+                           a.index, Hex(a.task_id),
+                           a.stage == "before_dispatch" ? "before" : "after", a.role,
+                           a.arg_index, a.dtype, numel, "-", "-", "-", "-", status);
+  } else {
+    line = absl::StrFormat("%7d  %-18s  %-6s  %-6s  %3d  %-9s  %9d  %12s  %12s  %9s  %10d  %s",
+                           a.index, Hex(a.task_id),
+                           a.stage == "before_dispatch" ? "before" : "after", a.role,
+                           a.arg_index, a.dtype, numel, Num(d->max_abs), Num(d->max_rel),
+                           absl::StrFormat("%.6f", d->cosine), d->mismatches, status);
+  }
+  line.erase(line.find_last_not_of(' ') + 1);
+  return line + "\n";
+}
+
+// `a` (with payload `pa`) against golden `g` (payload `pg`; for a raw file
+// the golden entry is `a` with the file's dtype and bytes).
+Verdict ComparePair(const ManifestEntry& a, const std::string& pa, const ManifestEntry& g,
+                    const std::string& pg, const Tolerance& t) {
+  Verdict v;
+  uint64_t numel = 1;
+  for (uint64_t d : a.shape) numel *= d;
+  auto not_compared = [&](const std::string& why) {
+    v.differs = true;
+    v.line = Row(a, numel, nullptr, why);
+    v.detail = absl::StrCat(Where(a), ": ", why);
+    return v;
+  };
+  if (a.kind != g.kind) return not_compared(absl::StrCat("kind ", a.kind, " vs golden ", g.kind));
+  if (a.kind == "scalar") {
+    double x, y;
+    if (a.value == g.value) {
+      ElementDiff same;
+      same.compared = 1;
+      v.line = Row(a, 1, &same, "ok");
+      return v;
+    }
+    if (!ScalarAsDouble(a.value, &x) || !ScalarAsDouble(g.value, &y)) {
+      return not_compared(absl::StrCat("value ", a.value, " vs golden ", g.value));
+    }
+    const ElementDiff d = CompareValues(x, y, t);
+    v.differs = d.mismatches > 0;
+    v.line = Row(a, 1, &d, v.differs ? "DIFFERS" : "ok");
+    if (v.differs) v.detail = absl::StrCat(Where(a), ": value ", a.value, ", golden ", g.value);
+    return v;
+  }
+  if (a.shape != g.shape) {
+    return not_compared(absl::StrCat("shape ", Dims(a.shape), " vs golden ", Dims(g.shape)));
+  }
+  if (!DataTypeFromName(a.dtype) || !DataTypeFromName(g.dtype)) {
+    return not_compared(absl::StrCat("dtype ", a.dtype, " vs golden ", g.dtype, " (unknown)"));
+  }
+  if (a.overwritten || g.overwritten) {
+    return not_compared(a.overwritten ? "overwritten (bytes untrustworthy)"
+                                      : "golden overwritten (bytes untrustworthy)");
+  }
+  if (a.bin_size == 0 && g.bin_size == 0) {
+    // Metadata only on both sides (hybrid level): shape and dtype are all
+    // there is to compare.
+    v.differs = a.dtype != g.dtype;
+    v.line = Row(a, numel, nullptr,
+                 v.differs ? absl::StrCat("DIFFERS (dtype ", a.dtype, " vs golden ", g.dtype, ")")
+                           : "ok (metadata only)");
+    if (v.differs) v.detail = absl::StrCat(Where(a), ": dtype ", a.dtype, ", golden ", g.dtype);
+    return v;
+  }
+  if (a.bin_size == 0 || g.bin_size == 0) {
+    return not_compared(a.bin_size == 0 ? "no data captured" : "golden has no data");
+  }
+  const uint64_t count = std::min(ElementsIn(a, pa.size()), ElementsIn(g, pg.size()));
+  const ElementDiff d = CompareElements(a.dtype, pa, g.dtype, pg, count, t);
+  std::vector<std::string> notes;
+  if (a.dtype != g.dtype) notes.push_back(absl::StrCat("golden ", g.dtype));
+  if (count < numel) notes.push_back(absl::StrCat("truncated: ", count, " of ", numel, " compared"));
+  if (d.nonfinite > 0) notes.push_back(absl::StrCat(d.nonfinite, " NaN/Inf on one side"));
+  v.differs = d.mismatches > 0;
+  v.line = Row(a, numel, &d,
+               absl::StrCat(v.differs ? "DIFFERS" : "ok",
+                            notes.empty() ? "" : absl::StrCat(" (", absl::StrJoin(notes, "; "), ")")));
+  if (v.differs) {
+    v.detail = absl::StrCat(Where(a), ": element ", Position(a.shape, d.first_mismatch), " = ",
+                            Num(d.first_actual), ", golden ", Num(d.first_golden));
+  }
+  return v;
+}
+
+constexpr char kCompareHeader[] =
+    "  index  task_id             stage   role    arg  dtype          numel       max_abs"
+    "       max_rel     cosine  mismatches  status\n";
+
+struct Tally {
+  uint64_t compared = 0, differ = 0, only_here = 0, only_golden = 0;
+  std::string first;  // the first divergence, in task order
+  void Note(const std::string& what) {
+    if (first.empty()) first = what;
+  }
+};
+
+int Summarize(const Tally& t, const Tolerance& tol, std::ostream& out) {
+  out << absl::StrFormat("compared %d args (atol %g, rtol %g): %d match, %d differ", t.compared,
+                         tol.atol, tol.rtol, t.compared - t.differ, t.differ);
+  if (t.only_here + t.only_golden > 0) {
+    out << absl::StrFormat("; %d only in this capture, %d only in the golden", t.only_here,
+                           t.only_golden);
+  }
+  out << "\n";
+  if (t.first.empty()) return 0;
+  out << "first divergence: " << t.first << "\n";
+  return 1;
+}
+
+// Against another capture: both in manifest order, joined on the key.
+int CompareCaptures(ArgSource& here, ArgSource& golden, const Selection& selection,
+                    const Tolerance& tol, std::ostream& out, std::ostream& err) {
+  out << kCompareHeader;
+  Tally t;
+  ManifestEntry a, g;
+  bool have_a = false, have_g = false;
+  std::optional<std::tuple<uint64_t, int, uint32_t, int>> last_a, last_g;
+  auto next = [&](ArgSource& s, ManifestEntry* e, bool* have, auto* last) -> absl::Status {
+    absl::StatusOr<bool> got = s.Next(e);
+    if (!got.ok()) return got.status();
+    *have = *got;
+    if (*have) {
+      if (*last && Key(*e) < **last) {
+        return absl::DataLossError(absl::StrCat(s.name(), ": entry ", e->index,
+                                                " is out of manifest order (task_id, stage, "
+                                                "arg_index, role); cannot match by key"));
+      }
+      *last = Key(*e);
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status s = next(here, &a, &have_a, &last_a); !s.ok()) return Fail(err, s);
+  if (absl::Status s = next(golden, &g, &have_g, &last_g); !s.ok()) return Fail(err, s);
+  // With --index the golden side is selected by key only: its other
+  // entries are not "missing" here.
+  const bool count_golden_only = !selection.index.has_value();
+  while (have_a || have_g) {
+    if (have_a && (!have_g || Key(a) < Key(g))) {
+      ++t.only_here;
+      out << Row(a, a.numel, nullptr, "ONLY HERE (not in the golden)");
+      t.Note(absl::StrCat(Where(a), ": not in the golden"));
+      if (absl::Status s = next(here, &a, &have_a, &last_a); !s.ok()) return Fail(err, s);
+      continue;
+    }
+    if (have_g && (!have_a || Key(g) < Key(a))) {
+      if (count_golden_only) {
+        ++t.only_golden;
+        out << absl::StrFormat("%7s  %s  ONLY IN THE GOLDEN (golden index %d)\n", "-",
+                               Where(g), g.index);
+        t.Note(absl::StrCat(Where(g), ": only in the golden"));
+      }
+      if (absl::Status s = next(golden, &g, &have_g, &last_g); !s.ok()) return Fail(err, s);
+      continue;
+    }
+    std::string pa, pg;
+    if (absl::Status s = here.ReadPayload(a, &pa); !s.ok()) return Fail(err, s);
+    if (absl::Status s = golden.ReadPayload(g, &pg); !s.ok()) return Fail(err, s);
+    const Verdict v = ComparePair(a, pa, g, pg, tol);
+    ++t.compared;
+    t.differ += v.differs;
+    out << v.line;
+    if (v.differs) t.Note(v.detail);
+    if (absl::Status s = next(here, &a, &have_a, &last_a); !s.ok()) return Fail(err, s);
+    if (absl::Status s = next(golden, &g, &have_g, &last_g); !s.ok()) return Fail(err, s);
+  }
+  if (t.compared + t.only_here + t.only_golden == 0) return NoMatch(here, err);
+  return Summarize(t, tol, out);
+}
+
+// Against a raw file (the arg's dtype, logical contiguous) or an .npy file.
+int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
+                std::ostream& out, std::ostream& err) {
+  ManifestEntry a, extra;
+  absl::StatusOr<bool> got = here.Next(&a);
+  if (!got.ok()) return Fail(err, got.status());
+  if (!*got) return NoMatch(here, err);
+  uint64_t selected = 1;
+  for (;;) {
+    absl::StatusOr<bool> more = here.Next(&extra);
+    if (!more.ok()) return Fail(err, more.status());
+    if (!*more) break;
+    ++selected;
+  }
+  if (selected > 1) {
+    err << "dump_viewer: --compare " << path << " compares one arg; the filters select "
+        << selected << " (narrow them with -t/-s/-r/-a, or pick one with -i)\n";
     return 2;
   }
-  if (filters.first_nonfinite) return FirstNonFinite(dir, **reader, out, err);
+  if (a.kind != "tensor") {
+    err << "dump_viewer: --compare " << path << ": index " << a.index
+        << " is a scalar; a golden file compares a tensor\n";
+    return 2;
+  }
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  std::string file(in ? static_cast<size_t>(in.tellg()) : 0, '\0');
+  in.seekg(0);
+  in.read(&file[0], static_cast<std::streamsize>(file.size()));
+  if (!in) {
+    err << "dump_viewer: --compare " << path << ": cannot read\n";
+    return 2;
+  }
+  ManifestEntry g = a;
+  g.truncated = g.overwritten = false;
+  std::string golden_bytes;
+  if (absl::StartsWith(file, "\x93NUMPY")) {
+    absl::StatusOr<NpyArray> npy = ParseNpy(file);
+    if (!npy.ok()) {
+      err << "dump_viewer: --compare " << path << ": " << npy.status().message() << "\n";
+      return 2;
+    }
+    g.dtype = DtypeOfNpyDescr(npy->descr);
+    if (g.dtype.empty() || npy->fortran_order) {
+      err << "dump_viewer: --compare " << path << ": dtype '" << npy->descr
+          << (npy->fortran_order ? "' in Fortran order" : "'")
+          << " is not read (little-endian ints, floats and bool, C order)\n";
+      return 2;
+    }
+    g.shape = npy->shape;
+    golden_bytes = file.substr(npy->data_offset);
+  } else {
+    const DataType dtype = *DataTypeFromName(a.dtype);
+    uint64_t numel = 1;
+    for (uint64_t d : a.shape) numel *= d;
+    const uint64_t need = PayloadBytes(dtype, numel);
+    if (file.size() != need) {
+      err << "dump_viewer: --compare " << path << ": " << file.size() << " bytes; index "
+          << a.index << " (" << a.dtype << " " << Dims(a.shape) << ") needs " << need
+          << " (raw little-endian " << a.dtype << ", row-major)\n";
+      return 2;
+    }
+    golden_bytes = std::move(file);
+  }
+  g.bin_size = golden_bytes.size();
+  std::string pa;
+  if (absl::Status s = here.ReadPayload(a, &pa); !s.ok()) return Fail(err, s);
+  out << kCompareHeader;
+  const Verdict v = ComparePair(a, pa, g, golden_bytes, tol);
+  out << v.line;
+  Tally t;
+  t.compared = 1;
+  t.differ = v.differs;
+  if (v.differs) t.Note(v.detail);
+  return Summarize(t, tol, out);
+}
+
+// --- listing, --export, --npy, --stats -----------------------------------------
+
+int List(ArgSource& source, const Options& o, const std::string& export_root, std::ostream& out,
+         std::ostream& err) {
   out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  %10s  %s\n", "index",
                          "task_id", "stage", "role", "arg", "kind", "dtype", "shape", "bytes",
                          "flags");
   uint64_t matched = 0;
-  std::vector<ManifestEntry> to_export;
-  // A few of what exists, to suggest when nothing matched.
-  std::set<uint64_t> some_tasks;
-  std::set<uint32_t> some_args;
-  std::set<int64_t> some_funcs;
-  absl::Status s = (*reader)->ForEach([&](const ManifestEntry& e) {
-    if (some_tasks.size() < 5) some_tasks.insert(e.task_id);
-    if (some_args.size() < 8) some_args.insert(e.arg_index);
-    for (int64_t f : e.func_ids) {
-      if (some_funcs.size() < 8) some_funcs.insert(f);
-    }
-    if (!filters.Matches(e)) return true;
+  std::vector<ManifestEntry> selected;  // what needs payloads
+  const bool payloads = o.export_text || o.npy || o.stats;
+  ManifestEntry e;
+  for (;;) {
+    absl::StatusOr<bool> got = source.Next(&e);
+    if (!got.ok()) return Fail(err, got.status());
+    if (!*got) break;
     ++matched;
-    if (filters.export_text || (filters.stats && e.kind == "tensor")) to_export.push_back(e);
+    if (o.export_text || ((o.npy || o.stats) && e.kind == "tensor")) selected.push_back(e);
     std::string line = absl::StrFormat(
         "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", e.index, Hex(e.task_id),
         e.stage == "before_dispatch" ? "before" : "after", e.role, e.arg_index, e.kind, e.dtype,
         e.kind == "scalar" ? "=" + e.value : Dims(e.shape), e.bin_size, Flags(e));
     line.erase(line.find_last_not_of(' ') + 1);
     out << line << "\n";
-    return true;
-  });
-  if (!s.ok()) {
-    err << "dump_viewer: " << s.message() << "\n";
-    return 2;
   }
-  if (matched == 0 && filters.any()) {
-    std::vector<std::string> tasks;
-    for (uint64_t t : some_tasks) tasks.push_back(Hex(t));
-    err << "dump_viewer: no arg matches the filters. Some values in this capture: tasks "
-        << absl::StrJoin(tasks, " ") << "; args " << absl::StrJoin(some_args, " ") << "; funcs "
-        << absl::StrJoin(some_funcs, " ") << "; stages before, after; roles input, output, "
-        << "inout\n";
-    return 1;
-  }
+  if (matched == 0 && o.selection.any()) return NoMatch(source, err);
   out << matched << " args\n";
+  if (!payloads) return 0;
   // One pass over the selected args: each payload is read once, for the
-  // text file and for the stats line alike.
-  const ManifestSummary& summary = (*reader)->summary();
-  const std::string bin = dir + "/" + (summary.has_bin_file ? summary.bin_file : "args.bin");
-  std::ifstream payloads(bin, std::ios::binary);
-  const std::string txt = dir + "/txt";
-  if (filters.export_text && !to_export.empty()) ::mkdir(txt.c_str(), 0755);
-  std::string stats_table;
-  for (const ManifestEntry& e : to_export) {
-    if (e.bin_size > 0 && !payloads) {
-      err << "dump_viewer: " << bin << ": cannot open (entry " << e.index << " has "
-          << e.bin_size << " payload bytes)\n";
+  // text file, the .npy file and the stats line alike.
+  const std::string txt = export_root + "/txt", npy = export_root + "/npy";
+  for (const std::string& d : {export_root, o.export_text ? txt : "", o.npy ? npy : ""}) {
+    if (d.empty() || selected.empty()) continue;
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
+      err << "dump_viewer: cannot create " << d << ": " << std::strerror(errno) << "\n";
       return 2;
     }
+  }
+  std::string stats_table, npy_notes;
+  uint64_t npy_files = 0;
+  auto write = [&](const std::string& path, const std::string& bytes) {
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    file.close();
+    if (!file) err << "dump_viewer: cannot write " << path << "\n";
+    return static_cast<bool>(file);
+  };
+  for (const ManifestEntry& s : selected) {
     std::string bytes;
-    if (!ReadPayload(payloads, bin, e, &bytes, err)) return 2;
-    if (filters.export_text) {
-      const std::string path = txt + "/" + TextFileName(e);
-      std::ofstream file(path, std::ios::trunc);
-      file << FormatArgText(e, bytes);
-      if (!file) {
-        err << "dump_viewer: cannot write " << path << "\n";
+    if (absl::Status st = source.ReadPayload(s, &bytes); !st.ok()) return Fail(err, st);
+    if (o.export_text && !write(txt + "/" + TextFileName(s), FormatArgText(s, bytes))) return 2;
+    if (o.npy && s.kind == "tensor") {
+      absl::StatusOr<std::string> file = EncodeNpy(s, bytes);
+      if (!file.ok()) {
+        absl::StrAppend(&npy_notes, "  index ", s.index, " not exported: ",
+                        file.status().message(), "\n");
+      } else if (!write(npy + "/" + NpyFileName(s), *file)) {
         return 2;
+      } else {
+        ++npy_files;
       }
     }
-    if (filters.stats && e.kind == "tensor") {
-      const TensorStats st = ComputeStats(e, bytes);
+    if (o.stats && s.kind == "tensor") {
+      const TensorStats st = ComputeStats(s, bytes);
       if (st.finite == 0) {
         stats_table += absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d\n",
-                                       e.index, "-", "-", "-", "-", st.nan, st.pos_inf,
+                                       s.index, "-", "-", "-", "-", st.nan, st.pos_inf,
                                        st.neg_inf, st.zeros);
       } else {
         stats_table += absl::StrFormat("%7d  %14.7g  %14.7g  %14.7g  %14.7g  %6d  %6d  %6d  %8d\n",
-                                       e.index, st.min, st.max, st.sum / st.finite, st.abs_max,
+                                       s.index, st.min, st.max, st.sum / st.finite, st.abs_max,
                                        st.nan, st.pos_inf, st.neg_inf, st.zeros);
       }
     }
   }
-  if (filters.export_text && !to_export.empty()) {
-    out << "exported " << to_export.size() << " files to " << txt << "/\n";
+  if (o.export_text && !selected.empty()) {
+    out << "exported " << selected.size() << " files to " << txt << "/\n";
   }
-  if (filters.stats) {
+  if (o.npy) out << "wrote " << npy_files << " .npy files to " << npy << "/\n" << npy_notes;
+  if (o.stats) {
     out << absl::StrFormat("%7s  %14s  %14s  %14s  %14s  %6s  %6s  %6s  %8s\n", "index", "min",
                            "max", "mean", "abs_max", "nan", "+inf", "-inf", "zeros")
         << stats_table;
   }
   return 0;
+}
+
+}  // namespace
+
+int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Options o;
+  if (!ParseArgs(args, &o, err)) return 2;
+  const bool remote = !o.remote.target.empty();
+  if (!remote && o.dir.empty()) {
+    auto newest = NewestCapture("outputs");
+    if (!newest) {
+      err << "dump_viewer: no outputs/*/args_dump under this folder; pass a capture directory, "
+             "e.g. dump_viewer outputs/<run>/args_dump (or --server host:port --capture NAME)\n";
+      return 2;
+    }
+    o.dir = *newest;
+    out << "capture: " << o.dir << " (the newest under outputs/)\n";
+  }
+  // --first-nonfinite reads whole tasks (their inputs too); the selection
+  // then picks the outputs it checks.
+  Selection read = o.selection;
+  if (o.first_nonfinite) {
+    read = Selection();
+    read.task = o.selection.task;
+    read.func = o.selection.func;
+  }
+  auto open = [&](const std::string& dir, const std::string& capture,
+                  const Selection& s) -> absl::StatusOr<std::unique_ptr<ArgSource>> {
+    if (capture.empty()) return OpenLocalCapture(dir, s);
+    RemoteCapture r = o.remote;
+    r.capture = capture;
+    return OpenRemoteCapture(r, s);
+  };
+  auto source = open(o.dir, o.remote.capture, read);
+  if (!source.ok()) return Fail(err, source.status());
+  if (o.first_nonfinite) return FirstNonFinite(**source, o.selection, out, err);
+  if (!o.compare.empty()) {
+    const std::string& golden = o.compare;
+    if (absl::StartsWith(golden, "capture:")) {
+      if (!remote) {
+        err << "dump_viewer: --compare " << golden << " names a capture on a service; add "
+            << "--server host:port\n";
+        return 2;
+      }
+      Selection by_key = o.selection;
+      by_key.index.reset();
+      auto g = open("", golden.substr(8), by_key);
+      if (!g.ok()) return Fail(err, g.status());
+      return CompareCaptures(**source, **g, o.selection, o.tolerance, out, err);
+    }
+    if (IsDir(golden)) {
+      Selection by_key = o.selection;
+      by_key.index.reset();
+      auto g = OpenLocalCapture(golden, by_key);
+      if (!g.ok()) return Fail(err, g.status());
+      return CompareCaptures(**source, **g, o.selection, o.tolerance, out, err);
+    }
+    if (IsFile(golden)) return CompareFile(**source, golden, o.tolerance, out, err);
+    err << "dump_viewer: --compare '" << golden << "': no such capture directory or file "
+        << "(or capture:NAME with --server)\n";
+    return 2;
+  }
+  std::string root = o.out_dir;
+  if (root.empty()) root = remote ? o.remote.capture : CaptureDirOf(o.dir);
+  return List(**source, o, root, out, err);
 }
 
 }  // namespace argsdump

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -12,7 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/capture_store.h"
+#include "viewer/npy.h"
+#include "viewer/test_capture.h"
 
 namespace argsdump {
 namespace {
@@ -25,54 +27,16 @@ std::string Root() {
 // Tasks 0x100000000..2: an input tensor before, an int32 scalar, an output
 // after (task 1's output truncated); func ids 5, 6, 7.
 std::string MakeCapture(const std::string& dir) {
-  v1::CaptureInfo info;
-  info.set_name("viewer");
-  info.set_level(v1::DUMP_LEVEL_FULL);
-  auto store = std::move(CaptureStore::Create(dir, info)).value();
-  uint64_t offset = 0;
+  TestCapture c;
   for (uint64_t t = 0; t < 3; ++t) {
-    v1::ArgRecord in;
-    in.set_task_id(0x100000000ull + t);
-    in.add_func_ids(5 + t);
-    in.set_arg_index(0);
-    in.set_role(v1::ROLE_INPUT);
-    in.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    in.set_kind(v1::KIND_TENSOR);
-    in.set_dtype(v1::DTYPE_FLOAT32);
-    in.add_shape(2);
-    in.add_shape(4);
-    in.add_strides(4);
-    in.add_strides(1);
-    in.set_numel(8);
-    in.set_logical_bytes(32);
-    in.set_is_contiguous(true);
-    in.set_bin_offset(offset);
-    in.set_bin_size(32);
-    offset += 32;
-    EXPECT_TRUE(store->Append(in, std::string(32, 'a')).ok());
-    v1::ArgRecord s = in;
-    s.clear_shape();
-    s.clear_strides();
-    s.set_arg_index(2);
-    s.set_kind(v1::KIND_SCALAR);
-    s.set_dtype(v1::DTYPE_INT32);
-    s.set_numel(1);
-    s.set_logical_bytes(0);
-    s.set_bin_offset(0);
-    s.set_bin_size(0);
-    s.set_scalar_bits(40 + t);
-    EXPECT_TRUE(store->Append(s, "").ok());
-    v1::ArgRecord out = in;
-    out.set_arg_index(1);
-    out.set_role(v1::ROLE_OUTPUT);
-    out.set_stage(v1::STAGE_AFTER_COMPLETION);
-    out.set_bin_offset(offset);
-    out.set_bin_size(t == 1 ? 16 : 32);
-    out.set_truncated(t == 1);
-    offset += out.bin_size();
-    EXPECT_TRUE(store->Append(out, std::string(out.bin_size(), 'b')).ok());
+    const uint64_t task = 0x100000000ull + t;
+    c.Tensor(task, 0, v1::ROLE_INPUT, v1::STAGE_BEFORE_DISPATCH, v1::DTYPE_FLOAT32, {2, 4},
+             std::string(32, 'a'));
+    c.Scalar(task, 2, v1::DTYPE_INT32, 40 + t);
+    c.Tensor(task, 1, v1::ROLE_OUTPUT, v1::STAGE_AFTER_COMPLETION, v1::DTYPE_FLOAT32, {2, 4},
+             std::string(t == 1 ? 16 : 32, 'b'), 32);
   }
-  EXPECT_TRUE(store->Finish(v1::CaptureCounters()).ok());
+  EXPECT_TRUE(c.WriteTo(dir).ok());
   return dir;
 }
 
@@ -266,6 +230,221 @@ TEST(ViewerTest, FirstNonFiniteNamesTheTaskAndItsInputs) {
                        "  index 4  input arg 2  scalar INT32 = 41\n"),
             std::string::npos)
       << r.out;
+}
+
+}  // namespace
+}  // namespace argsdump
+namespace argsdump {
+namespace {
+
+std::string Scene(const std::string& name, bool variant) {
+  const std::string dir = Root() + "/" + name + "/args_dump";
+  EXPECT_TRUE(ViewerScene(variant).WriteTo(dir).ok());
+  return dir;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+TEST(ViewerSceneTest, ListsEveryKindOfArgInManifestOrder) {
+  const Result r = Viewer({Scene("scene_list", false)});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "  index  task_id             stage   role    arg  kind    dtype      shape                  bytes  flags\n"
+            "      0  0x0000000100000000  before  input     0  tensor  FLOAT32    [2,3]                     24\n"
+            "      1  0x0000000100000000  before  input     2  scalar  FLOAT32    =0.5                       0\n"
+            "      2  0x0000000100000000  after   output    1  tensor  FLOAT32    [2,3]                     24\n"
+            "      3  0x0000000100000001  before  input     0  tensor  FLOAT16    [4]                        8\n"
+            "      4  0x0000000100000001  before  input     2  scalar  INT64      =-7                        0\n"
+            "      5  0x0000000100000001  after   output    1  tensor  BFLOAT16   [2,2]                      8\n"
+            "      6  0x0000000100000002  before  inout     0  tensor  FLOAT32    [3]                       12\n"
+            "      7  0x0000000100000002  before  input     1  tensor  FLOAT64    []                         8\n"
+            "      8  0x0000000100000002  after   inout     0  tensor  FLOAT32    [3]                       12\n"
+            "      9  0x0000000100000003  after   output    0  tensor  FP8E4M3FN  [1,1,2,1,2]                4\n"
+            "     10  0x0000000100000003  after   output    2  tensor  FLOAT32    [8]                       16  truncated\n"
+            "     11  0x0000000100000003  after   output    3  tensor  INT8       [4]                        0  no-data\n"
+            "12 args\n");
+}
+
+TEST(ViewerSceneTest, NpyFilesKeepShapeAndDtype) {
+  const std::string dir = Scene("scene_npy", false);
+  const std::string out = Root() + "/scene_npy_out";
+  const Result r = Viewer({dir, "--npy", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote 8 .npy files to " + out + "/npy/\n"
+                       "  index 10 not exported: truncated: 16 of 32 bytes captured\n"
+                       "  index 11 not exported: no payload was captured\n"),
+            std::string::npos)
+      << r.out;
+  struct Want {
+    std::string file, descr;
+    std::vector<uint64_t> shape;
+    std::vector<double> values;  // as float32/float64 (compared as doubles)
+  };
+  const std::vector<Want> wants = {
+      {"task_0000000100000000_before_in0.npy", "<f4", {2, 3}, {1, 2, 3, 4, 5, 6}},
+      {"task_0000000100000001_after_out1.BFLOAT16_as_float32.npy", "<f4", {2, 2}, {1, 3, 2, 4}},
+      {"task_0000000100000002_before_in1.npy", "<f8", {}, {3.25}},
+      {"task_0000000100000003_after_out0.FP8E4M3FN_as_float32.npy", "<f4", {1, 1, 2, 1, 2},
+       {1, 2, -1, NAN}},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(w.file);
+    const std::string file = ReadAll(out + "/npy/" + w.file);
+    const NpyArray a = ParseNpy(file).value();
+    EXPECT_EQ(a.descr, w.descr);
+    EXPECT_EQ(a.shape, w.shape);
+    const size_t width = w.descr == "<f8" ? 8 : 4;
+    ASSERT_EQ(file.size() - a.data_offset, w.values.size() * width);
+    for (size_t i = 0; i < w.values.size(); ++i) {
+      double v;
+      if (width == 8) {
+        std::memcpy(&v, file.data() + a.data_offset + i * 8, 8);
+      } else {
+        float f;
+        std::memcpy(&f, file.data() + a.data_offset + i * 4, 4);
+        v = f;
+      }
+      if (std::isnan(w.values[i])) {
+        EXPECT_TRUE(std::isnan(v)) << i;
+      } else {
+        EXPECT_EQ(v, w.values[i]) << i;
+      }
+    }
+  }
+  // The float16 input keeps its dtype: the payload bytes as they are.
+  const std::string half = ReadAll(out + "/npy/task_0000000100000001_before_in0.npy");
+  const NpyArray h = ParseNpy(half).value();
+  EXPECT_EQ(h.descr, "<f2");
+  EXPECT_EQ(half.substr(h.data_offset), std::string("\x00\x3c\x00\x40\x00\x42\x00\x44", 8));
+}
+
+constexpr char kRow5[] =
+    "      5  0x0000000100000001  after   output    1  BFLOAT16           4           0.5          "
+    "0.25   0.996635           1  DIFFERS\n";
+
+TEST(ViewerSceneTest, CompareAgainstAnotherCaptureNamesTheFirstDivergence) {
+  const std::string golden = Scene("cmp_golden", false), actual = Scene("cmp_actual", true);
+  Result r = Viewer({actual, "--compare", golden});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find(kRow5), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("     11  0x0000000100000003  after   output    3  INT8               4      "
+                       "       -             -          -           -  ok (metadata only)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("     10  0x0000000100000003  after   output    2  FLOAT32            8"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("ok (truncated: 4 of 8 compared)"), std::string::npos);
+  EXPECT_NE(r.out.find("compared 12 args (atol 1e-08, rtol 1e-05): 11 match, 1 differ\n"
+                       "first divergence: task 0x0000000100000001 after output arg 1: element "
+                       "[1, 0] = 2.5, golden 2\n"),
+            std::string::npos)
+      << r.out;
+  // NaN and Inf at the same places match (index 8); the same capture: 0.
+  r = Viewer({golden, "--compare", golden});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("compared 12 args (atol 1e-08, rtol 1e-05): 12 match, 0 differ\n"),
+            std::string::npos);
+  EXPECT_EQ(r.out.find("first divergence"), std::string::npos);
+  // Within tolerance: 0.5 <= 1 + 1e-5 * 2.
+  r = Viewer({actual, "--compare", golden, "--atol", "1"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("0.996635           0  ok\n"), std::string::npos) << r.out;
+  // Only a tolerance relative to the golden: 0.25 <= rtol.
+  EXPECT_EQ(Viewer({actual, "--compare", golden, "--rtol", "0.25", "--atol=0"}).code, 0);
+  EXPECT_EQ(Viewer({actual, "--compare", golden, "--rtol", "0.24", "--atol=0"}).code, 1);
+  // Filters select what is compared.
+  r = Viewer({actual, "--compare", golden, "-t", "100000000"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("compared 3 args"), std::string::npos) << r.out;
+  r = Viewer({actual, "--compare", golden, "-i", "5"});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("compared 1 args"), std::string::npos) << r.out;
+}
+
+TEST(ViewerSceneTest, CompareCountsArgsOnlyOnOneSide) {
+  const std::string golden = Scene("cmp_side_golden", false);
+  const std::string actual = Root() + "/cmp_side_actual/args_dump";
+  {
+    TestCapture c = ViewerScene(false);
+    c.records()[0].set_task_id(0x100000009);  // moved to a task the golden lacks
+    ASSERT_TRUE(c.WriteTo(actual).ok());
+  }
+  const Result r = Viewer({actual, "--compare", golden});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("task 0x0000000100000003 after output arg 0  ONLY IN THE GOLDEN (golden "
+                       "index 9)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("ONLY HERE (not in the golden)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("compared 11 args (atol 1e-08, rtol 1e-05): 11 match, 0 differ; 1 only "
+                       "in this capture, 1 only in the golden\n"
+                       "first divergence: task 0x0000000100000003 after output arg 0: only in "
+                       "the golden\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(ViewerSceneTest, CompareAgainstRawAndNpyFiles) {
+  const std::string golden = Scene("file_golden", false), actual = Scene("file_actual", true);
+  // Raw bfloat16 bytes as a kernel's reference would write them.
+  const std::string raw = Root() + "/golden_out1.bf16";
+  std::ofstream(raw, std::ios::binary) << std::string("\x80\x3f\x40\x40\x00\x40\x80\x40", 8);
+  Result r = Viewer({actual, "-i", "5", "--compare", raw});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find(kRow5), std::string::npos) << r.out;
+  EXPECT_EQ(Viewer({golden, "-i", "5", "--compare", raw}).code, 0);
+  // The golden's own .npy export (bfloat16 widened to float32).
+  ASSERT_EQ(Viewer({golden, "--npy", "--out", Root() + "/file_npy"}).code, 0);
+  const std::string npy =
+      Root() + "/file_npy/npy/task_0000000100000001_after_out1.BFLOAT16_as_float32.npy";
+  r = Viewer({actual, "-t", "100000001", "-s", "after", "--compare", npy});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("1  DIFFERS (golden FLOAT32)\n"), std::string::npos) << r.out;
+  EXPECT_EQ(Viewer({golden, "-i", "5", "--compare", npy}).code, 0);
+  // A file against the wrong arg, or too many args, or a scalar: errors.
+  r = Viewer({actual, "-i", "2", "--compare", raw});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("golden_out1.bf16: 8 bytes; index 2 (FLOAT32 [2,3]) needs 24"),
+            std::string::npos)
+      << r.err;
+  r = Viewer({actual, "-i", "0", "--compare", npy});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("shape [2,3] vs golden [2,2]"), std::string::npos) << r.out;
+  r = Viewer({actual, "-t", "100000001", "--compare", raw});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("compares one arg; the filters select 3"), std::string::npos) << r.err;
+  r = Viewer({actual, "-i", "4", "--compare", raw});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("index 4 is a scalar"), std::string::npos) << r.err;
+  std::ofstream(Root() + "/bad.npy", std::ios::binary) << std::string("\x93NUMPY\x01\x00\x05\x00{'x'", 15);
+  r = Viewer({actual, "-i", "5", "--compare", Root() + "/bad.npy"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.npy: header: no 'descr'"), std::string::npos) << r.err;
+}
+
+TEST(ViewerSceneTest, FlagCombinationsAreChecked) {
+  const std::string dir = Scene("flags", false);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{dir, "--atol", "1"}, "--atol/--rtol need --compare"},
+      {{dir, "--compare", dir, "--rtol", "-1"}, "--rtol '-1': expected a tolerance"},
+      {{dir, "--compare", Root() + "/none"}, "--compare '" + Root() + "/none': no such"},
+      {{dir, "--compare", "capture:x"}, "add --server host:port"},
+      {{dir, "--compare", dir, "--stats"}, "--compare runs alone"},
+      {{"--server", "127.0.0.1:1"}, "--server needs --capture"},
+      {{"--capture", "x"}, "--capture needs --server"},
+      {{dir, "--server", "h:1", "--capture", "x"}, "not both"},
+      {{"--server", "nohostport", "--capture", "x"}, "--server 'nohostport': expected host:port"},
+      {{"--server", "h:1", "--capture", "x", "--auth_token_file", Root() + "/no_token"},
+       "--auth_token_file: cannot read a token from"},
+  };
+  for (const auto& [args, says] : cases) {
+    const Result r = Viewer(args);
+    EXPECT_EQ(r.code, 2) << says;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

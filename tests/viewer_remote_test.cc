@@ -1,0 +1,246 @@
+// dump_viewer against a capture service (a real server on 127.0.0.1:0, the
+// real GrpcSink): every command gives the same output, exit status and
+// files as on the local directory of the same capture, finished or live.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "collector/grpc_sink.h"
+#include "gtest/gtest.h"
+#include "server/capture_service.h"
+#include "viewer/test_capture.h"
+#include "viewer/viewer.h"
+
+namespace argsdump {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir ? dir : "/tmp", "/", name);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result Viewer(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = RunViewer(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::vector<std::string> Cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+constexpr char kToken[] = "viewer-token";
+
+class ViewerRemoteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CaptureServerOptions o;
+    o.listen = "127.0.0.1:0";
+    // A root of its own per test: captures of other tests are not listed.
+    o.hub.root = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    o.auth_token = kToken;
+    auto server = CaptureServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(server).value();
+    target_ = absl::StrCat("127.0.0.1:", server_->port());
+    token_file_ = TempDir("token");
+    std::ofstream(token_file_) << kToken << "\n";
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::milliseconds(1000));
+  }
+
+  // Streams `capture` to the service; finished unless `finish` is false
+  // (then the returned sink keeps the capture live and attached).
+  std::unique_ptr<GrpcSink> Ingest(const std::string& name, const TestCapture& capture,
+                                   bool finish = true) {
+    GrpcSinkOptions o;
+    o.target = target_;
+    o.capture = name;
+    o.info.set_name(name);
+    o.info.set_level(v1::DUMP_LEVEL_FULL);
+    o.auth_token = kToken;
+    auto sink = GrpcSink::Connect(o);
+    EXPECT_TRUE(sink.ok()) << sink.status();
+    if (!sink.ok()) return nullptr;
+    EXPECT_TRUE((*sink)->WriteBatch(capture.RecordPtrs(), capture.PayloadViews()).ok());
+    if (finish) {
+      EXPECT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
+    }
+    return std::move(sink).value();
+  }
+
+  std::vector<std::string> Remote(const std::string& name) const {
+    return {"--server", target_, "--capture", name, "--auth_token_file", token_file_};
+  }
+
+  std::string Local(const std::string& name, const TestCapture& capture) {
+    const std::string dir = TempDir(name + "/args_dump");
+    EXPECT_TRUE(capture.WriteTo(dir, name).ok());
+    return dir;
+  }
+
+  // The same command locally and remotely: the same status and text.
+  void ExpectSame(const std::string& local, const std::string& capture,
+                  const std::vector<std::string>& command) {
+    SCOPED_TRACE(absl::StrCat("command: ", absl::StrJoin(command, " ")));
+    const Result l = Viewer(Cat({local}, command));
+    const Result r = Viewer(Cat(Remote(capture), command));
+    EXPECT_EQ(l.code, r.code) << l.err << "\n" << r.err;
+    EXPECT_EQ(l.out, r.out);
+    EXPECT_EQ(l.err, r.err);
+    EXPECT_FALSE(l.out.empty() && l.err.empty());
+  }
+
+  std::unique_ptr<CaptureServer> server_;
+  std::string target_, token_file_;
+};
+
+const std::vector<std::vector<std::string>>& Commands() {
+  static const auto* commands = new std::vector<std::vector<std::string>>{
+      {},
+      {"-t", "100000001"},
+      {"-t", "0x0000000100000003", "-s", "after"},
+      {"-s", "after", "-r", "output"},
+      {"-r", "inout"},
+      {"--func", "6"},
+      {"-a", "2"},
+      {"-i", "5"},
+      {"-i", "11", "-r", "output"},
+      {"--stats"},
+      {"--stats", "-t", "100000002"},
+      {"--first-nonfinite"},
+      {"--first-nonfinite", "-t", "100000003"},
+      {"-t", "0x77"},  // nothing matches: the same suggestions
+      {"--func", "99", "-s", "before"},
+  };
+  return *commands;
+}
+
+TEST_F(ViewerRemoteTest, FinishedCaptureReadsTheSameAsItsLocalFiles) {
+  const TestCapture scene = ViewerScene(false);
+  const std::string local = Local("finished", scene);
+  Ingest("finished", scene);
+  for (const auto& command : Commands()) ExpectSame(local, "finished", command);
+}
+
+TEST_F(ViewerRemoteTest, ExportsTheSameFiles) {
+  const TestCapture scene = ViewerScene(false);
+  const std::string local = Local("exported", scene);
+  Ingest("exported", scene);
+  const std::string a = TempDir("export_local"), b = TempDir("export_remote");
+  const Result l = Viewer({local, "--export", "--npy", "--stats", "--out", a});
+  const Result r = Viewer(Cat(Remote("exported"), {"--export", "--npy", "--stats", "--out", b}));
+  ASSERT_EQ(l.code, 0) << l.err;
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(absl::StrReplaceAll(l.out, {{a, "OUT"}}), absl::StrReplaceAll(r.out, {{b, "OUT"}}));
+  const std::vector<std::string> files = {
+      "txt/task_0000000100000001_after_out1.txt",
+      "txt/task_0000000100000000_before_in2.txt",
+      "txt/task_0000000100000003_after_out2.txt",
+      "txt/task_0000000100000003_after_out3.txt",
+      "npy/task_0000000100000001_after_out1.BFLOAT16_as_float32.npy",
+      "npy/task_0000000100000002_before_in1.npy",
+      "npy/task_0000000100000003_after_out0.FP8E4M3FN_as_float32.npy",
+  };
+  for (const std::string& f : files) {
+    const std::string want = ReadAll(a + "/" + f);
+    EXPECT_FALSE(want.empty()) << f;
+    EXPECT_EQ(ReadAll(b + "/" + f), want) << f;
+  }
+  // Without --out, a remote export goes to ./<capture>/.
+  char old[4096];
+  ASSERT_NE(::getcwd(old, sizeof(old)), nullptr);
+  ASSERT_EQ(::chdir(TempDir("").c_str()), 0);
+  const Result here = Viewer(Cat(Remote("exported"), {"-i", "5", "--npy"}));
+  EXPECT_EQ(here.code, 0) << here.err;
+  EXPECT_NE(here.out.find("wrote 1 .npy files to exported/npy/"), std::string::npos) << here.out;
+  ASSERT_EQ(::chdir(old), 0);
+}
+
+TEST_F(ViewerRemoteTest, ComparesCapturesOnTheServiceAndAgainstLocalOnes) {
+  const std::string golden = Local("golden", ViewerScene(false));
+  const std::string actual = Local("actual", ViewerScene(true));
+  Ingest("golden", ViewerScene(false));
+  Ingest("actual", ViewerScene(true));
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{}, {"--atol", "1"}, {"-t", "100000001"}, {"-i", "5"}}) {
+    SCOPED_TRACE(absl::StrJoin(extra, " "));
+    const Result l = Viewer(Cat({actual, "--compare", golden}, extra));
+    const Result r = Viewer(Cat(Remote("actual"), Cat({"--compare", "capture:golden"}, extra)));
+    const Result mixed = Viewer(Cat(Remote("actual"), Cat({"--compare", golden}, extra)));
+    EXPECT_EQ(l.code, r.code);
+    EXPECT_EQ(l.out, r.out);
+    EXPECT_EQ(l.out, mixed.out);
+    EXPECT_EQ(l.code, mixed.code);
+  }
+  EXPECT_EQ(Viewer(Cat(Remote("actual"), {"--compare", "capture:golden"})).code, 1);
+  EXPECT_EQ(Viewer(Cat(Remote("golden"), {"--compare", "capture:golden"})).code, 0);
+  const Result missing = Viewer(Cat(Remote("actual"), {"--compare", "capture:nope"}));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("capture 'nope' on " + target_ + ": no such capture"),
+            std::string::npos)
+      << missing.err;
+}
+
+// A live capture has no manifest yet: the viewer orders what arrived the
+// way the manifest will, so it reads the same as the finished files.
+TEST_F(ViewerRemoteTest, LiveCaptureReadsAsItsManifestWillBe) {
+  const TestCapture scene = ViewerScene(false);
+  const std::string local = Local("live", scene);
+  std::unique_ptr<GrpcSink> sink = Ingest("live", scene, /*finish=*/false);
+  ASSERT_NE(sink, nullptr);
+  for (const auto& command : Commands()) ExpectSame(local, "live", command);
+  const std::string golden = Local("live_golden", ViewerScene(true));
+  const Result l = Viewer({local, "--compare", golden});
+  const Result r = Viewer(Cat(Remote("live"), {"--compare", golden}));
+  EXPECT_EQ(l.code, 1);
+  EXPECT_EQ(l.out, r.out);
+  ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
+  for (const auto& command : Commands()) ExpectSame(local, "live", command);
+}
+
+TEST_F(ViewerRemoteTest, ServiceErrorsAreClearAndExitTwo) {
+  Ingest("there", ViewerScene(false));
+  Result r = Viewer(Cat(Remote("nope"), {}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("capture 'nope' on " + target_ +
+                       ": no such capture (captures there: there)"),
+            std::string::npos)
+      << r.err;
+  // Without the token.
+  r = Viewer({"--server", target_, "--capture", "there"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("capture 'there' on " + target_ + ": GetCapture: "), std::string::npos)
+      << r.err;
+  // Nobody listening.
+  const std::string gone = target_;
+  server_->Shutdown(std::chrono::milliseconds(100));
+  server_.reset();
+  r = Viewer({"--server", gone, "--capture", "there", "--auth_token_file", token_file_});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("capture 'there' on " + gone + ": GetCapture: "), std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace argsdump

@@ -1,0 +1,113 @@
+#include "viewer/arg_source.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace argsdump {
+
+bool Selection::Matches(const ManifestEntry& e) const {
+  if (task && e.task_id != *task) return false;
+  if (!stage.empty() && e.stage != stage) return false;
+  if (!role.empty() && e.role != role) return false;
+  if (arg && e.arg_index != *arg) return false;
+  if (index && e.index != *index) return false;
+  if (func && std::find(e.func_ids.begin(), e.func_ids.end(), *func) == e.func_ids.end()) {
+    return false;
+  }
+  return true;
+}
+
+void SomeValues::Add(const ManifestEntry& e) {
+  if (tasks.size() < 5) tasks.insert(e.task_id);
+  if (args.size() < 8) args.insert(e.arg_index);
+  for (int64_t f : e.func_ids) {
+    if (funcs.size() < 8) funcs.insert(f);
+  }
+}
+
+bool IsDir(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool IsFile(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+namespace {
+
+class LocalSource : public ArgSource {
+ public:
+  LocalSource(std::string dir, std::unique_ptr<ManifestReader> reader, Selection selection)
+      : dir_(std::move(dir)), reader_(std::move(reader)), selection_(std::move(selection)) {}
+
+  std::string name() const override { return dir_; }
+
+  absl::StatusOr<bool> Next(ManifestEntry* e) override {
+    for (;;) {
+      absl::StatusOr<bool> got = reader_->Next(e);
+      if (!got.ok() || !*got) return got;
+      some_.Add(*e);
+      if (selection_.Matches(*e)) return true;
+    }
+  }
+
+  absl::Status ReadPayload(const ManifestEntry& e, std::string* bytes) override {
+    bytes->assign(e.bin_size, '\0');
+    if (e.bin_size == 0) return absl::OkStatus();
+    if (!bin_open_) {
+      // Named by the manifest's bin_file when it came before args[] (the
+      // writer puts it after), else the schema's args.bin.
+      const ManifestSummary& s = reader_->summary();
+      bin_path_ = absl::StrCat(dir_, "/", s.has_bin_file ? s.bin_file : "args.bin");
+      bin_.open(bin_path_, std::ios::binary);
+      bin_open_ = true;
+    }
+    if (!bin_.is_open()) {
+      return absl::NotFoundError(absl::StrCat(bin_path_, ": cannot open (entry ", e.index,
+                                              " has ", e.bin_size, " payload bytes)"));
+    }
+    bin_.clear();
+    bin_.seekg(static_cast<std::streamoff>(e.bin_offset));
+    bin_.read(&(*bytes)[0], static_cast<std::streamsize>(e.bin_size));
+    if (!bin_ || static_cast<uint64_t>(bin_.gcount()) != e.bin_size) {
+      return absl::DataLossError(absl::StrCat(bin_path_, ": entry ", e.index, " needs bytes ",
+                                              e.bin_offset, "..", e.bin_offset + e.bin_size,
+                                              ", the file ends before"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<SomeValues> Suggestions() override { return some_; }
+
+ private:
+  const std::string dir_;
+  std::unique_ptr<ManifestReader> reader_;
+  const Selection selection_;
+  SomeValues some_;
+  bool bin_open_ = false;
+  std::string bin_path_;
+  std::ifstream bin_;
+};
+
+}  // namespace
+
+std::string CaptureDirOf(const std::string& dir) {
+  if (IsDir(dir + "/args_dump") && !IsFile(dir + "/args_dump.json")) return dir + "/args_dump";
+  return dir;
+}
+
+absl::StatusOr<std::unique_ptr<ArgSource>> OpenLocalCapture(const std::string& dir,
+                                                            const Selection& selection) {
+  const std::string capture = CaptureDirOf(dir);
+  auto reader = ManifestReader::Open(capture + "/args_dump.json");
+  if (!reader.ok()) return reader.status();
+  return std::unique_ptr<ArgSource>(
+      new LocalSource(capture, std::move(*reader), selection));
+}
+
+}  // namespace argsdump

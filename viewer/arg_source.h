@@ -1,0 +1,72 @@
+// Where dump_viewer reads a capture from: a local directory (args_dump.json
+// + args.bin) or a capture service (remote_source.h). Both hand out the
+// selected entries in manifest order and read a selected entry's payload
+// bytes, so every command (list, export, stats, compare) runs the same way
+// on either.
+#ifndef ARGSDUMP_VIEWER_ARG_SOURCE_H_
+#define ARGSDUMP_VIEWER_ARG_SOURCE_H_
+
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "viewer/manifest_reader.h"
+
+namespace argsdump {
+
+// The filters of the command line; unset ones match everything.
+struct Selection {
+  std::optional<uint64_t> task;
+  std::string stage;  // before_dispatch / after_completion
+  std::string role;   // input / output / inout
+  std::optional<uint32_t> arg;
+  std::optional<int64_t> func;
+  std::optional<uint64_t> index;
+
+  bool Matches(const ManifestEntry& e) const;
+  bool any() const { return task || !stage.empty() || !role.empty() || arg || func || index; }
+};
+
+// A few values that exist in a capture, suggested when nothing matched.
+struct SomeValues {
+  std::set<uint64_t> tasks;
+  std::set<uint32_t> args;
+  std::set<int64_t> funcs;
+  void Add(const ManifestEntry& e);
+};
+
+class ArgSource {
+ public:
+  virtual ~ArgSource() = default;
+  // How to name the capture in messages ("outputs/r/args_dump",
+  // "capture 'run1' on 127.0.0.1:50051").
+  virtual std::string name() const = 0;
+  // The next entry that matches the selection, in manifest order; false
+  // at the end. Errors name the file and byte (local) or the call (remote).
+  virtual absl::StatusOr<bool> Next(ManifestEntry* e) = 0;
+  // The entry's payload (bin_size bytes). DataLoss/Unavailable naming where.
+  virtual absl::Status ReadPayload(const ManifestEntry& e, std::string* bytes) = 0;
+  // Values that exist (after Next returned false with nothing selected).
+  virtual absl::StatusOr<SomeValues> Suggestions() = 0;
+};
+
+// DIR is a capture directory (holding args_dump.json) or a folder holding
+// args_dump/. NotFound naming the manifest when there is none.
+absl::StatusOr<std::unique_ptr<ArgSource>> OpenLocalCapture(const std::string& dir,
+                                                            const Selection& selection);
+
+// Whether `path` is a directory / a regular file (following links).
+bool IsDir(const std::string& path);
+bool IsFile(const std::string& path);
+
+// The capture directory a DIR argument names (DIR or DIR/args_dump).
+std::string CaptureDirOf(const std::string& dir);
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_VIEWER_ARG_SOURCE_H_

@@ -1,0 +1,282 @@
+#include "viewer/remote_source.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "device/dtype.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "server/record_format.h"
+
+namespace argsdump {
+
+ManifestEntry EntryFromRecord(const v1::ArgRecord& r, uint64_t index, uint64_t record_id) {
+  ManifestEntry e;
+  e.index = index;
+  e.record_id = record_id;
+  e.task_id = r.task_id();
+  if (r.func_ids().empty()) {
+    e.func_ids.push_back(-1);
+  } else {
+    e.func_ids.assign(r.func_ids().begin(), r.func_ids().end());
+  }
+  e.role = RoleName(r.role());
+  e.stage = StageName(r.stage());
+  e.kind = KindName(r.kind());
+  if (auto d = FromProtoDType(r.dtype())) {
+    e.dtype = std::string(DataTypeName(*d));
+  } else {
+    e.dtype = DTypeName(r.dtype());
+  }
+  e.arg_index = r.arg_index();
+  e.shape.assign(r.shape().begin(), r.shape().end());
+  e.strides.assign(r.strides().begin(), r.strides().end());
+  e.start_offset = r.start_offset();
+  e.is_contiguous = r.is_contiguous();
+  e.numel = r.numel();
+  if (r.kind() == v1::KIND_SCALAR) {
+    e.has_value = true;
+    e.value = FormatScalarJson(r.dtype(), r.scalar_bits());
+  }
+  e.truncated = r.truncated();
+  e.overwritten = r.overwritten();
+  e.arg_index_ambiguous = r.arg_index_ambiguous();
+  e.in_flight_snapshot = r.in_flight_snapshot();
+  e.bin_offset = r.bin_offset();
+  e.bin_size = r.bin_size();
+  return e;
+}
+
+namespace {
+
+constexpr uint32_t kPageSize = 1000;  // the service's maximum
+constexpr auto kCallTimeout = std::chrono::seconds(60);
+
+absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(what, ": ", s.error_message()));
+}
+
+class RemoteSource : public ArgSource {
+ public:
+  RemoteSource(RemoteCapture remote, Selection selection)
+      : remote_(std::move(remote)), selection_(std::move(selection)) {
+    channel_ = grpc::CreateChannel(remote_.target, remote_.credentials
+                                                       ? remote_.credentials
+                                                       : grpc::InsecureChannelCredentials());
+    stub_ = v1::CaptureService::NewStub(channel_);
+  }
+
+  std::string name() const override {
+    return absl::StrCat("capture '", remote_.capture, "' on ", remote_.target);
+  }
+
+  absl::Status Start() {
+    v1::GetCaptureRequest request;
+    request.set_capture(remote_.capture);
+    auto context = Context();
+    grpc::Status s = stub_->GetCapture(context.get(), request, &summary_);
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+      return absl::NotFoundError(absl::StrCat(name(), ": no such capture", SomeCaptures()));
+    }
+    if (!s.ok()) return FromGrpc(s, absl::StrCat(name(), ": GetCapture"));
+    if (summary_.state() == v1::CAPTURE_STATE_FINISHED) return absl::OkStatus();
+    return LoadLive();
+  }
+
+  absl::StatusOr<bool> Next(ManifestEntry* e) override {
+    if (live_) {
+      while (live_at_ < live_order_.size()) {
+        const uint32_t i = live_order_[live_at_];
+        *e = EntryFromRecord(RecordFromRow(live_rows_[i]), live_at_, i);
+        ++live_at_;
+        if (selection_.Matches(*e)) return true;
+      }
+      return false;
+    }
+    for (;;) {
+      while (!page_.empty()) {
+        const v1::CapturedArg a = std::move(page_.front());
+        page_.pop_front();
+        if (!a.has_manifest_index()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(name(), ": the service sent no manifest_index (an older server?)"));
+        }
+        *e = EntryFromRecord(a.record(), a.manifest_index(), a.record_id());
+        some_.Add(*e);
+        if (selection_.Matches(*e)) return true;
+      }
+      if (done_) return false;
+      if (absl::Status s = FetchPage(QueryRequest(/*filtered=*/true)); !s.ok()) return s;
+    }
+  }
+
+  absl::Status ReadPayload(const ManifestEntry& e, std::string* bytes) override {
+    bytes->assign(e.bin_size, '\0');
+    if (e.bin_size == 0) return absl::OkStatus();
+    v1::ReadPayloadRequest request;
+    request.set_capture(remote_.capture);
+    request.set_record_id(e.record_id);
+    auto context = Context();
+    auto reader = stub_->ReadPayload(context.get(), request);
+    v1::PayloadChunk chunk;
+    uint64_t got = 0;
+    while (reader->Read(&chunk)) {
+      if (chunk.offset() > e.bin_size || chunk.data().size() > e.bin_size - chunk.offset()) {
+        context->TryCancel();
+        reader->Finish();
+        return absl::DataLossError(absl::StrCat(name(), ": ReadPayload of record ", e.record_id,
+                                                " sent bytes past its ", e.bin_size));
+      }
+      std::copy(chunk.data().begin(), chunk.data().end(), bytes->begin() + chunk.offset());
+      got += chunk.data().size();
+    }
+    grpc::Status s = reader->Finish();
+    if (!s.ok()) {
+      return FromGrpc(s, absl::StrCat(name(), ": ReadPayload of entry ", e.index, " (record ",
+                                      e.record_id, ")"));
+    }
+    if (got != e.bin_size) {
+      return absl::DataLossError(absl::StrCat(name(), ": ReadPayload of record ", e.record_id,
+                                              " sent ", got, " of ", e.bin_size, " bytes"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<SomeValues> Suggestions() override {
+    if (live_ || !Pushed()) return some_;
+    // Nothing matched the filter the server applied: one unfiltered page.
+    page_.clear();
+    done_ = false;
+    token_.clear();
+    if (absl::Status s = FetchPage(QueryRequest(/*filtered=*/false)); !s.ok()) return s;
+    for (const v1::CapturedArg& a : page_) some_.Add(EntryFromRecord(a.record(), 0, 0));
+    page_.clear();
+    done_ = true;
+    return some_;
+  }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> Context() const {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    if (!remote_.auth_token.empty()) {
+      context->AddMetadata("authorization", "Bearer " + remote_.auth_token);
+    }
+    return context;
+  }
+
+  // Whether the selection narrows what the server sends.
+  bool Pushed() const {
+    return selection_.task || !selection_.stage.empty() || !selection_.role.empty() ||
+           selection_.arg || (selection_.func && *selection_.func >= 0);
+  }
+
+  v1::QueryArgsRequest QueryRequest(bool filtered) const {
+    v1::QueryArgsRequest r;
+    r.set_capture(remote_.capture);
+    r.set_page_size(kPageSize);
+    r.set_page_token(token_);
+    if (!filtered) return r;
+    v1::ArgFilter* f = r.mutable_filter();
+    if (selection_.task) f->set_task_id(*selection_.task);
+    if (selection_.stage == "before_dispatch") f->set_stage(v1::STAGE_BEFORE_DISPATCH);
+    if (selection_.stage == "after_completion") f->set_stage(v1::STAGE_AFTER_COMPLETION);
+    if (selection_.role == "input") f->set_role(v1::ROLE_INPUT);
+    if (selection_.role == "output") f->set_role(v1::ROLE_OUTPUT);
+    if (selection_.role == "inout") f->set_role(v1::ROLE_INOUT);
+    if (selection_.arg) f->set_arg_index(*selection_.arg);
+    // -1 stands for "no func ids": the service cannot ask that; we filter.
+    if (selection_.func && *selection_.func >= 0 &&
+        *selection_.func <= std::numeric_limits<uint32_t>::max()) {
+      f->set_func_id(static_cast<uint32_t>(*selection_.func));
+    }
+    return r;
+  }
+
+  absl::Status FetchPage(const v1::QueryArgsRequest& request) {
+    v1::QueryArgsResponse response;
+    auto context = Context();
+    grpc::Status s = stub_->QueryArgs(context.get(), request, &response);
+    if (!s.ok()) return FromGrpc(s, absl::StrCat(name(), ": QueryArgs"));
+    for (v1::CapturedArg& a : *response.mutable_args()) page_.push_back(std::move(a));
+    token_ = response.next_page_token();
+    done_ = token_.empty();
+    return absl::OkStatus();
+  }
+
+  // Every record so far (metadata), put in manifest order.
+  absl::Status LoadLive() {
+    live_ = true;
+    std::vector<std::pair<uint64_t, ManifestRow>> rows;
+    do {
+      if (absl::Status s = FetchPage(QueryRequest(/*filtered=*/false)); !s.ok()) return s;
+      for (const v1::CapturedArg& a : page_) {
+        absl::StatusOr<ManifestRow> row = RowFromRecord(a.record());
+        if (!row.ok()) {
+          return absl::DataLossError(absl::StrCat(name(), ": record ", a.record_id(), ": ",
+                                                  row.status().message()));
+        }
+        rows.emplace_back(a.record_id(), *row);
+        some_.Add(EntryFromRecord(a.record(), 0, a.record_id()));
+      }
+      page_.clear();
+    } while (!done_);
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i].first != i) {
+        return absl::DataLossError(absl::StrCat(name(), ": record ids are not 0..", rows.size(),
+                                                " (", rows[i].first, " at ", i, ")"));
+      }
+      live_rows_.push_back(rows[i].second);
+    }
+    live_order_ = ManifestOrder(live_rows_);
+    return absl::OkStatus();
+  }
+
+  std::string SomeCaptures() {
+    v1::ListCapturesRequest request;
+    request.set_page_size(10);
+    v1::ListCapturesResponse response;
+    auto context = Context();
+    if (!stub_->ListCaptures(context.get(), request, &response).ok()) return "";
+    std::vector<std::string> names;
+    for (const auto& c : response.captures()) names.push_back(c.capture());
+    if (names.empty()) return " (the service holds none)";
+    return absl::StrCat(" (captures there: ", absl::StrJoin(names, ", "),
+                        response.next_page_token().empty() ? "" : ", ...", ")");
+  }
+
+  const RemoteCapture remote_;
+  const Selection selection_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::CaptureService::Stub> stub_;
+  v1::CaptureSummary summary_;
+  SomeValues some_;
+  // Finished: pages of the server's answer.
+  std::deque<v1::CapturedArg> page_;
+  std::string token_;
+  bool done_ = false;
+  // Live: every record so far and its manifest order.
+  bool live_ = false;
+  RecordList live_rows_;
+  std::vector<uint32_t> live_order_;
+  size_t live_at_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ArgSource>> OpenRemoteCapture(const RemoteCapture& remote,
+                                                             const Selection& selection) {
+  auto source = std::make_unique<RemoteSource>(remote, selection);
+  if (absl::Status s = source->Start(); !s.ok()) return s;
+  return std::unique_ptr<ArgSource>(std::move(source));
+}
+
+}  // namespace argsdump
