@@ -82,7 +82,22 @@ class LocalSource : public ArgSource {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<SomeValues> Suggestions() override { return some_; }
+  absl::StatusOr<SomeValues> Suggestions() override {
+    if (!selection_.task) return some_;
+    // With a task filter the reader parsed only that task's entries: look
+    // at the first ones of the capture instead.
+    auto reader = ManifestReader::Open(dir_ + "/args_dump.json");
+    if (!reader.ok()) return reader.status();
+    SomeValues some;
+    ManifestEntry e;
+    for (int i = 0; i < 10000; ++i) {
+      absl::StatusOr<bool> got = (*reader)->Next(&e);
+      if (!got.ok()) return got.status();
+      if (!*got) break;
+      some.Add(e);
+    }
+    return some;
+  }
 
  private:
   const std::string dir_;
@@ -106,6 +121,7 @@ absl::StatusOr<std::unique_ptr<ArgSource>> OpenLocalCapture(const std::string& d
   const std::string capture = CaptureDirOf(dir);
   auto reader = ManifestReader::Open(capture + "/args_dump.json");
   if (!reader.ok()) return reader.status();
+  (*reader)->set_task_filter(selection.task);
   return std::unique_ptr<ArgSource>(
       new LocalSource(capture, std::move(*reader), selection));
 }

@@ -1,7 +1,11 @@
 #include "viewer/manifest_reader.h"
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <utility>
+
+#include "absl/strings/ascii.h"
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +16,96 @@ namespace {
 constexpr int kMaxDepth = 64;  // unknown nested values we skip
 
 }  // namespace
+
+ManifestReader::Field ManifestReader::FieldOf(absl::string_view k) {
+  static constexpr std::pair<absl::string_view, Field> kFields[] = {
+      {"task_id", Field::kTaskId},
+      {"func_id", Field::kFuncId},
+      {"role", Field::kRole},
+      {"stage", Field::kStage},
+      {"arg_index", Field::kArgIndex},
+      {"kind", Field::kKind},
+      {"dtype", Field::kDtype},
+      {"value", Field::kValue},
+      {"shape", Field::kShape},
+      {"strides", Field::kStrides},
+      {"start_offset", Field::kStartOffset},
+      {"is_contiguous", Field::kIsContiguous},
+      {"numel", Field::kNumel},
+      {"arg_index_ambiguous", Field::kArgIndexAmbiguous},
+      {"in_flight_snapshot", Field::kInFlightSnapshot},
+      {"truncated", Field::kTruncated},
+      {"overwritten", Field::kOverwritten},
+      {"bin_offset", Field::kBinOffset},
+      {"bin_size", Field::kBinSize},
+  };
+  // Most keys differ in length or first letter: one comparison each.
+  for (const auto& [name, field] : kFields) {
+    if (name.size() == k.size() && name[0] == k[0] &&
+        std::memcmp(name.data(), k.data(), k.size()) == 0) {
+      return field;
+    }
+  }
+  return Field::kUnknown;
+}
+
+// Past the '}' that closes the current entry, checking only its structure:
+// strings (with escapes) and nesting. Runs over the buffer a block at a time.
+absl::Status ManifestReader::SkipRestOfEntry() {
+  int depth = 1;
+  bool in_string = false, escaped = false;
+  for (;;) {
+    if (at_ == end_ && Refill() < 0) {
+      return Error(in_string ? "the file ends inside a string" : "the file ends inside an entry");
+    }
+    const char* p = buffer_.data() + at_;
+    const char* const end = buffer_.data() + end_;
+    for (; p < end; ++p) {
+      const char c = *p;
+      if (in_string) {
+        if (escaped) {
+          escaped = false;
+        } else if (c == '\\') {
+          escaped = true;
+        } else if (c == '"') {
+          in_string = false;
+        }
+        continue;
+      }
+      if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        at_ = static_cast<size_t>(p - buffer_.data());
+        if (c != '}') return Error("expected '}' at the end of an entry");
+        ++at_;
+        return absl::OkStatus();
+      }
+    }
+    at_ = end_;
+  }
+}
+
+absl::Status ManifestReader::ParseStringView(absl::string_view* out, std::string* scratch,
+                                             absl::string_view where) {
+  SkipSpace();
+  // Fast path: the whole string, without escapes, inside the buffer.
+  if (at_ < end_ && buffer_[at_] == '"') {
+    for (size_t i = at_ + 1; i < end_; ++i) {
+      const unsigned char ch = static_cast<unsigned char>(buffer_[i]);
+      if (ch == '"') {
+        *out = absl::string_view(buffer_.data() + at_ + 1, i - at_ - 1);
+        at_ = i + 1;
+        return absl::OkStatus();
+      }
+      if (ch == '\\' || ch < 0x20) break;
+    }
+  }
+  if (absl::Status s = ParseString(scratch, where); !s.ok()) return s;
+  *out = *scratch;
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -25,44 +119,43 @@ ManifestReader::~ManifestReader() {
   if (f_ != nullptr) std::fclose(f_);
 }
 
-int ManifestReader::Peek() {
-  if (at_ == end_) {
-    consumed_ += end_;
-    end_ = std::fread(buffer_.data(), 1, buffer_.size(), f_);
-    at_ = 0;
-    if (end_ == 0) return -1;
-  }
-  return static_cast<unsigned char>(buffer_[at_]);
+int ManifestReader::Refill() {
+  consumed_ += end_;
+  end_ = std::fread(buffer_.data(), 1, buffer_.size(), f_);
+  at_ = 0;
+  if (end_ == 0) return -1;
+  return static_cast<unsigned char>(buffer_[0]);
 }
 
-int ManifestReader::Get() {
-  const int c = Peek();
-  if (c >= 0) ++at_;
-  return c;
-}
 
-void ManifestReader::SkipSpace() {
-  for (int c = Peek(); c == ' ' || c == '\n' || c == '\r' || c == '\t'; c = Peek()) ++at_;
-}
-
-absl::Status ManifestReader::Error(const std::string& what) const {
+absl::Status ManifestReader::Error(absl::string_view what) const {
   return absl::DataLossError(absl::StrCat(path_, ": byte ", consumed_ + at_, ": ",
-                                          where_entry_.empty() ? "" : where_entry_ + ": ", what));
+                                          in_entry_ ? absl::StrCat("entry ", entry_, ": ") : "",
+                                          what));
 }
 
-absl::Status ManifestReader::Expect(char c, const std::string& where) {
+absl::Status ManifestReader::Expect(char c, absl::string_view where) {
   SkipSpace();
   const int got = Get();
-  if (got == c) return absl::OkStatus();
+  if (ABSL_PREDICT_TRUE(got == c)) return absl::OkStatus();
   return Error(absl::StrCat(where, ": expected '", std::string(1, c), "', found ",
                             got < 0 ? std::string("the end of the file")
                                     : absl::StrCat("'", std::string(1, static_cast<char>(got)), "'")));
 }
 
-absl::Status ManifestReader::ParseString(std::string* out, const std::string& where) {
+absl::Status ManifestReader::ParseString(std::string* out, absl::string_view where) {
   if (absl::Status s = Expect('"', where); !s.ok()) return s;
   out->clear();
   for (;;) {
+    // The plain characters up to the end of the buffer, as one block.
+    size_t run = at_;
+    while (run < end_) {
+      const unsigned char ch = static_cast<unsigned char>(buffer_[run]);
+      if (ch == '"' || ch == '\\' || ch < 0x20) break;
+      ++run;
+    }
+    out->append(buffer_.data() + at_, run - at_);
+    at_ = run;
     int c = Get();
     if (c < 0) return Error(absl::StrCat(where, ": the file ends inside a string"));
     if (c == '"') return absl::OkStatus();
@@ -108,38 +201,69 @@ absl::Status ManifestReader::ParseString(std::string* out, const std::string& wh
   }
 }
 
-absl::Status ManifestReader::ParseNumberToken(std::string* out, const std::string& where) {
-  SkipSpace();
-  out->clear();
-  for (int c = Peek(); c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' ||
-                       (c >= '0' && c <= '9');
-       c = Peek()) {
-    out->push_back(static_cast<char>(Get()));
-    if (out->size() > 64) return Error(absl::StrCat(where, ": a number longer than 64 characters"));
-  }
-  if (out->empty()) return Error(absl::StrCat(where, ": expected a number"));
+absl::Status ManifestReader::ParseNumberToken(std::string* out, absl::string_view where) {
+  absl::string_view token;
+  if (absl::Status s = NumberToken(&token, where); !s.ok()) return s;
+  out->assign(token.data(), token.size());
   return absl::OkStatus();
 }
 
-absl::Status ManifestReader::ParseUint(uint64_t* out, const std::string& where) {
-  std::string token;
-  if (absl::Status s = ParseNumberToken(&token, where); !s.ok()) return s;
+absl::Status ManifestReader::NumberToken(absl::string_view* out, absl::string_view where) {
+  SkipSpace();
+  size_t n = 0;
+  for (int c = Peek(); c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' ||
+                       (c >= '0' && c <= '9');
+       c = Peek()) {
+    if (n == sizeof(number_)) {
+      return Error(absl::StrCat(where, ": a number longer than ", sizeof(number_), " characters"));
+    }
+    number_[n++] = static_cast<char>(Get());
+  }
+  if (n == 0) return Error(absl::StrCat(where, ": expected a number"));
+  *out = absl::string_view(number_, n);
+  return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ParseUint(uint64_t* out, absl::string_view where) {
+  SkipSpace();
+  // Fast path: plain digits that fit, followed by something not numeric.
+  uint64_t v = 0;
+  size_t digits = 0;
+  for (int c = Peek(); c >= '0' && c <= '9' && digits < 19; c = Peek(), ++digits) {
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+    ++at_;
+  }
+  const int next = Peek();
+  if (digits > 0 && !(next >= '0' && next <= '9') && next != '.' && next != 'e' &&
+      next != 'E' && next != '-' && next != '+') {
+    *out = v;
+    return absl::OkStatus();
+  }
+  // Anything else (20 digits, a sign, a fraction): the whole token, and
+  // the digits already read in front of it.
+  absl::string_view rest;
+  if (next >= 0 && (absl::ascii_isdigit(next) || next == '.' || next == 'e' || next == 'E' ||
+                    next == '-' || next == '+')) {
+    if (absl::Status s = NumberToken(&rest, where); !s.ok()) return s;
+  }
+  const std::string token = digits > 0 ? absl::StrCat(v, rest) : std::string(rest);
+  if (token.empty()) return Error(absl::StrCat(where, ": expected a number"));
   if (!absl::SimpleAtoi(token, out)) {
     return Error(absl::StrCat(where, ": expected an unsigned integer, found ", token));
   }
   return absl::OkStatus();
 }
 
-absl::Status ManifestReader::ParseInt(int64_t* out, const std::string& where) {
-  std::string token;
-  if (absl::Status s = ParseNumberToken(&token, where); !s.ok()) return s;
+absl::Status ManifestReader::ParseInt(int64_t* out, absl::string_view where) {
+  absl::string_view token;
+  if (absl::Status s = NumberToken(&token, where); !s.ok()) return s;
   if (!absl::SimpleAtoi(token, out)) {
     return Error(absl::StrCat(where, ": expected an integer, found ", token));
   }
   return absl::OkStatus();
 }
 
-absl::Status ManifestReader::ParseBool(bool* out, const std::string& where) {
+absl::Status ManifestReader::ParseBool(bool* out, absl::string_view where) {
   SkipSpace();
   const int c = Peek();
   const char* word = c == 't' ? "true" : c == 'f' ? "false" : nullptr;
@@ -151,7 +275,7 @@ absl::Status ManifestReader::ParseBool(bool* out, const std::string& where) {
   return absl::OkStatus();
 }
 
-absl::Status ManifestReader::ParseUintArray(std::vector<uint64_t>* out, const std::string& where) {
+absl::Status ManifestReader::ParseUintArray(std::vector<uint64_t>* out, absl::string_view where) {
   out->clear();
   if (absl::Status s = Expect('[', where); !s.ok()) return s;
   SkipSpace();
@@ -171,7 +295,7 @@ absl::Status ManifestReader::ParseUintArray(std::vector<uint64_t>* out, const st
   }
 }
 
-absl::Status ManifestReader::SkipValue(const std::string& where, int depth) {
+absl::Status ManifestReader::SkipValue(absl::string_view where, int depth) {
   if (depth > kMaxDepth) return Error(absl::StrCat(where, ": nested more than 64 deep"));
   SkipSpace();
   const int c = Peek();
@@ -214,6 +338,24 @@ absl::Status ManifestReader::SkipValue(const std::string& where, int depth) {
   return ParseNumberToken(&ignored, where);
 }
 
+// Clears an entry for reuse, keeping what its strings and vectors hold.
+void ManifestReader::ResetEntry(ManifestEntry* e) {
+  e->index = e->record_id = e->task_id = 0;
+  e->func_ids.clear();
+  e->role.clear();
+  e->stage.clear();
+  e->kind.clear();
+  e->dtype.clear();
+  e->arg_index = 0;
+  e->shape.clear();
+  e->strides.clear();
+  e->start_offset = e->numel = 0;
+  e->is_contiguous = e->has_value = false;
+  e->value.clear();
+  e->truncated = e->overwritten = e->arg_index_ambiguous = e->in_flight_snapshot = false;
+  e->bin_offset = e->bin_size = 0;
+}
+
 absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
   if (absl::Status s = Expect('{', "an args[] entry"); !s.ok()) return s;
   bool have_task = false, have_role = false, have_stage = false, have_kind = false,
@@ -223,14 +365,21 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
     Get();
   } else {
     for (;;) {
-      std::string key;
-      if (absl::Status s = ParseString(&key, "a field name"); !s.ok()) return s;
-      if (absl::Status s = Expect(':', absl::StrCat("field \"", key, "\"")); !s.ok()) return s;
-      const std::string where = absl::StrCat("field \"", key, "\"");
+      // The key is looked at in place (it cannot cross a refill before
+      // the field is known and `where` is copied out).
+      absl::string_view k;
+      if (absl::Status s = ParseStringView(&k, &key_, "a field name"); !s.ok()) return s;
+      const size_t n = std::min(k.size(), sizeof(where_) - 8);
+      std::memcpy(where_, "field \"", 7);
+      std::memcpy(where_ + 7, k.data(), n);
+      where_[7 + n] = '"';
+      const absl::string_view where(where_, 8 + n);
       absl::Status s;
-      if (key == "task_id") {
-        std::string text;
-        s = ParseString(&text, where);
+      const Field field = FieldOf(k);  // k is not used after this
+      if (absl::Status c = Expect(':', where); !c.ok()) return c;
+      if (field == Field::kTaskId) {
+        absl::string_view text;
+        s = ParseStringView(&text, &scratch_, where);
         if (s.ok()) {
           absl::string_view hex = text;
           if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.remove_prefix(2);
@@ -239,8 +388,12 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
                                    text, "\""));
           }
           have_task = true;
+          if (s.ok() && task_filter_ && e->task_id != *task_filter_) {
+            skipped_ = true;
+            return SkipRestOfEntry();
+          }
         }
-      } else if (key == "func_id") {
+      } else if (field == Field::kFuncId) {
         s = Expect('[', where);
         e->func_ids.clear();
         SkipSpace();
@@ -258,34 +411,34 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
             if (c != ',' || e->func_ids.size() > 16) s = Error(absl::StrCat(where, ": bad array"));
           }
         }
-      } else if (key == "role") {
+      } else if (field == Field::kRole) {
         s = ParseString(&e->role, where);
         have_role = true;
-      } else if (key == "stage") {
+      } else if (field == Field::kStage) {
         s = ParseString(&e->stage, where);
         have_stage = true;
-      } else if (key == "kind") {
+      } else if (field == Field::kKind) {
         s = ParseString(&e->kind, where);
         have_kind = true;
-      } else if (key == "dtype") {
+      } else if (field == Field::kDtype) {
         s = ParseString(&e->dtype, where);
         have_dtype = true;
-      } else if (key == "arg_index") {
+      } else if (field == Field::kArgIndex) {
         uint64_t v;
         s = ParseUint(&v, where);
         if (s.ok() && v > 0xFFFFFFFFull) s = Error(absl::StrCat(where, ": out of range"));
         e->arg_index = static_cast<uint32_t>(v);
-      } else if (key == "shape") {
+      } else if (field == Field::kShape) {
         s = ParseUintArray(&e->shape, where);
-      } else if (key == "strides") {
+      } else if (field == Field::kStrides) {
         s = ParseUintArray(&e->strides, where);
-      } else if (key == "start_offset") {
+      } else if (field == Field::kStartOffset) {
         s = ParseUint(&e->start_offset, where);
-      } else if (key == "is_contiguous") {
+      } else if (field == Field::kIsContiguous) {
         s = ParseBool(&e->is_contiguous, where);
-      } else if (key == "numel") {
+      } else if (field == Field::kNumel) {
         s = ParseUint(&e->numel, where);
-      } else if (key == "value") {
+      } else if (field == Field::kValue) {
         SkipSpace();
         e->has_value = true;
         const int c = Peek();
@@ -300,17 +453,17 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
         } else {
           s = ParseNumberToken(&e->value, where);
         }
-      } else if (key == "truncated") {
+      } else if (field == Field::kTruncated) {
         s = ParseBool(&e->truncated, where);
-      } else if (key == "overwritten") {
+      } else if (field == Field::kOverwritten) {
         s = ParseBool(&e->overwritten, where);
-      } else if (key == "arg_index_ambiguous") {
+      } else if (field == Field::kArgIndexAmbiguous) {
         s = ParseBool(&e->arg_index_ambiguous, where);
-      } else if (key == "in_flight_snapshot") {
+      } else if (field == Field::kInFlightSnapshot) {
         s = ParseBool(&e->in_flight_snapshot, where);
-      } else if (key == "bin_offset") {
+      } else if (field == Field::kBinOffset) {
         s = ParseUint(&e->bin_offset, where);
-      } else if (key == "bin_size") {
+      } else if (field == Field::kBinSize) {
         s = ParseUint(&e->bin_size, where);
       } else {
         s = SkipValue(where, 0);  // an addition we do not know: fine
@@ -347,7 +500,7 @@ absl::StatusOr<bool> ManifestReader::Next(ManifestEntry* e) {
   absl::StatusOr<bool> got = Step(e);
   if (!got.ok()) {
     error_ = got.status();
-    where_entry_.clear();
+    in_entry_ = false;
   }
   return got;
 }
@@ -386,19 +539,22 @@ absl::StatusOr<bool> ManifestReader::Step(ManifestEntry* e) {
         return false;
       }
       case State::kEntry: {
-        *e = ManifestEntry();
+        ResetEntry(e);
         e->index = next_index_;
-        where_entry_ = absl::StrCat("entry ", next_index_);
+        in_entry_ = true;
+        entry_ = next_index_;
+        skipped_ = false;
         if (absl::Status s = ParseEntry(e); !s.ok()) return s;
         ++next_index_;
         state_ = State::kAfterEntry;
+        if (skipped_) break;  // another task: on to the next entry
         return true;
       }
       case State::kAfterEntry: {
         SkipSpace();
         const int c = Get();
         if (c == ']') {
-          where_entry_.clear();
+          in_entry_ = false;
           state_ = State::kAfterField;
         } else if (c == ',') {
           state_ = State::kEntry;

@@ -11,11 +11,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/base/optimization.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace argsdump {
 
@@ -59,24 +62,52 @@ class ManifestReader {
   // The same one entry at a time: true with the next entry in `e`, false at
   // the end (the summary is then complete); an error stays the answer.
   absl::StatusOr<bool> Next(ManifestEntry* e);
+  // Only entries of this task are handed out; the others are checked for
+  // structure only (strings and nesting), not parsed - a task lookup runs
+  // at scanning speed. Their indices still count.
+  void set_task_filter(std::optional<uint64_t> task) { task_filter_ = task; }
   const ManifestSummary& summary() const { return summary_; }
 
  private:
   explicit ManifestReader(std::string path, std::FILE* f) : path_(std::move(path)), f_(f) {}
-  // The tokenizer over a buffered file.
-  int Peek();
-  int Get();
-  void SkipSpace();
-  absl::Status Error(const std::string& what) const;
-  absl::Status Expect(char c, const std::string& where);
-  absl::Status ParseString(std::string* out, const std::string& where);
-  absl::Status ParseNumberToken(std::string* out, const std::string& where);
-  absl::Status ParseUint(uint64_t* out, const std::string& where);
-  absl::Status ParseInt(int64_t* out, const std::string& where);
-  absl::Status ParseBool(bool* out, const std::string& where);
-  absl::Status ParseUintArray(std::vector<uint64_t>* out, const std::string& where);
-  absl::Status SkipValue(const std::string& where, int depth);
+  // The tokenizer over a buffered file (inline: it runs per character).
+  int Peek() {
+    if (ABSL_PREDICT_FALSE(at_ == end_)) return Refill();
+    return static_cast<unsigned char>(buffer_[at_]);
+  }
+  int Get() {
+    const int c = Peek();
+    if (ABSL_PREDICT_TRUE(c >= 0)) ++at_;
+    return c;
+  }
+  void SkipSpace() {
+    for (int c = Peek(); c == ' ' || c == '\n' || c == '\r' || c == '\t'; c = Peek()) ++at_;
+  }
+  int Refill();  // the next buffer; its first character or -1 at the end
+  absl::Status Error(absl::string_view what) const;
+  absl::Status Expect(char c, absl::string_view where);
+  absl::Status ParseString(std::string* out, absl::string_view where);
+  absl::Status ParseNumberToken(std::string* out, absl::string_view where);
+  absl::Status ParseUint(uint64_t* out, absl::string_view where);
+  absl::Status ParseInt(int64_t* out, absl::string_view where);
+  absl::Status ParseBool(bool* out, absl::string_view where);
+  absl::Status ParseUintArray(std::vector<uint64_t>* out, absl::string_view where);
+  absl::Status SkipValue(absl::string_view where, int depth);
   absl::Status ParseEntry(ManifestEntry* e);
+  static void ResetEntry(ManifestEntry* e);
+  absl::Status SkipRestOfEntry();
+  enum class Field {
+    kTaskId, kFuncId, kRole, kStage, kArgIndex, kKind, kDtype, kValue, kShape, kStrides,
+    kStartOffset, kIsContiguous, kNumel, kArgIndexAmbiguous, kInFlightSnapshot, kTruncated,
+    kOverwritten, kBinOffset, kBinSize, kUnknown,
+  };
+  static Field FieldOf(absl::string_view key);
+  // A string, in place in the buffer when it can be (valid until the next
+  // read), else unescaped into `scratch`.
+  absl::Status ParseStringView(absl::string_view* out, std::string* scratch,
+                               absl::string_view where);
+  // A number's characters, in number_ (valid until the next token).
+  absl::Status NumberToken(absl::string_view* out, absl::string_view where);
   absl::StatusOr<bool> Step(ManifestEntry* e);
   // A top-level field's value; enters args[] (state kEntry) for "args".
   absl::Status ParseTopLevelValue(const std::string& key);
@@ -87,7 +118,13 @@ class ManifestReader {
   size_t at_ = 0, end_ = 0;
   uint64_t consumed_ = 0;  // bytes before buffer_[0]
   ManifestSummary summary_;
-  std::string where_entry_;  // "entry N" while inside args[]
+  std::optional<uint64_t> task_filter_;
+  bool skipped_ = false;  // the entry just parsed was another task's
+  bool in_entry_ = false;  // errors then say "entry N"
+  uint64_t entry_ = 0;
+  std::string key_, scratch_;  // strings with escapes (rare), reused
+  char where_[48];              // 'field "<name>"' for messages
+  char number_[64];
   enum class State { kStart, kFieldName, kAfterField, kEntry, kAfterEntry, kEnd };
   State state_ = State::kStart;
   bool saw_args_ = false;

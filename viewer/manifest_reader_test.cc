@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -80,13 +81,15 @@ std::string MakeCapture(const std::string& name) {
 }
 
 std::vector<ManifestEntry> ReadAll(const std::string& path, absl::Status* status,
-                                   ManifestSummary* summary = nullptr) {
+                                   ManifestSummary* summary = nullptr,
+                                   std::optional<uint64_t> task = std::nullopt) {
   std::vector<ManifestEntry> out;
   auto reader = ManifestReader::Open(path);
   if (!reader.ok()) {
     *status = reader.status();
     return out;
   }
+  (*reader)->set_task_filter(task);
   *status = (*reader)->ForEach([&](const ManifestEntry& e) {
     out.push_back(e);
     return true;
@@ -158,6 +161,68 @@ TEST(ManifestReaderTest, StopsWhenAskedWithoutReadingTheRest) {
   EXPECT_EQ(seen, 3);
 }
 
+TEST(ManifestReaderTest, TaskFilterHandsOutThatTaskOnly) {
+  const std::string path = MakeCapture("task_filter");
+  absl::Status st;
+  const auto all = ReadAll(path, &st);
+  ASSERT_TRUE(st.ok()) << st;
+  const auto one = ReadAll(path, &st, nullptr, 0x200000001ull);
+  ASSERT_TRUE(st.ok()) << st;
+  std::vector<ManifestEntry> want;
+  for (const ManifestEntry& e : all) {
+    if (e.task_id == 0x200000001ull) want.push_back(e);
+  }
+  ASSERT_FALSE(want.empty());
+  ASSERT_EQ(one.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(one[i].index, want[i].index);  // indices count the skipped entries
+    EXPECT_EQ(one[i].dtype, want[i].dtype);
+    EXPECT_EQ(one[i].shape, want[i].shape);
+    EXPECT_EQ(one[i].value, want[i].value);
+    EXPECT_EQ(one[i].bin_offset, want[i].bin_offset);
+  }
+  // Skipped entries may hold anything JSON allows: braces and brackets in
+  // strings, escaped quotes, nested values.
+  const std::string odd = TempPath("odd.json");
+  Put(odd, R"({"args": [
+    {"task_id": "0x1", "note": "a}b]\"}", "x": {"y": [1, {"z": "]"}]}, "role": "input"},
+    {"task_id": "0x2", "role": "output", "stage": "after_completion", "kind": "tensor",
+     "dtype": "INT8", "shape": [2], "strides": [1]}
+  ], "total_args": 2})");
+  const auto second = ReadAll(odd, &st, nullptr, 2);
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].index, 1u);
+  EXPECT_EQ(second[0].role, "output");
+  // A skipped entry cut short is still an error naming the byte.
+  Put(odd, R"({"args": [{"task_id": "0x1", "note": "ab)");
+  ReadAll(odd, &st, nullptr, 2);
+  EXPECT_NE(st.message().find("odd.json: byte 40: entry 0: the file ends inside a string"),
+            std::string::npos)
+      << st;
+}
+
+TEST(ManifestReaderTest, IntegersAreExactOrAnError) {
+  const std::string path = TempPath("ints.json");
+  auto entry = [&](const std::string& bin_offset) {
+    Put(path, absl::StrCat(R"({"args": [{"task_id": "0x1", "role": "input", "stage": )",
+                           R"("before_dispatch", "kind": "tensor", "dtype": "INT8", )",
+                           R"("bin_offset": )", bin_offset, "}]}"));
+    absl::Status st;
+    auto entries = ReadAll(path, &st);
+    return std::make_pair(st, entries.empty() ? 0 : entries[0].bin_offset);
+  };
+  EXPECT_EQ(entry("18446744073709551615").second, 18446744073709551615ull);  // 20 digits
+  EXPECT_EQ(entry("1234567890123456789").second, 1234567890123456789ull);    // 19
+  EXPECT_EQ(entry("0").second, 0u);
+  for (const char* bad : {"18446744073709551616", "1.5", "-1", "1e3", "12345678901234567890123"}) {
+    const absl::Status st = entry(bad).first;
+    EXPECT_NE(st.message().find(absl::StrCat("field \"bin_offset\": expected an unsigned integer, found ", bad)),
+              std::string::npos)
+        << st;
+  }
+}
+
 TEST(ManifestReaderTest, ErrorsNameTheFileTheByteAndTheField) {
   const std::string path = TempPath("bad.json");
   Put(path, R"({"args": [{"task_id": "0xzz", "role": "input"}]})");
@@ -192,6 +257,15 @@ TEST(ManifestReaderTest, TruncatedAndCorruptedManifestsFailCleanly) {
     if (!st.ok()) {
       EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << what << ": " << st;
       EXPECT_NE(st.message().find("fuzz_case.json: byte "), std::string::npos) << what << ": " << st;
+    }
+    // The same with a task filter (other tasks' entries are only skimmed):
+    // an error of the same kind, or OK.
+    absl::Status filtered;
+    ReadAll(path, &filtered, nullptr, 0x200000001ull);
+    if (!filtered.ok()) {
+      EXPECT_EQ(filtered.code(), absl::StatusCode::kDataLoss) << what << ": " << filtered;
+      EXPECT_NE(filtered.message().find("fuzz_case.json: byte "), std::string::npos)
+          << what << ": " << filtered;
     }
     return st.ok();
   };

@@ -1,0 +1,186 @@
+// dump_viewer on large manifests: listing with a task filter over N
+// entries (the 10 M: <= 10 s, bounded memory), paired in every
+// iteration with a raw read() of the same file, the limit for a streaming
+// reader on this machine.
+//
+//   bazel run -c opt //viewer:viewer_benchmark
+//
+// The capture is written once per size by the real CaptureStore in a child
+// process (so this process's peak RSS is the viewer's alone) and kept in
+// $TEST_TMPDIR or /tmp/argsdump_viewer_bench/<N>/ for later runs.
+// Counters: entries/s, list_s, read_s, ratio (read_s / list_s: the share of
+// raw read speed the listing reaches), manifest_MB, rss_growth_MiB (the
+// peak resident set over the listing minus before it), peak_rss_MiB (the
+// process's peak, everything included).
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <ostream>
+#include <streambuf>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "benchmark/benchmark.h"
+#include "server/capture_store.h"
+#include "viewer/viewer.h"
+
+namespace argsdump {
+namespace {
+
+constexpr uint64_t kRecordsPerTask = 4;
+
+std::string CaptureDir(uint64_t entries) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir ? dir : "/tmp", "/argsdump_viewer_bench/", entries, "/args_dump");
+}
+
+// Metadata-only records (hybrid level without marked tensors): per task an
+// input tensor and a scalar before, an output and an inout after.
+bool WriteCapture(const std::string& dir, uint64_t entries) {
+  v1::CaptureInfo info;
+  info.set_name("viewer_bench");
+  info.set_level(v1::DUMP_LEVEL_HYBRID);
+  auto store = CaptureStore::Create(dir, info);
+  if (!store.ok()) return false;
+  std::vector<v1::ArgRecord> batch(kRecordsPerTask * 1024);
+  std::vector<const v1::ArgRecord*> ptrs;
+  std::vector<absl::string_view> payloads;
+  for (uint64_t done = 0; done < entries;) {
+    ptrs.clear();
+    payloads.clear();
+    for (size_t i = 0; i < batch.size() && done < entries; ++i, ++done) {
+      v1::ArgRecord& r = batch[i];
+      r.Clear();
+      const uint64_t task = done / kRecordsPerTask, slot = done % kRecordsPerTask;
+      r.set_task_id(0x100000000ull + task);
+      r.add_func_ids(static_cast<uint32_t>(task % 7));
+      r.set_arg_index(static_cast<uint32_t>(slot));
+      r.set_device_thread(static_cast<uint32_t>(task % 2));
+      if (slot == 1) {
+        r.set_role(v1::ROLE_INPUT);
+        r.set_stage(v1::STAGE_BEFORE_DISPATCH);
+        r.set_kind(v1::KIND_SCALAR);
+        r.set_dtype(v1::DTYPE_FLOAT32);
+        r.set_numel(1);
+        r.set_scalar_bits(0x3F000000u + task % 1000);
+      } else {
+        r.set_role(slot == 0 ? v1::ROLE_INPUT : slot == 2 ? v1::ROLE_OUTPUT : v1::ROLE_INOUT);
+        r.set_stage(slot == 0 ? v1::STAGE_BEFORE_DISPATCH : v1::STAGE_AFTER_COMPLETION);
+        r.set_kind(v1::KIND_TENSOR);
+        r.set_dtype(v1::DTYPE_FLOAT16);
+        r.add_shape(64);
+        r.add_shape(128);
+        r.add_strides(128);
+        r.add_strides(1);
+        r.set_numel(64 * 128);
+        r.set_is_contiguous(true);
+        r.set_logical_bytes(64 * 128 * 2);
+      }
+      ptrs.push_back(&r);
+      payloads.emplace_back();
+    }
+    if (!(*store)->AppendBatch(ptrs, payloads).ok()) return false;
+  }
+  return (*store)->Finish(v1::CaptureCounters()).ok();
+}
+
+// The capture for `entries`, written by a child process when absent.
+std::string EnsureCapture(uint64_t entries) {
+  const std::string dir = CaptureDir(entries);
+  struct stat st;
+  if (::stat((dir + "/args_dump.json").c_str(), &st) == 0) return dir;
+  std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(WriteCapture(dir, entries) ? 0 : 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
+  return dir;
+}
+
+long PeakRssKiB() {
+  struct rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+double RawRead(const std::string& path, uint64_t* bytes) {
+  const auto start = std::chrono::steady_clock::now();
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  std::vector<char> buffer(1 << 20);
+  *bytes = 0;
+  for (ssize_t n; (n = ::read(fd, buffer.data(), buffer.size())) > 0;) *bytes += n;
+  ::close(fd);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+class NullBuffer : public std::streambuf {
+ protected:
+  int overflow(int c) override { return c; }
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
+
+// range(0): entries; range(1): 1 = filter on one task (-t), 0 = list all.
+void BM_List(benchmark::State& state) {
+  const uint64_t entries = state.range(0);
+  const bool filtered = state.range(1) == 1;
+  const std::string dir = EnsureCapture(entries);
+  if (dir.empty()) {
+    state.SkipWithError("could not write the capture");
+    return;
+  }
+  // A task in the last quarter: the reader goes through nearly everything.
+  const std::string task = absl::StrCat(
+      "0x", absl::Hex(0x100000000ull + entries / kRecordsPerTask * 3 / 4, absl::kZeroPad16));
+  std::vector<std::string> args = {dir};
+  if (filtered) args.insert(args.end(), {"-t", task});
+  NullBuffer null_buffer;
+  std::ostream null(&null_buffer);
+  uint64_t bytes = 0;
+  double list_s = 0, read_s = 0;
+  std::vector<double> ratios;
+  const long rss_before = PeakRssKiB();
+  for (auto _ : state) {
+    read_s = RawRead(dir + "/args_dump.json", &bytes);
+    const auto start = std::chrono::steady_clock::now();
+    const int code = RunViewer(args, null, null);
+    list_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (code != 0) {
+      state.SkipWithError("dump_viewer failed");
+      return;
+    }
+    ratios.push_back(read_s / list_s);
+    state.SetIterationTime(list_s);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  state.counters["entries_per_s"] = benchmark::Counter(
+      static_cast<double>(entries) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["list_s"] = list_s;
+  state.counters["read_s"] = read_s;
+  state.counters["ratio"] = ratios[ratios.size() / 2];
+  state.counters["manifest_MB"] = bytes / 1e6;
+  state.counters["rss_growth_MiB"] = (PeakRssKiB() - rss_before) / 1024.0;
+  state.counters["peak_rss_MiB"] = PeakRssKiB() / 1024.0;
+}
+
+BENCHMARK(BM_List)
+    ->Args({10000, 1})
+    ->Args({10000, 0})
+    ->Args({10000000, 1})
+    ->Args({10000000, 0})
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Unit(benchmark::kSecond);
+
+}  // namespace
+}  // namespace argsdump
+
+BENCHMARK_MAIN();
