@@ -8,18 +8,6 @@
 
 namespace argsdump {
 
-bool Selection::Matches(const ManifestEntry& e) const {
-  if (task && e.task_id != *task) return false;
-  if (!stage.empty() && e.stage != stage) return false;
-  if (!role.empty() && e.role != role) return false;
-  if (arg && e.arg_index != *arg) return false;
-  if (index && e.index != *index) return false;
-  if (func && std::find(e.func_ids.begin(), e.func_ids.end(), *func) == e.func_ids.end()) {
-    return false;
-  }
-  return true;
-}
-
 void SomeValues::Add(const ManifestEntry& e) {
   if (tasks.size() < 5) tasks.insert(e.task_id);
   if (args.size() < 8) args.insert(e.arg_index);
@@ -83,8 +71,8 @@ class LocalSource : public ArgSource {
   }
 
   absl::StatusOr<SomeValues> Suggestions() override {
-    if (!selection_.task) return some_;
-    // With a task filter the reader parsed only that task's entries: look
+    if (!selection_.any()) return some_;
+    // With a filter the reader parsed only the entries it selects: look
     // at the first ones of the capture instead.
     auto reader = ManifestReader::Open(dir_ + "/args_dump.json");
     if (!reader.ok()) return reader.status();
@@ -121,7 +109,7 @@ absl::StatusOr<std::unique_ptr<ArgSource>> OpenLocalCapture(const std::string& d
   const std::string capture = CaptureDirOf(dir);
   auto reader = ManifestReader::Open(capture + "/args_dump.json");
   if (!reader.ok()) return reader.status();
-  (*reader)->set_task_filter(selection.task);
+  (*reader)->set_filter(selection);
   return std::unique_ptr<ArgSource>(
       new LocalSource(capture, std::move(*reader), selection));
 }

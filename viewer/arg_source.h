@@ -19,18 +19,8 @@
 
 namespace argsdump {
 
-// The filters of the command line; unset ones match everything.
-struct Selection {
-  std::optional<uint64_t> task;
-  std::string stage;  // before_dispatch / after_completion
-  std::string role;   // input / output / inout
-  std::optional<uint32_t> arg;
-  std::optional<int64_t> func;
-  std::optional<uint64_t> index;
-
-  bool Matches(const ManifestEntry& e) const;
-  bool any() const { return task || !stage.empty() || !role.empty() || arg || func || index; }
-};
+// The filters of the command line (manifest_reader.h).
+using Selection = EntryFilter;
 
 // A few values that exist in a capture, suggested when nothing matched.
 struct SomeValues {

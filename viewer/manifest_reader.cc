@@ -17,34 +17,28 @@ constexpr int kMaxDepth = 64;  // unknown nested values we skip
 
 }  // namespace
 
-ManifestReader::Field ManifestReader::FieldOf(absl::string_view k) {
-  static constexpr std::pair<absl::string_view, Field> kFields[] = {
-      {"task_id", Field::kTaskId},
-      {"func_id", Field::kFuncId},
-      {"role", Field::kRole},
-      {"stage", Field::kStage},
-      {"arg_index", Field::kArgIndex},
-      {"kind", Field::kKind},
-      {"dtype", Field::kDtype},
-      {"value", Field::kValue},
-      {"shape", Field::kShape},
-      {"strides", Field::kStrides},
-      {"start_offset", Field::kStartOffset},
-      {"is_contiguous", Field::kIsContiguous},
-      {"numel", Field::kNumel},
-      {"arg_index_ambiguous", Field::kArgIndexAmbiguous},
-      {"in_flight_snapshot", Field::kInFlightSnapshot},
-      {"truncated", Field::kTruncated},
-      {"overwritten", Field::kOverwritten},
-      {"bin_offset", Field::kBinOffset},
-      {"bin_size", Field::kBinSize},
+ManifestReader::Field ManifestReader::FieldOf(absl::string_view k, Field after) {
+  // In the order the store writes them: the field after `after` is tried
+  // first, then all of them.
+  static constexpr absl::string_view kNames[] = {
+      "task_id", "func_id", "role", "stage", "arg_index", "kind", "dtype", "value", "shape",
+      "strides", "start_offset", "is_contiguous", "numel", "arg_index_ambiguous",
+      "in_flight_snapshot", "truncated", "overwritten", "bin_offset", "bin_size",
   };
-  // Most keys differ in length or first letter: one comparison each.
-  for (const auto& [name, field] : kFields) {
-    if (name.size() == k.size() && name[0] == k[0] &&
-        std::memcmp(name.data(), k.data(), k.size()) == 0) {
-      return field;
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Field::kUnknown));
+  auto is = [&](size_t i) {
+    return kNames[i].size() == k.size() && std::memcmp(kNames[i].data(), k.data(), k.size()) == 0;
+  };
+  for (size_t i = static_cast<size_t>(after) + 1; i < static_cast<size_t>(Field::kUnknown); ++i) {
+    if (is(i)) return static_cast<Field>(i);
+    const Field f = static_cast<Field>(i);
+    if (f == Field::kValue || f == Field::kArgIndexAmbiguous || f == Field::kInFlightSnapshot) {
+      continue;  // written only sometimes: try the next one too
     }
+    break;
+  }
+  for (size_t i = 0; i < static_cast<size_t>(Field::kUnknown); ++i) {
+    if (is(i)) return static_cast<Field>(i);
   }
   return Field::kUnknown;
 }
@@ -338,6 +332,30 @@ absl::Status ManifestReader::SkipValue(absl::string_view where, int depth) {
   return ParseNumberToken(&ignored, where);
 }
 
+bool ManifestReader::Rejects(const EntryFilter& f, Field field, const ManifestEntry& e) {
+  switch (field) {
+    case Field::kTaskId: return f.task && e.task_id != *f.task;
+    case Field::kFuncId:
+      return f.func && std::find(e.func_ids.begin(), e.func_ids.end(), *f.func) == e.func_ids.end();
+    case Field::kRole: return !f.role.empty() && e.role != f.role;
+    case Field::kStage: return !f.stage.empty() && e.stage != f.stage;
+    case Field::kArgIndex: return f.arg && e.arg_index != *f.arg;
+    default: return false;
+  }
+}
+
+bool EntryFilter::Matches(const ManifestEntry& e) const {
+  if (task && e.task_id != *task) return false;
+  if (!stage.empty() && e.stage != stage) return false;
+  if (!role.empty() && e.role != role) return false;
+  if (arg && e.arg_index != *arg) return false;
+  if (index && e.index != *index) return false;
+  if (func && std::find(e.func_ids.begin(), e.func_ids.end(), *func) == e.func_ids.end()) {
+    return false;
+  }
+  return true;
+}
+
 // Clears an entry for reuse, keeping what its strings and vectors hold.
 void ManifestReader::ResetEntry(ManifestEntry* e) {
   e->index = e->record_id = e->task_id = 0;
@@ -364,6 +382,7 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
   if (Peek() == '}') {
     Get();
   } else {
+    Field last = Field::kNone;
     for (;;) {
       // The key is looked at in place (it cannot cross a refill before
       // the field is known and `where` is copied out).
@@ -375,7 +394,8 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
       where_[7 + n] = '"';
       const absl::string_view where(where_, 8 + n);
       absl::Status s;
-      const Field field = FieldOf(k);  // k is not used after this
+      const Field field = FieldOf(k, last);  // k is not used after this
+      last = field == Field::kUnknown ? last : field;
       if (absl::Status c = Expect(':', where); !c.ok()) return c;
       if (field == Field::kTaskId) {
         absl::string_view text;
@@ -388,10 +408,6 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
                                    text, "\""));
           }
           have_task = true;
-          if (s.ok() && task_filter_ && e->task_id != *task_filter_) {
-            skipped_ = true;
-            return SkipRestOfEntry();
-          }
         }
       } else if (field == Field::kFuncId) {
         s = Expect('[', where);
@@ -469,6 +485,11 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
         s = SkipValue(where, 0);  // an addition we do not know: fine
       }
       if (!s.ok()) return s;
+      if (filter_ && field <= Field::kArgIndex && Rejects(*filter_, field, *e)) {
+        // Not selected: the rest of the entry is skimmed, not parsed.
+        skipped_ = true;
+        return SkipRestOfEntry();
+      }
       SkipSpace();
       const int c = Get();
       if (c == '}') break;
@@ -544,7 +565,14 @@ absl::StatusOr<bool> ManifestReader::Step(ManifestEntry* e) {
         in_entry_ = true;
         entry_ = next_index_;
         skipped_ = false;
-        if (absl::Status s = ParseEntry(e); !s.ok()) return s;
+        if (filter_ && filter_->index && next_index_ != *filter_->index) {
+          // Not the one asked for: structure only.
+          if (absl::Status s = Expect('{', "an args[] entry"); !s.ok()) return s;
+          if (absl::Status s = SkipRestOfEntry(); !s.ok()) return s;
+          skipped_ = true;
+        } else if (absl::Status s = ParseEntry(e); !s.ok()) {
+          return s;
+        }
         ++next_index_;
         state_ = State::kAfterEntry;
         if (skipped_) break;  // another task: on to the next entry

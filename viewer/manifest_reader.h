@@ -41,6 +41,19 @@ struct ManifestEntry {
   uint64_t bin_offset = 0, bin_size = 0;
 };
 
+// Which entries to hand out; unset fields match everything.
+struct EntryFilter {
+  std::optional<uint64_t> task;
+  std::string stage;  // before_dispatch / after_completion
+  std::string role;   // input / output / inout
+  std::optional<uint32_t> arg;
+  std::optional<int64_t> func;
+  std::optional<uint64_t> index;
+
+  bool Matches(const ManifestEntry& e) const;
+  bool any() const { return task || !stage.empty() || !role.empty() || arg || func || index; }
+};
+
 // The top-level fields other than args[]: numbers by name (total_args,
 // dropped_records, dump_args_level, ...), bin_file.
 struct ManifestSummary {
@@ -62,10 +75,13 @@ class ManifestReader {
   // The same one entry at a time: true with the next entry in `e`, false at
   // the end (the summary is then complete); an error stays the answer.
   absl::StatusOr<bool> Next(ManifestEntry* e);
-  // Only entries of this task are handed out; the others are checked for
-  // structure only (strings and nesting), not parsed - a task lookup runs
-  // at scanning speed. Their indices still count.
-  void set_task_filter(std::optional<uint64_t> task) { task_filter_ = task; }
+  // Only entries that match are handed out. An entry is dropped as soon as
+  // a field it is filtered on is read (task_id, func_id, role, stage and
+  // arg_index come first in what the store writes), and the rest of it is
+  // checked for structure only (strings, escapes, nesting), not parsed:
+  // a selective filter runs at close to scanning speed. Indices still
+  // count every entry.
+  void set_filter(const EntryFilter& filter) { filter_ = filter; }
   const ManifestSummary& summary() const { return summary_; }
 
  private:
@@ -96,12 +112,17 @@ class ManifestReader {
   absl::Status ParseEntry(ManifestEntry* e);
   static void ResetEntry(ManifestEntry* e);
   absl::Status SkipRestOfEntry();
-  enum class Field {
+  enum class Field : int;
+  // Whether `field`, just read into `e`, already fails `f`.
+  static bool Rejects(const EntryFilter& f, Field field, const ManifestEntry& e);
+  enum class Field : int {
+    kNone = -1,
     kTaskId, kFuncId, kRole, kStage, kArgIndex, kKind, kDtype, kValue, kShape, kStrides,
     kStartOffset, kIsContiguous, kNumel, kArgIndexAmbiguous, kInFlightSnapshot, kTruncated,
     kOverwritten, kBinOffset, kBinSize, kUnknown,
   };
-  static Field FieldOf(absl::string_view key);
+  // `after`: the field before it in this entry (kNone at the start).
+  static Field FieldOf(absl::string_view key, Field after);
   // A string, in place in the buffer when it can be (valid until the next
   // read), else unescaped into `scratch`.
   absl::Status ParseStringView(absl::string_view* out, std::string* scratch,
@@ -118,7 +139,7 @@ class ManifestReader {
   size_t at_ = 0, end_ = 0;
   uint64_t consumed_ = 0;  // bytes before buffer_[0]
   ManifestSummary summary_;
-  std::optional<uint64_t> task_filter_;
+  std::optional<EntryFilter> filter_;
   bool skipped_ = false;  // the entry just parsed was another task's
   bool in_entry_ = false;  // errors then say "entry N"
   uint64_t entry_ = 0;

@@ -89,7 +89,11 @@ std::vector<ManifestEntry> ReadAll(const std::string& path, absl::Status* status
     *status = reader.status();
     return out;
   }
-  (*reader)->set_task_filter(task);
+  if (task) {
+    EntryFilter f;
+    f.task = task;
+    (*reader)->set_filter(f);
+  }
   *status = (*reader)->ForEach([&](const ManifestEntry& e) {
     out.push_back(e);
     return true;
@@ -181,6 +185,46 @@ TEST(ManifestReaderTest, TaskFilterHandsOutThatTaskOnly) {
     EXPECT_EQ(one[i].value, want[i].value);
     EXPECT_EQ(one[i].bin_offset, want[i].bin_offset);
   }
+  // Every kind of filter hands out exactly what EntryFilter::Matches picks
+  // from the whole list, with the same fields.
+  std::vector<EntryFilter> filters(6);
+  filters[0].stage = "before_dispatch";
+  filters[0].arg = 1;
+  filters[1].role = "input";
+  filters[2].arg = 0;
+  filters[3].func = 7;
+  filters[4].func = -1;
+  filters[5].stage = "before_dispatch";
+  filters[5].role = "input";
+  filters[5].task = 0x200000002ull;
+  for (const EntryFilter& f : filters) {
+    auto r = std::move(ManifestReader::Open(path)).value();
+    r->set_filter(f);
+    std::vector<uint64_t> got, expected;
+    ASSERT_TRUE(r->ForEach([&](const ManifestEntry& e) {
+                   got.push_back(e.index);
+                   EXPECT_EQ(e.shape, all[e.index].shape);
+                   EXPECT_EQ(e.bin_size, all[e.index].bin_size);
+                   return true;
+                 }).ok());
+    for (const ManifestEntry& e : all) {
+      if (f.Matches(e)) expected.push_back(e.index);
+    }
+    EXPECT_FALSE(expected.empty());
+    EXPECT_EQ(got, expected);
+  }
+  // An index filter: that entry alone.
+  auto reader = std::move(ManifestReader::Open(path)).value();
+  EntryFilter by_index;
+  by_index.index = 5;
+  reader->set_filter(by_index);
+  ManifestEntry e;
+  ASSERT_TRUE(reader->Next(&e).value());
+  EXPECT_EQ(e.index, 5u);
+  EXPECT_EQ(e.task_id, all[5].task_id);
+  EXPECT_EQ(e.value, all[5].value);
+  EXPECT_FALSE(reader->Next(&e).value());
+  EXPECT_EQ(reader->summary().counters.at("total_args"), 8);
   // Skipped entries may hold anything JSON allows: braces and brackets in
   // strings, escaped quotes, nested values.
   const std::string odd = TempPath("odd.json");
@@ -262,6 +306,14 @@ TEST(ManifestReaderTest, TruncatedAndCorruptedManifestsFailCleanly) {
     // an error of the same kind, or OK.
     absl::Status filtered;
     ReadAll(path, &filtered, nullptr, 0x200000001ull);
+    auto by_index = ManifestReader::Open(path);
+    if (by_index.ok()) {
+      EntryFilter f;
+      f.index = 3;
+      f.stage = "after_completion";
+      (*by_index)->set_filter(f);
+      if (!filtered.ok()) filtered = (*by_index)->ForEach([](const ManifestEntry&) { return true; });
+    }
     if (!filtered.ok()) {
       EXPECT_EQ(filtered.code(), absl::StatusCode::kDataLoss) << what << ": " << filtered;
       EXPECT_NE(filtered.message().find("fuzz_case.json: byte "), std::string::npos)

@@ -80,6 +80,60 @@ std::string Flags(const ManifestEntry& e) {
   return absl::StrJoin(f, ",");
 }
 
+// `text` in `width` columns, left- or right-aligned (longer text is kept).
+void Column(std::string* out, absl::string_view text, size_t width, bool right) {
+  const size_t pad = text.size() < width ? width - text.size() : 0;
+  if (right) out->append(pad, ' ');
+  out->append(text.data(), text.size());
+  if (!right) out->append(pad, ' ');
+}
+
+// One listing line (a 10 M-entry listing prints 10 M of these: built by
+// hand, not through a format string):
+// "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", trailing
+// blanks trimmed, '\n'.
+void ListingLine(const ManifestEntry& e, std::string* line) {
+  line->clear();
+  char number[24];
+  auto num = [&](uint64_t v) {
+    const char* end = absl::numbers_internal::FastIntToBuffer(v, number);
+    return absl::string_view(number, static_cast<size_t>(end - number));
+  };
+  Column(line, num(e.index), 7, true);
+  line->append("  0x");
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int shift = 60; shift >= 0; shift -= 4) line->push_back(kHex[(e.task_id >> shift) & 0xF]);
+  line->append("  ");
+  Column(line, e.stage == "before_dispatch" ? "before" : "after", 6, false);
+  line->append("  ");
+  Column(line, e.role, 6, false);
+  line->append("  ");
+  Column(line, num(e.arg_index), 3, true);
+  line->append("  ");
+  Column(line, e.kind, 6, false);
+  line->append("  ");
+  Column(line, e.dtype, 9, false);
+  line->append("  ");
+  if (e.kind == "scalar") {
+    Column(line, absl::StrCat("=", e.value), 16, false);
+  } else {
+    std::string dims = "[";
+    for (size_t i = 0; i < e.shape.size(); ++i) {
+      if (i > 0) dims.push_back(',');
+      const absl::string_view d = num(e.shape[i]);
+      dims.append(d.data(), d.size());
+    }
+    dims.push_back(']');
+    Column(line, dims, 16, false);
+  }
+  line->append("  ");
+  Column(line, num(e.bin_size), 10, true);
+  line->append("  ");
+  line->append(Flags(e));
+  line->erase(line->find_last_not_of(' ') + 1);
+  line->push_back('\n');
+}
+
 // Parses the command line; on error writes it to err and returns false.
 bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& err) {
   Selection* f = &o->selection;
@@ -582,18 +636,15 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
   std::vector<ManifestEntry> selected;  // what needs payloads
   const bool payloads = o.export_text || o.npy || o.stats;
   ManifestEntry e;
+  std::string line;
   for (;;) {
     absl::StatusOr<bool> got = source.Next(&e);
     if (!got.ok()) return Fail(err, got.status());
     if (!*got) break;
     ++matched;
     if (o.export_text || ((o.npy || o.stats) && e.kind == "tensor")) selected.push_back(e);
-    std::string line = absl::StrFormat(
-        "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", e.index, Hex(e.task_id),
-        e.stage == "before_dispatch" ? "before" : "after", e.role, e.arg_index, e.kind, e.dtype,
-        e.kind == "scalar" ? "=" + e.value : Dims(e.shape), e.bin_size, Flags(e));
-    line.erase(line.find_last_not_of(' ') + 1);
-    out << line << "\n";
+    ListingLine(e, &line);
+    out << line;
   }
   if (matched == 0 && o.selection.any()) return NoMatch(source, err);
   out << matched << " args\n";

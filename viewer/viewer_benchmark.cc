@@ -128,10 +128,12 @@ class NullBuffer : public std::streambuf {
   std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
 };
 
-// range(0): entries; range(1): 1 = filter on one task (-t), 0 = list all.
+// range(0): entries; range(1): what is listed - 0: everything, 1: one
+// task (-t), 2: one index (-i), 3: a filter every entry is parsed for
+// (-s after -r output: a quarter of the entries).
 void BM_List(benchmark::State& state) {
   const uint64_t entries = state.range(0);
-  const bool filtered = state.range(1) == 1;
+  const int64_t mode = state.range(1);
   const std::string dir = EnsureCapture(entries);
   if (dir.empty()) {
     state.SkipWithError("could not write the capture");
@@ -141,7 +143,9 @@ void BM_List(benchmark::State& state) {
   const std::string task = absl::StrCat(
       "0x", absl::Hex(0x100000000ull + entries / kRecordsPerTask * 3 / 4, absl::kZeroPad16));
   std::vector<std::string> args = {dir};
-  if (filtered) args.insert(args.end(), {"-t", task});
+  if (mode == 1) args.insert(args.end(), {"-t", task});
+  if (mode == 2) args.insert(args.end(), {"-i", std::to_string(entries * 3 / 4)});
+  if (mode == 3) args.insert(args.end(), {"-s", "after", "-r", "output"});
   NullBuffer null_buffer;
   std::ostream null(&null_buffer);
   uint64_t bytes = 0;
@@ -172,10 +176,7 @@ void BM_List(benchmark::State& state) {
 }
 
 BENCHMARK(BM_List)
-    ->Args({10000, 1})
-    ->Args({10000, 0})
-    ->Args({10000000, 1})
-    ->Args({10000000, 0})
+    ->ArgsProduct({{10000, 10000000}, {1, 2, 3, 0}})
     ->UseManualTime()
     ->Iterations(3)
     ->Unit(benchmark::kSecond);
