@@ -1,0 +1,121 @@
+// What to dump, resolved from three entry points (seed 003, "Function Entry
+// and Configuration Priority"): an API call (SetDumpConfig, and the tools'
+// own flags such as --dump-args N), environment variables (ARGSDUMP_*), and
+// a JSON config file (--dump-config FILE). Priority API > environment >
+// file, with non-empty override: an entry overrides only the items it sets.
+// Two entries setting one item to different values is an ERROR naming both;
+// the higher one wins. A value that does not parse (an unknown mode, a bad
+// step list, a path that cannot be written) is a WARNING naming the entry
+// and the value, and that item falls back to the next entry or the default:
+// configuration mistakes never abort a run.
+//
+//   item         environment            file key       values
+//   level        ARGSDUMP_LEVEL         "level"        0..3
+//   path         ARGSDUMP_PATH          "path"         output prefix (<path>/args_dump/)
+//   mode         ARGSDUMP_MODE          "mode"         input | output | all
+//   funcs        ARGSDUMP_FUNCS         "funcs"        allow list: kernel names or types
+//   block_funcs  ARGSDUMP_BLOCK_FUNCS   "block_funcs"  block list: kernel names or types
+//   steps        ARGSDUMP_STEPS         "steps"        "0|5|10-20"
+//   stats        ARGSDUMP_STATS         "stats"        true/false (also 1/0, on/off)
+//   overflow     ARGSDUMP_OVERFLOW      "overflow"     true/false
+// Lists in the environment are comma-separated; in the file, a JSON array
+// of strings or the same comma-separated string.
+#ifndef ARGSDUMP_DEVICE_DUMP_CONFIG_H_
+#define ARGSDUMP_DEVICE_DUMP_CONFIG_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace argsdump {
+
+// Which stages are captured: inputs (before dispatch), outputs (after
+// completion), or both. Inout args belong to both stages.
+enum class DumpMode : uint8_t { kAll, kInput, kOutput };
+const char* DumpModeName(DumpMode mode);
+
+// A set of steps: "0|5|10-20" (single steps and inclusive ranges joined by
+// '|'). Empty: every step.
+class StepSet {
+ public:
+  // InvalidArgument naming the bad part ("10-x", "5-2", "").
+  static absl::StatusOr<StepSet> Parse(const std::string& text);
+  bool all() const { return ranges_.empty(); }
+  bool Contains(uint64_t step) const;
+  const std::string& text() const { return text_; }
+  bool operator==(const StepSet& o) const { return ranges_ == o.ranges_; }
+
+ private:
+  std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // sorted, inclusive
+  std::string text_;
+};
+
+// What one entry point sets (unset = leaves it to the next entry).
+struct DumpConfigEntry {
+  std::optional<int> level;
+  std::optional<std::string> path;
+  std::optional<DumpMode> mode;
+  std::optional<std::vector<std::string>> funcs;
+  std::optional<std::vector<std::string>> block_funcs;
+  std::optional<StepSet> steps;
+  std::optional<bool> stats;
+  std::optional<bool> overflow;
+};
+
+// The resolved configuration (defaults: level 0, mode all, every func,
+// every step, no stats, no overflow check).
+struct DumpConfig {
+  int level = 0;
+  std::string path;  // empty: the tool's default
+  DumpMode mode = DumpMode::kAll;
+  std::vector<std::string> funcs;  // empty: every kernel
+  std::vector<std::string> block_funcs;
+  StepSet steps;
+  bool stats = false;
+  bool overflow = false;
+
+  // Whether a kernel (by name and type) is selected by the lists: not
+  // blocked by name or type, and allowed when there is an allow list.
+  bool FuncSelected(const std::string& name, const std::string& type) const;
+  // Whether the stage's records are captured under the mode.
+  bool CapturesBefore() const { return mode != DumpMode::kOutput; }
+  bool CapturesAfter() const { return mode != DumpMode::kInput; }
+  // One line: "level=2 mode=all path=... funcs=[...] ...".
+  std::string Describe() const;
+};
+
+// A log line of the dump configuration ("dumper" lines, seed 003 grading).
+struct DumpLog {
+  enum Severity { kInfo, kWarning, kError } severity;
+  std::string text;
+};
+std::string FormatDumpLog(const DumpLog& log);  // "[argsdump dumper] WARNING: ..."
+
+// The entry points. Each logs INFO with what it set, WARNING per item it
+// could not take. `source` names the entry in logs.
+DumpConfigEntry DumpConfigFromEnvironment(const std::map<std::string, std::string>& env,
+                                          std::vector<DumpLog>* logs);
+// The process environment's ARGSDUMP_* variables.
+std::map<std::string, std::string> DumpEnvironment();
+// A missing or unparsable file is a WARNING and an empty entry.
+DumpConfigEntry DumpConfigFromFile(const std::string& path, std::vector<DumpLog>* logs);
+// The API entry: the values are checked like the others (a bad path is a
+// WARNING and falls back).
+DumpConfigEntry CheckApiEntry(DumpConfigEntry api, std::vector<DumpLog>* logs);
+
+// API > environment > file, non-empty override, ERROR on conflicts.
+DumpConfig ResolveDumpConfig(const DumpConfigEntry& api, const DumpConfigEntry& env,
+                             const DumpConfigEntry& file, std::vector<DumpLog>* logs);
+
+// Whether `path` can hold a capture: it exists as a writable directory, or
+// its nearest existing ancestor is one (it would be created).
+bool PathWritable(const std::string& path);
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_DEVICE_DUMP_CONFIG_H_

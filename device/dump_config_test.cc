@@ -1,0 +1,259 @@
+#include "device/dump_config.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace argsdump {
+namespace {
+
+std::string Temp(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+std::string File(const std::string& name, const std::string& text) {
+  const std::string path = Temp(name);
+  std::ofstream(path, std::ios::trunc) << text;
+  return path;
+}
+
+// Logs of a severity that contain `text`.
+int Count(const std::vector<DumpLog>& logs, DumpLog::Severity s, const std::string& text) {
+  int n = 0;
+  for (const DumpLog& l : logs) n += l.severity == s && l.text.find(text) != std::string::npos;
+  return n;
+}
+
+std::string All(const std::vector<DumpLog>& logs) {
+  std::string out;
+  for (const DumpLog& l : logs) out += FormatDumpLog(l) + "\n";
+  return out;
+}
+
+TEST(StepSetTest, ParsesStepsAndRanges) {
+  const StepSet s = StepSet::Parse("0|5|10-20").value();
+  for (uint64_t step : {0, 5, 10, 15, 20}) EXPECT_TRUE(s.Contains(step)) << step;
+  for (uint64_t step : {1, 4, 6, 9, 21}) EXPECT_FALSE(s.Contains(step)) << step;
+  EXPECT_TRUE(StepSet().Contains(12345));  // empty: every step
+  EXPECT_TRUE(StepSet::Parse(" 3 | 1-2 ").value().Contains(2));
+  for (const char* bad : {"", "a", "1|", "5-2", "1-", "-3", "1-2-3", "1,2", "+4"}) {
+    EXPECT_FALSE(StepSet::Parse(bad).ok()) << bad;
+  }
+  EXPECT_NE(StepSet::Parse("5-2").status().message().find("'5-2' ends before it starts"),
+            std::string::npos);
+}
+
+TEST(DumpConfigTest, EachEntryAloneSetsWhatItSays) {
+  std::vector<DumpLog> logs;
+  const DumpConfigEntry env = DumpConfigFromEnvironment(
+      {{"ARGSDUMP_LEVEL", "2"},
+       {"ARGSDUMP_PATH", Temp("env_out")},
+       {"ARGSDUMP_MODE", "OUTPUT"},
+       {"ARGSDUMP_FUNCS", "add, matmul"},
+       {"ARGSDUMP_BLOCK_FUNCS", "relu"},
+       {"ARGSDUMP_STEPS", "0|2-3"},
+       {"ARGSDUMP_STATS", "on"},
+       {"ARGSDUMP_OVERFLOW", "1"}},
+      &logs);
+  const DumpConfig c = ResolveDumpConfig({}, env, {}, &logs);
+  EXPECT_EQ(c.level, 2);
+  EXPECT_EQ(c.path, Temp("env_out"));
+  EXPECT_EQ(c.mode, DumpMode::kOutput);
+  EXPECT_EQ(c.funcs, (std::vector<std::string>{"add", "matmul"}));
+  EXPECT_EQ(c.block_funcs, (std::vector<std::string>{"relu"}));
+  EXPECT_TRUE(c.steps.Contains(3));
+  EXPECT_FALSE(c.steps.Contains(1));
+  EXPECT_TRUE(c.stats);
+  EXPECT_TRUE(c.overflow);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, ""), 0) << All(logs);
+  EXPECT_EQ(Count(logs, DumpLog::kError, ""), 0) << All(logs);
+  EXPECT_EQ(Count(logs, DumpLog::kInfo, "environment: level=2"), 1) << All(logs);
+  EXPECT_EQ(Count(logs, DumpLog::kInfo, "dump config: level=2"), 1) << All(logs);
+
+  logs.clear();
+  const std::string f = File("all.json", R"({"level": 3, "mode": "input",
+      "funcs": ["softmax"], "block_funcs": "a,b", "steps": "7", "stats": false,
+      "overflow": true, "path": null})");
+  const DumpConfig fc = ResolveDumpConfig({}, {}, DumpConfigFromFile(f, &logs), &logs);
+  EXPECT_EQ(fc.level, 3);
+  EXPECT_EQ(fc.mode, DumpMode::kInput);
+  EXPECT_EQ(fc.funcs, (std::vector<std::string>{"softmax"}));
+  EXPECT_EQ(fc.block_funcs, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(fc.steps.Contains(7));
+  EXPECT_FALSE(fc.steps.Contains(6));
+  EXPECT_FALSE(fc.stats);
+  EXPECT_TRUE(fc.overflow);
+  EXPECT_EQ(fc.path, "");  // null: unset
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, ""), 0) << All(logs);
+
+  logs.clear();
+  DumpConfigEntry api;
+  api.level = 1;
+  api.mode = DumpMode::kOutput;
+  const DumpConfig ac = ResolveDumpConfig(CheckApiEntry(api, &logs), {}, {}, &logs);
+  EXPECT_EQ(ac.level, 1);
+  EXPECT_EQ(ac.mode, DumpMode::kOutput);
+  EXPECT_EQ(Count(logs, DumpLog::kInfo, "API: level=1 mode=output"), 1) << All(logs);
+  // Nothing anywhere: the defaults.
+  logs.clear();
+  const DumpConfig none = ResolveDumpConfig({}, {}, {}, &logs);
+  EXPECT_EQ(none.level, 0);
+  EXPECT_EQ(none.mode, DumpMode::kAll);
+  EXPECT_TRUE(none.steps.all());
+  EXPECT_FALSE(none.stats || none.overflow);
+}
+
+// Every combination of the three entries setting the level: the highest
+// one present wins; every lower one that differs is an ERROR naming both.
+TEST(DumpConfigTest, PriorityIsApiThenEnvironmentThenFileForEveryCombination) {
+  for (int mask = 0; mask < 8; ++mask) {
+    for (bool same : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "mask " << mask << (same ? " same" : " different"));
+      DumpConfigEntry api, env, file;
+      if (mask & 1) api.level = 1;
+      if (mask & 2) env.level = same ? 1 : 2;
+      if (mask & 4) file.level = same ? 1 : 3;
+      std::vector<DumpLog> logs;
+      const DumpConfig c = ResolveDumpConfig(api, env, file, &logs);
+      const int want = (mask & 1) ? 1 : (mask & 2) ? (same ? 1 : 2) : (mask & 4) ? (same ? 1 : 3) : 0;
+      EXPECT_EQ(c.level, want);
+      int conflicts = 0;
+      if (!same) {
+        if ((mask & 1) && (mask & 2)) ++conflicts;
+        if ((mask & 1) && (mask & 4)) ++conflicts;
+        if (!(mask & 1) && (mask & 2) && (mask & 4)) ++conflicts;
+      }
+      EXPECT_EQ(Count(logs, DumpLog::kError, "level: "), conflicts) << All(logs);
+    }
+  }
+  // The ERROR names both entries and both values, and which one is used.
+  DumpConfigEntry env, file;
+  env.mode = DumpMode::kInput;
+  file.mode = DumpMode::kOutput;
+  std::vector<DumpLog> logs;
+  EXPECT_EQ(ResolveDumpConfig({}, env, file, &logs).mode, DumpMode::kInput);
+  EXPECT_EQ(Count(logs, DumpLog::kError,
+                  "mode: the environment sets input and the config file sets output; using "
+                  "the environment's"),
+            1)
+      << All(logs);
+}
+
+// Non-empty override: each entry overrides only what it sets.
+TEST(DumpConfigTest, AnEntryOverridesOnlyWhatItSets) {
+  std::vector<DumpLog> logs;
+  const std::string f = File("partial.json", R"({"level": 2, "mode": "output", "steps": "1-4"})");
+  const DumpConfigEntry file = DumpConfigFromFile(f, &logs);
+  const DumpConfigEntry env =
+      DumpConfigFromEnvironment({{"ARGSDUMP_MODE", "input"}, {"ARGSDUMP_FUNCS", ""}}, &logs);
+  DumpConfigEntry api;
+  api.funcs = std::vector<std::string>{"add"};
+  const DumpConfig c = ResolveDumpConfig(CheckApiEntry(api, &logs), env, file, &logs);
+  EXPECT_EQ(c.level, 2);                      // file only
+  EXPECT_EQ(c.mode, DumpMode::kInput);        // env over file (an ERROR: they differ)
+  EXPECT_TRUE(c.steps.Contains(4));           // file only
+  EXPECT_EQ(c.funcs, (std::vector<std::string>{"add"}));  // API; the empty env value set nothing
+  EXPECT_EQ(Count(logs, DumpLog::kError, ""), 1) << All(logs);
+}
+
+// Every invalid value: a WARNING naming the entry and the value, and the
+// item falls back (to a lower entry here, or the default).
+TEST(DumpConfigTest, InvalidValuesWarnAndFallBack) {
+  const std::string unwritable = File("a_file", "x") + "/sub";  // under a regular file
+  struct Case {
+    std::string var, value, says;
+  };
+  const std::vector<Case> cases = {
+      {"ARGSDUMP_LEVEL", "7", "ARGSDUMP_LEVEL='7' is not valid (expected 0, 1, 2 or 3)"},
+      {"ARGSDUMP_LEVEL", "two", "ARGSDUMP_LEVEL='two'"},
+      {"ARGSDUMP_MODE", "both", "ARGSDUMP_MODE='both' is not valid (expected input, output or all)"},
+      {"ARGSDUMP_STEPS", "1|x", "ARGSDUMP_STEPS='1|x' is not valid (expected steps and ranges"},
+      {"ARGSDUMP_STEPS", "9-3", "ARGSDUMP_STEPS='9-3'"},
+      {"ARGSDUMP_PATH", unwritable, "ARGSDUMP_PATH='" + unwritable + "' is not valid"},
+      {"ARGSDUMP_STATS", "maybe", "ARGSDUMP_STATS='maybe' is not valid (expected true or false)"},
+      {"ARGSDUMP_OVERFLOW", "2", "ARGSDUMP_OVERFLOW='2'"},
+      {"ARGSDUMP_FUNCS", " , ", "ARGSDUMP_FUNCS=' , '"},
+      {"ARGSDUMP_LEVLE", "2", "ARGSDUMP_LEVLE is not a dump setting"},
+  };
+  // A valid file underneath each: the bad environment value falls back to it.
+  const std::string f = File("fallback.json", R"({"level": 1, "mode": "output", "steps": "4",
+      "stats": true, "overflow": true, "funcs": "add", "path": ")" + Temp("") + R"("})");
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.var + "=" + c.value);
+    std::vector<DumpLog> logs;
+    const DumpConfigEntry file = DumpConfigFromFile(f, &logs);
+    const DumpConfig got =
+        ResolveDumpConfig({}, DumpConfigFromEnvironment({{c.var, c.value}}, &logs), file, &logs);
+    EXPECT_EQ(Count(logs, DumpLog::kWarning, "environment: " + c.says), 1) << All(logs);
+    EXPECT_EQ(Count(logs, DumpLog::kError, ""), 0) << All(logs);
+    EXPECT_EQ(got.level, 1);
+    EXPECT_EQ(got.mode, DumpMode::kOutput);
+    EXPECT_TRUE(got.steps.Contains(4) && !got.steps.Contains(5));
+    EXPECT_TRUE(got.stats && got.overflow);
+    EXPECT_EQ(got.funcs, (std::vector<std::string>{"add"}));
+    EXPECT_EQ(got.path, Temp(""));
+  }
+  // In the file: bad values, wrong types, unknown keys; the rest is taken.
+  std::vector<DumpLog> logs;
+  const std::string bad = File("bad.json", R"({"level": "x", "mode": 3, "funcs": [1, 2],
+      "steps": "", "colour": "red", "stats": "yes"})");
+  const DumpConfig c = ResolveDumpConfig({}, {}, DumpConfigFromFile(bad, &logs), &logs);
+  EXPECT_EQ(c.level, 0);
+  EXPECT_TRUE(c.stats);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "config file " + bad + ": \"level\": \"x\" is not valid"), 1)
+      << All(logs);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "\"mode\": 3 is not valid"), 1) << All(logs);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "\"funcs\": [1,2] is not valid"), 1) << All(logs);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "\"steps\": \"\" is not valid"), 1) << All(logs);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "key \"colour\" is not a dump setting"), 1) << All(logs);
+  // A file that is missing or not JSON: one WARNING, nothing taken.
+  logs.clear();
+  DumpConfigFromFile(Temp("missing.json"), &logs);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "missing.json: cannot read it"), 1) << All(logs);
+  logs.clear();
+  const DumpConfigEntry broken = DumpConfigFromFile(File("broken.json", "{\"level\": 2"), &logs);
+  EXPECT_FALSE(broken.level.has_value());
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "broken.json: not a JSON object"), 1) << All(logs);
+  // The API's values are checked too.
+  logs.clear();
+  DumpConfigEntry api;
+  api.level = 9;
+  api.path = unwritable;
+  const DumpConfigEntry checked = CheckApiEntry(api, &logs);
+  EXPECT_FALSE(checked.level || checked.path);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "API: level=9 is not valid"), 1) << All(logs);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "API: path='" + unwritable), 1) << All(logs);
+}
+
+TEST(DumpConfigTest, FuncListsMatchNamesAndTypes) {
+  DumpConfig c;
+  EXPECT_TRUE(c.FuncSelected("add", "elementwise"));
+  c.funcs = {"matmul", "elementwise"};
+  EXPECT_TRUE(c.FuncSelected("add", "elementwise"));  // by type
+  EXPECT_TRUE(c.FuncSelected("matmul", "blas"));      // by name
+  EXPECT_FALSE(c.FuncSelected("softmax", "reduce"));
+  c.block_funcs = {"add"};
+  EXPECT_FALSE(c.FuncSelected("add", "elementwise"));  // block wins
+  EXPECT_TRUE(c.FuncSelected("relu", "elementwise"));
+  c.funcs.clear();
+  c.block_funcs = {"reduce"};
+  EXPECT_FALSE(c.FuncSelected("softmax", "reduce"));
+  EXPECT_TRUE(c.FuncSelected("softmax", ""));  // an untyped kernel matches names only
+}
+
+TEST(DumpConfigTest, PathWritableLooksAtTheNearestExistingFolder) {
+  EXPECT_TRUE(PathWritable(Temp("")));
+  EXPECT_TRUE(PathWritable(Temp("not/yet/there")));
+  EXPECT_FALSE(PathWritable(File("plain", "x")));
+  EXPECT_FALSE(PathWritable(File("plain2", "x") + "/below"));
+  EXPECT_FALSE(PathWritable(""));
+}
+
+}  // namespace
+}  // namespace argsdump
