@@ -1,5 +1,6 @@
 #include "collector/sim_job.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sys/stat.h>
 
@@ -26,15 +27,17 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   std::unique_ptr<DumpRecorder> recorder;
   std::unique_ptr<CaptureSink> sink;
   LocalSink* local_sink = nullptr;
-  if (options.dump_level > 0) {
+  const bool capture = options.dump_level > 0 || options.dynamic;
+  const int region_level = options.dump_level > 0 ? options.dump_level : options.dynamic_level;
+  if (capture) {
     DumpRegionConfig rc = options.region;
-    rc.level = static_cast<abi::DumpLevel>(options.dump_level);
+    rc.level = static_cast<abi::DumpLevel>(region_level);
     rc.num_threads = options.sim.scheduler_threads;
     auto region = collector.Initialize(rc);
     if (!region.ok()) return region.status();
     v1::CaptureInfo info;
     info.set_name(workload.name());
-    info.set_level(static_cast<v1::DumpLevel>(options.dump_level));
+    info.set_level(static_cast<v1::DumpLevel>(region_level));
     info.set_platform(PlatformName(options.platform));
     for (const auto& [k, v] : options.labels) (*info.mutable_labels())[k] = v;
     if (!options.capture_server.empty()) {
@@ -63,16 +66,36 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     if (absl::Status s = collector.Start(sink.get()); !s.ok()) return s;
   }
   {
-    SimRuntime runtime(options.sim, kernels, recorder.get());
-    auto tensors = SubmitWorkload(workload, kernels, &runtime);
-    if (!tensors.ok()) return tensors.status();
+    SimConfig sim = options.sim;
+    sim.dump = options.dump;
+    sim.dump->level = options.dump_level;
+    SimRuntime runtime(sim, kernels, recorder.get());
     if (absl::Status s = runtime.Start(); !s.ok()) return s;
+    absl::StatusOr<std::map<std::string, Tensor>> tensors;
+    for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {
+      if (options.before_step) {
+        if (auto c = options.before_step(step)) runtime.SetDumpConfig(*c);
+      }
+      runtime.BeginStep(step);
+      runtime.HoldDispatch();
+      tensors = SubmitWorkload(workload, kernels, &runtime);
+      runtime.ReleaseDispatch();
+      if (!tensors.ok()) break;
+      if (options.during_step) {
+        if (auto c = options.during_step(step)) runtime.SetDumpConfig(*c);
+      }
+      // One step at a time, as iterations run; a failed or hung step ends
+      // the run (Synchronize reports it).
+      if (step + 1 < options.steps && !runtime.WaitIdle().ok()) break;
+    }
     result.run_status = runtime.Synchronize();
+    if (!tensors.ok()) return tensors.status();
     result.tasks = runtime.tasks_submitted();
+    result.dump_log = runtime.dump_log();
     result.tasks_completed = runtime.tasks_completed();
     result.tensors = std::move(tensors).value();
   }
-  if (options.dump_level > 0) {
+  if (capture) {
     absl::Status collected = collector.Stop();
     absl::Status reconciled = collector.Reconcile();
     absl::Status exported = collector.Export();
@@ -96,7 +119,7 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                                " s on ", PlatformName(o.platform), ", dump level ",
                                o.dump_level, "\n");
   if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
-  if (o.dump_level == 0) return s + "dump: off (level 0)\n";
+  if (o.dump_level == 0 && !o.dynamic) return s + "dump: off (level 0)\n";
   const v1::CaptureCounters& l = r.losses;
   absl::StrAppend(&s, "records: ", r.collected.records, " (", r.collected.recovered_records,
                   " recovered from unflushed buffers), payload bytes: ",

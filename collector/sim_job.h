@@ -4,11 +4,14 @@
 #define ARGSDUMP_COLLECTOR_SIM_JOB_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "collector/collector.h"
+#include "device/dump_config.h"
 #include "device/region.h"
 #include "device/sim/kernel.h"
 #include "device/sim/sim_runtime.h"
@@ -31,6 +34,20 @@ struct SimJobOptions {
   std::string capture_name;  // default: the output prefix's last component
   std::string auth_token;
   std::map<std::string, std::string> labels;
+  // Steps: the workload runs `steps` times in one process (one runtime, one
+  // capture; every record carries its step). `dump` is what the dump covers
+  // (mode, funcs, block_funcs, steps); its level is dump_level.
+  uint32_t steps = 1;
+  DumpConfig dump;
+  // The dump may be switched on later (a watched config file): the region
+  // and recorder exist even at level 0, at level `dynamic_level`.
+  bool dynamic = false;
+  int dynamic_level = 2;
+  // Called before each step (a new configuration returned takes effect at
+  // that step) and right after a step's tasks were submitted, while they
+  // run (what is returned then takes effect at the next step).
+  std::function<std::optional<DumpConfig>(uint32_t step)> before_step;
+  std::function<std::optional<DumpConfig>(uint32_t step)> during_step;
 };
 
 struct SimJobResult {
@@ -44,6 +61,7 @@ struct SimJobResult {
   bool wrote_capture = false;
   double seconds = 0;
   std::map<std::string, Tensor> tensors;  // the workload's, after the run
+  std::vector<std::string> dump_log;      // the runtime's dump state changes
 };
 
 // Fails only when the job could not run or the capture could not be written;

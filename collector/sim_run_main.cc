@@ -4,6 +4,7 @@
 //   bazel run //collector:sim_run -- --dump-args 2 --capture-server 127.0.0.1:50051
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <cstring>
 #include <ctime>
 #include <string>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "collector/sim_job.h"
 #include "server/capture_store.h"
+#include "device/dump_config.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"
 
@@ -50,6 +52,11 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "file holding the capture service's bearer token");
 ABSL_FLAG(std::vector<std::string>, labels, {},
           "key=value labels for the capture on the service, comma separated");
+ABSL_FLAG(std::string, dump_config, "",
+          "a JSON dump config file (level, path, mode, funcs, block_funcs, steps, ...); "
+          "the environment (ARGSDUMP_*) overrides it and the flags override both; with "
+          "--steps it is read again between steps, so editing it switches the dump");
+ABSL_FLAG(int, steps, 1, "run the workload this many times (steps) in one process");
 ABSL_FLAG(std::string, recover, "",
           "rebuild the manifest of a capture directory (.../args_dump) whose run died: "
           "every record in its journal is kept");
@@ -84,7 +91,11 @@ std::string FromUserDir(const std::string& path) {
 int Main(int argc, char** argv) {
   // A bare --dump-args (no value) means level 1, as in the seed.
   std::vector<std::string> args(argv, argv + argc);
+  bool dump_args_given = false;  // the flags are the API entry: only what is given
   for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i].rfind("--dump-args", 0) == 0 || args[i].rfind("--dump_args", 0) == 0) {
+      dump_args_given = true;
+    }
     if (args[i] == "--dump-args" || args[i] == "--dump_args") {
       const bool has_value = i + 1 < args.size() && !args[i + 1].empty() &&
                              std::isdigit(static_cast<unsigned char>(args[i + 1][0]));
@@ -119,10 +130,15 @@ int Main(int argc, char** argv) {
     return 0;
   }
   SimJobOptions o;
-  o.dump_level = absl::GetFlag(FLAGS_dump_args);
-  if (o.dump_level < 0 || o.dump_level > 3) {
-    return Fail(absl::StrCat("--dump-args: ", o.dump_level, " is not 0, 1, 2 or 3"));
+  if (dump_args_given) {
+    const int level = absl::GetFlag(FLAGS_dump_args);
+    if (level < 0 || level > 3) {
+      return Fail(absl::StrCat("--dump-args: ", level, " is not 0, 1, 2 or 3"));
+    }
   }
+  const int steps = absl::GetFlag(FLAGS_steps);
+  if (steps < 1 || steps > 1000000) return Fail(absl::StrCat("--steps: ", steps, " is outside 1..1000000"));
+  o.steps = static_cast<uint32_t>(steps);
   auto platform = PlatformFromName(absl::GetFlag(FLAGS_platform));
   if (!platform) {
     return Fail(absl::StrCat("--platform: '", absl::GetFlag(FLAGS_platform),
@@ -166,9 +182,43 @@ int Main(int argc, char** argv) {
   absl::StatusOr<v1::WorkloadSpec> workload =
       IsFile(name) ? LoadWorkloadFile(FromUserDir(name), kernels) : BuiltinWorkload(name);
   if (!workload.ok()) return Fail(std::string(workload.status().message()));
-  o.output_prefix = absl::GetFlag(FLAGS_output_prefix);
-  if (o.output_prefix.empty()) o.output_prefix = DefaultPrefix(workload->name());
-  o.output_prefix = FromUserDir(o.output_prefix);
+  // The dump configuration: these flags (the API entry) > ARGSDUMP_* >
+  // --dump-config. Mistakes are warnings, never an abort.
+  std::vector<DumpLog> logs;
+  DumpConfigEntry api;
+  if (dump_args_given) api.level = absl::GetFlag(FLAGS_dump_args);
+  if (!absl::GetFlag(FLAGS_output_prefix).empty()) {
+    api.path = FromUserDir(absl::GetFlag(FLAGS_output_prefix));
+  }
+  api = CheckApiEntry(api, &logs);
+  const DumpConfigEntry env = DumpConfigFromEnvironment(DumpEnvironment(), &logs);
+  const std::string config_file = absl::GetFlag(FLAGS_dump_config).empty()
+                                      ? ""
+                                      : FromUserDir(absl::GetFlag(FLAGS_dump_config));
+  auto watcher = std::make_shared<DumpConfigWatcher>(api, env, config_file);
+  DumpConfig config = config_file.empty() ? ResolveDumpConfig(api, env, {}, &logs)
+                                          : watcher->Current(&logs);
+  if (config.stats || config.overflow) {
+    logs.push_back({DumpLog::kWarning,
+                    "stats and overflow are not available in this build yet; ignored (the "
+                    "other settings apply)"});
+  }
+  for (const DumpLog& l : logs) std::fprintf(stderr, "%s\n", FormatDumpLog(l).c_str());
+  o.dump_level = config.level;
+  o.dump = config;
+  o.output_prefix = config.path.empty() ? FromUserDir(DefaultPrefix(workload->name()))
+                                        : config.path;
+  if (!config_file.empty() && o.steps > 1) {
+    // Editing the file switches the dump at the next step.
+    o.dynamic = true;
+    o.before_step = [watcher](uint32_t step) -> std::optional<DumpConfig> {
+      if (step == 0) return std::nullopt;
+      std::vector<DumpLog> step_logs;
+      std::optional<DumpConfig> next = watcher->Poll(&step_logs);
+      for (const DumpLog& l : step_logs) std::fprintf(stderr, "%s\n", FormatDumpLog(l).c_str());
+      return next;
+    };
+  }
 
   o.capture_server = absl::GetFlag(FLAGS_capture_server);
   o.capture_name = absl::GetFlag(FLAGS_capture_name);

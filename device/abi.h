@@ -111,7 +111,8 @@ struct ArgsDumpRecord {
   uint32_t strides[kMaxDims];  // 72  in elements
   uint32_t shapes[kMaxDims];   // 92
   uint64_t logical_bytes;  // 112 numel x element size of the logical view
-  uint8_t reserved3[8];    // 120
+  uint32_t step;           // 120 the workload step (iteration) of the task
+  uint8_t reserved3[4];    // 124
 };
 static_assert(sizeof(ArgsDumpRecord) == 128, "record is two cache lines");
 static_assert(offsetof(ArgsDumpRecord, task_id) == 0, "ABI");
@@ -133,6 +134,7 @@ static_assert(offsetof(ArgsDumpRecord, start_offset) == 64, "ABI");
 static_assert(offsetof(ArgsDumpRecord, strides) == 72, "ABI");
 static_assert(offsetof(ArgsDumpRecord, shapes) == 92, "ABI");
 static_assert(offsetof(ArgsDumpRecord, logical_bytes) == 112, "ABI");
+static_assert(offsetof(ArgsDumpRecord, step) == 120, "ABI");
 
 // Region header. Every field is written once by the host (DumpRegion::Create)
 // before the region is handed to the device; the region hand-off (thread

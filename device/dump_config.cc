@@ -417,6 +417,30 @@ void Pick(const char* name, const std::optional<T>* const values[3], const char*
 
 }  // namespace
 
+DumpConfigWatcher::DumpConfigWatcher(DumpConfigEntry api, DumpConfigEntry env, std::string path)
+    : api_(std::move(api)), env_(std::move(env)), path_(std::move(path)) {}
+
+namespace {
+std::optional<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+}  // namespace
+
+DumpConfig DumpConfigWatcher::Current(std::vector<DumpLog>* logs) {
+  text_ = ReadText(path_);
+  return ResolveDumpConfig(api_, env_, DumpConfigFromFile(path_, logs), logs);
+}
+
+std::optional<DumpConfig> DumpConfigWatcher::Poll(std::vector<DumpLog>* logs) {
+  if (ReadText(path_) == text_) return std::nullopt;
+  Log(logs, DumpLog::kInfo, absl::StrCat("config file ", path_, " changed: reading it again"));
+  return Current(logs);
+}
+
 DumpConfig ResolveDumpConfig(const DumpConfigEntry& api, const DumpConfigEntry& env,
                              const DumpConfigEntry& file, std::vector<DumpLog>* logs) {
   const char* const sources[3] = {"API", "the environment", "the config file"};

@@ -112,6 +112,23 @@ DumpConfigEntry CheckApiEntry(DumpConfigEntry api, std::vector<DumpLog>* logs);
 DumpConfig ResolveDumpConfig(const DumpConfigEntry& api, const DumpConfigEntry& env,
                              const DumpConfigEntry& file, std::vector<DumpLog>* logs);
 
+// The dynamic switch through the config file: the file is read again
+// between steps, and when its text changed, the configuration is resolved
+// anew (with the same API and environment entries) and returned.
+class DumpConfigWatcher {
+ public:
+  DumpConfigWatcher(DumpConfigEntry api, DumpConfigEntry env, std::string path);
+  // The configuration as it stands (reads the file).
+  DumpConfig Current(std::vector<DumpLog>* logs);
+  // A new configuration when the file's text changed since the last read.
+  std::optional<DumpConfig> Poll(std::vector<DumpLog>* logs);
+
+ private:
+  const DumpConfigEntry api_, env_;
+  const std::string path_;
+  std::optional<std::string> text_;  // as last read (nullopt: unreadable)
+};
+
 // Whether `path` can hold a capture: it exists as a writable directory, or
 // its nearest existing ancestor is one (it would be created).
 bool PathWritable(const std::string& path);

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -253,6 +254,35 @@ TEST(DumpConfigTest, PathWritableLooksAtTheNearestExistingFolder) {
   EXPECT_FALSE(PathWritable(File("plain", "x")));
   EXPECT_FALSE(PathWritable(File("plain2", "x") + "/below"));
   EXPECT_FALSE(PathWritable(""));
+}
+
+}  // namespace
+}  // namespace argsdump
+
+namespace argsdump {
+namespace {
+
+TEST(DumpConfigWatcherTest, AChangedFileGivesANewConfiguration) {
+  const std::string path = File("watched.json", R"({"level": 2})");
+  DumpConfigEntry env;
+  env.mode = DumpMode::kOutput;
+  DumpConfigWatcher w({}, env, path);
+  std::vector<DumpLog> logs;
+  EXPECT_EQ(w.Current(&logs).level, 2);
+  EXPECT_FALSE(w.Poll(&logs).has_value());  // unchanged
+  File("watched.json", R"({"level": 0})");
+  const std::optional<DumpConfig> off = w.Poll(&logs);
+  ASSERT_TRUE(off.has_value());
+  EXPECT_EQ(off->level, 0);
+  EXPECT_EQ(off->mode, DumpMode::kOutput);  // the environment still applies
+  EXPECT_FALSE(w.Poll(&logs).has_value());
+  EXPECT_EQ(Count(logs, DumpLog::kInfo, "watched.json changed: reading it again"), 1) << All(logs);
+  // Removed: a WARNING, and the entry is empty (the level falls back).
+  std::remove(path.c_str());
+  const std::optional<DumpConfig> gone = w.Poll(&logs);
+  ASSERT_TRUE(gone.has_value());
+  EXPECT_EQ(gone->level, 0);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "watched.json: cannot read it"), 1) << All(logs);
 }
 
 }  // namespace

@@ -231,6 +231,7 @@ void ThreadRecorder::RecordTensor(const DumpTask& task, const DumpTensorArg& arg
     r.shapes[d] = v.shape[d];
   }
   r.logical_bytes = logical;
+  r.step = task.step;
   if (truncated) {
     ++truncated_;
     state_->truncated_records.store(truncated_, std::memory_order_relaxed);
@@ -261,18 +262,22 @@ void ThreadRecorder::RecordScalar(const DumpTask& task, const DumpScalarArg& arg
   std::memcpy(r.func_ids, task.func_ids, sizeof(r.func_ids));
   r.func_count = task.func_count;
   r.logical_bytes = PayloadBytes(arg.dtype, 1);
+  r.step = task.step;
   CommitSlot(0);
 }
 
 void ThreadRecorder::RecordTask(const DumpTask& task, abi::Stage stage,
                                 uint8_t extra_flags) {
-  const bool partial = level_ == abi::DumpLevel::kPartial;
-  if (level_ == abi::DumpLevel::kOff || (partial && !task.has_marker)) return;
+  const abi::DumpLevel level = task.level == DumpTask::kUseRecorderLevel
+                                   ? level_
+                                   : static_cast<abi::DumpLevel>(task.level);
+  const bool partial = level == abi::DumpLevel::kPartial;
+  if (level == abi::DumpLevel::kOff || (partial && !task.has_marker)) return;
   for (uint32_t i = 0; i < task.tensor_count; ++i) {
     const DumpTensorArg& arg = task.tensors[i];
     if (!CapturedAt(arg.role, stage)) continue;
     if (partial && !arg.marked) continue;
-    const bool payload = level_ != abi::DumpLevel::kHybrid || arg.marked;
+    const bool payload = level != abi::DumpLevel::kHybrid || arg.marked;
     RecordTensor(task, arg, stage, payload, extra_flags);
   }
   if (stage != abi::Stage::kBeforeDispatch) return;

@@ -58,6 +58,12 @@ struct DumpTask {
                                          abi::kUnknownFuncId};
   uint8_t func_count = 0;
   bool has_marker = false;  // any dump(...) / dump() on the task
+  // The workload step (iteration) the task belongs to.
+  uint32_t step = 0;
+  // The level for this task (a dump reconfigured between steps), or
+  // kUseRecorderLevel for the one latched from the region.
+  uint8_t level = kUseRecorderLevel;
+  static constexpr uint8_t kUseRecorderLevel = 0xFF;
   const DumpTensorArg* tensors = nullptr;
   uint32_t tensor_count = 0;
   const DumpScalarArg* scalars = nullptr;

@@ -91,6 +91,7 @@ ArgQuery QueryFrom(const v1::ArgFilter& f) {
   if (f.has_arg_index()) q.arg_index = f.arg_index();
   if (f.has_func_id()) q.func_id = f.func_id();
   q.dtype = f.dtype();
+  if (f.has_step()) q.step = f.step();
   return q;
 }
 

@@ -85,7 +85,8 @@ struct Cursor {
   }
 };
 
-void AppendEntry(TextBuffer* out, const ManifestRow& row) {
+// `steps`: the capture spans more than step 0, so every entry says its step.
+void AppendEntry(TextBuffer* out, const ManifestRow& row, bool steps) {
   static const absl::string_view kRoles[] = {
       RoleName(v1::ROLE_UNSPECIFIED), RoleName(v1::ROLE_INPUT), RoleName(v1::ROLE_OUTPUT),
       RoleName(v1::ROLE_INOUT)};
@@ -98,7 +99,12 @@ void AppendEntry(TextBuffer* out, const ManifestRow& row) {
   Cursor c{out->Reserve(kMaxEntryBytes)};
   c.Lit("    {\"task_id\": \"");
   c.TaskId(r.task_id);
-  c.Lit("\", \"func_id\": ");
+  c.Push('"');
+  if (steps) {
+    c.Lit(", \"step\": ");
+    c.Uint(r.step);
+  }
+  c.Lit(", \"func_id\": ");
   if (r.func_count == 0) {
     c.Lit("[-1]");
   } else {
@@ -156,7 +162,7 @@ void FormatEntries(const ManifestContents& m, size_t begin, size_t end, TextBuff
     if (i > 0) *p++ = ',';
     *p++ = '\n';
     out->CommitTo(p);
-    AppendEntry(out, (*m.records)[(*m.order)[i]]);
+    AppendEntry(out, (*m.records)[(*m.order)[i]], m.has_steps.value_or(false));
   }
 }
 
@@ -181,7 +187,12 @@ void CountRecords(const RecordList& records, v1::CaptureCounters* c) {
   tally.FillInto(c);
 }
 
-absl::Status WriteManifest(const std::string& path, const ManifestContents& m) {
+absl::Status WriteManifest(const std::string& path, const ManifestContents& contents) {
+  ManifestContents m = contents;
+  if (!m.has_steps) {
+    m.has_steps = std::any_of(m.records->begin(), m.records->end(),
+                              [](const ManifestRow& r) { return r.step != 0; });
+  }
   const std::string tmp = path + ".tmp";
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
   if (f == nullptr) {

@@ -5,6 +5,7 @@
 #ifndef ARGSDUMP_SERVER_MANIFEST_H_
 #define ARGSDUMP_SERVER_MANIFEST_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ struct ManifestContents {
   bool recovered = false;  // rebuilt from the journal after a crash
   const RecordList* records = nullptr;
   const std::vector<uint32_t>* order = nullptr;  // indices into records, in manifest order
+  // Some record is of a step other than 0: every entry then carries
+  // "step" (single-step manifests stay as they were). WriteManifest works
+  // it out when the caller leaves it unset.
+  std::optional<bool> has_steps;
 };
 
 // Writes `path` atomically (a temporary file renamed over it).

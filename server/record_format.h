@@ -5,6 +5,7 @@
 #ifndef ARGSDUMP_SERVER_RECORD_FORMAT_H_
 #define ARGSDUMP_SERVER_RECORD_FORMAT_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <deque>
@@ -62,7 +63,8 @@ struct ManifestRow {
   bool overwritten = false;
   bool arg_index_ambiguous = false;
   bool in_flight_snapshot = false;
-  uint8_t reserved[7] = {};  // explicit padding: rows are stored raw
+  uint8_t reserved[3] = {};  // explicit padding: rows are stored raw
+  uint32_t step = 0;  // zero in args.index files from before steps existed
 };
 
 // InvalidArgument (naming the field) for what a row cannot hold: more than
@@ -84,6 +86,7 @@ absl::Status ValidateRecord(const v1::ArgRecord& record);
 // The on-disk index (args.index) stores rows raw: pin their layout.
 static_assert(sizeof(bool) == 1, "ManifestRow bools are one byte on disk");
 static_assert(sizeof(ManifestRow) == 120, "ManifestRow is part of the args.index format");
+static_assert(offsetof(ManifestRow, step) == 116, "ManifestRow is part of the args.index format");
 
 // A capture's records in arrival order. A deque: growing it never moves the
 // rows already held.

@@ -20,6 +20,7 @@ namespace argsdump {
 struct Entry {
   std::string task_id, role, stage, kind, dtype;
   int arg_index = 0;
+  uint32_t step = 0;
   std::vector<int> func_id, shape, strides;
   uint64_t start_offset = 0, numel = 0, bin_offset = 0, bin_size = 0;
   bool is_contiguous = false, truncated = false, overwritten = false, ambiguous = false,
@@ -70,6 +71,7 @@ inline CaptureFiles ReadCapture(const std::string& dir) {
     e.kind = m.kind();
     e.dtype = m.dtype();
     e.arg_index = static_cast<int>(m.arg_index());
+    e.step = m.step();
     e.func_id.assign(m.func_id().begin(), m.func_id().end());
     e.shape.assign(m.shape().begin(), m.shape().end());
     e.strides.assign(m.strides().begin(), m.strides().end());

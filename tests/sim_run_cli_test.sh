@@ -56,5 +56,30 @@ grep -q '"total_args": 6' "$tmp/died/args_dump/args_dump.json" \
   || { echo "FAIL recover: manifest not rebuilt"; fails=$((fails + 1)); }
 check "recover nothing" 2 "--recover $tmp/nothing: .*no journal" -- "$sim_run" --recover "$tmp/nothing"
 
+# Dump control: flags > ARGSDUMP_* > --dump-config; mistakes warn, never abort.
+check "mode from the environment" 0 "records: 2 " -- \
+  env ARGSDUMP_MODE=output "$sim_run" --dump-args 2 --output-prefix "$tmp/mode_out"
+! grep -q '"before_dispatch",' "$tmp/mode_out/args_dump/args_dump.json" \
+  || { echo "FAIL mode output: before_dispatch records"; fails=$((fails + 1)); }
+check "bad mode warns and runs" 0 "WARNING: environment: ARGSDUMP_MODE='sideways' is not valid" -- \
+  env ARGSDUMP_MODE=sideways "$sim_run" --dump-args 2 --output-prefix "$tmp/mode_bad"
+printf '{"level": 2, "funcs": "add_scalar", "colour": 1}' > "$tmp/dump.json"
+check "config file, env over it" 0 "ERROR: level: the environment sets 3 and the config file sets 2; using the environment's" -- \
+  env ARGSDUMP_LEVEL=3 "$sim_run" --dump-config "$tmp/dump.json" --output-prefix "$tmp/cfg"
+grep -q '"dump_args_level": 3' "$tmp/cfg/args_dump/args_dump.json" \
+  || { echo "FAIL config file: level not 3"; fails=$((fails + 1)); }
+check "config file warns about unknown keys" 0 'key "colour" is not a dump setting' -- \
+  "$sim_run" --dump-config "$tmp/dump.json" --output-prefix "$tmp/cfg2"
+check "funcs from the config file" 0 "records: 3 " -- \
+  "$sim_run" --dump-config "$tmp/dump.json" --output-prefix "$tmp/cfg3"
+check "missing config file warns and runs" 0 "nope.json: cannot read it" -- \
+  "$sim_run" --dump-args 2 --dump-config "$tmp/nope.json" --output-prefix "$tmp/cfg4"
+check "steps" 0 "records: 18 " -- "$sim_run" --dump-args 2 --steps 3 --output-prefix "$tmp/steps"
+grep -q '"step": 2' "$tmp/steps/args_dump/args_dump.json" \
+  || { echo "FAIL steps: no step 2 in the manifest"; fails=$((fails + 1)); }
+check "step list from the environment" 0 "records: 12 " -- \
+  env ARGSDUMP_STEPS="0|2" "$sim_run" --dump-args 2 --steps 3 --output-prefix "$tmp/steps2"
+check "bad steps flag" 2 "--steps: 0" -- "$sim_run" --steps 0
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -219,6 +219,34 @@ TEST_F(ViewerRemoteTest, LiveCaptureReadsAsItsManifestWillBe) {
   for (const auto& command : Commands()) ExpectSame(local, "live", command);
 }
 
+// Records of several steps: --step filters (on the service: in the query),
+// and the listing says each record's step.
+TEST_F(ViewerRemoteTest, StepsFilterTheSameLocallyAndRemotely) {
+  TestCapture scene = ViewerScene(false);
+  for (size_t i = 0; i < scene.records().size(); ++i) {
+    scene.records()[i].set_step(static_cast<uint32_t>(i % 3));
+  }
+  const std::string local = Local("stepped", scene);
+  Ingest("stepped", scene);
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{}, {"--step", "1"}, {"--step", "2", "-r", "output"},
+        {"--step", "7"}, {"--step", "0", "--stats"}}) {
+    ExpectSame(local, "stepped", command);
+  }
+  const Result one = Viewer({local, "--step", "1"});
+  ASSERT_EQ(one.code, 0) << one.err;
+  int lines = 0;
+  std::istringstream in(one.out);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line) && line.find(" args") == std::string::npos) {
+    EXPECT_NE(line.find("step=1"), std::string::npos) << line;
+    ++lines;
+  }
+  EXPECT_EQ(lines, 4);  // records 1, 4, 7, 10 of 12
+  EXPECT_NE(ReadAll(local + "/args_dump.json").find("\"step\": 2"), std::string::npos);
+}
+
 TEST_F(ViewerRemoteTest, ServiceErrorsAreClearAndExitTwo) {
   Ingest("there", ViewerScene(false));
   Result r = Viewer(Cat(Remote("nope"), {}));

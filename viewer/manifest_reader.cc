@@ -21,7 +21,7 @@ ManifestReader::Field ManifestReader::FieldOf(absl::string_view k, Field after) 
   // In the order the store writes them: the field after `after` is tried
   // first, then all of them.
   static constexpr absl::string_view kNames[] = {
-      "task_id", "func_id", "role", "stage", "arg_index", "kind", "dtype", "value", "shape",
+      "task_id", "step", "func_id", "role", "stage", "arg_index", "kind", "dtype", "value", "shape",
       "strides", "start_offset", "is_contiguous", "numel", "arg_index_ambiguous",
       "in_flight_snapshot", "truncated", "overwritten", "bin_offset", "bin_size",
   };
@@ -32,7 +32,8 @@ ManifestReader::Field ManifestReader::FieldOf(absl::string_view k, Field after) 
   for (size_t i = static_cast<size_t>(after) + 1; i < static_cast<size_t>(Field::kUnknown); ++i) {
     if (is(i)) return static_cast<Field>(i);
     const Field f = static_cast<Field>(i);
-    if (f == Field::kValue || f == Field::kArgIndexAmbiguous || f == Field::kInFlightSnapshot) {
+    if (f == Field::kStep || f == Field::kValue || f == Field::kArgIndexAmbiguous ||
+        f == Field::kInFlightSnapshot) {
       continue;  // written only sometimes: try the next one too
     }
     break;
@@ -335,6 +336,7 @@ absl::Status ManifestReader::SkipValue(absl::string_view where, int depth) {
 bool ManifestReader::Rejects(const EntryFilter& f, Field field, const ManifestEntry& e) {
   switch (field) {
     case Field::kTaskId: return f.task && e.task_id != *f.task;
+    case Field::kStep: return f.step && e.step != *f.step;
     case Field::kFuncId:
       return f.func && std::find(e.func_ids.begin(), e.func_ids.end(), *f.func) == e.func_ids.end();
     case Field::kRole: return !f.role.empty() && e.role != f.role;
@@ -350,6 +352,7 @@ bool EntryFilter::Matches(const ManifestEntry& e) const {
   if (!role.empty() && e.role != role) return false;
   if (arg && e.arg_index != *arg) return false;
   if (index && e.index != *index) return false;
+  if (step && e.step != *step) return false;
   if (func && std::find(e.func_ids.begin(), e.func_ids.end(), *func) == e.func_ids.end()) {
     return false;
   }
@@ -359,6 +362,7 @@ bool EntryFilter::Matches(const ManifestEntry& e) const {
 // Clears an entry for reuse, keeping what its strings and vectors hold.
 void ManifestReader::ResetEntry(ManifestEntry* e) {
   e->index = e->record_id = e->task_id = 0;
+  e->step = 0;
   e->func_ids.clear();
   e->role.clear();
   e->stage.clear();
@@ -409,6 +413,11 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
           }
           have_task = true;
         }
+      } else if (field == Field::kStep) {
+        uint64_t v;
+        s = ParseUint(&v, where);
+        if (s.ok() && v > 0xFFFFFFFFull) s = Error(absl::StrCat(where, ": out of range"));
+        e->step = static_cast<uint32_t>(v);
       } else if (field == Field::kFuncId) {
         s = Expect('[', where);
         e->func_ids.clear();

@@ -27,6 +27,7 @@ struct ManifestEntry {
   uint64_t index = 0;  // position in args[] (what --index takes)
   uint64_t record_id = 0;  // remote captures: the id ReadPayload takes
   uint64_t task_id = 0;
+  uint32_t step = 0;  // the workload step; 0 when the manifest has none
   std::vector<int64_t> func_ids;  // [-1] when unknown
   std::string role, stage, kind, dtype;
   uint32_t arg_index = 0;
@@ -49,9 +50,12 @@ struct EntryFilter {
   std::optional<uint32_t> arg;
   std::optional<int64_t> func;
   std::optional<uint64_t> index;
+  std::optional<uint32_t> step;
 
   bool Matches(const ManifestEntry& e) const;
-  bool any() const { return task || !stage.empty() || !role.empty() || arg || func || index; }
+  bool any() const {
+    return task || !stage.empty() || !role.empty() || arg || func || index || step;
+  }
 };
 
 // The top-level fields other than args[]: numbers by name (total_args,
@@ -117,7 +121,8 @@ class ManifestReader {
   static bool Rejects(const EntryFilter& f, Field field, const ManifestEntry& e);
   enum class Field : int {
     kNone = -1,
-    kTaskId, kFuncId, kRole, kStage, kArgIndex, kKind, kDtype, kValue, kShape, kStrides,
+    kTaskId,
+    kStep, kFuncId, kRole, kStage, kArgIndex, kKind, kDtype, kValue, kShape, kStrides,
     kStartOffset, kIsContiguous, kNumel, kArgIndexAmbiguous, kInFlightSnapshot, kTruncated,
     kOverwritten, kBinOffset, kBinSize, kUnknown,
   };

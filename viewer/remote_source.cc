@@ -20,6 +20,7 @@ ManifestEntry EntryFromRecord(const v1::ArgRecord& r, uint64_t index, uint64_t r
   e.index = index;
   e.record_id = record_id;
   e.task_id = r.task_id();
+  e.step = r.step();
   if (r.func_ids().empty()) {
     e.func_ids.push_back(-1);
   } else {
@@ -174,7 +175,7 @@ class RemoteSource : public ArgSource {
   // Whether the selection narrows what the server sends.
   bool Pushed() const {
     return selection_.task || !selection_.stage.empty() || !selection_.role.empty() ||
-           selection_.arg || (selection_.func && *selection_.func >= 0);
+           selection_.arg || selection_.step || (selection_.func && *selection_.func >= 0);
   }
 
   v1::QueryArgsRequest QueryRequest(bool filtered) const {
@@ -191,6 +192,7 @@ class RemoteSource : public ArgSource {
     if (selection_.role == "output") f->set_role(v1::ROLE_OUTPUT);
     if (selection_.role == "inout") f->set_role(v1::ROLE_INOUT);
     if (selection_.arg) f->set_arg_index(*selection_.arg);
+    if (selection_.step) f->set_step(*selection_.step);
     // -1 stands for "no func ids": the service cannot ask that; we filter.
     if (selection_.func && *selection_.func >= 0 &&
         *selection_.func <= std::numeric_limits<uint32_t>::max()) {

@@ -72,6 +72,7 @@ std::string FormatArgText(const ManifestEntry& e, absl::string_view payload) {
     absl::StrAppend(&out, "# ", key, ": ", value, "\n");
   };
   line("task_id", absl::StrFormat("0x%016x", e.task_id));
+  if (e.step != 0) line("step", absl::StrCat(e.step));
   line("role", e.role);
   line("stage", e.stage);
   line("arg_index", absl::StrCat(e.arg_index));

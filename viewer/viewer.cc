@@ -62,7 +62,7 @@ struct Options {
 };
 
 constexpr char kFlagList[] =
-    "--task/-t, --stage/-s, --role/-r, --arg/-a, --func, --index/-i, --export/-e, --npy, "
+    "--task/-t, --stage/-s, --role/-r, --arg/-a, --func, --step, --index/-i, --export/-e, --npy, "
     "--stats, --first-nonfinite, --compare, --atol, --rtol, --out, --server, --capture, "
     "--auth_token_file";
 
@@ -76,6 +76,7 @@ std::string Flags(const ManifestEntry& e) {
   if (e.overwritten) f.push_back("overwritten");
   if (e.arg_index_ambiguous) f.push_back("ambiguous");
   if (e.in_flight_snapshot) f.push_back("in-flight");
+  if (e.step != 0) f.push_back(absl::StrCat("step=", e.step));
   if (e.kind == "tensor" && e.bin_size == 0) f.push_back("no-data");
   return absl::StrJoin(f, ",");
 }
@@ -208,6 +209,10 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
       int64_t v;
       if (!absl::SimpleAtoi(value, &v)) return bad("a func id");
       f->func = v;
+    } else if (flag == "--step") {
+      uint32_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("a step (0, 1, ...)");
+      f->step = v;
     } else if (flag == "--index" || flag == "-i") {
       uint64_t v;
       if (!absl::SimpleAtoi(value, &v)) return bad("a manifest index (0, 1, ...)");
@@ -239,7 +244,7 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
     }
   }
   // Combinations.
-  auto conflict = [&](const std::string& what) {
+  auto conflict = [&](const std::string& what) -> bool {
     err << "dump_viewer: " << what << "\n";
     return false;
   };
@@ -731,6 +736,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     read = Selection();
     read.task = o.selection.task;
     read.func = o.selection.func;
+    read.step = o.selection.step;
   }
   auto open = [&](const std::string& dir, const std::string& capture,
                   const Selection& s) -> absl::StatusOr<std::unique_ptr<ArgSource>> {

@@ -35,7 +35,7 @@ void KernelContext::WaitUntilCancelled() const {
 
 absl::StatusOr<uint16_t> KernelRegistry::Register(std::string name,
                                                   std::vector<ArgDirection> signature,
-                                                  KernelFn fn) {
+                                                  KernelFn fn, std::string type) {
   if (fn == nullptr) return absl::InvalidArgumentError("kernel " + name + ": no function");
   if (kernels_.size() >= abi::kUnknownFuncId) {
     return absl::ResourceExhaustedError("kernel registry is full");
@@ -57,6 +57,7 @@ absl::StatusOr<uint16_t> KernelRegistry::Register(std::string name,
   KernelInfo info;
   info.func_id = static_cast<uint16_t>(kernels_.size());
   info.name = std::move(name);
+  info.type = std::move(type);
   info.signature = std::move(signature);
   info.fn = fn;
   kernels_.push_back(std::move(info));

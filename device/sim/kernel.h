@@ -67,6 +67,9 @@ using KernelFn = absl::Status (*)(KernelContext& ctx);
 struct KernelInfo {
   uint16_t func_id = 0;
   std::string name;
+  // What kind of kernel it is ("elementwise", "matmul", ...), for dump
+  // filters that select kernels by type; empty when not given.
+  std::string type;
   std::vector<ArgDirection> signature;
   KernelFn fn = nullptr;
 };
@@ -78,7 +81,8 @@ class KernelRegistry {
   // InvalidArgument for a duplicate name, a null fn, a SCALAR entry before a
   // tensor entry, or a full table (func_id 0xFFFF means "unknown").
   absl::StatusOr<uint16_t> Register(std::string name,
-                                    std::vector<ArgDirection> signature, KernelFn fn);
+                                    std::vector<ArgDirection> signature, KernelFn fn,
+                                    std::string type = "");
   const KernelInfo* Find(uint16_t func_id) const;
   absl::StatusOr<uint16_t> IdOf(const std::string& name) const;
   size_t size() const { return kernels_.size(); }

@@ -198,25 +198,26 @@ absl::Status RegisterBuiltinKernels(KernelRegistry* registry) {
     const char* name;
     std::vector<ArgDirection> signature;
     KernelFn fn;
+    const char* type;
   };
   const Entry entries[] = {
-      {"add", {D::kIn, D::kIn, D::kOut}, Add},
-      {"mul", {D::kIn, D::kIn, D::kOut}, Mul},
-      {"add_scalar", {D::kIn, D::kOut, D::kScalar}, AddScalar},
-      {"scale", {D::kIn, D::kOut, D::kScalar}, Scale},
-      {"copy", {D::kIn, D::kOut}, Copy},
-      {"matmul", {D::kIn, D::kIn, D::kOut}, Matmul},
-      {"relu", {D::kIn, D::kOut}, Relu},
-      {"softmax", {D::kIn, D::kOut}, Softmax},
-      {"accumulate", {D::kInOut, D::kIn}, Accumulate},
-      {"nonfinite", {D::kIn, D::kOut}, NonFinite},
-      {"hang", {D::kIn, D::kOut}, Hang},
-      {"mix_sum", {D::kIn, D::kIn, D::kOut}, MixSum},
-      {"mix_prod", {D::kIn, D::kIn, D::kOut, D::kOut}, MixProd},
-      {"mix_max", {D::kIn, D::kIn, D::kOut, D::kOut, D::kOut}, MixMax},
+      {"add", {D::kIn, D::kIn, D::kOut}, Add, "elementwise"},
+      {"mul", {D::kIn, D::kIn, D::kOut}, Mul, "elementwise"},
+      {"add_scalar", {D::kIn, D::kOut, D::kScalar}, AddScalar, "elementwise"},
+      {"scale", {D::kIn, D::kOut, D::kScalar}, Scale, "elementwise"},
+      {"copy", {D::kIn, D::kOut}, Copy, "copy"},
+      {"matmul", {D::kIn, D::kIn, D::kOut}, Matmul, "matmul"},
+      {"relu", {D::kIn, D::kOut}, Relu, "activation"},
+      {"softmax", {D::kIn, D::kOut}, Softmax, "activation"},
+      {"accumulate", {D::kInOut, D::kIn}, Accumulate, "elementwise"},
+      {"nonfinite", {D::kIn, D::kOut}, NonFinite, "test"},
+      {"hang", {D::kIn, D::kOut}, Hang, "test"},
+      {"mix_sum", {D::kIn, D::kIn, D::kOut}, MixSum, "mix"},
+      {"mix_prod", {D::kIn, D::kIn, D::kOut, D::kOut}, MixProd, "mix"},
+      {"mix_max", {D::kIn, D::kIn, D::kOut, D::kOut, D::kOut}, MixMax, "mix"},
   };
   for (const Entry& e : entries) {
-    if (auto id = registry->Register(e.name, e.signature, e.fn); !id.ok()) {
+    if (auto id = registry->Register(e.name, e.signature, e.fn, e.type); !id.ok()) {
       return id.status();
     }
   }

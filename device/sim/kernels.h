@@ -1,4 +1,7 @@
-// The built-in kernel library of the sim device (float32 unless noted):
+// The built-in kernel library of the sim device (float32 unless noted), with
+// the types dump filters select by: elementwise (add, mul, add_scalar,
+// scale, accumulate), copy, matmul, activation (relu, softmax), mix
+// (mix_*), test (nonfinite, hang).
 //   add, mul        [in, in, out]        out = a + b, a * b
 //   add_scalar      [in, out] + f32 s    out = x + s
 //   scale           [in, out] + f32 s    out = x * s

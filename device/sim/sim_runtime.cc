@@ -44,6 +44,9 @@ struct SimRuntime::Task {
   std::vector<DumpScalarArg> dump_scalars;
   DumpTask dump;
   bool dumped = false;
+  // Which stages are recorded (the step's mode), set at submit.
+  bool dump_before = false, dump_after = false;
+  uint32_t step = 0;
   // Under mu_.
   uint32_t pending = 0;
   std::vector<Task*> dependents;
@@ -68,6 +71,13 @@ SimRuntime::SimRuntime(SimConfig config, const KernelRegistry& kernels,
     timeouts_ = TimeoutsFromEnvironment(&warnings);
     for (std::string& w : warnings) Warn(std::move(w));
   }
+  DumpConfig first;
+  if (config_.dump) {
+    first = *config_.dump;
+  } else if (recorder_ != nullptr) {
+    first.level = static_cast<int>(recorder_->level());
+  }
+  step_dump_ = MakeStepDump(first);
   completions_.resize(config_.scheduler_threads);
   for (uint32_t i = 0; i < config_.scheduler_threads; ++i) {
     scheduler_cv_.push_back(std::make_unique<std::condition_variable>());
@@ -91,6 +101,125 @@ SimRuntime::~SimRuntime() {
 }
 
 bool SimRuntime::dump_on() const { return kDumpCompiled && recorder_ != nullptr; }
+
+namespace {
+constexpr uint8_t kFuncNeutral = 0, kFuncAllowed = 1, kFuncBlocked = 2;
+}  // namespace
+
+SimRuntime::StepDump SimRuntime::MakeStepDump(const DumpConfig& config) const {
+  StepDump d;
+  d.config = config;
+  d.on = dump_on() && config.level > 0;
+  d.func_state.resize(kernels_.size(), kFuncNeutral);
+  auto listed = [](const std::vector<std::string>& list, const KernelInfo& k) {
+    return std::any_of(list.begin(), list.end(), [&](const std::string& f) {
+      return f == k.name || (!k.type.empty() && f == k.type);
+    });
+  };
+  for (uint16_t f = 0; f < kernels_.size(); ++f) {
+    const KernelInfo* k = kernels_.Find(f);
+    if (k == nullptr) continue;
+    if (listed(config.block_funcs, *k)) {
+      d.func_state[f] = kFuncBlocked;
+    } else if (listed(config.funcs, *k)) {
+      d.func_state[f] = kFuncAllowed;
+    }
+  }
+  return d;
+}
+
+// A task is selected when its step is, none of its kernels is blocked, and
+// (with an allow list) one of them is allowed.
+bool SimRuntime::TaskSelected(const StepDump& d, const std::vector<uint16_t>& func_ids,
+                              uint32_t step) const {
+  if (!d.on || !d.config.steps.Contains(step)) return false;
+  bool allowed = d.config.funcs.empty();
+  for (uint16_t f : func_ids) {
+    const uint8_t state = f < d.func_state.size() ? d.func_state[f] : kFuncNeutral;
+    if (state == kFuncBlocked) return false;
+    allowed = allowed || state == kFuncAllowed;
+  }
+  return allowed;
+}
+
+void SimRuntime::Info(std::string message) {
+  std::fprintf(stderr, "[argsdump dumper] INFO: %s\n", message.c_str());
+  std::lock_guard<std::mutex> lock(mu_);
+  dump_log_.push_back(std::move(message));
+}
+
+void SimRuntime::SetDumpConfig(const DumpConfig& config) {
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_dump_ = config;
+    message = absl::StrCat("SetDumpConfig(", config.Describe(), "): takes effect at step ",
+                           step_ + 1, " (or the first step, if none began)");
+  }
+  Info(std::move(message));
+  if (config.level > 0 && !dump_on()) {
+    Warn("SetDumpConfig: the dump cannot be switched on: this runtime was built without a "
+         "recorder (run with a level > 0, or with a config file to watch, from the start)");
+  }
+}
+
+void SimRuntime::BeginStep(uint32_t step) {
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    step_ = step;
+    if (!pending_dump_) return;
+    StepDump next = MakeStepDump(*pending_dump_);
+    pending_dump_.reset();
+    if (next.on != step_dump_.on) {
+      message = absl::StrCat("dump switched ", next.on ? "on" : "off", " at step ", step,
+                             next.on ? absl::StrCat(" (", next.config.Describe(), ")") : "");
+    } else if (next.on) {
+      message = absl::StrCat("dump reconfigured at step ", step, ": ", next.config.Describe());
+    }
+    step_dump_ = std::move(next);
+  }
+  if (!message.empty()) Info(std::move(message));
+}
+
+void SimRuntime::HoldDispatch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_ = true;
+}
+
+void SimRuntime::ReleaseDispatch() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = false;
+  }
+  NotifySchedulers();
+}
+
+uint32_t SimRuntime::step() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return step_;
+}
+
+std::vector<std::string> SimRuntime::dump_log() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dump_log_;
+}
+
+absl::Status SimRuntime::WaitIdle() {
+  const Clock::time_point deadline = Clock::now() + timeouts_.stream_sync;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!started_) return absl::FailedPreconditionError("sim runtime: not started");
+  const bool idle = sync_cv_.wait_until(lock, deadline, [&] {
+    return hang_ || !run_status_.ok() || completed_ == tasks_.size();
+  });
+  if (!idle && run_status_.ok()) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "stream sync timeout: ", completed_, " of ", tasks_.size(), " tasks finished within ",
+        std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.stream_sync).count(),
+        " ms"));
+  }
+  return run_status_;
+}
 
 void SimRuntime::Warn(std::string message) {
   std::fprintf(stderr, "[argsdump sim] WARNING: %s\n", message.c_str());
@@ -234,9 +363,19 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
       return absl::FailedPreconditionError("submit: the runtime has stopped");
     }
     t->id = (uint64_t{config_.run_id} << 32) | tasks_.size();
+    t->step = step_;
+    if (dump_on() && TaskSelected(step_dump_, t->func_ids, step_)) {
+      t->dump_before = step_dump_.config.CapturesBefore();
+      t->dump_after = step_dump_.config.CapturesAfter();
+      t->dump.step = step_;
+      if (step_dump_.config.level != static_cast<int>(recorder_->level())) {
+        t->dump.level = static_cast<uint8_t>(step_dump_.config.level);
+      }
+    }
     tasks_.push_back(std::move(task));
   }
-  if (dump_on()) BuildDumpTask(t);
+  // Filtered tasks stop at the check above: no dump view is built.
+  if (t->dump_before || t->dump_after) BuildDumpTask(t);
 
   std::lock_guard<std::mutex> lock(mu_);
   const auto& slots = t->args.tensors();
@@ -318,7 +457,7 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
       std::unique_lock<std::mutex> lock(mu_);
       auto wake = [&] {
         return stop_ || hang_ || !completions_[index].empty() ||
-               (!ready_.empty() && inflight.size() < max_inflight);
+               (!ready_.empty() && !held_ && inflight.size() < max_inflight);
       };
       if (inflight.empty()) {
         cv.wait(lock, wake);
@@ -332,7 +471,7 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
       }
       if (stop_ || hang_) break;
       done.swap(completions_[index]);
-      while (!ready_.empty() && inflight.size() + dispatch.size() < max_inflight) {
+      while (!ready_.empty() && !held_ && inflight.size() + dispatch.size() < max_inflight) {
         dispatch.push_back(ready_.front());
         ready_.pop_front();
       }
@@ -354,7 +493,7 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
       }
     }
     for (Task* t : done) {
-      if (rec != nullptr && t->dumped) {
+      if (rec != nullptr && t->dumped && t->dump_after) {
         rec->RecordTask(t->dump, abi::Stage::kAfterCompletion,
                         t->reaped ? abi::kFlagInFlightSnapshot : 0);
       }
@@ -363,7 +502,9 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
       last_progress = Clock::now();
     }
     for (Task* t : dispatch) {
-      if (rec != nullptr && t->dumped) rec->RecordTask(t->dump, abi::Stage::kBeforeDispatch);
+      if (rec != nullptr && t->dumped && t->dump_before) {
+        rec->RecordTask(t->dump, abi::Stage::kBeforeDispatch);
+      }
       t->scheduler = index;
       t->dispatched_at = Clock::now();
       inflight.push_back(t);
@@ -391,7 +532,7 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
   // Stopped or hung: record what the still-running tasks wrote so far, then
   // hand everything to the host.
   for (Task* t : inflight) {
-    if (rec != nullptr && t->dumped) {
+    if (rec != nullptr && t->dumped && t->dump_after) {
       // Best effort, like a real hang: what a stuck kernel drained is
       // visible (acquire pairs with KernelContext::Drain), and subtasks that
       // already finished handed over under mu_, taken here once more.

@@ -31,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "device/dump_config.h"
 #include "device/recorder.h"
 #include "device/sim/core_task_args.h"
 #include "device/sim/kernel.h"
@@ -58,6 +59,10 @@ struct SimConfig {
   uint32_t run_id = 1;
   // Unset: read from the environment (see timeouts.h).
   std::optional<SimTimeouts> timeouts;
+  // What the dump covers from the first step on (until SetDumpConfig
+  // changes it): level, mode (which stages), kernels (funcs / block_funcs
+  // by name or type) and steps. Unset: everything, at the recorder's level.
+  std::optional<DumpConfig> dump;
 };
 
 class SimRuntime {
@@ -74,6 +79,28 @@ class SimRuntime {
 
   // Starts scheduler and worker threads. Tasks may be submitted before or after.
   absl::Status Start();
+
+  // Steps (iterations of a workload) and the dynamic switch. Tasks
+  // submitted after BeginStep(n) belong to step n and carry it in their
+  // records. A configuration given to SetDumpConfig takes effect at the
+  // next BeginStep - never in the middle of a step: the tasks of the step
+  // in flight keep the configuration they were submitted under. Level 0
+  // switches the dump off, a level > 0 on again (only if the runtime was
+  // built with a recorder; otherwise a WARNING says it cannot be). Changes
+  // are logged as INFO "dump switched on/off/reconfigured at step n".
+  void BeginStep(uint32_t step);
+  void SetDumpConfig(const DumpConfig& config);
+  uint32_t step() const;
+  // While held, ready tasks wait instead of being dispatched: submitting a
+  // whole step before any of it runs keeps the dispatch order the same as
+  // submitting before Start().
+  void HoldDispatch();
+  void ReleaseDispatch();
+  // Waits until every task submitted so far has completed (or the run hung
+  // or failed): the end of a step. Returns the run status so far.
+  absl::Status WaitIdle();
+  // The INFO lines of dump state changes (also printed to stderr).
+  std::vector<std::string> dump_log() const;
 
   // Queues a task; returns its id. InvalidArgument for an unknown func_id,
   // 0 or more than 3 func_ids, or args whose add_*/dump(...) failed.
@@ -107,6 +134,16 @@ class SimRuntime {
   };
 
   void BuildDumpTask(Task* task);
+  // What the dump of a step is: its config and, per func_id, whether the
+  // kernel lists select it. mu_ held.
+  struct StepDump {
+    DumpConfig config;
+    bool on = false;
+    std::vector<uint8_t> func_state;  // kFuncNeutral / kFuncAllowed / kFuncBlocked
+  };
+  StepDump MakeStepDump(const DumpConfig& config) const;
+  bool TaskSelected(const StepDump& d, const std::vector<uint16_t>& func_ids, uint32_t step) const;
+  void Info(std::string message);  // mu_ not held
   void AddDependency(Task* task, Task* on);  // mu_ held
   void MakeReady(Task* task);                // mu_ held
   void SchedulerLoop(uint32_t index);
@@ -137,6 +174,11 @@ class SimRuntime {
   bool hang_ = false;
   absl::Status run_status_;
   std::vector<std::string> warnings_;
+  uint32_t step_ = 0;
+  bool held_ = false;
+  StepDump step_dump_;
+  std::optional<DumpConfig> pending_dump_;
+  std::vector<std::string> dump_log_;
 
   std::mutex jobs_mu_;
   std::condition_variable jobs_cv_;

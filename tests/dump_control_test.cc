@@ -1,0 +1,224 @@
+// Dump control (issue 6): the mode, kernel allow/block lists by name and
+// type, step lists, and the dynamic switch between steps, through the
+// whole local pipeline (sim runtime -> recorder -> collector -> store) and
+// read back from the files.
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "collector/sim_job.h"
+#include "device/sim/kernels.h"
+#include "device/workload.h"
+#include "gtest/gtest.h"
+#include "tests/capture_reader.h"
+
+namespace argsdump {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir ? dir : "/tmp", "/", name);
+}
+
+SimJobOptions Options(const std::string& name, int level = 2) {
+  SimJobOptions o;
+  o.dump_level = level;
+  o.output_prefix = TempDir(name);
+  o.sim.scheduler_threads = 2;
+  o.sim.worker_threads = 2;
+  o.sim.timeouts = SimTimeouts();
+  o.region.arena_bytes = 1 << 20;
+  return o;
+}
+
+CaptureFiles RunJob(const std::string& workload, const SimJobOptions& o,
+                    std::vector<std::string>* log = nullptr) {
+  auto r = RunSimJob(*BuiltinWorkload(workload), BuiltinKernels(), o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  EXPECT_TRUE(r->run_status.ok()) << r->run_status;
+  if (log != nullptr) *log = r->dump_log;
+  return ReadCapture(r->dump_dir);
+}
+
+// The kernel names of an entry's func ids.
+std::set<std::string> Kernels(const Entry& e) {
+  std::set<std::string> names;
+  for (int f : e.func_id) {
+    if (const KernelInfo* k = BuiltinKernels().Find(static_cast<uint16_t>(f))) names.insert(k->name);
+  }
+  return names;
+}
+
+std::set<std::string> AllKernels(const CaptureFiles& c) {
+  std::set<std::string> out;
+  for (const Entry& e : c.entries) {
+    for (const std::string& k : Kernels(e)) out.insert(k);
+  }
+  return out;
+}
+
+// Entries without their task ids (steps of one workload differ only there).
+std::multiset<std::tuple<std::string, int, std::string, std::string>> Shapes(
+    const CaptureFiles& c, std::function<bool(const Entry&)> keep) {
+  std::multiset<std::tuple<std::string, int, std::string, std::string>> out;
+  for (const Entry& e : c.entries) {
+    if (keep(e)) {
+      out.insert({e.stage, e.arg_index, e.role,
+                  absl::StrCat(e.payload.size(), " bytes, hash ",
+                               std::hash<std::string>()(e.payload))});
+    }
+  }
+  return out;
+}
+
+TEST(DumpControlTest, ModeSelectsTheStages) {
+  const CaptureFiles all = RunJob("mixed_example", Options("mode_all"));
+  ASSERT_GE(all.entries.size(), 20u);
+  for (DumpMode mode : {DumpMode::kInput, DumpMode::kOutput}) {
+    SCOPED_TRACE(DumpModeName(mode));
+    SimJobOptions o = Options(absl::StrCat("mode_", DumpModeName(mode)));
+    o.dump.mode = mode;
+    const CaptureFiles c = RunJob("mixed_example", o);
+    const std::string stage = mode == DumpMode::kInput ? "before_dispatch" : "after_completion";
+    ASSERT_FALSE(c.entries.empty());
+    for (const Entry& e : c.entries) EXPECT_EQ(e.stage, stage);
+    // Exactly the full capture's records of that stage, bytes included.
+    EXPECT_EQ(Shapes(c, [](const Entry&) { return true; }),
+              Shapes(all, [&](const Entry& e) { return e.stage == stage; }));
+  }
+}
+
+TEST(DumpControlTest, KernelListsSelectByNameAndType) {
+  const CaptureFiles all = RunJob("mixed_example", Options("funcs_all"));
+  const std::set<std::string> every = AllKernels(all);
+  ASSERT_TRUE(every.count("matmul") && every.count("relu") && every.count("softmax"));
+  struct Case {
+    std::vector<std::string> funcs, block;
+    std::set<std::string> want;
+  };
+  std::set<std::string> not_elementwise;
+  for (const std::string& k : every) {
+    if (k != "accumulate" && k != "scale") not_elementwise.insert(k);
+  }
+  const std::vector<Case> cases = {
+      {{"matmul"}, {}, {"matmul"}},
+      {{"activation"}, {}, {"relu", "softmax"}},          // by type
+      {{"matmul", "relu"}, {"relu"}, {"matmul"}},         // block wins
+      {{}, {"elementwise"}, not_elementwise},             // block by type
+      {{"mix_prod"}, {}, {"mix_sum", "mix_prod", "mix_max"}},  // one kernel of a mix task
+      {{}, {"mix_max"}, [&] {                              // blocks the whole mix task
+         std::set<std::string> s = every;
+         for (const char* k : {"mix_sum", "mix_prod", "mix_max"}) s.erase(k);
+         return s;
+       }()},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    SCOPED_TRACE(absl::StrCat("funcs ", absl::StrJoin(c.funcs, ","), " block ",
+                              absl::StrJoin(c.block, ",")));
+    SimJobOptions o = Options(absl::StrCat("funcs_case_", i));
+    o.dump.funcs = c.funcs;
+    o.dump.block_funcs = c.block;
+    const CaptureFiles got = RunJob("mixed_example", o);
+    EXPECT_EQ(AllKernels(got), c.want);
+    // What is kept is kept whole: the same records as in the full capture.
+    EXPECT_EQ(Shapes(got, [](const Entry&) { return true; }), Shapes(all, [&](const Entry& e) {
+                for (const std::string& k : Kernels(e)) {
+                  if (c.want.count(k)) return true;
+                }
+                return false;
+              }));
+  }
+}
+
+// Steps per record; the set of steps that have records.
+std::set<uint32_t> Steps(const CaptureFiles& c) {
+  std::set<uint32_t> s;
+  for (const Entry& e : c.entries) s.insert(e.step);
+  return s;
+}
+
+TEST(DumpControlTest, StepsAreRecordedAndSelectedByTheStepList) {
+  SimJobOptions o = Options("steps_all");
+  o.steps = 4;
+  const CaptureFiles all = RunJob("vector_example", o);
+  EXPECT_EQ(Steps(all), (std::set<uint32_t>{0, 1, 2, 3}));
+  // Every step dumps the same records (a fresh graph each step).
+  const auto step0 = Shapes(all, [](const Entry& e) { return e.step == 0; });
+  ASSERT_FALSE(step0.empty());
+  for (uint32_t s = 1; s < 4; ++s) {
+    EXPECT_EQ(Shapes(all, [&](const Entry& e) { return e.step == s; }), step0) << s;
+  }
+  EXPECT_NE(all.manifest_text.find("\"step\": 3"), std::string::npos);
+  o.dump.steps = *StepSet::Parse("0|2-3");
+  o.output_prefix = TempDir("steps_some");
+  EXPECT_EQ(Steps(RunJob("vector_example", o)), (std::set<uint32_t>{0, 2, 3}));
+  // A single-step capture has no "step" fields: its manifest is unchanged.
+  const CaptureFiles one = RunJob("vector_example", Options("steps_one"));
+  EXPECT_EQ(one.manifest_text.find("\"step\""), std::string::npos);
+}
+
+DumpConfig Level(int level) {
+  DumpConfig c;
+  c.level = level;
+  return c;
+}
+
+// SetDumpConfig between steps takes effect at the next step; called while
+// a step's tasks run, it leaves that step alone.
+TEST(DumpControlTest, TheSwitchTakesEffectAtTheNextStepOnly) {
+  SimJobOptions o = Options("switch");
+  o.steps = 6;
+  o.before_step = [](uint32_t step) -> std::optional<DumpConfig> {
+    if (step == 1) return Level(0);  // off for step 1
+    if (step == 2) return Level(2);  // on again
+    return std::nullopt;
+  };
+  o.during_step = [](uint32_t step) -> std::optional<DumpConfig> {
+    if (step == 3) return Level(0);  // mid-step 3: off from step 4
+    if (step == 4) {
+      DumpConfig c = Level(2);  // mid-step 4: outputs only from step 5
+      c.mode = DumpMode::kOutput;
+      return c;
+    }
+    return std::nullopt;
+  };
+  std::vector<std::string> log;
+  const CaptureFiles c = RunJob("vector_example", o, &log);
+  EXPECT_EQ(Steps(c), (std::set<uint32_t>{0, 2, 3, 5}));
+  // INFO lines for every entry point call and state change.
+  const std::string all = absl::StrJoin(log, "\n");
+  for (const char* line : {"dump switched off at step 1", "dump switched on at step 2",
+                           "takes effect at step 4", "dump switched off at step 4",
+                           "dump switched on at step 5 (level=2", "mode=output"}) {
+    EXPECT_NE(all.find(line), std::string::npos) << line << "\n" << all;
+  }
+  for (const Entry& e : c.entries) {
+    if (e.step == 5) EXPECT_EQ(e.stage, "after_completion");
+  }
+  // Step 3 (switched off while it ran) is whole.
+  EXPECT_EQ(Shapes(c, [](const Entry& e) { return e.step == 3; }),
+            Shapes(c, [](const Entry& e) { return e.step == 0; }));
+}
+
+// Started at level 0 with a switch possible (a watched config file): no
+// record until the dump is switched on.
+TEST(DumpControlTest, SwitchedOnFromLevelZero) {
+  SimJobOptions o = Options("from_zero", /*level=*/0);
+  o.dynamic = true;
+  o.steps = 3;
+  o.before_step = [](uint32_t step) -> std::optional<DumpConfig> {
+    if (step == 2) return Level(2);
+    return std::nullopt;
+  };
+  const CaptureFiles c = RunJob("vector_example", o);
+  EXPECT_EQ(Steps(c), (std::set<uint32_t>{2}));
+}
+
+}  // namespace
+}  // namespace argsdump
