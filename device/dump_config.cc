@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/struct.pb.h"
+#include "proto/argsdump/v1/dump_config.pb.h"
 #include "google/protobuf/util/json_util.h"
 
 extern char** environ;
@@ -319,40 +320,55 @@ DumpConfigEntry DumpConfigFromFile(const std::string& path, std::vector<DumpLog>
   }
   std::stringstream text;
   text << in.rdbuf();
-  google::protobuf::Struct root;
-  auto parsed = google::protobuf::util::JsonStringToMessage(text.str(), &root);
+  v1::DumpConfigFile root;
+  google::protobuf::util::JsonParseOptions lenient;
+  lenient.ignore_unknown_fields = true;
+  auto parsed = google::protobuf::util::JsonStringToMessage(text.str(), &root, lenient);
   if (!parsed.ok()) {
     Log(logs, DumpLog::kWarning,
         absl::StrCat(source, ": not a JSON object (", std::string(parsed.message()),
                      "); no setting is taken from it"));
     return entry;
   }
-  for (const auto& [key, value] : root.fields()) {
-    const Item* item = nullptr;
-    for (const Item& i : kItems) {
-      if (key == i.name) item = &i;
-    }
-    if (item == nullptr) {
-      std::vector<std::string> known;
-      for (const Item& i : kItems) known.push_back(i.name);
-      Log(logs, DumpLog::kWarning,
-          absl::StrCat(source, ": key \"", key, "\" is not a dump setting (known: ",
-                       absl::StrJoin(known, ", "), "); ignored"));
-      continue;
-    }
+  // Unknown keys: the strict parse names the first one.
+  v1::DumpConfigFile strict_root;
+  auto strict = google::protobuf::util::JsonStringToMessage(text.str(), &strict_root);
+  if (!strict.ok()) {
+    std::vector<std::string> known;
+    for (const Item& i : kItems) known.push_back(i.name);
+    Log(logs, DumpLog::kWarning,
+        absl::StrCat(source, ": ", std::string(strict.message()),
+                     ": not a dump setting (known: ", absl::StrJoin(known, ", "),
+                     "); ignored"));
+  }
+  const google::protobuf::Value* values[] = {
+      root.has_level() ? &root.level() : nullptr,
+      root.has_path() ? &root.path() : nullptr,
+      root.has_mode() ? &root.mode() : nullptr,
+      root.has_funcs() ? &root.funcs() : nullptr,
+      root.has_block_funcs() ? &root.block_funcs() : nullptr,
+      root.has_steps() ? &root.steps() : nullptr,
+      root.has_stats() ? &root.stats() : nullptr,
+      root.has_overflow() ? &root.overflow() : nullptr,
+  };
+  static_assert(sizeof(values) / sizeof(values[0]) == sizeof(kItems) / sizeof(kItems[0]));
+  for (size_t k = 0; k < sizeof(kItems) / sizeof(kItems[0]); ++k) {
+    const google::protobuf::Value* value = values[k];
+    const Item& item = kItems[k];
+    if (value == nullptr || value->kind_case() == google::protobuf::Value::kNullValue) continue;
     bool ok;
-    const std::string v = ValueText(value, &ok);
-    if (value.kind_case() == google::protobuf::Value::kNullValue) continue;  // null: unset
+    const std::string v = ValueText(*value, &ok);
     std::string shown;
-    google::protobuf::util::MessageToJsonString(value, &shown);
+    google::protobuf::util::MessageToJsonString(*value, &shown);
+    const std::string key = item.name;
     if (!ok) {
       Log(logs, DumpLog::kWarning,
           absl::StrCat(source, ": \"", key, "\": ", shown, " is not valid (expected ",
-                       item->expected, "); ", item->name,
+                       item.expected, "); ", item.name,
                        " falls back to the next entry or its default"));
       continue;
     }
-    Take(*item, source, absl::StrCat("\"", key, "\": ", shown), v, &entry, logs);
+    Take(item, source, absl::StrCat("\"", key, "\": ", shown), v, &entry, logs);
   }
   LogEntry(source, entry, logs);
   return entry;
