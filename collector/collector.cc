@@ -74,6 +74,7 @@ absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
   out.set_arg_index_ambiguous((r.flags & abi::kFlagArgIndexAmbiguous) != 0);
   out.set_in_flight_snapshot((r.flags & abi::kFlagInFlightSnapshot) != 0);
   out.set_step(r.step);
+  out.set_overflow((r.flags & abi::kFlagOverflow) != 0);
   out.set_device_thread(thread);
   return absl::OkStatus();
 }

@@ -27,7 +27,7 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   std::unique_ptr<DumpRecorder> recorder;
   std::unique_ptr<CaptureSink> sink;
   LocalSink* local_sink = nullptr;
-  const bool capture = options.dump_level > 0 || options.dynamic;
+  const bool capture = options.dump_level > 0 || options.dynamic || options.dump.overflow;
   const int region_level = options.dump_level > 0 ? options.dump_level : options.dynamic_level;
   if (capture) {
     DumpRegionConfig rc = options.region;
@@ -92,6 +92,8 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     if (!tensors.ok()) return tensors.status();
     result.tasks = runtime.tasks_submitted();
     result.dump_log = runtime.dump_log();
+    result.overflow_tasks = runtime.overflow_tasks();
+    result.first_overflow_task = runtime.first_overflow_task();
     result.tasks_completed = runtime.tasks_completed();
     result.tensors = std::move(tensors).value();
   }
@@ -119,7 +121,15 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                                " s on ", PlatformName(o.platform), ", dump level ",
                                o.dump_level, "\n");
   if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
-  if (o.dump_level == 0 && !o.dynamic) return s + "dump: off (level 0)\n";
+  if (r.overflow_tasks > 0) {
+    absl::StrAppend(&s, "overflow: ", r.overflow_tasks,
+                    " task(s) wrote a NaN or an Inf; the first: task ",
+                    TaskIdHex(*r.first_overflow_task),
+                    " (dumped in full, flagged \"overflow\" in the manifest)\n");
+  } else if (o.dump.overflow) {
+    absl::StrAppend(&s, "overflow: no task wrote a NaN or an Inf\n");
+  }
+  if (o.dump_level == 0 && !o.dynamic && !o.dump.overflow) return s + "dump: off (level 0)\n";
   const v1::CaptureCounters& l = r.losses;
   absl::StrAppend(&s, "records: ", r.collected.records, " (", r.collected.recovered_records,
                   " recovered from unflushed buffers), payload bytes: ",

@@ -62,6 +62,8 @@ struct SimJobResult {
   double seconds = 0;
   std::map<std::string, Tensor> tensors;  // the workload's, after the run
   std::vector<std::string> dump_log;      // the runtime's dump state changes
+  uint64_t overflow_tasks = 0;            // the overflow check's finds
+  std::optional<uint64_t> first_overflow_task;
 };
 
 // Fails only when the job could not run or the capture could not be written;

@@ -65,6 +65,10 @@ inline constexpr uint8_t kFlagInFlightSnapshot = 1u << 1;
 // The level selected this tensor for payload but the payload was not kept
 // (size 0 tensor, or truncated to nothing); set only with payload_size == 0.
 inline constexpr uint8_t kFlagPayloadEmpty = 1u << 2;
+// Recorded by the overflow check: the task's output held a NaN or an Inf,
+// so the whole task (outputs, and inputs as they are at completion) was
+// captured at after_completion whatever the level and filters said.
+inline constexpr uint8_t kFlagOverflow = 1u << 3;
 
 // What the device does when the host falls behind (a full ready queue, an
 // empty free queue, an arena not yet acknowledged).

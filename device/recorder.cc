@@ -288,6 +288,17 @@ void ThreadRecorder::RecordTask(const DumpTask& task, abi::Stage stage,
   }
 }
 
+void ThreadRecorder::RecordOverflow(const DumpTask& task, bool scalars) {
+  for (uint32_t i = 0; i < task.tensor_count; ++i) {
+    RecordTensor(task, task.tensors[i], abi::Stage::kAfterCompletion, /*with_payload=*/true,
+                 abi::kFlagOverflow);
+  }
+  if (!scalars) return;
+  for (uint32_t i = 0; i < task.scalar_count; ++i) {
+    RecordScalar(task, task.scalars[i], abi::kFlagOverflow);
+  }
+}
+
 void ThreadRecorder::Flush() {
   PublishCurrent(abi::DropCause::kFlushTimeout);
   state_->flushed.store(1, std::memory_order_release);

@@ -80,6 +80,12 @@ class ThreadRecorder {
   // level. `extra_flags` (e.g. abi::kFlagInFlightSnapshot) go on every record.
   void RecordTask(const DumpTask& task, abi::Stage stage, uint8_t extra_flags = 0);
 
+  // The overflow dump: every tensor arg of `task` at after_completion with
+  // its payload (inputs as they are now), flagged kFlagOverflow, whatever
+  // the level; and its scalars when `scalars` (they were not recorded
+  // before dispatch).
+  void RecordOverflow(const DumpTask& task, bool scalars);
+
   // Hands the partly filled buffer to the host and marks this thread flushed.
   // Call once at the end of a run (also after a hang).
   void Flush();

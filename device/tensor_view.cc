@@ -1,5 +1,7 @@
 #include "device/tensor_view.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <cstring>
 
@@ -112,6 +114,28 @@ inline void CopyRow(uint8_t* dst, const uint8_t* src, uint64_t count,
 }
 
 }  // namespace
+
+bool HasNonFinite(const TensorView& v) {
+  switch (v.dtype) {
+    case DataType::kFloat32: case DataType::kFloat16: case DataType::kBfloat16:
+    case DataType::kFloat64: case DataType::kFp8E4M3Fn: case DataType::kFp8E8M0:
+      break;
+    default:
+      return false;  // integers, bool, FP4E2M1 (no NaN or Inf encodings)
+  }
+  const uint64_t n = v.numel();
+  uint32_t index[abi::kMaxDims] = {};
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t at = v.start_offset;
+    for (uint32_t d = 0; d < v.ndims; ++d) at += uint64_t{index[d]} * v.strides[d];
+    if (!std::isfinite(ElementAsDouble(v.dtype, v.data, at))) return true;
+    for (uint32_t d = v.ndims; d-- > 0;) {
+      if (++index[d] < v.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return false;
+}
 
 uint64_t GatherLogical(const TensorView& v, uint8_t* dst, uint64_t max_bytes) {
   const uint64_t total_bytes = v.logical_bytes();

@@ -40,6 +40,10 @@ absl::Status ValidateView(const TensorView& view, uint64_t buffer_elements);
 // per row when the innermost stride is 1).
 uint64_t GatherLogical(const TensorView& view, uint8_t* dst, uint64_t max_bytes);
 
+// Whether any element of the view is a NaN or an infinity (floating dtypes;
+// integer and bool views never are).
+bool HasNonFinite(const TensorView& view);
+
 }  // namespace argsdump
 
 #endif  // ARGSDUMP_DEVICE_TENSOR_VIEW_H_

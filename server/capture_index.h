@@ -43,9 +43,11 @@ struct ArgQuery {
   std::optional<uint32_t> func_id;
   int dtype = 0;  // v1::DType
   std::optional<uint32_t> step;
+  std::optional<bool> overflow;
 
   bool Matches(const ManifestRow& r) const {
     if (step && r.step != *step) return false;
+    if (overflow && r.overflow != *overflow) return false;
     if (task_id && r.task_id != *task_id) return false;
     if (stage != 0 && r.stage != stage) return false;
     if (role != 0 && r.role != role) return false;

@@ -92,6 +92,7 @@ ArgQuery QueryFrom(const v1::ArgFilter& f) {
   if (f.has_func_id()) q.func_id = f.func_id();
   q.dtype = f.dtype();
   if (f.has_step()) q.step = f.step();
+  if (f.has_overflow()) q.overflow = f.overflow();
   return q;
 }
 

@@ -141,6 +141,7 @@ void AppendEntry(TextBuffer* out, const ManifestRow& row, bool steps) {
   c.Uint(r.numel);
   if (r.arg_index_ambiguous) c.Lit(", \"arg_index_ambiguous\": true");
   if (r.in_flight_snapshot) c.Lit(", \"in_flight_snapshot\": true");
+  if (r.overflow) c.Lit(", \"overflow\": true");
   c.Lit(", \"truncated\": ");
   c.Bool(r.truncated);
   c.Lit(", \"overwritten\": ");
@@ -225,6 +226,21 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& cont
       "},\n",
       "  \"payload_bytes\": ", c.payload_bytes(), ",\n");
   if (m.recovered) out.append("  \"recovered_from_journal\": true,\n");
+  // The overflow check's result, when it found anything: how many tasks,
+  // and the first in task (manifest) order.
+  uint64_t overflow_tasks = 0, last_task = 0;
+  std::optional<uint64_t> first_overflow;
+  for (uint32_t i : *m.order) {
+    const ManifestRow& r = (*m.records)[i];
+    if (!r.overflow || (first_overflow && r.task_id == last_task)) continue;
+    ++overflow_tasks;
+    last_task = r.task_id;
+    if (!first_overflow) first_overflow = r.task_id;
+  }
+  if (first_overflow) {
+    absl::StrAppend(&out, "  \"overflow_tasks\": ", overflow_tasks, ",\n",
+                    "  \"first_overflow_task\": \"", TaskIdHex(*first_overflow), "\",\n");
+  }
   absl::StrAppend(&out, "  \"bin_file\": ", m.has_bin_file ? "\"args.bin\"" : "null", ",\n",
                   "  \"args\": [");
   // Formatter threads fill chunks of entries into a ring of buffers (chunk c

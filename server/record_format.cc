@@ -178,6 +178,7 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
   row.arg_index_ambiguous = r.arg_index_ambiguous();
   row.in_flight_snapshot = r.in_flight_snapshot();
   row.step = r.step();
+  row.overflow = r.overflow();
   return row;
 }
 
@@ -210,6 +211,7 @@ v1::ArgRecord RecordFromRow(const ManifestRow& row) {
   r.set_arg_index_ambiguous(row.arg_index_ambiguous);
   r.set_in_flight_snapshot(row.in_flight_snapshot);
   r.set_step(row.step);
+  r.set_overflow(row.overflow);
   r.set_device_thread(row.device_thread);
   return r;
 }

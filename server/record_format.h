@@ -63,7 +63,8 @@ struct ManifestRow {
   bool overwritten = false;
   bool arg_index_ambiguous = false;
   bool in_flight_snapshot = false;
-  uint8_t reserved[3] = {};  // explicit padding: rows are stored raw
+  bool overflow = false;
+  uint8_t reserved[2] = {};  // explicit padding: rows are stored raw
   uint32_t step = 0;  // zero in args.index files from before steps existed
 };
 

@@ -24,7 +24,7 @@ struct Entry {
   std::vector<int> func_id, shape, strides;
   uint64_t start_offset = 0, numel = 0, bin_offset = 0, bin_size = 0;
   bool is_contiguous = false, truncated = false, overwritten = false, ambiguous = false,
-       in_flight = false;
+       in_flight = false, overflow = false;
   google::protobuf::Value value;
   std::string payload;  // the bytes of args.bin this entry points at
 
@@ -84,6 +84,7 @@ inline CaptureFiles ReadCapture(const std::string& dir) {
     e.overwritten = m.overwritten();
     e.ambiguous = m.arg_index_ambiguous();
     e.in_flight = m.in_flight_snapshot();
+    e.overflow = m.overflow();
     e.value = m.value();
     EXPECT_LE(e.bin_offset + e.bin_size, c.bin.size()) << e.task_id;
     if (e.bin_offset + e.bin_size <= c.bin.size()) e.payload = c.bin.substr(e.bin_offset, e.bin_size);

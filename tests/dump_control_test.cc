@@ -2,6 +2,7 @@
 // type, step lists, and the dynamic switch between steps, through the
 // whole local pipeline (sim runtime -> recorder -> collector -> store) and
 // read back from the files.
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -218,6 +219,109 @@ TEST(DumpControlTest, SwitchedOnFromLevelZero) {
   };
   const CaptureFiles c = RunJob("vector_example", o);
   EXPECT_EQ(Steps(c), (std::set<uint32_t>{2}));
+}
+
+// n independent tasks x_i -> relu -> y_i, except task k: nonfinite (its
+// output gets a NaN and an Inf). With `chain`, task i+1 reads y_i instead,
+// so the NaN flows on to every later task.
+v1::WorkloadSpec NanAt(int n, int k, bool chain) {
+  v1::WorkloadSpec w;
+  w.set_name("nan_at");
+  for (int i = 0; i <= n; ++i) {
+    v1::BufferSpec* b = w.add_buffers();
+    b->set_name(absl::StrCat("y", i));
+    b->set_dtype("FLOAT32");
+    b->add_shape(4);
+    b->add_shape(8);
+    b->mutable_init()->set_fill(i == 0 ? 1.5 : 0.0);
+  }
+  for (int i = 0; i < n; ++i) {
+    v1::TaskSpec* t = w.add_tasks();
+    t->set_func(i == k ? "nonfinite" : "relu");
+    v1::ArgSpec* in = t->add_args();
+    in->set_tensor(chain ? absl::StrCat("y", i) : "y0");
+    in->set_role("input");
+    v1::ArgSpec* out = t->add_args();
+    out->set_tensor(absl::StrCat("y", i + 1));
+    out->set_role("output");
+  }
+  return w;
+}
+
+CaptureFiles RunSpec(const v1::WorkloadSpec& w, const SimJobOptions& o, SimJobResult* result) {
+  auto r = RunSimJob(w, BuiltinKernels(), o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return {};
+  EXPECT_TRUE(r->run_status.ok()) << r->run_status;
+  *result = *r;
+  return ReadCapture(r->dump_dir);
+}
+
+// Level 0 + overflow: only task k is dumped, in full, flagged; the
+// manifest and the run's summary name it.
+TEST(OverflowDumpTest, TheTaskWithANanIsDumpedAloneAtLevelZero) {
+  const int n = 12, k = 7;
+  SimJobOptions o = Options("overflow0", /*level=*/0);
+  o.dump.overflow = true;
+  SimJobResult r;
+  const CaptureFiles c = RunSpec(NanAt(n, k, /*chain=*/false), o, &r);
+  const std::string task_k = absl::StrCat("0x", absl::Hex((uint64_t{1} << 32) | k, absl::kZeroPad16));
+  ASSERT_EQ(c.entries.size(), 2u);  // its input (as at completion) and its output
+  for (const Entry& e : c.entries) {
+    EXPECT_EQ(e.task_id, task_k);
+    EXPECT_EQ(e.stage, "after_completion");
+    EXPECT_TRUE(e.overflow);
+    EXPECT_EQ(e.payload.size(), 4u * 8 * 4);
+  }
+  const std::vector<float> out = c.entries[1].role == "output" ? c.entries[1].As<float>()
+                                                               : c.entries[0].As<float>();
+  EXPECT_TRUE(std::isnan(out[0]));
+  EXPECT_TRUE(std::isinf(out[1]));
+  EXPECT_EQ(c.manifest.first_overflow_task(), task_k);
+  EXPECT_EQ(c.manifest.overflow_tasks(), 1u);
+  EXPECT_EQ(r.overflow_tasks, 1u);
+  EXPECT_NE(SummarizeSimJob(r, o).find("overflow: 1 task(s) wrote a NaN or an Inf; the first: task " +
+                                      task_k),
+            std::string::npos)
+      << SummarizeSimJob(r, o);
+}
+
+// At level 2 with a chain: every task from k on overflows; k is the first.
+// Tasks before k are dumped as usual; overflowing ones once, in full.
+TEST(OverflowDumpTest, TheFirstOverflowingTaskIsNamedInAChain) {
+  const int n = 6, k = 2;
+  SimJobOptions o = Options("overflow_chain");
+  o.dump.overflow = true;
+  o.dump.mode = DumpMode::kInput;  // filters do not hide an overflow
+  SimJobResult r;
+  const CaptureFiles c = RunSpec(NanAt(n, k, /*chain=*/true), o, &r);
+  EXPECT_EQ(r.overflow_tasks, static_cast<uint64_t>(n - k));
+  const std::string task_k = absl::StrCat("0x", absl::Hex((uint64_t{1} << 32) | k, absl::kZeroPad16));
+  EXPECT_EQ(c.manifest.first_overflow_task(), task_k);
+  EXPECT_EQ(c.manifest.overflow_tasks(), static_cast<uint64_t>(n - k));
+  std::map<std::string, std::vector<const Entry*>> by_task;
+  for (const Entry& e : c.entries) by_task[e.task_id].push_back(&e);
+  ASSERT_EQ(by_task.size(), static_cast<size_t>(n));
+  for (const auto& [task, entries] : by_task) {
+    const bool overflowed = task >= task_k;
+    for (const Entry* e : entries) {
+      EXPECT_EQ(e->overflow, overflowed && e->stage == "after_completion") << task;
+    }
+    // Before k: the input before dispatch only (mode input). From k: that,
+    // plus input and output at completion.
+    EXPECT_EQ(entries.size(), overflowed ? 3u : 1u) << task;
+  }
+}
+
+TEST(OverflowDumpTest, NoOverflowNoExtraRecords) {
+  SimJobOptions o = Options("overflow_none");
+  o.dump.overflow = true;
+  SimJobResult r;
+  const CaptureFiles c = RunSpec(NanAt(4, /*k=*/-1, false), o, &r);
+  EXPECT_EQ(r.overflow_tasks, 0u);
+  EXPECT_EQ(c.entries.size(), 8u);
+  for (const Entry& e : c.entries) EXPECT_FALSE(e.overflow);
+  EXPECT_EQ(c.manifest_text.find("overflow"), std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // files as on the local directory of the same capture, finished or live.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -225,12 +226,13 @@ TEST_F(ViewerRemoteTest, StepsFilterTheSameLocallyAndRemotely) {
   TestCapture scene = ViewerScene(false);
   for (size_t i = 0; i < scene.records().size(); ++i) {
     scene.records()[i].set_step(static_cast<uint32_t>(i % 3));
+    scene.records()[i].set_overflow(i % 4 == 0);
   }
   const std::string local = Local("stepped", scene);
   Ingest("stepped", scene);
   for (const std::vector<std::string>& command :
        {std::vector<std::string>{}, {"--step", "1"}, {"--step", "2", "-r", "output"},
-        {"--step", "7"}, {"--step", "0", "--stats"}}) {
+        {"--step", "7"}, {"--step", "0", "--stats"}, {"--overflow"}, {"--overflow", "-s", "after"}}) {
     ExpectSame(local, "stepped", command);
   }
   const Result one = Viewer({local, "--step", "1"});
@@ -244,6 +246,10 @@ TEST_F(ViewerRemoteTest, StepsFilterTheSameLocallyAndRemotely) {
     ++lines;
   }
   EXPECT_EQ(lines, 4);  // records 1, 4, 7, 10 of 12
+  const Result flagged = Viewer({local, "--overflow"});
+  EXPECT_EQ(std::count(flagged.out.begin(), flagged.out.end(), '\n'), 1 + 3 + 1)
+      << flagged.out;  // header, records 0, 4, 8, count
+  EXPECT_NE(flagged.out.find("overflow"), std::string::npos);
   EXPECT_NE(ReadAll(local + "/args_dump.json").find("\"step\": 2"), std::string::npos);
 }
 

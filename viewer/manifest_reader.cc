@@ -23,7 +23,7 @@ ManifestReader::Field ManifestReader::FieldOf(absl::string_view k, Field after) 
   static constexpr absl::string_view kNames[] = {
       "task_id", "step", "func_id", "role", "stage", "arg_index", "kind", "dtype", "value", "shape",
       "strides", "start_offset", "is_contiguous", "numel", "arg_index_ambiguous",
-      "in_flight_snapshot", "truncated", "overwritten", "bin_offset", "bin_size",
+      "in_flight_snapshot", "truncated", "overwritten", "bin_offset", "bin_size", "overflow",
   };
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Field::kUnknown));
   auto is = [&](size_t i) {
@@ -353,6 +353,7 @@ bool EntryFilter::Matches(const ManifestEntry& e) const {
   if (arg && e.arg_index != *arg) return false;
   if (index && e.index != *index) return false;
   if (step && e.step != *step) return false;
+  if (overflow_only && !e.overflow) return false;
   if (func && std::find(e.func_ids.begin(), e.func_ids.end(), *func) == e.func_ids.end()) {
     return false;
   }
@@ -375,6 +376,7 @@ void ManifestReader::ResetEntry(ManifestEntry* e) {
   e->is_contiguous = e->has_value = false;
   e->value.clear();
   e->truncated = e->overwritten = e->arg_index_ambiguous = e->in_flight_snapshot = false;
+  e->overflow = false;
   e->bin_offset = e->bin_size = 0;
 }
 
@@ -484,6 +486,8 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
         s = ParseBool(&e->overwritten, where);
       } else if (field == Field::kArgIndexAmbiguous) {
         s = ParseBool(&e->arg_index_ambiguous, where);
+      } else if (field == Field::kOverflow) {
+        s = ParseBool(&e->overflow, where);
       } else if (field == Field::kInFlightSnapshot) {
         s = ParseBool(&e->in_flight_snapshot, where);
       } else if (field == Field::kBinOffset) {

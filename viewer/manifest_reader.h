@@ -38,7 +38,7 @@ struct ManifestEntry {
   bool has_value = false;
   std::string value;  // scalars: the JSON token as written (1, 0.5, "NaN", true)
   bool truncated = false, overwritten = false, arg_index_ambiguous = false,
-       in_flight_snapshot = false;
+       in_flight_snapshot = false, overflow = false;
   uint64_t bin_offset = 0, bin_size = 0;
 };
 
@@ -51,10 +51,12 @@ struct EntryFilter {
   std::optional<int64_t> func;
   std::optional<uint64_t> index;
   std::optional<uint32_t> step;
+  bool overflow_only = false;  // records the overflow check captured
 
   bool Matches(const ManifestEntry& e) const;
   bool any() const {
-    return task || !stage.empty() || !role.empty() || arg || func || index || step;
+    return task || !stage.empty() || !role.empty() || arg || func || index || step ||
+           overflow_only;
   }
 };
 
@@ -124,7 +126,7 @@ class ManifestReader {
     kTaskId,
     kStep, kFuncId, kRole, kStage, kArgIndex, kKind, kDtype, kValue, kShape, kStrides,
     kStartOffset, kIsContiguous, kNumel, kArgIndexAmbiguous, kInFlightSnapshot, kTruncated,
-    kOverwritten, kBinOffset, kBinSize, kUnknown,
+    kOverwritten, kBinOffset, kBinSize, kOverflow, kUnknown,
   };
   // `after`: the field before it in this entry (kNone at the start).
   static Field FieldOf(absl::string_view key, Field after);

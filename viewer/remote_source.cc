@@ -48,6 +48,7 @@ ManifestEntry EntryFromRecord(const v1::ArgRecord& r, uint64_t index, uint64_t r
   e.overwritten = r.overwritten();
   e.arg_index_ambiguous = r.arg_index_ambiguous();
   e.in_flight_snapshot = r.in_flight_snapshot();
+  e.overflow = r.overflow();
   e.bin_offset = r.bin_offset();
   e.bin_size = r.bin_size();
   return e;
@@ -175,7 +176,8 @@ class RemoteSource : public ArgSource {
   // Whether the selection narrows what the server sends.
   bool Pushed() const {
     return selection_.task || !selection_.stage.empty() || !selection_.role.empty() ||
-           selection_.arg || selection_.step || (selection_.func && *selection_.func >= 0);
+           selection_.arg || selection_.step || selection_.overflow_only ||
+           (selection_.func && *selection_.func >= 0);
   }
 
   v1::QueryArgsRequest QueryRequest(bool filtered) const {
@@ -193,6 +195,7 @@ class RemoteSource : public ArgSource {
     if (selection_.role == "inout") f->set_role(v1::ROLE_INOUT);
     if (selection_.arg) f->set_arg_index(*selection_.arg);
     if (selection_.step) f->set_step(*selection_.step);
+    if (selection_.overflow_only) f->set_overflow(true);
     // -1 stands for "no func ids": the service cannot ask that; we filter.
     if (selection_.func && *selection_.func >= 0 &&
         *selection_.func <= std::numeric_limits<uint32_t>::max()) {

@@ -73,6 +73,10 @@ std::string FormatArgText(const ManifestEntry& e, absl::string_view payload) {
   };
   line("task_id", absl::StrFormat("0x%016x", e.task_id));
   if (e.step != 0) line("step", absl::StrCat(e.step));
+  if (e.overflow) {
+    line("overflow", "true (captured by the overflow check: the task's output held a NaN or an "
+                     "Inf; inputs are as they were at completion)");
+  }
   line("role", e.role);
   line("stage", e.stage);
   line("arg_index", absl::StrCat(e.arg_index));

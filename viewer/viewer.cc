@@ -62,7 +62,8 @@ struct Options {
 };
 
 constexpr char kFlagList[] =
-    "--task/-t, --stage/-s, --role/-r, --arg/-a, --func, --step, --index/-i, --export/-e, --npy, "
+    "--task/-t, --stage/-s, --role/-r, --arg/-a, --func, --step, --overflow, --index/-i, "
+    "--export/-e, --npy, "
     "--stats, --first-nonfinite, --compare, --atol, --rtol, --out, --server, --capture, "
     "--auth_token_file";
 
@@ -76,6 +77,7 @@ std::string Flags(const ManifestEntry& e) {
   if (e.overwritten) f.push_back("overwritten");
   if (e.arg_index_ambiguous) f.push_back("ambiguous");
   if (e.in_flight_snapshot) f.push_back("in-flight");
+  if (e.overflow) f.push_back("overflow");
   if (e.step != 0) f.push_back(absl::StrCat("step=", e.step));
   if (e.kind == "tensor" && e.bin_size == 0) f.push_back("no-data");
   return absl::StrJoin(f, ",");
@@ -155,6 +157,10 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
     }
     if (flag == "--first-nonfinite") {
       o->first_nonfinite = true;
+      continue;
+    }
+    if (flag == "--overflow") {
+      f->overflow_only = true;
       continue;
     }
     if (!is_flag) {

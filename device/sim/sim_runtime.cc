@@ -46,6 +46,7 @@ struct SimRuntime::Task {
   bool dumped = false;
   // Which stages are recorded (the step's mode), set at submit.
   bool dump_before = false, dump_after = false;
+  bool overflow_check = false;  // the step's config asks for it
   uint32_t step = 0;
   // Under mu_.
   uint32_t pending = 0;
@@ -142,6 +143,34 @@ bool SimRuntime::TaskSelected(const StepDump& d, const std::vector<uint16_t>& fu
   return allowed;
 }
 
+bool SimRuntime::Overflowed(Task* t) {
+  if (!t->dumped) BuildDumpTask(t);  // its views, to look at the outputs
+  bool overflow = false;
+  uint32_t arg = 0;
+  for (const DumpTensorArg& a : t->dump_tensors) {
+    if (a.role != abi::ArgRole::kInput && HasNonFinite(a.view)) {
+      overflow = true;
+      arg = a.arg_index;
+      break;
+    }
+  }
+  if (!overflow) return false;
+  std::string first;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++overflow_tasks_;
+    if (!first_overflow_ || t->id < *first_overflow_) first_overflow_ = t->id;
+    if (overflow_tasks_ == 1) {
+      const KernelInfo* k = kernels_.Find(t->func_ids[0]);
+      first = absl::StrCat("overflow: task ", TaskIdHex(t->id), " (", k ? k->name : "?",
+                           ", step ", t->step, ") output arg ", arg,
+                           " holds a NaN or an Inf; the task is dumped in full");
+    }
+  }
+  if (!first.empty()) Info(std::move(first));
+  return true;
+}
+
 void SimRuntime::Info(std::string message) {
   std::fprintf(stderr, "[argsdump dumper] INFO: %s\n", message.c_str());
   std::lock_guard<std::mutex> lock(mu_);
@@ -193,6 +222,16 @@ void SimRuntime::ReleaseDispatch() {
     held_ = false;
   }
   NotifySchedulers();
+}
+
+uint64_t SimRuntime::overflow_tasks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return overflow_tasks_;
+}
+
+std::optional<uint64_t> SimRuntime::first_overflow_task() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_overflow_;
 }
 
 uint32_t SimRuntime::step() const {
@@ -364,6 +403,7 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
     }
     t->id = (uint64_t{config_.run_id} << 32) | tasks_.size();
     t->step = step_;
+    t->overflow_check = dump_on() && step_dump_.config.overflow;
     if (dump_on() && TaskSelected(step_dump_, t->func_ids, step_)) {
       t->dump_before = step_dump_.config.CapturesBefore();
       t->dump_after = step_dump_.config.CapturesAfter();
@@ -493,7 +533,11 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
       }
     }
     for (Task* t : done) {
-      if (rec != nullptr && t->dumped && t->dump_after) {
+      if (rec != nullptr && t->overflow_check && !t->reaped && Overflowed(t)) {
+        // The whole task, flagged; it replaces the ordinary after record.
+        t->dump.step = t->step;
+        rec->RecordOverflow(t->dump, /*scalars=*/!t->dump_before);
+      } else if (rec != nullptr && t->dumped && t->dump_after) {
         rec->RecordTask(t->dump, abi::Stage::kAfterCompletion,
                         t->reaped ? abi::kFlagInFlightSnapshot : 0);
       }

@@ -99,6 +99,10 @@ class SimRuntime {
   // Waits until every task submitted so far has completed (or the run hung
   // or failed): the end of a step. Returns the run status so far.
   absl::Status WaitIdle();
+  // The overflow check (DumpConfig::overflow): tasks whose output held a
+  // NaN or an Inf, and the first of them in task order.
+  uint64_t overflow_tasks() const;
+  std::optional<uint64_t> first_overflow_task() const;
   // The INFO lines of dump state changes (also printed to stderr).
   std::vector<std::string> dump_log() const;
 
@@ -144,6 +148,8 @@ class SimRuntime {
   StepDump MakeStepDump(const DumpConfig& config) const;
   bool TaskSelected(const StepDump& d, const std::vector<uint16_t>& func_ids, uint32_t step) const;
   void Info(std::string message);  // mu_ not held
+  // The overflow check of a completed task (scheduler thread, mu_ not held).
+  bool Overflowed(Task* t);
   void AddDependency(Task* task, Task* on);  // mu_ held
   void MakeReady(Task* task);                // mu_ held
   void SchedulerLoop(uint32_t index);
@@ -176,6 +182,8 @@ class SimRuntime {
   std::vector<std::string> warnings_;
   uint32_t step_ = 0;
   bool held_ = false;
+  uint64_t overflow_tasks_ = 0;
+  std::optional<uint64_t> first_overflow_;
   StepDump step_dump_;
   std::optional<DumpConfig> pending_dump_;
   std::vector<std::string> dump_log_;
