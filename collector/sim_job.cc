@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <mutex>
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "collector/exception_dump.h"
 #include "collector/grpc_sink.h"
 #include "device/recorder.h"
 #include "device/workload.h"
@@ -69,6 +72,24 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     SimConfig sim = options.sim;
     sim.dump = options.dump;
     sim.dump->level = options.dump_level;
+    std::mutex exception_mu;
+    if (options.exception_dump) {
+      sim.exception_dump = [&](const FailedTask& f) {
+        auto dir = WriteExceptionDump(options.output_prefix, workload.name(), f);
+        std::lock_guard<std::mutex> lock(exception_mu);
+        if (dir.ok()) {
+          result.exception_dumps.push_back(*dir);
+        } else {
+          // Internal failure: say so and go on stopping the run.
+          std::fprintf(stderr, "%s\n",
+                       FormatDumpLog({DumpLog::kError,
+                                      absl::StrCat("exception dump of task ", TaskIdHex(f.task_id),
+                                                   " failed: ", dir.status().message(),
+                                                   "; the run stops without it")})
+                           .c_str());
+        }
+      };
+    }
     SimRuntime runtime(sim, kernels, recorder.get());
     if (absl::Status s = runtime.Start(); !s.ok()) return s;
     absl::StatusOr<std::map<std::string, Tensor>> tensors;
@@ -121,6 +142,11 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                                " s on ", PlatformName(o.platform), ", dump level ",
                                o.dump_level, "\n");
   if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
+  for (const std::string& dir : r.exception_dumps) {
+    absl::StrAppend(&s, "exception dump: ", dir,
+                    " (the failing task's inputs, outputs and scalars as dump_viewer reads "
+                    "them, and context.json)\n");
+  }
   if (r.overflow_tasks > 0) {
     absl::StrAppend(&s, "overflow: ", r.overflow_tasks,
                     " task(s) wrote a NaN or an Inf; the first: task ",

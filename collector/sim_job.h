@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -48,6 +49,9 @@ struct SimJobOptions {
   // run (what is returned then takes effect at the next step).
   std::function<std::optional<DumpConfig>(uint32_t step)> before_step;
   std::function<std::optional<DumpConfig>(uint32_t step)> during_step;
+  // A kernel that fails leaves <output_prefix>/exception_dump/... behind
+  // (exception_dump.h) and stops the run.
+  bool exception_dump = true;
 };
 
 struct SimJobResult {
@@ -64,6 +68,7 @@ struct SimJobResult {
   std::vector<std::string> dump_log;      // the runtime's dump state changes
   uint64_t overflow_tasks = 0;            // the overflow check's finds
   std::optional<uint64_t> first_overflow_task;
+  std::vector<std::string> exception_dumps;  // folders written
 };
 
 // Fails only when the job could not run or the capture could not be written;

@@ -324,5 +324,79 @@ TEST(OverflowDumpTest, NoOverflowNoExtraRecords) {
   EXPECT_EQ(c.manifest_text.find("overflow"), std::string::npos);
 }
 
+// A chain of n relu tasks; task k runs `kernel` (fail or throw) instead.
+v1::WorkloadSpec FailAt(int n, int k, const std::string& kernel) {
+  v1::WorkloadSpec w = NanAt(n, k, /*chain=*/true);
+  w.set_name("fail_at");
+  w.mutable_tasks(k)->set_func(kernel);
+  return w;
+}
+
+struct ExceptionCase {
+  std::string kernel;
+  int level;
+  std::string error;
+};
+
+class ExceptionDumpTest : public ::testing::TestWithParam<ExceptionCase> {};
+
+TEST_P(ExceptionDumpTest, TheFailingTaskIsSavedAndTheRunStops) {
+  const ExceptionCase& p = GetParam();
+  const int n = 6, k = 3;
+  SimJobOptions o = Options(absl::StrCat("exception_", p.kernel, "_", p.level), p.level);
+  auto r = RunSimJob(FailAt(n, k, p.kernel), BuiltinKernels(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // The run stopped with the kernel's error; later tasks never ran.
+  EXPECT_EQ(r->run_status.code(), absl::StatusCode::kInternal);
+  EXPECT_NE(r->run_status.message().find(p.error), std::string::npos) << r->run_status;
+  EXPECT_LT(r->tasks_completed, static_cast<uint64_t>(n));
+  const std::string task_k = absl::StrCat("0x", absl::Hex((uint64_t{1} << 32) | k, absl::kZeroPad16));
+  ASSERT_EQ(r->exception_dumps.size(), 1u);
+  const std::string dir = r->exception_dumps[0];
+  // [scenario]_[workload]_[func]_[step]_[thread]_[task_id]
+  const std::string name = dir.substr(dir.find_last_of('/') + 1);
+  EXPECT_EQ(dir.substr(0, dir.find_last_of('/')), o.output_prefix + "/exception_dump");
+  EXPECT_EQ(name.rfind(absl::StrCat("exception_fail_at_", p.kernel, "_0_"), 0), 0u) << name;
+  EXPECT_EQ(name.substr(name.size() - task_k.size()), task_k) << name;
+  EXPECT_NE(SummarizeSimJob(*r, o).find("exception dump: " + dir), std::string::npos);
+  // The context.
+  const std::string context = ReadWholeFile(dir + "/context.json");
+  for (const std::string& field : std::vector<std::string>{
+       "\"scenario\": \"exception\"", "\"workload\": \"fail_at\"",
+        std::string("\"func\": \"") + p.kernel + "\"", "\"func_type\": \"test\"",
+        "\"task_id\": \"" + task_k + "\"", std::string("\"step\": 0"), std::string("\"thread\": "),
+        "\"error\": \""}) {
+    EXPECT_NE(context.find(field), std::string::npos) << field << "\n" << context;
+  }
+  EXPECT_NE(context.find(p.error), std::string::npos) << context;
+  // Its inputs and outputs as they were after the failure: a capture.
+  const CaptureFiles saved = ReadCapture(dir);
+  ASSERT_EQ(saved.entries.size(), 2u);
+  const Entry& in = saved.entries[0].role == "input" ? saved.entries[0] : saved.entries[1];
+  const Entry& out = saved.entries[0].role == "input" ? saved.entries[1] : saved.entries[0];
+  const std::vector<float> x = in.As<float>(), y = out.As<float>();
+  ASSERT_EQ(x.size(), 32u);
+  ASSERT_EQ(y.size(), 32u);
+  for (size_t i = 0; i < 32; ++i) EXPECT_EQ(y[i], i < 16 ? x[i] : 0.0f) << i;
+  EXPECT_EQ(x[0], 1.5f);  // relu of 1.5, three times
+  // Everything captured before the failure is in the run's manifest.
+  if (p.level == 0) return;
+  const CaptureFiles c = ReadCapture(r->dump_dir);
+  std::set<std::string> tasks;
+  for (const Entry& e : c.entries) tasks.insert(e.task_id);
+  EXPECT_EQ(tasks.size(), static_cast<size_t>(k + 1));  // 0..k-1 whole, k before dispatch (+ after)
+  for (int t = 0; t < k; ++t) {
+    EXPECT_EQ(tasks.count(absl::StrCat("0x", absl::Hex((uint64_t{1} << 32) | t, absl::kZeroPad16))), 1u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ExceptionDumpTest,
+                         ::testing::Values(ExceptionCase{"fail", 2, "injected failure"},
+                                           ExceptionCase{"throw", 2, "threw injected exception"},
+                                           ExceptionCase{"fail", 0, "injected failure"}),
+                         [](const ::testing::TestParamInfo<ExceptionCase>& i) {
+                           return absl::StrCat(i.param.kernel, "_level", i.param.level);
+                         });
+
 }  // namespace
 }  // namespace argsdump

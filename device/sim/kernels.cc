@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -179,6 +180,28 @@ absl::Status NonFinite(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// Writes the first half of out = x, then fails: an error (fail) or a C++
+// exception (throw), for the exception dump.
+absl::Status FailHalfway(KernelContext& ctx, const char* name) {
+  ASSIGN_OR_RETURN_KERNEL(x, ctx.tensor(0));
+  ASSIGN_OR_RETURN_KERNEL(out, ctx.tensor(1));
+  if (auto s = RequireF32(x, name, "input"); !s.ok()) return s;
+  if (auto s = RequireF32(out, name, "output"); !s.ok()) return s;
+  if (auto s = RequireSameNumel(x, out, name); !s.ok()) return s;
+  for (uint64_t i = 0; i < out.numel() / 2; ++i) out.Set<float>(i, x.Get<float>(i));
+  return absl::OkStatus();
+}
+
+absl::Status Fail(KernelContext& ctx) {
+  if (auto s = FailHalfway(ctx, "fail"); !s.ok()) return s;
+  return absl::InternalError("injected failure after writing half of the output");
+}
+
+absl::Status Throw(KernelContext& ctx) {
+  if (auto s = FailHalfway(ctx, "throw"); !s.ok()) return s;
+  throw std::runtime_error("injected exception after writing half of the output");
+}
+
 absl::Status Hang(KernelContext& ctx) {
   ASSIGN_OR_RETURN_KERNEL(x, ctx.tensor(0));
   ASSIGN_OR_RETURN_KERNEL(out, ctx.tensor(1));
@@ -212,6 +235,8 @@ absl::Status RegisterBuiltinKernels(KernelRegistry* registry) {
       {"accumulate", {D::kInOut, D::kIn}, Accumulate, "elementwise"},
       {"nonfinite", {D::kIn, D::kOut}, NonFinite, "test"},
       {"hang", {D::kIn, D::kOut}, Hang, "test"},
+      {"fail", {D::kIn, D::kOut}, Fail, "test"},
+      {"throw", {D::kIn, D::kOut}, Throw, "test"},
       {"mix_sum", {D::kIn, D::kIn, D::kOut}, MixSum, "mix"},
       {"mix_prod", {D::kIn, D::kIn, D::kOut, D::kOut}, MixProd, "mix"},
       {"mix_max", {D::kIn, D::kIn, D::kOut, D::kOut, D::kOut}, MixMax, "mix"},

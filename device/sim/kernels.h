@@ -1,7 +1,7 @@
 // The built-in kernel library of the sim device (float32 unless noted), with
 // the types dump filters select by: elementwise (add, mul, add_scalar,
 // scale, accumulate), copy, matmul, activation (relu, softmax), mix
-// (mix_*), test (nonfinite, hang).
+// (mix_*), test (nonfinite, hang, fail, throw).
 //   add, mul        [in, in, out]        out = a + b, a * b
 //   add_scalar      [in, out] + f32 s    out = x + s
 //   scale           [in, out] + f32 s    out = x * s
@@ -13,6 +13,8 @@
 //   nonfinite       [in, out]            out = x, then out[0] = NaN, out[1] = +Inf
 //   hang            [in, out]            writes the first half of out = x,
 //                                        drains, then never finishes (until reaped)
+//   fail, throw     [in, out]            write the first half of out = x, then
+//                                        return an error / throw (exception dump)
 //   mix_sum         [in, in, out]              } one mix task: each writes its
 //   mix_prod        [in, in, out, out]         } own output slot (2, 3, 4);
 //   mix_max         [in, in, out, out, out]    } mix_max declares the full width

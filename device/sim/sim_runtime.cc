@@ -1,6 +1,7 @@
 #include "device/sim/sim_runtime.h"
 
 #include <algorithm>
+#include <exception>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -47,6 +48,9 @@ struct SimRuntime::Task {
   // Which stages are recorded (the step's mode), set at submit.
   bool dump_before = false, dump_after = false;
   bool overflow_check = false;  // the step's config asks for it
+  // Under mu_: the first failing subtask's error and kernel.
+  absl::Status failure;
+  uint16_t failed_func = 0;
   uint32_t step = 0;
   // Under mu_.
   uint32_t pending = 0;
@@ -141,6 +145,36 @@ bool SimRuntime::TaskSelected(const StepDump& d, const std::vector<uint16_t>& fu
     allowed = allowed || state == kFuncAllowed;
   }
   return allowed;
+}
+
+bool SimRuntime::Failed(Task* t, uint32_t thread) {
+  absl::Status failure;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failure = t->failure;
+  }
+  if (failure.ok()) return false;
+  if (config_.exception_dump) {
+    if (!t->dumped) BuildDumpTask(t);
+    t->dump.step = t->step;
+    FailedTask f;
+    f.task_id = t->id;
+    f.step = t->step;
+    f.thread = thread;
+    f.func_ids = t->func_ids;
+    const KernelInfo* k = kernels_.Find(t->failed_func);
+    f.func = k != nullptr ? k->name : "?";
+    f.type = k != nullptr ? k->type : "";
+    f.error = std::string(failure.message());
+    f.task = &t->dump;
+    config_.exception_dump(f);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed_ = true;
+  }
+  NotifySchedulers();
+  return true;
 }
 
 bool SimRuntime::Overflowed(Task* t) {
@@ -249,7 +283,7 @@ absl::Status SimRuntime::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
   if (!started_) return absl::FailedPreconditionError("sim runtime: not started");
   const bool idle = sync_cv_.wait_until(lock, deadline, [&] {
-    return hang_ || !run_status_.ok() || completed_ == tasks_.size();
+    return hang_ || failed_ || completed_ == tasks_.size();
   });
   if (!idle && run_status_.ok()) {
     return absl::DeadlineExceededError(absl::StrCat(
@@ -490,13 +524,14 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
   const uint32_t max_inflight = config_.max_inflight_per_scheduler;
   std::vector<Task*> inflight;
   Clock::time_point last_progress = Clock::now();
+  bool stopping = false;  // a kernel failed in a task this thread completed
   for (;;) {
     std::vector<Task*> done;
     std::vector<Task*> dispatch;
     {
       std::unique_lock<std::mutex> lock(mu_);
       auto wake = [&] {
-        return stop_ || hang_ || !completions_[index].empty() ||
+        return stop_ || hang_ || failed_ || !completions_[index].empty() ||
                (!ready_.empty() && !held_ && inflight.size() < max_inflight);
       };
       if (inflight.empty()) {
@@ -509,7 +544,7 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
         }
         cv.wait_until(lock, deadline, wake);
       }
-      if (stop_ || hang_) break;
+      if (stop_ || hang_ || failed_) break;
       done.swap(completions_[index]);
       while (!ready_.empty() && !held_ && inflight.size() + dispatch.size() < max_inflight) {
         dispatch.push_back(ready_.front());
@@ -542,9 +577,14 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
                         t->reaped ? abi::kFlagInFlightSnapshot : 0);
       }
       inflight.erase(std::find(inflight.begin(), inflight.end(), t));
+      if (Failed(t, index)) {
+        stopping = true;  // nothing more is dispatched, nor retired
+        continue;
+      }
       Retire(t);
       last_progress = Clock::now();
     }
+    if (stopping) break;
     for (Task* t : dispatch) {
       if (rec != nullptr && t->dumped && t->dump_before) {
         rec->RecordTask(t->dump, abi::Stage::kBeforeDispatch);
@@ -604,7 +644,13 @@ void SimRuntime::WorkerLoop() {
     if (!t->cancel.load(std::memory_order_acquire)) {
       const KernelInfo* kernel = kernels_.Find(t->func_ids[job.subtask]);
       KernelContext ctx(t->args, job.subtask, &t->cancel, &t->drained);
-      status = kernel->fn(ctx);
+      try {
+        status = kernel->fn(ctx);
+      } catch (const std::exception& e) {
+        status = absl::InternalError(absl::StrCat("threw ", e.what()));
+      } catch (...) {
+        status = absl::InternalError("threw an exception that is not a std::exception");
+      }
       if (!status.ok()) {
         status = absl::Status(status.code(),
                               absl::StrCat("task ", TaskIdHex(t->id), " kernel '",
@@ -615,6 +661,10 @@ void SimRuntime::WorkerLoop() {
     // every write the kernel made.
     std::lock_guard<std::mutex> lock(mu_);
     if (!status.ok() && run_status_.ok()) run_status_ = status;
+    if (!status.ok() && t->failure.ok() && !t->cancel.load(std::memory_order_acquire)) {
+      t->failure = status;
+      t->failed_func = t->func_ids[job.subtask];
+    }
     if (--t->subtasks_left == 0) {
       completions_[t->scheduler].push_back(t);
       scheduler_cv_[t->scheduler]->notify_one();
@@ -631,7 +681,7 @@ absl::Status SimRuntime::Synchronize() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     const bool finished = sync_cv_.wait_until(
-        lock, deadline, [&] { return hang_ || completed_ == tasks_.size(); });
+        lock, deadline, [&] { return hang_ || failed_ || completed_ == tasks_.size(); });
     if (!finished && run_status_.ok()) {
       run_status_ = absl::DeadlineExceededError(absl::StrCat(
           "stream sync timeout: ", completed_, " of ", tasks_.size(),

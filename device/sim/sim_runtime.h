@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,20 @@
 namespace argsdump {
 inline namespace ARGSDUMP_SIM_NAMESPACE {
 
+// What the exception dump gets for a task whose kernel failed (returned an
+// error or threw): the task as the dump sees it (every tensor view and
+// scalar, as they are after the failure) and its context.
+struct FailedTask {
+  uint64_t task_id = 0;
+  uint32_t step = 0;
+  uint32_t thread = 0;  // the scheduler thread that dispatched it
+  std::vector<uint16_t> func_ids;
+  std::string func;     // the failing kernel's name
+  std::string type;     // and type
+  std::string error;    // the kernel's message
+  const DumpTask* task = nullptr;  // tensors (views) and scalars
+};
+
 struct SimConfig {
   uint32_t scheduler_threads = 4;
   uint32_t worker_threads = 4;
@@ -63,6 +78,11 @@ struct SimConfig {
   // changes it): level, mode (which stages), kernels (funcs / block_funcs
   // by name or type) and steps. Unset: everything, at the recorder's level.
   std::optional<DumpConfig> dump;
+  // Set: called (on a scheduler thread) for a task whose kernel failed,
+  // before the run stops; a failed kernel stops the run: nothing more is
+  // dispatched, running tasks are snapshotted as at a hang, and
+  // Synchronize() returns the kernel's error.
+  std::function<void(const FailedTask&)> exception_dump;
 };
 
 class SimRuntime {
@@ -150,6 +170,8 @@ class SimRuntime {
   void Info(std::string message);  // mu_ not held
   // The overflow check of a completed task (scheduler thread, mu_ not held).
   bool Overflowed(Task* t);
+  // A task whose kernel failed: the exception dump, then the run stops.
+  bool Failed(Task* t, uint32_t thread);
   void AddDependency(Task* task, Task* on);  // mu_ held
   void MakeReady(Task* task);                // mu_ held
   void SchedulerLoop(uint32_t index);
@@ -182,6 +204,7 @@ class SimRuntime {
   std::vector<std::string> warnings_;
   uint32_t step_ = 0;
   bool held_ = false;
+  bool failed_ = false;  // a kernel failed: the run stops
   uint64_t overflow_tasks_ = 0;
   std::optional<uint64_t> first_overflow_;
   StepDump step_dump_;

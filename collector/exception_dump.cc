@@ -1,0 +1,137 @@
+#include "collector/exception_dump.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/capture_store.h"
+#include "server/record_format.h"
+
+namespace argsdump {
+namespace {
+
+// Names in file names: letters, digits, '-', '.', the rest as '_'.
+std::string Safe(const std::string& s) {
+  std::string out = s.empty() ? "unnamed" : s;
+  for (char& c : out) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '.';
+    if (!ok) c = '_';
+  }
+  return out;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out + "\"";
+}
+
+absl::Status MakeDirs(const std::string& path) {
+  for (size_t at = 1; at <= path.size(); ++at) {
+    if (at != path.size() && path[at] != '/') continue;
+    const std::string part = path.substr(0, at);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot create ", part, ": ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ExceptionDumpName(const std::string& workload, const FailedTask& f) {
+  return absl::StrCat("exception_", Safe(workload), "_", Safe(f.func), "_", f.step, "_",
+                      f.thread, "_", TaskIdHex(f.task_id));
+}
+
+absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
+                                               const std::string& workload,
+                                               const FailedTask& f) {
+  const std::string dir =
+      absl::StrCat(root, "/exception_dump/", ExceptionDumpName(workload, f));
+  if (absl::Status s = MakeDirs(dir); !s.ok()) return s;
+  v1::CaptureInfo info;
+  info.set_name(ExceptionDumpName(workload, f));
+  info.set_level(v1::DUMP_LEVEL_FULL);
+  auto store = CaptureStore::Create(dir, info);
+  if (!store.ok()) return store.status();
+  std::vector<uint32_t> funcs(f.func_ids.begin(), f.func_ids.end());
+  std::sort(funcs.begin(), funcs.end());
+  uint64_t offset = 0;
+  const DumpTask& task = *f.task;
+  for (uint32_t i = 0; i < task.tensor_count; ++i) {
+    const DumpTensorArg& a = task.tensors[i];
+    v1::ArgRecord r;
+    r.set_task_id(f.task_id);
+    for (uint32_t id : funcs) r.add_func_ids(id);
+    r.set_arg_index(a.arg_index);
+    r.set_role(ToProtoRole(a.role));
+    r.set_stage(v1::STAGE_AFTER_COMPLETION);  // as they are after the failure
+    r.set_kind(v1::KIND_TENSOR);
+    r.set_dtype(ToProtoDType(a.view.dtype));
+    for (uint32_t d = 0; d < a.view.ndims; ++d) {
+      r.add_shape(a.view.shape[d]);
+      r.add_strides(a.view.strides[d]);
+    }
+    r.set_start_offset(a.view.start_offset);
+    r.set_is_contiguous(a.view.is_contiguous());
+    r.set_numel(a.view.numel());
+    r.set_logical_bytes(a.view.logical_bytes());
+    r.set_bin_offset(offset);
+    r.set_bin_size(a.view.logical_bytes());
+    r.set_device_thread(f.thread);
+    r.set_step(f.step);
+    std::string payload(a.view.logical_bytes(), '\0');
+    GatherLogical(a.view, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
+    offset += payload.size();
+    if (absl::Status s = (*store)->Append(r, payload); !s.ok()) return s;
+  }
+  for (uint32_t i = 0; i < task.scalar_count; ++i) {
+    const DumpScalarArg& a = task.scalars[i];
+    v1::ArgRecord r;
+    r.set_task_id(f.task_id);
+    for (uint32_t id : funcs) r.add_func_ids(id);
+    r.set_arg_index(a.arg_index);
+    r.set_role(v1::ROLE_INPUT);
+    r.set_stage(v1::STAGE_BEFORE_DISPATCH);
+    r.set_kind(v1::KIND_SCALAR);
+    r.set_dtype(ToProtoDType(a.dtype));
+    r.set_numel(1);
+    r.set_is_contiguous(true);
+    r.set_scalar_bits(a.bits);
+    r.set_device_thread(f.thread);
+    r.set_step(f.step);
+    if (absl::Status s = (*store)->Append(r, ""); !s.ok()) return s;
+  }
+  if (absl::Status s = (*store)->Finish(v1::CaptureCounters()); !s.ok()) return s;
+  const std::string context = absl::StrCat(
+      "{\n  \"scenario\": \"exception\",\n  \"workload\": ", JsonString(workload),
+      ",\n  \"func\": ", JsonString(f.func), ",\n  \"func_type\": ", JsonString(f.type),
+      ",\n  \"func_ids\": [", absl::StrJoin(funcs, ", "), "],\n  \"task_id\": \"",
+      TaskIdHex(f.task_id), "\",\n  \"step\": ", f.step, ",\n  \"thread\": ", f.thread,
+      ",\n  \"error\": ", JsonString(f.error), ",\n  \"capture\": \"args_dump.json\"\n}\n");
+  std::ofstream out(dir + "/context.json", std::ios::trunc);
+  out << context;
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", dir, "/context.json"));
+  return dir;
+}
+
+}  // namespace argsdump
