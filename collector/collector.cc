@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "device/tensor_stats.h"
 #include "server/record_format.h"
 
 namespace argsdump {
@@ -77,6 +78,25 @@ absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
   out.set_overflow((r.flags & abi::kFlagOverflow) != 0);
   out.set_device_thread(thread);
   return absl::OkStatus();
+}
+
+void AddPayloadStats(v1::ArgRecord& record, absl::string_view payload) {
+  const auto dtype = FromProtoDType(record.dtype());
+  if (!dtype) return;
+  const uint64_t present = std::min<uint64_t>(
+      record.numel(), payload.size() * 8 / std::max<uint32_t>(1, ElementBits(*dtype)));
+  const ElementStats s =
+      ComputeElementStats(*dtype, reinterpret_cast<const uint8_t*>(payload.data()), present);
+  v1::TensorStats* out = record.mutable_stats();
+  out->set_count(s.count);
+  out->set_min(s.min);
+  out->set_max(s.max);
+  out->set_mean(s.mean());
+  out->set_l2(s.l2());
+  out->set_nan(s.nan);
+  out->set_pos_inf(s.pos_inf);
+  out->set_neg_inf(s.neg_inf);
+  out->set_zeros(s.zeros);
 }
 
 Collector::~Collector() {
@@ -241,6 +261,16 @@ Collector::Collected Collector::CollectBuffer(uint32_t thread, uint32_t buffer) 
         record->set_overwritten(overwritten);
         delta.overwritten += overwritten;
         delta.payload_bytes += r.payload_size;
+        if ((r.flags & abi::kFlagStats) != 0 && !overwritten) {
+          AddPayloadStats(*record, pair.payload);
+          if ((r.flags & abi::kFlagStatsOnly) != 0 && !record->overflow()) {
+            // Stats only: the numbers are kept, the bytes are not.
+            pair.payload = absl::string_view();
+            record->set_bin_size(0);
+            record->set_truncated(false);
+            delta.payload_bytes -= r.payload_size;
+          }
+        }
       }
     }
     if (!status.ok()) {

@@ -59,6 +59,9 @@ absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
                                v1::ArgRecord* out);
 absl::StatusOr<v1::ArgRecord> ConvertRecord(const abi::ArgsDumpRecord& r, uint32_t thread);
 
+// The stats dump mode's numbers for a record's payload (record.stats).
+void AddPayloadStats(v1::ArgRecord& record, absl::string_view payload);
+
 class Collector {
  public:
   explicit Collector(CollectorOptions options) : options_(options) {}

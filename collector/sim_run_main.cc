@@ -198,11 +198,6 @@ int Main(int argc, char** argv) {
   auto watcher = std::make_shared<DumpConfigWatcher>(api, env, config_file);
   DumpConfig config = config_file.empty() ? ResolveDumpConfig(api, env, {}, &logs)
                                           : watcher->Current(&logs);
-  if (config.stats) {
-    logs.push_back({DumpLog::kWarning,
-                    "stats: not available in this build yet; ignored (the other settings "
-                    "apply)"});
-  }
   for (const DumpLog& l : logs) std::fprintf(stderr, "%s\n", FormatDumpLog(l).c_str());
   o.dump_level = config.level;
   o.dump = config;

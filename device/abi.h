@@ -69,6 +69,11 @@ inline constexpr uint8_t kFlagPayloadEmpty = 1u << 2;
 // so the whole task (outputs, and inputs as they are at completion) was
 // captured at after_completion whatever the level and filters said.
 inline constexpr uint8_t kFlagOverflow = 1u << 3;
+// The stats dump mode: the host computes statistics of the payload and
+// stores them with the record; with kFlagStatsOnly it then drops the
+// payload (the device still copies it, for the host to read).
+inline constexpr uint8_t kFlagStats = 1u << 4;
+inline constexpr uint8_t kFlagStatsOnly = 1u << 5;
 
 // What the device does when the host falls behind (a full ready queue, an
 // empty free queue, an arena not yet acknowledged).

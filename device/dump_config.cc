@@ -24,6 +24,15 @@ extern char** environ;
 
 namespace argsdump {
 
+const char* StatsModeName(StatsMode mode) {
+  switch (mode) {
+    case StatsMode::kOn: return "on";
+    case StatsMode::kOnly: return "only";
+    case StatsMode::kOff: break;
+  }
+  return "off";
+}
+
 const char* DumpModeName(DumpMode mode) {
   switch (mode) {
     case DumpMode::kInput: return "input";
@@ -80,7 +89,7 @@ std::string DumpConfig::Describe() const {
   return absl::StrCat("level=", level, " path=", path.empty() ? "(default)" : path,
                       " mode=", DumpModeName(mode), " funcs=[", absl::StrJoin(funcs, ","),
                       "] block_funcs=[", absl::StrJoin(block_funcs, ","), "] steps=",
-                      steps.all() ? "all" : steps.text(), " stats=", stats ? "on" : "off",
+                      steps.all() ? "all" : steps.text(), " stats=", StatsModeName(stats),
                       " overflow=", overflow ? "on" : "off");
 }
 
@@ -186,8 +195,13 @@ bool ParseBool(const std::string& v, bool* out) {
 }
 bool SetStats(DumpConfigEntry* e, const std::string& v) {
   bool b;
-  if (!ParseBool(v, &b)) return false;
-  e->stats = b;
+  if (absl::AsciiStrToLower(v) == "only") {
+    e->stats = StatsMode::kOnly;
+  } else if (ParseBool(v, &b)) {
+    e->stats = b ? StatsMode::kOn : StatsMode::kOff;
+  } else {
+    return false;
+  }
   return true;
 }
 bool SetOverflow(DumpConfigEntry* e, const std::string& v) {
@@ -206,7 +220,7 @@ constexpr Item kItems[] = {
     {"block_funcs", "ARGSDUMP_BLOCK_FUNCS", "kernel names or types, comma-separated",
      SetBlockFuncs},
     {"steps", "ARGSDUMP_STEPS", "steps and ranges joined by '|', such as 0|5|10-20", SetSteps},
-    {"stats", "ARGSDUMP_STATS", "true or false", SetStats},
+    {"stats", "ARGSDUMP_STATS", "on, off or only", SetStats},
     {"overflow", "ARGSDUMP_OVERFLOW", "true or false", SetOverflow},
 };
 
@@ -221,7 +235,7 @@ std::vector<std::string> Describe(const DumpConfigEntry& e) {
     out.push_back(absl::StrCat("block_funcs=", absl::StrJoin(*e.block_funcs, ",")));
   }
   if (e.steps) out.push_back(absl::StrCat("steps=", e.steps->text()));
-  if (e.stats) out.push_back(absl::StrCat("stats=", *e.stats ? "true" : "false"));
+  if (e.stats) out.push_back(absl::StrCat("stats=", StatsModeName(*e.stats)));
   if (e.overflow) out.push_back(absl::StrCat("overflow=", *e.overflow ? "true" : "false"));
   return out;
 }
@@ -402,6 +416,7 @@ std::string Show(const T& v) {
 std::string Show(const std::string& v) { return absl::StrCat("'", v, "'"); }
 std::string Show(bool v) { return v ? "true" : "false"; }
 std::string Show(DumpMode v) { return DumpModeName(v); }
+std::string Show(StatsMode v) { return StatsModeName(v); }
 std::string Show(const std::vector<std::string>& v) {
   return absl::StrCat("[", absl::StrJoin(v, ","), "]");
 }

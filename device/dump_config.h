@@ -16,7 +16,7 @@
 //   funcs        ARGSDUMP_FUNCS         "funcs"        allow list: kernel names or types
 //   block_funcs  ARGSDUMP_BLOCK_FUNCS   "block_funcs"  block list: kernel names or types
 //   steps        ARGSDUMP_STEPS         "steps"        "0|5|10-20"
-//   stats        ARGSDUMP_STATS         "stats"        true/false (also 1/0, on/off)
+//   stats        ARGSDUMP_STATS         "stats"        on | off | only (true/false, 1/0 too)
 //   overflow     ARGSDUMP_OVERFLOW      "overflow"     true/false
 // Lists in the environment are comma-separated; in the file, a JSON array
 // of strings or the same comma-separated string.
@@ -38,6 +38,12 @@ namespace argsdump {
 // completion), or both. Inout args belong to both stages.
 enum class DumpMode : uint8_t { kAll, kInput, kOutput };
 const char* DumpModeName(DumpMode mode);
+
+// Statistics per captured tensor (min, max, mean, L2 norm, NaN/+Inf/-Inf/
+// zero counts), computed on the host from the payload and stored with the
+// record: off, on (with the payload), or only (the payload is not kept).
+enum class StatsMode : uint8_t { kOff, kOn, kOnly };
+const char* StatsModeName(StatsMode mode);
 
 // A set of steps: "0|5|10-20" (single steps and inclusive ranges joined by
 // '|'). Empty: every step.
@@ -63,7 +69,7 @@ struct DumpConfigEntry {
   std::optional<std::vector<std::string>> funcs;
   std::optional<std::vector<std::string>> block_funcs;
   std::optional<StepSet> steps;
-  std::optional<bool> stats;
+  std::optional<StatsMode> stats;
   std::optional<bool> overflow;
 };
 
@@ -76,7 +82,7 @@ struct DumpConfig {
   std::vector<std::string> funcs;  // empty: every kernel
   std::vector<std::string> block_funcs;
   StepSet steps;
-  bool stats = false;
+  StatsMode stats = StatsMode::kOff;
   bool overflow = false;
 
   // Whether a kernel (by name and type) is selected by the lists: not

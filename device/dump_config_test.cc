@@ -70,7 +70,7 @@ TEST(DumpConfigTest, EachEntryAloneSetsWhatItSays) {
   EXPECT_EQ(c.block_funcs, (std::vector<std::string>{"relu"}));
   EXPECT_TRUE(c.steps.Contains(3));
   EXPECT_FALSE(c.steps.Contains(1));
-  EXPECT_TRUE(c.stats);
+  EXPECT_EQ(c.stats, StatsMode::kOn);
   EXPECT_TRUE(c.overflow);
   EXPECT_EQ(Count(logs, DumpLog::kWarning, ""), 0) << All(logs);
   EXPECT_EQ(Count(logs, DumpLog::kError, ""), 0) << All(logs);
@@ -88,7 +88,7 @@ TEST(DumpConfigTest, EachEntryAloneSetsWhatItSays) {
   EXPECT_EQ(fc.block_funcs, (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(fc.steps.Contains(7));
   EXPECT_FALSE(fc.steps.Contains(6));
-  EXPECT_FALSE(fc.stats);
+  EXPECT_EQ(fc.stats, StatsMode::kOff);
   EXPECT_TRUE(fc.overflow);
   EXPECT_EQ(fc.path, "");  // null: unset
   EXPECT_EQ(Count(logs, DumpLog::kWarning, ""), 0) << All(logs);
@@ -107,7 +107,8 @@ TEST(DumpConfigTest, EachEntryAloneSetsWhatItSays) {
   EXPECT_EQ(none.level, 0);
   EXPECT_EQ(none.mode, DumpMode::kAll);
   EXPECT_TRUE(none.steps.all());
-  EXPECT_FALSE(none.stats || none.overflow);
+  EXPECT_EQ(none.stats, StatsMode::kOff);
+  EXPECT_FALSE(none.overflow);
 }
 
 // Every combination of the three entries setting the level: the highest
@@ -177,7 +178,7 @@ TEST(DumpConfigTest, InvalidValuesWarnAndFallBack) {
       {"ARGSDUMP_STEPS", "1|x", "ARGSDUMP_STEPS='1|x' is not valid (expected steps and ranges"},
       {"ARGSDUMP_STEPS", "9-3", "ARGSDUMP_STEPS='9-3'"},
       {"ARGSDUMP_PATH", unwritable, "ARGSDUMP_PATH='" + unwritable + "' is not valid"},
-      {"ARGSDUMP_STATS", "maybe", "ARGSDUMP_STATS='maybe' is not valid (expected true or false)"},
+      {"ARGSDUMP_STATS", "maybe", "ARGSDUMP_STATS='maybe' is not valid (expected on, off or only)"},
       {"ARGSDUMP_OVERFLOW", "2", "ARGSDUMP_OVERFLOW='2'"},
       {"ARGSDUMP_FUNCS", " , ", "ARGSDUMP_FUNCS=' , '"},
       {"ARGSDUMP_LEVLE", "2", "ARGSDUMP_LEVLE is not a dump setting"},
@@ -196,7 +197,7 @@ TEST(DumpConfigTest, InvalidValuesWarnAndFallBack) {
     EXPECT_EQ(got.level, 1);
     EXPECT_EQ(got.mode, DumpMode::kOutput);
     EXPECT_TRUE(got.steps.Contains(4) && !got.steps.Contains(5));
-    EXPECT_TRUE(got.stats && got.overflow);
+    EXPECT_TRUE(got.stats == StatsMode::kOn && got.overflow);
     EXPECT_EQ(got.funcs, (std::vector<std::string>{"add"}));
     EXPECT_EQ(got.path, Temp(""));
   }
@@ -206,7 +207,7 @@ TEST(DumpConfigTest, InvalidValuesWarnAndFallBack) {
       "steps": "", "colour": "red", "stats": "yes"})");
   const DumpConfig c = ResolveDumpConfig({}, {}, DumpConfigFromFile(bad, &logs), &logs);
   EXPECT_EQ(c.level, 0);
-  EXPECT_TRUE(c.stats);
+  EXPECT_EQ(c.stats, StatsMode::kOn);
   EXPECT_EQ(Count(logs, DumpLog::kWarning, "config file " + bad + ": \"level\": \"x\" is not valid"), 1)
       << All(logs);
   EXPECT_EQ(Count(logs, DumpLog::kWarning, "\"mode\": 3 is not valid"), 1) << All(logs);

@@ -221,7 +221,8 @@ void ThreadRecorder::RecordTensor(const DumpTask& task, const DumpTensorArg& arg
   r.payload_offset = offset;
   r.payload_size = copy;
   r.kind = static_cast<uint8_t>(abi::ArgKind::kTensor);
-  r.flags = static_cast<uint8_t>(flags | (arg.ambiguous ? abi::kFlagArgIndexAmbiguous : 0) |
+  r.flags = static_cast<uint8_t>(flags | task.tensor_flags |
+                                 (arg.ambiguous ? abi::kFlagArgIndexAmbiguous : 0) |
                                  (with_payload && copy == 0 ? abi::kFlagPayloadEmpty : 0));
   std::memcpy(r.func_ids, task.func_ids, sizeof(r.func_ids));
   r.func_count = task.func_count;

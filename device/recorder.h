@@ -64,6 +64,8 @@ struct DumpTask {
   // kUseRecorderLevel for the one latched from the region.
   uint8_t level = kUseRecorderLevel;
   static constexpr uint8_t kUseRecorderLevel = 0xFF;
+  // abi::kFlag* bits put on every tensor record of the task (stats mode).
+  uint8_t tensor_flags = 0;
   const DumpTensorArg* tensors = nullptr;
   uint32_t tensor_count = 0;
   const DumpScalarArg* scalars = nullptr;

@@ -154,6 +154,7 @@ absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& 
     const uint64_t first_id = records_.size();
     records_.insert(records_.end(), rows_.begin(), rows_.end());
     for (size_t i = 0; i < rows_.size(); ++i) {
+      stats_.Add(first_id + i, *records[i]);
       tally_.Add(rows_[i]);
       if (task_index_on_) IndexRow(rows_[i].task_id, static_cast<uint32_t>(first_id + i));
     }
@@ -304,6 +305,7 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
   m.has_bin_file = bin_fd_ >= 0;
   m.records = &records_;
   m.order = &order;
+  m.stats = stats_.empty() ? nullptr : &stats_;
   return WriteManifest(dir_ + "/" + kManifestName, m);
 }
 
@@ -320,6 +322,7 @@ absl::Status CaptureStore::Recover(const std::string& dir) {
   v1::CaptureCounters counters;
   bool have_info = false, have_counters = false;
   RecordList records;
+  StatsTable stats;
   uint64_t bin_end = 0;
   while ((*reader)->Next(&type, &payload)) {
     if (type == JournalEntryType::kCaptureInfo) {
@@ -330,6 +333,7 @@ absl::Status CaptureStore::Recover(const std::string& dir) {
       auto row = RowFromRecord(r);
       if (!row.ok()) break;
       bin_end = std::max(bin_end, r.bin_offset() + r.bin_size());
+      stats.Add(records.size(), r);
       records.push_back(*row);
     } else if (type == JournalEntryType::kCounters) {
       have_counters = counters.ParseFromString(payload);
@@ -366,6 +370,7 @@ absl::Status CaptureStore::Recover(const std::string& dir) {
   m.recovered = !have_counters;
   m.records = &records;
   m.order = &order;
+  m.stats = stats.empty() ? nullptr : &stats;
   return WriteManifest(dir + "/" + kManifestName, m);
 }
 

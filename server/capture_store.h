@@ -101,6 +101,7 @@ class CaptureStore {
   mutable std::shared_mutex rows_mu_;  // records_, tally_, task_index_
   RecordList records_;
   RecordTally tally_;  // of records_
+  StatsTable stats_;   // by record id (the stats dump mode)
   // The live task index: each task's records as a chain through next_in_task_
   // (first and last id per task), no allocation per task.
   struct TaskChain {

@@ -85,8 +85,16 @@ struct Cursor {
   }
 };
 
+// A double as JSON: the shortest text that reads back the same (stats are
+// finite: NaN and infinities are counted, not averaged).
+std::string JsonDouble(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return FormatScalarJson(v1::DTYPE_FLOAT64, bits);
+}
+
 // `steps`: the capture spans more than step 0, so every entry says its step.
-void AppendEntry(TextBuffer* out, const ManifestRow& row, bool steps) {
+void AppendEntry(TextBuffer* out, const ManifestRow& row, bool steps, const StatsRow* stats) {
   static const absl::string_view kRoles[] = {
       RoleName(v1::ROLE_UNSPECIFIED), RoleName(v1::ROLE_INPUT), RoleName(v1::ROLE_OUTPUT),
       RoleName(v1::ROLE_INOUT)};
@@ -150,6 +158,27 @@ void AppendEntry(TextBuffer* out, const ManifestRow& row, bool steps) {
   c.Uint(r.bin_offset);
   c.Lit(", \"bin_size\": ");
   c.Uint(r.bin_size);
+  if (stats != nullptr) {
+    c.Lit(", \"stats\": {\"count\": ");
+    c.Uint(stats->count);
+    c.Lit(", \"min\": ");
+    c.Str(JsonDouble(stats->min));
+    c.Lit(", \"max\": ");
+    c.Str(JsonDouble(stats->max));
+    c.Lit(", \"mean\": ");
+    c.Str(JsonDouble(stats->mean));
+    c.Lit(", \"l2\": ");
+    c.Str(JsonDouble(stats->l2));
+    c.Lit(", \"nan\": ");
+    c.Uint(stats->nan);
+    c.Lit(", \"pos_inf\": ");
+    c.Uint(stats->pos_inf);
+    c.Lit(", \"neg_inf\": ");
+    c.Uint(stats->neg_inf);
+    c.Lit(", \"zeros\": ");
+    c.Uint(stats->zeros);
+    c.Push('}');
+  }
   c.Push('}');
   out->CommitTo(c.p);
 }
@@ -163,7 +192,9 @@ void FormatEntries(const ManifestContents& m, size_t begin, size_t end, TextBuff
     if (i > 0) *p++ = ',';
     *p++ = '\n';
     out->CommitTo(p);
-    AppendEntry(out, (*m.records)[(*m.order)[i]], m.has_steps.value_or(false));
+    const uint32_t id = (*m.order)[i];
+    AppendEntry(out, (*m.records)[id], m.has_steps.value_or(false),
+                m.stats != nullptr ? m.stats->Get(id) : nullptr);
   }
 }
 

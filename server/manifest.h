@@ -53,6 +53,8 @@ struct ManifestContents {
   // "step" (single-step manifests stay as they were). WriteManifest works
   // it out when the caller leaves it unset.
   std::optional<bool> has_steps;
+  // The stats dump mode's numbers by record id (null: none).
+  const StatsTable* stats = nullptr;
 };
 
 // Writes `path` atomically (a temporary file renamed over it).

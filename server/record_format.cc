@@ -133,6 +133,22 @@ std::string FormatScalarJson(int dtype, uint64_t bits) {
 }
 
 
+void StatsTable::Add(uint64_t record_id, const v1::ArgRecord& r) {
+  if (!r.has_stats() && rows_.empty()) return;
+  if (rows_.size() < record_id) rows_.resize(record_id);
+  StatsRow row;
+  if (r.has_stats()) {
+    const v1::TensorStats& s = r.stats();
+    row = StatsRow{s.count(), s.nan(), s.pos_inf(), s.neg_inf(), s.zeros(),
+                   s.min(),   s.max(), s.mean(),    s.l2(),      true};
+  }
+  if (rows_.size() == record_id) {
+    rows_.push_back(row);
+  } else {
+    rows_[record_id] = row;
+  }
+}
+
 absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
   auto bad = [&](const std::string& what) {
     return absl::InvalidArgumentError(

@@ -93,6 +93,29 @@ static_assert(offsetof(ManifestRow, step) == 116, "ManifestRow is part of the ar
 // rows already held.
 using RecordList = std::deque<ManifestRow>;
 
+// The stats dump mode's numbers of one record (v1::TensorStats, fixed size).
+struct StatsRow {
+  uint64_t count = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+  double min = 0, max = 0, mean = 0, l2 = 0;
+  bool present = false;
+  bool has_nonfinite() const { return nan + pos_inf + neg_inf > 0; }
+};
+
+// Stats by record id. Holds nothing until a record carries stats (most
+// captures never do); then one row per record from there on.
+class StatsTable {
+ public:
+  // Records in arrival order, every one of them (ids 0, 1, ...).
+  void Add(uint64_t record_id, const v1::ArgRecord& record);
+  const StatsRow* Get(uint64_t record_id) const {
+    return record_id < rows_.size() && rows_[record_id].present ? &rows_[record_id] : nullptr;
+  }
+  bool empty() const { return rows_.empty(); }
+
+ private:
+  std::deque<StatsRow> rows_;
+};
+
 // Indices of `records` in the manifest's order: (task_id, stage, arg_index,
 // role), then kind, device_thread and arrival, so that the order is total and
 // the same for every run of a deterministic workload. At most 2^32 rows.

@@ -25,6 +25,8 @@ struct Entry {
   uint64_t start_offset = 0, numel = 0, bin_offset = 0, bin_size = 0;
   bool is_contiguous = false, truncated = false, overwritten = false, ambiguous = false,
        in_flight = false, overflow = false;
+  bool has_stats = false;
+  v1::EntryStats stats;
   google::protobuf::Value value;
   std::string payload;  // the bytes of args.bin this entry points at
 
@@ -85,6 +87,8 @@ inline CaptureFiles ReadCapture(const std::string& dir) {
     e.ambiguous = m.arg_index_ambiguous();
     e.in_flight = m.in_flight_snapshot();
     e.overflow = m.overflow();
+    e.has_stats = m.has_stats();
+    e.stats = m.stats();
     e.value = m.value();
     EXPECT_LE(e.bin_offset + e.bin_size, c.bin.size()) << e.task_id;
     if (e.bin_offset + e.bin_size <= c.bin.size()) e.payload = c.bin.substr(e.bin_offset, e.bin_size);

@@ -4,8 +4,10 @@
 // read back from the files.
 #include <cmath>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "device/workload.h"
 #include "gtest/gtest.h"
 #include "tests/capture_reader.h"
+#include "viewer/viewer.h"
 
 namespace argsdump {
 namespace {
@@ -322,6 +325,93 @@ TEST(OverflowDumpTest, NoOverflowNoExtraRecords) {
   EXPECT_EQ(c.entries.size(), 8u);
   for (const Entry& e : c.entries) EXPECT_FALSE(e.overflow);
   EXPECT_EQ(c.manifest_text.find("overflow"), std::string::npos);
+}
+
+// Statistics as this test works them out from float32 payload bytes.
+struct Expected {
+  double min = 0, max = 0, sum = 0, sq = 0;
+  uint64_t count = 0, finite = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+};
+Expected Work(const std::vector<float>& v) {
+  Expected e;
+  for (float f : v) {
+    ++e.count;
+    if (std::isnan(f)) { ++e.nan; continue; }
+    if (std::isinf(f)) { ++(f > 0 ? e.pos_inf : e.neg_inf); continue; }
+    if (f == 0) ++e.zeros;
+    e.min = e.finite == 0 ? f : std::min<double>(e.min, f);
+    e.max = e.finite == 0 ? f : std::max<double>(e.max, f);
+    e.sum += f;
+    e.sq += static_cast<double>(f) * f;
+    ++e.finite;
+  }
+  return e;
+}
+
+void ExpectStats(const Entry& got, const std::vector<float>& values) {
+  const Expected e = Work(values);
+  ASSERT_TRUE(got.has_stats) << got.task_id << " " << got.arg_index;
+  EXPECT_EQ(got.stats.count(), e.count);
+  EXPECT_EQ(got.stats.min(), e.min);
+  EXPECT_EQ(got.stats.max(), e.max);
+  EXPECT_NEAR(got.stats.mean(), e.finite ? e.sum / e.finite : 0, 1e-9 * (1 + std::fabs(e.sum)));
+  EXPECT_NEAR(got.stats.l2(), std::sqrt(e.sq), 1e-9 * (1 + std::sqrt(e.sq)));
+  EXPECT_EQ(got.stats.nan(), e.nan);
+  EXPECT_EQ(got.stats.pos_inf(), e.pos_inf);
+  EXPECT_EQ(got.stats.neg_inf(), e.neg_inf);
+  EXPECT_EQ(got.stats.zeros(), e.zeros);
+}
+
+// stats on: every tensor record carries the statistics of its payload;
+// stats only: the same numbers, and no payload is written.
+TEST(StatsModeTest, StatsWithAndWithoutThePayload) {
+  SimJobOptions on = Options("stats_on");
+  on.dump.stats = StatsMode::kOn;
+  on.dump.overflow = true;  // overflow records keep their payload even in stats-only
+  SimJobResult r;
+  const CaptureFiles full = RunSpec(NanAt(5, 2, /*chain=*/true), on, &r);
+  size_t with_stats = 0;
+  for (const Entry& e : full.entries) {
+    if (e.kind != "tensor") continue;
+    ExpectStats(e, e.As<float>());
+    ++with_stats;
+  }
+  EXPECT_GE(with_stats, 10u);
+  // The NaN/Inf ones are counted (task 2 on, by the chain).
+  size_t nonfinite = 0;
+  for (const Entry& e : full.entries) nonfinite += e.has_stats && e.stats.nan() > 0;
+  EXPECT_GT(nonfinite, 0u);
+
+  SimJobOptions only = Options("stats_only");
+  only.dump.stats = StatsMode::kOnly;
+  const CaptureFiles bare = RunSpec(NanAt(5, 2, /*chain=*/true), only, &r);
+  // Without the overflow check: no input records at completion (3 tasks).
+  ASSERT_EQ(bare.entries.size(), full.entries.size() - 3);
+  EXPECT_EQ(bare.manifest.payload_bytes(), 0u);
+  std::map<std::tuple<std::string, std::string, int, std::string>, const Entry*> by_key;
+  for (const Entry& e : full.entries) by_key[e.Key()] = &e;
+  for (const Entry& e : bare.entries) {
+    EXPECT_EQ(e.bin_size, 0u);
+    const Entry* f = by_key[e.Key()];
+    ASSERT_NE(f, nullptr);
+    if (f->overflow) continue;
+    ExpectStats(e, f->As<float>());
+  }
+  // dump_viewer shows the stored statistics of a capture without payloads,
+  // and flags the records whose stats count a NaN or an Inf.
+  std::ostringstream out, err;
+  ASSERT_EQ(RunViewer({r.dump_dir, "--stats"}, out, err), 0) << err.str();
+  const std::string text = out.str();
+  EXPECT_NE(text.find("nonfinite"), std::string::npos) << text;
+  size_t stored = 0;
+  for (size_t at = text.find("stored"); at != std::string::npos; at = text.find("stored", at + 1)) {
+    ++stored;
+  }
+  EXPECT_EQ(stored, bare.entries.size()) << text;
+  // Task 0's output: relu(1.5) everywhere.
+  EXPECT_NE(text.find("            1.5             1.5             1.5             1.5"),
+            std::string::npos)
+      << text;
 }
 
 // A chain of n relu tasks; task k runs `kernel` (fail or throw) instead.

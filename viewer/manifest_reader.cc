@@ -23,7 +23,7 @@ ManifestReader::Field ManifestReader::FieldOf(absl::string_view k, Field after) 
   static constexpr absl::string_view kNames[] = {
       "task_id", "step", "func_id", "role", "stage", "arg_index", "kind", "dtype", "value", "shape",
       "strides", "start_offset", "is_contiguous", "numel", "arg_index_ambiguous",
-      "in_flight_snapshot", "truncated", "overwritten", "bin_offset", "bin_size", "overflow",
+      "in_flight_snapshot", "truncated", "overwritten", "bin_offset", "bin_size", "overflow", "stats",
   };
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Field::kUnknown));
   auto is = [&](size_t i) {
@@ -333,6 +333,47 @@ absl::Status ManifestReader::SkipValue(absl::string_view where, int depth) {
   return ParseNumberToken(&ignored, where);
 }
 
+// {"count": N, "min": x, ...}: known keys read, unknown ones skipped.
+absl::Status ManifestReader::ParseStats(ManifestEntry::Stats* out, absl::string_view where) {
+  if (absl::Status s = Expect('{', where); !s.ok()) return s;
+  SkipSpace();
+  if (Peek() == '}') {
+    Get();
+    return absl::OkStatus();
+  }
+  std::string key;
+  for (;;) {
+    if (absl::Status s = ParseString(&key, where); !s.ok()) return s;
+    if (absl::Status s = Expect(':', where); !s.ok()) return s;
+    uint64_t* count = key == "count"     ? &out->count
+                      : key == "nan"     ? &out->nan
+                      : key == "pos_inf" ? &out->pos_inf
+                      : key == "neg_inf" ? &out->neg_inf
+                      : key == "zeros"   ? &out->zeros
+                                         : nullptr;
+    double* number = key == "min"    ? &out->min
+                     : key == "max"  ? &out->max
+                     : key == "mean" ? &out->mean
+                     : key == "l2"   ? &out->l2
+                                     : nullptr;
+    if (count != nullptr) {
+      if (absl::Status s = ParseUint(count, where); !s.ok()) return s;
+    } else if (number != nullptr) {
+      absl::string_view token;
+      if (absl::Status s = NumberToken(&token, where); !s.ok()) return s;
+      if (!absl::SimpleAtod(token, number)) {
+        return Error(absl::StrCat(where, ": \"", key, "\": expected a number, found ", token));
+      }
+    } else if (absl::Status s = SkipValue(where, 1); !s.ok()) {
+      return s;
+    }
+    SkipSpace();
+    const int c = Get();
+    if (c == '}') return absl::OkStatus();
+    if (c != ',') return Error(absl::StrCat(where, ": expected ',' or '}'"));
+  }
+}
+
 bool ManifestReader::Rejects(const EntryFilter& f, Field field, const ManifestEntry& e) {
   switch (field) {
     case Field::kTaskId: return f.task && e.task_id != *f.task;
@@ -377,6 +418,7 @@ void ManifestReader::ResetEntry(ManifestEntry* e) {
   e->value.clear();
   e->truncated = e->overwritten = e->arg_index_ambiguous = e->in_flight_snapshot = false;
   e->overflow = false;
+  e->stats.reset();
   e->bin_offset = e->bin_size = 0;
 }
 
@@ -486,6 +528,9 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
         s = ParseBool(&e->overwritten, where);
       } else if (field == Field::kArgIndexAmbiguous) {
         s = ParseBool(&e->arg_index_ambiguous, where);
+      } else if (field == Field::kStats) {
+        e->stats.emplace();
+        s = ParseStats(&*e->stats, where);
       } else if (field == Field::kOverflow) {
         s = ParseBool(&e->overflow, where);
       } else if (field == Field::kInFlightSnapshot) {

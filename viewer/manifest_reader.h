@@ -40,6 +40,12 @@ struct ManifestEntry {
   bool truncated = false, overwritten = false, arg_index_ambiguous = false,
        in_flight_snapshot = false, overflow = false;
   uint64_t bin_offset = 0, bin_size = 0;
+  // The stats dump mode's numbers, when the manifest carries them.
+  struct Stats {
+    uint64_t count = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+    double min = 0, max = 0, mean = 0, l2 = 0;
+  };
+  std::optional<Stats> stats;
 };
 
 // Which entries to hand out; unset fields match everything.
@@ -118,6 +124,7 @@ class ManifestReader {
   absl::Status ParseEntry(ManifestEntry* e);
   static void ResetEntry(ManifestEntry* e);
   absl::Status SkipRestOfEntry();
+  absl::Status ParseStats(ManifestEntry::Stats* out, absl::string_view where);
   enum class Field : int;
   // Whether `field`, just read into `e`, already fails `f`.
   static bool Rejects(const EntryFilter& f, Field field, const ManifestEntry& e);
@@ -126,7 +133,7 @@ class ManifestReader {
     kTaskId,
     kStep, kFuncId, kRole, kStage, kArgIndex, kKind, kDtype, kValue, kShape, kStrides,
     kStartOffset, kIsContiguous, kNumel, kArgIndexAmbiguous, kInFlightSnapshot, kTruncated,
-    kOverwritten, kBinOffset, kBinSize, kOverflow, kUnknown,
+    kOverwritten, kBinOffset, kBinSize, kOverflow, kStats, kUnknown,
   };
   // `after`: the field before it in this entry (kNone at the start).
   static Field FieldOf(absl::string_view key, Field after);

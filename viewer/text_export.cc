@@ -139,34 +139,14 @@ std::string FormatArgText(const ManifestEntry& e, absl::string_view payload) {
   return out;
 }
 
-TensorStats ComputeStats(const ManifestEntry& e, absl::string_view payload) {
-  TensorStats st;
+ElementStats ComputeStats(const ManifestEntry& e, absl::string_view payload) {
   const auto dtype = DataTypeFromName(e.dtype);
-  if (!dtype || e.kind != "tensor") return st;
+  if (!dtype || e.kind != "tensor") return ElementStats();
   uint64_t numel = 1;
   for (uint64_t d : e.shape) numel *= d;
   const uint64_t present = std::min<uint64_t>(
       numel, payload.size() * 8 / std::max<uint32_t>(1, ElementBits(*dtype)));
-  const auto* p = reinterpret_cast<const unsigned char*>(payload.data());
-  for (uint64_t i = 0; i < present; ++i) {
-    const double v = ElementAsDouble(*dtype, p, i);
-    ++st.count;
-    if (std::isnan(v)) {
-      ++st.nan;
-      continue;
-    }
-    if (std::isinf(v)) {
-      ++(v > 0 ? st.pos_inf : st.neg_inf);
-      continue;
-    }
-    if (v == 0) ++st.zeros;
-    st.min = st.finite == 0 ? v : std::min(st.min, v);
-    st.max = st.finite == 0 ? v : std::max(st.max, v);
-    st.abs_max = std::max(st.abs_max, std::fabs(v));
-    st.sum += v;
-    ++st.finite;
-  }
-  return st;
+  return ComputeElementStats(*dtype, reinterpret_cast<const uint8_t*>(payload.data()), present);
 }
 
 }  // namespace argsdump

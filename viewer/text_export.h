@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "device/tensor_stats.h"
 #include "viewer/manifest_reader.h"
 
 namespace argsdump {
@@ -25,11 +26,8 @@ std::string FormatElement(const std::string& dtype, const unsigned char* payload
 
 // Over the elements present in `payload` (a truncated payload counts what
 // it holds). Non-finite values are counted, not folded into min/max/mean.
-struct TensorStats {
-  uint64_t count = 0, finite = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
-  double min = 0, max = 0, sum = 0, abs_max = 0;
-};
-TensorStats ComputeStats(const ManifestEntry& entry, absl::string_view payload);
+// (device/tensor_stats.h: the same numbers the stats dump mode stores.)
+ElementStats ComputeStats(const ManifestEntry& entry, absl::string_view payload);
 
 }  // namespace argsdump
 

@@ -166,7 +166,7 @@ TEST(TextExportTest, StatsCountNonFiniteValuesApart) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   const std::string bytes = Bytes<float>({1.5f, -4, 0, nan, inf, -inf, 0, 2.5f});
-  const TensorStats st = ComputeStats(e, bytes);
+  const ElementStats st = ComputeStats(e, bytes);
   EXPECT_EQ(st.count, 8u);
   EXPECT_EQ(st.finite, 5u);
   EXPECT_EQ(st.nan, 1u);
@@ -176,10 +176,10 @@ TEST(TextExportTest, StatsCountNonFiniteValuesApart) {
   EXPECT_EQ(st.min, -4);
   EXPECT_EQ(st.max, 2.5);
   EXPECT_EQ(st.abs_max, 4);
-  EXPECT_DOUBLE_EQ(st.sum / st.finite, 0.0);
+  EXPECT_DOUBLE_EQ(st.mean(), 0.0);
   // A truncated payload counts what it holds; FP4 decodes two per byte.
   ManifestEntry fp4 = Tensor("FP4E2M1", {4});
-  const TensorStats f = ComputeStats(fp4, Bytes<uint8_t>({0x2F}));  // -6, 1
+  const ElementStats f = ComputeStats(fp4, Bytes<uint8_t>({0x2F}));  // -6, 1
   EXPECT_EQ(f.count, 2u);
   EXPECT_EQ(f.min, -6);
   EXPECT_EQ(f.max, 1);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -78,6 +79,7 @@ std::string Flags(const ManifestEntry& e) {
   if (e.arg_index_ambiguous) f.push_back("ambiguous");
   if (e.in_flight_snapshot) f.push_back("in-flight");
   if (e.overflow) f.push_back("overflow");
+  if (e.stats && e.stats->nan + e.stats->pos_inf + e.stats->neg_inf > 0) f.push_back("nonfinite");
   if (e.step != 0) f.push_back(absl::StrCat("step=", e.step));
   if (e.kind == "tensor" && e.bin_size == 0) f.push_back("no-data");
   return absl::StrJoin(f, ",");
@@ -278,7 +280,7 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
   return true;
 }
 
-std::string StatsLine(const ManifestEntry& e, const TensorStats& st) {
+std::string StatsLine(const ManifestEntry& e, const ElementStats& st) {
   return absl::StrFormat("index %d  task %s  %s %s arg %d  %s %s: %d NaN, %d +Inf, %d -Inf of %d",
                          e.index, Hex(e.task_id), e.stage, e.role, e.arg_index, e.dtype,
                          Dims(e.shape), st.nan, st.pos_inf, st.neg_inf, st.count);
@@ -323,7 +325,7 @@ int FirstNonFinite(ArgSource& source, const Selection& selection, std::ostream& 
     }
     std::string bytes;
     if (absl::Status s = source.ReadPayload(e, &bytes); !s.ok()) return Fail(err, s);
-    const TensorStats st = ComputeStats(e, bytes);
+    const ElementStats st = ComputeStats(e, bytes);
     if (st.nan + st.pos_inf + st.neg_inf == 0) continue;
     out << "first non-finite output: " << StatsLine(e, st) << "\n";
     out << "inputs of task " << Hex(e.task_id) << ":\n";
@@ -694,15 +696,29 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
         ++npy_files;
       }
     }
-    if (o.stats && s.kind == "tensor") {
-      const TensorStats st = ComputeStats(s, bytes);
+    if (o.stats && s.kind == "tensor" && s.bin_size == 0 && s.stats) {
+      // No payload, but the capture stored its statistics (stats mode).
+      const ManifestEntry::Stats& st = *s.stats;
+      const uint64_t finite = st.count - st.nan - st.pos_inf - st.neg_inf;
+      if (finite == 0) {
+        stats_table += absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d  stored\n",
+                                       s.index, "-", "-", "-", "-", st.nan, st.pos_inf,
+                                       st.neg_inf, st.zeros);
+      } else {
+        stats_table += absl::StrFormat(
+            "%7d  %14.7g  %14.7g  %14.7g  %14.7g  %6d  %6d  %6d  %8d  stored\n", s.index, st.min,
+            st.max, st.mean, std::max(std::fabs(st.min), std::fabs(st.max)), st.nan, st.pos_inf,
+            st.neg_inf, st.zeros);
+      }
+    } else if (o.stats && s.kind == "tensor") {
+      const ElementStats st = ComputeStats(s, bytes);
       if (st.finite == 0) {
         stats_table += absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d\n",
                                        s.index, "-", "-", "-", "-", st.nan, st.pos_inf,
                                        st.neg_inf, st.zeros);
       } else {
         stats_table += absl::StrFormat("%7d  %14.7g  %14.7g  %14.7g  %14.7g  %6d  %6d  %6d  %8d\n",
-                                       s.index, st.min, st.max, st.sum / st.finite, st.abs_max,
+                                       s.index, st.min, st.max, st.mean(), st.abs_max,
                                        st.nan, st.pos_inf, st.neg_inf, st.zeros);
       }
     }

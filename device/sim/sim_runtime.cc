@@ -438,6 +438,11 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
     t->id = (uint64_t{config_.run_id} << 32) | tasks_.size();
     t->step = step_;
     t->overflow_check = dump_on() && step_dump_.config.overflow;
+    if (step_dump_.config.stats != StatsMode::kOff) {
+      t->dump.tensor_flags = static_cast<uint8_t>(
+          abi::kFlagStats |
+          (step_dump_.config.stats == StatsMode::kOnly ? abi::kFlagStatsOnly : 0));
+    }
     if (dump_on() && TaskSelected(step_dump_, t->func_ids, step_)) {
       t->dump_before = step_dump_.config.CapturesBefore();
       t->dump_after = step_dump_.config.CapturesAfter();

@@ -1,0 +1,37 @@
+// Statistics of a tensor's elements, as the stats dump mode stores them
+// with each record (computed on the host collector side from the captured
+// payload) and as dump_viewer --stats prints them. NaN, +Inf and -Inf are
+// counted apart and never folded into min, max, mean or the L2 norm;
+// zeros (+0 and -0) are counted, and denormals are ordinary finite values.
+#ifndef ARGSDUMP_DEVICE_TENSOR_STATS_H_
+#define ARGSDUMP_DEVICE_TENSOR_STATS_H_
+
+#include <cmath>
+#include <cstdint>
+
+#include "device/dtype.h"
+
+namespace argsdump {
+
+struct ElementStats {
+  uint64_t count = 0;   // elements looked at
+  uint64_t finite = 0;  // of them, neither NaN nor infinite
+  uint64_t nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+  double min = 0, max = 0, abs_max = 0;  // over finite ones
+  double running_mean = 0;  // updated per element: a sum could overflow
+  // The L2 norm as abs_max * sqrt(scaled_squares): squares of values near
+  // 1e300 would overflow a plain sum (the BLAS nrm2 way).
+  double scaled_squares = 0;
+
+  double mean() const { return running_mean; }
+  double l2() const { return abs_max * std::sqrt(scaled_squares); }
+  bool has_nonfinite() const { return nan + pos_inf + neg_inf > 0; }
+};
+
+// The first `count` elements of a densely packed payload of `dtype` (the
+// caller checks the payload holds them: PayloadBytes(dtype, count)).
+ElementStats ComputeElementStats(DataType dtype, const uint8_t* payload, uint64_t count);
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_DEVICE_TENSOR_STATS_H_
