@@ -26,7 +26,7 @@ struct Entry {
   bool is_contiguous = false, truncated = false, overwritten = false, ambiguous = false,
        in_flight = false, overflow = false;
   bool has_stats = false;
-  v1::EntryStats stats;
+  v1::TensorStats stats;
   google::protobuf::Value value;
   std::string payload;  // the bytes of args.bin this entry points at
 
