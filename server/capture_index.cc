@@ -26,7 +26,7 @@ struct IndexHeader {
   uint32_t info_bytes;
   uint64_t rows;
   uint32_t counters_bytes;
-  uint32_t flags;  // bit 0: recovered
+  uint32_t flags;  // bit 0: recovered; bit 1: a StatsRow section follows the task ids
   uint64_t reserved[4];
 };
 static_assert(sizeof(IndexHeader) == 64, "args.index header is 64 bytes");
@@ -74,7 +74,8 @@ auto ManifestKey(const ManifestRow& r, uint64_t id) {
 
 absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
                         const v1::CaptureCounters& counters, bool recovered,
-                        const RecordList& records, const std::vector<uint32_t>& order) {
+                        const RecordList& records, const std::vector<uint32_t>& order,
+                        const StatsTable* stats) {
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -90,7 +91,7 @@ absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
   h.info_bytes = static_cast<uint32_t>(info_bytes.size());
   h.counters_bytes = static_cast<uint32_t>(counter_bytes.size());
   h.rows = order.size();
-  h.flags = recovered ? 1 : 0;
+  h.flags = (recovered ? 1 : 0) | (stats != nullptr && !stats->empty() ? 2 : 0);
   FileWriter out(fd);
   bool ok = out.Append(&h, sizeof(h)) && out.Append(info_bytes.data(), info_bytes.size()) &&
             out.Append(counter_bytes.data(), counter_bytes.size());
@@ -106,6 +107,13 @@ absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
   ok = ok && out.Append(position.data(), position.size() * sizeof(uint32_t));
   for (size_t i = 0; ok && i < order.size(); ++i) {
     ok = out.Append(&records[order[i]].task_id, sizeof(uint64_t));
+  }
+  if (h.flags & 2) {
+    const StatsRow none;
+    for (size_t i = 0; ok && i < order.size(); ++i) {
+      const StatsRow* s = stats->Get(order[i]);
+      ok = out.Append(s != nullptr ? s : &none, sizeof(StatsRow));
+    }
   }
   ok = ok && out.Flush();
   const int saved = errno;
@@ -158,7 +166,9 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   // Rows are 120 bytes and the two u32 arrays 8 bytes per row together:
   // the task_id column starts 8-aligned.
   const uint64_t tasks_at = rows_at + h.rows * (sizeof(ManifestRow) + 2 * sizeof(uint32_t));
-  if (h.rows > (uint64_t{1} << 32) || bytes != tasks_at + h.rows * sizeof(uint64_t)) {
+  const uint64_t stats_at = tasks_at + h.rows * sizeof(uint64_t);
+  const uint64_t stats_bytes = (h.flags & 2) ? h.rows * sizeof(StatsRow) : 0;
+  if (h.rows > (uint64_t{1} << 32) || bytes != stats_at + stats_bytes) {
     return bad(absl::StrCat(bytes, " bytes do not hold the ", h.rows, " rows it says"));
   }
   const char* base = static_cast<const char*>(map);
@@ -173,6 +183,7 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   f->record_id_ = reinterpret_cast<const uint32_t*>(base + rows_at + h.rows * sizeof(ManifestRow));
   f->position_ = f->record_id_ + h.rows;
   f->task_ids_ = reinterpret_cast<const uint64_t*>(base + tasks_at);
+  if (h.flags & 2) f->stats_at_ = reinterpret_cast<const StatsRow*>(base + stats_at);
   return f;
 }
 
@@ -196,7 +207,11 @@ QueryPage IndexFile::Query(const ArgQuery& query, uint64_t from, size_t limit,
   uint64_t i = begin;
   for (size_t looked = 0; i < end && page.hits.size() < limit && looked < budget; ++i, ++looked) {
     const ManifestRow& r = row(i);
-    if (query.Matches(r)) page.hits.push_back(QueryHit{record_id_[i], r, i});
+    if (query.Matches(r, stats(i))) {
+      QueryHit hit{record_id_[i], r, i};
+      if (const StatsRow* s = stats(i)) hit.stats = *s;
+      page.hits.push_back(hit);
+    }
   }
   if (i < end) page.next = i;
   return page;
@@ -212,26 +227,33 @@ std::vector<QueryHit> IndexFile::ByArrival(const ArgQuery& query, uint64_t from,
   std::vector<QueryHit> hits;
   for (uint64_t id = from; id < std::min(to, rows_); ++id) {
     const ManifestRow& r = row(position_[id]);
-    if (query.Matches(r)) hits.push_back(QueryHit{id, r});
+    if (query.Matches(r, stats(position_[id]))) hits.push_back(QueryHit{id, r});
   }
   return hits;
 }
 
 QueryPage QueryLive(const RecordList& records, const std::vector<uint32_t>* task_rows,
-                    const ArgQuery& query, uint64_t from, size_t limit, size_t budget) {
+                    const ArgQuery& query, uint64_t from, size_t limit, size_t budget,
+                    const StatsTable* stats) {
+  auto stats_of = [&](uint64_t id) { return stats != nullptr ? stats->Get(id) : nullptr; };
+  auto hit = [&](uint64_t id) {
+    QueryHit h{id, records[id]};
+    if (const StatsRow* s = stats_of(id)) h.stats = *s;
+    return h;
+  };
   QueryPage page;
   if (query.task_id && task_rows != nullptr) {
     // A task's records, in manifest order; `from` indexes that order.
     std::vector<uint32_t> ids;
     for (uint32_t id : *task_rows) {
-      if (id < records.size() && query.Matches(records[id])) ids.push_back(id);
+      if (id < records.size() && query.Matches(records[id], stats_of(id))) ids.push_back(id);
     }
     std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) {
       return ManifestKey(records[a], a) < ManifestKey(records[b], b);
     });
     uint64_t i = from;
     for (; i < ids.size() && page.hits.size() < limit; ++i) {
-      page.hits.push_back(QueryHit{ids[i], records[ids[i]]});
+      page.hits.push_back(hit(ids[i]));
     }
     if (i < ids.size()) page.next = i;
     return page;
@@ -239,8 +261,7 @@ QueryPage QueryLive(const RecordList& records, const std::vector<uint32_t>* task
   uint64_t i = from;
   const uint64_t end = records.size();
   for (size_t looked = 0; i < end && page.hits.size() < limit && looked < budget; ++i, ++looked) {
-    const ManifestRow& r = records[i];
-    if (query.Matches(r)) page.hits.push_back(QueryHit{i, r});
+    if (query.Matches(records[i], stats_of(i))) page.hits.push_back(hit(i));
   }
   if (i < end) page.next = i;
   return page;

@@ -44,10 +44,14 @@ struct ArgQuery {
   int dtype = 0;  // v1::DType
   std::optional<uint32_t> step;
   std::optional<bool> overflow;
+  // Records whose stored stats count a NaN or an Inf (true), or the others.
+  std::optional<bool> nonfinite;
 
-  bool Matches(const ManifestRow& r) const {
+  // `stats`: the record's stats (null: none stored).
+  bool Matches(const ManifestRow& r, const StatsRow* stats = nullptr) const {
     if (step && r.step != *step) return false;
     if (overflow && r.overflow != *overflow) return false;
+    if (nonfinite && (stats != nullptr && stats->has_nonfinite()) != *nonfinite) return false;
     if (task_id && r.task_id != *task_id) return false;
     if (stage != 0 && r.stage != stage) return false;
     if (role != 0 && r.role != role) return false;
@@ -72,6 +76,7 @@ struct QueryHit {
   // Its position in the manifest's args[] (finished captures only: a live
   // capture's order is fixed when it finishes).
   std::optional<uint64_t> manifest_index;
+  std::optional<StatsRow> stats;  // when the capture stored some for it
 };
 
 // A page of results. `next` is where the next page starts (an opaque
@@ -83,9 +88,11 @@ struct QueryPage {
 
 // Writes args.index for rows `records` in `order` (ManifestOrder).
 // `recovered`: the manifest was rebuilt from the journal after a crash.
+// `stats` (null: none): written as a section after the task_id column.
 absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
                         const v1::CaptureCounters& counters, bool recovered,
-                        const RecordList& records, const std::vector<uint32_t>& order);
+                        const RecordList& records, const std::vector<uint32_t>& order,
+                        const StatsTable* stats = nullptr);
 
 class IndexFile {
  public:
@@ -112,6 +119,9 @@ class IndexFile {
  private:
   IndexFile() = default;
   const ManifestRow& row(uint64_t i) const { return rows_at_[i]; }
+  const StatsRow* stats(uint64_t i) const {
+    return stats_at_ != nullptr && stats_at_[i].present ? &stats_at_[i] : nullptr;
+  }
   void* map_ = nullptr;
   size_t map_bytes_ = 0;
   uint64_t rows_ = 0;
@@ -119,6 +129,7 @@ class IndexFile {
   const uint32_t* record_id_ = nullptr;
   const uint32_t* position_ = nullptr;
   const uint64_t* task_ids_ = nullptr;
+  const StatsRow* stats_at_ = nullptr;  // in manifest order; null: no stats
   v1::CaptureInfo info_;
   v1::CaptureCounters counters_;
   bool recovered_ = false;
@@ -129,7 +140,8 @@ class IndexFile {
 // that task. Without a task_id, matches come in arrival order (the manifest
 // order is known only at the end).
 QueryPage QueryLive(const RecordList& records, const std::vector<uint32_t>* task_rows,
-                    const ArgQuery& query, uint64_t from, size_t limit, size_t budget);
+                    const ArgQuery& query, uint64_t from, size_t limit, size_t budget,
+                    const StatsTable* stats = nullptr);
 
 }  // namespace argsdump
 

@@ -207,9 +207,9 @@ QueryPage CaptureStore::Query(const ArgQuery& query, uint64_t from, size_t limit
         task_rows.push_back(id);
       }
     }
-    return QueryLive(records_, &task_rows, query, from, limit, budget);
+    return QueryLive(records_, &task_rows, query, from, limit, budget, &stats_);
   }
-  return QueryLive(records_, nullptr, query, from, limit, budget);
+  return QueryLive(records_, nullptr, query, from, limit, budget, &stats_);
 }
 
 std::optional<ManifestRow> CaptureStore::RecordById(uint64_t record_id) const {
@@ -223,7 +223,11 @@ std::vector<QueryHit> CaptureStore::ByArrival(const ArgQuery& query, uint64_t fr
   std::shared_lock<std::shared_mutex> lock(rows_mu_);
   std::vector<QueryHit> hits;
   for (uint64_t id = from; id < std::min<uint64_t>(to, records_.size()); ++id) {
-    if (query.Matches(records_[id])) hits.push_back(QueryHit{id, records_[id]});
+    if (query.Matches(records_[id], stats_.Get(id))) {
+      QueryHit hit{id, records_[id]};
+      if (const StatsRow* s = stats_.Get(id)) hit.stats = *s;
+      hits.push_back(hit);
+    }
   }
   return hits;
 }
@@ -290,7 +294,8 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
   // Durability here means "survives a crash of this process" (the data is
   // in the OS once write() returned), as for every Append: no fsync.
   const std::vector<uint32_t> order = ManifestOrder(records_);
-  if (auto s = WriteIndex(dir_ + "/" + kIndexName, info_, counters, false, records_, order);
+  if (auto s = WriteIndex(dir_ + "/" + kIndexName, info_, counters, false, records_, order,
+                          &stats_);
       !s.ok()) {
     return s;
   }
@@ -358,7 +363,8 @@ absl::Status CaptureStore::Recover(const std::string& dir) {
   if (!have_counters) CountRecords(records, &counters);
   const std::vector<uint32_t> order = ManifestOrder(records);
   // The index first, the manifest (the "finished" mark) last.
-  if (auto s = WriteIndex(dir + "/" + kIndexName, info, counters, !have_counters, records, order);
+  if (auto s = WriteIndex(dir + "/" + kIndexName, info, counters, !have_counters, records, order,
+                          &stats);
       !s.ok()) {
     return s;
   }

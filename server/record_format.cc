@@ -139,8 +139,16 @@ void StatsTable::Add(uint64_t record_id, const v1::ArgRecord& r) {
   StatsRow row;
   if (r.has_stats()) {
     const v1::TensorStats& s = r.stats();
-    row = StatsRow{s.count(), s.nan(), s.pos_inf(), s.neg_inf(), s.zeros(),
-                   s.min(),   s.max(), s.mean(),    s.l2(),      true};
+    row.count = s.count();
+    row.nan = s.nan();
+    row.pos_inf = s.pos_inf();
+    row.neg_inf = s.neg_inf();
+    row.zeros = s.zeros();
+    row.min = s.min();
+    row.max = s.max();
+    row.mean = s.mean();
+    row.l2 = s.l2();
+    row.present = true;
   }
   if (rows_.size() == record_id) {
     rows_.push_back(row);

@@ -94,12 +94,16 @@ static_assert(offsetof(ManifestRow, step) == 116, "ManifestRow is part of the ar
 using RecordList = std::deque<ManifestRow>;
 
 // The stats dump mode's numbers of one record (v1::TensorStats, fixed size).
+// Stored raw in args.index (after the task_id column) when a capture has
+// stats.
 struct StatsRow {
   uint64_t count = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
   double min = 0, max = 0, mean = 0, l2 = 0;
   bool present = false;
-  bool has_nonfinite() const { return nan + pos_inf + neg_inf > 0; }
+  uint8_t reserved[7] = {};  // explicit padding: rows are stored raw
+  bool has_nonfinite() const { return present && nan + pos_inf + neg_inf > 0; }
 };
+static_assert(sizeof(StatsRow) == 80, "StatsRow is part of the args.index format");
 
 // Stats by record id. Holds nothing until a record carries stats (most
 // captures never do); then one row per record from there on.

@@ -253,6 +253,45 @@ TEST_F(ViewerRemoteTest, StepsFilterTheSameLocallyAndRemotely) {
   EXPECT_NE(ReadAll(local + "/args_dump.json").find("\"step\": 2"), std::string::npos);
 }
 
+// Stored statistics (the stats dump mode): served with the records, shown
+// by --stats for records without payload, and --nonfinite is a query.
+TEST_F(ViewerRemoteTest, StoredStatsReadTheSameLocallyAndRemotely) {
+  TestCapture scene;
+  const uint64_t t0 = 0x100000000;
+  for (uint64_t t = 0; t < 4; ++t) {
+    // Stats only: the numbers, no payload.
+    v1::ArgRecord& r = scene.Tensor(t0 + t, 1, v1::ROLE_OUTPUT, v1::STAGE_AFTER_COMPLETION,
+                                    v1::DTYPE_FLOAT32, {2, 8}, "", 64);
+    v1::TensorStats* s = r.mutable_stats();
+    s->set_count(16);
+    s->set_min(-1.0 - static_cast<double>(t));
+    s->set_max(2.5 * static_cast<double>(t + 1));
+    s->set_mean(0.125);
+    s->set_l2(3.0);
+    s->set_nan(t == 2 ? 3 : 0);
+    s->set_pos_inf(t == 3 ? 1 : 0);
+    s->set_zeros(t);
+    // A plain record with its payload beside it.
+    scene.Tensor(t0 + t, 0, v1::ROLE_INPUT, v1::STAGE_BEFORE_DISPATCH, v1::DTYPE_FLOAT32, {2},
+                 TestCapture::Bytes(std::vector<float>{1, 2}));
+  }
+  const std::string local = Local("statsful", scene);
+  std::unique_ptr<GrpcSink> live = Ingest("statsful", scene, /*finish=*/false);
+  ASSERT_NE(live, nullptr);
+  const std::vector<std::vector<std::string>> commands = {
+      {}, {"--stats"}, {"--nonfinite"}, {"--nonfinite", "--stats"}, {"-t", "100000002", "--stats"}};
+  for (const auto& command : commands) ExpectSame(local, "statsful", command);  // live
+  ASSERT_TRUE(live->Finish(v1::CaptureCounters()).ok());
+  for (const auto& command : commands) ExpectSame(local, "statsful", command);  // finished
+  const Result nonfinite = Viewer({local, "--nonfinite"});
+  EXPECT_EQ(nonfinite.code, 0);
+  EXPECT_NE(nonfinite.out.find("2 args\n"), std::string::npos) << nonfinite.out;
+  const Result stats = Viewer({local, "--stats", "-t", "100000002"});
+  EXPECT_NE(stats.out.find("     -3             7.5           0.125             7.5       3       0       0         2  stored"),
+            std::string::npos)
+      << stats.out;
+}
+
 TEST_F(ViewerRemoteTest, ServiceErrorsAreClearAndExitTwo) {
   Ingest("there", ViewerScene(false));
   Result r = Viewer(Cat(Remote("nope"), {}));

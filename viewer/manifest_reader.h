@@ -58,11 +58,12 @@ struct EntryFilter {
   std::optional<uint64_t> index;
   std::optional<uint32_t> step;
   bool overflow_only = false;  // records the overflow check captured
+  bool nonfinite_only = false;  // records whose stored stats count NaN/Inf
 
   bool Matches(const ManifestEntry& e) const;
   bool any() const {
     return task || !stage.empty() || !role.empty() || arg || func || index || step ||
-           overflow_only;
+           overflow_only || nonfinite_only;
   }
 };
 

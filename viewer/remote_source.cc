@@ -4,6 +4,7 @@
 #include <chrono>
 #include <deque>
 #include <limits>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -49,6 +50,19 @@ ManifestEntry EntryFromRecord(const v1::ArgRecord& r, uint64_t index, uint64_t r
   e.arg_index_ambiguous = r.arg_index_ambiguous();
   e.in_flight_snapshot = r.in_flight_snapshot();
   e.overflow = r.overflow();
+  if (r.has_stats()) {
+    const v1::TensorStats& s = r.stats();
+    ManifestEntry::Stats& out = e.stats.emplace();
+    out.count = s.count();
+    out.min = s.min();
+    out.max = s.max();
+    out.mean = s.mean();
+    out.l2 = s.l2();
+    out.nan = s.nan();
+    out.pos_inf = s.pos_inf();
+    out.neg_inf = s.neg_inf();
+    out.zeros = s.zeros();
+  }
   e.bin_offset = r.bin_offset();
   e.bin_size = r.bin_size();
   return e;
@@ -95,7 +109,7 @@ class RemoteSource : public ArgSource {
     if (live_) {
       while (live_at_ < live_order_.size()) {
         const uint32_t i = live_order_[live_at_];
-        *e = EntryFromRecord(RecordFromRow(live_rows_[i]), live_at_, i);
+        *e = EntryFromRecord(live_records_[i], live_at_, i);
         ++live_at_;
         if (selection_.Matches(*e)) return true;
       }
@@ -177,6 +191,7 @@ class RemoteSource : public ArgSource {
   bool Pushed() const {
     return selection_.task || !selection_.stage.empty() || !selection_.role.empty() ||
            selection_.arg || selection_.step || selection_.overflow_only ||
+           selection_.nonfinite_only ||
            (selection_.func && *selection_.func >= 0);
   }
 
@@ -196,6 +211,7 @@ class RemoteSource : public ArgSource {
     if (selection_.arg) f->set_arg_index(*selection_.arg);
     if (selection_.step) f->set_step(*selection_.step);
     if (selection_.overflow_only) f->set_overflow(true);
+    if (selection_.nonfinite_only) f->set_has_nonfinite(true);
     // -1 stands for "no func ids": the service cannot ask that; we filter.
     if (selection_.func && *selection_.func >= 0 &&
         *selection_.func <= std::numeric_limits<uint32_t>::max()) {
@@ -219,6 +235,7 @@ class RemoteSource : public ArgSource {
   absl::Status LoadLive() {
     live_ = true;
     std::vector<std::pair<uint64_t, ManifestRow>> rows;
+    std::map<uint64_t, v1::ArgRecord> records;  // as served (stats included)
     do {
       if (absl::Status s = FetchPage(QueryRequest(/*filtered=*/false)); !s.ok()) return s;
       for (const v1::CapturedArg& a : page_) {
@@ -228,6 +245,7 @@ class RemoteSource : public ArgSource {
                                                   row.status().message()));
         }
         rows.emplace_back(a.record_id(), *row);
+        records[a.record_id()] = a.record();
         some_.Add(EntryFromRecord(a.record(), 0, a.record_id()));
       }
       page_.clear();
@@ -240,6 +258,7 @@ class RemoteSource : public ArgSource {
                                                 " (", rows[i].first, " at ", i, ")"));
       }
       live_rows_.push_back(rows[i].second);
+      live_records_.push_back(std::move(records[rows[i].first]));
     }
     live_order_ = ManifestOrder(live_rows_);
     return absl::OkStatus();
@@ -271,6 +290,7 @@ class RemoteSource : public ArgSource {
   // Live: every record so far and its manifest order.
   bool live_ = false;
   RecordList live_rows_;
+  std::vector<v1::ArgRecord> live_records_;  // by record id
   std::vector<uint32_t> live_order_;
   size_t live_at_ = 0;
 };

@@ -63,7 +63,8 @@ struct Options {
 };
 
 constexpr char kFlagList[] =
-    "--task/-t, --stage/-s, --role/-r, --arg/-a, --func, --step, --overflow, --index/-i, "
+    "--task/-t, --stage/-s, --role/-r, --arg/-a, --func, --step, --overflow, --nonfinite, "
+    "--index/-i, "
     "--export/-e, --npy, "
     "--stats, --first-nonfinite, --compare, --atol, --rtol, --out, --server, --capture, "
     "--auth_token_file";
@@ -163,6 +164,10 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
     }
     if (flag == "--overflow") {
       f->overflow_only = true;
+      continue;
+    }
+    if (flag == "--nonfinite") {
+      f->nonfinite_only = true;
       continue;
     }
     if (!is_flag) {

@@ -2,7 +2,7 @@
 //   dump_viewer [DIR | --server HOST:PORT --capture NAME [--auth_token_file F]]
 //               [--task/-t HEX] [--stage/-s before|after]
 //               [--role/-r input|output|inout] [--arg/-a N] [--func F]
-//               [--step N] [--overflow] [--index/-i N]
+//               [--step N] [--overflow] [--nonfinite] [--index/-i N]
 //               [--export/-e] [--npy] [--stats] [--out DIR]
 //               [--first-nonfinite]
 //               [--compare GOLDEN [--atol A] [--rtol R]]
