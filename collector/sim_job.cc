@@ -66,6 +66,12 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
       sink = std::move(local).value();
     }
     recorder = std::make_unique<DumpRecorder>(**region);
+    result.dump_log.push_back(absl::StrCat(
+        "dump buffers created: ", rc.num_threads, " recording threads x (",
+        rc.buffers_per_thread, " buffers of ", rc.records_per_buffer, " records + a ",
+        rc.arena_bytes, "-byte payload arena), level ", region_level));
+    std::fprintf(stderr, "%s\n",
+                 FormatDumpLog({DumpLog::kInfo, result.dump_log.back()}).c_str());
     if (absl::Status s = collector.Start(sink.get()); !s.ok()) return s;
   }
   {
@@ -112,7 +118,7 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     result.run_status = runtime.Synchronize();
     if (!tensors.ok()) return tensors.status();
     result.tasks = runtime.tasks_submitted();
-    result.dump_log = runtime.dump_log();
+    for (std::string& line : runtime.dump_log()) result.dump_log.push_back(std::move(line));
     result.overflow_tasks = runtime.overflow_tasks();
     result.first_overflow_task = runtime.first_overflow_task();
     result.tasks_completed = runtime.tasks_completed();
@@ -125,6 +131,8 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     result.collected = collector.stats();
     result.losses = collector.losses();
     collector.Finalize();
+    result.dump_log.push_back("dump buffers freed");
+    std::fprintf(stderr, "%s\n", FormatDumpLog({DumpLog::kInfo, "dump buffers freed"}).c_str());
     if (!exported.ok()) return exported;
     if (!collected.ok()) return collected;
     if (!reconciled.ok()) return reconciled;

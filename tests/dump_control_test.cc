@@ -4,6 +4,8 @@
 // read back from the files.
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <memory>
 #include <algorithm>
 #include <map>
 #include <set>
@@ -208,6 +210,33 @@ TEST(DumpControlTest, TheSwitchTakesEffectAtTheNextStepOnly) {
   // Step 3 (switched off while it ran) is whole.
   EXPECT_EQ(Shapes(c, [](const Entry& e) { return e.step == 3; }),
             Shapes(c, [](const Entry& e) { return e.step == 0; }));
+}
+
+// The config file as sim_run watches it: edited between steps (here, by
+// the test at the start of step 2), it switches the dump from that step.
+TEST(DumpControlTest, EditingTheConfigFileSwitchesAtTheNextStep) {
+  const std::string path = TempDir("watched_dump.json");
+  std::ofstream(path, std::ios::trunc) << R"({"level": 2, "mode": "output"})";
+  auto watcher = std::make_shared<DumpConfigWatcher>(DumpConfigEntry(), DumpConfigEntry(), path);
+  std::vector<DumpLog> logs;
+  const DumpConfig first = watcher->Current(&logs);
+  SimJobOptions o = Options("watched", first.level);
+  o.dump = first;
+  o.dynamic = true;
+  o.steps = 4;
+  o.before_step = [&](uint32_t step) -> std::optional<DumpConfig> {
+    if (step == 2) std::ofstream(path, std::ios::trunc) << R"({"level": 0})";
+    return watcher->Poll(&logs);
+  };
+  std::vector<std::string> log;
+  const CaptureFiles c = RunJob("vector_example", o, &log);
+  EXPECT_EQ(Steps(c), (std::set<uint32_t>{0, 1}));
+  for (const Entry& e : c.entries) EXPECT_EQ(e.stage, "after_completion");
+  EXPECT_NE(absl::StrJoin(log, "\n").find("dump switched off at step 2"), std::string::npos);
+  // The buffer pools' INFO lines.
+  EXPECT_NE(absl::StrJoin(log, "\n").find("dump buffers created: 2 recording threads"),
+            std::string::npos);
+  EXPECT_EQ(log.back(), "dump buffers freed");
 }
 
 // Started at level 0 with a switch possible (a watched config file): no
