@@ -27,6 +27,7 @@
 #include "collector/collector.h"
 #include "collector/sim_job.h"
 #include "device/recorder.h"
+#include "device/tensor_stats.h"
 #include "device/sim/kernels.h"
 
 namespace argsdump {
@@ -278,6 +279,65 @@ void BM_PayloadRatios(benchmark::State& state) {
   state.counters["bound_to_raw"] = Median(bound_to_raw);
 }
 BENCHMARK(BM_PayloadRatios)->Arg(64)->Arg(4096)->Iterations(7)->Unit(benchmark::kMillisecond)->UseManualTime();
+
+// The stats dump mode's cost on the host: the same payload pipeline without
+// stats, with stats (one more pass over every payload on the shards), and
+// stats-only (the pass, and no payload write), paired per iteration.
+// Reports median time ratios to the run without stats (< 1: slower).
+void BM_StatsRatios(benchmark::State& state) {
+  const uint64_t per_thread = state.range(0);
+  const PayloadTask payload;
+  DumpTask with_stats = payload.task;
+  with_stats.tensor_flags = abi::kFlagStats;
+  DumpTask stats_only = payload.task;
+  stats_only.tensor_flags = abi::kFlagStats | abi::kFlagStatsOnly;
+  std::vector<double> on_to_off, only_to_off;
+  for (auto _ : state) {
+    const PipelineRun off = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread);
+    const PipelineRun on = PipelineOnce(with_stats, 1, abi::DumpLevel::kFull, per_thread);
+    const PipelineRun only = PipelineOnce(stats_only, 1, abi::DumpLevel::kFull, per_thread);
+    if (!off.ok || !on.ok || !only.ok) state.SkipWithError("pipeline failed or lost records");
+    auto seconds = [](const PipelineRun& r) { return r.streaming_seconds + r.export_seconds; };
+    state.SetIterationTime(seconds(on));
+    on_to_off.push_back(seconds(off) / seconds(on));
+    only_to_off.push_back(seconds(off) / seconds(only));
+  }
+  state.counters["stats_on_to_off"] = Median(on_to_off);
+  state.counters["stats_only_to_off"] = Median(only_to_off);
+}
+BENCHMARK(BM_StatsRatios)->Arg(64)->Arg(4096)->Iterations(5)->Unit(benchmark::kMillisecond)->UseManualTime();
+
+// The stats pass alone on one 64 KiB float32 payload (cache-resident),
+// paired with a memcpy of the same bytes: stats_to_memcpy is the pass's
+// speed as a share of a copy's.
+void BM_StatsPass(benchmark::State& state) {
+  std::vector<float> values(kPayload / 4);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 977) - 488.5f;
+  std::vector<uint8_t> bytes(kPayload), copy(kPayload);
+  std::memcpy(bytes.data(), values.data(), kPayload);
+  double stats_s = 0, copy_s = 0;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < 64; ++r) {
+      std::memcpy(copy.data(), bytes.data(), kPayload);
+      benchmark::DoNotOptimize(copy.data());
+      benchmark::ClobberMemory();
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    for (int r = 0; r < 64; ++r) {
+      ElementStats st = ComputeElementStats(DataType::kFloat32, bytes.data(), values.size());
+      benchmark::DoNotOptimize(st);
+    }
+    auto t2 = std::chrono::steady_clock::now();
+    copy_s += std::chrono::duration<double>(t1 - t0).count();
+    stats_s += std::chrono::duration<double>(t2 - t1).count();
+  }
+  state.SetBytesProcessed(state.iterations() * 64 * kPayload);
+  state.counters["stats_GBps"] = state.iterations() * 64.0 * kPayload / stats_s / 1e9;
+  state.counters["memcpy_GBps"] = state.iterations() * 64.0 * kPayload / copy_s / 1e9;
+  state.counters["stats_to_memcpy"] = copy_s / stats_s;
+}
+BENCHMARK(BM_StatsPass);
 
 // A whole sim run of many small tasks: level 0 against level 2.
 void BM_SimJob(benchmark::State& state) {

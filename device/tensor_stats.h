@@ -18,13 +18,10 @@ struct ElementStats {
   uint64_t finite = 0;  // of them, neither NaN nor infinite
   uint64_t nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
   double min = 0, max = 0, abs_max = 0;  // over finite ones
-  double running_mean = 0;  // updated per element: a sum could overflow
-  // The L2 norm as abs_max * sqrt(scaled_squares): squares of values near
-  // 1e300 would overflow a plain sum (the BLAS nrm2 way).
-  double scaled_squares = 0;
+  double mean_value = 0, l2_value = 0;    // over finite ones
 
-  double mean() const { return running_mean; }
-  double l2() const { return abs_max * std::sqrt(scaled_squares); }
+  double mean() const { return mean_value; }
+  double l2() const { return l2_value; }
   bool has_nonfinite() const { return nan + pos_inf + neg_inf > 0; }
 };
 

@@ -1,8 +1,10 @@
 #include "device/tensor_stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -96,6 +98,46 @@ TEST(TensorStatsTest, EveryFloatFormat) {
   for (const Case& c : cases) {
     SCOPED_TRACE(static_cast<int>(c.dtype));
     Check(ComputeElementStats(c.dtype, c.bytes.data(), c.count), c.want, c.count);
+  }
+}
+
+// Large float32 tensors go through the block path: blocks with and without
+// NaN, Inf and zeros give what a plain loop over doubles gives.
+TEST(TensorStatsTest, Float32BlocksMatchAPlainLoop) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1000.0f, 1000.0f);
+  for (int special : {-1, 3, 300, 700, 1000}) {
+    SCOPED_TRACE(special);
+    std::vector<float> v(1000 + 37);
+    for (float& x : v) x = dist(rng);
+    if (special == 300) v[300] = 0.0f;
+    if (special == 700) v[700] = NAN;
+    if (special == 1000) v[1000] = -INFINITY;
+    if (special == 3) v[3] = std::numeric_limits<float>::denorm_min();
+    double lo = INFINITY, hi = -INFINITY, sum = 0, sq = 0;
+    uint64_t finite = 0, nan = 0, ninf = 0, zeros = 0;
+    for (float x : v) {
+      if (std::isnan(x)) { ++nan; continue; }
+      if (std::isinf(x)) { ++ninf; continue; }
+      lo = std::min<double>(lo, x);
+      hi = std::max<double>(hi, x);
+      sum += x;
+      sq += static_cast<double>(x) * x;
+      zeros += x == 0;
+      ++finite;
+    }
+    const auto b = Bytes(v);
+    const ElementStats s = ComputeElementStats(DataType::kFloat32, b.data(), v.size());
+    EXPECT_EQ(s.count, v.size());
+    EXPECT_EQ(s.finite, finite);
+    EXPECT_EQ(s.nan, nan);
+    EXPECT_EQ(s.neg_inf, ninf);
+    EXPECT_EQ(s.zeros, zeros);
+    EXPECT_EQ(s.min, lo);
+    EXPECT_EQ(s.max, hi);
+    EXPECT_EQ(s.abs_max, std::max(std::fabs(lo), std::fabs(hi)));
+    EXPECT_NEAR(s.mean(), sum / finite, 1e-9 * std::fabs(sum));
+    EXPECT_NEAR(s.l2(), std::sqrt(sq), 1e-12 * std::sqrt(sq));
   }
 }
 
