@@ -42,17 +42,6 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
-absl::Status MakeDirs(const std::string& path) {
-  for (size_t at = 1; at <= path.size(); ++at) {
-    if (at != path.size() && path[at] != '/') continue;
-    const std::string part = path.substr(0, at);
-    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot create ", part, ": ", std::strerror(errno)));
-    }
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -76,12 +65,19 @@ absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
   std::sort(funcs.begin(), funcs.end());
   uint64_t offset = 0;
   const DumpTask& task = *f.task;
-  for (uint32_t i = 0; i < task.tensor_count; ++i) {
-    const DumpTensorArg& a = task.tensors[i];
+  // What every record of the task shares.
+  auto record = [&](uint32_t arg_index) {
     v1::ArgRecord r;
     r.set_task_id(f.task_id);
     for (uint32_t id : funcs) r.add_func_ids(id);
-    r.set_arg_index(a.arg_index);
+    r.set_arg_index(arg_index);
+    r.set_device_thread(f.thread);
+    r.set_step(f.step);
+    return r;
+  };
+  for (uint32_t i = 0; i < task.tensor_count; ++i) {
+    const DumpTensorArg& a = task.tensors[i];
+    v1::ArgRecord r = record(a.arg_index);
     r.set_role(ToProtoRole(a.role));
     r.set_stage(v1::STAGE_AFTER_COMPLETION);  // as they are after the failure
     r.set_kind(v1::KIND_TENSOR);
@@ -96,8 +92,6 @@ absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
     r.set_logical_bytes(a.view.logical_bytes());
     r.set_bin_offset(offset);
     r.set_bin_size(a.view.logical_bytes());
-    r.set_device_thread(f.thread);
-    r.set_step(f.step);
     std::string payload(a.view.logical_bytes(), '\0');
     GatherLogical(a.view, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
     offset += payload.size();
@@ -105,10 +99,7 @@ absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
   }
   for (uint32_t i = 0; i < task.scalar_count; ++i) {
     const DumpScalarArg& a = task.scalars[i];
-    v1::ArgRecord r;
-    r.set_task_id(f.task_id);
-    for (uint32_t id : funcs) r.add_func_ids(id);
-    r.set_arg_index(a.arg_index);
+    v1::ArgRecord r = record(a.arg_index);
     r.set_role(v1::ROLE_INPUT);
     r.set_stage(v1::STAGE_BEFORE_DISPATCH);
     r.set_kind(v1::KIND_SCALAR);
@@ -116,8 +107,6 @@ absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
     r.set_numel(1);
     r.set_is_contiguous(true);
     r.set_scalar_bits(a.bits);
-    r.set_device_thread(f.thread);
-    r.set_step(f.step);
     if (absl::Status s = (*store)->Append(r, ""); !s.ok()) return s;
   }
   if (absl::Status s = (*store)->Finish(v1::CaptureCounters()); !s.ok()) return s;

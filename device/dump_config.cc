@@ -283,18 +283,15 @@ std::string ValueText(const google::protobuf::Value& v, bool* ok) {
 }  // namespace
 
 std::map<std::string, std::string> DumpEnvironment() {
+  // Every ARGSDUMP_* variable: the known ones, and misspelled ones, which
+  // are a configuration mistake worth a word.
   std::map<std::string, std::string> env;
-  for (const Item& item : kItems) {
-    if (const char* v = std::getenv(item.env)) env[item.env] = v;
-  }
-  // Misspelled variables are a configuration mistake worth a word.
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const absl::string_view kv = *e;
     if (!absl::StartsWith(kv, "ARGSDUMP_")) continue;
-    env.emplace(std::string(kv.substr(0, kv.find('='))),
-                std::string(kv.find('=') == absl::string_view::npos
-                                ? absl::string_view()
-                                : kv.substr(kv.find('=') + 1)));
+    const size_t eq = kv.find('=');
+    env.emplace(std::string(kv.substr(0, eq)),
+                std::string(eq == absl::string_view::npos ? absl::string_view() : kv.substr(eq + 1)));
   }
   return env;
 }

@@ -16,18 +16,6 @@ bool IsDir(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-absl::Status MakeDirs(const std::string& path) {
-  std::string at;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || (path[i] == '/' && i > 0)) {
-      at = path.substr(0, i);
-      if (!IsDir(at) && ::mkdir(at.c_str(), 0755) != 0 && errno != EEXIST) {
-        return absl::UnavailableError(absl::StrCat("cannot create ", at, ": ", std::strerror(errno)));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 

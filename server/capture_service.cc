@@ -101,18 +101,7 @@ void Fill(const QueryHit& hit, v1::CapturedArg* out) {
   out->set_record_id(hit.record_id);
   *out->mutable_record() = RecordFromRow(hit.row);
   if (hit.manifest_index) out->set_manifest_index(*hit.manifest_index);
-  if (hit.stats) {
-    v1::TensorStats* s = out->mutable_record()->mutable_stats();
-    s->set_count(hit.stats->count);
-    s->set_min(hit.stats->min);
-    s->set_max(hit.stats->max);
-    s->set_mean(hit.stats->mean);
-    s->set_l2(hit.stats->l2);
-    s->set_nan(hit.stats->nan);
-    s->set_pos_inf(hit.stats->pos_inf);
-    s->set_neg_inf(hit.stats->neg_inf);
-    s->set_zeros(hit.stats->zeros);
-  }
+  if (hit.stats) StatsRowToProto(*hit.stats, out->mutable_record()->mutable_stats());
 }
 
 grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const grpc::Status& s) {

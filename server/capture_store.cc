@@ -19,6 +19,16 @@
 namespace argsdump {
 namespace {
 
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool EagerBin(v1::DumpLevel level) { return level != v1::DUMP_LEVEL_HYBRID; }
+
+}  // namespace
+
 absl::Status MakeDirs(const std::string& path) {
   std::string prefix;
   for (size_t i = 0; i <= path.size(); ++i) {
@@ -37,15 +47,6 @@ absl::Status MakeDirs(const std::string& path) {
   }
   return absl::OkStatus();
 }
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-bool EagerBin(v1::DumpLevel level) { return level != v1::DUMP_LEVEL_HYBRID; }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Create(std::string dir,
                                                                     v1::CaptureInfo info) {

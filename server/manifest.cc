@@ -221,10 +221,21 @@ void CountRecords(const RecordList& records, v1::CaptureCounters* c) {
 
 absl::Status WriteManifest(const std::string& path, const ManifestContents& contents) {
   ManifestContents m = contents;
-  if (!m.has_steps) {
-    m.has_steps = std::any_of(m.records->begin(), m.records->end(),
-                              [](const ManifestRow& r) { return r.step != 0; });
+  // One pass over the rows for what the text says before args[]: whether
+  // entries carry their step, and the overflow check's result (how many
+  // tasks, the first in task = manifest order).
+  bool any_step = false;
+  uint64_t overflow_tasks = 0, last_task = 0;
+  std::optional<uint64_t> first_overflow;
+  for (uint32_t i : *m.order) {
+    const ManifestRow& r = (*m.records)[i];
+    any_step = any_step || r.step != 0;
+    if (!r.overflow || (first_overflow && r.task_id == last_task)) continue;
+    ++overflow_tasks;
+    last_task = r.task_id;
+    if (!first_overflow) first_overflow = r.task_id;
   }
+  if (!m.has_steps) m.has_steps = any_step;
   const std::string tmp = path + ".tmp";
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
   if (f == nullptr) {
@@ -257,17 +268,6 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& cont
       "},\n",
       "  \"payload_bytes\": ", c.payload_bytes(), ",\n");
   if (m.recovered) out.append("  \"recovered_from_journal\": true,\n");
-  // The overflow check's result, when it found anything: how many tasks,
-  // and the first in task (manifest) order.
-  uint64_t overflow_tasks = 0, last_task = 0;
-  std::optional<uint64_t> first_overflow;
-  for (uint32_t i : *m.order) {
-    const ManifestRow& r = (*m.records)[i];
-    if (!r.overflow || (first_overflow && r.task_id == last_task)) continue;
-    ++overflow_tasks;
-    last_task = r.task_id;
-    if (!first_overflow) first_overflow = r.task_id;
-  }
   if (first_overflow) {
     absl::StrAppend(&out, "  \"overflow_tasks\": ", overflow_tasks, ",\n",
                     "  \"first_overflow_task\": \"", TaskIdHex(*first_overflow), "\",\n");

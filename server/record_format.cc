@@ -133,23 +133,37 @@ std::string FormatScalarJson(int dtype, uint64_t bits) {
 }
 
 
+StatsRow StatsRowFromProto(const v1::TensorStats& s) {
+  StatsRow row;
+  row.count = s.count();
+  row.nan = s.nan();
+  row.pos_inf = s.pos_inf();
+  row.neg_inf = s.neg_inf();
+  row.zeros = s.zeros();
+  row.min = s.min();
+  row.max = s.max();
+  row.mean = s.mean();
+  row.l2 = s.l2();
+  row.present = true;
+  return row;
+}
+
+void StatsRowToProto(const StatsRow& row, v1::TensorStats* s) {
+  s->set_count(row.count);
+  s->set_min(row.min);
+  s->set_max(row.max);
+  s->set_mean(row.mean);
+  s->set_l2(row.l2);
+  s->set_nan(row.nan);
+  s->set_pos_inf(row.pos_inf);
+  s->set_neg_inf(row.neg_inf);
+  s->set_zeros(row.zeros);
+}
+
 void StatsTable::Add(uint64_t record_id, const v1::ArgRecord& r) {
   if (!r.has_stats() && rows_.empty()) return;
   if (rows_.size() < record_id) rows_.resize(record_id);
-  StatsRow row;
-  if (r.has_stats()) {
-    const v1::TensorStats& s = r.stats();
-    row.count = s.count();
-    row.nan = s.nan();
-    row.pos_inf = s.pos_inf();
-    row.neg_inf = s.neg_inf();
-    row.zeros = s.zeros();
-    row.min = s.min();
-    row.max = s.max();
-    row.mean = s.mean();
-    row.l2 = s.l2();
-    row.present = true;
-  }
+  const StatsRow row = r.has_stats() ? StatsRowFromProto(r.stats()) : StatsRow();
   if (rows_.size() == record_id) {
     rows_.push_back(row);
   } else {

@@ -104,6 +104,8 @@ struct StatsRow {
   bool has_nonfinite() const { return present && nan + pos_inf + neg_inf > 0; }
 };
 static_assert(sizeof(StatsRow) == 80, "StatsRow is part of the args.index format");
+StatsRow StatsRowFromProto(const v1::TensorStats& stats);  // present = true
+void StatsRowToProto(const StatsRow& row, v1::TensorStats* out);
 
 // Stats by record id. Holds nothing until a record carries stats (most
 // captures never do); then one row per record from there on.

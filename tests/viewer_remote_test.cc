@@ -17,6 +17,7 @@
 #include "collector/grpc_sink.h"
 #include "gtest/gtest.h"
 #include "server/capture_service.h"
+#include "tests/capture_reader.h"
 #include "viewer/test_capture.h"
 #include "viewer/viewer.h"
 
@@ -26,11 +27,6 @@ namespace {
 std::string TempDir(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
   return absl::StrCat(dir ? dir : "/tmp", "/", name);
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
 struct Result {
@@ -164,9 +160,9 @@ TEST_F(ViewerRemoteTest, ExportsTheSameFiles) {
       "npy/task_0000000100000003_after_out0.FP8E4M3FN_as_float32.npy",
   };
   for (const std::string& f : files) {
-    const std::string want = ReadAll(a + "/" + f);
+    const std::string want = ReadWholeFile(a + "/" + f);
     EXPECT_FALSE(want.empty()) << f;
-    EXPECT_EQ(ReadAll(b + "/" + f), want) << f;
+    EXPECT_EQ(ReadWholeFile(b + "/" + f), want) << f;
   }
   // Without --out, a remote export goes to ./<capture>/.
   char old[4096];
@@ -250,7 +246,7 @@ TEST_F(ViewerRemoteTest, StepsFilterTheSameLocallyAndRemotely) {
   EXPECT_EQ(std::count(flagged.out.begin(), flagged.out.end(), '\n'), 1 + 3 + 1)
       << flagged.out;  // header, records 0, 4, 8, count
   EXPECT_NE(flagged.out.find("overflow"), std::string::npos);
-  EXPECT_NE(ReadAll(local + "/args_dump.json").find("\"step\": 2"), std::string::npos);
+  EXPECT_NE(ReadWholeFile(local + "/args_dump.json").find("\"step\": 2"), std::string::npos);
 }
 
 // Stored statistics (the stats dump mode): served with the records, shown

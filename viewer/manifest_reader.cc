@@ -395,10 +395,7 @@ bool EntryFilter::Matches(const ManifestEntry& e) const {
   if (index && e.index != *index) return false;
   if (step && e.step != *step) return false;
   if (overflow_only && !e.overflow) return false;
-  if (nonfinite_only &&
-      !(e.stats && e.stats->nan + e.stats->pos_inf + e.stats->neg_inf > 0)) {
-    return false;
-  }
+  if (nonfinite_only && !(e.stats && e.stats->has_nonfinite())) return false;
   if (func && std::find(e.func_ids.begin(), e.func_ids.end(), *func) == e.func_ids.end()) {
     return false;
   }

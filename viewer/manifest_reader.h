@@ -44,6 +44,7 @@ struct ManifestEntry {
   struct Stats {
     uint64_t count = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
     double min = 0, max = 0, mean = 0, l2 = 0;
+    bool has_nonfinite() const { return nan + pos_inf + neg_inf > 0; }
   };
   std::optional<Stats> stats;
 };

@@ -234,33 +234,31 @@ class RemoteSource : public ArgSource {
   // Every record so far (metadata), put in manifest order.
   absl::Status LoadLive() {
     live_ = true;
-    std::vector<std::pair<uint64_t, ManifestRow>> rows;
-    std::map<uint64_t, v1::ArgRecord> records;  // as served (stats included)
+    std::map<uint64_t, v1::ArgRecord> records;  // by id, as served (stats included)
     do {
       if (absl::Status s = FetchPage(QueryRequest(/*filtered=*/false)); !s.ok()) return s;
       for (const v1::CapturedArg& a : page_) {
-        absl::StatusOr<ManifestRow> row = RowFromRecord(a.record());
-        if (!row.ok()) {
-          return absl::DataLossError(absl::StrCat(name(), ": record ", a.record_id(), ": ",
-                                                  row.status().message()));
-        }
-        rows.emplace_back(a.record_id(), *row);
         records[a.record_id()] = a.record();
         some_.Add(EntryFromRecord(a.record(), 0, a.record_id()));
       }
       page_.clear();
     } while (!done_);
-    std::sort(rows.begin(), rows.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (rows[i].first != i) {
-        return absl::DataLossError(absl::StrCat(name(), ": record ids are not 0..", rows.size(),
-                                                " (", rows[i].first, " at ", i, ")"));
+    RecordList rows;  // only to put them in manifest order
+    for (auto& [id, record] : records) {
+      if (id != rows.size()) {
+        return absl::DataLossError(absl::StrCat(name(), ": record ids are not 0..",
+                                                records.size(), " (", id, " at ", rows.size(),
+                                                ")"));
       }
-      live_rows_.push_back(rows[i].second);
-      live_records_.push_back(std::move(records[rows[i].first]));
+      absl::StatusOr<ManifestRow> row = RowFromRecord(record);
+      if (!row.ok()) {
+        return absl::DataLossError(
+            absl::StrCat(name(), ": record ", id, ": ", row.status().message()));
+      }
+      rows.push_back(*row);
+      live_records_.push_back(std::move(record));
     }
-    live_order_ = ManifestOrder(live_rows_);
+    live_order_ = ManifestOrder(rows);
     return absl::OkStatus();
   }
 
@@ -289,7 +287,6 @@ class RemoteSource : public ArgSource {
   bool done_ = false;
   // Live: every record so far and its manifest order.
   bool live_ = false;
-  RecordList live_rows_;
   std::vector<v1::ArgRecord> live_records_;  // by record id
   std::vector<uint32_t> live_order_;
   size_t live_at_ = 0;

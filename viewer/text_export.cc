@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "device/dtype.h"
+#include "server/record_format.h"
 
 namespace argsdump {
 namespace {
@@ -71,7 +72,7 @@ std::string FormatArgText(const ManifestEntry& e, absl::string_view payload) {
   auto line = [&](const std::string& key, const std::string& value) {
     absl::StrAppend(&out, "# ", key, ": ", value, "\n");
   };
-  line("task_id", absl::StrFormat("0x%016x", e.task_id));
+  line("task_id", TaskIdHex(e.task_id));
   if (e.step != 0) line("step", absl::StrCat(e.step));
   if (e.overflow) {
     line("overflow", "true (captured by the overflow check: the task's output held a NaN or an "

@@ -22,6 +22,7 @@
 #include "viewer/arg_source.h"
 #include "viewer/compare.h"
 #include "viewer/npy.h"
+#include "server/record_format.h"
 #include "viewer/remote_source.h"
 #include "viewer/text_export.h"
 
@@ -69,7 +70,34 @@ constexpr char kFlagList[] =
     "--stats, --first-nonfinite, --compare, --atol, --rtol, --out, --server, --capture, "
     "--auth_token_file";
 
-std::string Hex(uint64_t v) { return absl::StrFormat("0x%016x", v); }
+
+// A row of the --stats table; `stored`: numbers the capture stored.
+std::string StatsTableRow(uint64_t index, const ElementStats& st, bool stored) {
+  const char* note = stored ? "  stored" : "";
+  if (st.finite == 0) {
+    return absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d%s\n", index, "-", "-",
+                           "-", "-", st.nan, st.pos_inf, st.neg_inf, st.zeros, note);
+  }
+  return absl::StrFormat("%7d  %14.7g  %14.7g  %14.7g  %14.7g  %6d  %6d  %6d  %8d%s\n", index,
+                         st.min, st.max, st.mean(), st.abs_max, st.nan, st.pos_inf, st.neg_inf,
+                         st.zeros, note);
+}
+
+ElementStats FromStored(const ManifestEntry::Stats& s) {
+  ElementStats st;
+  st.count = s.count;
+  st.nan = s.nan;
+  st.pos_inf = s.pos_inf;
+  st.neg_inf = s.neg_inf;
+  st.zeros = s.zeros;
+  st.finite = s.count - s.nan - s.pos_inf - s.neg_inf;
+  st.min = s.min;
+  st.max = s.max;
+  st.abs_max = std::max(std::fabs(s.min), std::fabs(s.max));
+  st.mean_value = s.mean;
+  st.l2_value = s.l2;
+  return st;
+}
 
 std::string Dims(const std::vector<uint64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ","), "]"); }
 
@@ -80,7 +108,7 @@ std::string Flags(const ManifestEntry& e) {
   if (e.arg_index_ambiguous) f.push_back("ambiguous");
   if (e.in_flight_snapshot) f.push_back("in-flight");
   if (e.overflow) f.push_back("overflow");
-  if (e.stats && e.stats->nan + e.stats->pos_inf + e.stats->neg_inf > 0) f.push_back("nonfinite");
+  if (e.stats && e.stats->has_nonfinite()) f.push_back("nonfinite");
   if (e.step != 0) f.push_back(absl::StrCat("step=", e.step));
   if (e.kind == "tensor" && e.bin_size == 0) f.push_back("no-data");
   return absl::StrJoin(f, ",");
@@ -287,7 +315,7 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
 
 std::string StatsLine(const ManifestEntry& e, const ElementStats& st) {
   return absl::StrFormat("index %d  task %s  %s %s arg %d  %s %s: %d NaN, %d +Inf, %d -Inf of %d",
-                         e.index, Hex(e.task_id), e.stage, e.role, e.arg_index, e.dtype,
+                         e.index, TaskIdHex(e.task_id), e.stage, e.role, e.arg_index, e.dtype,
                          Dims(e.shape), st.nan, st.pos_inf, st.neg_inf, st.count);
 }
 
@@ -301,7 +329,7 @@ int NoMatch(ArgSource& source, std::ostream& err) {
   absl::StatusOr<SomeValues> some = source.Suggestions();
   if (!some.ok()) return Fail(err, some.status());
   std::vector<std::string> tasks;
-  for (uint64_t t : some->tasks) tasks.push_back(Hex(t));
+  for (uint64_t t : some->tasks) tasks.push_back(TaskIdHex(t));
   err << "dump_viewer: no arg matches the filters. Some values in this capture: tasks "
       << absl::StrJoin(tasks, " ") << "; args " << absl::StrJoin(some->args, " ") << "; funcs "
       << absl::StrJoin(some->funcs, " ") << "; stages before, after; roles input, output, "
@@ -333,7 +361,7 @@ int FirstNonFinite(ArgSource& source, const Selection& selection, std::ostream& 
     const ElementStats st = ComputeStats(e, bytes);
     if (st.nan + st.pos_inf + st.neg_inf == 0) continue;
     out << "first non-finite output: " << StatsLine(e, st) << "\n";
-    out << "inputs of task " << Hex(e.task_id) << ":\n";
+    out << "inputs of task " << TaskIdHex(e.task_id) << ":\n";
     for (const ManifestEntry& in : inputs) {
       if (in.task_id != e.task_id) continue;
       if (in.kind == "scalar") {
@@ -361,7 +389,7 @@ std::tuple<uint64_t, int, uint32_t, int> Key(const ManifestEntry& e) {
 }
 
 std::string Where(const ManifestEntry& e) {
-  return absl::StrFormat("task %s %s %s arg %d", Hex(e.task_id),
+  return absl::StrFormat("task %s %s %s arg %d", TaskIdHex(e.task_id),
                          e.stage == "before_dispatch" ? "before" : "after", e.role, e.arg_index);
 }
 
@@ -397,12 +425,12 @@ std::string Row(const ManifestEntry& a, uint64_t numel, const ElementDiff* d,
   std::string line;
   if (d == nullptr) {
     line = absl::StrFormat("%7d  %-18s  %-6s  %-6s  %3d  %-9s  %9d  %12s  %12s  %9s  %10s  %s",
-                           a.index, Hex(a.task_id),
+                           a.index, TaskIdHex(a.task_id),
                            a.stage == "before_dispatch" ? "before" : "after", a.role,
                            a.arg_index, a.dtype, numel, "-", "-", "-", "-", status);
   } else {
     line = absl::StrFormat("%7d  %-18s  %-6s  %-6s  %3d  %-9s  %9d  %12s  %12s  %9s  %10d  %s",
-                           a.index, Hex(a.task_id),
+                           a.index, TaskIdHex(a.task_id),
                            a.stage == "before_dispatch" ? "before" : "after", a.role,
                            a.arg_index, a.dtype, numel, Num(d->max_abs), Num(d->max_rel),
                            absl::StrFormat("%.6f", d->cosine), d->mismatches, status);
@@ -701,31 +729,11 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
         ++npy_files;
       }
     }
-    if (o.stats && s.kind == "tensor" && s.bin_size == 0 && s.stats) {
-      // No payload, but the capture stored its statistics (stats mode).
-      const ManifestEntry::Stats& st = *s.stats;
-      const uint64_t finite = st.count - st.nan - st.pos_inf - st.neg_inf;
-      if (finite == 0) {
-        stats_table += absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d  stored\n",
-                                       s.index, "-", "-", "-", "-", st.nan, st.pos_inf,
-                                       st.neg_inf, st.zeros);
-      } else {
-        stats_table += absl::StrFormat(
-            "%7d  %14.7g  %14.7g  %14.7g  %14.7g  %6d  %6d  %6d  %8d  stored\n", s.index, st.min,
-            st.max, st.mean, std::max(std::fabs(st.min), std::fabs(st.max)), st.nan, st.pos_inf,
-            st.neg_inf, st.zeros);
-      }
-    } else if (o.stats && s.kind == "tensor") {
-      const ElementStats st = ComputeStats(s, bytes);
-      if (st.finite == 0) {
-        stats_table += absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d\n",
-                                       s.index, "-", "-", "-", "-", st.nan, st.pos_inf,
-                                       st.neg_inf, st.zeros);
-      } else {
-        stats_table += absl::StrFormat("%7d  %14.7g  %14.7g  %14.7g  %14.7g  %6d  %6d  %6d  %8d\n",
-                                       s.index, st.min, st.max, st.mean(), st.abs_max,
-                                       st.nan, st.pos_inf, st.neg_inf, st.zeros);
-      }
+    if (o.stats && s.kind == "tensor") {
+      // Without a payload, the statistics the capture stored (stats mode).
+      const bool stored = s.bin_size == 0 && s.stats;
+      stats_table += StatsTableRow(s.index, stored ? FromStored(*s.stats) : ComputeStats(s, bytes),
+                                   stored);
     }
   }
   if (o.export_text && !selected.empty()) {

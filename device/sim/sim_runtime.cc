@@ -278,20 +278,22 @@ std::vector<std::string> SimRuntime::dump_log() const {
   return dump_log_;
 }
 
-absl::Status SimRuntime::WaitIdle() {
+absl::Status SimRuntime::WaitSettled(std::unique_lock<std::mutex>& lock) {
   const Clock::time_point deadline = Clock::now() + timeouts_.stream_sync;
+  const bool settled = sync_cv_.wait_until(
+      lock, deadline, [&] { return hang_ || failed_ || completed_ == tasks_.size(); });
+  if (settled) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat(
+      "stream sync timeout: ", completed_, " of ", tasks_.size(), " tasks finished within ",
+      std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.stream_sync).count(),
+      " ms"));
+}
+
+absl::Status SimRuntime::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
   if (!started_) return absl::FailedPreconditionError("sim runtime: not started");
-  const bool idle = sync_cv_.wait_until(lock, deadline, [&] {
-    return hang_ || failed_ || completed_ == tasks_.size();
-  });
-  if (!idle && run_status_.ok()) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "stream sync timeout: ", completed_, " of ", tasks_.size(), " tasks finished within ",
-        std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.stream_sync).count(),
-        " ms"));
-  }
-  return run_status_;
+  absl::Status timeout = WaitSettled(lock);
+  return run_status_.ok() ? timeout : run_status_;
 }
 
 void SimRuntime::Warn(std::string message) {
@@ -682,18 +684,10 @@ absl::Status SimRuntime::Synchronize() {
     std::lock_guard<std::mutex> lock(mu_);
     if (!started_) return absl::FailedPreconditionError("sim runtime: not started");
   }
-  const Clock::time_point deadline = Clock::now() + timeouts_.stream_sync;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    const bool finished = sync_cv_.wait_until(
-        lock, deadline, [&] { return hang_ || failed_ || completed_ == tasks_.size(); });
-    if (!finished && run_status_.ok()) {
-      run_status_ = absl::DeadlineExceededError(absl::StrCat(
-          "stream sync timeout: ", completed_, " of ", tasks_.size(),
-          " tasks finished within ",
-          std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.stream_sync).count(),
-          " ms"));
-    }
+    absl::Status timeout = WaitSettled(lock);
+    if (run_status_.ok()) run_status_ = std::move(timeout);
     stop_ = true;
     for (auto& cv : scheduler_cv_) cv->notify_all();
   }

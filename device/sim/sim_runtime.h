@@ -172,6 +172,9 @@ class SimRuntime {
   bool Overflowed(Task* t);
   // A task whose kernel failed: the exception dump, then the run stops.
   bool Failed(Task* t, uint32_t thread);
+  // Waits (mu_ held through `lock`) until every task completed, the run
+  // hung or a kernel failed; DeadlineExceeded after the stream-sync timeout.
+  absl::Status WaitSettled(std::unique_lock<std::mutex>& lock);
   void AddDependency(Task* task, Task* on);  // mu_ held
   void MakeReady(Task* task);                // mu_ held
   void SchedulerLoop(uint32_t index);
