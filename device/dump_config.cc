@@ -23,6 +23,15 @@
 extern char** environ;
 
 namespace argsdump {
+namespace {
+
+std::string LabelsText(const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::vector<std::string> parts;
+  for (const auto& [k, v] : labels) parts.push_back(absl::StrCat(k, "=", v));
+  return absl::StrJoin(parts, ",");
+}
+
+}  // namespace
 
 const char* StatsModeName(StatsMode mode) {
   switch (mode) {
@@ -90,7 +99,10 @@ std::string DumpConfig::Describe() const {
                       " mode=", DumpModeName(mode), " funcs=[", absl::StrJoin(funcs, ","),
                       "] block_funcs=[", absl::StrJoin(block_funcs, ","), "] steps=",
                       steps.all() ? "all" : steps.text(), " stats=", StatsModeName(stats),
-                      " overflow=", overflow ? "on" : "off");
+                      " overflow=", overflow ? "on" : "off",
+                      capture_server.empty() ? "" : absl::StrCat(" capture_server=", capture_server),
+                      auth_token_file.empty() ? "" : absl::StrCat(" auth_token_file=", auth_token_file),
+                      labels.empty() ? "" : absl::StrCat(" labels=", LabelsText(labels)));
 }
 
 std::string FormatDumpLog(const DumpLog& log) {
@@ -211,6 +223,25 @@ bool SetOverflow(DumpConfigEntry* e, const std::string& v) {
   return true;
 }
 
+bool SetCaptureServer(DumpConfigEntry* e, const std::string& v) {
+  if (!IsHostPort(v)) return false;
+  e->capture_server = v;
+  return true;
+}
+bool SetAuthTokenFile(DumpConfigEntry* e, const std::string& v) {
+  std::ifstream in(v);
+  std::string token;
+  if (!in || !std::getline(in, token) || token.empty()) return false;
+  e->auth_token_file = v;
+  return true;
+}
+bool SetLabels(DumpConfigEntry* e, const std::string& v) {
+  auto labels = ParseLabels(v);
+  if (!labels.ok() || labels->empty()) return false;
+  e->labels = *std::move(labels);
+  return true;
+}
+
 constexpr Item kItems[] = {
     {"level", "ARGSDUMP_LEVEL", "0, 1, 2 or 3", SetLevel},
     {"path", "ARGSDUMP_PATH", "a folder that exists and is writable, or can be created",
@@ -222,7 +253,13 @@ constexpr Item kItems[] = {
     {"steps", "ARGSDUMP_STEPS", "steps and ranges joined by '|', such as 0|5|10-20", SetSteps},
     {"stats", "ARGSDUMP_STATS", "on, off or only", SetStats},
     {"overflow", "ARGSDUMP_OVERFLOW", "true or false", SetOverflow},
+    {"capture_server", "ARGSDUMP_CAPTURE_SERVER", "host:port of a capture service",
+     SetCaptureServer},
+    {"auth_token_file", "ARGSDUMP_AUTH_TOKEN_FILE",
+     "a readable file whose first line is the bearer token", SetAuthTokenFile},
+    {"labels", "ARGSDUMP_LABELS", "key=value pairs, comma-separated", SetLabels},
 };
+
 
 // The items an entry sets, as "name=value" for logs.
 std::vector<std::string> Describe(const DumpConfigEntry& e) {
@@ -237,6 +274,9 @@ std::vector<std::string> Describe(const DumpConfigEntry& e) {
   if (e.steps) out.push_back(absl::StrCat("steps=", e.steps->text()));
   if (e.stats) out.push_back(absl::StrCat("stats=", StatsModeName(*e.stats)));
   if (e.overflow) out.push_back(absl::StrCat("overflow=", *e.overflow ? "true" : "false"));
+  if (e.capture_server) out.push_back(absl::StrCat("capture_server=", *e.capture_server));
+  if (e.auth_token_file) out.push_back(absl::StrCat("auth_token_file=", *e.auth_token_file));
+  if (e.labels) out.push_back(absl::StrCat("labels=", LabelsText(*e.labels)));
   return out;
 }
 
@@ -361,6 +401,9 @@ DumpConfigEntry DumpConfigFromFile(const std::string& path, std::vector<DumpLog>
       root.has_steps() ? &root.steps() : nullptr,
       root.has_stats() ? &root.stats() : nullptr,
       root.has_overflow() ? &root.overflow() : nullptr,
+      root.has_capture_server() ? &root.capture_server() : nullptr,
+      root.has_auth_token_file() ? &root.auth_token_file() : nullptr,
+      root.has_labels() ? &root.labels() : nullptr,
   };
   static_assert(sizeof(values) / sizeof(values[0]) == sizeof(kItems) / sizeof(kItems[0]));
   for (size_t k = 0; k < sizeof(kItems) / sizeof(kItems[0]); ++k) {
@@ -400,8 +443,62 @@ DumpConfigEntry CheckApiEntry(DumpConfigEntry api, std::vector<DumpLog>* logs) {
   }
   if (api.funcs && api.funcs->empty()) api.funcs.reset();
   if (api.block_funcs && api.block_funcs->empty()) api.block_funcs.reset();
+  if (api.labels && api.labels->empty()) api.labels.reset();
+  auto check = [&](std::optional<std::string>& value, const Item& item) {
+    DumpConfigEntry scratch;
+    if (value && !item.set(&scratch, *value)) {
+      Log(logs, DumpLog::kWarning,
+          absl::StrCat("API: ", item.name, "='", *value, "' is not valid (expected ",
+                       item.expected, "); ", item.name,
+                       " falls back to the next entry or its default"));
+      value.reset();
+    }
+  };
+  for (const Item& item : kItems) {
+    if (absl::string_view(item.name) == "capture_server") check(api.capture_server, item);
+    if (absl::string_view(item.name) == "auth_token_file") check(api.auth_token_file, item);
+  }
   LogEntry("API", api, logs);
   return api;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseLabels(
+    const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> labels;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    if (eq == absl::string_view::npos || eq == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("'", part, "' is not key=value"));
+    }
+    std::string key(absl::StripAsciiWhitespace(part.substr(0, eq)));
+    std::string value(absl::StripAsciiWhitespace(part.substr(eq + 1)));
+    auto same = std::find_if(labels.begin(), labels.end(),
+                             [&](const auto& l) { return l.first == key; });
+    if (same != labels.end()) {
+      same->second = std::move(value);
+    } else {
+      labels.emplace_back(std::move(key), std::move(value));
+    }
+  }
+  return labels;
+}
+
+bool IsHostPort(const std::string& target) {
+  const size_t colon = target.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == target.size()) return false;
+  const std::string host = target.substr(0, colon);
+  if (host.front() == '[' ? host.back() != ']' || host.size() < 3
+                          : host.find(':') != std::string::npos) {
+    return false;
+  }
+  for (char c : host) {
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '/') return false;
+  }
+  uint32_t port;
+  return absl::SimpleAtoi(target.substr(colon + 1), &port) && port >= 1 && port <= 65535 &&
+         std::isdigit(static_cast<unsigned char>(target[colon + 1]));
 }
 
 namespace {
@@ -418,27 +515,33 @@ std::string Show(const std::vector<std::string>& v) {
   return absl::StrCat("[", absl::StrJoin(v, ","), "]");
 }
 std::string Show(const StepSet& v) { return absl::StrCat("'", v.text(), "'"); }
+std::string Show(const std::vector<std::pair<std::string, std::string>>& v) {
+  return absl::StrCat("'", LabelsText(v), "'");
+}
 
-// The highest-priority value of one item, with an ERROR for every lower
-// entry that sets it differently.
+// The highest-priority value of one item (the entries' `field`), with an
+// ERROR for every lower entry that sets it differently.
 template <typename T>
-void Pick(const char* name, const std::optional<T>* const values[3], const char* const sources[3],
-          T* out, std::vector<DumpLog>* logs) {
-  int winner = -1;
-  for (int i = 0; i < 3; ++i) {
-    if (values[i]->has_value()) {
+void Pick(const char* name, const std::vector<DumpConfigSource>& sources,
+          std::optional<T> DumpConfigEntry::*field, const std::string& order, T* out,
+          std::vector<DumpLog>* logs) {
+  size_t winner = sources.size();
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if ((sources[i].entry.*field).has_value()) {
       winner = i;
       break;
     }
   }
-  if (winner < 0) return;
-  *out = **values[winner];
-  for (int i = winner + 1; i < 3; ++i) {
-    if (values[i]->has_value() && !(**values[i] == **values[winner])) {
+  if (winner == sources.size()) return;
+  const T& value = *(sources[winner].entry.*field);
+  *out = value;
+  for (size_t i = winner + 1; i < sources.size(); ++i) {
+    const std::optional<T>& other = sources[i].entry.*field;
+    if (other.has_value() && !(*other == value)) {
       Log(logs, DumpLog::kError,
-          absl::StrCat(name, ": ", sources[winner], " sets ", Show(**values[winner]), " and ",
-                       sources[i], " sets ", Show(**values[i]), "; using ", sources[winner],
-                       "'s (API > environment > config file)"));
+          absl::StrCat(name, ": ", sources[winner].name, " sets ", Show(value), " and ",
+                       sources[i].name, " sets ", Show(*other), "; using ",
+                       sources[winner].name, "'s (", order, ")"));
     }
   }
 }
@@ -446,7 +549,12 @@ void Pick(const char* name, const std::optional<T>* const values[3], const char*
 }  // namespace
 
 DumpConfigWatcher::DumpConfigWatcher(DumpConfigEntry api, DumpConfigEntry env, std::string path)
-    : api_(std::move(api)), env_(std::move(env)), path_(std::move(path)) {}
+    : DumpConfigWatcher({{"API", "API", std::move(api)},
+                         {"the environment", "environment", std::move(env)}},
+                        std::move(path)) {}
+
+DumpConfigWatcher::DumpConfigWatcher(std::vector<DumpConfigSource> above, std::string path)
+    : above_(std::move(above)), path_(std::move(path)) {}
 
 namespace {
 std::optional<std::string> ReadText(const std::string& path) {
@@ -460,7 +568,10 @@ std::optional<std::string> ReadText(const std::string& path) {
 
 DumpConfig DumpConfigWatcher::Current(std::vector<DumpLog>* logs) {
   text_ = ReadText(path_);
-  return ResolveDumpConfig(api_, env_, DumpConfigFromFile(path_, logs), logs);
+  std::vector<DumpConfigSource> sources = above_;
+  file_ = DumpConfigFromFile(path_, logs);
+  sources.push_back(ConfigFileSource(file_));
+  return ResolveDumpConfig(sources, logs);
 }
 
 std::optional<DumpConfig> DumpConfigWatcher::Poll(std::vector<DumpLog>* logs) {
@@ -469,15 +580,25 @@ std::optional<DumpConfig> DumpConfigWatcher::Poll(std::vector<DumpLog>* logs) {
   return Current(logs);
 }
 
+DumpConfigSource ConfigFileSource(DumpConfigEntry file) {
+  return {"the config file", "config file", std::move(file)};
+}
+
 DumpConfig ResolveDumpConfig(const DumpConfigEntry& api, const DumpConfigEntry& env,
                              const DumpConfigEntry& file, std::vector<DumpLog>* logs) {
-  const char* const sources[3] = {"API", "the environment", "the config file"};
+  return ResolveDumpConfig({{"API", "API", api},
+                            {"the environment", "environment", env},
+                            ConfigFileSource(file)},
+                           logs);
+}
+
+DumpConfig ResolveDumpConfig(const std::vector<DumpConfigSource>& sources,
+                             std::vector<DumpLog>* logs) {
+  std::vector<std::string> names;
+  for (const DumpConfigSource& s : sources) names.push_back(s.short_name);
+  const std::string order = absl::StrJoin(names, " > ");
   DumpConfig c;
-#define ARGSDUMP_PICK(field)                                                        \
-  {                                                                                 \
-    const decltype(api.field)* values[3] = {&api.field, &env.field, &file.field}; \
-    Pick(#field, values, sources, &c.field, logs);                                  \
-  }
+#define ARGSDUMP_PICK(field) Pick(#field, sources, &DumpConfigEntry::field, order, &c.field, logs);
   ARGSDUMP_PICK(level)
   ARGSDUMP_PICK(path)
   ARGSDUMP_PICK(mode)
@@ -486,6 +607,9 @@ DumpConfig ResolveDumpConfig(const DumpConfigEntry& api, const DumpConfigEntry& 
   ARGSDUMP_PICK(steps)
   ARGSDUMP_PICK(stats)
   ARGSDUMP_PICK(overflow)
+  ARGSDUMP_PICK(capture_server)
+  ARGSDUMP_PICK(auth_token_file)
+  ARGSDUMP_PICK(labels)
 #undef ARGSDUMP_PICK
   Log(logs, DumpLog::kInfo, absl::StrCat("dump config: ", c.Describe()));
   return c;

@@ -18,8 +18,17 @@
 //   steps        ARGSDUMP_STEPS         "steps"        "0|5|10-20"
 //   stats        ARGSDUMP_STATS         "stats"        on | off | only (true/false, 1/0 too)
 //   overflow     ARGSDUMP_OVERFLOW      "overflow"     true/false
+//   capture_server   ARGSDUMP_CAPTURE_SERVER   "capture_server"   host:port of a
+//                                         capture service to stream to
+//   auth_token_file  ARGSDUMP_AUTH_TOKEN_FILE  "auth_token_file"  the service's
+//                                         bearer token, in a readable file
+//   labels       ARGSDUMP_LABELS        "labels"       key=value,... for the capture
 // Lists in the environment are comma-separated; in the file, a JSON array
 // of strings or the same comma-separated string.
+//
+// Tools may have more entries than these three (the SDK puts a test's own
+// command line above the API): ResolveDumpConfig takes any number, highest
+// first.
 #ifndef ARGSDUMP_DEVICE_DUMP_CONFIG_H_
 #define ARGSDUMP_DEVICE_DUMP_CONFIG_H_
 
@@ -71,6 +80,9 @@ struct DumpConfigEntry {
   std::optional<StepSet> steps;
   std::optional<StatsMode> stats;
   std::optional<bool> overflow;
+  std::optional<std::string> capture_server;
+  std::optional<std::string> auth_token_file;
+  std::optional<std::vector<std::pair<std::string, std::string>>> labels;
 };
 
 // The resolved configuration (defaults: level 0, mode all, every func,
@@ -84,6 +96,9 @@ struct DumpConfig {
   StepSet steps;
   StatsMode stats = StatsMode::kOff;
   bool overflow = false;
+  std::string capture_server;   // empty: the capture stays local
+  std::string auth_token_file;  // empty: no token is sent
+  std::vector<std::pair<std::string, std::string>> labels;  // in the order given
 
   // Whether a kernel (by name and type) is selected by the lists: not
   // blocked by name or type, and allowed when there is an allow list.
@@ -118,21 +133,47 @@ DumpConfigEntry CheckApiEntry(DumpConfigEntry api, std::vector<DumpLog>* logs);
 DumpConfig ResolveDumpConfig(const DumpConfigEntry& api, const DumpConfigEntry& env,
                              const DumpConfigEntry& file, std::vector<DumpLog>* logs);
 
+// One entry point and how logs name it: `name` in sentences ("the
+// environment"), `short_name` in the priority order ("environment").
+struct DumpConfigSource {
+  std::string name;
+  std::string short_name;
+  DumpConfigEntry entry;
+};
+// The same over any number of entries, highest priority first; an ERROR
+// names both entries of a conflict and the order ("command line > API > ...").
+DumpConfig ResolveDumpConfig(const std::vector<DumpConfigSource>& sources,
+                             std::vector<DumpLog>* logs);
+// The config file's entry as a source.
+DumpConfigSource ConfigFileSource(DumpConfigEntry file);
+
+// "key=value,key=value" (keys not empty; a later key replaces an earlier
+// one). InvalidArgument naming the bad part.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseLabels(
+    const std::string& text);
+// Whether `target` looks like host:port (port 1..65535; [v6]:port too).
+bool IsHostPort(const std::string& target);
+
 // The dynamic switch through the config file: the file is read again
 // between steps, and when its text changed, the configuration is resolved
 // anew (with the same API and environment entries) and returned.
 class DumpConfigWatcher {
  public:
   DumpConfigWatcher(DumpConfigEntry api, DumpConfigEntry env, std::string path);
+  // `above`: the entries above the file, highest first.
+  DumpConfigWatcher(std::vector<DumpConfigSource> above, std::string path);
   // The configuration as it stands (reads the file).
   DumpConfig Current(std::vector<DumpLog>* logs);
   // A new configuration when the file's text changed since the last read.
   std::optional<DumpConfig> Poll(std::vector<DumpLog>* logs);
+  // What the file set when it was last read.
+  const DumpConfigEntry& file_entry() const { return file_; }
 
  private:
-  const DumpConfigEntry api_, env_;
+  const std::vector<DumpConfigSource> above_;
   const std::string path_;
   std::optional<std::string> text_;  // as last read (nullopt: unreadable)
+  DumpConfigEntry file_;
 };
 
 // Whether `path` can hold a capture: it exists as a writable directory, or
