@@ -39,8 +39,10 @@ absl::StatusOr<std::unique_ptr<GrpcSink>> GrpcSink::Connect(GrpcSinkOptions opti
   sink->channel_ = grpc::CreateCustomChannel(sink->options_.target, creds, args);
   sink->stub_ = v1::CaptureService::NewStub(sink->channel_);
   // The first open waits for the channel (the server may still be starting).
-  if (!sink->channel_->WaitForConnected(std::chrono::system_clock::now() +
-                                        sink->options_.ack_timeout)) {
+  const std::chrono::milliseconds wait = sink->options_.connect_timeout.count() > 0
+                                             ? sink->options_.connect_timeout
+                                             : sink->options_.ack_timeout;
+  if (!sink->channel_->WaitForConnected(std::chrono::system_clock::now() + wait)) {
     return absl::UnavailableError(
         absl::StrCat("capture service ", sink->options_.target, ": cannot connect"));
   }
@@ -240,6 +242,12 @@ absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& recor
   }
 }
 
+absl::Status GrpcSink::AddLabels(
+    const std::vector<std::pair<std::string, std::string>>& labels) {
+  for (const auto& label : labels) final_labels_.push_back(label);
+  return absl::OkStatus();
+}
+
 absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
   int attempts = 0;
   for (;;) {
@@ -247,6 +255,9 @@ absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
     if (stream_ != nullptr) {
       v1::IngestRequest req;
       *req.mutable_finish()->mutable_device_counters() = losses;
+      for (const auto& [key, value] : final_labels_) {
+        (*req.mutable_finish()->mutable_labels())[key] = value;
+      }
       stream_->Write(req);
       stream_->WritesDone();
       {

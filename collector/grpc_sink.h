@@ -36,6 +36,8 @@ struct GrpcSinkOptions {
   // How long to wait for the ack of a batch (or for `opened`) before the
   // stream counts as broken.
   std::chrono::milliseconds ack_timeout{30000};
+  // How long Connect waits for the channel to come up (0: ack_timeout).
+  std::chrono::milliseconds connect_timeout{0};
   int max_reconnects = 8;
   // Records and payload bytes per message (well under gRPC's 4 MiB).
   size_t max_message_bytes = 1 << 20;
@@ -53,6 +55,8 @@ class GrpcSink : public CaptureSink {
   absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) override;
   absl::Status WriteBatch(const std::vector<const v1::ArgRecord*>& records,
                           const std::vector<absl::string_view>& payloads) override;
+  absl::Status AddLabels(
+      const std::vector<std::pair<std::string, std::string>>& labels) override;
   absl::Status Finish(const v1::CaptureCounters& losses) override;
 
   // Breaks the current stream as a network failure would (tests).
@@ -88,6 +92,7 @@ class GrpcSink : public CaptureSink {
   uint64_t acked_bytes_ = 0;
   v1::CaptureSummary finished_;
 
+  std::vector<std::pair<std::string, std::string>> final_labels_;  // sent with finish
   uint64_t sent_records_ = 0;  // ids handed out (records durable or in flight)
   int messages_sent_ = 0;
   uint64_t reconnects_ = 0;

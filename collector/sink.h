@@ -29,6 +29,10 @@ class CaptureSink {
     }
     return absl::OkStatus();
   }
+  // Labels known only at the end (the SDK's step count), stored with the
+  // capture by Finish (a key already there is replaced). Before Finish.
+  virtual absl::Status AddLabels(
+      const std::vector<std::pair<std::string, std::string>>& labels) = 0;
   // End of the capture: the device's loss counters; the manifest is written.
   virtual absl::Status Finish(const v1::CaptureCounters& losses) = 0;
 };
@@ -44,6 +48,10 @@ class LocalSink : public CaptureSink {
   absl::Status WriteBatch(const std::vector<const v1::ArgRecord*>& records,
                           const std::vector<absl::string_view>& payloads) override {
     return store_->AppendBatch(records, payloads);
+  }
+  absl::Status AddLabels(
+      const std::vector<std::pair<std::string, std::string>>& labels) override {
+    return store_->AddLabels(labels);
   }
   absl::Status Finish(const v1::CaptureCounters& losses) override {
     return store_->Finish(losses);

@@ -156,8 +156,9 @@ void Capture::Append(AppendJob job, DoneCallback done) {
   Enqueue(std::move(j));
 }
 
-void Capture::Finish(v1::CaptureCounters device_counters, DoneCallback done) {
-  Job j{Job::kFinish, {}, std::move(device_counters), std::move(done)};
+void Capture::Finish(v1::CaptureCounters device_counters, DoneCallback done,
+                     std::vector<std::pair<std::string, std::string>> labels) {
+  Job j{Job::kFinish, {}, std::move(device_counters), std::move(done), std::move(labels)};
   Enqueue(std::move(j));
 }
 
@@ -234,7 +235,12 @@ void Capture::WriterLoop() {
       continue;
     }
     // Finish: the manifest and index, then serve from the index.
-    absl::Status s = store->Finish(job.counters);
+    absl::Status s = store->AddLabels(job.labels);
+    if (s.ok() && !job.labels.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      info_ = store->info();
+    }
+    if (s.ok()) s = store->Finish(job.counters);
     std::shared_ptr<IndexFile> index;
     if (s.ok() && store->created()) {
       auto opened = IndexFile::Open(dir_ + "/" + kIndexName);

@@ -73,7 +73,9 @@ class Capture {
   // Append: InvalidArgument / ResourceExhausted (quota) leave the capture
   // as it was. Finish writes the manifest and index and ends the writer.
   void Append(AppendJob job, DoneCallback done);
-  void Finish(v1::CaptureCounters device_counters, DoneCallback done);
+  // `labels` are added to the capture's (CaptureStore::AddLabels) first.
+  void Finish(v1::CaptureCounters device_counters, DoneCallback done,
+              std::vector<std::pair<std::string, std::string>> labels = {});
   // Runs `done` once every job queued before it is done.
   void Barrier(DoneCallback done);
 
@@ -96,6 +98,7 @@ class Capture {
     AppendJob append;
     v1::CaptureCounters counters;
     DoneCallback done;
+    std::vector<std::pair<std::string, std::string>> labels;  // kFinish
   };
   Capture(std::string name, std::string dir, uint64_t max_bytes)
       : name_(std::move(name)), dir_(std::move(dir)), max_bytes_(max_bytes) {}

@@ -342,11 +342,14 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   absl::Status FinishMessageLocked(const v1::IngestFinish& finish) {
     if (capture_ == nullptr) return absl::FailedPreconditionError("ingest: finish before open");
     if (finishing_) return absl::FailedPreconditionError("ingest: finish sent twice");
-    FinishCaptureLocked(finish.device_counters());
+    std::vector<std::pair<std::string, std::string>> labels(finish.labels().begin(),
+                                                            finish.labels().end());
+    FinishCaptureLocked(finish.device_counters(), std::move(labels));
     return absl::OkStatus();
   }
 
-  void FinishCaptureLocked(const v1::CaptureCounters& counters) {
+  void FinishCaptureLocked(const v1::CaptureCounters& counters,
+                           std::vector<std::pair<std::string, std::string>> labels = {}) {
     if (!pending_records_.empty()) {
       EndLocked(grpc::Status(
           grpc::StatusCode::INVALID_ARGUMENT,
@@ -357,7 +360,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
     finishing_ = true;
     auto shared = shared_;
     auto capture = capture_;
-    capture_->Finish(counters, [shared, capture](absl::Status s, Watermark) {
+    auto done = [shared, capture](absl::Status s, Watermark) {
       std::lock_guard<std::recursive_mutex> lock(shared->mu);
       IngestReactor* self = shared->reactor;
       if (self == nullptr) return;
@@ -372,7 +375,8 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       self->end_ = grpc::Status::OK;
       self->ending_ = true;
       self->WriteNextLocked();
-    });
+    };
+    capture_->Finish(counters, std::move(done), std::move(labels));
   }
 
   void MaybeReadLocked() {

@@ -282,6 +282,15 @@ absl::Status CaptureStore::WritePayloads(const std::vector<absl::string_view>& p
   return absl::OkStatus();
 }
 
+absl::Status CaptureStore::AddLabels(
+    const std::vector<std::pair<std::string, std::string>>& labels) {
+  if (finished_) return absl::FailedPreconditionError("capture store: already finished");
+  if (labels.empty()) return absl::OkStatus();
+  for (const auto& [key, value] : labels) (*info_.mutable_labels())[key] = value;
+  if (journal_ == nullptr) return absl::OkStatus();  // the header, when written, has them
+  return journal_->Append(JournalEntryType::kCaptureInfo, info_.SerializeAsString());
+}
+
 absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
   if (finished_) return absl::FailedPreconditionError("capture store: already finished");
   finished_ = true;
@@ -312,6 +321,7 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
   m.records = &records_;
   m.order = &order;
   m.stats = stats_.empty() ? nullptr : &stats_;
+  m.labels = SortedLabels(info_);
   return WriteManifest(dir_ + "/" + kManifestName, m);
 }
 
@@ -375,6 +385,7 @@ absl::Status CaptureStore::Recover(const std::string& dir) {
   m.counters = counters;
   m.has_bin_file = has_bin;
   m.recovered = !have_counters;
+  m.labels = SortedLabels(info);
   m.records = &records;
   m.order = &order;
   m.stats = stats.empty() ? nullptr : &stats;

@@ -63,6 +63,11 @@ class CaptureStore {
   absl::Status AppendBatch(const std::vector<const v1::ArgRecord*>& records,
                            const std::vector<absl::string_view>& payloads);
 
+  // Adds labels to the capture's (a key already there is replaced): labels
+  // known only at the end, such as the SDK's step count. Journaled when
+  // the journal exists; written into args.index and the manifest by Finish.
+  absl::Status AddLabels(const std::vector<std::pair<std::string, std::string>>& labels);
+
   // Writes the manifest, sorted, with the device's loss counters merged in.
   absl::Status Finish(const v1::CaptureCounters& losses);
 
@@ -98,7 +103,7 @@ class CaptureStore {
   absl::Status WritePayloads(const std::vector<absl::string_view>& payloads);
 
   const std::string dir_;
-  const v1::CaptureInfo info_;
+  v1::CaptureInfo info_;
   std::unique_ptr<JournalWriter> journal_;
   int bin_fd_ = -1;
   uint64_t bin_bytes_ = 0;

@@ -93,6 +93,58 @@ std::string JsonDouble(double v) {
   return FormatScalarJson(v1::DTYPE_FLOAT64, bits);
 }
 
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> SortedLabels(const v1::CaptureInfo& info) {
+  std::vector<std::pair<std::string, std::string>> labels(info.labels().begin(),
+                                                          info.labels().end());
+  std::sort(labels.begin(), labels.end());
+  return labels;
+}
+
+void AppendJsonString(absl::string_view text, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  while (p < end) {
+    const unsigned char c = *p;
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(c));
+      ++p;
+    } else if (c < 0x20) {
+      out->append("\\u00");
+      out->push_back(kHex[c >> 4]);
+      out->push_back(kHex[c & 0xF]);
+      ++p;
+    } else if (c < 0x80) {
+      out->push_back(static_cast<char>(c));
+      ++p;
+    } else {
+      // A UTF-8 sequence: its length from the lead byte, its continuation
+      // bytes checked, overlong forms and surrogates refused.
+      const int n = c >= 0xF0 ? (c <= 0xF4 ? 4 : 0) : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+      bool valid = n > 0 && end - p >= n;
+      for (int k = 1; valid && k < n; ++k) valid = (p[k] & 0xC0) == 0x80;
+      if (valid && n == 3) {
+        valid = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] >= 0xA0);
+      }
+      if (valid && n == 4) valid = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] >= 0x90);
+      if (valid) {
+        out->append(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+        p += n;
+      } else {
+        out->append("\\ufffd");
+        ++p;
+      }
+    }
+  }
+  out->push_back('"');
+}
+
+namespace {
+
 // `steps`: the capture spans more than step 0, so every entry says its step.
 void AppendEntry(TextBuffer* out, const ManifestRow& row, bool steps, const StatsRow* stats) {
   static const absl::string_view kRoles[] = {
@@ -248,8 +300,19 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& cont
   absl::StrAppend(
       &out, "{\n  \"run_dir\": \"args_dump\",\n",
       "  \"bin_format\": {\"type\": \"logical_contiguous\", \"byte_order\": \"little_endian\"},\n",
-      "  \"dump_args_level\": ", static_cast<int>(m.level), ",\n",
-      "  \"total_args\": ", c.total_args(), ",\n",
+      "  \"dump_args_level\": ", static_cast<int>(m.level), ",\n");
+  if (!m.labels.empty()) {
+    out.append("  \"labels\": {");
+    for (size_t i = 0; i < m.labels.size(); ++i) {
+      if (i > 0) out.append(", ");
+      AppendJsonString(m.labels[i].first, &out);
+      out.append(": ");
+      AppendJsonString(m.labels[i].second, &out);
+    }
+    out.append("},\n");
+  }
+  absl::StrAppend(
+      &out, "  \"total_args\": ", c.total_args(), ",\n",
       "  \"before_dispatch\": ", c.before_dispatch(), ",\n",
       "  \"after_completion\": ", c.after_completion(), ",\n",
       "  \"input_args\": ", c.input_args(), ",\n",

@@ -55,7 +55,17 @@ struct ManifestContents {
   std::optional<bool> has_steps;
   // The stats dump mode's numbers by record id (null: none).
   const StatsTable* stats = nullptr;
+  // The capture's labels, written as "labels" when there are any.
+  std::vector<std::pair<std::string, std::string>> labels;
 };
+
+// The labels of a capture's info, sorted by key (for the manifest).
+std::vector<std::pair<std::string, std::string>> SortedLabels(const v1::CaptureInfo& info);
+
+// `text` as a JSON string (quotes included) appended to `out`: quotes,
+// backslashes and control characters escaped, invalid UTF-8 bytes replaced
+// by U+FFFD so that the file stays valid JSON whatever a label holds.
+void AppendJsonString(absl::string_view text, std::string* out);
 
 // Writes `path` atomically (a temporary file renamed over it).
 absl::Status WriteManifest(const std::string& path, const ManifestContents& contents);

@@ -70,6 +70,7 @@ TEST_F(SimGrpcTest, BothSinksWriteTheSameCapture) {
       ASSERT_TRUE(w.ok());
       const std::string name = absl::StrCat(workload, "_l", level);
       SimJobOptions local = Options(level, "local_" + name);
+      local.labels["case"] = "sim_grpc";  // labels are written into the manifest
       auto l = RunSimJob(*w, BuiltinKernels(), local);
       ASSERT_TRUE(l.ok()) << l.status();
       SimJobOptions remote = Options(level, "remote_" + name);

@@ -668,6 +668,27 @@ absl::Status ManifestReader::ParseTopLevelValue(const std::string& key) {
     } else {
       state_ = State::kEntry;
     }
+  } else if (key == "labels" && Peek() == '{') {
+    // {"key": "value", ...}
+    Get();
+    SkipSpace();
+    if (Peek() == '}') {
+      Get();
+      return absl::OkStatus();
+    }
+    for (;;) {
+      std::string label, value;
+      if (absl::Status s = ParseString(&label, where); !s.ok()) return s;
+      if (absl::Status s = Expect(':', where); !s.ok()) return s;
+      SkipSpace();
+      if (absl::Status s = ParseString(&value, where); !s.ok()) return s;
+      summary_.labels[label] = value;
+      SkipSpace();
+      const int c = Get();
+      if (c == '}') break;
+      if (c != ',') return Error(absl::StrCat(where, ": expected ',' or '}'"));
+      SkipSpace();
+    }
   } else if (key == "bin_file") {
     if (Peek() == 'n') return SkipValue(where, 0);
     summary_.has_bin_file = true;

@@ -74,6 +74,7 @@ struct ManifestSummary {
   std::map<std::string, int64_t> counters;
   std::string bin_file;  // empty when null
   bool has_bin_file = false;
+  std::map<std::string, std::string> labels;  // "labels", when present
 };
 
 class ManifestReader {
