@@ -306,14 +306,25 @@ uint64_t SimRuntime::LayoutWarningsPrinted() { return g_layout_warnings.load(); 
 
 absl::StatusOr<Tensor> SimRuntime::Alloc(DataType dtype,
                                          const std::vector<uint32_t>& shape) {
+  if (shape.size() > abi::kMaxDims) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("alloc: ", shape.size(), " dims, at most ", abi::kMaxDims));
+  }
   uint64_t elements = 1;
-  for (uint32_t s : shape) elements *= s;
+  for (uint32_t s : shape) {
+    if (s != 0 && elements > UINT64_MAX / s) {
+      return absl::InvalidArgumentError("alloc: the shape's element count overflows 64 bits");
+    }
+    elements *= s;
+  }
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);
     id = next_buffer_id_++;
   }
-  return Tensor::Whole(std::make_shared<DeviceBuffer>(id, dtype, elements), shape);
+  auto buffer = DeviceBuffer::Create(id, dtype, elements, this);
+  if (!buffer.ok()) return buffer.status();
+  return Tensor::Whole(*std::move(buffer), shape);
 }
 
 absl::Status SimRuntime::Start() {
@@ -426,6 +437,14 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
   for (uint16_t f : func_ids) {
     if (kernels_.Find(f) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("submit: unknown func_id ", f));
+    }
+  }
+  for (size_t i = 0; i < args.tensors().size(); ++i) {
+    const void* owner = args.tensors()[i].tensor.buffer()->owner();
+    if (owner != nullptr && owner != this) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "submit: tensor arg ", i, " was allocated by another device (session); allocate it "
+          "with this one's Alloc"));
     }
   }
   auto task = std::make_unique<Task>();

@@ -1,6 +1,7 @@
 #include "device/sim/tensor.h"
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/status/status.h"
@@ -20,6 +21,35 @@ DeviceBuffer::DeviceBuffer(uint64_t id, DataType dtype, uint64_t elements)
   std::memset(data_, 0, size == 0 ? 64 : size);
 }
 
+DeviceBuffer::DeviceBuffer(uint64_t id, DataType dtype, uint64_t elements, NoAbort)
+    : id_(id), dtype_(dtype), elements_(elements), data_(nullptr) {}
+
+absl::StatusOr<std::shared_ptr<DeviceBuffer>> DeviceBuffer::Create(uint64_t id, DataType dtype,
+                                                                   uint64_t elements,
+                                                                   const void* owner) {
+  // More than 2^48 bytes is no allocation this machine can make (and the
+  // rounding below must not wrap).
+  constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
+  if (!IsValidDataType(static_cast<uint8_t>(dtype))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device buffer: dtype ", static_cast<int>(dtype), " is not one"));
+  }
+  if (elements > kMaxBytes * 8 / ElementBits(dtype)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "device buffer: ", elements, " elements of ", std::string(DataTypeName(dtype)), " is more than 2^48 bytes"));
+  }
+  std::shared_ptr<DeviceBuffer> b(new DeviceBuffer(id, dtype, elements, NoAbort{}));
+  const uint64_t size = std::max<uint64_t>(64, (b->bytes() + 63) / 64 * 64);
+  b->data_ = static_cast<uint8_t*>(std::aligned_alloc(64, size));
+  if (b->data_ == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("device buffer: out of memory for ", size, " bytes"));
+  }
+  std::memset(b->data_, 0, size);
+  b->owner_ = owner;
+  return b;
+}
+
 DeviceBuffer::~DeviceBuffer() { std::free(data_); }
 
 absl::StatusOr<Tensor> Tensor::Whole(std::shared_ptr<DeviceBuffer> buffer,
@@ -32,7 +62,15 @@ absl::StatusOr<Tensor> Tensor::Whole(std::shared_ptr<DeviceBuffer> buffer,
   std::vector<uint32_t> strides(shape.size());
   uint64_t stride = 1;
   for (size_t d = shape.size(); d-- > 0;) {
+    if (stride > UINT32_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor: dim ", d, " would need a stride of ", stride,
+          " elements; strides are 32-bit (make the inner dims smaller)"));
+    }
     strides[d] = static_cast<uint32_t>(stride);
+    if (shape[d] != 0 && stride > UINT64_MAX / shape[d]) {
+      return absl::InvalidArgumentError("tensor: the shape's element count overflows 64 bits");
+    }
     stride *= shape[d];
   }
   if (stride != buffer->elements()) {
@@ -76,6 +114,45 @@ uint64_t Tensor::ElementIndex(uint64_t logical) const {
     logical /= view_.shape[d];
   }
   return index;
+}
+
+absl::Status Tensor::CheckElementType(size_t bytes, bool floating, std::optional<DataType> as,
+                                      uint64_t count) const {
+  if (buffer_ == nullptr) return absl::FailedPreconditionError("tensor: no buffer");
+  const DataType dtype = view_.dtype;
+  if (dtype == DataType::kFp4E2M1) {
+    return absl::InvalidArgumentError(
+        "tensor: FP4E2M1 packs two elements per byte; use WriteBytes on a compact tensor");
+  }
+  const bool float_dtype = dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
+  if (bytes * 8 != ElementBits(dtype) || (floating && as != dtype) || (!floating && float_dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor: a ", std::string(DataTypeName(dtype)), " tensor is read and written as ",
+        dtype == DataType::kFloat32   ? "float"
+        : dtype == DataType::kFloat64 ? "double"
+                                      : absl::StrCat("a ", ElementBits(dtype), "-bit integer (its bits)"),
+        ", not as a ", bytes * 8, "-bit ", floating ? "floating type" : "integer"));
+  }
+  if (count != numel()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor: ", count, " values for a view of ", numel(), " elements"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Tensor::WriteBytes(const std::string& bytes) const {
+  if (buffer_ == nullptr) return absl::FailedPreconditionError("tensor: no buffer");
+  if (!is_contiguous() || start_offset() != 0 || numel() != buffer_->elements()) {
+    return absl::InvalidArgumentError(
+        "tensor: WriteBytes needs a compact tensor (the whole buffer, row-major)");
+  }
+  if (bytes.size() != buffer_->bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor: ", bytes.size(), " bytes for a ",
+                                                   std::string(DataTypeName(dtype())), " tensor of ",
+                                                   buffer_->bytes()));
+  }
+  std::memcpy(buffer_->data(), bytes.data(), bytes.size());
+  return absl::OkStatus();
 }
 
 bool Tensor::SameView(const Tensor& other) const {

@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,7 +22,13 @@ namespace argsdump {
 
 class DeviceBuffer {
  public:
+  // Aborts when the memory cannot be had; Create says so instead.
   DeviceBuffer(uint64_t id, DataType dtype, uint64_t elements);
+  // ResourceExhausted when `elements` of `dtype` cannot be allocated.
+  // `owner` names who allocated it (a runtime), for Submit's check.
+  static absl::StatusOr<std::shared_ptr<DeviceBuffer>> Create(uint64_t id, DataType dtype,
+                                                              uint64_t elements,
+                                                              const void* owner);
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -29,12 +38,16 @@ class DeviceBuffer {
   uint64_t elements() const { return elements_; }
   uint64_t bytes() const { return PayloadBytes(dtype_, elements_); }
   uint8_t* data() const { return data_; }
+  const void* owner() const { return owner_; }
 
  private:
+  struct NoAbort {};
+  DeviceBuffer(uint64_t id, DataType dtype, uint64_t elements, NoAbort);
   uint64_t id_;
   DataType dtype_;
   uint64_t elements_;
   uint8_t* data_;
+  const void* owner_ = nullptr;
 };
 
 class Tensor {
@@ -76,10 +89,53 @@ class Tensor {
                 &value, sizeof(T));
   }
 
+  // The view's elements in logical (row-major) order, copied in or out.
+  // T is the element type: float/double for FLOAT32/FLOAT64, otherwise an
+  // integer of the element's width (its bits: uint16_t for FLOAT16 and
+  // BFLOAT16, uint8_t for FP8 and BOOL). InvalidArgument for another T, a
+  // count other than numel(), or FP4E2M1 (two elements per byte: use
+  // WriteBytes on a compact tensor).
+  template <typename T>
+  absl::Status Write(const std::vector<T>& values) const {
+    if (absl::Status s = CheckElementType(sizeof(T), std::is_floating_point_v<T>,
+                                          ScalarTypeOf<T>(), values.size());
+        !s.ok()) {
+      return s;
+    }
+    for (uint64_t i = 0; i < values.size(); ++i) Set<T>(i, values[i]);
+    return absl::OkStatus();
+  }
+  template <typename T>
+  absl::StatusOr<std::vector<T>> Read() const {
+    if (absl::Status s = CheckElementType(sizeof(T), std::is_floating_point_v<T>,
+                                          ScalarTypeOf<T>(), numel());
+        !s.ok()) {
+      return s;
+    }
+    std::vector<T> out(numel());
+    for (uint64_t i = 0; i < out.size(); ++i) out[i] = Get<T>(i);
+    return out;
+  }
+  // Raw little-endian bytes of a compact (contiguous, start 0, whole
+  // buffer) tensor: PayloadBytes(dtype, numel) of them.
+  absl::Status WriteBytes(const std::string& bytes) const;
+
   // Same buffer and same geometry.
   bool SameView(const Tensor& other) const;
 
  private:
+  template <typename T>
+  static std::optional<DataType> ScalarTypeOf() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      return ScalarDataType<T>::value;
+    } else {
+      return std::nullopt;
+    }
+  }
+  // `bytes` wide elements (floating: of dtype `as`), `count` of them.
+  absl::Status CheckElementType(size_t bytes, bool floating, std::optional<DataType> as,
+                                uint64_t count) const;
+
   std::shared_ptr<DeviceBuffer> buffer_;
   TensorView view_;
 };
