@@ -1,17 +1,12 @@
 #include "collector/sim_job.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <mutex>
-#include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "collector/exception_dump.h"
-#include "collector/grpc_sink.h"
-#include "device/recorder.h"
 #include "device/workload.h"
+#include "sdk/argsdump.h"
+#include "sdk/wiring.h"
 
 namespace argsdump {
 
@@ -22,125 +17,74 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     return absl::InvalidArgumentError(
         absl::StrCat("--dump-args: level ", options.dump_level, " is not 0, 1, 2 or 3"));
   }
-  const auto start = std::chrono::steady_clock::now();
   SimJobResult result;
   result.dump_dir = options.output_prefix + "/args_dump";
-  Collector collector(CollectorOptions{options.platform, options.drain_threads,
-                                       options.collector_shards});
-  std::unique_ptr<DumpRecorder> recorder;
-  std::unique_ptr<CaptureSink> sink;
-  LocalSink* local_sink = nullptr;
-  const bool capture = options.dump_level > 0 || options.dynamic || options.dump.overflow;
-  const int region_level = options.dump_level > 0 ? options.dump_level : options.dynamic_level;
-  if (capture) {
-    DumpRegionConfig rc = options.region;
-    rc.level = static_cast<abi::DumpLevel>(region_level);
-    rc.num_threads = options.sim.scheduler_threads;
-    auto region = collector.Initialize(rc);
-    if (!region.ok()) return region.status();
-    v1::CaptureInfo info;
-    info.set_name(workload.name());
-    info.set_level(static_cast<v1::DumpLevel>(region_level));
-    info.set_platform(PlatformName(options.platform));
-    for (const auto& [k, v] : options.labels) (*info.mutable_labels())[k] = v;
-    if (!options.capture_server.empty()) {
-      GrpcSinkOptions g;
-      g.target = options.capture_server;
-      g.capture = options.capture_name;
-      if (g.capture.empty()) {
-        const size_t slash = options.output_prefix.find_last_of('/');
-        g.capture = slash == std::string::npos ? options.output_prefix
-                                                : options.output_prefix.substr(slash + 1);
-      }
-      info.set_name(g.capture);
-      g.info = info;
-      g.auth_token = options.auth_token;
-      auto remote = GrpcSink::Connect(g);
-      if (!remote.ok()) return remote.status();
-      result.capture = absl::StrCat(options.capture_server, "/", g.capture);
-      sink = std::move(remote).value();
-    } else {
-      auto local = LocalSink::Create(result.dump_dir, info);
-      if (!local.ok()) return local.status();
-      local_sink = local->get();
-      sink = std::move(local).value();
-    }
-    recorder = std::make_unique<DumpRecorder>(**region);
-    result.dump_log.push_back(absl::StrCat(
-        "dump buffers created: ", rc.num_threads, " recording threads x (",
-        rc.buffers_per_thread, " buffers of ", rc.records_per_buffer, " records + a ",
-        rc.arena_bytes, "-byte payload arena), level ", region_level));
-    std::fprintf(stderr, "%s\n",
-                 FormatDumpLog({DumpLog::kInfo, result.dump_log.back()}).c_str());
-    if (absl::Status s = collector.Start(sink.get()); !s.ok()) return s;
+  // One wiring: the SDK's session, told exactly what sim_run's flags said.
+  SessionOptions session;
+  session.name = workload.name();
+  session.drain_threads = options.drain_threads;
+  session.collector_shards = options.collector_shards;
+  session.dynamic_switch = options.dynamic;
+  session.exception_dump = options.exception_dump;
+  for (const auto& [k, v] : options.labels) session.labels[k] = v;
+  SessionWiring wiring;
+  wiring.resolved = options.dump;
+  wiring.resolved->level = options.dump_level;
+  wiring.resolved->capture_server = options.capture_server;
+  wiring.output_prefix = options.output_prefix;
+  wiring.workload = workload.name();
+  wiring.capture_name = options.capture_name;
+  if (wiring.capture_name.empty()) {
+    const size_t slash = options.output_prefix.find_last_of('/');
+    wiring.capture_name = slash == std::string::npos ? options.output_prefix
+                                                     : options.output_prefix.substr(slash + 1);
   }
-  {
-    SimConfig sim = options.sim;
-    sim.dump = options.dump;
-    sim.dump->level = options.dump_level;
-    std::mutex exception_mu;
-    if (options.exception_dump) {
-      sim.exception_dump = [&](const FailedTask& f) {
-        auto dir = WriteExceptionDump(options.output_prefix, workload.name(), f);
-        std::lock_guard<std::mutex> lock(exception_mu);
-        if (dir.ok()) {
-          result.exception_dumps.push_back(*dir);
-        } else {
-          // Internal failure: say so and go on stopping the run.
-          std::fprintf(stderr, "%s\n",
-                       FormatDumpLog({DumpLog::kError,
-                                      absl::StrCat("exception dump of task ", TaskIdHex(f.task_id),
-                                                   " failed: ", dir.status().message(),
-                                                   "; the run stops without it")})
-                           .c_str());
-        }
-      };
+  wiring.auth_token = options.auth_token;
+  wiring.platform = options.platform;
+  wiring.sim = options.sim;
+  wiring.region = options.region;
+  wiring.dynamic_level = options.dynamic_level;
+  wiring.test_labels = false;
+  wiring.strict = true;
+  wiring.print_summary = false;
+  auto opened = SimSession::Open(kernels, session, wiring);
+  if (!opened.ok()) return opened.status();
+  SimSession& s = **opened;
+  SimRuntime& runtime = SessionWiring::Runtime(s);
+  absl::StatusOr<std::map<std::string, Tensor>> tensors;
+  for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {
+    // One step at a time, as iterations run; a failed or hung step ends
+    // the run (Finish reports it).
+    if (step > 0 && !s.Synchronize().ok()) break;
+    if (options.before_step) {
+      if (auto c = options.before_step(step)) runtime.SetDumpConfig(*c);
     }
-    SimRuntime runtime(sim, kernels, recorder.get());
-    if (absl::Status s = runtime.Start(); !s.ok()) return s;
-    absl::StatusOr<std::map<std::string, Tensor>> tensors;
-    for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {
-      if (options.before_step) {
-        if (auto c = options.before_step(step)) runtime.SetDumpConfig(*c);
-      }
-      runtime.BeginStep(step);
-      runtime.HoldDispatch();
-      tensors = SubmitWorkload(workload, kernels, &runtime);
-      runtime.ReleaseDispatch();
-      if (!tensors.ok()) break;
-      if (options.during_step) {
-        if (auto c = options.during_step(step)) runtime.SetDumpConfig(*c);
-      }
-      // One step at a time, as iterations run; a failed or hung step ends
-      // the run (Synchronize reports it).
-      if (step + 1 < options.steps && !runtime.WaitIdle().ok()) break;
+    if (!s.BeginStep(step).ok()) break;
+    runtime.HoldDispatch();  // the whole step queued before any of it runs
+    tensors = SubmitWorkload(workload, kernels, &runtime);
+    runtime.ReleaseDispatch();
+    if (!tensors.ok()) break;
+    if (options.during_step) {
+      if (auto c = options.during_step(step)) runtime.SetDumpConfig(*c);
     }
-    result.run_status = runtime.Synchronize();
-    if (!tensors.ok()) return tensors.status();
-    result.tasks = runtime.tasks_submitted();
-    for (std::string& line : runtime.dump_log()) result.dump_log.push_back(std::move(line));
-    result.overflow_tasks = runtime.overflow_tasks();
-    result.first_overflow_task = runtime.first_overflow_task();
-    result.tasks_completed = runtime.tasks_completed();
-    result.tensors = std::move(tensors).value();
   }
-  if (capture) {
-    absl::Status collected = collector.Stop();
-    absl::Status reconciled = collector.Reconcile();
-    absl::Status exported = collector.Export();
-    result.collected = collector.stats();
-    result.losses = collector.losses();
-    collector.Finalize();
-    result.dump_log.push_back("dump buffers freed");
-    std::fprintf(stderr, "%s\n", FormatDumpLog({DumpLog::kInfo, "dump buffers freed"}).c_str());
-    if (!exported.ok()) return exported;
-    if (!collected.ok()) return collected;
-    if (!reconciled.ok()) return reconciled;
-    result.wrote_capture =
-        local_sink != nullptr ? local_sink->store().created() : result.collected.records > 0;
-  }
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  absl::StatusOr<SessionResult> finished = s.Finish();
+  if (!finished.ok()) return finished.status();
+  if (!tensors.ok()) return tensors.status();
+  const SessionReport& report = SessionWiring::Report(s);
+  result.run_status = finished->run_status;
+  result.tasks = finished->tasks;
+  result.tasks_completed = finished->tasks_completed;
+  result.collected = report.collected;
+  result.losses = report.losses;
+  result.dump_log = report.dump_log;
+  result.overflow_tasks = finished->overflow_tasks;
+  result.first_overflow_task = finished->first_overflow_task;
+  result.exception_dumps = finished->exception_dumps;
+  result.wrote_capture = finished->wrote_capture;
+  result.capture = finished->capture;
+  result.tensors = std::move(tensors).value();
+  result.seconds = report.seconds;
   return result;
 }
 

@@ -13,26 +13,30 @@ struct DataTypeInfo {
   DataType dtype;
   uint32_t bits;
   std::string_view name;
+  ElementKind kind;
 };
+
+constexpr ElementKind F = ElementKind::kFloat, S = ElementKind::kSigned,
+                      U = ElementKind::kUnsigned, B = ElementKind::kBool;
 
 // Indexed by the enum value; the static_assert below keeps them in step.
 constexpr std::array<DataTypeInfo, kDataTypeCount> kTable = {{
-    {DataType::kFloat32, 32, "FLOAT32"},
-    {DataType::kFloat16, 16, "FLOAT16"},
-    {DataType::kInt32, 32, "INT32"},
-    {DataType::kInt16, 16, "INT16"},
-    {DataType::kInt8, 8, "INT8"},
-    {DataType::kUint8, 8, "UINT8"},
-    {DataType::kBfloat16, 16, "BFLOAT16"},
-    {DataType::kInt64, 64, "INT64"},
-    {DataType::kUint64, 64, "UINT64"},
-    {DataType::kUint16, 16, "UINT16"},
-    {DataType::kUint32, 32, "UINT32"},
-    {DataType::kBool, 8, "BOOL"},
-    {DataType::kFp8E4M3Fn, 8, "FP8E4M3FN"},
-    {DataType::kFp8E8M0, 8, "FP8E8M0"},
-    {DataType::kFp4E2M1, 4, "FP4E2M1"},
-    {DataType::kFloat64, 64, "FLOAT64"},
+    {DataType::kFloat32, 32, "FLOAT32", F},
+    {DataType::kFloat16, 16, "FLOAT16", F},
+    {DataType::kInt32, 32, "INT32", S},
+    {DataType::kInt16, 16, "INT16", S},
+    {DataType::kInt8, 8, "INT8", S},
+    {DataType::kUint8, 8, "UINT8", U},
+    {DataType::kBfloat16, 16, "BFLOAT16", F},
+    {DataType::kInt64, 64, "INT64", S},
+    {DataType::kUint64, 64, "UINT64", U},
+    {DataType::kUint16, 16, "UINT16", U},
+    {DataType::kUint32, 32, "UINT32", U},
+    {DataType::kBool, 8, "BOOL", B},
+    {DataType::kFp8E4M3Fn, 8, "FP8E4M3FN", F},
+    {DataType::kFp8E8M0, 8, "FP8E8M0", F},
+    {DataType::kFp4E2M1, 4, "FP4E2M1", F},
+    {DataType::kFloat64, 64, "FLOAT64", F},
 }};
 
 constexpr bool TableIsIndexedByEnum() {
@@ -48,6 +52,8 @@ static_assert(TableIsIndexedByEnum(), "kTable must be ordered by enum value");
 uint32_t ElementBits(DataType dtype) {
   return kTable[static_cast<uint8_t>(dtype)].bits;
 }
+
+ElementKind KindOf(DataType dtype) { return kTable[static_cast<uint8_t>(dtype)].kind; }
 
 uint64_t PayloadBytes(DataType dtype, uint64_t numel) {
   return (numel * ElementBits(dtype) + 7) / 8;
@@ -133,6 +139,23 @@ double ElementAsDouble(DataType dtype, const uint8_t* p, uint64_t i) {
     case DataType::kFp4E2M1: return Fp4E2M1ToFloat(i % 2 == 0 ? p[i / 2] & 0xF : p[i / 2] >> 4);
   }
   return NAN;
+}
+
+uint64_t ElementAsUint64(DataType dtype, const uint8_t* p, uint64_t i) {
+  const ElementKind kind = KindOf(dtype);
+  if (kind == ElementKind::kFloat) return 0;
+  const uint32_t bytes = ElementBits(dtype) / 8;
+  uint64_t v = 0;
+  std::memcpy(&v, p + i * bytes, bytes);  // little endian, as the payload is
+  if (kind == ElementKind::kBool) return v != 0;
+  if (kind == ElementKind::kSigned && bytes < 8 && (v >> (8 * bytes - 1)) != 0) {
+    v |= ~uint64_t{0} << (8 * bytes);  // sign-extend
+  }
+  return v;
+}
+
+int64_t ElementAsInt64(DataType dtype, const uint8_t* p, uint64_t i) {
+  return static_cast<int64_t>(ElementAsUint64(dtype, p, i));
 }
 
 }  // namespace argsdump

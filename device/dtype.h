@@ -35,6 +35,11 @@ inline constexpr int kDataTypeCount = 16;
 // Width of one element in bits (4 for FP4E2M1, otherwise a multiple of 8).
 uint32_t ElementBits(DataType dtype);
 
+// What an element's bits are: a floating format, a two's complement or an
+// unsigned integer, or a bool byte (0 false, anything else true).
+enum class ElementKind : uint8_t { kFloat, kSigned, kUnsigned, kBool };
+ElementKind KindOf(DataType dtype);
+
 // Bytes that `numel` densely packed elements occupy (rounded up for FP4).
 uint64_t PayloadBytes(DataType dtype, uint64_t numel);
 
@@ -55,6 +60,10 @@ float Fp4E2M1ToFloat(uint8_t nibble);    // 1-2-1, bias 1: 0, 0.5, 1, 1.5, 2, 3,
 // beyond 2^53 round; bool is 0/1). The caller checks the payload holds it:
 // PayloadBytes(dtype, index + 1) bytes.
 double ElementAsDouble(DataType dtype, const uint8_t* payload, uint64_t index);
+// Integer and bool dtypes, exactly: element `index` widened to 64 bits
+// (signed ones sign-extended into the int64, bool 0/1). 0 for a float dtype.
+int64_t ElementAsInt64(DataType dtype, const uint8_t* payload, uint64_t index);
+uint64_t ElementAsUint64(DataType dtype, const uint8_t* payload, uint64_t index);
 
 // True for a value that fits the enum (records from shared memory are
 // checked before they are trusted).

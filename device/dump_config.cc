@@ -429,15 +429,20 @@ DumpConfigEntry DumpConfigFromFile(const std::string& path, std::vector<DumpLog>
 }
 
 DumpConfigEntry CheckApiEntry(DumpConfigEntry api, std::vector<DumpLog>* logs) {
+  return CheckEntry("API", std::move(api), logs);
+}
+
+DumpConfigEntry CheckEntry(const std::string& source, DumpConfigEntry api,
+                           std::vector<DumpLog>* logs) {
   if (api.level && (*api.level < 0 || *api.level > 3)) {
     Log(logs, DumpLog::kWarning,
-        absl::StrCat("API: level=", *api.level, " is not valid (expected 0, 1, 2 or 3); "
+        absl::StrCat(source, ": level=", *api.level, " is not valid (expected 0, 1, 2 or 3); "
                      "level falls back to the next entry or its default"));
     api.level.reset();
   }
   if (api.path && !PathWritable(*api.path)) {
     Log(logs, DumpLog::kWarning,
-        absl::StrCat("API: path='", *api.path, "' is not valid (expected ", kItems[1].expected,
+        absl::StrCat(source, ": path='", *api.path, "' is not valid (expected ", kItems[1].expected,
                      "); path falls back to the next entry or its default"));
     api.path.reset();
   }
@@ -448,7 +453,7 @@ DumpConfigEntry CheckApiEntry(DumpConfigEntry api, std::vector<DumpLog>* logs) {
     DumpConfigEntry scratch;
     if (value && !item.set(&scratch, *value)) {
       Log(logs, DumpLog::kWarning,
-          absl::StrCat("API: ", item.name, "='", *value, "' is not valid (expected ",
+          absl::StrCat(source, ": ", item.name, "='", *value, "' is not valid (expected ",
                        item.expected, "); ", item.name,
                        " falls back to the next entry or its default"));
       value.reset();
@@ -458,7 +463,7 @@ DumpConfigEntry CheckApiEntry(DumpConfigEntry api, std::vector<DumpLog>* logs) {
     if (absl::string_view(item.name) == "capture_server") check(api.capture_server, item);
     if (absl::string_view(item.name) == "auth_token_file") check(api.auth_token_file, item);
   }
-  LogEntry("API", api, logs);
+  LogEntry(source, api, logs);
   return api;
 }
 

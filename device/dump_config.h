@@ -128,6 +128,9 @@ DumpConfigEntry DumpConfigFromFile(const std::string& path, std::vector<DumpLog>
 // The API entry: the values are checked like the others (a bad path is a
 // WARNING and falls back).
 DumpConfigEntry CheckApiEntry(DumpConfigEntry api, std::vector<DumpLog>* logs);
+// The same for an entry named `source` in the logs ("the command line").
+DumpConfigEntry CheckEntry(const std::string& source, DumpConfigEntry entry,
+                           std::vector<DumpLog>* logs);
 
 // API > environment > file, non-empty override, ERROR on conflicts.
 DumpConfig ResolveDumpConfig(const DumpConfigEntry& api, const DumpConfigEntry& env,

@@ -1,0 +1,198 @@
+// The dump flags of a test's command line (sdk/argsdump.h: ConsumeDumpFlags)
+// and the process-wide test context.
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "sdk/argsdump.h"
+#include "sdk/wiring.h"
+
+namespace argsdump {
+namespace {
+
+struct ProcessState {
+  std::mutex mu;
+  std::optional<CommandLineDump> flags;  // what ConsumeDumpFlags took
+  std::string test_case;
+};
+
+ProcessState& State() {
+  static ProcessState* state = new ProcessState;
+  return *state;
+}
+
+// Under `bazel run`, relative paths mean the user's directory.
+std::string FromUserDir(const std::string& path) {
+  const char* dir = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || dir == nullptr || *dir == '\0') return path;
+  return absl::StrCat(dir, "/", path);
+}
+
+// "--dump-config" and "--dump_config" are one flag.
+std::string Canonical(absl::string_view flag) {
+  std::string name(flag);
+  for (size_t k = 2; k < name.size(); ++k) {
+    if (name[k] == '_') name[k] = '-';
+  }
+  return name;
+}
+
+bool IsLevelText(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(),
+                                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+absl::Status Level(const std::string& flag, const std::string& value, int* out) {
+  if (!IsLevelText(value) || !absl::SimpleAtoi(value, out) || *out < 0 || *out > 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": '", value, "' is not a dump level (0 off, 1 marked args, 2 everything, "
+        "3 metadata + marked payloads)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CommandLineDump> ParseDumpFlags(const std::vector<std::string>& args,
+                                               std::vector<std::string>* rest) {
+  CommandLineDump d;
+  rest->clear();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {  // the end of flags: everything after is left alone
+      rest->insert(rest->end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    const size_t eq = arg.find('=');
+    const std::string flag = Canonical(absl::string_view(arg).substr(0, eq));
+    const bool has_eq = eq != std::string::npos;
+    const std::string inline_value = has_eq ? arg.substr(eq + 1) : "";
+    // The value of a flag that takes one: "--f=v" or "--f v".
+    auto value = [&](std::string* out) -> absl::Status {
+      if (has_eq) {
+        *out = inline_value;
+      } else if (i + 1 < args.size() && !absl::StartsWith(args[i + 1], "--")) {
+        *out = args[++i];
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
+      }
+      if (out->empty()) return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
+      return absl::OkStatus();
+    };
+    if (flag == "--dump-args") {
+      // A bare --dump-args means level 1 (the seed's); "--dump-args N"
+      // takes N only when it is all digits.
+      std::string v = "1";
+      if (has_eq) {
+        v = inline_value;
+      } else if (i + 1 < args.size() && IsLevelText(args[i + 1])) {
+        v = args[++i];
+      }
+      int level;
+      if (absl::Status s = Level(flag, v, &level); !s.ok()) return s;
+      d.entry.level = level;
+    } else if (flag == "--dump-args-default") {
+      std::string v;
+      if (absl::Status s = value(&v); !s.ok()) return s;
+      int level;
+      if (absl::Status s = Level(flag, v, &level); !s.ok()) return s;
+      d.default_level = level;
+    } else if (flag == "--dump-config") {
+      std::string v;
+      if (absl::Status s = value(&v); !s.ok()) return s;
+      d.config_file = FromUserDir(v);
+    } else if (flag == "--output-prefix") {
+      std::string v;
+      if (absl::Status s = value(&v); !s.ok()) return s;
+      d.entry.path = FromUserDir(v);
+    } else if (flag == "--capture-server") {
+      std::string v;
+      if (absl::Status s = value(&v); !s.ok()) return s;
+      if (!IsHostPort(v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(flag, ": '", v, "' is not host:port (such as 127.0.0.1:50051)"));
+      }
+      d.entry.capture_server = v;
+    } else {
+      rest->push_back(arg);
+    }
+  }
+  return d;
+}
+
+absl::Status ConsumeDumpFlags(int* argc, char** argv) {
+  if (argc == nullptr || argv == nullptr || *argc < 1) return absl::OkStatus();
+  std::vector<std::string> args(argv + 1, argv + *argc);
+  std::vector<std::string> rest;
+  absl::StatusOr<CommandLineDump> flags = ParseDumpFlags(args, &rest);
+  if (!flags.ok()) return flags.status();
+  // Keep argv's own strings (and their order) for what stays.
+  int kept = 1;
+  size_t r = 0;
+  for (int i = 1; i < *argc && r < rest.size(); ++i) {
+    if (rest[r] == argv[i]) {
+      argv[kept++] = argv[i];
+      ++r;
+    }
+  }
+  for (int i = kept; i < *argc; ++i) argv[i] = nullptr;
+  *argc = kept;
+  std::lock_guard<std::mutex> lock(State().mu);
+  State().flags = *std::move(flags);
+  return absl::OkStatus();
+}
+
+CommandLineDump CommandLineDumpFlags() {
+  {
+    std::lock_guard<std::mutex> lock(State().mu);
+    if (State().flags) return *State().flags;
+  }
+  // Never consumed (a test with its own main, or gtest_main): the flags
+  // are still on the command line the process was started with.
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<std::string> args;
+  std::string all = text.str(), arg;
+  for (char c : all) {
+    if (c == '\0') {
+      args.push_back(arg);
+      arg.clear();
+    } else {
+      arg.push_back(c);
+    }
+  }
+  if (!args.empty()) args.erase(args.begin());
+  std::vector<std::string> rest;
+  absl::StatusOr<CommandLineDump> flags = ParseDumpFlags(args, &rest);
+  CommandLineDump d;
+  if (flags.ok()) {
+    d = *std::move(flags);
+  } else {
+    d.warnings.push_back(absl::StrCat("the command line: ", flags.status().message(),
+                                      "; no dump flag is taken from it"));
+  }
+  return d;
+}
+
+void ResetCommandLineDumpForTest() {
+  std::lock_guard<std::mutex> lock(State().mu);
+  State().flags.reset();
+}
+
+void SetRunningTestCase(const std::string& name) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  State().test_case = name;
+}
+
+std::string RunningTestCase() {
+  std::lock_guard<std::mutex> lock(State().mu);
+  return State().test_case;
+}
+
+}  // namespace argsdump

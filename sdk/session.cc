@@ -1,0 +1,566 @@
+// SimSession: one wiring of device, region, recorder, collector and sink
+// (sdk/argsdump.h). sim_run's job (collector/sim_job.cc) runs on it too.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <mutex>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "collector/collector.h"
+#include "collector/exception_dump.h"
+#include "collector/grpc_sink.h"
+#include "collector/sink.h"
+#include "device/recorder.h"
+#include "device/region.h"
+#include "device/sim/sim_runtime.h"
+#include "sdk/argsdump.h"
+#include "sdk/wiring.h"
+#include "server/capture_store.h"
+#include "server/record_format.h"
+
+extern char* program_invocation_short_name;
+
+namespace argsdump {
+namespace {
+
+void Print(DumpLog::Severity severity, const std::string& text) {
+  std::fprintf(stderr, "%s\n", FormatDumpLog({severity, text}).c_str());
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+bool HoldsCapture(const std::string& dir) {
+  struct stat st;
+  return ::stat((dir + "/" + kManifestName).c_str(), &st) == 0 ||
+         ::stat((dir + "/" + kJournalName).c_str(), &st) == 0;
+}
+
+// A name as a folder (and capture) name: [A-Za-z0-9._-], the rest '_'.
+std::string FolderName(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '-' || c == '_';
+    out.push_back(ok ? c : '_');
+  }
+  while (!out.empty() && out.front() == '.') out.erase(out.begin());  // no "." or ".."
+  if (out.size() > 96) out.resize(96);
+  return out.empty() ? "session" : out;
+}
+
+std::string Stamp(const char* format) {
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), format, std::localtime(&now));
+  return stamp;
+}
+
+// Session names taken in this process (several sessions of one test case).
+std::mutex names_mu;
+std::set<std::string>& TakenNames() {
+  static auto* names = new std::set<std::string>;
+  return *names;
+}
+
+// The first of name, name_2, name_3, ... no session of this process took
+// and whose folder under `root` holds no capture.
+std::string UniqueName(const std::string& root, const std::string& name) {
+  std::lock_guard<std::mutex> lock(names_mu);
+  for (int k = 1;; ++k) {
+    const std::string candidate = k == 1 ? name : absl::StrCat(name, "_", k);
+    if (TakenNames().count(candidate) > 0) continue;
+    if (!root.empty() && HoldsCapture(absl::StrCat(root, "/", candidate, "/args_dump"))) continue;
+    TakenNames().insert(candidate);
+    return candidate;
+  }
+}
+
+// The capture's name on a service: <target>.<session>.<stamp>.<pid>, in
+// [A-Za-z0-9._-], at most 128 characters (unique per run).
+std::string RemoteName(const std::string& target, const std::string& session) {
+  std::string t = target;
+  if (t.rfind("//", 0) == 0) t = t.substr(2);
+  for (char& c : t) {
+    if (c == ':') c = '.';
+  }
+  std::string name = absl::StrCat(t.empty() ? "" : FolderName(t) + ".", session, ".",
+                                  Stamp("%Y%m%d-%H%M%S"), ".", ::getpid());
+  if (name.size() > 128) {
+    const size_t hash = std::hash<std::string>()(name);
+    name = absl::StrCat(name.substr(0, 111), ".", absl::Hex(hash, absl::kZeroPad16));
+  }
+  return name;
+}
+
+void SetLabel(std::vector<std::pair<std::string, std::string>>* labels, const std::string& key,
+              const std::string& value) {
+  for (auto& [k, v] : *labels) {
+    if (k == key) {
+      v = value;
+      return;
+    }
+  }
+  labels->emplace_back(key, value);
+}
+
+}  // namespace
+
+struct SimSession::Impl {
+  KernelRegistry kernels;
+  SessionOptions options;
+  SessionWiring wiring;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  // The configuration and where it came from (SetDumpConfig re-resolves).
+  DumpConfig config;
+  std::vector<DumpConfigSource> above_file;  // command line, API, environment
+  std::string config_file;
+  std::unique_ptr<DumpConfigWatcher> watcher;
+  std::optional<int> default_level;
+
+  std::string name;         // the session's unique name
+  std::string prefix;       // <root>/<name>: the capture's parent
+  std::string dump_dir;     // <prefix>/args_dump
+  std::string remote_name, remote_server;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::vector<std::string> warnings;
+  absl::Status dump_status;
+
+  std::unique_ptr<Collector> collector;
+  std::unique_ptr<DumpRecorder> recorder;
+  std::unique_ptr<CaptureSink> sink;
+  LocalSink* local_sink = nullptr;
+  std::unique_ptr<SimRuntime> runtime;
+  bool capture = false;
+
+  std::mutex exception_mu;
+  std::vector<std::string> exception_dumps;
+
+  std::optional<uint32_t> step;  // the last step begun (nullopt: none yet)
+  uint32_t steps_begun = 0;
+  bool finished = false;
+  SessionReport report;
+
+  void Warn(const std::string& text) {
+    Print(DumpLog::kWarning, text);
+    warnings.push_back(text);
+  }
+  void Resolve(std::vector<DumpLog>* logs);
+  absl::Status StartCapture();
+  absl::StatusOr<SessionResult> Finish();
+};
+
+void SimSession::Impl::Resolve(std::vector<DumpLog>* logs) {
+  if (watcher != nullptr) {
+    config = watcher->Current(logs);
+  } else {
+    std::vector<DumpConfigSource> sources = above_file;
+    sources.push_back(ConfigFileSource({}));  // none: named in the order all the same
+    config = ResolveDumpConfig(sources, logs);
+  }
+  const bool level_set = std::any_of(above_file.begin(), above_file.end(),
+                                     [](const DumpConfigSource& s) { return s.entry.level; }) ||
+                         (watcher != nullptr && watcher->file_entry().level);
+  if (!level_set && default_level && config.level != *default_level) {
+    config.level = *default_level;
+    logs->push_back({DumpLog::kInfo,
+                     absl::StrCat("level=", *default_level,
+                                  " from --dump-args-default (argsdump_sim_test's dump_args): "
+                                  "no entry sets the level")});
+  }
+}
+
+absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistry& kernels,
+                                                             SessionOptions options) {
+  return Open(kernels, std::move(options), SessionWiring());
+}
+
+absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistry& kernels,
+                                                             SessionOptions options,
+                                                             const SessionWiring& wiring) {
+  struct Range {
+    const char* name;
+    uint64_t value, min, max;
+  };
+  const Range ranges[] = {
+      {"scheduler_threads", options.scheduler_threads, 1, kMaxDumpThreads},
+      {"worker_threads", options.worker_threads, 1, 256},
+      {"max_inflight_per_scheduler", options.max_inflight_per_scheduler, 1, 1 << 16},
+      {"records_per_buffer", options.records_per_buffer, 1, kMaxRecordsPerBuffer},
+      {"buffers_per_thread", options.buffers_per_thread, 1, kMaxBuffersPerThread},
+      {"ready_queue_depth", options.ready_queue_depth, 1, 1 << 16},
+      {"arena_bytes", options.arena_bytes, 64, uint64_t{1} << 40},
+      {"wait_bound_ms", options.wait_bound_ms, 1, 1u << 30},
+      {"drain_threads", options.drain_threads, 1, 64},
+      {"collector_shards", options.collector_shards, 1, 64},
+  };
+  for (const Range& r : ranges) {
+    if (r.value < r.min || r.value > r.max) {
+      return absl::InvalidArgumentError(absl::StrCat("SessionOptions.", r.name, ": ", r.value,
+                                                     " is outside ", r.min, "..", r.max));
+    }
+  }
+  if (options.connect_timeout.count() < 0) {
+    return absl::InvalidArgumentError("SessionOptions.connect_timeout: negative");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->kernels = kernels;
+  impl->options = std::move(options);
+  impl->wiring = wiring;
+  Impl& s = *impl;
+  const bool under_test = !Env("TEST_TARGET").empty();
+
+  // The configuration: the command line > API > environment > file.
+  std::vector<DumpLog> logs;
+  if (wiring.resolved) {
+    s.config = *wiring.resolved;
+  } else {
+    CommandLineDump cli = CommandLineDumpFlags();
+    for (const std::string& w : cli.warnings) logs.push_back({DumpLog::kWarning, w});
+    if (cli.entry.level || cli.entry.path || cli.entry.capture_server) {
+      s.above_file.push_back(
+          {"the command line", "command line", CheckEntry("the command line", cli.entry, &logs)});
+    }
+    s.above_file.push_back({"API", "API", CheckApiEntry(s.options.dump, &logs)});
+    s.above_file.push_back(
+        {"the environment", "environment", DumpConfigFromEnvironment(DumpEnvironment(), &logs)});
+    s.config_file = !cli.config_file.empty() ? cli.config_file : s.options.config_file;
+    s.default_level = cli.default_level;
+    if (!s.config_file.empty()) {
+      s.watcher = std::make_unique<DumpConfigWatcher>(s.above_file, s.config_file);
+    }
+    s.Resolve(&logs);
+  }
+  for (const DumpLog& l : logs) {
+    Print(l.severity, l.text);
+    if (l.severity != DumpLog::kInfo) s.warnings.push_back(l.text);
+  }
+
+  // The name and where the capture goes.
+  const std::string test_case = RunningTestCase();
+  std::string base = s.options.name;
+  if (base.empty()) base = test_case;
+  if (base.empty()) base = program_invocation_short_name;
+  if (!wiring.output_prefix.empty()) {
+    s.name = base;
+    s.prefix = wiring.output_prefix;
+  } else {
+    std::string root = s.config.path;
+    std::string name = FolderName(base);
+    if (root.empty()) root = Env("TEST_UNDECLARED_OUTPUTS_DIR");
+    if (root.empty()) {
+      const std::string cwd = Env("BUILD_WORKING_DIRECTORY");
+      root = cwd.empty() ? "outputs" : cwd + "/outputs";
+      name = absl::StrCat(name, "_", Stamp("%Y%m%d_%H%M%S"));
+    }
+    s.name = UniqueName(root, name);
+    s.prefix = absl::StrCat(root, "/", s.name);
+  }
+  s.dump_dir = s.prefix + "/args_dump";
+
+  // Labels: the test's identity, then the configuration's, then the code's.
+  if (wiring.test_labels && under_test) {
+    SetLabel(&s.labels, "target", Env("TEST_TARGET"));
+    if (!test_case.empty()) SetLabel(&s.labels, "test_case", test_case);
+    if (!Env("TEST_SHARD_INDEX").empty()) SetLabel(&s.labels, "shard", Env("TEST_SHARD_INDEX"));
+  }
+  for (const auto& [k, v] : s.config.labels) SetLabel(&s.labels, k, v);
+  for (const auto& [k, v] : s.options.labels) SetLabel(&s.labels, k, v);
+
+  s.capture = s.config.level > 0 || s.options.dynamic_switch || s.config.overflow;
+  if (s.capture) {
+    if (absl::Status st = s.StartCapture(); !st.ok()) {
+      if (wiring.strict) return st;
+      s.Warn(absl::StrCat("the dump is off for this session: ", st.message()));
+      s.dump_status = st;
+      s.capture = false;
+      s.sink.reset();
+      s.recorder.reset();
+      s.collector.reset();
+    }
+  }
+
+  SimConfig sim;
+  if (wiring.sim) {
+    sim = *wiring.sim;
+  } else {
+    sim.scheduler_threads = s.options.scheduler_threads;
+    sim.worker_threads = s.options.worker_threads;
+    sim.max_inflight_per_scheduler = s.options.max_inflight_per_scheduler;
+  }
+  sim.dump = s.config;
+  if (s.options.exception_dump) {
+    Impl* self = &s;
+    const std::string workload = wiring.workload.empty() ? s.name : wiring.workload;
+    sim.exception_dump = [self, workload](const FailedTask& f) {
+      auto dir = WriteExceptionDump(self->prefix, workload, f);
+      std::lock_guard<std::mutex> lock(self->exception_mu);
+      if (dir.ok()) {
+        self->exception_dumps.push_back(*dir);
+      } else {
+        // Internal failure: say so and go on stopping the run.
+        Print(DumpLog::kError, absl::StrCat("exception dump of task ", TaskIdHex(f.task_id),
+                                            " failed: ", dir.status().message(),
+                                            "; the run stops without it"));
+      }
+    };
+  }
+  s.runtime = std::make_unique<SimRuntime>(sim, s.kernels, s.recorder.get());
+  if (absl::Status st = s.runtime->Start(); !st.ok()) return st;
+  return std::unique_ptr<SimSession>(new SimSession(std::move(impl)));
+}
+
+absl::Status SimSession::Impl::StartCapture() {
+  DumpRegionConfig rc;
+  if (wiring.region) {
+    rc = *wiring.region;
+  } else {
+    rc.records_per_buffer = options.records_per_buffer;
+    rc.buffers_per_thread = options.buffers_per_thread;
+    rc.ready_queue_depth = options.ready_queue_depth;
+    rc.arena_bytes = options.arena_bytes;
+    rc.wait_bound_ms = options.wait_bound_ms;
+  }
+  const int region_level = config.level > 0 ? config.level : wiring.dynamic_level;
+  rc.level = static_cast<abi::DumpLevel>(region_level);
+  rc.num_threads = wiring.sim ? wiring.sim->scheduler_threads : options.scheduler_threads;
+  collector = std::make_unique<Collector>(
+      CollectorOptions{wiring.platform, options.drain_threads, options.collector_shards});
+  auto region = collector->Initialize(rc);
+  if (!region.ok()) return region.status();
+  v1::CaptureInfo info;
+  info.set_name(wiring.workload.empty() ? name : wiring.workload);
+  info.set_level(static_cast<v1::DumpLevel>(region_level));
+  info.set_platform(PlatformName(wiring.platform));
+  for (const auto& [k, v] : labels) (*info.mutable_labels())[k] = v;
+  if (!config.capture_server.empty()) {
+    GrpcSinkOptions g;
+    g.target = config.capture_server;
+    g.capture = !wiring.capture_name.empty()
+                    ? wiring.capture_name
+                    : RemoteName(wiring.test_labels ? Env("TEST_TARGET") : "", name);
+    info.set_name(g.capture);
+    g.info = info;
+    g.auth_token = wiring.auth_token;
+    if (g.auth_token.empty() && !config.auth_token_file.empty()) {
+      std::ifstream in(config.auth_token_file);
+      std::getline(in, g.auth_token);
+    }
+    if (!wiring.strict) g.connect_timeout = options.connect_timeout;
+    auto remote = GrpcSink::Connect(g);
+    if (remote.ok()) {
+      remote_name = g.capture;
+      remote_server = config.capture_server;
+      sink = std::move(remote).value();
+    } else if (wiring.strict) {
+      return remote.status();
+    } else {
+      Warn(absl::StrCat("capture service ", config.capture_server,
+                        remote.status().code() == absl::StatusCode::kUnavailable ||
+                                remote.status().code() == absl::StatusCode::kDeadlineExceeded
+                            ? " cannot be reached ("
+                            : " refused the capture (",
+                        remote.status().message(), "); the capture is kept locally in ",
+                        dump_dir));
+    }
+  }
+  if (sink == nullptr) {
+    auto local = LocalSink::Create(dump_dir, info);
+    if (!local.ok()) return local.status();
+    local_sink = local->get();
+    sink = std::move(local).value();
+  }
+  recorder = std::make_unique<DumpRecorder>(**region);
+  report.dump_log.push_back(absl::StrCat(
+      "dump buffers created: ", rc.num_threads, " recording threads x (", rc.buffers_per_thread,
+      " buffers of ", rc.records_per_buffer, " records + a ", rc.arena_bytes,
+      "-byte payload arena), level ", region_level));
+  Print(DumpLog::kInfo, report.dump_log.back());
+  return collector->Start(sink.get());
+}
+
+SimSession::SimSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+SimSession::~SimSession() {
+  if (impl_ != nullptr && !impl_->finished) impl_->Finish().IgnoreError();
+}
+
+absl::StatusOr<Tensor> SimSession::Alloc(DataType dtype, const std::vector<uint32_t>& shape) {
+  if (impl_->finished) return absl::FailedPreconditionError("Alloc: the session is finished");
+  return impl_->runtime->Alloc(dtype, shape);
+}
+
+absl::StatusOr<uint64_t> SimSession::Submit(uint16_t func_id, CoreTaskArgs args) {
+  return Submit(std::vector<uint16_t>{func_id}, std::move(args));
+}
+
+absl::StatusOr<uint64_t> SimSession::Submit(const std::vector<uint16_t>& func_ids,
+                                            CoreTaskArgs args) {
+  if (impl_->finished) return absl::FailedPreconditionError("Submit: the session is finished");
+  return impl_->runtime->Submit(func_ids, std::move(args));
+}
+
+absl::Status SimSession::BeginStep(uint32_t step) {
+  Impl& s = *impl_;
+  if (s.finished) return absl::FailedPreconditionError("BeginStep: the session is finished");
+  const bool step0_used = !s.step && s.runtime->tasks_submitted() > 0;
+  if ((s.step && step <= *s.step) || (step0_used && step == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "BeginStep(", step, "): step ", s.step ? *s.step : 0,
+        " has begun already; steps only go forward"));
+  }
+  if (absl::Status st = s.runtime->WaitIdle(); !st.ok()) return st;
+  if (step0_used) ++s.steps_begun;  // step 0 ran without a BeginStep
+  if (s.watcher != nullptr && (s.step || step0_used)) {
+    std::vector<DumpLog> logs;
+    std::optional<DumpConfig> next = s.watcher->Poll(&logs);
+    for (const DumpLog& l : logs) Print(l.severity, l.text);
+    if (next) {
+      s.config = *next;
+      s.runtime->SetDumpConfig(s.config);
+    }
+  }
+  s.runtime->BeginStep(step);
+  s.step = step;
+  ++s.steps_begun;
+  return absl::OkStatus();
+}
+
+void SimSession::SetDumpConfig(const DumpConfigEntry& api) {
+  Impl& s = *impl_;
+  std::vector<DumpLog> logs;
+  const DumpConfigEntry checked = CheckApiEntry(api, &logs);
+  if (s.wiring.resolved) {
+    // The caller resolved the configuration: `api` is all of it.
+    s.config = ResolveDumpConfig({{"API", "API", checked}}, &logs);
+  } else {
+    for (DumpConfigSource& source : s.above_file) {
+      if (source.short_name == "API") source.entry = checked;
+    }
+    if (s.watcher != nullptr) {
+      s.watcher = std::make_unique<DumpConfigWatcher>(s.above_file, s.config_file);
+    }
+    s.Resolve(&logs);
+  }
+  for (const DumpLog& l : logs) Print(l.severity, l.text);
+  s.runtime->SetDumpConfig(s.config);
+}
+
+absl::Status SimSession::Synchronize() {
+  if (impl_->finished) return absl::FailedPreconditionError("Synchronize: the session is finished");
+  return impl_->runtime->WaitIdle();
+}
+
+absl::StatusOr<SessionResult> SimSession::Finish() {
+  if (impl_->finished) return absl::FailedPreconditionError("Finish: the session is finished");
+  return impl_->Finish();
+}
+
+absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
+  finished = true;
+  SessionResult r;
+  r.name = name;
+  r.run_status = runtime->Synchronize();
+  if (!step && runtime->tasks_submitted() > 0) ++steps_begun;  // step 0, implicitly
+  r.dump = config;
+  r.steps = steps_begun;
+  r.tasks = runtime->tasks_submitted();
+  r.tasks_completed = runtime->tasks_completed();
+  r.dump_skipped_tasks = runtime->dump_skipped_tasks();
+  r.overflow_tasks = runtime->overflow_tasks();
+  r.first_overflow_task = runtime->first_overflow_task();
+  for (std::string& line : runtime->dump_log()) report.dump_log.push_back(std::move(line));
+  for (const std::string& w : runtime->warnings()) warnings.push_back(w);
+  {
+    std::lock_guard<std::mutex> lock(exception_mu);
+    r.exception_dumps = exception_dumps;
+  }
+  for (size_t f = 0; f < kernels.size(); ++f) {
+    if (const KernelInfo* k = kernels.Find(static_cast<uint16_t>(f))) r.kernels[k->func_id] = k->name;
+  }
+  if (capture) {
+    if (wiring.test_labels && !Env("TEST_TARGET").empty()) {
+      const std::vector<std::pair<std::string, std::string>> end = {
+          {"steps", absl::StrCat(steps_begun)}};
+      SetLabel(&labels, "steps", end[0].second);
+      if (absl::Status st = sink->AddLabels(end); !st.ok() && dump_status.ok()) dump_status = st;
+    }
+    absl::Status collected = collector->Stop();
+    absl::Status reconciled = collector->Reconcile();
+    absl::Status exported = collector->Export();
+    report.collected = collector->stats();
+    report.losses = collector->losses();
+    collector->Finalize();
+    report.dump_log.push_back("dump buffers freed");
+    Print(DumpLog::kInfo, "dump buffers freed");
+    for (const absl::Status* st : {&exported, &collected, &reconciled}) {
+      if (!st->ok() && dump_status.ok()) dump_status = *st;
+    }
+    r.wrote_capture = local_sink != nullptr ? local_sink->store().created()
+                                            : report.collected.records > 0;
+  }
+  r.dump_status = dump_status;
+  r.labels = {labels.begin(), labels.end()};
+  if (local_sink != nullptr && r.wrote_capture) r.capture_dir = dump_dir;
+  if (local_sink == nullptr && sink != nullptr) {
+    r.capture_name = remote_name;
+    r.capture_server = remote_server;
+    r.capture = absl::StrCat(remote_server, "/", remote_name);
+  }
+  const CollectorStats& c = report.collected;
+  const v1::CaptureCounters& l = report.losses;
+  r.records = c.records;
+  r.recovered_records = c.recovered_records;
+  r.payload_bytes = c.payload_bytes;
+  r.overwritten = c.overwritten;
+  r.invalid_records = c.invalid_records;
+  r.dropped_records = l.dropped_records();
+  r.dropped_ready_queue_full = l.dropped_ready_queue_full();
+  r.dropped_free_queue_empty = l.dropped_free_queue_empty();
+  r.dropped_arena_ack_timeout = l.dropped_arena_ack_timeout();
+  r.dropped_flush_timeout = l.dropped_flush_timeout();
+  r.warnings = warnings;
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!dump_status.ok()) {
+    if (wiring.strict) return dump_status;
+    Print(DumpLog::kWarning, absl::StrCat("session ", name, ": the capture is incomplete: ",
+                                          dump_status.message()));
+  }
+  if (wiring.print_summary && capture) {
+    Print(DumpLog::kInfo,
+          absl::StrCat("session ", name, ": ", r.records, " records of ", r.tasks, " tasks in ",
+                       r.steps, " step(s); capture: ",
+                       !r.capture.empty()      ? r.capture + " on the capture service"
+                       : r.wrote_capture       ? r.capture_dir
+                                               : "none (nothing was selected)"));
+  }
+  return r;
+}
+
+const std::string& SimSession::name() const { return impl_->name; }
+const DumpConfig& SimSession::dump_config() const { return impl_->config; }
+
+std::string SimSession::capture_location() const {
+  if (!impl_->remote_name.empty()) return absl::StrCat(impl_->remote_server, "/", impl_->remote_name);
+  return impl_->dump_dir;
+}
+
+SimRuntime& SessionWiring::Runtime(SimSession& session) { return *session.impl_->runtime; }
+
+const SessionReport& SessionWiring::Report(const SimSession& session) {
+  return session.impl_->report;
+}
+
+}  // namespace argsdump

@@ -1,0 +1,714 @@
+#include "sdk/testing.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "device/dtype.h"
+#include "sdk/wiring.h"
+#include "server/capture_store.h"
+#include "server/record_format.h"
+#include "viewer/arg_source.h"
+#include "viewer/capture_compare.h"
+#include "viewer/capture_location.h"
+#include "viewer/compare.h"
+#include "viewer/remote_source.h"
+
+extern char** environ;
+
+#ifndef ARGSDUMP_REPOSITORY
+#define ARGSDUMP_REPOSITORY ""
+#endif
+
+namespace argsdump {
+namespace testing {
+
+// What every arg of one capture reads its payload through.
+struct CapturedArg::Source {
+  std::mutex mu;
+  std::unique_ptr<ArgSource> reader;  // ReadPayload only, after the listing
+  std::vector<ManifestEntry> entries;
+};
+
+namespace {
+
+std::string Dims(const std::vector<uint64_t>& v) {
+  return absl::StrCat("[", absl::StrJoin(v, ","), "]");
+}
+
+std::string Num(double v) { return absl::StrFormat("%.9g", v); }
+
+const char* RoleText(Role r) {
+  switch (r) {
+    case Role::kInput: return "input";
+    case Role::kOutput: return "output";
+    case Role::kInOut: return "inout";
+  }
+  return "?";
+}
+
+absl::StatusOr<CapturedArg> FromEntry(const ManifestEntry& e) {
+  CapturedArg a;
+  a.index = e.index;
+  a.task_id = e.task_id;
+  a.step = e.step;
+  a.func_ids = e.func_ids;
+  if (e.role == "input") {
+    a.role = Role::kInput;
+  } else if (e.role == "output") {
+    a.role = Role::kOutput;
+  } else if (e.role == "inout") {
+    a.role = Role::kInOut;
+  } else {
+    return absl::DataLossError(absl::StrCat("entry ", e.index, ": role '", e.role, "'"));
+  }
+  if (e.stage == "before_dispatch") {
+    a.stage = Stage::kBeforeDispatch;
+  } else if (e.stage == "after_completion") {
+    a.stage = Stage::kAfterCompletion;
+  } else {
+    return absl::DataLossError(absl::StrCat("entry ", e.index, ": stage '", e.stage, "'"));
+  }
+  if (e.kind == "tensor") {
+    a.kind = Kind::kTensor;
+  } else if (e.kind == "scalar") {
+    a.kind = Kind::kScalar;
+  } else {
+    return absl::DataLossError(absl::StrCat("entry ", e.index, ": kind '", e.kind, "'"));
+  }
+  const std::optional<DataType> dtype = DataTypeFromName(e.dtype);
+  if (!dtype) return absl::DataLossError(absl::StrCat("entry ", e.index, ": dtype '", e.dtype, "'"));
+  a.dtype = *dtype;
+  a.arg_index = e.arg_index;
+  a.shape = e.shape;
+  a.strides = e.strides;
+  a.start_offset = e.start_offset;
+  a.is_contiguous = e.is_contiguous;
+  a.numel = e.numel;
+  a.truncated = e.truncated;
+  a.overwritten = e.overwritten;
+  a.ambiguous = e.arg_index_ambiguous;
+  a.in_flight_snapshot = e.in_flight_snapshot;
+  a.overflow = e.overflow;
+  a.bin_size = e.bin_size;
+  return a;
+}
+
+}  // namespace
+
+// A Capture as an ArgSource (for JoinCaptures): its args in order.
+class CaptureArgSource : public ArgSource {
+ public:
+  explicit CaptureArgSource(const Capture& c, const std::vector<CapturedArg>& args,
+                            std::shared_ptr<CapturedArg::Source> source)
+      : name_(c.name()), args_(args), source_(std::move(source)) {}
+  std::string name() const override { return name_; }
+  absl::StatusOr<bool> Next(ManifestEntry* e) override {
+    if (next_ == args_.size()) return false;
+    *e = source_->entries[args_[next_++].entry_];
+    return true;
+  }
+  absl::Status ReadPayload(const ManifestEntry& e, std::string* bytes) override {
+    if (e.kind != "tensor" || e.bin_size == 0) {
+      bytes->clear();
+      return absl::OkStatus();
+    }
+    std::lock_guard<std::mutex> lock(source_->mu);
+    return source_->reader->ReadPayload(e, bytes);
+  }
+  absl::StatusOr<SomeValues> Suggestions() override { return SomeValues(); }
+  std::map<std::string, std::string> Labels() const override { return {}; }
+
+ private:
+  const std::string name_;
+  const std::vector<CapturedArg>& args_;
+  std::shared_ptr<CapturedArg::Source> source_;
+  size_t next_ = 0;
+};
+
+// ---- CapturedArg -----------------------------------------------------------
+
+absl::StatusOr<std::string> CapturedArg::Bytes() const {
+  if (kind == Kind::kScalar) return std::string();
+  if (source_ == nullptr) return absl::FailedPreconditionError("this arg was not read from a capture");
+  if (bin_size == 0) return std::string();
+  std::string bytes;
+  std::lock_guard<std::mutex> lock(source_->mu);
+  if (absl::Status s = source_->reader->ReadPayload(source_->entries[entry_], &bytes); !s.ok()) {
+    return s;
+  }
+  return bytes;
+}
+
+absl::StatusOr<std::vector<double>> CapturedArg::Values() const {
+  if (kind == Kind::kScalar) {
+    double v;
+    if (!ScalarAsDouble(value_, &v)) {
+      return absl::DataLossError(absl::StrCat(Describe(), ": value '", value_, "' is not a number"));
+    }
+    return std::vector<double>{v};
+  }
+  absl::StatusOr<std::string> bytes = Bytes();
+  if (!bytes.ok()) return bytes.status();
+  const uint64_t n = ElementsIn(source_ ? source_->entries[entry_] : ManifestEntry(), bytes->size());
+  std::vector<double> out(n);
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes->data());
+  for (uint64_t i = 0; i < n; ++i) out[i] = ElementAsDouble(dtype, p, i);
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> CapturedArg::Integers() const {
+  if (KindOf(dtype) == ElementKind::kFloat) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Describe(), ": ", std::string(DataTypeName(dtype)), " elements are not integers; use Values()"));
+  }
+  if (kind == Kind::kScalar) {
+    int64_t v;
+    if (value_ == "true" || value_ == "false") return std::vector<int64_t>{value_ == "true"};
+    if (!absl::SimpleAtoi(value_, &v)) {
+      return absl::OutOfRangeError(
+          absl::StrCat(Describe(), ": ", value_, " is not an int64 (use Unsigned())"));
+    }
+    return std::vector<int64_t>{v};
+  }
+  absl::StatusOr<std::string> bytes = Bytes();
+  if (!bytes.ok()) return bytes.status();
+  const uint64_t n = ElementsIn(source_->entries[entry_], bytes->size());
+  std::vector<int64_t> out(n);
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes->data());
+  for (uint64_t i = 0; i < n; ++i) {
+    if (dtype == DataType::kUint64 && ElementAsUint64(dtype, p, i) > INT64_MAX) {
+      return absl::OutOfRangeError(absl::StrCat(Describe(), ": element ", i, " = ",
+                                                ElementAsUint64(dtype, p, i),
+                                                " is beyond int64 (use Unsigned())"));
+    }
+    out[i] = ElementAsInt64(dtype, p, i);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<uint64_t>> CapturedArg::Unsigned() const {
+  if (KindOf(dtype) == ElementKind::kFloat) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Describe(), ": ", std::string(DataTypeName(dtype)), " elements are not integers; use Values()"));
+  }
+  if (kind == Kind::kScalar) {
+    uint64_t v;
+    if (value_ == "true" || value_ == "false") return std::vector<uint64_t>{value_ == "true"};
+    if (!absl::SimpleAtoi(value_, &v)) {
+      return absl::OutOfRangeError(
+          absl::StrCat(Describe(), ": ", value_, " is not a uint64 (use Integers())"));
+    }
+    return std::vector<uint64_t>{v};
+  }
+  absl::StatusOr<std::string> bytes = Bytes();
+  if (!bytes.ok()) return bytes.status();
+  const uint64_t n = ElementsIn(source_->entries[entry_], bytes->size());
+  std::vector<uint64_t> out(n);
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes->data());
+  for (uint64_t i = 0; i < n; ++i) {
+    if (KindOf(dtype) == ElementKind::kSigned && ElementAsInt64(dtype, p, i) < 0) {
+      return absl::OutOfRangeError(absl::StrCat(Describe(), ": element ", i, " = ",
+                                                ElementAsInt64(dtype, p, i),
+                                                " is negative (use Integers())"));
+    }
+    out[i] = ElementAsUint64(dtype, p, i);
+  }
+  return out;
+}
+
+std::string CapturedArg::Describe() const {
+  return absl::StrCat("task ", TaskIdHex(task_id), step != 0 ? absl::StrCat(" step ", step) : "",
+                      " ", stage == Stage::kBeforeDispatch ? "before" : "after", " ",
+                      RoleText(role), " arg ", arg_index, func.empty() ? "" : " (" + func + ")",
+                      " ", std::string(DataTypeName(dtype)), " ",
+                      kind == Kind::kScalar ? absl::StrCat("= ", value_) : Dims(shape),
+                      truncated ? " truncated" : "");
+}
+
+std::ostream& operator<<(std::ostream& os, const CapturedArg& arg) {
+  return os << arg.Describe();
+}
+
+// ---- ArgQuery ----------------------------------------------------------------
+
+bool ArgQuery::Matches(const CapturedArg& a) const {
+  if (task_ && a.task_id != *task_) return false;
+  if (step_ && a.step != *step_) return false;
+  if (stage_ && a.stage != *stage_) return false;
+  if (role_ && a.role != *role_) return false;
+  if (arg_ && a.arg_index != *arg_) return false;
+  if (kind_ && a.kind != *kind_) return false;
+  if (func_id_ && std::find(a.func_ids.begin(), a.func_ids.end(), *func_id_) == a.func_ids.end()) {
+    return false;
+  }
+  if (!func_.empty()) {
+    bool named = false;
+    for (absl::string_view f : absl::StrSplit(a.func, '+')) named = named || f == func_;
+    if (!named) return false;
+  }
+  return true;
+}
+
+std::string ArgQuery::Describe() const {
+  std::vector<std::string> parts;
+  if (task_) parts.push_back(absl::StrCat("task ", TaskIdHex(*task_)));
+  if (step_) parts.push_back(absl::StrCat("step ", *step_));
+  if (stage_) parts.push_back(*stage_ == Stage::kBeforeDispatch ? "before" : "after");
+  if (role_) parts.push_back(RoleText(*role_));
+  if (arg_) parts.push_back(absl::StrCat("arg ", *arg_));
+  if (kind_) parts.push_back(*kind_ == Kind::kTensor ? "tensor" : "scalar");
+  if (!func_.empty()) parts.push_back(absl::StrCat("func ", func_));
+  if (func_id_) parts.push_back(absl::StrCat("func_id ", *func_id_));
+  return parts.empty() ? "any arg" : absl::StrJoin(parts, " ");
+}
+
+// ---- Capture -------------------------------------------------------------------
+
+absl::Status Capture::Load(absl::StatusOr<std::unique_ptr<ArgSource>> opened) {
+  if (!opened.ok()) return opened.status();
+  auto s = std::make_shared<CapturedArg::Source>();
+  s->reader = std::move(opened).value();
+  ManifestEntry e;
+  for (;;) {
+    absl::StatusOr<bool> got = s->reader->Next(&e);
+    if (!got.ok()) return got.status();
+    if (!*got) break;
+    absl::StatusOr<CapturedArg> a = FromEntry(e);
+    if (!a.ok()) {
+      return absl::DataLossError(absl::StrCat(s->reader->name(), ": ", a.status().message()));
+    }
+    a->value_ = e.value;
+    a->entry_ = s->entries.size();
+    a->source_ = s;
+    s->entries.push_back(e);
+    args_.push_back(*std::move(a));
+  }
+  labels_ = s->reader->Labels();
+  source_ = std::move(s);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Capture> Capture::Open(const std::string& path) {
+  absl::StatusOr<LocatedCapture> at = LocateCapture(path);
+  if (!at.ok()) return at.status();
+  Capture c;
+  c.name_ = at->name;
+  if (absl::Status s = c.Load(OpenLocalCapture(at->dir, Selection())); !s.ok()) return s;
+  return c;
+}
+
+absl::StatusOr<Capture> Capture::OpenRemote(const std::string& target, const std::string& name,
+                                            const std::string& auth_token) {
+  RemoteCapture r;
+  r.target = target;
+  r.capture = name;
+  r.auth_token = auth_token;
+  Capture c;
+  c.name_ = absl::StrCat(target, "/", name);
+  if (absl::Status s = c.Load(OpenRemoteCapture(r, Selection())); !s.ok()) return s;
+  return c;
+}
+
+absl::StatusOr<Capture> Capture::Of(const SessionResult& result) {
+  absl::StatusOr<Capture> c;
+  if (!result.capture_server.empty()) {
+    std::string token;
+    if (!result.dump.auth_token_file.empty()) {
+      std::ifstream in(result.dump.auth_token_file);
+      std::getline(in, token);
+    }
+    c = OpenRemote(result.capture_server, result.capture_name, token);
+  } else if (result.wrote_capture) {
+    c = Open(result.capture_dir);
+  } else {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "session ", result.name, " wrote no capture (dump level ", result.dump.level,
+        result.dump.level == 0 ? ": the dump is off" : ": nothing was selected", ")"));
+  }
+  if (c.ok()) c->SetKernelNames(result.kernels);
+  return c;
+}
+
+void Capture::SetKernelNames(const std::map<uint16_t, std::string>& names) {
+  for (CapturedArg& a : args_) {
+    std::vector<std::string> parts;
+    for (int64_t id : a.func_ids) {
+      auto it = id >= 0 && id <= 0xFFFF ? names.find(static_cast<uint16_t>(id)) : names.end();
+      parts.push_back(it != names.end() ? it->second : absl::StrCat("func_", id));
+    }
+    a.func = absl::StrJoin(parts, "+");
+  }
+}
+
+std::vector<CapturedArg> Capture::Find(const ArgQuery& query) const {
+  std::vector<CapturedArg> out;
+  for (const CapturedArg& a : args_) {
+    if (query.Matches(a)) out.push_back(a);
+  }
+  return out;
+}
+
+absl::StatusOr<CapturedArg> Capture::Get(const ArgQuery& query) const {
+  std::vector<CapturedArg> found = Find(query);
+  if (found.empty()) {
+    return absl::NotFoundError(absl::StrCat(name_, ": no arg matches ", query.Describe(), " (of ",
+                                            args_.size(), " args)"));
+  }
+  if (found.size() > 1) {
+    std::vector<std::string> some;
+    for (size_t i = 0; i < found.size() && i < 4; ++i) some.push_back(found[i].Describe());
+    return absl::FailedPreconditionError(absl::StrCat(
+        name_, ": ", found.size(), " args match ", query.Describe(), ", not one (",
+        absl::StrJoin(some, "; "), found.size() > 4 ? "; ..." : "", ")"));
+  }
+  return found.front();
+}
+
+absl::StatusOr<std::optional<std::string>> FirstDivergence(const Capture& actual,
+                                                           const Capture& golden, double atol,
+                                                           double rtol) {
+  if (actual.source_ == nullptr || golden.source_ == nullptr) {
+    return absl::FailedPreconditionError("FirstDivergence: a capture that was not opened");
+  }
+  CaptureArgSource a(actual, actual.args_, actual.source_);
+  CaptureArgSource g(golden, golden.args_, golden.source_);
+  const Tolerance tol{atol, rtol};
+  std::optional<std::string> first;
+  const absl::Status stop = absl::CancelledError("found");
+  absl::Status s = JoinCaptures(a, g, [&](const ManifestEntry* x, const ManifestEntry* y) {
+    if (y == nullptr) {
+      first = absl::StrCat(WhereIs(*x), ": not in the golden");
+      return stop;
+    }
+    if (x == nullptr) {
+      first = absl::StrCat(WhereIs(*y), ": only in the golden");
+      return stop;
+    }
+    std::string px, py;
+    if (absl::Status r = a.ReadPayload(*x, &px); !r.ok()) return r;
+    if (absl::Status r = g.ReadPayload(*y, &py); !r.ok()) return r;
+    const ArgVerdict v = CompareArg(*x, px, *y, py, tol);
+    if (!v.differs) return absl::OkStatus();
+    first = v.detail;
+    return stop;
+  });
+  if (!s.ok() && !first) return s;
+  return first;
+}
+
+// ---- Matchers ------------------------------------------------------------------
+
+namespace {
+
+// The first non-finite element of `values`, as "element [i, j] = nan".
+std::optional<std::string> FirstNonFinite(const CapturedArg& a, const std::vector<double>& values,
+                                          uint64_t* count) {
+  std::optional<std::string> first;
+  *count = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::isfinite(values[i])) continue;
+    ++*count;
+    if (!first) {
+      first = absl::StrCat("element ",
+                           a.kind == Kind::kScalar ? "[]" : ElementPosition(a.shape, i), " = ",
+                           Num(values[i]));
+    }
+  }
+  return first;
+}
+
+class IsFiniteMatcher : public ::testing::MatcherInterface<const CapturedArg&> {
+ public:
+  bool MatchAndExplain(const CapturedArg& a,
+                       ::testing::MatchResultListener* listener) const override {
+    absl::StatusOr<std::vector<double>> values = a.Values();
+    if (!values.ok()) {
+      *listener << "cannot be read: " << values.status().message();
+      return false;
+    }
+    uint64_t count;
+    const std::optional<std::string> first = FirstNonFinite(a, *values, &count);
+    if (!first) return true;
+    *listener << "holds " << count << " NaN/Inf of " << values->size() << " elements; the first: "
+              << *first;
+    return false;
+  }
+  void DescribeTo(std::ostream* os) const override { *os << "holds no NaN or infinity"; }
+  void DescribeNegationTo(std::ostream* os) const override { *os << "holds a NaN or an infinity"; }
+};
+
+class NoNonFiniteOutputsMatcher : public ::testing::MatcherInterface<const Capture&> {
+ public:
+  bool MatchAndExplain(const Capture& c,
+                       ::testing::MatchResultListener* listener) const override {
+    uint64_t bad_args = 0, checked = 0;
+    std::string first;
+    for (const CapturedArg& a : c.args()) {
+      if (a.stage != Stage::kAfterCompletion || a.role == Role::kInput || a.kind != Kind::kTensor) {
+        continue;
+      }
+      ++checked;
+      absl::StatusOr<std::vector<double>> values = a.Values();
+      if (!values.ok()) {
+        *listener << a.Describe() << " cannot be read: " << values.status().message();
+        return false;
+      }
+      uint64_t count;
+      const std::optional<std::string> f = FirstNonFinite(a, *values, &count);
+      if (!f) continue;
+      if (bad_args++ == 0) first = absl::StrCat(a.Describe(), ": ", count, " NaN/Inf, the first ", *f);
+    }
+    if (bad_args == 0) {
+      *listener << checked << " outputs checked";
+      return true;
+    }
+    *listener << bad_args << " of " << checked << " outputs hold a NaN or an infinity; the first: "
+              << first;
+    return false;
+  }
+  void DescribeTo(std::ostream* os) const override {
+    *os << "has no NaN or infinity in any captured output";
+  }
+  void DescribeNegationTo(std::ostream* os) const override {
+    *os << "has a NaN or an infinity in a captured output";
+  }
+};
+
+class IsCloseToMatcher : public ::testing::MatcherInterface<const CapturedArg&> {
+ public:
+  IsCloseToMatcher(std::vector<double> golden, Tolerance t) : golden_(std::move(golden)), t_(t) {}
+  bool MatchAndExplain(const CapturedArg& a,
+                       ::testing::MatchResultListener* listener) const override {
+    absl::StatusOr<std::vector<double>> values = a.Values();
+    if (!values.ok()) {
+      *listener << "cannot be read: " << values.status().message();
+      return false;
+    }
+    if (values->size() != golden_.size()) {
+      *listener << "has " << values->size() << " elements"
+                << (a.truncated ? " (truncated)" : "") << ", the golden " << golden_.size();
+      return false;
+    }
+    const ElementDiff d = CompareSequences(*values, golden_, t_);
+    if (d.mismatches == 0) return true;
+    *listener << d.mismatches << " of " << d.compared << " elements differ beyond atol " << t_.atol
+              << " + rtol " << t_.rtol << " * |golden|; the first: element "
+              << (a.kind == Kind::kScalar ? "[]" : ElementPosition(a.shape, d.first_mismatch))
+              << " = " << Num(d.first_actual) << ", golden " << Num(d.first_golden)
+              << " (max abs error " << Num(d.max_abs) << ", max rel error " << Num(d.max_rel)
+              << ")";
+    return false;
+  }
+  void DescribeTo(std::ostream* os) const override {
+    *os << "is within atol " << t_.atol << " + rtol " << t_.rtol << " * |golden| of the "
+        << golden_.size() << " golden values";
+  }
+  void DescribeNegationTo(std::ostream* os) const override {
+    *os << "is not within atol " << t_.atol << " + rtol " << t_.rtol << " * |golden| of the "
+        << golden_.size() << " golden values";
+  }
+
+ private:
+  const std::vector<double> golden_;
+  const Tolerance t_;
+};
+
+class MatchesCaptureMatcher : public ::testing::MatcherInterface<const Capture&> {
+ public:
+  MatchesCaptureMatcher(Capture golden, double atol, double rtol)
+      : golden_(std::move(golden)), atol_(atol), rtol_(rtol) {}
+  bool MatchAndExplain(const Capture& c,
+                       ::testing::MatchResultListener* listener) const override {
+    absl::StatusOr<std::optional<std::string>> first = FirstDivergence(c, golden_, atol_, rtol_);
+    if (!first.ok()) {
+      *listener << "cannot be compared: " << first.status().message();
+      return false;
+    }
+    if (!*first) return true;
+    *listener << "first divergence: " << **first;
+    return false;
+  }
+  void DescribeTo(std::ostream* os) const override {
+    *os << "matches capture " << golden_.name() << " (atol " << atol_ << ", rtol " << rtol_ << ")";
+  }
+  void DescribeNegationTo(std::ostream* os) const override {
+    *os << "differs from capture " << golden_.name();
+  }
+
+ private:
+  const Capture golden_;
+  const double atol_, rtol_;
+};
+
+class TestCaseListener : public ::testing::EmptyTestEventListener {
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    SetRunningTestCase(absl::StrCat(info.test_suite_name(), ".", info.name()));
+  }
+  void OnTestEnd(const ::testing::TestInfo&) override { SetRunningTestCase(""); }
+};
+
+}  // namespace
+
+::testing::Matcher<const CapturedArg&> IsFinite() {
+  return ::testing::MakeMatcher(new IsFiniteMatcher);
+}
+
+::testing::Matcher<const Capture&> HasNoNonFiniteOutputs() {
+  return ::testing::MakeMatcher(new NoNonFiniteOutputsMatcher);
+}
+
+::testing::Matcher<const CapturedArg&> IsCloseTo(std::vector<double> golden, double atol,
+                                                 double rtol) {
+  return ::testing::MakeMatcher(new IsCloseToMatcher(std::move(golden), Tolerance{atol, rtol}));
+}
+
+::testing::Matcher<const Capture&> MatchesCapture(const Capture& golden, double atol,
+                                                  double rtol) {
+  return ::testing::MakeMatcher(new MatchesCaptureMatcher(golden, atol, rtol));
+}
+
+absl::Status InitTestMain(int* argc, char** argv) {
+  if (absl::Status s = ConsumeDumpFlags(argc, argv); !s.ok()) return s;
+  ::testing::InitGoogleMock(argc, argv);
+  ::testing::UnitTest::GetInstance()->listeners().Append(new TestCaseListener);
+  return absl::OkStatus();
+}
+
+// ---- CaptureServerProcess ----------------------------------------------------------
+
+namespace {
+
+bool Executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
+
+// capture_server in the test's runfiles.
+std::string RunfilesServer() {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  if (srcdir == nullptr) return "";
+  std::string repo = ARGSDUMP_REPOSITORY;  // "@argsdump", or "@" in argsdump itself
+  if (!repo.empty() && repo[0] == '@') repo = repo.substr(1);
+  std::vector<std::string> candidates;
+  if (!repo.empty()) candidates.push_back(absl::StrCat(srcdir, "/", repo, "/server/capture_server"));
+  if (const char* ws = std::getenv("TEST_WORKSPACE")) {
+    candidates.push_back(absl::StrCat(srcdir, "/", ws, "/server/capture_server"));
+    if (!repo.empty()) {
+      candidates.push_back(absl::StrCat(srcdir, "/", ws, "/external/", repo, "/server/capture_server"));
+    }
+  }
+  for (const std::string& c : candidates) {
+    if (Executable(c)) return c;
+  }
+  return "";
+}
+
+int PidFd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// Waits up to `timeout` for `pid` to exit (a pidfd: no polling loop).
+bool WaitExit(pid_t pid, std::chrono::milliseconds timeout, int* status) {
+  const int fd = PidFd(pid);
+  if (fd >= 0) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
+    ::close(fd);
+    if (ready <= 0) return false;
+  }
+  return ::waitpid(pid, status, 0) == pid;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CaptureServerProcess>> CaptureServerProcess::Start(
+    const std::string& root, const std::string& binary) {
+  const std::string bin = binary.empty() ? RunfilesServer() : binary;
+  if (bin.empty() || !Executable(bin)) {
+    return absl::NotFoundError(absl::StrCat(
+        "capture_server not found", bin.empty() ? " in the runfiles" : absl::StrCat(" at ", bin),
+        " (add data = [\"@argsdump//server:capture_server\"] to the test, or pass its path)"));
+  }
+  if (absl::Status s = MakeDirs(root); !s.ok()) return s;
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  const std::string root_flag = "--root=" + root;
+  std::vector<std::string> args = {bin, "--listen=127.0.0.1:0", root_flag, "--shutdown_grace_ms=2000"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  const int rc = ::posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out[1]);
+  if (rc != 0) {
+    ::close(out[0]);
+    return absl::InternalError(absl::StrCat("cannot start ", bin, ": ", std::strerror(rc)));
+  }
+  std::unique_ptr<CaptureServerProcess> p(new CaptureServerProcess);
+  p->pid_ = pid;
+  p->root_ = root;
+  // Its first line says where it listens; bounded wait for it.
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (line.find('\n') == std::string::npos) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd pfd{out[0], POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[256];
+    const ssize_t n = ::read(out[0], buf, sizeof(buf));
+    if (n <= 0) break;
+    line.append(buf, static_cast<size_t>(n));
+  }
+  ::close(out[0]);
+  const size_t at = line.find("listening on 127.0.0.1:");
+  int port = 0;
+  if (at == std::string::npos ||
+      !absl::SimpleAtoi(absl::string_view(line).substr(at + 23, line.find(' ', at + 23) - at - 23),
+                        &port) ||
+      port <= 0) {
+    return absl::UnavailableError(absl::StrCat(bin, " did not come up (it printed '", line, "')"));
+  }
+  p->address_ = absl::StrCat("127.0.0.1:", port);
+  return p;
+}
+
+absl::Status CaptureServerProcess::Stop() {
+  if (pid_ <= 0) return absl::OkStatus();
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  const pid_t pid = pid_;
+  pid_ = -1;
+  if (!WaitExit(pid, std::chrono::seconds(30), &status)) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return absl::DeadlineExceededError("capture_server did not stop within 30 s of SIGTERM");
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::InternalError(absl::StrCat("capture_server ended with status ", status));
+  }
+  return absl::OkStatus();
+}
+
+CaptureServerProcess::~CaptureServerProcess() { Stop().IgnoreError(); }
+
+}  // namespace testing
+}  // namespace argsdump

@@ -1,0 +1,88 @@
+// Project-internal side of the SDK: what sim_run (collector/sim_job) asks of
+// a SimSession beyond the public options, the process-wide command-line and
+// test context the public functions fill, and the session's internals that
+// sim_run reports. Not for users (BUILD visibility keeps it in the project).
+#ifndef ARGSDUMP_SDK_WIRING_H_
+#define ARGSDUMP_SDK_WIRING_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collector/collector.h"
+#include "collector/transport.h"
+#include "device/dump_config.h"
+#include "device/region.h"
+#include "device/sim/sim_runtime.h"
+#include "proto/argsdump/v1/record.pb.h"
+#include "sdk/argsdump.h"
+
+namespace argsdump {
+
+// What a session reports besides SessionResult (after Finish).
+struct SessionReport {
+  CollectorStats collected;
+  v1::CaptureCounters losses;
+  std::vector<std::string> dump_log;  // the INFO lines of dump state changes
+  double seconds = 0;                 // Open to Finish
+};
+
+struct SessionWiring {
+  // The configuration, resolved by the caller (sim_run's flags are its API
+  // entry and it logs the resolution itself): the session resolves nothing.
+  std::optional<DumpConfig> resolved;
+  // The capture goes to exactly <output_prefix>/args_dump (no session
+  // name, no _2), exception dumps under <output_prefix>/exception_dump.
+  std::string output_prefix;
+  // The capture's exact name on a service, and the token to send.
+  std::string capture_name;
+  std::string auth_token;
+  // What exception dump folders are named after (default: the session).
+  std::string workload;
+  Platform platform = Platform::kA2a3Sim;
+  // Replace what SessionOptions would make of them.
+  std::optional<SimConfig> sim;
+  std::optional<DumpRegionConfig> region;
+  // The level of the region built for the dynamic switch at level 0.
+  int dynamic_level = 2;
+  // Under `bazel test`: label the capture with the test's identity.
+  bool test_labels = true;
+  // The dump's own failures (a service that cannot be reached, a capture
+  // that cannot be written) fail Open / Finish instead of being WARNINGs
+  // in the result.
+  bool strict = false;
+  // Print where the capture went when the session finishes.
+  bool print_summary = true;
+
+  // The runtime under a session (sim_run submits workloads to it, holding
+  // dispatch for a step), and the report of a finished one.
+  static SimRuntime& Runtime(SimSession& session);
+  static const SessionReport& Report(const SimSession& session);
+};
+
+// The dump flags of the command line (ConsumeDumpFlags, or read from
+// /proc/self/cmdline when it was never called).
+struct CommandLineDump {
+  DumpConfigEntry entry;         // level, path, capture_server
+  std::string config_file;       // --dump-config
+  std::optional<int> default_level;  // --dump-args-default
+  std::vector<std::string> warnings;  // flags /proc/self/cmdline held that did not parse
+};
+CommandLineDump CommandLineDumpFlags();
+// Parses the flags out of `args` (argv without argv[0]); what is not a
+// dump flag is left in `rest`. InvalidArgument naming the flag.
+absl::StatusOr<CommandLineDump> ParseDumpFlags(const std::vector<std::string>& args,
+                                               std::vector<std::string>* rest);
+// Tests: forgets what ConsumeDumpFlags set (the next session reads
+// /proc/self/cmdline again).
+void ResetCommandLineDumpForTest();
+
+// The running test case ("Suite.Case"), set by //sdk:testing's gtest
+// listener; empty outside a test case.
+void SetRunningTestCase(const std::string& name);
+std::string RunningTestCase();
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_SDK_WIRING_H_

@@ -1,0 +1,201 @@
+// SDK sessions streaming to a capture service, as CI runs them: the service
+// set from the environment (ARGSDUMP_CAPTURE_SERVER, ARGSDUMP_AUTH_TOKEN_FILE,
+// ARGSDUMP_LABELS), the capture named after the test and labelled by it,
+// found with ListCaptures by target, read back through the test library;
+// a service that refuses; and capture_server as a process the test starts.
+#include <cstdlib>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "sdk/argsdump.h"
+#include "sdk/testing.h"
+#include "server/capture_service.h"
+
+namespace argsdump {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ArgQuery;
+using testing::Capture;
+using testing::Role;
+using testing::Stage;
+
+std::string TempDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = absl::StrCat(dir ? dir : "/tmp", "/", name);
+  std::system(("rm -rf '" + path + "' && mkdir -p '" + path + "'").c_str());
+  return path;
+}
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { ::unsetenv(name_.c_str()); }
+
+ private:
+  std::string name_;
+};
+
+// out = x * s (float32).
+absl::Status Scale(KernelContext& ctx) {
+  auto x = ctx.tensor(0);
+  auto out = ctx.tensor(1);
+  auto s = ctx.scalar<float>(0);
+  if (!x.ok() || !out.ok() || !s.ok()) return absl::InvalidArgumentError("scale: args");
+  for (uint64_t i = 0; i < x->numel(); ++i) out->Set<float>(i, x->Get<float>(i) * *s);
+  return absl::OkStatus();
+}
+
+class SdkGrpcTest : public ::testing::Test {
+ protected:
+  void StartServer(const std::string& token = "") {
+    CaptureServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.hub.root = TempDir("root");
+    o.auth_token = token;
+    root_ = o.hub.root;
+    auto server = CaptureServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(server).value();
+    target_ = absl::StrCat("127.0.0.1:", server_->port());
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::milliseconds(1000));
+  }
+
+  // Two steps of out = x * (step + 1) over x = 0..7.
+  absl::StatusOr<SessionResult> Run(SessionOptions o = SessionOptions()) {
+    KernelRegistry kernels;
+    const uint16_t scale =
+        *kernels.Register("scale", {ArgDirection::kIn, ArgDirection::kOut, ArgDirection::kScalar},
+                          &Scale, "elementwise");
+    o.scheduler_threads = 1;
+    o.worker_threads = 1;
+    o.arena_bytes = 1 << 20;
+    o.dump.level = 2;
+    o.connect_timeout = std::chrono::milliseconds(2000);
+    auto s = SimSession::Open(kernels, o);
+    if (!s.ok()) return s.status();
+    auto x = (*s)->Alloc(DataType::kFloat32, {8});
+    auto y = (*s)->Alloc(DataType::kFloat32, {8});
+    if (!x.ok() || !y.ok()) return absl::InternalError("alloc");
+    std::vector<float> v(8);
+    for (int i = 0; i < 8; ++i) v[i] = static_cast<float>(i);
+    if (absl::Status st = x->Write(v); !st.ok()) return st;
+    for (uint32_t step = 0; step < 2; ++step) {
+      if (absl::Status st = (*s)->BeginStep(step); !st.ok()) return st;
+      CoreTaskArgs args;
+      float factor = static_cast<float>(step + 1);
+      args.add_input(*x);
+      args.add_output(*y);
+      args.add_scalar(factor);
+      if (auto id = (*s)->Submit(scale, std::move(args)); !id.ok()) return id.status();
+    }
+    return (*s)->Finish();
+  }
+
+  std::string root_, target_;
+  std::unique_ptr<CaptureServer> server_;
+};
+
+TEST_F(SdkGrpcTest, CiStreamsToTheServiceNamedAndLabelledByTheTest) {
+  StartServer("s3cret");
+  const std::string token_file = TempDir("token") + "/token";
+  std::ofstream(token_file) << "s3cret\n";
+  ScopedEnv server("ARGSDUMP_CAPTURE_SERVER", target_);
+  ScopedEnv token("ARGSDUMP_AUTH_TOKEN_FILE", token_file);
+  ScopedEnv labels("ARGSDUMP_LABELS", "pipeline=nightly,commit=abc123");
+  auto r = Run();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->run_status.ok());
+  EXPECT_TRUE(r->dump_status.ok()) << r->dump_status;
+  EXPECT_EQ(r->capture_server, target_);
+  EXPECT_TRUE(r->capture_dir.empty());
+  // <target>.<case>.<stamp>.<pid>: unique per run.
+  const std::string test_case = "SdkGrpcTest.CiStreamsToTheServiceNamedAndLabelledByTheTest";
+  EXPECT_THAT(r->capture_name, ::testing::StartsWith("tests.sdk_grpc_test." + test_case + "."));
+  EXPECT_THAT(r->capture_name, ::testing::EndsWith(absl::StrCat(".", ::getpid())));
+  EXPECT_LE(r->capture_name.size(), 128u);
+
+  // A dashboard finds it by target.
+  auto stub = v1::CaptureService::NewStub(
+      grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer s3cret");
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::ListCapturesRequest list;
+  (*list.mutable_labels())["target"] = "//tests:sdk_grpc_test";
+  v1::ListCapturesResponse found;
+  ASSERT_TRUE(stub->ListCaptures(&ctx, list, &found).ok());
+  ASSERT_EQ(found.captures_size(), 1);
+  const v1::CaptureSummary& c = found.captures(0);
+  EXPECT_EQ(c.capture(), r->capture_name);
+  EXPECT_EQ(c.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(c.labels().at("test_case"), test_case);
+  EXPECT_EQ(c.labels().at("steps"), "2");  // known at the end only
+  EXPECT_EQ(c.labels().at("pipeline"), "nightly");
+  EXPECT_EQ(c.labels().at("commit"), "abc123");
+
+  // The test library reads it back from the service, and the server's
+  // files say the same labels.
+  auto capture = Capture::Of(*r);
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  EXPECT_EQ(capture->args().size(), 6u);
+  EXPECT_EQ(capture->labels().at("steps"), "2");
+  auto out = capture->Get(ArgQuery().Func("scale").Step(1).Role(Role::kOutput));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(*out, testing::IsCloseTo({0, 2, 4, 6, 8, 10, 12, 14}));
+  auto local = Capture::Open(root_ + "/" + r->capture_name);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->labels(), capture->labels());
+  EXPECT_THAT(*local, testing::MatchesCapture(*capture));
+}
+
+TEST_F(SdkGrpcTest, ARefusingServiceKeepsTheCaptureLocally) {
+  StartServer("s3cret");  // and no token is sent
+  ScopedEnv server("ARGSDUMP_CAPTURE_SERVER", target_);
+  SessionOptions o;
+  o.dump.path = TempDir("refused");
+  ::testing::internal::CaptureStderr();
+  auto r = Run(o);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(log, HasSubstr("WARNING: capture service " + target_ + " refused the capture ("));
+  EXPECT_THAT(log, HasSubstr("the capture is kept locally in " + o.dump.path.value()));
+  EXPECT_TRUE(r->run_status.ok());
+  EXPECT_TRUE(r->capture.empty());
+  auto capture = Capture::Of(*r);
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  EXPECT_EQ(capture->args().size(), 6u);
+}
+
+TEST_F(SdkGrpcTest, CaptureServerAsAProcessTheTestStarts) {
+  auto process = testing::CaptureServerProcess::Start(TempDir("process_root"));
+  ASSERT_TRUE(process.ok()) << process.status();
+  EXPECT_THAT((*process)->address(), ::testing::StartsWith("127.0.0.1:"));
+  SessionOptions o;
+  o.dump.capture_server = (*process)->address();
+  auto r = Run(o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->capture_server, (*process)->address());
+  auto capture = Capture::Of(*r);
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  EXPECT_THAT(*capture, testing::HasNoNonFiniteOutputs());
+  EXPECT_TRUE((*process)->Stop().ok());
+  // The process is gone: the files stay, and read the same.
+  auto files = Capture::Open((*process)->root() + "/" + r->capture_name);
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_EQ(files->args().size(), 6u);
+  EXPECT_EQ(testing::CaptureServerProcess::Start("/proc/forbidden", "/no/such/binary").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace argsdump
