@@ -70,6 +70,10 @@ class LocalSource : public ArgSource {
     return absl::OkStatus();
   }
 
+  std::map<std::string, std::string> Labels() const override {
+    return reader_->summary().labels;
+  }
+
   absl::StatusOr<SomeValues> Suggestions() override {
     if (!selection_.any()) return some_;
     // With a filter the reader parsed only the entries it selects: look

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -43,6 +44,9 @@ class ArgSource {
   virtual absl::Status ReadPayload(const ManifestEntry& e, std::string* bytes) = 0;
   // Values that exist (after Next returned false with nothing selected).
   virtual absl::StatusOr<SomeValues> Suggestions() = 0;
+  // The capture's labels (a local manifest's are complete once Next
+  // returned false).
+  virtual std::map<std::string, std::string> Labels() const = 0;
 };
 
 // DIR is a capture directory (holding args_dump.json) or a folder holding

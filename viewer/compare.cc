@@ -1,5 +1,6 @@
 #include "viewer/compare.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/numbers.h"
@@ -74,6 +75,14 @@ ElementDiff CompareElements(const std::string& actual_dtype, absl::string_view a
 ElementDiff CompareValues(double actual, double golden, const Tolerance& tolerance) {
   Accumulator acc(tolerance);
   acc.Add(0, actual, golden);
+  return acc.Done();
+}
+
+ElementDiff CompareSequences(const std::vector<double>& actual, const std::vector<double>& golden,
+                             const Tolerance& tolerance) {
+  Accumulator acc(tolerance);
+  const size_t n = std::min(actual.size(), golden.size());
+  for (size_t i = 0; i < n; ++i) acc.Add(i, actual[i], golden[i]);
   return acc.Done();
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 
@@ -47,6 +48,11 @@ bool ScalarAsDouble(const std::string& token, double* out);
 
 // Both values through the same rule (one element).
 ElementDiff CompareValues(double actual, double golden, const Tolerance& tolerance);
+
+// Two sequences of values, element by element (the first
+// min(actual.size(), golden.size()) of them).
+ElementDiff CompareSequences(const std::vector<double>& actual, const std::vector<double>& golden,
+                             const Tolerance& tolerance);
 
 }  // namespace argsdump
 

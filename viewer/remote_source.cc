@@ -164,6 +164,10 @@ class RemoteSource : public ArgSource {
     return absl::OkStatus();
   }
 
+  std::map<std::string, std::string> Labels() const override {
+    return {summary_.labels().begin(), summary_.labels().end()};
+  }
+
   absl::StatusOr<SomeValues> Suggestions() override {
     if (live_ || !Pushed()) return some_;
     // Nothing matched the filter the server applied: one unfiltered page.

@@ -1,6 +1,5 @@
 #include "viewer/viewer.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -20,6 +19,8 @@
 #include "absl/strings/match.h"
 #include "device/dtype.h"
 #include "viewer/arg_source.h"
+#include "viewer/capture_compare.h"
+#include "viewer/capture_location.h"
 #include "viewer/compare.h"
 #include "viewer/npy.h"
 #include "server/record_format.h"
@@ -28,28 +29,6 @@
 
 namespace argsdump {
 namespace {
-
-// The newest outputs/*/args_dump (by the manifest's modification time).
-std::optional<std::string> NewestCapture(const std::string& outputs) {
-  DIR* d = ::opendir(outputs.c_str());
-  if (d == nullptr) return std::nullopt;
-  std::optional<std::string> best;
-  struct timespec best_time = {};
-  while (struct dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    const std::string dir = outputs + "/" + name + "/args_dump";
-    struct stat st;
-    if (::stat((dir + "/args_dump.json").c_str(), &st) != 0) continue;
-    if (!best || st.st_mtim.tv_sec > best_time.tv_sec ||
-        (st.st_mtim.tv_sec == best_time.tv_sec && st.st_mtim.tv_nsec > best_time.tv_nsec)) {
-      best = dir;
-      best_time = st.st_mtim;
-    }
-  }
-  ::closedir(d);
-  return best;
-}
 
 struct Options {
   std::string dir;
@@ -381,45 +360,9 @@ int FirstNonFinite(ArgSource& source, const Selection& selection, std::ostream& 
 
 // ---- --compare ---------------------------------------------------------------
 
-// The manifest's order of keys: (task_id, stage, arg_index, role).
-std::tuple<uint64_t, int, uint32_t, int> Key(const ManifestEntry& e) {
-  const int stage = e.stage == "before_dispatch" ? 1 : e.stage == "after_completion" ? 2 : 3;
-  const int role = e.role == "input" ? 1 : e.role == "output" ? 2 : e.role == "inout" ? 3 : 4;
-  return {e.task_id, stage, e.arg_index, role};
-}
-
-std::string Where(const ManifestEntry& e) {
-  return absl::StrFormat("task %s %s %s arg %d", TaskIdHex(e.task_id),
-                         e.stage == "before_dispatch" ? "before" : "after", e.role, e.arg_index);
-}
-
-// Element `flat` of `shape` as "[i, j, ...]".
-std::string Position(const std::vector<uint64_t>& shape, uint64_t flat) {
-  std::vector<uint64_t> at(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    at[d] = shape[d] == 0 ? 0 : flat % shape[d];
-    flat = shape[d] == 0 ? 0 : flat / shape[d];
-  }
-  return absl::StrCat("[", absl::StrJoin(at, ", "), "]");
-}
-
 std::string Num(double v) { return absl::StrFormat("%.6g", v); }
 
-// One compared pair's verdict.
-struct Verdict {
-  bool differs = false;
-  std::string line;    // the table row
-  std::string detail;  // for the first divergent one: where and what
-};
-
-uint64_t ElementsIn(const ManifestEntry& e, uint64_t bytes) {
-  const auto dtype = DataTypeFromName(e.dtype);
-  if (!dtype) return 0;
-  uint64_t numel = 1;
-  for (uint64_t d : e.shape) numel *= d;
-  return std::min<uint64_t>(numel, bytes * 8 / std::max<uint32_t>(1, ElementBits(*dtype)));
-}
-
+// A row of the --compare table.
 std::string Row(const ManifestEntry& a, uint64_t numel, const ElementDiff* d,
                 const std::string& status) {
   std::string line;
@@ -439,75 +382,8 @@ std::string Row(const ManifestEntry& a, uint64_t numel, const ElementDiff* d,
   return line + "\n";
 }
 
-// `a` (with payload `pa`) against golden `g` (payload `pg`; for a raw file
-// the golden entry is `a` with the file's dtype and bytes).
-Verdict ComparePair(const ManifestEntry& a, const std::string& pa, const ManifestEntry& g,
-                    const std::string& pg, const Tolerance& t) {
-  Verdict v;
-  uint64_t numel = 1;
-  for (uint64_t d : a.shape) numel *= d;
-  auto not_compared = [&](const std::string& why) {
-    v.differs = true;
-    v.line = Row(a, numel, nullptr, why);
-    v.detail = absl::StrCat(Where(a), ": ", why);
-    return v;
-  };
-  if (a.kind != g.kind) return not_compared(absl::StrCat("kind ", a.kind, " vs golden ", g.kind));
-  if (a.kind == "scalar") {
-    double x, y;
-    if (a.value == g.value) {
-      ElementDiff same;
-      same.compared = 1;
-      v.line = Row(a, 1, &same, "ok");
-      return v;
-    }
-    if (!ScalarAsDouble(a.value, &x) || !ScalarAsDouble(g.value, &y)) {
-      return not_compared(absl::StrCat("value ", a.value, " vs golden ", g.value));
-    }
-    const ElementDiff d = CompareValues(x, y, t);
-    v.differs = d.mismatches > 0;
-    v.line = Row(a, 1, &d, v.differs ? "DIFFERS" : "ok");
-    if (v.differs) v.detail = absl::StrCat(Where(a), ": value ", a.value, ", golden ", g.value);
-    return v;
-  }
-  if (a.shape != g.shape) {
-    return not_compared(absl::StrCat("shape ", Dims(a.shape), " vs golden ", Dims(g.shape)));
-  }
-  if (!DataTypeFromName(a.dtype) || !DataTypeFromName(g.dtype)) {
-    return not_compared(absl::StrCat("dtype ", a.dtype, " vs golden ", g.dtype, " (unknown)"));
-  }
-  if (a.overwritten || g.overwritten) {
-    return not_compared(a.overwritten ? "overwritten (bytes untrustworthy)"
-                                      : "golden overwritten (bytes untrustworthy)");
-  }
-  if (a.bin_size == 0 && g.bin_size == 0) {
-    // Metadata only on both sides (hybrid level): shape and dtype are all
-    // there is to compare.
-    v.differs = a.dtype != g.dtype;
-    v.line = Row(a, numel, nullptr,
-                 v.differs ? absl::StrCat("DIFFERS (dtype ", a.dtype, " vs golden ", g.dtype, ")")
-                           : "ok (metadata only)");
-    if (v.differs) v.detail = absl::StrCat(Where(a), ": dtype ", a.dtype, ", golden ", g.dtype);
-    return v;
-  }
-  if (a.bin_size == 0 || g.bin_size == 0) {
-    return not_compared(a.bin_size == 0 ? "no data captured" : "golden has no data");
-  }
-  const uint64_t count = std::min(ElementsIn(a, pa.size()), ElementsIn(g, pg.size()));
-  const ElementDiff d = CompareElements(a.dtype, pa, g.dtype, pg, count, t);
-  std::vector<std::string> notes;
-  if (a.dtype != g.dtype) notes.push_back(absl::StrCat("golden ", g.dtype));
-  if (count < numel) notes.push_back(absl::StrCat("truncated: ", count, " of ", numel, " compared"));
-  if (d.nonfinite > 0) notes.push_back(absl::StrCat(d.nonfinite, " NaN/Inf on one side"));
-  v.differs = d.mismatches > 0;
-  v.line = Row(a, numel, &d,
-               absl::StrCat(v.differs ? "DIFFERS" : "ok",
-                            notes.empty() ? "" : absl::StrCat(" (", absl::StrJoin(notes, "; "), ")")));
-  if (v.differs) {
-    v.detail = absl::StrCat(Where(a), ": element ", Position(a.shape, d.first_mismatch), " = ",
-                            Num(d.first_actual), ", golden ", Num(d.first_golden));
-  }
-  return v;
+std::string RowOf(const ManifestEntry& a, const ArgVerdict& v) {
+  return Row(a, v.numel, v.diff ? &*v.diff : nullptr, v.status);
 }
 
 constexpr char kCompareHeader[] =
@@ -540,57 +416,37 @@ int CompareCaptures(ArgSource& here, ArgSource& golden, const Selection& selecti
                     const Tolerance& tol, std::ostream& out, std::ostream& err) {
   out << kCompareHeader;
   Tally t;
-  ManifestEntry a, g;
-  bool have_a = false, have_g = false;
-  std::optional<std::tuple<uint64_t, int, uint32_t, int>> last_a, last_g;
-  auto next = [&](ArgSource& s, ManifestEntry* e, bool* have, auto* last) -> absl::Status {
-    absl::StatusOr<bool> got = s.Next(e);
-    if (!got.ok()) return got.status();
-    *have = *got;
-    if (*have) {
-      if (*last && Key(*e) < **last) {
-        return absl::DataLossError(absl::StrCat(s.name(), ": entry ", e->index,
-                                                " is out of manifest order (task_id, stage, "
-                                                "arg_index, role); cannot match by key"));
-      }
-      *last = Key(*e);
-    }
-    return absl::OkStatus();
-  };
-  if (absl::Status s = next(here, &a, &have_a, &last_a); !s.ok()) return Fail(err, s);
-  if (absl::Status s = next(golden, &g, &have_g, &last_g); !s.ok()) return Fail(err, s);
   // With --index the golden side is selected by key only: its other
   // entries are not "missing" here.
   const bool count_golden_only = !selection.index.has_value();
-  while (have_a || have_g) {
-    if (have_a && (!have_g || Key(a) < Key(g))) {
-      ++t.only_here;
-      out << Row(a, a.numel, nullptr, "ONLY HERE (not in the golden)");
-      t.Note(absl::StrCat(Where(a), ": not in the golden"));
-      if (absl::Status s = next(here, &a, &have_a, &last_a); !s.ok()) return Fail(err, s);
-      continue;
-    }
-    if (have_g && (!have_a || Key(g) < Key(a))) {
-      if (count_golden_only) {
-        ++t.only_golden;
-        out << absl::StrFormat("%7s  %s  ONLY IN THE GOLDEN (golden index %d)\n", "-",
-                               Where(g), g.index);
-        t.Note(absl::StrCat(Where(g), ": only in the golden"));
-      }
-      if (absl::Status s = next(golden, &g, &have_g, &last_g); !s.ok()) return Fail(err, s);
-      continue;
-    }
-    std::string pa, pg;
-    if (absl::Status s = here.ReadPayload(a, &pa); !s.ok()) return Fail(err, s);
-    if (absl::Status s = golden.ReadPayload(g, &pg); !s.ok()) return Fail(err, s);
-    const Verdict v = ComparePair(a, pa, g, pg, tol);
-    ++t.compared;
-    t.differ += v.differs;
-    out << v.line;
-    if (v.differs) t.Note(v.detail);
-    if (absl::Status s = next(here, &a, &have_a, &last_a); !s.ok()) return Fail(err, s);
-    if (absl::Status s = next(golden, &g, &have_g, &last_g); !s.ok()) return Fail(err, s);
-  }
+  absl::Status joined =
+      JoinCaptures(here, golden, [&](const ManifestEntry* a, const ManifestEntry* g) {
+        if (g == nullptr) {
+          ++t.only_here;
+          out << Row(*a, a->numel, nullptr, "ONLY HERE (not in the golden)");
+          t.Note(absl::StrCat(WhereIs(*a), ": not in the golden"));
+          return absl::OkStatus();
+        }
+        if (a == nullptr) {
+          if (count_golden_only) {
+            ++t.only_golden;
+            out << absl::StrFormat("%7s  %s  ONLY IN THE GOLDEN (golden index %d)\n", "-",
+                                   WhereIs(*g), g->index);
+            t.Note(absl::StrCat(WhereIs(*g), ": only in the golden"));
+          }
+          return absl::OkStatus();
+        }
+        std::string pa, pg;
+        if (absl::Status s = here.ReadPayload(*a, &pa); !s.ok()) return s;
+        if (absl::Status s = golden.ReadPayload(*g, &pg); !s.ok()) return s;
+        const ArgVerdict v = CompareArg(*a, pa, *g, pg, tol);
+        ++t.compared;
+        t.differ += v.differs;
+        out << RowOf(*a, v);
+        if (v.differs) t.Note(v.detail);
+        return absl::OkStatus();
+      });
+  if (!joined.ok()) return Fail(err, joined);
   if (t.compared + t.only_here + t.only_golden == 0) return NoMatch(here, err);
   return Summarize(t, tol, out);
 }
@@ -662,8 +518,8 @@ int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
   std::string pa;
   if (absl::Status s = here.ReadPayload(a, &pa); !s.ok()) return Fail(err, s);
   out << kCompareHeader;
-  const Verdict v = ComparePair(a, pa, g, golden_bytes, tol);
-  out << v.line;
+  const ArgVerdict v = CompareArg(a, pa, g, golden_bytes, tol);
+  out << RowOf(a, v);
   Tally t;
   t.compared = 1;
   t.differ = v.differs;
@@ -754,15 +610,25 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
   Options o;
   if (!ParseArgs(args, &o, err)) return 2;
   const bool remote = !o.remote.target.empty();
-  if (!remote && o.dir.empty()) {
-    auto newest = NewestCapture("outputs");
-    if (!newest) {
-      err << "dump_viewer: no outputs/*/args_dump under this folder; pass a capture directory, "
-             "e.g. dump_viewer outputs/<run>/args_dump (or --server host:port --capture NAME)\n";
-      return 2;
+  // Where the capture is: a folder, an outputs.zip (or a folder in one), or
+  // the newest under outputs/ and bazel-testlogs/.
+  std::string zip_name;  // the capture's folder in a zip: exports go to ./<it>
+  if (!remote) {
+    absl::StatusOr<LocatedCapture> at =
+        o.dir.empty() ? LocateNewestCapture() : LocateCapture(o.dir);
+    if (!at.ok()) return Fail(err, at.status());
+    if (!at->note.empty() || at->from_zip) {
+      out << "capture: " << at->name << " (" << at->note
+          << (at->from_zip ? absl::StrCat(at->note.empty() ? "" : "; ", "extracted to ", at->dir)
+                           : "")
+          << ")\n";
     }
-    o.dir = *newest;
-    out << "capture: " << o.dir << " (the newest under outputs/)\n";
+    if (at->from_zip) {
+      std::string base = CaptureDirOf(at->dir);
+      if (absl::EndsWith(base, "/args_dump")) base.resize(base.size() - 10);
+      zip_name = base.substr(base.find_last_of('/') + 1);
+    }
+    o.dir = at->dir;
   }
   // --first-nonfinite reads whole tasks (their inputs too); the selection
   // then picks the outputs it checks.
@@ -797,20 +663,27 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
       if (!g.ok()) return Fail(err, g.status());
       return CompareCaptures(**source, **g, o.selection, o.tolerance, out, err);
     }
-    if (IsDir(golden)) {
-      Selection by_key = o.selection;
-      by_key.index.reset();
-      auto g = OpenLocalCapture(golden, by_key);
-      if (!g.ok()) return Fail(err, g.status());
-      return CompareCaptures(**source, **g, o.selection, o.tolerance, out, err);
+    if (IsFile(golden) && !absl::EndsWith(golden, ".zip")) {
+      return CompareFile(**source, golden, o.tolerance, out, err);
     }
-    if (IsFile(golden)) return CompareFile(**source, golden, o.tolerance, out, err);
-    err << "dump_viewer: --compare '" << golden << "': no such capture directory or file "
-        << "(or capture:NAME with --server)\n";
-    return 2;
+    // A capture: a folder, an outputs.zip, or a folder in one.
+    absl::StatusOr<LocatedCapture> at = LocateCapture(golden);
+    if (!at.ok()) {
+      if (!IsDir(golden) && !IsFile(golden) && absl::IsNotFound(at.status())) {
+        err << "dump_viewer: --compare '" << golden << "': no such capture directory or file "
+            << "(or capture:NAME with --server)\n";
+        return 2;
+      }
+      return Fail(err, at.status());
+    }
+    Selection by_key = o.selection;
+    by_key.index.reset();
+    auto g = OpenLocalCapture(at->dir, by_key);
+    if (!g.ok()) return Fail(err, g.status());
+    return CompareCaptures(**source, **g, o.selection, o.tolerance, out, err);
   }
   std::string root = o.out_dir;
-  if (root.empty()) root = remote ? o.remote.capture : CaptureDirOf(o.dir);
+  if (root.empty()) root = remote ? o.remote.capture : !zip_name.empty() ? zip_name : CaptureDirOf(o.dir);
   return List(**source, o, root, out, err);
 }
 
