@@ -288,6 +288,42 @@ TEST_F(ViewerRemoteTest, StoredStatsReadTheSameLocallyAndRemotely) {
       << stats.out;
 }
 
+// --captures: what a CI step sees of the service, filtered by labels.
+TEST_F(ViewerRemoteTest, ListsCapturesByLabel) {
+  auto labelled = [&](const std::string& name, const std::string& target) {
+    GrpcSinkOptions o;
+    o.target = target_;
+    o.capture = name;
+    o.info.set_level(v1::DUMP_LEVEL_FULL);
+    (*o.info.mutable_labels())["target"] = target;
+    o.auth_token = kToken;
+    auto sink = GrpcSink::Connect(o);
+    ASSERT_TRUE(sink.ok()) << sink.status();
+    const TestCapture c = ViewerScene(false);
+    ASSERT_TRUE((*sink)->WriteBatch(c.RecordPtrs(), c.PayloadViews()).ok());
+    ASSERT_TRUE((*sink)->AddLabels({{"steps", "3"}}).ok());
+    ASSERT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
+  };
+  labelled("a_run", "//pkg:a_test");
+  labelled("b_run", "//pkg:b_test");
+  const std::vector<std::string> server = {"--server", target_, "--auth_token_file", token_file_,
+                                           "--captures"};
+  const Result all = Viewer(server);
+  EXPECT_EQ(all.code, 0) << all.err;
+  EXPECT_NE(all.out.find("2 captures"), std::string::npos) << all.out;
+  const Result a = Viewer(Cat(server, {"--label", "target=//pkg:a_test"}));
+  EXPECT_EQ(a.code, 0) << a.err;
+  EXPECT_NE(a.out.find("a_run"), std::string::npos) << a.out;
+  EXPECT_EQ(a.out.find("b_run"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("finished          12           "), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("steps=3,target=//pkg:a_test"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("1 captures"), std::string::npos) << a.out;
+  const Result none = Viewer(Cat(server, {"--label", "target=//pkg:c_test"}));
+  EXPECT_EQ(none.code, 1);
+  EXPECT_EQ(Viewer({"--captures"}).code, 2);
+  EXPECT_EQ(Viewer(Cat(server, {"--label", "novalue"})).code, 2);
+}
+
 TEST_F(ViewerRemoteTest, ServiceErrorsAreClearAndExitTwo) {
   Ingest("there", ViewerScene(false));
   Result r = Viewer(Cat(Remote("nope"), {}));

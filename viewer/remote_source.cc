@@ -298,6 +298,30 @@ class RemoteSource : public ArgSource {
 
 }  // namespace
 
+absl::StatusOr<std::vector<v1::CaptureSummary>> ListRemoteCaptures(
+    const RemoteCapture& remote, const std::map<std::string, std::string>& labels) {
+  auto channel = grpc::CreateChannel(
+      remote.target, remote.credentials ? remote.credentials : grpc::InsecureChannelCredentials());
+  auto stub = v1::CaptureService::NewStub(channel);
+  std::vector<v1::CaptureSummary> out;
+  v1::ListCapturesRequest request;
+  for (const auto& [k, v] : labels) (*request.mutable_labels())[k] = v;
+  request.set_page_size(kPageSize);
+  for (;;) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    if (!remote.auth_token.empty()) {
+      context.AddMetadata("authorization", "Bearer " + remote.auth_token);
+    }
+    v1::ListCapturesResponse response;
+    grpc::Status s = stub->ListCaptures(&context, request, &response);
+    if (!s.ok()) return FromGrpc(s, absl::StrCat(remote.target, ": ListCaptures"));
+    for (v1::CaptureSummary& c : *response.mutable_captures()) out.push_back(std::move(c));
+    if (response.next_page_token().empty()) return out;
+    request.set_page_token(response.next_page_token());
+  }
+}
+
 absl::StatusOr<std::unique_ptr<ArgSource>> OpenRemoteCapture(const RemoteCapture& remote,
                                                              const Selection& selection) {
   auto source = std::make_unique<RemoteSource>(remote, selection);

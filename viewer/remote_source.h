@@ -11,11 +11,14 @@
 #ifndef ARGSDUMP_VIEWER_REMOTE_SOURCE_H_
 #define ARGSDUMP_VIEWER_REMOTE_SOURCE_H_
 
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
+#include "proto/argsdump/v1/capture_service.pb.h"
 #include "proto/argsdump/v1/record.pb.h"
 #include "viewer/arg_source.h"
 
@@ -32,6 +35,11 @@ struct RemoteCapture {
 // (with what was asked) when it cannot be reached or refuses.
 absl::StatusOr<std::unique_ptr<ArgSource>> OpenRemoteCapture(const RemoteCapture& remote,
                                                              const Selection& selection);
+
+// The captures on the service whose labels include all of `labels`, by
+// name (every page). The service's status, with the call, on failure.
+absl::StatusOr<std::vector<v1::CaptureSummary>> ListRemoteCaptures(
+    const RemoteCapture& remote, const std::map<std::string, std::string>& labels);
 
 // A record as the manifest reader would read its args_dump.json entry.
 ManifestEntry EntryFromRecord(const v1::ArgRecord& record, uint64_t index, uint64_t record_id);

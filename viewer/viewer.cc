@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <tuple>
@@ -40,6 +41,8 @@ struct Options {
   std::string out_dir;
   RemoteCapture remote;
   std::string auth_token_file;
+  bool list_captures = false;                  // --captures
+  std::map<std::string, std::string> labels;  // --label k=v (with --captures)
 };
 
 constexpr char kFlagList[] =
@@ -47,7 +50,7 @@ constexpr char kFlagList[] =
     "--index/-i, "
     "--export/-e, --npy, "
     "--stats, --first-nonfinite, --compare, --atol, --rtol, --out, --server, --capture, "
-    "--auth_token_file";
+    "--auth_token_file, --captures, --label";
 
 
 // A row of the --stats table; `stored`: numbers the capture stored.
@@ -169,6 +172,10 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
       o->first_nonfinite = true;
       continue;
     }
+    if (flag == "--captures") {
+      o->list_captures = true;
+      continue;
+    }
     if (flag == "--overflow") {
       f->overflow_only = true;
       continue;
@@ -258,6 +265,10 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
       o->remote.capture = value;
     } else if (flag == "--auth_token_file") {
       o->auth_token_file = value;
+    } else if (flag == "--label") {
+      const size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0) return bad("key=value");
+      o->labels[value.substr(0, eq)] = value.substr(eq + 1);
     } else {
       err << "dump_viewer: unknown flag '" << flag << "' (flags: " << kFlagList << ")\n";
       return false;
@@ -268,8 +279,15 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
     err << "dump_viewer: " << what << "\n";
     return false;
   };
-  if (!o->remote.target.empty() && o->remote.capture.empty()) {
-    return conflict("--server needs --capture NAME (the capture to read)");
+  if (o->list_captures && o->remote.target.empty()) {
+    return conflict("--captures lists the captures of a service: add --server host:port");
+  }
+  if (!o->labels.empty() && !o->list_captures) return conflict("--label goes with --captures");
+  if (o->list_captures && !o->remote.capture.empty()) {
+    return conflict("--captures lists every capture; leave --capture out");
+  }
+  if (!o->remote.target.empty() && o->remote.capture.empty() && !o->list_captures) {
+    return conflict("--server needs --capture NAME (the capture to read), or --captures");
   }
   if (o->remote.target.empty() && !o->remote.capture.empty()) {
     return conflict("--capture needs --server host:port");
@@ -606,9 +624,33 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
 
 }  // namespace
 
+// --captures: the service's captures (with --label: those labelled so).
+int ListCaptures(const Options& o, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::vector<v1::CaptureSummary>> captures = ListRemoteCaptures(o.remote, o.labels);
+  if (!captures.ok()) return Fail(err, captures.status());
+  out << absl::StrFormat("%-40s  %-8s  %10s  %12s  %s\n", "capture", "state", "records",
+                         "bin_bytes", "labels");
+  for (const v1::CaptureSummary& c : *captures) {
+    std::vector<std::string> labels;
+    for (const auto& [k, v] : std::map<std::string, std::string>(c.labels().begin(),
+                                                                 c.labels().end())) {
+      labels.push_back(absl::StrCat(k, "=", v));
+    }
+    std::string line = absl::StrFormat(
+        "%-40s  %-8s  %10d  %12d  %s", c.capture(),
+        c.state() == v1::CAPTURE_STATE_LIVE ? "live" : "finished", c.records(), c.bin_bytes(),
+        absl::StrJoin(labels, ","));
+    line.erase(line.find_last_not_of(' ') + 1);
+    out << line << "\n";
+  }
+  out << captures->size() << " captures\n";
+  return captures->empty() && !o.labels.empty() ? 1 : 0;
+}
+
 int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Options o;
   if (!ParseArgs(args, &o, err)) return 2;
+  if (o.list_captures) return ListCaptures(o, out, err);
   const bool remote = !o.remote.target.empty();
   // Where the capture is: a folder, an outputs.zip (or a folder in one), or
   // the newest under outputs/ and bazel-testlogs/.
