@@ -10,6 +10,7 @@
 #include <ctime>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -86,7 +87,7 @@ std::string UniqueName(const std::string& root, const std::string& name) {
   }
 }
 
-// The capture's name on a service: <target>.<session>.<stamp>.<pid>, in
+// The capture's name on a service: <target>.<session>.<stamp>.<tag>, in
 // [A-Za-z0-9._-], at most 128 characters (unique per run).
 std::string RemoteName(const std::string& target, const std::string& session) {
   std::string t = target;
@@ -94,8 +95,13 @@ std::string RemoteName(const std::string& target, const std::string& session) {
   for (char& c : t) {
     if (c == ':') c = '.';
   }
+  // Seconds and a random tag: test sandboxes reuse pids, and
+  // --runs_per_test starts the same test several times at once.
+  std::random_device random;
+  const uint32_t tag = random();
   std::string name = absl::StrCat(t.empty() ? "" : FolderName(t) + ".", session, ".",
-                                  Stamp("%Y%m%d-%H%M%S"), ".", ::getpid());
+                                  Stamp("%Y%m%d-%H%M%S"), ".",
+                                  absl::Hex(tag, absl::kZeroPad8));
   if (name.size() > 128) {
     const size_t hash = std::hash<std::string>()(name);
     name = absl::StrCat(name.substr(0, 111), ".", absl::Hex(hash, absl::kZeroPad16));

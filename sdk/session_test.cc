@@ -326,6 +326,8 @@ TEST(SessionPlacementTest, TestOutputsFolderNamedAfterTheCase) {
         {"ci_run", "77"},
         {"owner", "kernels-team"}};
     EXPECT_EQ(r->labels, want);
+    EXPECT_TRUE(testing::CheckCaptureFiles(r->capture_dir).ok())
+        << testing::CheckCaptureFiles(r->capture_dir);
     auto c = Capture::Open(r->capture_dir);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->labels(), want);

@@ -16,13 +16,18 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <sstream>
+#include <tuple>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "device/dtype.h"
+#include "google/protobuf/util/json_util.h"
+#include "proto/argsdump/v1/manifest.pb.h"
 #include "sdk/wiring.h"
 #include "server/capture_store.h"
 #include "server/record_format.h"
@@ -164,6 +169,9 @@ absl::StatusOr<std::vector<double>> CapturedArg::Values() const {
     if (!ScalarAsDouble(value_, &v)) {
       return absl::DataLossError(absl::StrCat(Describe(), ": value '", value_, "' is not a number"));
     }
+    // The manifest prints a FLOAT32 with the digits that round-trip the
+    // float: its value is the float they name, not the nearest double.
+    if (dtype == DataType::kFloat32) v = static_cast<float>(v);
     return std::vector<double>{v};
   }
   absl::StatusOr<std::string> bytes = Bytes();
@@ -248,6 +256,10 @@ std::ostream& operator<<(std::ostream& os, const CapturedArg& arg) {
   return os << arg.Describe();
 }
 
+std::ostream& operator<<(std::ostream& os, const Capture& capture) {
+  return os << "capture " << capture.name() << " (" << capture.args().size() << " args)";
+}
+
 // ---- ArgQuery ----------------------------------------------------------------
 
 bool ArgQuery::Matches(const CapturedArg& a) const {
@@ -330,6 +342,11 @@ absl::StatusOr<Capture> Capture::OpenRemote(const std::string& target, const std
 
 absl::StatusOr<Capture> Capture::Of(const SessionResult& result) {
   absl::StatusOr<Capture> c;
+  if (!result.wrote_capture) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "session ", result.name, " wrote no capture (dump level ", result.dump.level,
+        result.dump.level == 0 ? ": the dump is off" : ": nothing was selected", ")"));
+  }
   if (!result.capture_server.empty()) {
     std::string token;
     if (!result.dump.auth_token_file.empty()) {
@@ -337,12 +354,8 @@ absl::StatusOr<Capture> Capture::Of(const SessionResult& result) {
       std::getline(in, token);
     }
     c = OpenRemote(result.capture_server, result.capture_name, token);
-  } else if (result.wrote_capture) {
-    c = Open(result.capture_dir);
   } else {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "session ", result.name, " wrote no capture (dump level ", result.dump.level,
-        result.dump.level == 0 ? ": the dump is off" : ": nothing was selected", ")"));
+    c = Open(result.capture_dir);
   }
   if (c.ok()) c->SetKernelNames(result.kernels);
   return c;
@@ -413,6 +426,77 @@ absl::StatusOr<std::optional<std::string>> FirstDivergence(const Capture& actual
   });
   if (!s.ok() && !first) return s;
   return first;
+}
+
+absl::Status CheckCaptureFiles(const std::string& dir) {
+  const std::string path = dir + "/args_dump.json";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::stringstream text;
+  text << in.rdbuf();
+  v1::ManifestFile m;
+  google::protobuf::util::JsonParseOptions strict;
+  strict.ignore_unknown_fields = false;
+  if (auto s = google::protobuf::util::JsonStringToMessage(text.str(), &m, strict); !s.ok()) {
+    return absl::DataLossError(absl::StrCat(path, ": not the manifest schema: ",
+                                            std::string(s.message())));
+  }
+  auto bad = [&](const std::string& what) {
+    return absl::DataLossError(absl::StrCat(path, ": ", what));
+  };
+  if (m.run_dir() != "args_dump" || m.bin_format().type() != "logical_contiguous" ||
+      m.bin_format().byte_order() != "little_endian") {
+    return bad("run_dir / bin_format are not the reference's");
+  }
+  if (m.dump_args_level() < 1 || m.dump_args_level() > 3) {
+    return bad(absl::StrCat("dump_args_level ", m.dump_args_level()));
+  }
+  uint64_t before = 0, after = 0, input = 0, output = 0, inout = 0, truncated = 0, bytes = 0;
+  const bool has_bin = m.bin_file().has_string_value();
+  if (has_bin && m.bin_file().string_value() != "args.bin") return bad("bin_file is not args.bin");
+  struct stat st;
+  const uint64_t bin_size =
+      ::stat((dir + "/args.bin").c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  std::optional<std::tuple<std::string, int, uint32_t, int>> last;
+  for (int i = 0; i < m.args_size(); ++i) {
+    const v1::ManifestEntry& e = m.args(i);
+    const std::string at = absl::StrCat("args[", i, "]: ");
+    uint64_t task;
+    if (e.task_id().size() != 18 || e.task_id().rfind("0x", 0) != 0 ||
+        !absl::SimpleHexAtoi(e.task_id().substr(2), &task)) {
+      return bad(at + "task_id '" + e.task_id() + "' is not 0x + 16 hex digits");
+    }
+    const int stage = e.stage() == "before_dispatch" ? 0 : e.stage() == "after_completion" ? 1 : -1;
+    const int role = e.role() == "input" ? 0 : e.role() == "output" ? 1 : e.role() == "inout" ? 2 : -1;
+    if (stage < 0 || role < 0 || (e.kind() != "tensor" && e.kind() != "scalar") ||
+        !DataTypeFromName(e.dtype()) || e.dtype() != absl::AsciiStrToUpper(e.dtype())) {
+      return bad(at + "stage/role/kind/dtype not the schema's");
+    }
+    const auto key = std::make_tuple(e.task_id(), stage, e.arg_index(), role);
+    if (last && key < *last) return bad(at + "out of manifest order (task_id, stage, arg_index, role)");
+    last = key;
+    before += stage == 0;
+    after += stage == 1;
+    input += role == 0;
+    output += role == 1;
+    inout += role == 2;
+    truncated += e.truncated();
+    bytes += e.bin_size();
+    uint64_t numel = 1;
+    for (uint32_t d : e.shape()) numel *= d;
+    if (e.kind() == "tensor" && numel != e.numel()) return bad(at + "numel is not its shape's");
+    if (e.shape_size() != e.strides_size()) return bad(at + "shape and strides differ in length");
+    if (e.bin_size() > 0 && (!has_bin || e.bin_offset() + e.bin_size() > bin_size)) {
+      return bad(at + absl::StrCat("payload ", e.bin_offset(), "+", e.bin_size(),
+                                   " is not inside args.bin (", bin_size, " bytes)"));
+    }
+  }
+  if (m.total_args() != static_cast<uint64_t>(m.args_size()) || m.before_dispatch() != before ||
+      m.after_completion() != after || m.input_args() != input || m.output_args() != output ||
+      m.inout_args() != inout || m.truncated_args() != truncated || m.payload_bytes() != bytes) {
+    return bad("the summary counters disagree with the entries");
+  }
+  return absl::OkStatus();
 }
 
 // ---- Matchers ------------------------------------------------------------------

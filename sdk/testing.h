@@ -113,6 +113,8 @@ class ArgQuery {
 
 // A capture, read back: a local folder (.../args_dump, a folder holding one
 // or several), an outputs.zip or a folder in one, or a capture service.
+// The args are listed when it is opened; payloads are read when asked for
+// (from the files, or from the service: it must still be up then).
 class Capture {
  public:
   // See viewer/capture_location.h for what a path may name.
@@ -144,6 +146,15 @@ class Capture {
                                                                     const Capture&, double,
                                                                     double);
 };
+
+std::ostream& operator<<(std::ostream& os, const Capture& capture);
+
+// Checks a capture folder against the manifest schema (DESIGN.md §6):
+// args_dump.json parses strictly as argsdump.v1.ManifestFile (no field the
+// schema does not name), its counters agree with its entries, entries are
+// in manifest order, and every payload lies inside args.bin. DataLoss
+// naming the file and what is wrong.
+absl::Status CheckCaptureFiles(const std::string& dir);
 
 // The first arg (manifest order) where `actual` and `golden` differ, as
 // dump_viewer --compare's last line says it ("task 0x... after output arg

@@ -4,7 +4,11 @@
 // its message.
 #include "sdk/testing.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <cstdlib>
 #include <limits>
 
@@ -275,6 +279,50 @@ TEST(TestingLibraryTest, EachMatcherPassesAndFailsWithItsMessage) {
   EXPECT_EQ(first->value_or(""), "task 0x0000000100000009 after output arg 0: not in the golden");
   first = testing::FirstDivergence(again, Open(fewer, "extra2"));
   EXPECT_EQ(first->value_or(""), "task 0x0000000100000009 after output arg 0: only in the golden");
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(TestingLibraryTest, CheckCaptureFilesHoldsCapturesToTheSchema) {
+  const std::string dir = Dir("schema") + "/args_dump";
+  ASSERT_TRUE(ViewerScene(false).WriteTo(dir).ok());
+  EXPECT_TRUE(testing::CheckCaptureFiles(dir).ok()) << testing::CheckCaptureFiles(dir);
+  const std::string manifest = Slurp(dir + "/args_dump.json");
+  auto with = [&](const std::string& text) {
+    std::ofstream(dir + "/args_dump.json", std::ios::trunc) << text;
+    return testing::CheckCaptureFiles(dir);
+  };
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = manifest;
+    const size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return with(t.replace(at, from.size(), to));
+  };
+  const std::vector<std::pair<absl::Status, std::string>> cases = {
+      {replaced("\"total_args\"", "\"colour\": 1, \"total_args\""), "not the manifest schema"},
+      {replaced("\"total_args\": 12", "\"total_args\": 11"), "summary counters disagree"},
+      {replaced("\"task_id\": \"0x0000000100000000\"", "\"task_id\": \"0x1\""),
+       "is not 0x + 16 hex digits"},
+      {replaced("\"dtype\": \"FLOAT32\"", "\"dtype\": \"float32\""), "not the schema's"},
+      {replaced("\"run_dir\": \"args_dump\"", "\"run_dir\": \"elsewhere\""), "run_dir"},
+      {with(manifest.substr(0, manifest.size() / 2)), "not the manifest schema"},
+  };
+  for (const auto& [status, says] : cases) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << says << ": " << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(says));
+    EXPECT_THAT(std::string(status.message()), HasSubstr(dir + "/args_dump.json: "));
+  }
+  // The manifest right, args.bin cut short.
+  with(manifest);
+  ASSERT_EQ(::truncate((dir + "/args.bin").c_str(), 10), 0);
+  const absl::Status cut = testing::CheckCaptureFiles(dir);
+  EXPECT_THAT(std::string(cut.message()), HasSubstr("is not inside args.bin (10 bytes)"));
+  EXPECT_EQ(testing::CheckCaptureFiles(Dir("nothing")).code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

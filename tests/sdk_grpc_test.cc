@@ -118,11 +118,14 @@ TEST_F(SdkGrpcTest, CiStreamsToTheServiceNamedAndLabelledByTheTest) {
   EXPECT_TRUE(r->dump_status.ok()) << r->dump_status;
   EXPECT_EQ(r->capture_server, target_);
   EXPECT_TRUE(r->capture_dir.empty());
-  // <target>.<case>.<stamp>.<pid>: unique per run.
+  // <target>.<case>.<stamp>.<tag>: unique per run.
   const std::string test_case = "SdkGrpcTest.CiStreamsToTheServiceNamedAndLabelledByTheTest";
-  EXPECT_THAT(r->capture_name, ::testing::StartsWith("tests.sdk_grpc_test." + test_case + "."));
-  EXPECT_THAT(r->capture_name, ::testing::EndsWith(absl::StrCat(".", ::getpid())));
+  EXPECT_THAT(r->capture_name, ::testing::MatchesRegex("tests\\.sdk_grpc_test\\." + test_case +
+                                                       "\\.[0-9]{8}-[0-9]{6}\\.[0-9a-f]{8}"));
   EXPECT_LE(r->capture_name.size(), 128u);
+  auto again = Run();  // the same test case again: another name
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->capture_name, r->capture_name);
 
   // A dashboard finds it by target.
   auto stub = v1::CaptureService::NewStub(
@@ -134,8 +137,9 @@ TEST_F(SdkGrpcTest, CiStreamsToTheServiceNamedAndLabelledByTheTest) {
   (*list.mutable_labels())["target"] = "//tests:sdk_grpc_test";
   v1::ListCapturesResponse found;
   ASSERT_TRUE(stub->ListCaptures(&ctx, list, &found).ok());
-  ASSERT_EQ(found.captures_size(), 1);
-  const v1::CaptureSummary& c = found.captures(0);
+  ASSERT_EQ(found.captures_size(), 2);
+  const v1::CaptureSummary& c =
+      found.captures(0).capture() == r->capture_name ? found.captures(0) : found.captures(1);
   EXPECT_EQ(c.capture(), r->capture_name);
   EXPECT_EQ(c.state(), v1::CAPTURE_STATE_FINISHED);
   EXPECT_EQ(c.labels().at("test_case"), test_case);
