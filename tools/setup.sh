@@ -18,6 +18,10 @@ packages=(
   grpc-proto
   openssl        # the TLS test makes a self-signed certificate
   valgrind       # tools/level0_overhead.sh
+  zip            # Bazel 4's test-setup.sh zips test outputs with it (outputs.zip)
+  zlib1g-dev     # the viewer reads those zips
+  clang-14       # tools/fuzz.sh: libFuzzer targets (--config=fuzz)
+  libclang-rt-14-dev
 )
 
 missing=()

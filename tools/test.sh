@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs the packages, then runs
-# `bazel test //...` plain, under AddressSanitizer and under ThreadSanitizer.
-#   tools/test.sh            all three
+# `bazel test //...` plain, under AddressSanitizer and under ThreadSanitizer,
+# the SDK example workspace (tools/test_example.sh: its own `bazel test`
+# at level 2, with the dump off, streaming to a capture service) and the
+# libFuzzer targets for a while (tools/fuzz.sh).
+#   tools/test.sh            all of it
 #   tools/test.sh --plain    the plain suite only (quick)
 # Ends with one line "N passed, N failed" over every configuration.
 set -uo pipefail
@@ -25,6 +28,16 @@ done
 
 passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
 failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log")
+if [ "${1:-}" != "--plain" ]; then
+  echo "=== examples/custom_kernels (a workspace of its own on the SDK)"
+  bash tools/test_example.sh | tee "$log.example" | grep -E '^===|^example:|^ERROR|FAILED'
+  [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  passed=$((passed + $(grep -c '^example: ok:' "$log.example")))
+  failed=$((failed + $(grep -c '^example: FAILED:' "$log.example")))
+  echo "=== libFuzzer targets (tools/fuzz.sh 30)"
+  if bash tools/fuzz.sh 30; then passed=$((passed + 1)); else failed=$((failed + 1)); rc=1; fi
+  rm -f "$log.example"
+fi
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build error
 echo "$passed passed, $failed failed"
 exit "$rc"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets (clang 14, ASan + UBSan: --config=fuzz) for a
+# while each, from their seed corpora; a crash leaves its input in
+# .fuzz/<target>/ and fails. Add the input to the target's seeds
+# (*/testdata/*_corpus/) once fixed: every test pass replays them.
+#   tools/fuzz.sh            30 s per target
+#   tools/fuzz.sh 300        5 min per target
+set -uo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+# target (package:name) and its seed folder
+targets=(
+  "viewer:zip_archive_fuzzer viewer/testdata/zip_corpus"
+)
+labels=()
+for t in "${targets[@]}"; do labels+=("//${t%% *}"); done
+if ! bazel build --config=fuzz "${labels[@]}" >/tmp/argsdump_fuzz_build.log 2>&1; then
+  tail -20 /tmp/argsdump_fuzz_build.log
+  echo "fuzz: build failed"
+  exit 1
+fi
+bin=$(bazel info --config=fuzz bazel-bin 2>/dev/null)
+rc=0
+for t in "${targets[@]}"; do
+  label=${t%% *}; seeds=${t#* }
+  name=${label#*:}
+  work=".fuzz/$name"
+  mkdir -p "$work/corpus" "$work/crashes"
+  cp -n "$seeds"/* "$work/corpus/" 2>/dev/null || true
+  echo "=== fuzz $label for ${seconds}s"
+  if "$bin/${label%%:*}/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+      -artifact_prefix="$work/crashes/" -print_final_stats=1 "$work/corpus" 2>"$work/log"; then
+    grep -E "^stat::number_of_executed_units|^Done" "$work/log" | tr '\n' ' '; echo
+  else
+    tail -40 "$work/log"
+    echo "fuzz: $label found a crash: $(ls "$work/crashes")"
+    rc=1
+  fi
+done
+exit $rc

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The SDK example (examples/custom_kernels, a workspace of its own that
+# depends on argsdump through local_repository) the way its users run it:
+#   1. bazel test //... --test_arg=--dump-args=2: passes, and every test's
+#      outputs.zip holds a capture dump_viewer opens;
+#   2. bazel test //... --test_env=ARGSDUMP_LEVEL=0: passes, no capture;
+#   3. bazel test //... --test_env=ARGSDUMP_CAPTURE_SERVER=<a capture_server
+#      started here on 127.0.0.1, port 0>: passes, and the service lists a
+#      capture per test target, labelled with it.
+# Needs the main workspace's capture_server and dump_viewer (tools/test.sh
+# builds them first). Prints "example: N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+main=$(pwd)
+bin="$main/.bazel/bin"
+viewer="$bin/viewer/dump_viewer"
+server_bin="$bin/server/capture_server"
+[ -x "$viewer" ] && [ -x "$server_bin" ] || bazel build //viewer:dump_viewer //server:capture_server >/dev/null 2>&1
+example="$main/examples/custom_kernels"
+targets=(layer_norm_test markers_test signature_mismatch_test streaming_test)
+passed=0; failed=0
+ok() { echo "example: ok: $*"; passed=$((passed + 1)); }
+bad() { echo "example: FAILED: $*"; failed=$((failed + 1)); }
+
+run() {  # bazel test in the example with these flags; its summary lines
+  (cd "$example" && bazel test //... "$@" 2>&1) | tee "$log" | grep -E '^//|^Executed|^ERROR|FAILED'
+  return "${PIPESTATUS[0]}"
+}
+log=$(mktemp)
+tmp=$(mktemp -d)
+trap 'rm -rf "$log" "$tmp"; [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null' EXIT
+
+echo "=== examples/custom_kernels: bazel test //... --test_arg=--dump-args=2"
+if run --test_arg=--dump-args=2; then ok "tests pass at level 2"; else bad "tests at level 2"; fi
+testlogs="$example/bazel-testlogs/tests"
+for t in "${targets[@]}"; do
+  zip="$testlogs/$t/test.outputs/outputs.zip"
+  if [ ! -f "$zip" ]; then bad "$t left no outputs.zip"; continue; fi
+  if out=$("$viewer" "$zip" 2>&1) && grep -qE '^[0-9]+ args$' <<<"$out"; then
+    ok "$t: $(grep -E '^[0-9]+ args$' <<<"$out") in $(grep -m1 '^capture:' <<<"$out" | sed 's/ (.*//')"
+  else
+    bad "$t: dump_viewer on its outputs.zip: $out"
+  fi
+done
+
+echo "=== examples/custom_kernels: bazel test //... --test_env=ARGSDUMP_LEVEL=0"
+if run --test_env=ARGSDUMP_LEVEL=0; then ok "tests pass with the dump off"; else bad "tests with the dump off"; fi
+for t in "${targets[@]}"; do
+  zip="$testlogs/$t/test.outputs/outputs.zip"
+  if [ -f "$zip" ] && "$viewer" "$zip" >/dev/null 2>&1; then
+    bad "$t wrote a capture at level 0"
+  else
+    ok "$t wrote no capture at level 0"
+  fi
+done
+
+echo "=== examples/custom_kernels: bazel test //... --test_env=ARGSDUMP_CAPTURE_SERVER=..."
+mkfifo "$tmp/server.out"
+"$server_bin" --listen=127.0.0.1:0 --root="$tmp/root" >"$tmp/server.out" 2>"$tmp/server.err" &
+server_pid=$!
+exec 3<"$tmp/server.out"
+line=""
+read -r -t 60 line <&3 || true  # its first line says where it listens (EOF if it died)
+address=$(sed -nE 's/.*listening on (127\.0\.0\.1:[0-9]+).*/\1/p' <<<"$line")
+if [ -z "$address" ]; then
+  bad "capture_server did not start: $(cat "$tmp/server.err")"
+else
+  if run --test_env=ARGSDUMP_CAPTURE_SERVER="$address" --test_env=ARGSDUMP_LABELS=ci=example; then
+    ok "tests pass streaming to $address"
+  else
+    bad "tests streaming to $address"
+  fi
+  for t in layer_norm_test markers_test signature_mismatch_test; do
+    out=$("$viewer" --server "$address" --captures --label "target=//tests:$t" --label ci=example 2>&1)
+    if grep -qE '^[1-9][0-9]* captures$' <<<"$out"; then
+      ok "$t: $(grep -E '^[0-9]+ captures$' <<<"$out") on the service labelled target=//tests:$t"
+    else
+      bad "$t: no capture on the service labelled target=//tests:$t: $out"
+    fi
+  done
+  kill -TERM "$server_pid"; wait "$server_pid" 2>/dev/null; server_pid=""
+  exec 3<&-
+fi
+(cd "$example" && bazel shutdown >/dev/null 2>&1)
+echo "example: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
