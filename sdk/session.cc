@@ -496,14 +496,16 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
     if (const KernelInfo* k = kernels.Find(static_cast<uint16_t>(f))) r.kernels[k->func_id] = k->name;
   }
   if (capture) {
+    absl::Status collected = collector->Stop();
+    absl::Status reconciled = collector->Reconcile();
+    // The sink is this thread's now (the collector's threads are joined):
+    // labels known only at the end go in before the manifest is written.
     if (wiring.test_labels && !Env("TEST_TARGET").empty()) {
       const std::vector<std::pair<std::string, std::string>> end = {
           {"steps", absl::StrCat(steps_begun)}};
       SetLabel(&labels, "steps", end[0].second);
       if (absl::Status st = sink->AddLabels(end); !st.ok() && dump_status.ok()) dump_status = st;
     }
-    absl::Status collected = collector->Stop();
-    absl::Status reconciled = collector->Reconcile();
     absl::Status exported = collector->Export();
     report.collected = collector->stats();
     report.losses = collector->losses();

@@ -589,32 +589,6 @@ TEST(SessionTest, FailingKernelIsTheRunStatusAndLeavesAnExceptionDump) {
   EXPECT_TRUE(r->wrote_capture);  // the saxpy before it is in the capture
 }
 
-TEST(SessionTest, UnreachableServiceKeepsTheCaptureLocally) {
-  uint16_t saxpy;
-  const KernelRegistry kernels = Kernels(&saxpy);
-  // A port nothing listens on: bound, then closed.
-  ScopedEnv server("ARGSDUMP_CAPTURE_SERVER", "127.0.0.1:1");
-  SessionOptions o = Small();
-  o.dump.level = 2;
-  o.dump.path = TempDir("unreachable");
-  o.connect_timeout = std::chrono::milliseconds(300);
-  ::testing::internal::CaptureStderr();
-  auto s = SimSession::Open(kernels, o);
-  const std::string log = ::testing::internal::GetCapturedStderr();
-  ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_THAT(log, HasSubstr("WARNING: capture service 127.0.0.1:1 cannot be reached"));
-  EXPECT_THAT(log, HasSubstr("the capture is kept locally in " + o.dump.path.value()));
-  RunSteps(**s, saxpy, 2);
-  auto r = (*s)->Finish();
-  ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(r->run_status.ok());
-  EXPECT_TRUE(r->dump_status.ok());
-  EXPECT_TRUE(r->capture.empty());
-  EXPECT_TRUE(Exists(r->capture_dir + "/args_dump.json"));
-  EXPECT_EQ(r->records, 8u);
-  EXPECT_THAT(r->warnings, ::testing::Contains(HasSubstr("cannot be reached")));
-}
-
 TEST(SessionTest, MarkersAtLevelOneAndMixTasks) {
   KernelRegistry kernels;
   ASSERT_TRUE(RegisterBuiltinKernels(&kernels).ok());

@@ -80,7 +80,9 @@ class SdkGrpcTest : public ::testing::Test {
     o.worker_threads = 1;
     o.arena_bytes = 1 << 20;
     o.dump.level = 2;
-    o.connect_timeout = std::chrono::milliseconds(2000);
+    if (o.connect_timeout == SessionOptions().connect_timeout) {
+      o.connect_timeout = std::chrono::milliseconds(2000);
+    }
     auto s = SimSession::Open(kernels, o);
     if (!s.ok()) return s.status();
     auto x = (*s)->Alloc(DataType::kFloat32, {8});
@@ -175,6 +177,28 @@ TEST_F(SdkGrpcTest, ARefusingServiceKeepsTheCaptureLocally) {
   EXPECT_THAT(log, HasSubstr("the capture is kept locally in " + o.dump.path.value()));
   EXPECT_TRUE(r->run_status.ok());
   EXPECT_TRUE(r->capture.empty());
+  auto capture = Capture::Of(*r);
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  EXPECT_EQ(capture->args().size(), 6u);
+}
+
+TEST_F(SdkGrpcTest, AnUnreachableServiceKeepsTheCaptureLocally) {
+  // Port 1: nothing listens there.
+  ScopedEnv server("ARGSDUMP_CAPTURE_SERVER", "127.0.0.1:1");
+  SessionOptions o;
+  o.dump.path = TempDir("unreachable");
+  o.connect_timeout = std::chrono::milliseconds(300);
+  ::testing::internal::CaptureStderr();
+  auto r = Run(o);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(log, HasSubstr("WARNING: capture service 127.0.0.1:1 cannot be reached"));
+  EXPECT_THAT(log, HasSubstr("the capture is kept locally in " + o.dump.path.value()));
+  EXPECT_TRUE(r->run_status.ok());
+  EXPECT_TRUE(r->dump_status.ok());
+  EXPECT_TRUE(r->capture.empty());
+  EXPECT_EQ(r->records, 6u);
+  EXPECT_THAT(r->warnings, ::testing::Contains(HasSubstr("cannot be reached")));
   auto capture = Capture::Of(*r);
   ASSERT_TRUE(capture.ok()) << capture.status();
   EXPECT_EQ(capture->args().size(), 6u);

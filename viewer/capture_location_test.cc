@@ -100,8 +100,8 @@ TEST_F(CaptureLocationTest, OutputsZipTestOutputsFolderAndAFolderInTheZip) {
     EXPECT_EQ(Slurp(at->dir + "/args_dump.json"),
               Slurp(outputs + "/Suite.New/args_dump/args_dump.json"));
   }
-  for (const std::string& inner : {"Suite.Old", "Suite.Old/args_dump", "Suite.Old/"}) {
-    auto old = LocateCapture(zip + "/" + inner);
+  for (const char* inner : {"Suite.Old", "Suite.Old/args_dump", "Suite.Old/"}) {
+    auto old = LocateCapture(zip + "/" + std::string(inner));
     ASSERT_TRUE(old.ok()) << inner << ": " << old.status();
     EXPECT_EQ(old->note, "");
     EXPECT_EQ(Slurp(old->dir + "/args_dump.json"),
