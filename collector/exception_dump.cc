@@ -11,13 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/capture_store.h"
+#include "server/manifest.h"
 #include "server/record_format.h"
 
 namespace argsdump {
-namespace {
 
-// Names in file names: letters, digits, '-', '.', the rest as '_'.
-std::string Safe(const std::string& s) {
+std::string SafeFileName(const std::string& s) {
   std::string out = s.empty() ? "unnamed" : s;
   for (char& c : out) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -27,26 +26,19 @@ std::string Safe(const std::string& s) {
   return out;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20) {
-      absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out + "\"";
-}
+namespace {
 
+// A JSON string (server/manifest.h: escapes, invalid UTF-8 replaced).
+std::string JsonString(const std::string& s) {
+  std::string out;
+  AppendJsonString(s, &out);
+  return out;
+}
 
 }  // namespace
 
 std::string ExceptionDumpName(const std::string& workload, const FailedTask& f) {
-  return absl::StrCat("exception_", Safe(workload), "_", Safe(f.func), "_", f.step, "_",
+  return absl::StrCat("exception_", SafeFileName(workload), "_", SafeFileName(f.func), "_", f.step, "_",
                       f.thread, "_", TaskIdHex(f.task_id));
 }
 

@@ -16,6 +16,10 @@
 
 namespace argsdump {
 
+// `s` as a file name: letters, digits, '-' and '.' kept, the rest '_'
+// ("unnamed" for an empty one).
+std::string SafeFileName(const std::string& s);
+
 // The folder's name for a failed task.
 std::string ExceptionDumpName(const std::string& workload, const FailedTask& failed);
 

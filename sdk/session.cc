@@ -47,14 +47,10 @@ bool HoldsCapture(const std::string& dir) {
          ::stat((dir + "/" + kJournalName).c_str(), &st) == 0;
 }
 
-// A name as a folder (and capture) name: [A-Za-z0-9._-], the rest '_'.
+// A name as a folder (and capture) name: [A-Za-z0-9._-], the rest '_', no
+// leading '.', at most 96 characters.
 std::string FolderName(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '-' || c == '_';
-    out.push_back(ok ? c : '_');
-  }
+  std::string out = SafeFileName(s);
   while (!out.empty() && out.front() == '.') out.erase(out.begin());  // no "." or ".."
   if (out.size() > 96) out.resize(96);
   return out.empty() ? "session" : out;

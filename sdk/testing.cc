@@ -18,6 +18,7 @@
 #include <mutex>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -183,64 +184,60 @@ absl::StatusOr<std::vector<double>> CapturedArg::Values() const {
   return out;
 }
 
-absl::StatusOr<std::vector<int64_t>> CapturedArg::Integers() const {
-  if (KindOf(dtype) == ElementKind::kFloat) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Describe(), ": ", std::string(DataTypeName(dtype)), " elements are not integers; use Values()"));
+namespace {
+
+// The elements of an integer or bool arg, exactly, as T (int64_t or
+// uint64_t): OutOfRange for one T cannot hold.
+template <typename T>
+absl::StatusOr<std::vector<T>> ExactElements(const CapturedArg& a, const std::string& value,
+                                             absl::StatusOr<std::string> bytes,
+                                             const ManifestEntry* entry) {
+  constexpr bool kSigned = std::is_signed_v<T>;
+  const char* other = kSigned ? "Unsigned()" : "Integers()";
+  if (KindOf(a.dtype) == ElementKind::kFloat) {
+    return absl::InvalidArgumentError(absl::StrCat(a.Describe(), ": ",
+                                                   std::string(DataTypeName(a.dtype)),
+                                                   " elements are not integers; use Values()"));
   }
-  if (kind == Kind::kScalar) {
-    int64_t v;
-    if (value_ == "true" || value_ == "false") return std::vector<int64_t>{value_ == "true"};
-    if (!absl::SimpleAtoi(value_, &v)) {
-      return absl::OutOfRangeError(
-          absl::StrCat(Describe(), ": ", value_, " is not an int64 (use Unsigned())"));
+  if (a.kind == Kind::kScalar) {
+    T v;
+    if (value == "true" || value == "false") return std::vector<T>{value == "true"};
+    if (!absl::SimpleAtoi(value, &v)) {
+      return absl::OutOfRangeError(absl::StrCat(a.Describe(), ": ", value, " is not a",
+                                                kSigned ? "n int64" : " uint64", " (use ", other,
+                                                ")"));
     }
-    return std::vector<int64_t>{v};
+    return std::vector<T>{v};
   }
-  absl::StatusOr<std::string> bytes = Bytes();
   if (!bytes.ok()) return bytes.status();
-  const uint64_t n = ElementsIn(source_->entries[entry_], bytes->size());
-  std::vector<int64_t> out(n);
+  const uint64_t n = ElementsIn(*entry, bytes->size());
+  std::vector<T> out(n);
   const auto* p = reinterpret_cast<const uint8_t*>(bytes->data());
   for (uint64_t i = 0; i < n; ++i) {
-    if (dtype == DataType::kUint64 && ElementAsUint64(dtype, p, i) > INT64_MAX) {
-      return absl::OutOfRangeError(absl::StrCat(Describe(), ": element ", i, " = ",
-                                                ElementAsUint64(dtype, p, i),
-                                                " is beyond int64 (use Unsigned())"));
+    const bool fits = kSigned ? a.dtype != DataType::kUint64 || ElementAsUint64(a.dtype, p, i) <= INT64_MAX
+                              : KindOf(a.dtype) != ElementKind::kSigned || ElementAsInt64(a.dtype, p, i) >= 0;
+    if (!fits) {
+      return absl::OutOfRangeError(absl::StrCat(
+          a.Describe(), ": element ", i, " = ",
+          kSigned ? absl::StrCat(ElementAsUint64(a.dtype, p, i)) : absl::StrCat(ElementAsInt64(a.dtype, p, i)),
+          kSigned ? " is beyond int64" : " is negative", " (use ", other, ")"));
     }
-    out[i] = ElementAsInt64(dtype, p, i);
+    out[i] = kSigned ? static_cast<T>(ElementAsInt64(a.dtype, p, i))
+                     : static_cast<T>(ElementAsUint64(a.dtype, p, i));
   }
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<int64_t>> CapturedArg::Integers() const {
+  return ExactElements<int64_t>(*this, value_, Bytes(),
+                                source_ ? &source_->entries[entry_] : nullptr);
+}
+
 absl::StatusOr<std::vector<uint64_t>> CapturedArg::Unsigned() const {
-  if (KindOf(dtype) == ElementKind::kFloat) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Describe(), ": ", std::string(DataTypeName(dtype)), " elements are not integers; use Values()"));
-  }
-  if (kind == Kind::kScalar) {
-    uint64_t v;
-    if (value_ == "true" || value_ == "false") return std::vector<uint64_t>{value_ == "true"};
-    if (!absl::SimpleAtoi(value_, &v)) {
-      return absl::OutOfRangeError(
-          absl::StrCat(Describe(), ": ", value_, " is not a uint64 (use Integers())"));
-    }
-    return std::vector<uint64_t>{v};
-  }
-  absl::StatusOr<std::string> bytes = Bytes();
-  if (!bytes.ok()) return bytes.status();
-  const uint64_t n = ElementsIn(source_->entries[entry_], bytes->size());
-  std::vector<uint64_t> out(n);
-  const auto* p = reinterpret_cast<const uint8_t*>(bytes->data());
-  for (uint64_t i = 0; i < n; ++i) {
-    if (KindOf(dtype) == ElementKind::kSigned && ElementAsInt64(dtype, p, i) < 0) {
-      return absl::OutOfRangeError(absl::StrCat(Describe(), ": element ", i, " = ",
-                                                ElementAsInt64(dtype, p, i),
-                                                " is negative (use Integers())"));
-    }
-    out[i] = ElementAsUint64(dtype, p, i);
-  }
-  return out;
+  return ExactElements<uint64_t>(*this, value_, Bytes(),
+                                 source_ ? &source_->entries[entry_] : nullptr);
 }
 
 std::string CapturedArg::Describe() const {

@@ -668,27 +668,6 @@ absl::Status ManifestReader::ParseTopLevelValue(const std::string& key) {
     } else {
       state_ = State::kEntry;
     }
-  } else if (key == "labels" && Peek() == '{') {
-    // {"key": "value", ...}
-    Get();
-    SkipSpace();
-    if (Peek() == '}') {
-      Get();
-      return absl::OkStatus();
-    }
-    for (;;) {
-      std::string label, value;
-      if (absl::Status s = ParseString(&label, where); !s.ok()) return s;
-      if (absl::Status s = Expect(':', where); !s.ok()) return s;
-      SkipSpace();
-      if (absl::Status s = ParseString(&value, where); !s.ok()) return s;
-      summary_.labels[label] = value;
-      SkipSpace();
-      const int c = Get();
-      if (c == '}') break;
-      if (c != ',') return Error(absl::StrCat(where, ": expected ',' or '}'"));
-      SkipSpace();
-    }
   } else if (key == "bin_file") {
     if (Peek() == 'n') return SkipValue(where, 0);
     summary_.has_bin_file = true;
@@ -698,7 +677,8 @@ absl::Status ManifestReader::ParseTopLevelValue(const std::string& key) {
     if (absl::Status s = ParseInt(&v, where); !s.ok()) return s;
     summary_.counters[key] = v;
   } else if (Peek() == '{') {
-    // dropped_by_cause, device_waits: numbers one level down.
+    // dropped_by_cause, device_waits: numbers one level down; labels:
+    // strings.
     Get();
     SkipSpace();
     if (Peek() == '}') {
@@ -714,6 +694,8 @@ absl::Status ManifestReader::ParseTopLevelValue(const std::string& key) {
         int64_t v;
         if (absl::Status s = ParseInt(&v, where); !s.ok()) return s;
         summary_.counters[absl::StrCat(key, ".", sub)] = v;
+      } else if (key == "labels" && Peek() == '"') {
+        if (absl::Status s = ParseString(&summary_.labels[sub], where); !s.ok()) return s;
       } else if (absl::Status s = SkipValue(where, 1); !s.ok()) {
         return s;
       }

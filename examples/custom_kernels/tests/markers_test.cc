@@ -46,6 +46,9 @@ TEST_F(MarkersTest, WhatEachLevelKeepsOfTheMarkedArgs) {
     EXPECT_FALSE(result->wrote_capture);
     GTEST_SKIP() << "the dump is off";
   }
+  if (!result->capture_dir.empty()) {
+    EXPECT_TRUE(argsdump::testing::CheckCaptureFiles(result->capture_dir).ok());
+  }
   auto capture = Capture::Of(*result);
   ASSERT_TRUE(capture.ok()) << capture.status();
   const size_t per_step = level == 1 ? 2 : 9;  // marked: h and a; else every arg

@@ -64,6 +64,9 @@ TEST(SignatureMismatchTest, SkippedWithOneWarningAndExecutionGoesOn) {
   std::snprintf(first_bad, sizeof(first_bad), "0x%016llx", static_cast<unsigned long long>(bad[0]));
   EXPECT_THAT(log, HasSubstr(std::string("WARNING: dump skipped for task ") + first_bad +
                              ": kernel 'axpb' declares tensor slot 0"));
+  if (!result->capture_dir.empty()) {
+    EXPECT_TRUE(argsdump::testing::CheckCaptureFiles(result->capture_dir).ok());
+  }
   auto capture = Capture::Of(*result);
   ASSERT_TRUE(capture.ok()) << capture.status();
   for (uint64_t id : good) EXPECT_FALSE(capture->Find(ArgQuery().Task(id)).empty());

@@ -57,7 +57,9 @@ TEST(StreamingTest, TheModelStreamsToAServiceTheTestStarts) {
                                                0, 0));
 
   // The server's files say the same as its answers; they stay when it stops.
-  const std::string dir = (*server)->root() + "/" + result->capture_name;
+  const std::string dir = (*server)->root() + "/" + result->capture_name + "/args_dump";
+  EXPECT_TRUE(argsdump::testing::CheckCaptureFiles(dir).ok())
+      << argsdump::testing::CheckCaptureFiles(dir);
   auto files = Capture::Open(dir);
   ASSERT_TRUE(files.ok()) << files.status();
   EXPECT_THAT(*files, MatchesCapture(*remote, 0, 0));
