@@ -16,6 +16,11 @@ bool IsDir(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 
 }  // namespace
 
@@ -298,24 +303,37 @@ absl::Status CaptureHub::Load() {
   ::closedir(d);
   for (const std::string& name : names) {
     const std::string dir = options_.root + "/" + name + "/args_dump";
+    std::shared_ptr<Capture> c(new Capture(name, dir, options_.max_capture_bytes));
+    c->info_.set_name(name);
+    captures_[name] = c;
     // A capture whose writer died gets its manifest and index rebuilt.
     if (auto s = CaptureStore::Recover(dir); !s.ok()) {
-      std::fprintf(stderr, "capture_server: skipping %s: %s\n", dir.c_str(),
+      std::fprintf(stderr, "capture_server: %s cannot be served: %s\n", dir.c_str(),
                    std::string(s.message()).c_str());
+      c->damage_ = absl::DataLossError(absl::StrCat("capture ", name, ": ", s.message()));
       continue;
     }
-    auto index = IndexFile::Open(dir + "/" + kIndexName);
+    const std::string index_path = dir + "/" + kIndexName;
+    auto index = IndexFile::Open(index_path);
+    if (!index.ok() && Exists(dir + "/" + kJournalName)) {
+      // Damaged (every row is checked at open): set it aside, rebuild it
+      // from the journal, which says the same.
+      std::fprintf(stderr, "capture_server: %s; rebuilding it from %s\n",
+                   std::string(index.status().message()).c_str(), kJournalName);
+      ::rename(index_path.c_str(), (index_path + ".damaged").c_str());
+      if (absl::Status s = CaptureStore::Recover(dir); s.ok()) index = IndexFile::Open(index_path);
+    }
     if (!index.ok()) {
-      std::fprintf(stderr, "capture_server: skipping %s: %s\n", dir.c_str(),
+      std::fprintf(stderr, "capture_server: %s cannot be served: %s\n", dir.c_str(),
                    std::string(index.status().message()).c_str());
+      c->damage_ =
+          absl::DataLossError(absl::StrCat("capture ", name, ": ", index.status().message()));
       continue;
     }
-    std::shared_ptr<Capture> c(new Capture(name, dir, options_.max_capture_bytes));
     c->info_ = (*index)->info();
     c->durable_.records = (*index)->size();
     c->durable_.bin_bytes = (*index)->counters().payload_bytes();
     c->index_ = std::move(index).value();
-    captures_[name] = std::move(c);
   }
   return absl::OkStatus();
 }
@@ -334,6 +352,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
     if (it == captures_.end()) {
       return absl::NotFoundError(absl::StrCat("no capture named ", open.capture(), " to resume"));
     }
+    if (!it->second->damage_.ok()) return it->second->damage_;
     if (auto s = it->second->Attach(); !s.ok()) return s;
     return it->second;
   }
@@ -368,6 +387,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Find(const std::string& nam
   std::lock_guard<std::mutex> lock(mu_);
   auto it = captures_.find(name);
   if (it == captures_.end()) return absl::NotFoundError(absl::StrCat("no capture named ", name));
+  if (!it->second->damage_.ok()) return it->second->damage_;
   return it->second;
 }
 

@@ -123,6 +123,9 @@ class Capture {
   std::shared_ptr<IndexFile> index_;     // finished
   v1::CaptureInfo info_;
   bool attached_ = false;
+  // Not OK: a finished capture whose files cannot be served (its index
+  // failed validation and could not be rebuilt); every read answers this.
+  absl::Status damage_;
   Watermark durable_;
   std::deque<Job> jobs_;
   bool writer_done_ = false;

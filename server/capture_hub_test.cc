@@ -242,6 +242,52 @@ TEST(CaptureHubTest, ReopeningTheRootListsCapturesAndFinishesWhatWasLive) {
   EXPECT_TRUE(hub->List({{"case", "other"}}, v1::CAPTURE_STATE_UNSPECIFIED, "", 10, &more).empty());
 }
 
+// A finished capture whose args.index was damaged on disk: rebuilt from the
+// journal at startup (and served as before); without a journal, served as
+// DATA_LOSS naming the file and the byte -- never read.
+TEST(CaptureHubTest, ADamagedIndexIsRebuiltOrRefused) {
+  CaptureHub::Options o;
+  o.root = Root("damaged_index");
+  {
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    for (const char* name : {"with_journal", "without_journal"}) {
+      auto c = std::move(hub->Open(OpenRequest(name)).value());
+      Waiter w;
+      uint64_t bin = 0;
+      c->Append(Job(0, 1, 4, &bin), w.Callback());
+      c->Finish(v1::CaptureCounters(), w.Callback());
+      w.Wait();
+    }
+  }
+  for (const char* name : {"with_journal", "without_journal"}) {
+    const std::string index = o.root + "/" + name + "/args_dump/args.index";
+    std::FILE* f = std::fopen(index.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, -40, SEEK_END);  // into the position[] array
+    const std::string ff(24, '\xff');
+    std::fwrite(ff.data(), 1, ff.size(), f);
+    std::fclose(f);
+  }
+  ASSERT_EQ(std::remove((o.root + "/without_journal/args_dump/args.journal").c_str()), 0);
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  auto rebuilt = hub->Find("with_journal");
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  EXPECT_EQ((*rebuilt)->durable().records, 8u);
+  for (uint64_t id = 0; id < 8; ++id) EXPECT_TRUE((*rebuilt)->RecordById(id).has_value());
+  ArgQuery q;
+  q.task_id = 3;
+  EXPECT_EQ((*rebuilt)->Query(q, 0, 10, 100).hits.size(), 2u);
+  auto refused = hub->Find("without_journal");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(refused.status().message().find("args.index: byte "), std::string::npos)
+      << refused.status();
+  // It is still listed (a dashboard sees it), and cannot be resumed.
+  bool more = false;
+  EXPECT_EQ(hub->List({}, v1::CAPTURE_STATE_UNSPECIFIED, "", 10, &more).size(), 2u);
+  EXPECT_EQ(hub->Open(OpenRequest("without_journal", true)).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
 TEST(CaptureHubTest, NamesStayUnderTheRoot) {
   for (const std::string& bad :
        std::vector<std::string>{"", ".", "..", "../x", "a/b", "/abs", "a\\b", "x y"}) {

@@ -184,6 +184,35 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   f->position_ = f->record_id_ + h.rows;
   f->task_ids_ = reinterpret_cast<const uint64_t*>(base + tasks_at);
   if (h.flags & 2) f->stats_at_ = reinterpret_cast<const StatsRow*>(base + stats_at);
+  // Everything a query will read, checked once before the capture is
+  // served: a row that is not one, ids that are not a permutation, or a
+  // task column out of order would otherwise crash lookups or send
+  // answers clients cannot parse.
+  auto at = [&](const void* p) { return static_cast<const char*>(p) - base; };
+  std::vector<bool> seen(h.rows, false);
+  for (uint64_t i = 0; i < h.rows; ++i) {
+    if (absl::Status s = CheckStoredRow(base + rows_at + i * sizeof(ManifestRow)); !s.ok()) {
+      return bad(absl::StrCat("byte ", rows_at + i * sizeof(ManifestRow), ": row ", i, ": ",
+                              s.message()));
+    }
+    const uint32_t id = f->record_id_[i];
+    if (id >= h.rows || seen[id] || f->position_[id] != i) {
+      return bad(absl::StrCat("byte ", at(&f->record_id_[i]), ": row ", i, " has record id ", id,
+                              ", which is out of range, repeated, or not where position[] puts "
+                              "it"));
+    }
+    seen[id] = true;
+    if (f->task_ids_[i] != f->rows_at_[i].task_id || (i > 0 && f->task_ids_[i - 1] > f->task_ids_[i])) {
+      return bad(absl::StrCat("byte ", at(&f->task_ids_[i]), ": the task_id column at row ", i,
+                              " disagrees with its row or is out of order"));
+    }
+    if (f->stats_at_ != nullptr) {
+      const char* present = base + stats_at + i * sizeof(StatsRow) + offsetof(StatsRow, present);
+      if (static_cast<uint8_t>(*present) > 1) {
+        return bad(absl::StrCat("byte ", present - base, ": stats row ", i, " is not one"));
+      }
+    }
+  }
   return f;
 }
 

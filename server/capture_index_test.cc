@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <random>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -166,6 +169,112 @@ TEST(CaptureIndexTest, DamagedFilesAreDataLoss) {
   }
   EXPECT_EQ(IndexFile::Open(path).status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(IndexFile::Open(TempPath("absent.index")).status().code(), absl::StatusCode::kNotFound);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void Put(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// Where the sections of an index of `rows` rows start (the layout the
+// header comment gives).
+struct Layout {
+  uint64_t rows_at, record_ids_at, positions_at, tasks_at;
+};
+Layout LayoutOf(const std::string& bytes, uint64_t rows) {
+  uint32_t info, counters;
+  std::memcpy(&info, bytes.data() + 12, 4);
+  std::memcpy(&counters, bytes.data() + 24, 4);
+  Layout l;
+  l.rows_at = 64 + ((uint64_t{info} + counters + 7) & ~uint64_t{7});
+  l.record_ids_at = l.rows_at + rows * sizeof(ManifestRow);
+  l.positions_at = l.record_ids_at + rows * 4;
+  l.tasks_at = l.positions_at + rows * 4;
+  return l;
+}
+
+// Every way a file of the right size can lie: each is refused at open
+// (DataLoss naming the file and the byte), so that no lookup reads it.
+TEST(CaptureIndexTest, EveryRowAndArrayIsCheckedAtOpen) {
+  const RecordList rows = Rows();
+  ASSERT_NE(WriteAndOpen("lies.index", rows), nullptr);
+  const std::string path = TempPath("lies.index");
+  const std::string good = Slurp(path);
+  const Layout l = LayoutOf(good, rows.size());
+  struct Lie {
+    std::string what;
+    uint64_t at;
+    std::string bytes;
+    std::string says;
+  };
+  const uint64_t row5 = l.rows_at + 5 * sizeof(ManifestRow);
+  const std::vector<Lie> lies = {
+      {"positions all 0xFF", l.positions_at, std::string(rows.size() * 4, '\xff'), "record id"},
+      {"a record id out of range", l.record_ids_at + 8, std::string("\xff\xff\xff\xff", 4),
+       "has record id 4294967295"},
+      {"a repeated record id", l.record_ids_at + 4, good.substr(l.record_ids_at, 4), "repeated"},
+      {"a bool holding 0x9f", row5 + offsetof(ManifestRow, truncated), "\x9f", "holds 159"},
+      {"a role out of range", row5 + offsetof(ManifestRow, role), "\x09", "enum out of range"},
+      {"a dtype out of range", row5 + offsetof(ManifestRow, dtype), "\x7f", "enum out of range"},
+      {"9 dims", row5 + offsetof(ManifestRow, ndims), "\x09", "9 dims"},
+      {"7 func ids", row5 + offsetof(ManifestRow, func_count), "\x07", "7 func ids"},
+      {"bin_offset + bin_size overflowing", row5 + offsetof(ManifestRow, bin_size),
+       std::string(8, '\xff'), "overflows"},
+      {"the task column out of order", l.tasks_at, std::string(8, '\xff'), "task_id column"},
+      {"a row's task_id unlike its column", row5, std::string(8, '\x01'), "task_id column"},
+  };
+  for (const Lie& lie : lies) {
+    std::string bad = good;
+    bad.replace(lie.at, lie.bytes.size(), lie.bytes);
+    Put(path, bad);
+    auto f = IndexFile::Open(path);
+    ASSERT_FALSE(f.ok()) << lie.what;
+    EXPECT_EQ(f.status().code(), absl::StatusCode::kDataLoss) << lie.what;
+    EXPECT_NE(f.status().message().find("lies.index: byte "), std::string::npos)
+        << lie.what << ": " << f.status();
+    EXPECT_NE(f.status().message().find(lie.says), std::string::npos)
+        << lie.what << ": " << f.status();
+  }
+  Put(path, good);
+  EXPECT_TRUE(IndexFile::Open(path).ok());
+}
+
+// Random damage anywhere: refused at open, or (bytes no query trusts, such
+// as a shape or a counter) served without a crash: every lookup of the
+// opened index stays in bounds (ASan runs this too).
+TEST(CaptureIndexTest, RandomDamageIsRefusedOrHarmless) {
+  const RecordList rows = Rows();
+  ASSERT_NE(WriteAndOpen("random.index", rows), nullptr);
+  const std::string path = TempPath("random.index");
+  const std::string good = Slurp(path);
+  std::mt19937 rng(3);
+  int refused = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string bad = good;
+    for (int k = 0; k < 1 + static_cast<int>(rng() % 4); ++k) {
+      bad[rng() % bad.size()] = static_cast<char>(rng());
+    }
+    Put(path, bad);
+    auto f = IndexFile::Open(path);
+    if (!f.ok()) {
+      EXPECT_EQ(f.status().code(), absl::StatusCode::kDataLoss);
+      ++refused;
+      continue;
+    }
+    for (uint64_t id = 0; id < (*f)->size() + 2; ++id) (*f)->RecordById(id);
+    for (const ManifestRow& r : rows) {
+      ArgQuery q;
+      q.task_id = r.task_id;
+      (*f)->Query(q, 0, 100, 1000);
+    }
+    (*f)->Query(ArgQuery(), 0, 1000, 1000);
+    (*f)->ByArrival(ArgQuery(), 0, 1000);
+  }
+  EXPECT_GT(refused, 0);
 }
 
 }  // namespace

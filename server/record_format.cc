@@ -220,6 +220,36 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
   return row;
 }
 
+absl::Status CheckStoredRow(const char* raw) {
+  auto byte = [&](size_t offset) { return static_cast<uint8_t>(raw[offset]); };
+  for (size_t offset :
+       {offsetof(ManifestRow, is_contiguous), offsetof(ManifestRow, truncated),
+        offsetof(ManifestRow, overwritten), offsetof(ManifestRow, arg_index_ambiguous),
+        offsetof(ManifestRow, in_flight_snapshot), offsetof(ManifestRow, overflow)}) {
+    if (byte(offset) > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a flag at row byte ", offset, " holds ", byte(offset), ", not 0 or 1"));
+    }
+  }
+  // The bools are 0/1: the row may be read as a struct now.
+  ManifestRow r;
+  std::memcpy(&r, raw, sizeof(r));
+  if (r.ndims > abi::kMaxDims) return absl::InvalidArgumentError(absl::StrCat(r.ndims, " dims"));
+  if (r.func_count > abi::kMaxFuncIds) {
+    return absl::InvalidArgumentError(absl::StrCat(r.func_count, " func ids"));
+  }
+  if (!v1::Role_IsValid(r.role) || !v1::Stage_IsValid(r.stage) || !v1::Kind_IsValid(r.kind) ||
+      !v1::DType_IsValid(r.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("an enum out of range (role ", r.role, ", stage ",
+                                                   r.stage, ", kind ", r.kind, ", dtype ",
+                                                   r.dtype, ")"));
+  }
+  if (r.bin_offset + r.bin_size < r.bin_offset) {
+    return absl::InvalidArgumentError("bin_offset + bin_size overflows");
+  }
+  return absl::OkStatus();
+}
+
 v1::ArgRecord RecordFromRow(const ManifestRow& row) {
   v1::ArgRecord r;
   r.set_task_id(row.task_id);

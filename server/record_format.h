@@ -84,6 +84,12 @@ v1::ArgRecord RecordFromRow(const ManifestRow& row);
 // payload. InvalidArgument naming the field.
 absl::Status ValidateRecord(const v1::ArgRecord& record);
 
+// A row read back raw from a file (args.index): enums in range, bools 0 or
+// 1, at most 5 dims and 3 func ids, payload offset + size without
+// overflow. InvalidArgument naming the field. `raw` is sizeof(ManifestRow)
+// bytes, read as bytes: a bool holding 0x9f is never loaded as a bool.
+absl::Status CheckStoredRow(const char* raw);
+
 // The on-disk index (args.index) stores rows raw: pin their layout.
 static_assert(sizeof(bool) == 1, "ManifestRow bools are one byte on disk");
 static_assert(sizeof(ManifestRow) == 120, "ManifestRow is part of the args.index format");
