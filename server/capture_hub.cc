@@ -1,7 +1,13 @@
 #include "server/capture_hub.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <cstdio>
 #include <utility>
@@ -282,7 +288,28 @@ void Capture::WriterLoop() {
 absl::StatusOr<std::unique_ptr<CaptureHub>> CaptureHub::Open(Options options) {
   if (options.root.empty()) return absl::InvalidArgumentError("capture hub: --root is empty");
   if (auto s = MakeDirs(options.root); !s.ok()) return s;
+  // One server per root: two would each think they own every capture.
+  const std::string lock_path = options.root + "/" + kRootLockName;
+  const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("capture hub: cannot open ", lock_path, ": ", std::strerror(errno)));
+  }
+  if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    char holder[32] = {};
+    const ssize_t n = ::pread(lock, holder, sizeof(holder) - 1, 0);
+    ::close(lock);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--root ", options.root, " is in use by another capture_server (pid ",
+        n > 0 ? std::string(holder, static_cast<size_t>(n)) : "?",
+        "); one server per root"));
+  }
+  const std::string pid = absl::StrCat(::getpid());
+  if (::ftruncate(lock, 0) != 0 || ::pwrite(lock, pid.data(), pid.size(), 0) < 0) {
+    // The lock holds; only the holder's pid in messages is lost.
+  }
   std::unique_ptr<CaptureHub> hub(new CaptureHub(std::move(options)));
+  hub->lock_fd_ = lock;
   if (auto s = hub->Load(); !s.ok()) return s;
   return hub;
 }
@@ -340,8 +367,11 @@ absl::Status CaptureHub::Load() {
 
 CaptureHub::~CaptureHub() {
   FinishAll();
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [name, c] : captures_) c->JoinWriter();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [name, c] : captures_) c->JoinWriter();
+  }
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the root
 }
 
 absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& open) {

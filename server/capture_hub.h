@@ -135,13 +135,19 @@ class Capture {
   uint64_t next_watcher_ = 1;
 };
 
+// <root>/.capture_server.lock: held (flock) by the hub serving the root,
+// holding its pid.
+inline constexpr char kRootLockName[] = ".capture_server.lock";
+
 class CaptureHub {
  public:
   struct Options {
     std::string root;
     uint64_t max_capture_bytes = 0;  // args.bin bytes per capture, 0: no limit
   };
-  // Creates the root if needed, lists its captures, recovers broken ones.
+  // Creates the root if needed, locks it (FailedPrecondition naming the
+  // holder's pid when another hub has it), lists its captures, recovers
+  // broken ones.
   static absl::StatusOr<std::unique_ptr<CaptureHub>> Open(Options options);
   // Finishes every live capture (graceful shutdown) and joins the writers.
   ~CaptureHub();
@@ -163,6 +169,7 @@ class CaptureHub {
   explicit CaptureHub(Options options) : options_(std::move(options)) {}
   absl::Status Load();
   const Options options_;
+  int lock_fd_ = -1;  // flock(LOCK_EX) on <root>/.capture_server.lock
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Capture>> captures_;
 };

@@ -774,6 +774,9 @@ absl::StatusOr<std::unique_ptr<CaptureServer>> CaptureServer::Start(CaptureServe
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second server on the same port
+  // would start and share the calls.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.listen, creds, &server->port_);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
@@ -786,9 +789,11 @@ absl::StatusOr<std::unique_ptr<CaptureServer>> CaptureServer::Start(CaptureServe
 void CaptureServer::Shutdown(std::chrono::milliseconds grace) {
   if (shut_down_) return;
   shut_down_ = true;
-  server_->Shutdown(std::chrono::system_clock::now() + grace);
-  server_->Wait();
-  hub_->FinishAll();
+  if (server_ != nullptr) {  // null when Start failed
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
+    server_->Wait();
+  }
+  if (hub_ != nullptr) hub_->FinishAll();
 }
 
 CaptureServer::~CaptureServer() { Shutdown(std::chrono::milliseconds(0)); }

@@ -360,3 +360,61 @@ TEST(CaptureServerProcessTest, SigtermWritesTheManifestOfLiveCaptures) {
 
 }  // namespace
 }  // namespace argsdump
+
+namespace argsdump {
+namespace {
+
+// A capture_server that is expected to refuse to start: its exit status
+// and what it printed on stderr.
+std::pair<int, std::string> RunToExit(const std::vector<std::string>& flags) {
+  int err[2];
+  EXPECT_EQ(::pipe(err), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(err[1], 2);
+    ::close(err[0]);
+    ::close(err[1]);
+    const std::string bin = ServerBinary();
+    std::vector<char*> argv = {const_cast<char*>(bin.c_str())};
+    for (const std::string& f : flags) argv.push_back(const_cast<char*>(f.c_str()));
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  ::close(err[1]);
+  std::string text;
+  char buf[512];
+  for (ssize_t n; (n = ::read(err[0], buf, sizeof(buf))) > 0;) text.append(buf, n);
+  ::close(err[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+}
+
+// One server per root, and per port: a second one exits 2 saying why
+// instead of answering every other call.
+TEST(CaptureServerProcessTest, ASecondServerOnTheSameRootOrPortExitsTwo) {
+  const std::string root = TempDir("one_per_root");
+  ServerProcess first;
+  first.Start(root);
+  const auto [same_root, root_err] =
+      RunToExit({"--listen=127.0.0.1:0", "--root=" + root, "--shutdown_grace_ms=100"});
+  EXPECT_EQ(same_root, 2) << root_err;
+  EXPECT_NE(root_err.find("--root " + root + " is in use by another capture_server (pid "),
+            std::string::npos)
+      << root_err;
+  const auto [same_port, port_err] = RunToExit(
+      {"--listen=" + first.target(), "--root=" + TempDir("other_root"), "--shutdown_grace_ms=100"});
+  EXPECT_EQ(same_port, 2) << port_err;
+  EXPECT_NE(port_err.find("cannot listen on " + first.target()), std::string::npos) << port_err;
+  first.Signal(SIGTERM);
+  EXPECT_EQ(first.Wait(), 0);
+  // Once it is gone, the root is free again.
+  ServerProcess again;
+  again.Start(root);
+  again.Signal(SIGTERM);
+  EXPECT_EQ(again.Wait(), 0);
+}
+
+}  // namespace
+}  // namespace argsdump
