@@ -20,6 +20,7 @@
 #include "device/dump_config.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"
+#include "tools/cli_flags.h"
 
 ABSL_FLAG(std::string, workload, "vector_example",
           "a built-in workload name (see --list_workloads) or a workload .json file");
@@ -110,6 +111,9 @@ int Main(int argc, char** argv) {
       }
       args[i] = name + (eq == std::string::npos ? "" : args[i].substr(eq));
     }
+  }
+  if (std::string bad = CheckCommandLineFlags({args.begin() + 1, args.end()}); !bad.empty()) {
+    return Fail(bad);
   }
   std::vector<char*> cargs;
   for (std::string& a : args) cargs.push_back(a.data());

@@ -1,5 +1,7 @@
 #include "device/workload.h"
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -289,6 +291,12 @@ absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name) {
 
 absl::StatusOr<v1::WorkloadSpec> LoadWorkloadFile(const std::string& path,
                                                   const KernelRegistry& kernels) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "workload file ", path, ": ", S_ISDIR(st.st_mode) ? "is a directory" : "is not a file",
+        " (pass a .json workload file or a built-in name)"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("workload file ", path, ": cannot open"));
   std::ostringstream text;
@@ -427,10 +435,17 @@ absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadS
                                                              SimRuntime* runtime) {
   if (absl::Status s = ValidateWorkload(spec, kernels); !s.ok()) return s;
   std::map<std::string, Tensor> tensors;
-  for (const v1::BufferSpec& b : spec.buffers()) {
+  for (int i = 0; i < spec.buffers_size(); ++i) {
+    const v1::BufferSpec& b = spec.buffers(i);
     const DataType dtype = *DataTypeFromName(b.dtype());
     auto t = runtime->Alloc(dtype, {b.shape().begin(), b.shape().end()});
-    if (!t.ok()) return t.status();
+    if (!t.ok()) {
+      uint64_t numel = 1;
+      for (uint32_t d : b.shape()) numel = d != 0 && numel > UINT64_MAX / d ? UINT64_MAX : numel * d;
+      return FieldError(absl::StrCat("buffers[", i, "] '", b.name(), "'"),
+                        absl::StrCat(std::string(b.dtype()), " ", numel, " elements: ",
+                                     t.status().message()));
+    }
     uint8_t* data = t->buffer()->data();
     const uint64_t n = t->numel();
     const v1::InitSpec& init = b.init();

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/capture_service.h"
+#include "tools/cli_flags.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port to listen on (port 0: any free port, printed at start)");
@@ -89,6 +90,10 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("argsdump capture service (gRPC)");
+  if (std::string bad = argsdump::CheckCommandLineFlags({argv + 1, argv + argc}); !bad.empty()) {
+    std::fprintf(stderr, "capture_server: %s\n", bad.c_str());
+    return 2;
+  }
   absl::ParseCommandLine(argc, argv);
   // The generated health descriptors must be in this binary for reflection
   // to describe grpc.health.v1.Health (gRPC's own health service uses upb).

@@ -73,11 +73,25 @@ uint32_t PageSize(uint32_t requested) {
   return requested == 0 ? kDefaultPageSize : std::min(requested, kMaxPageSize);
 }
 
+// A page token as messages show it: never more than 40 characters of it
+// (an 8 KB token echoed whole broke gRPC's metadata limit).
+std::string ShownToken(const std::string& token) {
+  std::string shown = token.size() <= 40 ? token : token.substr(0, 40) + "...";
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  }
+  return absl::StrCat("'", shown, "'", token.size() > 40 ? absl::StrCat(" (", token.size(), " bytes)") : "");
+}
+
 absl::StatusOr<uint64_t> ParsePosition(const std::string& token) {
   uint64_t v = 0;
   if (token.empty()) return 0;
-  if (token[0] != 'p' || !absl::SimpleAtoi(token.substr(1), &v)) {
-    return absl::InvalidArgumentError(absl::StrCat("page_token '", token, "' is not one of ours"));
+  // "p" and a decimal position: at most 21 characters.
+  if (token.size() > 21 || token[0] != 'p' || token.size() < 2 ||
+      !std::all_of(token.begin() + 1, token.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      !absl::SimpleAtoi(token.substr(1), &v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token ", ShownToken(token), " is not one of ours"));
   }
   return v;
 }
@@ -678,8 +692,9 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::ListCaptures(grpc::CallbackServerC
     if (request->page_token()[0] != 'n' ||
         !ValidateCaptureName(request->page_token().substr(1)).ok()) {
       return Done(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                        absl::StrCat("page_token '", request->page_token(),
-                                                     "' is not one of ours")));
+                                        absl::StrCat("page_token ",
+                                                     ShownToken(request->page_token()),
+                                                     " is not one of ours")));
     }
     after = request->page_token().substr(1);
   }

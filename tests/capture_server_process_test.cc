@@ -407,6 +407,13 @@ TEST(CaptureServerProcessTest, ASecondServerOnTheSameRootOrPortExitsTwo) {
       {"--listen=" + first.target(), "--root=" + TempDir("other_root"), "--shutdown_grace_ms=100"});
   EXPECT_EQ(same_port, 2) << port_err;
   EXPECT_NE(port_err.find("cannot listen on " + first.target()), std::string::npos) << port_err;
+  // Bad flags: exit 2 naming the flag (absl alone would exit 1).
+  const auto [bogus, bogus_err] = RunToExit({"--bogus_flag=3"});
+  EXPECT_EQ(bogus, 2) << bogus_err;
+  EXPECT_NE(bogus_err.find("--bogus_flag=3: no such flag"), std::string::npos) << bogus_err;
+  const auto [grace, grace_err] = RunToExit({"--shutdown_grace_ms=soon"});
+  EXPECT_EQ(grace, 2) << grace_err;
+  EXPECT_NE(grace_err.find("--shutdown_grace_ms: 'soon'"), std::string::npos) << grace_err;
   first.Signal(SIGTERM);
   EXPECT_EQ(first.Wait(), 0);
   // Once it is gone, the root is free again.

@@ -398,6 +398,23 @@ TEST_F(CaptureServiceTest, QueriesLiveAndFinishedCapturesTheSameWay) {
     v1::QueryArgsResponse resp;
     EXPECT_EQ(stub_->QueryArgs(Ctx().get(), bad, &resp).error_code(),
               grpc::StatusCode::INVALID_ARGUMENT);
+    // Tokens are checked strictly and never echoed whole (an 8 KB one
+    // broke the status metadata).
+    for (const std::string& token :
+         {std::string(8192, 'p'), "p" + std::string(8000, '9'), std::string("p1\n\x01"),
+          std::string("p-1"), std::string("p")}) {
+      bad.set_page_token(token);
+      const grpc::Status st = stub_->QueryArgs(Ctx().get(), bad, &resp);
+      EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << token.size();
+      EXPECT_LT(st.error_message().size(), 120u) << st.error_message();
+      EXPECT_NE(st.error_message().find("is not one of ours"), std::string::npos);
+    }
+    v1::ListCapturesRequest list;
+    list.set_page_token("n" + std::string(8192, 'a'));
+    v1::ListCapturesResponse listed;
+    const grpc::Status st = stub_->ListCaptures(Ctx().get(), list, &listed);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_LT(st.error_message().size(), 120u) << st.error_message();
   };
   check("live");
   EXPECT_EQ(Get("q").state(), v1::CAPTURE_STATE_LIVE);

@@ -90,5 +90,16 @@ grep -q '"task_id": "0x0000000100000000"' "$tmp/exc/args_dump/args_dump.json" \
 ! grep -q '"task_id": "0x0000000100000002"' "$tmp/exc/args_dump/args_dump.json" \
   || { echo "FAIL exception dump: a task after the failure ran"; fails=$((fails + 1)); }
 
+# Bad flags are exit 2 naming the flag (absl would exit 1, the code for a
+# hang); a directory for a workload says so; buffers that cannot be had are
+# named with their size.
+check "unknown flag" 2 "--no_such_flag=1: no such flag" -- "$sim_run" --no_such_flag=1
+check "bad flag value" 2 "--schedulers: 'many'" -- "$sim_run" --schedulers=many
+check "flag without its value" 2 "--workers needs a value" -- "$sim_run" --workers
+check "workload is a directory" 2 "workload file $tmp: is a directory" -- "$sim_run" --workload "$tmp"
+printf '{"name": "huge", "buffers": [{"name": "big", "dtype": "FLOAT64", "shape": [65535, 65535]}, {"name": "also", "dtype": "FLOAT64", "shape": [65535, 65535]}], "tasks": []}' > "$tmp/huge.json"
+check "buffers that cannot be allocated" 2 "buffers\[0\] 'big': FLOAT64 4294836225 elements: device buffer: out of memory for 34358689856 bytes" -- \
+  "$sim_run" --workload "$tmp/huge.json"
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

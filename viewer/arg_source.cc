@@ -45,20 +45,40 @@ class LocalSource : public ArgSource {
   }
 
   absl::Status ReadPayload(const ManifestEntry& e, std::string* bytes) override {
-    bytes->assign(e.bin_size, '\0');
+    bytes->clear();
     if (e.bin_size == 0) return absl::OkStatus();
     if (!bin_open_) {
       // Named by the manifest's bin_file when it came before args[] (the
-      // writer puts it after), else the schema's args.bin.
+      // writer puts it after), else the schema's args.bin; a file of the
+      // capture folder, never a path out of it.
       const ManifestSummary& s = reader_->summary();
-      bin_path_ = absl::StrCat(dir_, "/", s.has_bin_file ? s.bin_file : "args.bin");
-      bin_.open(bin_path_, std::ios::binary);
+      const std::string name = s.has_bin_file ? s.bin_file : "args.bin";
+      bin_path_ = absl::StrCat(dir_, "/", name);
       bin_open_ = true;
+      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+        bin_error_ = absl::DataLossError(absl::StrCat(
+            dir_, "/args_dump.json: bin_file '", name, "' is not a file of the capture folder"));
+      } else {
+        bin_.open(bin_path_, std::ios::binary);
+        struct stat st;
+        if (bin_.is_open() && ::stat(bin_path_.c_str(), &st) == 0) {
+          bin_bytes_ = static_cast<uint64_t>(st.st_size);
+        }
+      }
     }
+    if (!bin_error_.ok()) return bin_error_;
     if (!bin_.is_open()) {
       return absl::NotFoundError(absl::StrCat(bin_path_, ": cannot open (entry ", e.index,
                                               " has ", e.bin_size, " payload bytes)"));
     }
+    // Checked before anything is allocated: a manifest may claim any size.
+    if (e.bin_offset > bin_bytes_ || e.bin_size > bin_bytes_ - e.bin_offset) {
+      return absl::DataLossError(absl::StrCat(
+          bin_path_, ": entry ", e.index, " needs bytes ", e.bin_offset, "..",
+          e.bin_offset + std::min(e.bin_size, UINT64_MAX - e.bin_offset), ", the file holds ",
+          bin_bytes_));
+    }
+    bytes->assign(e.bin_size, '\0');
     bin_.clear();
     bin_.seekg(static_cast<std::streamoff>(e.bin_offset));
     bin_.read(&(*bytes)[0], static_cast<std::streamsize>(e.bin_size));
@@ -99,6 +119,8 @@ class LocalSource : public ArgSource {
   bool bin_open_ = false;
   std::string bin_path_;
   std::ifstream bin_;
+  uint64_t bin_bytes_ = 0;
+  absl::Status bin_error_;
 };
 
 }  // namespace

@@ -102,7 +102,12 @@ class RemoteSource : public ArgSource {
     }
     if (!s.ok()) return FromGrpc(s, absl::StrCat(name(), ": GetCapture"));
     if (summary_.state() == v1::CAPTURE_STATE_FINISHED) return absl::OkStatus();
-    return LoadLive();
+    if (absl::Status loaded = LoadLive(); !loaded.ok()) return loaded;
+    // Again: the records just fetched may be newer than the summary, and
+    // payload sizes are checked against its args.bin bytes.
+    auto again = Context();
+    s = stub_->GetCapture(again.get(), request, &summary_);
+    return s.ok() ? absl::OkStatus() : FromGrpc(s, absl::StrCat(name(), ": GetCapture"));
   }
 
   absl::StatusOr<bool> Next(ManifestEntry* e) override {
@@ -133,8 +138,15 @@ class RemoteSource : public ArgSource {
   }
 
   absl::Status ReadPayload(const ManifestEntry& e, std::string* bytes) override {
-    bytes->assign(e.bin_size, '\0');
+    bytes->clear();
     if (e.bin_size == 0) return absl::OkStatus();
+    // A record may claim any size: no more than the service's args.bin.
+    if (e.bin_offset > summary_.bin_bytes() || e.bin_size > summary_.bin_bytes() - e.bin_offset) {
+      return absl::DataLossError(absl::StrCat(name(), ": record ", e.record_id, " claims bytes ",
+                                              e.bin_offset, " + ", e.bin_size, " of an args.bin of ",
+                                              summary_.bin_bytes()));
+    }
+    bytes->assign(e.bin_size, '\0');
     v1::ReadPayloadRequest request;
     request.set_capture(remote_.capture);
     request.set_record_id(e.record_id);

@@ -141,6 +141,50 @@ TEST(ViewerTest, CorruptManifestIsAnErrorNamingTheByte) {
   EXPECT_NE(r.err.find("args_dump.json: byte "), std::string::npos) << r.err;
 }
 
+// A manifest may claim anything: sizes beyond args.bin, shapes of 2^32
+// elements with a few bytes, a bin_file outside the folder. Every command
+// that reads payloads answers exit 2 naming the file, never an abort.
+TEST(ViewerTest, HostileSizesShapesAndPathsAreErrorsNotAborts) {
+  const std::string dir = MakeCapture(Root() + "/hostile/args_dump");
+  const std::string path = dir + "/args_dump.json";
+  std::string good;
+  {
+    std::ifstream in(path);
+    good.assign((std::istreambuf_iterator<char>(in)), {});
+  }
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    std::ofstream(path, std::ios::trunc) << text;
+  };
+  const std::string golden = MakeCapture(Root() + "/hostile_golden/args_dump");
+  for (const std::string& size : {std::string("1099511627776"), std::string("18446744073709551615"),
+                                  std::string("9223372036854775807")}) {
+    with("\"bin_size\": 32", "\"bin_size\": " + size);
+    for (const std::vector<std::string>& command :
+         {std::vector<std::string>{dir, "--stats"}, {dir, "-e"}, {dir, "--npy"},
+          {dir, "--compare", golden}}) {
+      const Result r = Viewer(command);
+      EXPECT_EQ(r.code, 2) << size << " " << command[1] << ": " << r.err;
+      EXPECT_NE(r.err.find("args.bin: entry 0 needs bytes 0.."), std::string::npos) << r.err;
+    }
+  }
+  // 2^32 x 2^32 elements claimed with 32 bytes captured.
+  with("\"shape\": [2, 4]", "\"shape\": [4294967295, 4294967295]");
+  for (const char* flag : {"--stats", "-e", "--npy"}) {
+    const Result r = Viewer({dir, "-i", "0", flag});
+    EXPECT_TRUE(r.code == 0 || r.code == 2) << flag << ": " << r.code << " " << r.err;
+  }
+  with("\"bin_file\": \"args.bin\"", "\"bin_file\": \"../../../../etc/passwd\"");
+  const Result escape = Viewer({dir, "-e"});
+  EXPECT_EQ(escape.code, 2);
+  EXPECT_NE(escape.err.find("bin_file '../../../../etc/passwd' is not a file of the capture folder"),
+            std::string::npos)
+      << escape.err;
+}
+
 TEST(ViewerTest, PicksTheNewestCaptureUnderOutputs) {
   const std::string base = Root() + "/cwd";
   ASSERT_EQ(std::system(("mkdir -p " + base).c_str()), 0);

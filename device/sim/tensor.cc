@@ -1,7 +1,10 @@
 #include "device/sim/tensor.h"
 
 #include <cstdlib>
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 
 #include "absl/status/status.h"
@@ -40,17 +43,36 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> DeviceBuffer::Create(uint64_t id, 
   }
   std::shared_ptr<DeviceBuffer> b(new DeviceBuffer(id, dtype, elements, NoAbort{}));
   const uint64_t size = std::max<uint64_t>(64, (b->bytes() + 63) / 64 * 64);
-  b->data_ = static_cast<uint8_t*>(std::aligned_alloc(64, size));
-  if (b->data_ == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("device buffer: out of memory for ", size, " bytes"));
+  if (size >= kMappedBytes) {
+    // Zero pages the kernel hands out when touched: a large buffer costs
+    // nothing until the kernels write it, and one that cannot be had is
+    // refused here instead of by the OOM killer in a memset.
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      return absl::ResourceExhaustedError(absl::StrCat("device buffer: out of memory for ", size,
+                                                       " bytes: ", std::strerror(errno)));
+    }
+    b->data_ = static_cast<uint8_t*>(p);
+    b->mapped_bytes_ = size;
+  } else {
+    b->data_ = static_cast<uint8_t*>(std::aligned_alloc(64, size));
+    if (b->data_ == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("device buffer: out of memory for ", size, " bytes"));
+    }
+    std::memset(b->data_, 0, size);
   }
-  std::memset(b->data_, 0, size);
   b->owner_ = owner;
   return b;
 }
 
-DeviceBuffer::~DeviceBuffer() { std::free(data_); }
+DeviceBuffer::~DeviceBuffer() {
+  if (mapped_bytes_ > 0) {
+    ::munmap(data_, mapped_bytes_);
+  } else {
+    std::free(data_);
+  }
+}
 
 absl::StatusOr<Tensor> Tensor::Whole(std::shared_ptr<DeviceBuffer> buffer,
                                      const std::vector<uint32_t>& shape) {

@@ -48,6 +48,8 @@ class DeviceBuffer {
   uint64_t elements_;
   uint8_t* data_;
   const void* owner_ = nullptr;
+  uint64_t mapped_bytes_ = 0;  // mmap'd (Create, large buffers), else malloc'd
+  static constexpr uint64_t kMappedBytes = 1 << 20;
 };
 
 class Tensor {
