@@ -123,10 +123,23 @@ int Main(int argc, char** argv) {
 
   if (!absl::GetFlag(FLAGS_recover).empty()) {
     const std::string dir = FromUserDir(absl::GetFlag(FLAGS_recover));
-    if (absl::Status s = CaptureStore::Recover(dir); !s.ok()) {
+    // 0: nothing acknowledged was lost; 1: the capture was written without
+    // what the damage cost (named here and in its manifest); 2: nothing
+    // could be recovered.
+    RecoveryReport report;
+    const absl::Status s = CaptureStore::Recover(dir, &report);
+    if (!s.ok() && !report.wrote_files) {
       return Fail(absl::StrCat("--recover ", dir, ": ", s.message()));
     }
+    if (!report.damage.empty() || report.records_without_payload > 0) {
+      std::printf("recovery: %s\n", report.Describe().c_str());
+    }
     std::printf("capture: %s/%s\n", dir.c_str(), kManifestName);
+    if (!s.ok()) {
+      std::fprintf(stderr, "sim_run: --recover %s: entries were lost: %s\n", dir.c_str(),
+                   report.Describe().c_str());
+      return 1;
+    }
     return 0;
   }
   if (absl::GetFlag(FLAGS_list_workloads)) {

@@ -333,12 +333,15 @@ absl::Status CaptureHub::Load() {
     std::shared_ptr<Capture> c(new Capture(name, dir, options_.max_capture_bytes));
     c->info_.set_name(name);
     captures_[name] = c;
-    // A capture whose writer died gets its manifest and index rebuilt.
-    if (auto s = CaptureStore::Recover(dir); !s.ok()) {
-      std::fprintf(stderr, "capture_server: %s cannot be served: %s\n", dir.c_str(),
-                   std::string(s.message()).c_str());
-      c->damage_ = absl::DataLossError(absl::StrCat("capture ", name, ": ", s.message()));
-      continue;
+    // A capture whose writer died gets its manifest and index rebuilt;
+    // what a damaged journal cost is in its manifest ("recovery").
+    RecoveryReport report;
+    if (auto s = CaptureStore::Recover(dir, &report); !s.ok()) {
+      std::fprintf(stderr, "capture_server: %s: %s\n", dir.c_str(), std::string(s.message()).c_str());
+      if (!report.wrote_files) {
+        c->damage_ = absl::DataLossError(absl::StrCat("capture ", name, ": ", s.message()));
+        continue;
+      }
     }
     const std::string index_path = dir + "/" + kIndexName;
     auto index = IndexFile::Open(index_path);
@@ -348,7 +351,9 @@ absl::Status CaptureHub::Load() {
       std::fprintf(stderr, "capture_server: %s; rebuilding it from %s\n",
                    std::string(index.status().message()).c_str(), kJournalName);
       ::rename(index_path.c_str(), (index_path + ".damaged").c_str());
-      if (absl::Status s = CaptureStore::Recover(dir); s.ok()) index = IndexFile::Open(index_path);
+      RecoveryReport rebuilt;
+      CaptureStore::Recover(dir, &rebuilt).IgnoreError();
+      if (rebuilt.wrote_files) index = IndexFile::Open(index_path);
     }
     if (!index.ok()) {
       std::fprintf(stderr, "capture_server: %s cannot be served: %s\n", dir.c_str(),

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/manifest.h"
 #include "server/record_format.h"
 
@@ -325,7 +326,34 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
   return WriteManifest(dir_ + "/" + kManifestName, m);
 }
 
-absl::Status CaptureStore::Recover(const std::string& dir) {
+bool RecoveryReport::lossy() const {
+  if (records_without_payload > 0) return true;
+  for (const JournalReader::Damage& d : damage) {
+    if (!d.tail) return true;
+  }
+  return false;
+}
+
+std::string RecoveryReport::Describe() const {
+  std::vector<std::string> parts = {absl::StrCat("kept ", records, " records")};
+  for (const JournalReader::Damage& d : damage) {
+    parts.push_back(absl::StrCat(d.tail ? "dropped a torn last entry: " : "dropped ", d.bytes,
+                                 " journal bytes at byte ", d.offset, " (", d.why, ")"));
+  }
+  if (records_without_payload > 0) {
+    parts.push_back(absl::StrCat("dropped ", records_without_payload,
+                                 " records whose payload ", bin_missing ? "args.bin (missing)" :
+                                 absl::StrCat("args.bin (", bin_bytes, " bytes)"),
+                                 " does not hold"));
+  }
+  if (bin_cut) parts.push_back("cut args.bin back to the last kept payload");
+  return absl::StrJoin(parts, "; ");
+}
+
+absl::Status CaptureStore::Recover(const std::string& dir, RecoveryReport* out) {
+  RecoveryReport scratch;
+  RecoveryReport& report = out != nullptr ? *out : scratch;
+  report = RecoveryReport();
   const bool has_manifest = Exists(dir + "/" + kManifestName);
   if (has_manifest && Exists(dir + "/" + kIndexName)) return absl::OkStatus();
   auto reader = JournalReader::Open(dir + "/" + kJournalName);
@@ -337,39 +365,61 @@ absl::Status CaptureStore::Recover(const std::string& dir) {
   v1::CaptureInfo info;
   v1::CaptureCounters counters;
   bool have_info = false, have_counters = false;
-  RecordList records;
-  StatsTable stats;
-  uint64_t bin_end = 0;
+  std::vector<v1::ArgRecord> journaled;
+  // Every intact entry, in journal order, past damaged regions too.
   while ((*reader)->Next(&type, &payload)) {
     if (type == JournalEntryType::kCaptureInfo) {
-      have_info = info.ParseFromString(payload);
+      v1::CaptureInfo i;
+      if (i.ParseFromString(payload)) {
+        info = std::move(i);
+        have_info = true;
+      }
     } else if (type == JournalEntryType::kRecord) {
       v1::ArgRecord r;
-      if (!r.ParseFromString(payload)) break;
-      auto row = RowFromRecord(r);
-      if (!row.ok()) break;
-      bin_end = std::max(bin_end, r.bin_offset() + r.bin_size());
-      stats.Add(records.size(), r);
-      records.push_back(*row);
+      if (r.ParseFromString(payload) && RowFromRecord(r).ok()) journaled.push_back(std::move(r));
     } else if (type == JournalEntryType::kCounters) {
       have_counters = counters.ParseFromString(payload);
     }
   }
+  report.damage = (*reader)->damage();
+  report.journal_bytes = (*reader)->good_bytes() + (*reader)->dropped_bytes();
   if (!have_info) {
-    return absl::DataLossError(
-        absl::StrCat("capture store: journal in ", dir, " has no capture header"));
+    return absl::DataLossError(absl::StrCat("capture store: journal in ", dir,
+                                            " has no capture header (",
+                                            (*reader)->reason().empty() ? "empty"
+                                                                        : (*reader)->reason(),
+                                            "); nothing to recover"));
   }
+  // Payloads: kept only when args.bin holds them whole.
   const std::string bin = dir + "/" + kBinName;
-  const bool has_bin = Exists(bin);
-  if (has_bin) {
-    struct stat st;
-    if (::stat(bin.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) < bin_end) {
-      return absl::DataLossError(absl::StrCat(
-          "capture store: ", bin, " is ", st.st_size, " bytes, the journal needs ", bin_end));
+  struct stat st;
+  report.bin_missing = ::stat(bin.c_str(), &st) != 0;
+  report.bin_bytes = report.bin_missing ? 0 : static_cast<uint64_t>(st.st_size);
+  RecordList records;
+  StatsTable stats;
+  uint64_t bin_end = 0;
+  for (const v1::ArgRecord& r : journaled) {
+    const uint64_t end = r.bin_offset() + r.bin_size();
+    if (r.bin_size() > 0 && (report.bin_missing || end < r.bin_offset() || end > report.bin_bytes)) {
+      ++report.records_without_payload;
+      continue;
     }
+    bin_end = std::max(bin_end, end);
+    stats.Add(records.size(), r);
+    records.push_back(*RowFromRecord(r));
+  }
+  report.records = records.size();
+  // Bytes past the last kept payload belong to pairs that never reached the
+  // journal (a crash between the two writes): cut them, unless the journal
+  // was damaged before its tail (they may be the payloads of lost entries).
+  bool damaged = false;
+  for (const JournalReader::Damage& d : report.damage) damaged = damaged || !d.tail;
+  if (!report.bin_missing && !damaged && report.bin_bytes > bin_end) {
     if (::truncate(bin.c_str(), static_cast<off_t>(bin_end)) != 0) {
-      return absl::DataLossError(absl::StrCat("capture store: cannot cut ", bin, " back"));
+      return absl::DataLossError(absl::StrCat("capture store: cannot cut ", bin, " back: ",
+                                              std::strerror(errno)));
     }
+    report.bin_cut = true;
   }
   if (!have_counters) CountRecords(records, &counters);
   const std::vector<uint32_t> order = ManifestOrder(records);
@@ -379,17 +429,24 @@ absl::Status CaptureStore::Recover(const std::string& dir) {
       !s.ok()) {
     return s;
   }
-  if (has_manifest) return absl::OkStatus();
-  ManifestContents m;
-  m.level = info.level();
-  m.counters = counters;
-  m.has_bin_file = has_bin;
-  m.recovered = !have_counters;
-  m.labels = SortedLabels(info);
-  m.records = &records;
-  m.order = &order;
-  m.stats = stats.empty() ? nullptr : &stats;
-  return WriteManifest(dir + "/" + kManifestName, m);
+  if (!has_manifest) {
+    ManifestContents m;
+    m.level = info.level();
+    m.counters = counters;
+    m.has_bin_file = !report.bin_missing;
+    m.recovered = !have_counters;
+    m.labels = SortedLabels(info);
+    m.records = &records;
+    m.order = &order;
+    m.stats = stats.empty() ? nullptr : &stats;
+    if (!report.damage.empty() || report.records_without_payload > 0) m.recovery = &report;
+    if (auto s = WriteManifest(dir + "/" + kManifestName, m); !s.ok()) return s;
+  }
+  report.wrote_files = true;
+  if (report.lossy()) {
+    return absl::DataLossError(absl::StrCat("capture store: ", dir, ": ", report.Describe()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace argsdump

@@ -43,6 +43,23 @@ inline constexpr char kManifestName[] = "args_dump.json";
 inline constexpr char kBinName[] = "args.bin";
 inline constexpr char kJournalName[] = "args.journal";
 
+// What a recovery kept, and what it could not keep and why.
+struct RecoveryReport {
+  bool wrote_files = false;         // manifest and args.index were written
+  uint64_t records = 0;             // kept
+  uint64_t journal_bytes = 0;
+  std::vector<JournalReader::Damage> damage;  // journal regions not read
+  uint64_t records_without_payload = 0;  // dropped: args.bin does not hold them
+  uint64_t bin_bytes = 0;           // args.bin as found
+  bool bin_missing = false;
+  bool bin_cut = false;             // args.bin was cut back to the last kept payload
+  // Lost something acknowledged: damage before the tail, or payloads.
+  bool lossy() const;
+  // One line for people ("kept 5334 records; dropped 120 journal bytes at
+  // byte 4096 (checksum mismatch); ...").
+  std::string Describe() const;
+};
+
 class CaptureStore {
  public:
   // `dir` is the args_dump directory; its parents are created as needed.
@@ -71,10 +88,19 @@ class CaptureStore {
   // Writes the manifest, sorted, with the device's loss counters merged in.
   absl::Status Finish(const v1::CaptureCounters& losses);
 
-  // For a directory with a journal and no manifest: cuts args.bin back to
-  // the last journaled payload and writes the manifest. OK when a manifest
-  // already exists; NotFound when there is no journal.
-  static absl::Status Recover(const std::string& dir);
+  // For a directory with a journal and no manifest (or no args.index):
+  // writes them from the journal. Keeps every intact journal entry (past
+  // damaged regions too) whose payload args.bin holds; cuts args.bin back
+  // to the last kept payload only when the journal was whole (a torn tail
+  // is a crash mid-append: nothing acknowledged is in it); records what it
+  // dropped in the manifest ("recovery") and in `report`.
+  //   OK         nothing acknowledged was lost (clean, or a torn tail)
+  //   DataLoss   the files were written, but a damaged journal region or
+  //              payloads missing from args.bin cost entries (`report`
+  //              says which), or nothing could be written (no header)
+  //   NotFound   no journal
+  // OK at once when manifest and index already exist.
+  static absl::Status Recover(const std::string& dir, RecoveryReport* report = nullptr);
 
   const std::string& dir() const { return dir_; }
   const v1::CaptureInfo& info() const { return info_; }

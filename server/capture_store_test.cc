@@ -1,6 +1,7 @@
 #include "server/capture_store.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -8,7 +9,9 @@
 #include <vector>
 
 #include "google/protobuf/util/json_util.h"
+#include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
+#include "server/crc32c.h"
 #include "proto/argsdump/v1/manifest.pb.h"
 
 namespace argsdump {
@@ -206,6 +209,138 @@ TEST(CaptureStoreTest, RecoverRebuildsTheManifestFromTheJournal) {
   EXPECT_EQ(m.args(0).bin_offset(), 36u);
   EXPECT_TRUE(CaptureStore::Recover(dir).ok());  // idempotent
   EXPECT_EQ(CaptureStore::Recover(TempDir("nothing_here")).code(), absl::StatusCode::kNotFound);
+}
+
+// A dead writer's capture of `n` tensors of 4 bytes (task 100 - i, payload
+// 'a' + i) and a scalar per task, without a manifest.
+void WriteUnfinished(const std::string& dir, uint64_t n) {
+  auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_TRUE((*store)->Append(Tensor(100 - i, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT,
+                                        i * 4, 4),
+                                 std::string(4, static_cast<char>('a' + i))).ok());
+    v1::ArgRecord sc;
+    sc.set_task_id(100 - i);
+    sc.set_stage(v1::STAGE_BEFORE_DISPATCH);
+    sc.set_arg_index(1);
+    sc.set_role(v1::ROLE_INPUT);
+    sc.set_kind(v1::KIND_SCALAR);
+    sc.set_dtype(v1::DTYPE_INT32);
+    sc.set_numel(1);
+    sc.set_scalar_bits(i);
+    ASSERT_TRUE((*store)->Append(sc, "").ok());
+  }
+}
+
+// One flipped byte in the middle of the journal costs the entry it is in,
+// not the ones after it; args.bin is not cut (its bytes may be the lost
+// entry's); the manifest and the status say what was dropped and where.
+TEST(CaptureStoreTest, RecoverKeepsEveryEntryAfterADamagedOne) {
+  const std::string dir = TempDir("damaged_middle");
+  WriteUnfinished(dir, 20);
+  const std::string journal = ReadFile(dir + "/args.journal");
+  const std::string bin = ReadFile(dir + "/args.bin");
+  std::string bad = journal;
+  const size_t at = journal.size() / 2;
+  bad[at] ^= 0x10;
+  std::ofstream(dir + "/args.journal", std::ios::trunc | std::ios::binary) << bad;
+  std::ofstream(dir + "/args.bin", std::ios::app | std::ios::binary) << "tail";
+  RecoveryReport report;
+  const absl::Status s = CaptureStore::Recover(dir, &report);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_TRUE(report.wrote_files);
+  EXPECT_EQ(report.records, 39u);  // 40 written, the damaged one lost
+  ASSERT_EQ(report.damage.size(), 1u);
+  EXPECT_FALSE(report.damage[0].tail);
+  EXPECT_LE(report.damage[0].offset, at);
+  EXPECT_GT(report.damage[0].offset + report.damage[0].bytes, at);
+  EXPECT_NE(std::string(s.message()).find("kept 39 records; dropped "), std::string::npos) << s;
+  EXPECT_EQ(ReadFile(dir + "/args.bin"), bin + "tail");  // not cut
+  const v1::ManifestFile m = ParseManifest(dir);
+  EXPECT_EQ(m.total_args(), 39u);
+  EXPECT_EQ(m.recovery().records_kept(), 39u);
+  ASSERT_EQ(m.recovery().journal_damage_size(), 1);
+  EXPECT_EQ(m.recovery().journal_damage(0).offset(), report.damage[0].offset);
+  EXPECT_EQ(m.recovery().journal_damage(0).why(), "checksum mismatch");
+  // Every kept tensor still points at its own bytes.
+  for (const v1::ManifestEntry& e : m.args()) {
+    if (e.kind() != "tensor") continue;
+    uint64_t task;
+    ASSERT_TRUE(absl::SimpleHexAtoi(e.task_id().substr(2), &task));
+    EXPECT_EQ(bin.substr(e.bin_offset(), 4), std::string(4, static_cast<char>('a' + 100 - task)));
+  }
+}
+
+// Entries that claim payload args.bin does not hold: dropped and counted,
+// DATA_LOSS -- never a manifest that points past the end.
+TEST(CaptureStoreTest, RecoverWithArgsBinMissingOrShortIsDataLoss) {
+  for (const bool missing : {true, false}) {
+    const std::string dir = TempDir(missing ? "bin_missing" : "bin_short");
+    WriteUnfinished(dir, 10);
+    if (missing) {
+      ASSERT_EQ(std::remove((dir + "/args.bin").c_str()), 0);
+    } else {
+      ASSERT_EQ(::truncate((dir + "/args.bin").c_str(), 22), 0);  // 5 whole payloads and 2 bytes
+    }
+    RecoveryReport report;
+    const absl::Status s = CaptureStore::Recover(dir, &report);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+    EXPECT_EQ(report.records_without_payload, missing ? 10u : 5u);
+    EXPECT_EQ(report.records, missing ? 10u : 15u);  // the scalars, and the whole payloads
+    const v1::ManifestFile m = ParseManifest(dir);
+    EXPECT_EQ(m.total_args(), report.records);
+    EXPECT_EQ(m.recovery().records_without_payload(), report.records_without_payload);
+    EXPECT_EQ(m.recovery().bin_missing(), missing);
+    EXPECT_EQ(m.bin_file().has_null_value(), missing);
+    for (const v1::ManifestEntry& e : m.args()) {
+      EXPECT_LE(e.bin_offset() + e.bin_size(), missing ? 0u : 22u) << e.task_id();
+    }
+  }
+}
+
+// A torn last entry (a crash mid-append) loses nothing acknowledged: OK,
+// and args.bin is cut back to the last journaled payload.
+TEST(CaptureStoreTest, RecoverAfterATornTailIsOk) {
+  const std::string dir = TempDir("torn_tail");
+  WriteUnfinished(dir, 5);
+  const std::string journal = ReadFile(dir + "/args.journal");
+  std::ofstream(dir + "/args.journal", std::ios::app | std::ios::binary)
+      << journal.substr(8, 20);  // the start of an entry, cut
+  std::ofstream(dir + "/args.bin", std::ios::app | std::ios::binary) << "unjournaled";
+  RecoveryReport report;
+  EXPECT_TRUE(CaptureStore::Recover(dir, &report).ok());
+  EXPECT_EQ(report.records, 10u);
+  ASSERT_EQ(report.damage.size(), 1u);
+  EXPECT_TRUE(report.damage[0].tail);
+  EXPECT_TRUE(report.bin_cut);
+  EXPECT_EQ(ReadFile(dir + "/args.bin").size(), 20u);
+  EXPECT_TRUE(ParseManifest(dir).recovery().journal_damage(0).tail());
+}
+
+// A journal written before sync markers (version 1) still recovers.
+TEST(CaptureStoreTest, RecoverReadsVersionOneJournals) {
+  const std::string dir = TempDir("v1_journal");
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  auto v1_entry = [](uint8_t type, const std::string& payload) {
+    std::string e(9, '\0');
+    const uint32_t length = static_cast<uint32_t>(payload.size());
+    const uint32_t crc = Crc32c(Crc32c(0, &type, 1), payload.data(), payload.size());
+    for (int i = 0; i < 4; ++i) e[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
+    for (int i = 0; i < 4; ++i) e[4 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+    e[8] = static_cast<char>(type);
+    return e + payload;
+  };
+  std::string journal = v1_entry(1, Info(v1::DUMP_LEVEL_FULL).SerializeAsString());
+  for (uint64_t i = 0; i < 3; ++i) {
+    journal += v1_entry(2, Tensor(7 + i, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, i * 4, 4)
+                               .SerializeAsString());
+  }
+  std::ofstream(dir + "/args.journal", std::ios::binary) << journal;
+  std::ofstream(dir + "/args.bin", std::ios::binary) << "aaaabbbbcccc";
+  RecoveryReport report;
+  EXPECT_TRUE(CaptureStore::Recover(dir, &report).ok());
+  EXPECT_EQ(report.records, 3u);
+  EXPECT_EQ(ParseManifest(dir).total_args(), 3u);
 }
 
 // Payloads are written in bounded slices: one batch whose payloads are

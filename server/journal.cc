@@ -11,14 +11,14 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/crc32c.h"
 
 namespace argsdump {
 namespace {
 
-uint32_t Crc(uint8_t type, absl::string_view payload) {
-  return Crc32c(Crc32c(0, &type, 1), payload.data(), payload.size());
-}
+constexpr char kFileMagic[4] = {'A', 'D', 'J', '2'};
+constexpr uint32_t kVersion = 2;
 
 uint32_t GetU32(const char* p) {
   uint32_t v = 0;
@@ -26,11 +26,29 @@ uint32_t GetU32(const char* p) {
   return v;
 }
 
+void PutU32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
+// Version 2: over (length, type, payload).
+uint32_t Crc(uint32_t length, uint8_t type, absl::string_view payload) {
+  char l[4];
+  PutU32(l, length);
+  return Crc32c(Crc32c(Crc32c(0, l, 4), &type, 1), payload.data(), payload.size());
+}
+
+// Version 1: over (type, payload).
+uint32_t CrcV1(uint8_t type, absl::string_view payload) {
+  return Crc32c(Crc32c(0, &type, 1), payload.data(), payload.size());
+}
+
+bool KnownType(uint8_t t) { return t >= 1 && t <= 3; }
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<JournalWriter>> JournalWriter::Open(const std::string& path,
                                                                    bool append) {
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
+  const int flags = O_RDWR | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
   const int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) {
     return absl::UnavailableError(
@@ -38,7 +56,22 @@ absl::StatusOr<std::unique_ptr<JournalWriter>> JournalWriter::Open(const std::st
   }
   struct stat st;
   const uint64_t size = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-  return std::unique_ptr<JournalWriter>(new JournalWriter(fd, path, size));
+  std::unique_ptr<JournalWriter> w(new JournalWriter(fd, path, size));
+  if (size == 0) {
+    char header[kJournalFileHeaderBytes];
+    std::memcpy(header, kFileMagic, 4);
+    PutU32(header + 4, kVersion);
+    w->frame_.assign(header, sizeof(header));
+    if (absl::Status s = w->Flush(); !s.ok()) return s;
+    return w;
+  }
+  char header[kJournalFileHeaderBytes] = {};
+  if (::pread(fd, header, sizeof(header), 0) != static_cast<ssize_t>(sizeof(header)) ||
+      std::memcmp(header, kFileMagic, 4) != 0 || GetU32(header + 4) != kVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "journal ", path, ": not a version ", kVersion, " journal; it cannot be appended to"));
+  }
+  return w;
 }
 
 JournalWriter::~JournalWriter() { ::close(fd_); }
@@ -62,10 +95,10 @@ char* JournalWriter::StageBegin(size_t size) {
 void JournalWriter::StageEnd(char* entry, JournalEntryType type, size_t size) {
   const auto t = static_cast<uint8_t>(type);
   const uint32_t length = static_cast<uint32_t>(size);
-  const uint32_t crc = Crc(t, absl::string_view(entry + kJournalHeaderBytes, size));
-  for (int i = 0; i < 4; ++i) entry[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
-  for (int i = 0; i < 4; ++i) entry[4 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
-  entry[8] = static_cast<char>(t);
+  PutU32(entry, kJournalSync);
+  PutU32(entry + 4, length);
+  PutU32(entry + 8, Crc(length, t, absl::string_view(entry + kJournalHeaderBytes, size)));
+  entry[12] = static_cast<char>(t);
 }
 
 absl::Status JournalWriter::TooLarge(size_t size) const {
@@ -99,30 +132,137 @@ absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(const std::st
   if (!in) return absl::NotFoundError(absl::StrCat("journal ", path, ": cannot open"));
   std::ostringstream data;
   data << in.rdbuf();
-  return std::unique_ptr<JournalReader>(new JournalReader(data.str()));
+  return FromBytes(data.str());
+}
+
+std::unique_ptr<JournalReader> JournalReader::FromBytes(std::string data) {
+  return std::unique_ptr<JournalReader>(new JournalReader(std::move(data)));
+}
+
+JournalReader::JournalReader(std::string data) : data_(std::move(data)) {
+  if (data_.size() >= 4 && std::memcmp(data_.data(), kFileMagic, 4) == 0) {
+    if (data_.size() < kJournalFileHeaderBytes || GetU32(data_.data() + 4) != kVersion) {
+      Drop(0, data_.size(), "an unknown journal version", false);
+      offset_ = data_.size();
+    } else {
+      offset_ = good_ = kJournalFileHeaderBytes;
+    }
+  } else {
+    version_ = 1;  // no header: the format before sync markers
+  }
+}
+
+void JournalReader::Drop(uint64_t from, uint64_t to, std::string why, bool tail) {
+  if (to > from) damage_.push_back(Damage{from, to - from, std::move(why), tail});
+}
+
+uint64_t JournalReader::dropped_bytes() const {
+  uint64_t n = 0;
+  for (const Damage& d : damage_) n += d.bytes;
+  return n;
+}
+
+std::string JournalReader::reason() const {
+  std::vector<std::string> parts;
+  for (const Damage& d : damage_) {
+    parts.push_back(absl::StrCat(d.why, " at byte ", d.offset, " (", d.bytes, " bytes",
+                                 d.tail ? ", the tail" : "", ")"));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+bool JournalReader::EntryAt(uint64_t at, uint8_t* type, absl::string_view* body,
+                            std::string* why) const {
+  const uint64_t left = data_.size() - at;
+  if (left < kJournalHeaderBytes) {
+    *why = "torn entry header";
+    return false;
+  }
+  const char* p = data_.data() + at;
+  if (GetU32(p) != kJournalSync) {
+    *why = "no sync marker";
+    return false;
+  }
+  const uint32_t length = GetU32(p + 4);
+  if (length > kMaxJournalEntryBytes) {
+    *why = "entry length out of range";
+    return false;
+  }
+  if (left - kJournalHeaderBytes < length) {
+    *why = "torn entry";
+    return false;
+  }
+  *type = static_cast<uint8_t>(p[12]);
+  *body = absl::string_view(p + kJournalHeaderBytes, length);
+  if (Crc(length, *type, *body) != GetU32(p + 8)) {
+    *why = "checksum mismatch";
+    return false;
+  }
+  if (!KnownType(*type)) {
+    *why = "unknown entry type";
+    return false;
+  }
+  return true;
 }
 
 bool JournalReader::Next(JournalEntryType* type, std::string* payload) {
-  const uint64_t left = data_.size() - offset_;
-  if (left == 0) return false;
-  auto stop = [&](std::string why) {
-    dropped_ = data_.size() - offset_;
-    reason_ = absl::StrCat(why, " at byte ", offset_);
-    return false;
-  };
-  if (left < kJournalHeaderBytes) return stop("torn entry header");
-  const char* p = data_.data() + offset_;
-  const uint32_t length = GetU32(p);
-  const uint32_t crc = GetU32(p + 4);
-  const uint8_t raw_type = static_cast<uint8_t>(p[8]);
-  if (length > kMaxJournalEntryBytes) return stop("entry length out of range");
-  if (left - kJournalHeaderBytes < length) return stop("torn entry");
-  absl::string_view body(p + kJournalHeaderBytes, length);
-  if (Crc(raw_type, body) != crc) return stop("checksum mismatch");
-  if (raw_type < 1 || raw_type > 3) return stop("unknown entry type");
+  if (offset_ >= data_.size()) return false;
+  if (version_ == 1) {
+    const uint64_t left = data_.size() - offset_;
+    auto stop = [&](const char* why) {
+      Drop(offset_, data_.size(), absl::StrCat(why, " (a version 1 journal: nothing after it "
+                                                    "can be read)"),
+           true);
+      offset_ = data_.size();
+      return false;
+    };
+    if (left < 9) return stop("torn entry header");
+    const char* p = data_.data() + offset_;
+    const uint32_t length = GetU32(p);
+    const uint8_t raw_type = static_cast<uint8_t>(p[8]);
+    if (length > kMaxJournalEntryBytes) return stop("entry length out of range");
+    if (left - 9 < length) return stop("torn entry");
+    absl::string_view body(p + 9, length);
+    if (CrcV1(raw_type, body) != GetU32(p + 4)) return stop("checksum mismatch");
+    if (!KnownType(raw_type)) return stop("unknown entry type");
+    *type = static_cast<JournalEntryType>(raw_type);
+    payload->assign(body.data(), body.size());
+    offset_ += 9 + length;
+    good_ = offset_;
+    return true;
+  }
+  uint8_t raw_type;
+  absl::string_view body;
+  std::string why;
+  if (!EntryAt(offset_, &raw_type, &body, &why)) {
+    // Resynchronise: the next sync marker whose entry checks out.
+    const uint64_t damaged_at = offset_;
+    uint64_t at = offset_ + 1;
+    bool found = false;
+    std::string ignored;
+    for (;;) {
+      const size_t next = data_.find("AJNL", at);  // kJournalSync, little endian
+      if (next == std::string::npos) break;
+      if (EntryAt(next, &raw_type, &body, &ignored)) {
+        found = true;
+        at = next;
+        break;
+      }
+      at = next + 1;
+    }
+    if (!found) {
+      // Nothing whole after it: a torn last append, or damage to the end.
+      Drop(damaged_at, data_.size(), why, true);
+      offset_ = data_.size();
+      return false;
+    }
+    Drop(damaged_at, at, why, false);
+    offset_ = at;
+  }
   *type = static_cast<JournalEntryType>(raw_type);
   payload->assign(body.data(), body.size());
-  offset_ += kJournalHeaderBytes + length;
+  offset_ += kJournalHeaderBytes + body.size();
+  good_ = offset_;
   return true;
 }
 

@@ -1,15 +1,24 @@
-// An append-only journal of typed entries, the store's crash log. Format, one
-// entry after another (little endian):
+// An append-only journal of typed entries, the store's crash log. Format
+// (version 2, little endian):
 //
-//   u32 length   bytes of payload
-//   u32 crc      CRC-32C of (type, payload)
-//   u8  type     JournalEntryType
-//   payload      length bytes
+//   file    = header *entry
+//   header  = "ADJ2" u32 version (= 2)                           8 bytes
+//   entry   = u32 sync (0x4C4E4A41, "AJNL")                      13 bytes +
+//             u32 length   bytes of payload                      payload
+//             u32 crc      CRC-32C of (length, type, payload)
+//             u8  type     JournalEntryType
+//             payload      length bytes
 //
-// A writer appends whole entries with one write() each. A reader returns the
-// entries in order and stops at the first entry that is cut short or fails
-// its checksum (a crash mid-append), reporting how many bytes it dropped
-// instead of failing.
+// A writer appends whole entries with one write() each. A reader returns
+// every whole entry in order. Where an entry is damaged (a flipped byte, a
+// bad length) it looks for the next sync marker whose entry checks out and
+// goes on from there, noting the damaged region (offset and bytes); a torn
+// last entry (a crash mid-append) is the tail it drops. The CRC covers the
+// length, so a damaged length is found too.
+//
+// Version 1 files (no header; entries of u32 length, u32 CRC-32C of (type,
+// payload), u8 type, payload) are still read, without resynchronisation:
+// the first damaged entry ends them, and the reader says so.
 #ifndef ARGSDUMP_SERVER_JOURNAL_H_
 #define ARGSDUMP_SERVER_JOURNAL_H_
 
@@ -17,6 +26,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,7 +40,9 @@ enum class JournalEntryType : uint8_t {
   kCounters = 3,     // argsdump.v1.CaptureCounters, at the end of a capture
 };
 
-inline constexpr uint32_t kJournalHeaderBytes = 9;
+inline constexpr uint32_t kJournalFileHeaderBytes = 8;
+inline constexpr uint32_t kJournalHeaderBytes = 13;  // per entry
+inline constexpr uint32_t kJournalSync = 0x4C4E4A41;
 
 // Bytes per write() for every file the store writes (args.bin, the journal,
 // the manifest, args.index). Large writes were measured slower here, not
@@ -46,7 +58,9 @@ inline constexpr uint32_t kMaxJournalEntryBytes = 64u << 20;
 
 class JournalWriter {
  public:
-  // Creates (truncates) or appends to `path`.
+  // Creates (truncates) `path` with a version 2 header, or appends to it:
+  // FailedPrecondition for a version 1 journal (sealed by recovery instead)
+  // or a file that is not a journal.
   static absl::StatusOr<std::unique_ptr<JournalWriter>> Open(const std::string& path,
                                                              bool append);
   ~JournalWriter();
@@ -86,22 +100,39 @@ class JournalWriter {
 class JournalReader {
  public:
   static absl::StatusOr<std::unique_ptr<JournalReader>> Open(const std::string& path);
+  // The same over bytes in memory (tests, the fuzz target).
+  static std::unique_ptr<JournalReader> FromBytes(std::string data);
 
-  // The next whole entry; false at the end or at the first damaged entry.
+  // The next whole entry (skipping damaged regions); false at the end.
   bool Next(JournalEntryType* type, std::string* payload);
-  // Bytes after the last whole entry (a torn or corrupt tail), once Next()
-  // returned false.
-  uint64_t dropped_bytes() const { return dropped_; }
+
+  // A region the reader could not read (once Next returned false: all).
+  struct Damage {
+    uint64_t offset = 0;  // file offset where it starts
+    uint64_t bytes = 0;
+    std::string why;      // "checksum mismatch", "entry length out of range", ...
+    bool tail = false;    // the end of the file: a torn last append
+  };
+  const std::vector<Damage>& damage() const { return damage_; }
+  // Bytes in damaged regions, the tail included.
+  uint64_t dropped_bytes() const;
   // Offset just past the last whole entry read.
-  uint64_t good_bytes() const { return offset_; }
-  std::string reason() const { return reason_; }
+  uint64_t good_bytes() const { return good_; }
+  int version() const { return version_; }
+  // "checksum mismatch at byte 123 (45 bytes); torn entry at byte 900 (7
+  // bytes, the tail)", or "" when nothing was dropped.
+  std::string reason() const;
 
  private:
-  explicit JournalReader(std::string data) : data_(std::move(data)) {}
+  explicit JournalReader(std::string data);
+  // A whole valid entry at `at` (version 2)? Fills type, body, and `why`.
+  bool EntryAt(uint64_t at, uint8_t* type, absl::string_view* body, std::string* why) const;
+  void Drop(uint64_t from, uint64_t to, std::string why, bool tail);
   std::string data_;
+  int version_ = 2;
   uint64_t offset_ = 0;
-  uint64_t dropped_ = 0;
-  std::string reason_;
+  uint64_t good_ = 0;
+  std::vector<Damage> damage_;
 };
 
 }  // namespace argsdump

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/capture_store.h"
 #include "server/journal.h"
 #include "server/record_format.h"
 
@@ -331,6 +332,21 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& cont
       "},\n",
       "  \"payload_bytes\": ", c.payload_bytes(), ",\n");
   if (m.recovered) out.append("  \"recovered_from_journal\": true,\n");
+  if (m.recovery != nullptr) {
+    const RecoveryReport& r = *m.recovery;
+    absl::StrAppend(&out, "  \"recovery\": {\"records_kept\": ", r.records,
+                    ", \"records_without_payload\": ", r.records_without_payload,
+                    ", \"bin_bytes\": ", r.bin_bytes, ", \"bin_missing\": ",
+                    r.bin_missing ? "true" : "false", ", \"journal_bytes\": ", r.journal_bytes,
+                    ", \"journal_damage\": [");
+    for (size_t i = 0; i < r.damage.size(); ++i) {
+      absl::StrAppend(&out, i > 0 ? ", " : "", "{\"offset\": ", r.damage[i].offset,
+                      ", \"bytes\": ", r.damage[i].bytes, ", \"why\": ");
+      AppendJsonString(r.damage[i].why, &out);
+      absl::StrAppend(&out, ", \"tail\": ", r.damage[i].tail ? "true" : "false", "}");
+    }
+    out.append("]},\n");
+  }
   if (first_overflow) {
     absl::StrAppend(&out, "  \"overflow_tasks\": ", overflow_tasks, ",\n",
                     "  \"first_overflow_task\": \"", TaskIdHex(*first_overflow), "\",\n");

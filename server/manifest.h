@@ -15,6 +15,8 @@
 
 namespace argsdump {
 
+struct RecoveryReport;  // capture_store.h
+
 // The counters that follow from the records (totals, stages, roles,
 // truncated, overwritten, payload bytes, in-flight snapshots), kept as rows
 // are appended so that the export does not walk every row again.
@@ -57,6 +59,8 @@ struct ManifestContents {
   const StatsTable* stats = nullptr;
   // The capture's labels, written as "labels" when there are any.
   std::vector<std::pair<std::string, std::string>> labels;
+  // A recovery that dropped something: written as "recovery" (null: none).
+  const RecoveryReport* recovery = nullptr;
 };
 
 // The labels of a capture's info, sorted by key (for the manifest).

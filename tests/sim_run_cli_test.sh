@@ -101,5 +101,22 @@ printf '{"name": "huge", "buffers": [{"name": "big", "dtype": "FLOAT64", "shape"
 check "buffers that cannot be allocated" 2 "buffers\[0\] 'big': FLOAT64 4294836225 elements: device buffer: out of memory for 34358689856 bytes" -- \
   "$sim_run" --workload "$tmp/huge.json"
 
+# --recover: 0 when nothing acknowledged was lost, 1 when a damaged journal
+# cost entries (named), 2 when nothing can be recovered.
+"$sim_run" --dump-args 2 --workload mixed_example --output-prefix "$tmp/rec" >/dev/null 2>&1
+cp -r "$tmp/rec" "$tmp/rec_clean"
+rm -f "$tmp/rec_clean/args_dump/args_dump.json" "$tmp/rec_clean/args_dump/args.index"
+check "recover a whole journal" 0 "^capture: $tmp/rec_clean/args_dump/args_dump.json" -- \
+  "$sim_run" --recover "$tmp/rec_clean/args_dump"
+rm -f "$tmp/rec/args_dump/args_dump.json" "$tmp/rec/args_dump/args.index"
+size=$(stat -c %s "$tmp/rec/args_dump/args.journal")
+printf '\xff' | dd of="$tmp/rec/args_dump/args.journal" bs=1 seek=$((size / 2)) conv=notrunc status=none
+check "recover past a damaged entry" 1 "recovery: kept [0-9]+ records; dropped [0-9]+ journal bytes at byte" -- \
+  "$sim_run" --recover "$tmp/rec/args_dump"
+grep -q '"recovery": {"records_kept"' "$tmp/rec/args_dump/args_dump.json" \
+  || { echo "FAIL recover: the manifest does not say what was dropped"; fails=$((fails + 1)); }
+mkdir -p "$tmp/rec_none/args_dump" && printf 'junk' > "$tmp/rec_none/args_dump/args.journal"
+check "recover with no capture header" 2 "no capture header" -- "$sim_run" --recover "$tmp/rec_none/args_dump"
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
