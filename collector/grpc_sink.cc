@@ -46,8 +46,15 @@ absl::StatusOr<std::unique_ptr<GrpcSink>> GrpcSink::Connect(GrpcSinkOptions opti
     return absl::UnavailableError(
         absl::StrCat("capture service ", sink->options_.target, ": cannot connect"));
   }
-  if (absl::Status s = sink->OpenStream(false); !s.ok()) return s;
+  if (absl::Status s = sink->OpenStream(sink->options_.resume); !s.ok()) return s;
+  // A resumed capture goes on from its watermark.
+  sink->sent_records_ = sink->durable_records();
   return sink;
+}
+
+uint64_t GrpcSink::durable_records() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return acked_records_;
 }
 
 GrpcSink::~GrpcSink() { CloseStream(); }
@@ -219,14 +226,7 @@ absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& recor
       stream_.reset();
       if (why.ok()) why = absl::UnavailableError("stream ended early");
     }
-    for (;;) {
-      if (!Retryable(why) || attempts++ >= options_.max_reconnects) return why;
-      // Back off: 20 ms, 40 ms, ... up to 1 s between attempts.
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, 20 << attempts)));
-      ++reconnects_;
-      why = OpenStream(true);
-      if (why.ok()) break;
-    }
+    if (absl::Status s = Reconnect(why, &attempts); !s.ok()) return s;
     uint64_t durable;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -246,6 +246,28 @@ absl::Status GrpcSink::AddLabels(
     const std::vector<std::pair<std::string, std::string>>& labels) {
   for (const auto& label : labels) final_labels_.push_back(label);
   return absl::OkStatus();
+}
+
+absl::Status GrpcSink::Reconnect(absl::Status why, int* attempts) {
+  const auto broke = std::chrono::steady_clock::now();
+  for (;;) {
+    if (!Retryable(why) || *attempts >= options_.max_reconnects ||
+        std::chrono::steady_clock::now() - broke > options_.retry_deadline) {
+      return why;
+    }
+    // Back off: 20 ms, 40 ms, ... up to 1 s between attempts.
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, 20 << std::min(*attempts, 6))));
+    ++*attempts;
+    ++reconnects_;
+    why = OpenStream(true);
+    if (why.ok()) return why;
+    // A capture that never held a record is not kept when its stream ends:
+    // open it again.
+    if (why.code() == absl::StatusCode::kNotFound && durable_records() == 0) {
+      why = OpenStream(false);
+      if (why.ok()) return why;
+    }
+  }
 }
 
 absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
@@ -272,27 +294,23 @@ absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
       why = s.ok() ? absl::UnavailableError("stream ended before finished")
                    : FromGrpc(s, options_.target);
     }
-    for (;;) {
-      if (!Retryable(why) || attempts++ >= options_.max_reconnects) return why;
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, 20 << attempts)));
-      ++reconnects_;
-      why = OpenStream(true);
-      if (why.ok()) break;
-      // The finish went through but its answer was lost: done.
-      if (why.code() == absl::StatusCode::kFailedPrecondition) {
-        grpc::ClientContext ctx;
-        ctx.set_deadline(std::chrono::system_clock::now() + options_.ack_timeout);
-        if (!options_.auth_token.empty()) {
-          ctx.AddMetadata("authorization", "Bearer " + options_.auth_token);
-        }
-        v1::GetCaptureRequest get;
-        get.set_capture(options_.capture);
-        if (stub_->GetCapture(&ctx, get, &finished_).ok() &&
-            finished_.state() == v1::CAPTURE_STATE_FINISHED) {
-          return absl::OkStatus();
-        }
+    const absl::Status reopened = Reconnect(why, &attempts);
+    if (reopened.ok()) continue;  // send finish again
+    // The finish went through but its answer was lost: done.
+    if (reopened.code() == absl::StatusCode::kFailedPrecondition) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + options_.ack_timeout);
+      if (!options_.auth_token.empty()) {
+        ctx.AddMetadata("authorization", "Bearer " + options_.auth_token);
+      }
+      v1::GetCaptureRequest get;
+      get.set_capture(options_.capture);
+      if (stub_->GetCapture(&ctx, get, &finished_).ok() &&
+          finished_.state() == v1::CAPTURE_STATE_FINISHED) {
+        return absl::OkStatus();
       }
     }
+    return reopened;
   }
 }
 

@@ -38,7 +38,15 @@ struct GrpcSinkOptions {
   std::chrono::milliseconds ack_timeout{30000};
   // How long Connect waits for the channel to come up (0: ack_timeout).
   std::chrono::milliseconds connect_timeout{0};
-  int max_reconnects = 8;
+  // After a broken stream: reconnect (resume) with backoff until this long
+  // has passed since it broke -- long enough for the service to restart
+  // (its live captures stay live) -- or max_reconnects attempts were made.
+  std::chrono::milliseconds retry_deadline{60000};
+  int max_reconnects = 1 << 20;
+  // Reattach to the live capture of this name (after this client itself
+  // restarted) instead of opening a new one: records go on from its
+  // durable watermark (durable_records()).
+  bool resume = false;
   // Records and payload bytes per message (well under gRPC's 4 MiB).
   size_t max_message_bytes = 1 << 20;
   // Tests: cancel the stream right after sending this many batch messages
@@ -48,7 +56,8 @@ struct GrpcSinkOptions {
 
 class GrpcSink : public CaptureSink {
  public:
-  // Opens a new capture on the service (ALREADY_EXISTS if the name is taken).
+  // Opens a new capture on the service (ALREADY_EXISTS if the name is
+  // taken), or with options.resume the live one of that name.
   static absl::StatusOr<std::unique_ptr<GrpcSink>> Connect(GrpcSinkOptions options);
   ~GrpcSink() override;
 
@@ -62,6 +71,10 @@ class GrpcSink : public CaptureSink {
   // Breaks the current stream as a network failure would (tests).
   void BreakStreamForTest();
   uint64_t reconnects() const { return reconnects_; }
+  // Records the service holds durably (acknowledged), and records handed
+  // to it so far: what a run reports when it ends.
+  uint64_t durable_records();
+  uint64_t sent_records() const { return sent_records_; }
   const v1::CaptureSummary& finished() const { return finished_; }
 
  private:
@@ -75,6 +88,9 @@ class GrpcSink : public CaptureSink {
                 const std::vector<absl::string_view>& payloads, size_t from, uint64_t first_id);
   // Waits until `records` are acked; false when the stream broke or timed out.
   bool WaitAcked(uint64_t records);
+  // After a broken stream (`why`): reopens it with resume, backing off, until
+  // that works, the error is not worth retrying, or retry_deadline passed.
+  absl::Status Reconnect(absl::Status why, int* attempts);
 
   const GrpcSinkOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -133,12 +133,24 @@ absl::Status Capture::Attach() {
         "capture ", name_, " is attached to another ingest stream; retry once it is gone"));
   }
   attached_ = true;
+  last_activity_ = std::chrono::steady_clock::now();
   return absl::OkStatus();
 }
 
 void Capture::Detach() {
   std::lock_guard<std::mutex> lock(mu_);
   attached_ = false;
+  last_activity_ = std::chrono::steady_clock::now();
+}
+
+bool Capture::attached() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return attached_;
+}
+
+std::chrono::steady_clock::time_point Capture::last_activity() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_activity_;
 }
 
 uint64_t Capture::AddWatcher(std::function<void()> poke) {
@@ -311,6 +323,10 @@ absl::StatusOr<std::unique_ptr<CaptureHub>> CaptureHub::Open(Options options) {
   std::unique_ptr<CaptureHub> hub(new CaptureHub(std::move(options)));
   hub->lock_fd_ = lock;
   if (auto s = hub->Load(); !s.ok()) return s;
+  if (hub->options_.live_idle_timeout.count() > 0) {
+    CaptureHub* h = hub.get();
+    hub->reaper_ = std::thread([h] { h->ReapLoop(); });
+  }
   return hub;
 }
 
@@ -333,6 +349,21 @@ absl::Status CaptureHub::Load() {
     std::shared_ptr<Capture> c(new Capture(name, dir, options_.max_capture_bytes));
     c->info_.set_name(name);
     captures_[name] = c;
+    // Live when the server went away: live again, detached, for a resume.
+    if (!Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName)) {
+      auto store = CaptureStore::Reopen(dir);
+      if (store.ok()) {
+        (*store)->EnableTaskIndex();
+        c->info_ = (*store)->info();
+        c->durable_.records = (*store)->records();
+        c->durable_.bin_bytes = (*store)->bin_bytes();
+        c->store_ = std::move(store).value();
+        c->StartWriter();
+        continue;
+      }
+      std::fprintf(stderr, "capture_server: %s; recovering it as finished\n",
+                   std::string(store.status().message()).c_str());
+    }
     // A capture whose writer died gets its manifest and index rebuilt;
     // what a damaged journal cost is in its manifest ("recovery").
     RecoveryReport report;
@@ -371,7 +402,12 @@ absl::Status CaptureHub::Load() {
 }
 
 CaptureHub::~CaptureHub() {
-  FinishAll();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    reap_stop_ = true;
+  }
+  reap_cv_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [name, c] : captures_) c->JoinWriter();
@@ -456,29 +492,69 @@ std::vector<std::shared_ptr<Capture>> CaptureHub::List(
   return out;
 }
 
-void CaptureHub::FinishAll() {
-  std::vector<std::shared_ptr<Capture>> live;
+void CaptureHub::Forget(const std::shared_ptr<Capture>& capture) {
+  if (capture == nullptr) return;
+  std::shared_ptr<Capture> dropped;  // released after the lock, off its writer thread
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [name, c] : captures_) {
-      if (!c->finished()) live.push_back(c);
-    }
-  }
-  for (auto& c : live) {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    c->Finish(v1::CaptureCounters(), [&](absl::Status s, Watermark) {
-      if (!s.ok()) {
-        std::fprintf(stderr, "capture_server: finishing %s: %s\n", c->name().c_str(),
-                     std::string(s.message()).c_str());
+    auto it = captures_.find(capture->name());
+    if (it == captures_.end() || it->second != capture) return;
+    {
+      std::lock_guard<std::mutex> c(capture->mu_);
+      if (capture->store_ == nullptr || capture->attached_ || capture->durable_.records > 0 ||
+          capture->store_->created()) {
+        return;
       }
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
-      cv.notify_all();
-    });
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return done; });
+    }
+    dropped = std::move(it->second);
+    captures_.erase(it);
+  }
+}
+
+absl::Status CaptureHub::FinishDetached(const std::string& name, Capture::DoneCallback done) {
+  auto c = Find(name);
+  if (!c.ok()) return c.status();
+  if ((*c)->finished()) {
+    return absl::FailedPreconditionError(absl::StrCat("capture ", name, " is finished"));
+  }
+  if ((*c)->attached()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "capture ", name, " is attached to an ingest stream: its client finishes it"));
+  }
+  (*c)->Finish(v1::CaptureCounters(), std::move(done));
+  return absl::OkStatus();
+}
+
+void CaptureHub::ReapLoop() {
+  const auto timeout = options_.live_idle_timeout;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!reap_stop_) {
+    std::vector<std::shared_ptr<Capture>> idle;
+    auto next = std::chrono::steady_clock::now() + timeout;
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& [name, c] : captures_) {
+      if (!c->damage_.ok() || c->finished() || c->attached()) continue;
+      const auto due = c->last_activity() + timeout;
+      if (due <= now) {
+        idle.push_back(c);
+      } else {
+        next = std::min(next, due);
+      }
+    }
+    lock.unlock();
+    for (auto& c : idle) {
+      std::fprintf(stderr, "capture_server: %s was idle for %lld ms with no stream: finishing it\n",
+                   c->name().c_str(), static_cast<long long>(timeout.count()));
+      c->Finish(v1::CaptureCounters(), [name = c->name()](absl::Status s, Watermark) {
+        if (!s.ok()) {
+          std::fprintf(stderr, "capture_server: finishing %s: %s\n", name.c_str(),
+                       std::string(s.message()).c_str());
+        }
+      });
+    }
+    idle.clear();  // before the lock: never the last reference on a writer thread
+    lock.lock();
+    reap_cv_.wait_until(lock, next, [&] { return reap_stop_; });
   }
 }
 

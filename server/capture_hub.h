@@ -7,8 +7,11 @@
 // the final export run there, never on the caller's thread; callers get a
 // callback when their work is durable. Finishing swaps the store for its
 // args.index (IndexFile), so a finished capture costs no memory per record.
-// Opening a hub lists the captures already under the root and rebuilds the
-// manifest and index of any whose writer died (CaptureStore::Recover).
+// Opening a hub lists the captures already under the root: live ones (a
+// server restart) are reopened live and detached for their clients to
+// resume (CaptureStore::Reopen); ones that cannot go on are recovered
+// (CaptureStore::Recover). Only a finish message, FinishCapture or the idle
+// timeout seals a live capture.
 #ifndef ARGSDUMP_SERVER_CAPTURE_HUB_H_
 #define ARGSDUMP_SERVER_CAPTURE_HUB_H_
 
@@ -83,6 +86,9 @@ class Capture {
   // attached (retry), FailedPrecondition when finished.
   absl::Status Attach();
   void Detach();
+  bool attached() const;
+  // When a stream last attached, detached, or had work done (idle timeout).
+  std::chrono::steady_clock::time_point last_activity() const;
 
   // Watchers: `poke` runs (on the writer thread) after records become
   // durable and when the capture finishes. Returns an id for RemoveWatcher.
@@ -123,6 +129,7 @@ class Capture {
   std::shared_ptr<IndexFile> index_;     // finished
   v1::CaptureInfo info_;
   bool attached_ = false;
+  std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
   // Not OK: a finished capture whose files cannot be served (its index
   // failed validation and could not be rebuilt); every read answers this.
   absl::Status damage_;
@@ -144,12 +151,19 @@ class CaptureHub {
   struct Options {
     std::string root;
     uint64_t max_capture_bytes = 0;  // args.bin bytes per capture, 0: no limit
+    // A live capture no stream is attached to gets its manifest after this
+    // long without activity (0: never). Restarts and broken streams keep
+    // captures live; this is what ends the ones no client comes back to.
+    std::chrono::milliseconds live_idle_timeout{0};
   };
   // Creates the root if needed, locks it (FailedPrecondition naming the
-  // holder's pid when another hub has it), lists its captures, recovers
-  // broken ones.
+  // holder's pid when another hub has it), lists its captures: finished
+  // ones (their index rebuilt when damaged), live ones reopened live and
+  // detached (a client resumes them from the durable watermark), broken
+  // ones recovered.
   static absl::StatusOr<std::unique_ptr<CaptureHub>> Open(Options options);
-  // Finishes every live capture (graceful shutdown) and joins the writers.
+  // Joins the writers after their queued work. Live captures stay live on
+  // disk (resumable after a restart); nothing is sealed here.
   ~CaptureHub();
 
   // A new live capture (AlreadyExists if the name is taken), or with
@@ -161,17 +175,27 @@ class CaptureHub {
   std::vector<std::shared_ptr<Capture>> List(const std::map<std::string, std::string>& labels,
                                              v1::CaptureState state, const std::string& after,
                                              size_t limit, bool* more) const;
-  // Finishes every live capture now (their manifests are written); waits.
-  void FinishAll();
+  // Drops `capture` when it is live, detached and holds no record (an
+  // ingest stream opened it and ended without writing: no files exist).
+  void Forget(const std::shared_ptr<Capture>& capture);
+  // Seals a live capture no stream is attached to (the FinishCapture rpc):
+  // FailedPrecondition when it is finished or attached. `done` runs once
+  // its manifest is written.
+  absl::Status FinishDetached(const std::string& name, Capture::DoneCallback done);
   const Options& options() const { return options_; }
 
  private:
   explicit CaptureHub(Options options) : options_(std::move(options)) {}
   absl::Status Load();
+  // Seals live captures idle past options_.live_idle_timeout.
+  void ReapLoop();
   const Options options_;
   int lock_fd_ = -1;  // flock(LOCK_EX) on <root>/.capture_server.lock
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Capture>> captures_;
+  std::condition_variable reap_cv_;  // with mu_
+  bool reap_stop_ = false;
+  std::thread reaper_;
 };
 
 }  // namespace argsdump

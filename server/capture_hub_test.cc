@@ -219,27 +219,91 @@ TEST(CaptureHubTest, QuotaRefusesTheBatchAndKeepsTheCapture) {
   EXPECT_EQ(c->durable().bin_bytes, 320u);
 }
 
-TEST(CaptureHubTest, ReopeningTheRootListsCapturesAndFinishesWhatWasLive) {
+// A hub that goes away (a server restart) leaves its live captures live:
+// the next one lists them live and detached, and a stream resumes them
+// from the durable watermark to a clean finish.
+TEST(CaptureHubTest, ReopeningTheRootKeepsLiveCapturesLive) {
   CaptureHub::Options o;
   o.root = Root("reopen");
+  uint64_t bin = 0;
   {
     auto hub = std::move(CaptureHub::Open(o)).value();
     auto c = std::move(hub->Open(OpenRequest("kept")).value());
     Waiter w;
-    uint64_t bin = 0;
     c->Append(Job(0, 1, 3, &bin), w.Callback());
     w.Wait();
-    // The hub goes away with the capture live: its destructor finishes it.
   }
   auto hub = std::move(CaptureHub::Open(o)).value();
   auto c = hub->Find("kept");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_TRUE((*c)->finished());
+  EXPECT_FALSE((*c)->finished());
+  EXPECT_FALSE((*c)->attached());
   EXPECT_EQ((*c)->durable().records, 6u);
+  EXPECT_EQ((*c)->durable().bin_bytes, 3u * 64);
   EXPECT_EQ((*c)->Summary().labels().at("case"), "hub");
+  EXPECT_TRUE((*c)->RecordById(5).has_value());
   bool more = false;
-  EXPECT_EQ(hub->List({{"case", "hub"}}, v1::CAPTURE_STATE_FINISHED, "", 10, &more).size(), 1u);
+  EXPECT_EQ(hub->List({{"case", "hub"}}, v1::CAPTURE_STATE_LIVE, "", 10, &more).size(), 1u);
   EXPECT_TRUE(hub->List({{"case", "other"}}, v1::CAPTURE_STATE_UNSPECIFIED, "", 10, &more).empty());
+  // A new stream opens it fresh: refused. Resumed: it goes on.
+  EXPECT_EQ(hub->Open(OpenRequest("kept")).status().code(), absl::StatusCode::kAlreadyExists);
+  auto resumed = hub->Open(OpenRequest("kept", true));
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  Waiter w;
+  (*resumed)->Append(Job(6, 4, 2, &bin), w.Callback());
+  (*resumed)->Finish(v1::CaptureCounters(), w.Callback());
+  for (const Outcome& out : w.Wait()) EXPECT_TRUE(out.ok()) << out;
+  EXPECT_TRUE((*c)->finished());
+  EXPECT_EQ((*c)->durable().records, 10u);
+  EXPECT_FALSE((*c)->Summary().recovered());
+}
+
+// A live capture nobody comes back to is sealed after the idle timeout (a
+// watcher sees it end); an explicit finish does the same at once; neither
+// touches a capture a stream is attached to.
+TEST(CaptureHubTest, IdleLiveCapturesAreSealedAndExplicitFinishWorks) {
+  CaptureHub::Options o;
+  o.root = Root("idle");
+  o.live_idle_timeout = std::chrono::milliseconds(50);
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  auto idle = std::move(hub->Open(OpenRequest("idle")).value());
+  auto busy = std::move(hub->Open(OpenRequest("busy")).value());
+  {
+    Waiter w;
+    uint64_t bin = 0;
+    idle->Append(Job(0, 1, 2, &bin), w.Callback());
+    uint64_t bin2 = 0;
+    busy->Append(Job(0, 1, 2, &bin2), w.Callback());
+    w.Wait();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool sealed = false;
+  const uint64_t watcher = idle->AddWatcher([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    if (idle->finished()) sealed = true;
+    cv.notify_all();
+  });
+  idle->Detach();  // its stream went away
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return sealed; });
+  }
+  idle->RemoveWatcher(watcher);
+  EXPECT_TRUE(idle->finished());
+  EXPECT_EQ(idle->durable().records, 4u);
+  EXPECT_FALSE(busy->finished());  // attached: never sealed by the timeout
+  // FinishCapture: refused while attached, done once detached.
+  Waiter none;
+  EXPECT_EQ(hub->FinishDetached("busy", none.Callback()).code(),
+            absl::StatusCode::kFailedPrecondition);
+  busy->Detach();
+  Waiter w;
+  ASSERT_TRUE(hub->FinishDetached("busy", w.Callback()).ok());
+  for (const Outcome& out : w.Wait()) EXPECT_TRUE(out.ok()) << out;
+  EXPECT_TRUE(busy->finished());
+  EXPECT_EQ(hub->FinishDetached("busy", none.Callback()).code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 // A finished capture whose args.index was damaged on disk: rebuilt from the

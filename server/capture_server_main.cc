@@ -29,7 +29,12 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
 ABSL_FLAG(std::string, auth_token_file, "",
           "file holding a bearer token every CaptureService call must present "
           "('authorization: Bearer <token>')");
-ABSL_FLAG(int, shutdown_grace_ms, 5000, "how long running calls get at SIGINT/SIGTERM");
+ABSL_FLAG(int, shutdown_grace_ms, 5000,
+          "how long running calls get at SIGINT/SIGTERM (then they are cancelled; live "
+          "captures stay live on disk, resumable after a restart)");
+ABSL_FLAG(int64_t, live_idle_timeout_ms, 600000,
+          "a live capture no stream is attached to gets its manifest after this long without "
+          "activity (0: never)");
 
 namespace argsdump {
 namespace {
@@ -49,6 +54,10 @@ int Main() {
   o.listen = absl::GetFlag(FLAGS_listen);
   o.hub.root = absl::GetFlag(FLAGS_root);
   o.hub.max_capture_bytes = absl::GetFlag(FLAGS_max_capture_bytes);
+  const int64_t idle = absl::GetFlag(FLAGS_live_idle_timeout_ms);
+  if (idle < 0) return Fail(absl::StrCat("--live_idle_timeout_ms: ", idle, " is negative"));
+  o.hub.live_idle_timeout = std::chrono::milliseconds(idle);
+  if (absl::GetFlag(FLAGS_shutdown_grace_ms) < 0) return Fail("--shutdown_grace_ms: negative");
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   const std::string token_file = absl::GetFlag(FLAGS_auth_token_file);

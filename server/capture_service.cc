@@ -142,16 +142,28 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
     std::lock_guard<std::recursive_mutex> lock(shared_->mu);
     reading_ = false;
     if (!ok) {
-      // The client half-closed (finish the capture) or the call broke
-      // (leave it live for a resume). Nothing to do if already ending.
+      // Only a `finish` message ends a capture. A half-close without one,
+      // a broken or cancelled call, or a message gRPC refused (too large)
+      // leaves it live, for a resume.
       if (ending_ || finishing_) return;
       if (context_->IsCancelled()) {
         EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream cancelled"));
       } else if (capture_ == nullptr) {
         EndLocked(grpc::Status::OK);
-      } else if (!finishing_) {
-        FinishCaptureLocked(v1::CaptureCounters());
+      } else {
+        EndLocked(grpc::Status(
+            grpc::StatusCode::FAILED_PRECONDITION,
+            absl::StrCat("ingest: the stream ended without a finish message; capture ",
+                         capture_->name(), " stays live (resume it and send finish)")));
       }
+      return;
+    }
+    if (finishing_) {
+      // After `finish`, the stream carries nothing more: say so instead of
+      // dropping it.
+      EndLocked(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                             request_.has_finish() ? "ingest: finish sent twice"
+                                                   : "ingest: a message after finish"));
       return;
     }
     absl::Status s;
@@ -188,14 +200,28 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
     WriteNextLocked();
   }
 
+  void OnCancel() override {
+    std::lock_guard<std::recursive_mutex> lock(shared_->mu);
+    EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream cancelled"));
+  }
+
   void OnDone() override {
     std::shared_ptr<Capture> capture;
+    bool untouched;
     {
       std::lock_guard<std::recursive_mutex> lock(shared_->mu);
       shared_->reactor = nullptr;
       capture = capture_;
+      untouched = created_ && received_records_ == 0 && !finishing_;
     }
-    DetachAfterQueued(capture);
+    if (untouched) {
+      // A capture this stream opened and never wrote to is not left behind
+      // (it has no files yet): an open the client gave up on is no orphan.
+      capture->Detach();
+      service_->hub()->Forget(capture);
+    } else {
+      DetachAfterQueued(capture);
+    }
     delete this;
   }
 
@@ -215,6 +241,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
     capture_ = *capture;
     attached_ = true;
     opening_ = true;
+    created_ = !open.resume();
     const bool resumed = open.resume();
     auto shared = shared_;
     // Once every job of an earlier stream is done: the watermark to go on from.
@@ -394,7 +421,9 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   }
 
   void MaybeReadLocked() {
-    if (reading_ || ending_ || finishing_ || opening_) return;
+    // After `finish` it still reads, to refuse anything more (or see the
+    // half-close).
+    if (reading_ || ending_ || opening_) return;
     if (queued_bytes_ > kReadAheadBytes) return;  // resumed by the writer's callback
     reading_ = true;
     StartRead(&request_);
@@ -451,6 +480,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   std::deque<v1::IngestResponse> out_;
   std::shared_ptr<Capture> capture_;
   bool attached_ = false;
+  bool created_ = false;  // this stream opened the capture (no resume)
   bool opening_ = false;
   bool reading_ = true;
   bool writing_ = false;
@@ -604,6 +634,14 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
     PumpLocked();
   }
 
+  // The client went away, or the server shuts down (past its grace): a
+  // watch of a capture that stopped growing would otherwise wait forever
+  // and hold Shutdown up.
+  void OnCancel() override {
+    std::lock_guard<std::recursive_mutex> lock(shared_->mu);
+    if (!writing_) EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled"));
+  }
+
   void OnDone() override {
     {
       std::lock_guard<std::recursive_mutex> lock(shared_->mu);
@@ -717,6 +755,27 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::GetCapture(grpc::CallbackServerCon
   return Done(context, grpc::Status::OK);
 }
 
+grpc::ServerUnaryReactor* CaptureServiceImpl::FinishCapture(
+    grpc::CallbackServerContext* context, const v1::FinishCaptureRequest* request,
+    v1::CaptureSummary* response) {
+  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  auto* reactor = context->DefaultReactor();
+  auto capture = hub_->Find(request->capture());
+  if (!capture.ok()) {
+    reactor->Finish(ToGrpcStatus(capture.status()));
+    return reactor;
+  }
+  std::shared_ptr<Capture> c = *capture;
+  // Answered from the capture's writer thread once the manifest is written.
+  absl::Status queued = hub_->FinishDetached(
+      request->capture(), [reactor, response, c](absl::Status s, Watermark) {
+        if (s.ok()) *response = c->Summary();
+        reactor->Finish(ToGrpcStatus(s));
+      });
+  if (!queued.ok()) reactor->Finish(ToGrpcStatus(queued));
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerContext* context,
                                                         const v1::QueryArgsRequest* request,
                                                         v1::QueryArgsResponse* response) {
@@ -808,7 +867,8 @@ void CaptureServer::Shutdown(std::chrono::milliseconds grace) {
     server_->Shutdown(std::chrono::system_clock::now() + grace);
     server_->Wait();
   }
-  if (hub_ != nullptr) hub_->FinishAll();
+  // Live captures stay live (their journals hold every acked record): a
+  // client resumes them after the restart; see --live_idle_timeout.
 }
 
 CaptureServer::~CaptureServer() { Shutdown(std::chrono::milliseconds(0)); }

@@ -53,6 +53,9 @@ class CaptureServiceImpl final : public v1::CaptureService::CallbackService {
   grpc::ServerUnaryReactor* ListCaptures(grpc::CallbackServerContext* context,
                                          const v1::ListCapturesRequest* request,
                                          v1::ListCapturesResponse* response) override;
+  grpc::ServerUnaryReactor* FinishCapture(grpc::CallbackServerContext* context,
+                                          const v1::FinishCaptureRequest* request,
+                                          v1::CaptureSummary* response) override;
   grpc::ServerUnaryReactor* GetCapture(grpc::CallbackServerContext* context,
                                        const v1::GetCaptureRequest* request,
                                        v1::CaptureSummary* response) override;
@@ -92,8 +95,9 @@ class CaptureServer {
   ~CaptureServer();
   int port() const { return port_; }
   CaptureHub& hub() { return *hub_; }
-  // Stops accepting calls, cancels what is still running after `grace`,
-  // then finishes every live capture (manifests written).
+  // Stops accepting calls and cancels what is still running after `grace`
+  // (watches and ingest streams end with a status). Live captures stay live
+  // on disk: the next server on this root serves them live, resumable.
   void Shutdown(std::chrono::milliseconds grace);
 
  private:

@@ -67,6 +67,78 @@ CaptureStore::~CaptureStore() {
   if (bin_fd_ >= 0) ::close(bin_fd_);
 }
 
+absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::string& dir) {
+  auto refuse = [&](const std::string& why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("capture store: ", dir, " cannot be reopened live: ", why));
+  };
+  if (Exists(dir + "/" + kManifestName)) return refuse("it has a manifest (finished)");
+  const std::string journal_path = dir + "/" + kJournalName;
+  auto reader = JournalReader::Open(journal_path);
+  if (!reader.ok()) return reader.status();
+  JournalEntryType type;
+  std::string payload;
+  v1::CaptureInfo info;
+  bool have_info = false;
+  std::vector<v1::ArgRecord> records;
+  while ((*reader)->Next(&type, &payload)) {
+    if (type == JournalEntryType::kCaptureInfo) {
+      have_info = info.ParseFromString(payload);
+    } else if (type == JournalEntryType::kRecord) {
+      v1::ArgRecord r;
+      if (!r.ParseFromString(payload) || !RowFromRecord(r).ok()) {
+        return refuse("a journaled record does not parse");
+      }
+      records.push_back(std::move(r));
+    } else if (type == JournalEntryType::kCounters) {
+      return refuse("its journal says it finished");
+    }
+  }
+  if ((*reader)->version() != 2) return refuse("a version 1 journal");
+  for (const JournalReader::Damage& d : (*reader)->damage()) {
+    if (!d.tail) return refuse(absl::StrCat("its journal is damaged (", (*reader)->reason(), ")"));
+  }
+  if (!have_info) return refuse("its journal has no capture header");
+  const std::string bin = dir + "/" + kBinName;
+  struct stat st;
+  const uint64_t bin_size = ::stat(bin.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  uint64_t bin_end = 0;
+  for (const v1::ArgRecord& r : records) {
+    if (r.bin_size() == 0) continue;
+    if (r.bin_offset() != bin_end) return refuse("journaled payloads are not in args.bin order");
+    bin_end += r.bin_size();
+  }
+  if (bin_end > bin_size) {
+    return refuse(absl::StrCat("args.bin holds ", bin_size, " bytes, the journal needs ", bin_end));
+  }
+  // What never became durable goes: the torn entry, the payload bytes
+  // written before a record that never reached the journal.
+  if (::truncate(journal_path.c_str(), static_cast<off_t>((*reader)->good_bytes())) != 0 ||
+      (bin_size > 0 && ::truncate(bin.c_str(), static_cast<off_t>(bin_end)) != 0)) {
+    return absl::UnavailableError(
+        absl::StrCat("capture store: ", dir, ": cannot cut back: ", std::strerror(errno)));
+  }
+  std::unique_ptr<CaptureStore> store(new CaptureStore(dir, std::move(info)));
+  auto journal = JournalWriter::Open(journal_path, /*append=*/true);
+  if (!journal.ok()) return journal.status();
+  store->journal_ = std::move(journal).value();
+  if (bin_size > 0 || EagerBin(store->info_.level())) {
+    store->bin_fd_ = ::open(bin.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (store->bin_fd_ < 0 || ::lseek(store->bin_fd_, static_cast<off_t>(bin_end), SEEK_SET) < 0) {
+      return absl::UnavailableError(
+          absl::StrCat("capture store: cannot open ", bin, ": ", std::strerror(errno)));
+    }
+  }
+  store->bin_bytes_ = bin_end;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const ManifestRow row = *RowFromRecord(records[i]);
+    store->stats_.Add(i, records[i]);
+    store->tally_.Add(row);
+    store->records_.push_back(row);
+  }
+  return store;
+}
+
 absl::Status CaptureStore::CreateFiles() {
   if (auto s = MakeDirs(dir_); !s.ok()) return s;
   auto journal = JournalWriter::Open(dir_ + "/" + kJournalName, /*append=*/false);

@@ -65,6 +65,13 @@ class CaptureStore {
   // `dir` is the args_dump directory; its parents are created as needed.
   static absl::StatusOr<std::unique_ptr<CaptureStore>> Create(std::string dir,
                                                               v1::CaptureInfo info);
+  // A capture whose writer went away before it finished (a server
+  // restart), opened to go on appending: its records and payloads from the
+  // journal and args.bin, a torn last entry and unjournaled payload bytes
+  // cut off (nothing acknowledged is in them). FailedPrecondition when it
+  // cannot go on safely -- a damaged journal, a version 1 journal, payloads
+  // args.bin does not hold, a capture that had finished -- then Recover it.
+  static absl::StatusOr<std::unique_ptr<CaptureStore>> Reopen(const std::string& dir);
   ~CaptureStore();
   CaptureStore(const CaptureStore&) = delete;
   CaptureStore& operator=(const CaptureStore&) = delete;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <future>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/grpc_sink.h"
+#include "collector/sink.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/dynamic_message.h"
@@ -54,7 +56,7 @@ class ServerProcess {
       Wait();
     }
   }
-  void Start(const std::string& root) {
+  void Start(const std::string& root, const std::string& listen = "127.0.0.1:0") {
     int out[2];
     ASSERT_EQ(::pipe(out), 0);
     pid_ = ::fork();
@@ -65,7 +67,8 @@ class ServerProcess {
       ::close(out[1]);
       const std::string bin = ServerBinary();
       const std::string root_flag = "--root=" + root;
-      execl(bin.c_str(), bin.c_str(), "--listen=127.0.0.1:0", root_flag.c_str(),
+      const std::string listen_flag = "--listen=" + listen;
+      execl(bin.c_str(), bin.c_str(), listen_flag.c_str(), root_flag.c_str(),
             "--shutdown_grace_ms=500", static_cast<char*>(nullptr));
       _exit(127);
     }
@@ -263,7 +266,7 @@ Batch MakeBatch(uint64_t first_task, int n, uint64_t* offset) {
   return b;
 }
 
-absl::Status Send(GrpcSink* sink, const Batch& b) {
+absl::Status Send(CaptureSink* sink, const Batch& b) {
   std::vector<const v1::ArgRecord*> r;
   std::vector<absl::string_view> p;
   for (size_t i = 0; i < b.records.size(); ++i) {
@@ -273,22 +276,58 @@ absl::Status Send(GrpcSink* sink, const Batch& b) {
   return sink->WriteBatch(r, p);
 }
 
-std::unique_ptr<GrpcSink> Connect(const std::string& target, const std::string& name) {
+std::unique_ptr<GrpcSink> Connect(const std::string& target, const std::string& name,
+                                  bool resume = false) {
   GrpcSinkOptions o;
   o.target = target;
   o.capture = name;
   o.info.set_level(v1::DUMP_LEVEL_FULL);
-  o.max_reconnects = 0;  // a dead server is an error here, not a retry
+  o.resume = resume;
   auto sink = GrpcSink::Connect(o);
   EXPECT_TRUE(sink.ok()) << sink.status();
   return sink.ok() ? std::move(sink).value() : nullptr;
 }
 
-TEST(CaptureServerProcessTest, SigkillMidCaptureKeepsEveryAckedRecord) {
+v1::CaptureSummary GetCapture(const std::string& target, const std::string& name) {
+  auto stub = v1::CaptureService::NewStub(
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::GetCaptureRequest get;
+  get.set_capture(name);
+  v1::CaptureSummary summary;
+  EXPECT_TRUE(stub->GetCapture(&ctx, get, &summary).ok());
+  return summary;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The batches written through the local store: what an uninterrupted
+// capture's files are.
+std::string WriteUninterrupted(const std::string& name, const std::vector<Batch>& batches) {
+  const std::string dir = TempDir(name) + "/args_dump";
+  v1::CaptureInfo info;
+  info.set_level(v1::DUMP_LEVEL_FULL);
+  auto sink = LocalSink::Create(dir, info);
+  EXPECT_TRUE(sink.ok());
+  for (const Batch& b : batches) EXPECT_TRUE(Send(sink->get(), b).ok());
+  EXPECT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
+  return dir;
+}
+
+// SIGKILL mid-capture, the server restarted on the same port: the client's
+// sink, which never stopped, retries through the outage, resumes from the
+// durable watermark and finishes; the capture is byte for byte the
+// uninterrupted one (every acked record kept, nothing twice).
+TEST(CaptureServerProcessTest, SigkillMidCaptureTheClientResumesOnTheRestartedServer) {
   const std::string root = TempDir("sigkill_root");
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(root));
-  auto sink = Connect(server.target(), "killed");
+  const std::string target = server.target();
+  auto sink = Connect(target, "killed");
   ASSERT_NE(sink, nullptr);
   uint64_t offset = 0;
   std::vector<Batch> sent;
@@ -298,64 +337,90 @@ TEST(CaptureServerProcessTest, SigkillMidCaptureKeepsEveryAckedRecord) {
   }
   server.Signal(SIGKILL);
   server.Wait();
-  // The next batch cannot be acked by a dead server.
-  Batch lost = MakeBatch(900, 10, &offset);
-  EXPECT_FALSE(Send(sink.get(), lost).ok());
-  sink.reset();
-
+  // The next batch goes out while no server runs: the sink retries.
+  sent.push_back(MakeBatch(900, 10, &offset));
+  absl::Status during_outage;
+  std::thread client([&] { during_outage = Send(sink.get(), sent.back()); });
   ServerProcess again;
-  ASSERT_NO_FATAL_FAILURE(again.Start(root));
-  auto channel = grpc::CreateChannel(again.target(), grpc::InsecureChannelCredentials());
-  auto stub = v1::CaptureService::NewStub(channel);
-  grpc::ClientContext ctx;
-  v1::GetCaptureRequest get;
-  get.set_capture("killed");
-  v1::CaptureSummary summary;
-  ASSERT_TRUE(stub->GetCapture(&ctx, get, &summary).ok());
+  ASSERT_NO_FATAL_FAILURE(again.Start(root, target));
+  client.join();
+  EXPECT_TRUE(during_outage.ok()) << during_outage;
+  EXPECT_GE(sink->reconnects(), 1u);
+  sent.push_back(MakeBatch(2000, 20, &offset));
+  ASSERT_TRUE(Send(sink.get(), sent.back()).ok());
+  ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
+  const v1::CaptureSummary summary = GetCapture(target, "killed");
   EXPECT_EQ(summary.state(), v1::CAPTURE_STATE_FINISHED);
-  EXPECT_TRUE(summary.recovered());
-  EXPECT_EQ(summary.records(), 250u);
-  EXPECT_EQ(summary.bin_bytes(), 250u * 4096);
-  // Every acked record is queryable with the right bytes.
-  for (int b = 0; b < 5; ++b) {
-    grpc::ClientContext qctx;
-    v1::QueryArgsRequest q;
-    q.set_capture("killed");
-    q.set_task_id(100 + b * 50 + 49);
-    v1::QueryArgsResponse resp;
-    ASSERT_TRUE(stub->QueryArgs(&qctx, q, &resp).ok());
-    ASSERT_EQ(resp.args_size(), 1);
-    grpc::ClientContext rctx;
-    v1::ReadPayloadRequest rp;
-    rp.set_capture("killed");
-    rp.set_record_id(resp.args(0).record_id());
-    auto reader = stub->ReadPayload(&rctx, rp);
-    std::string got;
-    v1::PayloadChunk chunk;
-    while (reader->Read(&chunk)) got += chunk.data();
-    ASSERT_TRUE(reader->Finish().ok());
-    EXPECT_TRUE(got == sent[b].bytes[49]);
-  }
-  std::ifstream manifest(root + "/killed/args_dump/args_dump.json");
-  EXPECT_TRUE(manifest.good());
+  EXPECT_FALSE(summary.recovered());
+  EXPECT_EQ(summary.records(), 280u);
+  const std::string local = WriteUninterrupted("sigkill_uninterrupted", sent);
+  const std::string dir = root + "/killed/args_dump";
+  EXPECT_TRUE(Slurp(dir + "/args.bin") == Slurp(local + "/args.bin"));
+  EXPECT_EQ(Slurp(dir + "/args_dump.json"), Slurp(local + "/args_dump.json"));
+  again.Signal(SIGTERM);
+  EXPECT_EQ(again.Wait(), 0);
 }
 
-TEST(CaptureServerProcessTest, SigtermWritesTheManifestOfLiveCaptures) {
+// SIGTERM leaves a live capture live (no manifest): after the restart it is
+// LIVE and detached, and its client resumes it to the end.
+TEST(CaptureServerProcessTest, SigtermLeavesLiveCapturesResumable) {
   const std::string root = TempDir("sigterm_root");
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(root));
   auto sink = Connect(server.target(), "live");
   ASSERT_NE(sink, nullptr);
   uint64_t offset = 0;
-  ASSERT_TRUE(Send(sink.get(), MakeBatch(1, 20, &offset)).ok());
+  std::vector<Batch> sent = {MakeBatch(1, 20, &offset)};
+  ASSERT_TRUE(Send(sink.get(), sent.back()).ok());
   server.Signal(SIGTERM);
   const int status = server.Wait();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  std::ifstream in(root + "/live/args_dump/args_dump.json");
-  ASSERT_TRUE(in.good());
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_NE(text.find("\"total_args\": 20"), std::string::npos);
-  EXPECT_EQ(text.find("recovered_from_journal"), std::string::npos);
+  sink.reset();  // the client went away too
+  EXPECT_FALSE(std::ifstream(root + "/live/args_dump/args_dump.json").good());
+  ServerProcess again;
+  ASSERT_NO_FATAL_FAILURE(again.Start(root));
+  const v1::CaptureSummary live = GetCapture(again.target(), "live");
+  EXPECT_EQ(live.state(), v1::CAPTURE_STATE_LIVE);
+  EXPECT_FALSE(live.attached());
+  EXPECT_EQ(live.records(), 20u);
+  auto resumed = Connect(again.target(), "live", /*resume=*/true);
+  ASSERT_NE(resumed, nullptr);
+  EXPECT_EQ(resumed->durable_records(), 20u);
+  sent.push_back(MakeBatch(21, 10, &offset));
+  ASSERT_TRUE(Send(resumed.get(), sent.back()).ok());
+  ASSERT_TRUE(resumed->Finish(v1::CaptureCounters()).ok());
+  const std::string local = WriteUninterrupted("sigterm_uninterrupted", sent);
+  EXPECT_EQ(Slurp(root + "/live/args_dump/args_dump.json"), Slurp(local + "/args_dump.json"));
+  again.Signal(SIGTERM);
+  EXPECT_EQ(again.Wait(), 0);
+}
+
+// SIGTERM ends the server within its grace whatever streams are open: a
+// watch of a live capture that stopped growing used to hold it forever.
+TEST(CaptureServerProcessTest, SigtermEndsWithAWatchOpenOnAQuietLiveCapture) {
+  const std::string root = TempDir("sigterm_watch_root");
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(root));
+  auto sink = Connect(server.target(), "quiet");
+  ASSERT_NE(sink, nullptr);
+  uint64_t offset = 0;
+  ASSERT_TRUE(Send(sink.get(), MakeBatch(1, 5, &offset)).ok());
+  auto stub = v1::CaptureService::NewStub(
+      grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::WatchCaptureRequest watch;
+  watch.set_capture("quiet");
+  auto reader = stub->WatchCapture(&ctx, watch);
+  v1::WatchCaptureResponse first;
+  ASSERT_TRUE(reader->Read(&first));  // the 5 records so far; then nothing comes
+  EXPECT_EQ(first.args_size(), 5);
+  server.Signal(SIGTERM);
+  const int status = server.Wait();  // returns: the watch no longer holds it up
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  v1::WatchCaptureResponse more;
+  while (reader->Read(&more)) {
+  }
+  EXPECT_FALSE(reader->Finish().ok());  // ended by the server, with a status
 }
 
 }  // namespace

@@ -547,6 +547,160 @@ TEST_F(CaptureServiceTest, CaptureNamesCannotLeaveTheRoot) {
   EXPECT_FALSE(escaped.good());
 }
 
+// Reads until the ack covers `records` (or the stream ends).
+bool ReadUntilAcked(RawIngest& in, uint64_t records) {
+  v1::IngestResponse r;
+  while (in.Read(&r)) {
+    if (r.has_ack() && r.ack().durable_records() >= records) return true;
+  }
+  return false;
+}
+
+// Only a finish message ends a capture: a half-close without one, a
+// message too large for gRPC, a cancelled call leave it live (and
+// resumable); anything after finish is refused; an open that never wrote
+// a record leaves nothing behind.
+TEST_F(CaptureServiceTest, OnlyAFinishMessageEndsACapture) {
+  StartServer("ends");
+  const Pairs p = MakePairs(4);
+  auto opened = [&](RawIngest& in, const std::string& name, bool resume) {
+    EXPECT_TRUE(in.Send(Open(name, resume)));
+    v1::IngestResponse r;
+    EXPECT_TRUE(in.Read(&r));
+    EXPECT_TRUE(r.has_opened()) << r.DebugString();
+    return r.opened().durable_records();
+  };
+  // A half-close without finish.
+  {
+    RawIngest in(stub_.get());
+    opened(in, "half", false);
+    ASSERT_TRUE(in.Send(Batch(p, 0, 6, 0)));
+    ASSERT_TRUE(ReadUntilAcked(in, 6));
+    const grpc::Status s = in.End();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+    EXPECT_NE(s.error_message().find("stays live"), std::string::npos) << s.error_message();
+  }
+  EXPECT_EQ(Get("half").state(), v1::CAPTURE_STATE_LIVE);
+  // A message larger than gRPC takes (4 MiB): the stream fails, the
+  // capture keeps what it had and stays live.
+  {
+    RawIngest in(stub_.get());
+    opened(in, "huge", false);
+    ASSERT_TRUE(in.Send(Batch(p, 0, 6, 0)));
+    ASSERT_TRUE(ReadUntilAcked(in, 6));
+    v1::IngestRequest big;
+    big.mutable_batch()->set_first_record(6);
+    big.mutable_batch()->set_payload_offset(Get("huge").bin_bytes());
+    big.mutable_batch()->mutable_payload()->assign(5 << 20, 'x');
+    in.Send(big);
+    EXPECT_FALSE(in.End().ok());
+  }
+  for (const char* name : {"half", "huge"}) {
+    SCOPED_TRACE(name);
+    grpc::Status st;
+    const v1::CaptureSummary s = Get(name, &st);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(s.state(), v1::CAPTURE_STATE_LIVE);
+    EXPECT_EQ(s.records(), 6u);
+    // Resumed and finished properly.
+    for (int attempt = 0;; ++attempt) {
+      RawIngest in(stub_.get());
+      in.Send(Open(name, true));
+      v1::IngestResponse r;
+      if (!in.Read(&r) || !r.has_opened()) {  // the old stream may still be detaching
+        ASSERT_LT(attempt, 500) << in.End().error_message();
+        continue;
+      }
+      EXPECT_EQ(r.opened().durable_records(), 6u);
+      ASSERT_TRUE(in.Send(Batch(p, 6, p.records.size(), r.opened().durable_bin_bytes())));
+      v1::IngestRequest finish;
+      finish.mutable_finish();
+      ASSERT_TRUE(in.Send(finish));
+      EXPECT_TRUE(in.End().ok());
+      break;
+    }
+    EXPECT_EQ(Get(name).state(), v1::CAPTURE_STATE_FINISHED);
+    EXPECT_EQ(Get(name).records(), p.records.size());
+  }
+  // After finish: a batch, or a second finish, is refused.
+  for (const bool second_finish : {false, true}) {
+    RawIngest in(stub_.get());
+    const std::string name = second_finish ? "twice" : "after";
+    opened(in, name, false);
+    ASSERT_TRUE(in.Send(Batch(p, 0, 3, 0)));
+    v1::IngestRequest finish;
+    finish.mutable_finish();
+    ASSERT_TRUE(in.Send(finish));
+    in.Send(second_finish ? finish : Batch(p, 3, 6, 0));
+    const grpc::Status s = in.End();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << name;
+    EXPECT_NE(s.error_message().find(second_finish ? "finish sent twice" : "a message after finish"),
+              std::string::npos)
+        << s.error_message();
+    // The call ended at the refused message; the finish completes on the
+    // capture's writer: a watch ends when it has.
+    grpc::ClientContext wctx;
+    v1::WatchCaptureRequest watch;
+    watch.set_capture(name);
+    auto reader = stub_->WatchCapture(&wctx, watch);
+    v1::WatchCaptureResponse w;
+    while (reader->Read(&w)) {
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+    grpc::Status got;
+    const v1::CaptureSummary summary = Get(name, &got);
+    EXPECT_EQ(summary.state(), v1::CAPTURE_STATE_FINISHED);
+    EXPECT_TRUE(got.ok()) << got.error_message();
+    EXPECT_EQ(summary.records(), 3u) << summary.DebugString();  // the finish itself was taken
+  }
+  // An open that never wrote a record leaves no capture behind.
+  {
+    RawIngest in(stub_.get());
+    opened(in, "orphan", false);
+    EXPECT_FALSE(in.End().ok());
+  }
+  grpc::Status orphan;
+  for (int attempt = 0; attempt < 1000; ++attempt) {  // dropped as the stream ends
+    Get("orphan", &orphan);
+    if (orphan.error_code() == grpc::StatusCode::NOT_FOUND) break;
+  }
+  EXPECT_EQ(orphan.error_code(), grpc::StatusCode::NOT_FOUND);
+  RawIngest reuse(stub_.get());
+  opened(reuse, "orphan", false);  // the name is free again
+  reuse.End();
+}
+
+// FinishCapture seals a live capture its client will not come back to.
+TEST_F(CaptureServiceTest, FinishCaptureSealsADetachedLiveCapture) {
+  StartServer("finish_rpc", 0, "s3cret");
+  const Pairs p = MakePairs(2);
+  auto sink = Sink("abandoned", "s3cret");
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, 6), p.Payloads(0, 6)).ok());
+  v1::FinishCaptureRequest req;
+  req.set_capture("abandoned");
+  v1::CaptureSummary s;
+  EXPECT_EQ(stub_->FinishCapture(Ctx().get(), req, &s).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(stub_->FinishCapture(Ctx("s3cret").get(), req, &s).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);  // attached
+  sink->BreakStreamForTest();
+  sink.reset();  // gone for good
+  grpc::Status st;
+  for (int attempt = 0; attempt < 1000; ++attempt) {  // once the stream detached
+    st = stub_->FinishCapture(Ctx("s3cret").get(), req, &s);
+    if (st.error_code() != grpc::StatusCode::FAILED_PRECONDITION) break;
+  }
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(s.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(s.records(), 6u);
+  EXPECT_EQ(stub_->FinishCapture(Ctx("s3cret").get(), req, &s).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);  // finished
+  req.set_capture("nope");
+  EXPECT_EQ(stub_->FinishCapture(Ctx("s3cret").get(), req, &s).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
 TEST_F(CaptureServiceTest, MalformedRecordsAreRefusedAndTheCaptureStaysReadable) {
   StartServer("malformed");
   const Pairs p = MakePairs(4);
@@ -660,7 +814,10 @@ TEST_F(CaptureServiceTest, WrongOrMissingTokenIsUnauthenticated) {
   EXPECT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
 }
 
-TEST_F(CaptureServiceTest, RestartListsFinishedCapturesAndRecoversLiveOnes) {
+// A server restart: finished captures are listed as they were; a live one
+// is live again (detached), queryable, and a client resumes it to a finish
+// whose files are byte for byte those of an uninterrupted capture.
+TEST_F(CaptureServiceTest, RestartKeepsLiveCapturesResumable) {
   StartServer("restart");
   const Pairs p = MakePairs(10);
   auto done = Sink("done");
@@ -670,16 +827,18 @@ TEST_F(CaptureServiceTest, RestartListsFinishedCapturesAndRecoversLiveOnes) {
   auto live = Sink("live");
   ASSERT_NE(live, nullptr);
   ASSERT_TRUE(live->WriteBatch(p.RecordPtrs(0, 12), p.Payloads(0, 12)).ok());
-  // Graceful shutdown finishes the live capture's manifest.
+  // Graceful shutdown: the live capture stays live on disk.
   server_->Shutdown(std::chrono::milliseconds(200));
   server_.reset();
   live.reset();
   done.reset();
+  EXPECT_FALSE(std::ifstream(root_ + "/live/args_dump/args_dump.json").good());
   StartServer("restart");
   EXPECT_EQ(Get("done").records(), 30u);
   EXPECT_EQ(Get("done").counters().dropped_records(), 2u);
   const v1::CaptureSummary s = Get("live");
-  EXPECT_EQ(s.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(s.state(), v1::CAPTURE_STATE_LIVE);
+  EXPECT_FALSE(s.attached());
   EXPECT_EQ(s.records(), 12u);
   v1::QueryArgsRequest q;
   q.set_capture("live");
@@ -687,6 +846,22 @@ TEST_F(CaptureServiceTest, RestartListsFinishedCapturesAndRecoversLiveOnes) {
   EXPECT_EQ(QueryAll(q).size(), 3u);
   grpc::Status st;
   EXPECT_TRUE(ReadPayload("done", 27, 0, 0, &st) == p.bytes[27]);
+  // The client comes back (resume), sends from the watermark, finishes.
+  GrpcSinkOptions o;
+  o.target = target_;
+  o.capture = "live";
+  o.info = Info("live");
+  o.resume = true;
+  auto resumed = GrpcSink::Connect(o);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ((*resumed)->durable_records(), 12u);
+  ASSERT_TRUE((*resumed)->WriteBatch(p.RecordPtrs(12, 30), p.Payloads(12, 30)).ok());
+  ASSERT_TRUE((*resumed)->Finish(DeviceCounters()).ok());
+  const std::string local = WriteLocally("uninterrupted", p);
+  const std::string dir = root_ + "/live/args_dump";
+  EXPECT_TRUE(ReadWholeFile(dir + "/args.bin") == ReadWholeFile(local + "/args.bin"));
+  EXPECT_EQ(ReadWholeFile(dir + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
+  EXPECT_EQ(Get("live").state(), v1::CAPTURE_STATE_FINISHED);
 }
 
 TEST_F(CaptureServiceTest, EightClientsStreamAtOnceWithoutLoss) {
