@@ -85,6 +85,8 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   result.capture = finished->capture;
   result.tensors = std::move(tensors).value();
   result.seconds = report.seconds;
+  result.sent_records = report.sent_records;
+  result.acked_records = report.acked_records;
   return result;
 }
 
@@ -119,7 +121,8 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                   "), overwritten ", r.collected.overwritten, ", invalid ",
                   r.collected.invalid_records, "\n");
   if (!r.capture.empty()) {
-    absl::StrAppend(&s, "capture: ", r.capture, " on the capture service\n");
+    absl::StrAppend(&s, "capture: ", r.capture, " on the capture service (", r.sent_records,
+                    " records sent, ", r.acked_records, " acknowledged as durable)\n");
   } else if (r.wrote_capture) {
     absl::StrAppend(&s, "capture: ", r.dump_dir, "/args_dump.json\n");
   } else {

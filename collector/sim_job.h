@@ -69,6 +69,8 @@ struct SimJobResult {
   uint64_t overflow_tasks = 0;            // the overflow check's finds
   std::optional<uint64_t> first_overflow_task;
   std::vector<std::string> exception_dumps;  // folders written
+  // Streamed captures: records sent to the service, and acknowledged.
+  uint64_t sent_records = 0, acked_records = 0;
 };
 
 // Fails only when the job could not run or the capture could not be written;

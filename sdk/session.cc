@@ -143,6 +143,7 @@ struct SimSession::Impl {
   std::unique_ptr<DumpRecorder> recorder;
   std::unique_ptr<CaptureSink> sink;
   LocalSink* local_sink = nullptr;
+  GrpcSink* remote_sink = nullptr;
   std::unique_ptr<SimRuntime> runtime;
   bool capture = false;
 
@@ -364,6 +365,7 @@ absl::Status SimSession::Impl::StartCapture() {
     if (remote.ok()) {
       remote_name = g.capture;
       remote_server = config.capture_server;
+      remote_sink = remote->get();
       sink = std::move(remote).value();
     } else if (wiring.strict) {
       return remote.status();
@@ -505,6 +507,10 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
     absl::Status exported = collector->Export();
     report.collected = collector->stats();
     report.losses = collector->losses();
+    if (remote_sink != nullptr) {
+      report.sent_records = remote_sink->sent_records();
+      report.acked_records = remote_sink->durable_records();
+    }
     collector->Finalize();
     report.dump_log.push_back("dump buffers freed");
     Print(DumpLog::kInfo, "dump buffers freed");
@@ -538,7 +544,13 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   report.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!dump_status.ok()) {
-    if (wiring.strict) return dump_status;
+    if (wiring.strict) {
+      if (remote_sink == nullptr) return dump_status;
+      return absl::Status(dump_status.code(),
+                          absl::StrCat(dump_status.message(), " (", report.sent_records,
+                                       " records sent, ", report.acked_records,
+                                       " acknowledged as durable: the capture holds those)"));
+    }
     Print(DumpLog::kWarning, absl::StrCat("session ", name, ": the capture is incomplete: ",
                                           dump_status.message()));
   }

@@ -26,6 +26,9 @@ struct SessionReport {
   v1::CaptureCounters losses;
   std::vector<std::string> dump_log;  // the INFO lines of dump state changes
   double seconds = 0;                 // Open to Finish
+  // Streamed captures: records handed to the service, and those it
+  // acknowledged as durable (equal unless the stream failed for good).
+  uint64_t sent_records = 0, acked_records = 0;
 };
 
 struct SessionWiring {

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/grpc_sink.h"
 #include "collector/sink.h"
+#include "tests/process_fixtures.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/dynamic_message.h"
@@ -36,67 +37,6 @@ namespace {
 
 namespace refl = grpc::reflection::v1alpha;
 namespace pb = google::protobuf;
-
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/", name);
-}
-
-std::string ServerBinary() {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return absl::StrCat(srcdir ? srcdir : ".", "/argsdump/server/capture_server");
-}
-
-// capture_server in a child process; Start returns once it printed its port.
-class ServerProcess {
- public:
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      Wait();
-    }
-  }
-  void Start(const std::string& root, const std::string& listen = "127.0.0.1:0") {
-    int out[2];
-    ASSERT_EQ(::pipe(out), 0);
-    pid_ = ::fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      ::dup2(out[1], 1);
-      ::close(out[0]);
-      ::close(out[1]);
-      const std::string bin = ServerBinary();
-      const std::string root_flag = "--root=" + root;
-      const std::string listen_flag = "--listen=" + listen;
-      execl(bin.c_str(), bin.c_str(), listen_flag.c_str(), root_flag.c_str(),
-            "--shutdown_grace_ms=500", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    ::close(out[1]);
-    // Blocks until the server prints its first line (or exits).
-    FILE* f = ::fdopen(out[0], "r");
-    char line[512] = {};
-    ASSERT_NE(std::fgets(line, sizeof(line), f), nullptr) << "capture_server printed nothing";
-    std::fclose(f);
-    const std::string text = line;
-    const size_t colon = text.find("127.0.0.1:");
-    ASSERT_NE(colon, std::string::npos) << text;
-    port_ = std::atoi(text.c_str() + colon + 10);
-    ASSERT_GT(port_, 0) << text;
-  }
-  void Signal(int sig) { ::kill(pid_, sig); }
-  int Wait() {
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-  std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
 
 // ---- Reflection, as a reflection-only client sees the server --------------
 
@@ -239,85 +179,6 @@ TEST(CaptureServerProcessTest, ReflectionListsDescribesAndCallsEveryService) {
 }
 
 // Tasks with a 4 KiB float32 input each.
-struct Batch {
-  std::vector<v1::ArgRecord> records;
-  std::vector<std::string> bytes;
-};
-
-Batch MakeBatch(uint64_t first_task, int n, uint64_t* offset) {
-  Batch b;
-  for (int i = 0; i < n; ++i) {
-    v1::ArgRecord r;
-    r.set_task_id(first_task + i);
-    r.set_role(v1::ROLE_INPUT);
-    r.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    r.set_kind(v1::KIND_TENSOR);
-    r.set_dtype(v1::DTYPE_FLOAT32);
-    r.add_shape(1024);
-    r.add_strides(1);
-    r.set_numel(1024);
-    r.set_logical_bytes(4096);
-    r.set_bin_offset(*offset);
-    r.set_bin_size(4096);
-    *offset += 4096;
-    b.records.push_back(r);
-    b.bytes.emplace_back(4096, static_cast<char>(first_task + i));
-  }
-  return b;
-}
-
-absl::Status Send(CaptureSink* sink, const Batch& b) {
-  std::vector<const v1::ArgRecord*> r;
-  std::vector<absl::string_view> p;
-  for (size_t i = 0; i < b.records.size(); ++i) {
-    r.push_back(&b.records[i]);
-    p.push_back(b.bytes[i]);
-  }
-  return sink->WriteBatch(r, p);
-}
-
-std::unique_ptr<GrpcSink> Connect(const std::string& target, const std::string& name,
-                                  bool resume = false) {
-  GrpcSinkOptions o;
-  o.target = target;
-  o.capture = name;
-  o.info.set_level(v1::DUMP_LEVEL_FULL);
-  o.resume = resume;
-  auto sink = GrpcSink::Connect(o);
-  EXPECT_TRUE(sink.ok()) << sink.status();
-  return sink.ok() ? std::move(sink).value() : nullptr;
-}
-
-v1::CaptureSummary GetCapture(const std::string& target, const std::string& name) {
-  auto stub = v1::CaptureService::NewStub(
-      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::GetCaptureRequest get;
-  get.set_capture(name);
-  v1::CaptureSummary summary;
-  EXPECT_TRUE(stub->GetCapture(&ctx, get, &summary).ok());
-  return summary;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// The batches written through the local store: what an uninterrupted
-// capture's files are.
-std::string WriteUninterrupted(const std::string& name, const std::vector<Batch>& batches) {
-  const std::string dir = TempDir(name) + "/args_dump";
-  v1::CaptureInfo info;
-  info.set_level(v1::DUMP_LEVEL_FULL);
-  auto sink = LocalSink::Create(dir, info);
-  EXPECT_TRUE(sink.ok());
-  for (const Batch& b : batches) EXPECT_TRUE(Send(sink->get(), b).ok());
-  EXPECT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
-  return dir;
-}
-
 // SIGKILL mid-capture, the server restarted on the same port: the client's
 // sink, which never stopped, retries through the outage, resumes from the
 // durable watermark and finishes; the capture is byte for byte the
