@@ -242,9 +242,10 @@ absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& recor
   }
 }
 
-absl::Status GrpcSink::AddLabels(
-    const std::vector<std::pair<std::string, std::string>>& labels) {
-  for (const auto& label : labels) final_labels_.push_back(label);
+absl::Status GrpcSink::Amend(const v1::CaptureInfo& end) {
+  if (absl::Status s = CheckStepLevels(end.step_levels()); !s.ok()) return s;
+  for (const auto& [key, value] : end.labels()) (*end_.mutable_labels())[key] = value;
+  if (!end.step_levels().empty()) *end_.mutable_step_levels() = end.step_levels();
   return absl::OkStatus();
 }
 
@@ -277,9 +278,8 @@ absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
     if (stream_ != nullptr) {
       v1::IngestRequest req;
       *req.mutable_finish()->mutable_device_counters() = losses;
-      for (const auto& [key, value] : final_labels_) {
-        (*req.mutable_finish()->mutable_labels())[key] = value;
-      }
+      *req.mutable_finish()->mutable_labels() = end_.labels();
+      *req.mutable_finish()->mutable_step_levels() = end_.step_levels();
       stream_->Write(req);
       stream_->WritesDone();
       {

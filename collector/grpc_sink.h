@@ -64,8 +64,7 @@ class GrpcSink : public CaptureSink {
   absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) override;
   absl::Status WriteBatch(const std::vector<const v1::ArgRecord*>& records,
                           const std::vector<absl::string_view>& payloads) override;
-  absl::Status AddLabels(
-      const std::vector<std::pair<std::string, std::string>>& labels) override;
+  absl::Status Amend(const v1::CaptureInfo& end) override;
   absl::Status Finish(const v1::CaptureCounters& losses) override;
 
   // Breaks the current stream as a network failure would (tests).
@@ -108,7 +107,7 @@ class GrpcSink : public CaptureSink {
   uint64_t acked_bytes_ = 0;
   v1::CaptureSummary finished_;
 
-  std::vector<std::pair<std::string, std::string>> final_labels_;  // sent with finish
+  v1::CaptureInfo end_;  // labels and step levels, sent with finish
   uint64_t sent_records_ = 0;  // ids handed out (records durable or in flight)
   int messages_sent_ = 0;
   uint64_t reconnects_ = 0;

@@ -33,12 +33,8 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   wiring.resolved->capture_server = options.capture_server;
   wiring.output_prefix = options.output_prefix;
   wiring.workload = workload.name();
-  wiring.capture_name = options.capture_name;
-  if (wiring.capture_name.empty()) {
-    const size_t slash = options.output_prefix.find_last_of('/');
-    wiring.capture_name = slash == std::string::npos ? options.output_prefix
-                                                     : options.output_prefix.substr(slash + 1);
-  }
+  wiring.claim_output_prefix = options.default_prefix;
+  wiring.capture_name = options.capture_name;  // default: the prefix's last component
   wiring.auth_token = options.auth_token;
   wiring.platform = options.platform;
   wiring.sim = options.sim;
@@ -72,6 +68,9 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   if (!finished.ok()) return finished.status();
   if (!tensors.ok()) return tensors.status();
   const SessionReport& report = SessionWiring::Report(s);
+  result.dump_dir = report.prefix + "/args_dump";
+  result.step_levels = report.step_levels;
+  result.dump_off_reason = report.dump_off_reason;
   result.run_status = finished->run_status;
   result.tasks = finished->tasks;
   result.tasks_completed = finished->tasks_completed;
@@ -91,10 +90,20 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
 }
 
 std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
+  // The levels the dump ran at: one, or each change of the dynamic switch.
+  std::string levels = absl::StrCat(o.dump_level);
+  if (r.step_levels.size() == 1) levels = absl::StrCat(r.step_levels[0].level);
+  if (r.step_levels.size() > 1) {
+    levels.clear();
+    for (size_t i = 0; i < r.step_levels.size(); ++i) {
+      absl::StrAppend(&levels, i == 0 ? "" : ", ", r.step_levels[i].level,
+                      i == 0 ? " at step " : " from step ", r.step_levels[i].first_step);
+    }
+  }
   std::string s = absl::StrCat("workload run: ", r.tasks_completed, " of ", r.tasks,
                                " tasks completed in ", absl::StrFormat("%.3f", r.seconds),
-                               " s on ", PlatformName(o.platform), ", dump level ",
-                               o.dump_level, "\n");
+                               " s on ", PlatformName(o.platform), ", dump level ", levels,
+                               "\n");
   if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
   for (const std::string& dir : r.exception_dumps) {
     absl::StrAppend(&s, "exception dump: ", dir,
@@ -108,6 +117,9 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                     " (dumped in full, flagged \"overflow\" in the manifest)\n");
   } else if (o.dump.overflow) {
     absl::StrAppend(&s, "overflow: no task wrote a NaN or an Inf\n");
+  }
+  if (!r.dump_off_reason.empty()) {
+    return s + "dump: off (its buffers could not be allocated: " + r.dump_off_reason + ")\n";
   }
   if (o.dump_level == 0 && !o.dynamic && !o.dump.overflow) return s + "dump: off (level 0)\n";
   const v1::CaptureCounters& l = r.losses;

@@ -25,6 +25,9 @@ struct SimJobOptions {
   int dump_level = 2;  // 0..3
   Platform platform = Platform::kA2a3Sim;
   std::string output_prefix;  // the capture goes to <output_prefix>/args_dump
+  // output_prefix is a default (outputs/<workload>_<stamp>), not the
+  // user's: when another run holds it, <output_prefix>_2, _3, ... is used.
+  bool default_prefix = false;
   SimConfig sim;
   DumpRegionConfig region;  // level and num_threads are set from the above
   uint32_t drain_threads = 1;
@@ -71,6 +74,10 @@ struct SimJobResult {
   std::vector<std::string> exception_dumps;  // folders written
   // Streamed captures: records sent to the service, and acknowledged.
   uint64_t sent_records = 0, acked_records = 0;
+  // The level the dump ran at, from which step on (one entry per change).
+  std::vector<StepLevel> step_levels;
+  // Set when the dump could not run (its buffers could not be allocated).
+  std::string dump_off_reason;
 };
 
 // Fails only when the job could not run or the capture could not be written;

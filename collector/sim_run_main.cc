@@ -220,6 +220,7 @@ int Main(int argc, char** argv) {
   o.dump = config;
   o.output_prefix = config.path.empty() ? FromUserDir(DefaultPrefix(workload->name()))
                                         : config.path;
+  o.default_prefix = config.path.empty();
   if (!config_file.empty() && o.steps > 1) {
     // Editing the file switches the dump at the next step.
     o.dynamic = true;

@@ -29,10 +29,10 @@ class CaptureSink {
     }
     return absl::OkStatus();
   }
-  // Labels known only at the end (the SDK's step count), stored with the
-  // capture by Finish (a key already there is replaced). Before Finish.
-  virtual absl::Status AddLabels(
-      const std::vector<std::pair<std::string, std::string>>& labels) = 0;
+  // What is known only at the end, stored with the capture by Finish
+  // (CaptureStore::Amend): labels (the SDK's step count; a key already
+  // there is replaced) and the levels per step. Before Finish.
+  virtual absl::Status Amend(const v1::CaptureInfo& end) = 0;
   // End of the capture: the device's loss counters; the manifest is written.
   virtual absl::Status Finish(const v1::CaptureCounters& losses) = 0;
 };
@@ -49,10 +49,7 @@ class LocalSink : public CaptureSink {
                           const std::vector<absl::string_view>& payloads) override {
     return store_->AppendBatch(records, payloads);
   }
-  absl::Status AddLabels(
-      const std::vector<std::pair<std::string, std::string>>& labels) override {
-    return store_->AddLabels(labels);
-  }
+  absl::Status Amend(const v1::CaptureInfo& end) override { return store_->Amend(end); }
   absl::Status Finish(const v1::CaptureCounters& losses) override {
     return store_->Finish(losses);
   }

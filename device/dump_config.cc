@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -112,15 +113,16 @@ std::string FormatDumpLog(const DumpLog& log) {
   return absl::StrCat("[argsdump dumper] ", severity, ": ", log.text);
 }
 
-bool PathWritable(const std::string& path) {
-  if (path.empty()) return false;
+std::string PathProblem(const std::string& path) {
+  if (path.empty()) return "it is empty";
   std::string p = path;
   for (;;) {
     struct stat st;
     if (::stat(p.c_str(), &st) == 0) {
-      return S_ISDIR(st.st_mode) && ::access(p.c_str(), W_OK | X_OK) == 0;
+      if (!S_ISDIR(st.st_mode)) return absl::StrCat(p, " is not a folder");
+      break;
     }
-    if (errno != ENOENT) return false;
+    if (errno != ENOENT) return absl::StrCat(p, ": ", std::strerror(errno));
     const size_t slash = p.find_last_of('/');
     if (slash == std::string::npos) {
       p = ".";
@@ -130,7 +132,16 @@ bool PathWritable(const std::string& path) {
       p = p.substr(0, slash);
     }
   }
+  // Permission bits say little (root, read-only mounts, /proc): try it.
+  std::string probe = absl::StrCat(p, "/.argsdump_probe_XXXXXX");
+  if (::mkdtemp(probe.data()) == nullptr) {
+    return absl::StrCat("no folder can be created in ", p, " (", std::strerror(errno), ")");
+  }
+  ::rmdir(probe.c_str());
+  return "";
 }
+
+bool PathWritable(const std::string& path) { return PathProblem(path).empty(); }
 
 namespace {
 
@@ -291,8 +302,10 @@ void LogEntry(const std::string& source, const DumpConfigEntry& e, std::vector<D
 void Take(const Item& item, const std::string& source, const std::string& shown,
           const std::string& value, DumpConfigEntry* entry, std::vector<DumpLog>* logs) {
   if (item.set(entry, value)) return;
+  const bool path = item.set == SetPath;
   Log(logs, DumpLog::kWarning,
-      absl::StrCat(source, ": ", shown, " is not valid (expected ", item.expected, "); ",
+      absl::StrCat(source, ": ", shown, " is not valid", path ? ": " : "",
+                   path ? PathProblem(value) : "", " (expected ", item.expected, "); ",
                    item.name, " falls back to the next entry or its default"));
 }
 
@@ -442,7 +455,8 @@ DumpConfigEntry CheckEntry(const std::string& source, DumpConfigEntry api,
   }
   if (api.path && !PathWritable(*api.path)) {
     Log(logs, DumpLog::kWarning,
-        absl::StrCat(source, ": path='", *api.path, "' is not valid (expected ", kItems[1].expected,
+        absl::StrCat(source, ": path='", *api.path, "' is not valid: ",
+                     PathProblem(*api.path), " (expected ", kItems[1].expected,
                      "); path falls back to the next entry or its default"));
     api.path.reset();
   }

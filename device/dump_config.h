@@ -179,9 +179,12 @@ class DumpConfigWatcher {
   DumpConfigEntry file_;
 };
 
-// Whether `path` can hold a capture: it exists as a writable directory, or
-// its nearest existing ancestor is one (it would be created).
+// Whether `path` can hold a capture: it exists as a directory a folder can
+// be created in, or its nearest existing ancestor is one (it would be
+// created). Tried, not read from permission bits (root, read-only mounts,
+// /proc). PathProblem says why not ("" when it can).
 bool PathWritable(const std::string& path);
+std::string PathProblem(const std::string& path);
 
 }  // namespace argsdump
 

@@ -34,6 +34,15 @@ bool CapturedAt(abi::ArgRole role, abi::Stage stage) {
   return false;
 }
 
+// Seed 003: an (optional) output with an empty shape is not dumped.
+bool EmptyOutput(const DumpTensorArg& arg) {
+  if (arg.role != abi::ArgRole::kOutput) return false;
+  for (uint32_t d = 0; d < arg.view.ndims; ++d) {
+    if (arg.view.shape[d] == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ThreadRecorder::ThreadRecorder(const DumpRegion& region, uint32_t thread)
@@ -278,6 +287,7 @@ void ThreadRecorder::RecordTask(const DumpTask& task, abi::Stage stage,
     const DumpTensorArg& arg = task.tensors[i];
     if (!CapturedAt(arg.role, stage)) continue;
     if (partial && !arg.marked) continue;
+    if (EmptyOutput(arg)) continue;
     const bool payload = level != abi::DumpLevel::kHybrid || arg.marked;
     RecordTensor(task, arg, stage, payload, extra_flags);
   }
@@ -289,14 +299,24 @@ void ThreadRecorder::RecordTask(const DumpTask& task, abi::Stage stage,
   }
 }
 
-void ThreadRecorder::RecordOverflow(const DumpTask& task, bool scalars) {
+void ThreadRecorder::RecordOverflow(const DumpTask& task, bool recorded_before) {
   for (uint32_t i = 0; i < task.tensor_count; ++i) {
+    if (EmptyOutput(task.tensors[i])) continue;
     RecordTensor(task, task.tensors[i], abi::Stage::kAfterCompletion, /*with_payload=*/true,
                  abi::kFlagOverflow);
   }
-  if (!scalars) return;
+  // The scalars RecordTask did not record before dispatch (the same
+  // selection as there), so that the task is in the dump in full.
+  const abi::DumpLevel level = task.level == DumpTask::kUseRecorderLevel
+                                   ? level_
+                                   : static_cast<abi::DumpLevel>(task.level);
+  const bool partial = level == abi::DumpLevel::kPartial;
+  const bool before = recorded_before && level != abi::DumpLevel::kOff &&
+                      !(partial && !task.has_marker);
   for (uint32_t i = 0; i < task.scalar_count; ++i) {
-    RecordScalar(task, task.scalars[i], abi::kFlagOverflow);
+    const DumpScalarArg& arg = task.scalars[i];
+    if (before && (!partial || arg.marked)) continue;
+    RecordScalar(task, arg, abi::kFlagOverflow);
   }
 }
 

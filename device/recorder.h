@@ -9,6 +9,8 @@
 //   1 partial  only tasks with a marker; only their marked args, with payload
 //   2 full     every arg of every task, with payload
 //   3 hybrid   every arg as metadata; payload only for marked tensors
+// Outputs with an empty shape (a dimension of 0) are never recorded (seed
+// 003: optional outputs with empty shape skip the dump); empty inputs are.
 // Pressure (abi::FullPolicy, bounded by wait_bound_ms): a tensor larger than
 // the arena is cut to arena/2 bytes and flagged; a full arena waits for this
 // thread's acknowledgement; a full ready queue or empty free queue waits at
@@ -84,9 +86,10 @@ class ThreadRecorder {
 
   // The overflow dump: every tensor arg of `task` at after_completion with
   // its payload (inputs as they are now), flagged kFlagOverflow, whatever
-  // the level; and its scalars when `scalars` (they were not recorded
-  // before dispatch).
-  void RecordOverflow(const DumpTask& task, bool scalars);
+  // the level; and every scalar that RecordTask did not record before
+  // dispatch (all of them unless `recorded_before`; at level 1 the unmarked
+  // ones), so the task is in the dump in full.
+  void RecordOverflow(const DumpTask& task, bool recorded_before);
 
   // Hands the partly filled buffer to the host and marks this thread flushed.
   // Call once at the end of a run (also after a hang).

@@ -139,6 +139,42 @@ TEST(RecorderTest, FullLevelCapturesStagesInoutAndScalars) {
   EXPECT_EQ(st.flushed.load(), 1u);
 }
 
+// Seed 003: optional outputs with an empty shape (no element) skip the
+// dump, at every level and in the overflow dump; an empty input or inout
+// is still recorded (it says what the kernel was given).
+TEST(RecorderTest, OutputsWithAnEmptyShapeAreSkipped) {
+  for (DumpLevel level : {DumpLevel::kPartial, DumpLevel::kFull, DumpLevel::kHybrid}) {
+    SCOPED_TRACE(static_cast<int>(level));
+    auto region = MakeRegion(SmallConfig(level));
+    DumpRecorder recorder(*region);
+    ThreadRecorder& rec = recorder.thread(0);
+    TestHost host(*region);
+    std::vector<float> x(4, 1.0f), y(4, 2.0f);
+    const TensorView empty = MakeView(DataType::kFloat32, {0}, {1}, 0, y.data());
+    const TensorView empty2d = MakeView(DataType::kFloat32, {3, 0}, {1, 1}, 0, y.data());
+    std::vector<DumpTensorArg> tensors = {
+        Arg(Flat(x), ArgRole::kInput, 0, true), Arg(empty, ArgRole::kInput, 1, true),
+        Arg(Flat(y), ArgRole::kOutput, 2, true), Arg(empty, ArgRole::kOutput, 3, true),
+        Arg(empty2d, ArgRole::kOutput, 4, true), Arg(empty, ArgRole::kInOut, 5, true)};
+    DumpTask task = Task(0x100000001, tensors, {}, /*marker=*/true);
+    rec.RecordTask(task, Stage::kBeforeDispatch);
+    rec.RecordTask(task, Stage::kAfterCompletion);
+    rec.RecordOverflow(task, /*recorded_before=*/true);
+    rec.Flush();
+    std::vector<uint32_t> before, after, overflow;
+    for (const CapturedArg& c : DrainAll(host)) {
+      std::vector<uint32_t>& into = (c.record.flags & abi::kFlagOverflow) ? overflow
+                                    : c.record.stage == uint8_t(Stage::kBeforeDispatch)
+                                        ? before
+                                        : after;
+      into.push_back(c.record.arg_index);
+    }
+    EXPECT_EQ(before, (std::vector<uint32_t>{0, 1, 5}));
+    EXPECT_EQ(after, (std::vector<uint32_t>{2, 5}));
+    EXPECT_EQ(overflow, (std::vector<uint32_t>{0, 1, 2, 5}));
+  }
+}
+
 TEST(RecorderTest, NonContiguousViewsAreGatheredRowMajor) {
   auto region = MakeRegion(SmallConfig(DumpLevel::kFull));
   DumpRecorder recorder(*region);

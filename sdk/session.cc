@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -83,6 +84,29 @@ std::string UniqueName(const std::string& root, const std::string& name) {
   }
 }
 
+// Claims a folder <root>/<name>, <root>/<name>_2, ...: the first that no
+// session of this process took and that mkdir creates, so two processes
+// naming it in the same second do not share it. `claimed` tells whether a
+// folder was created (it is removed at Finish if it stays empty); when
+// `root` cannot hold one, the name is returned unclaimed and writing the
+// capture says why.
+std::string ClaimFolder(const std::string& root, const std::string& name, bool* claimed) {
+  *claimed = false;
+  if (!MakeDirs(root).ok()) return UniqueName(root, name);
+  std::lock_guard<std::mutex> lock(names_mu);
+  for (int k = 1;; ++k) {
+    const std::string candidate = k == 1 ? name : absl::StrCat(name, "_", k);
+    if (TakenNames().count(candidate) > 0) continue;
+    if (::mkdir(absl::StrCat(root, "/", candidate).c_str(), 0755) != 0) {
+      if (errno == EEXIST && k < 100000) continue;
+      return candidate;  // not claimed: writing there will say why
+    }
+    TakenNames().insert(candidate);
+    *claimed = true;
+    return candidate;
+  }
+}
+
 // The capture's name on a service: <target>.<session>.<stamp>.<tag>, in
 // [A-Za-z0-9._-], at most 128 characters (unique per run).
 std::string RemoteName(const std::string& target, const std::string& session) {
@@ -133,6 +157,7 @@ struct SimSession::Impl {
 
   std::string name;         // the session's unique name
   std::string prefix;       // <root>/<name>: the capture's parent
+  bool prefix_claimed = false;  // created by this session (removed if left empty)
   std::string dump_dir;     // <prefix>/args_dump
   std::string remote_name, remote_server;
   std::vector<std::pair<std::string, std::string>> labels;
@@ -140,6 +165,8 @@ struct SimSession::Impl {
   absl::Status dump_status;
 
   std::unique_ptr<Collector> collector;
+  const DumpRegion* region = nullptr;
+  bool region_failed = false;  // the region could not be had: run without dump
   std::unique_ptr<DumpRecorder> recorder;
   std::unique_ptr<CaptureSink> sink;
   LocalSink* local_sink = nullptr;
@@ -161,6 +188,9 @@ struct SimSession::Impl {
   }
   void Resolve(std::vector<DumpLog>* logs);
   absl::Status StartCapture();
+  // Seed 000's dump_args_flush line, per recording thread, once the device
+  // flushed: what each wrote and lost (ERROR for drops, WARNING for cuts).
+  void LogFlush();
   absl::StatusOr<SessionResult> Finish();
 };
 
@@ -255,9 +285,20 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
   std::string base = s.options.name;
   if (base.empty()) base = test_case;
   if (base.empty()) base = program_invocation_short_name;
-  if (!wiring.output_prefix.empty()) {
+  s.capture = s.config.level > 0 || s.options.dynamic_switch || s.config.overflow;
+  if (!wiring.output_prefix.empty() && !wiring.claim_output_prefix) {
     s.name = base;
     s.prefix = wiring.output_prefix;
+  } else if (!wiring.output_prefix.empty()) {
+    // A default prefix: it, or a sibling _2, _3, ... (only a session that
+    // may write claims a folder).
+    const size_t slash = wiring.output_prefix.find_last_of('/');
+    const std::string root =
+        slash == std::string::npos ? "." : wiring.output_prefix.substr(0, slash);
+    const std::string leaf = wiring.output_prefix.substr(slash + 1);
+    const std::string taken = s.capture ? ClaimFolder(root, leaf, &s.prefix_claimed) : leaf;
+    s.name = base;
+    s.prefix = slash == std::string::npos ? taken : absl::StrCat(root, "/", taken);
   } else {
     std::string root = s.config.path;
     std::string name = FolderName(base);
@@ -267,9 +308,10 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
       root = cwd.empty() ? "outputs" : cwd + "/outputs";
       name = absl::StrCat(name, "_", Stamp("%Y%m%d_%H%M%S"));
     }
-    s.name = UniqueName(root, name);
+    s.name = s.capture ? ClaimFolder(root, name, &s.prefix_claimed) : UniqueName(root, name);
     s.prefix = absl::StrCat(root, "/", s.name);
   }
+  s.report.prefix = s.prefix;
   s.dump_dir = s.prefix + "/args_dump";
 
   // Labels: the test's identity, then the configuration's, then the code's.
@@ -281,12 +323,24 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
   for (const auto& [k, v] : s.config.labels) SetLabel(&s.labels, k, v);
   for (const auto& [k, v] : s.options.labels) SetLabel(&s.labels, k, v);
 
-  s.capture = s.config.level > 0 || s.options.dynamic_switch || s.config.overflow;
   if (s.capture) {
     if (absl::Status st = s.StartCapture(); !st.ok()) {
-      if (wiring.strict) return st;
-      s.Warn(absl::StrCat("the dump is off for this session: ", st.message()));
-      s.dump_status = st;
+      if (s.region_failed) {
+        // An internal failure (seed 003): an ERROR, and the run goes on
+        // without the dump.
+        s.report.dump_off_reason = std::string(st.message());
+        const std::string text = absl::StrCat(
+            "the dump buffers cannot be allocated (", st.message(), "); the run goes on "
+            "without the dump: lower arena_bytes / buffers_per_thread / records_per_buffer "
+            "(sim_run: --arena-bytes, --buffers-per-thread, --records-per-buffer)");
+        Print(DumpLog::kError, text);
+        s.warnings.push_back(text);
+      } else if (wiring.strict) {
+        return st;
+      } else {
+        s.Warn(absl::StrCat("the dump is off for this session: ", st.message()));
+        s.dump_status = st;
+      }
       s.capture = false;
       s.sink.reset();
       s.recorder.reset();
@@ -341,7 +395,11 @@ absl::Status SimSession::Impl::StartCapture() {
   collector = std::make_unique<Collector>(
       CollectorOptions{wiring.platform, options.drain_threads, options.collector_shards});
   auto region = collector->Initialize(rc);
-  if (!region.ok()) return region.status();
+  if (!region.ok()) {
+    region_failed = region.status().code() == absl::StatusCode::kResourceExhausted;
+    return region.status();
+  }
+  this->region = *region;
   v1::CaptureInfo info;
   info.set_name(wiring.workload.empty() ? name : wiring.workload);
   info.set_level(static_cast<v1::DumpLevel>(region_level));
@@ -350,8 +408,10 @@ absl::Status SimSession::Impl::StartCapture() {
   if (!config.capture_server.empty()) {
     GrpcSinkOptions g;
     g.target = config.capture_server;
-    g.capture = !wiring.capture_name.empty()
-                    ? wiring.capture_name
+    const size_t slash = prefix.find_last_of('/');
+    g.capture = !wiring.capture_name.empty() ? wiring.capture_name
+                : !wiring.output_prefix.empty()
+                    ? (slash == std::string::npos ? prefix : prefix.substr(slash + 1))
                     : RemoteName(wiring.test_labels ? Env("TEST_TARGET") : "", name);
     info.set_name(g.capture);
     g.info = info;
@@ -392,6 +452,58 @@ absl::Status SimSession::Impl::StartCapture() {
       "-byte payload arena), level ", region_level));
   Print(DumpLog::kInfo, report.dump_log.back());
   return collector->Start(sink.get());
+}
+
+void SimSession::Impl::LogFlush() {
+  if (region == nullptr) return;
+  // Each cause, and what to raise against it (seed 000, 7.5).
+  static constexpr const char* kCauses[][2] = {
+      {"ready queue full", "ready_queue_depth (--ready-queue-depth)"},
+      {"free queue empty", "buffers_per_thread (--buffers-per-thread)"},
+      {"arena ack timeout", "arena_bytes (--arena-bytes)"},
+      {"flush timeout", "ready_queue_depth (--ready-queue-depth)"}};
+  static_assert(sizeof(kCauses) / sizeof(kCauses[0]) == abi::kDropCauseCount);
+  uint64_t written = 0, dropped = 0, truncated = 0;
+  for (uint32_t t = 0; t < region->num_threads(); ++t) {
+    const abi::ThreadState& st = region->thread_state(t);
+    const uint64_t w = st.records_written.load(std::memory_order_acquire);
+    const uint64_t d = st.dropped_records.load(std::memory_order_acquire);
+    const uint64_t c = st.truncated_records.load(std::memory_order_acquire);
+    written += w;
+    dropped += d;
+    truncated += c;
+    if (d > 0) {
+      std::vector<std::string> causes, raise;
+      for (uint32_t k = 0; k < abi::kDropCauseCount; ++k) {
+        const uint64_t n = st.dropped_by_cause[k].load(std::memory_order_acquire);
+        if (n == 0) continue;
+        causes.push_back(absl::StrCat(kCauses[k][0], " ", n));
+        if (std::find(raise.begin(), raise.end(), kCauses[k][1]) == raise.end()) {
+          raise.push_back(kCauses[k][1]);
+        }
+      }
+      raise.push_back("wait_bound_ms (--wait-bound-ms)");
+      const std::string text = absl::StrCat(
+          "dump flush: thread ", t, " wrote ", w, " records and lost ", d, " (",
+          absl::StrJoin(causes, ", "), "): the host did not take them within the wait bound; "
+          "they are counted in dropped_records. Raise ", absl::StrJoin(raise, " or "));
+      Print(DumpLog::kError, text);
+      warnings.push_back(text);
+    }
+    if (c > 0) {
+      const std::string text = absl::StrCat(
+          "dump flush: thread ", t, " cut ", c, " tensors larger than the arena to arena/2 "
+          "bytes (flagged truncated); raise arena_bytes (sim_run: --arena-bytes) to keep them "
+          "whole");
+      Print(DumpLog::kWarning, text);
+      warnings.push_back(text);
+    }
+  }
+  report.dump_log.push_back(absl::StrCat(
+      "dump flush: ", region->num_threads(), " recording threads wrote ", written, " records",
+      dropped + truncated == 0 ? "; none dropped or truncated"
+                               : absl::StrCat("; dropped ", dropped, ", truncated ", truncated)));
+  Print(DumpLog::kInfo, report.dump_log.back());
 }
 
 SimSession::SimSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -476,7 +588,9 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   SessionResult r;
   r.name = name;
   r.run_status = runtime->Synchronize();
+  if (capture) LogFlush();
   if (!step && runtime->tasks_submitted() > 0) ++steps_begun;  // step 0, implicitly
+  report.step_levels = runtime->step_levels();
   r.dump = config;
   r.steps = steps_begun;
   r.tasks = runtime->tasks_submitted();
@@ -498,12 +612,19 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
     absl::Status reconciled = collector->Reconcile();
     // The sink is this thread's now (the collector's threads are joined):
     // labels known only at the end go in before the manifest is written.
+    v1::CaptureInfo end;
     if (wiring.test_labels && !Env("TEST_TARGET").empty()) {
-      const std::vector<std::pair<std::string, std::string>> end = {
-          {"steps", absl::StrCat(steps_begun)}};
-      SetLabel(&labels, "steps", end[0].second);
-      if (absl::Status st = sink->AddLabels(end); !st.ok() && dump_status.ok()) dump_status = st;
+      SetLabel(&labels, "steps", absl::StrCat(steps_begun));
+      (*end.mutable_labels())["steps"] = absl::StrCat(steps_begun);
     }
+    if (report.step_levels.size() > 1) {
+      for (const StepLevel& l : report.step_levels) {
+        v1::StepLevel* e = end.add_step_levels();
+        e->set_first_step(l.first_step);
+        e->set_level(l.level);
+      }
+    }
+    if (absl::Status st = sink->Amend(end); !st.ok() && dump_status.ok()) dump_status = st;
     absl::Status exported = collector->Export();
     report.collected = collector->stats();
     report.losses = collector->losses();
@@ -520,6 +641,7 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
     r.wrote_capture = local_sink != nullptr ? local_sink->store().created()
                                             : report.collected.records > 0;
   }
+  if (prefix_claimed) ::rmdir(prefix.c_str());  // only if nothing went in
   r.dump_status = dump_status;
   r.labels = {labels.begin(), labels.end()};
   if (local_sink != nullptr && r.wrote_capture) r.capture_dir = dump_dir;

@@ -29,6 +29,14 @@ struct SessionReport {
   // Streamed captures: records handed to the service, and those it
   // acknowledged as durable (equal unless the stream failed for good).
   uint64_t sent_records = 0, acked_records = 0;
+  // The folder the capture and exception dumps go to (<prefix>/args_dump).
+  std::string prefix;
+  // The level the dump ran at, from which step on (one entry, and one per
+  // change of the dynamic switch).
+  std::vector<StepLevel> step_levels;
+  // Set when the dump was requested but could not run (an internal
+  // failure, such as a region that could not be allocated): why.
+  std::string dump_off_reason;
 };
 
 struct SessionWiring {
@@ -38,6 +46,10 @@ struct SessionWiring {
   // The capture goes to exactly <output_prefix>/args_dump (no session
   // name, no _2), exception dumps under <output_prefix>/exception_dump.
   std::string output_prefix;
+  // output_prefix is a default name (sim_run's outputs/<workload>_<stamp>):
+  // the session claims it, or <output_prefix>_2, _3, ... when another run
+  // (of this or another process, in the same second) holds it.
+  bool claim_output_prefix = false;
   // The capture's exact name on a service, and the token to send.
   std::string capture_name;
   std::string auth_token;

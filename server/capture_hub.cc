@@ -180,8 +180,8 @@ void Capture::Append(AppendJob job, DoneCallback done) {
 }
 
 void Capture::Finish(v1::CaptureCounters device_counters, DoneCallback done,
-                     std::vector<std::pair<std::string, std::string>> labels) {
-  Job j{Job::kFinish, {}, std::move(device_counters), std::move(done), std::move(labels)};
+                     v1::CaptureInfo end) {
+  Job j{Job::kFinish, {}, std::move(device_counters), std::move(done), std::move(end)};
   Enqueue(std::move(j));
 }
 
@@ -258,8 +258,8 @@ void Capture::WriterLoop() {
       continue;
     }
     // Finish: the manifest and index, then serve from the index.
-    absl::Status s = store->AddLabels(job.labels);
-    if (s.ok() && !job.labels.empty()) {
+    absl::Status s = store->Amend(job.end);
+    if (s.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       info_ = store->info();
     }

@@ -76,9 +76,10 @@ class Capture {
   // Append: InvalidArgument / ResourceExhausted (quota) leave the capture
   // as it was. Finish writes the manifest and index and ends the writer.
   void Append(AppendJob job, DoneCallback done);
-  // `labels` are added to the capture's (CaptureStore::AddLabels) first.
+  // `end` (labels, step levels) amends the capture's info first
+  // (CaptureStore::Amend).
   void Finish(v1::CaptureCounters device_counters, DoneCallback done,
-              std::vector<std::pair<std::string, std::string>> labels = {});
+              v1::CaptureInfo end = {});
   // Runs `done` once every job queued before it is done.
   void Barrier(DoneCallback done);
 
@@ -104,7 +105,7 @@ class Capture {
     AppendJob append;
     v1::CaptureCounters counters;
     DoneCallback done;
-    std::vector<std::pair<std::string, std::string>> labels;  // kFinish
+    v1::CaptureInfo end;  // kFinish: what amends the capture's info
   };
   Capture(std::string name, std::string dir, uint64_t max_bytes)
       : name_(std::move(name)), dir_(std::move(dir)), max_bytes_(max_bytes) {}

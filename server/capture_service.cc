@@ -383,14 +383,17 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   absl::Status FinishMessageLocked(const v1::IngestFinish& finish) {
     if (capture_ == nullptr) return absl::FailedPreconditionError("ingest: finish before open");
     if (finishing_) return absl::FailedPreconditionError("ingest: finish sent twice");
-    std::vector<std::pair<std::string, std::string>> labels(finish.labels().begin(),
-                                                            finish.labels().end());
-    FinishCaptureLocked(finish.device_counters(), std::move(labels));
+    v1::CaptureInfo end;
+    *end.mutable_labels() = finish.labels();
+    *end.mutable_step_levels() = finish.step_levels();
+    if (absl::Status s = CheckStepLevels(end.step_levels()); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("ingest: finish.", s.message()));
+    }
+    FinishCaptureLocked(finish.device_counters(), std::move(end));
     return absl::OkStatus();
   }
 
-  void FinishCaptureLocked(const v1::CaptureCounters& counters,
-                           std::vector<std::pair<std::string, std::string>> labels = {}) {
+  void FinishCaptureLocked(const v1::CaptureCounters& counters, v1::CaptureInfo end = {}) {
     if (!pending_records_.empty()) {
       EndLocked(grpc::Status(
           grpc::StatusCode::INVALID_ARGUMENT,
@@ -417,7 +420,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       self->ending_ = true;
       self->WriteNextLocked();
     };
-    capture_->Finish(counters, std::move(done), std::move(labels));
+    capture_->Finish(counters, std::move(done), std::move(end));
   }
 
   void MaybeReadLocked() {

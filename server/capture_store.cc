@@ -355,11 +355,32 @@ absl::Status CaptureStore::WritePayloads(const std::vector<absl::string_view>& p
   return absl::OkStatus();
 }
 
-absl::Status CaptureStore::AddLabels(
-    const std::vector<std::pair<std::string, std::string>>& labels) {
+absl::Status CheckStepLevels(const google::protobuf::RepeatedPtrField<v1::StepLevel>& levels) {
+  for (int i = 0; i < levels.size(); ++i) {
+    if (levels[i].level() > 3) {
+      return absl::InvalidArgumentError(absl::StrCat("step_levels[", i, "].level: ",
+                                                     levels[i].level(), " is not 0..3"));
+    }
+    if (i > 0 && levels[i].first_step() <= levels[i - 1].first_step()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "step_levels[", i, "].first_step: ", levels[i].first_step(),
+          " does not follow step ", levels[i - 1].first_step()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CaptureStore::Amend(const v1::CaptureInfo& end) {
   if (finished_) return absl::FailedPreconditionError("capture store: already finished");
-  if (labels.empty()) return absl::OkStatus();
-  for (const auto& [key, value] : labels) (*info_.mutable_labels())[key] = value;
+  if (absl::Status s = CheckStepLevels(end.step_levels()); !s.ok()) return s;
+  if (end.labels().empty() && end.step_levels().empty()) return absl::OkStatus();
+  for (const auto& [key, value] : end.labels()) (*info_.mutable_labels())[key] = value;
+  if (!end.step_levels().empty()) {
+    *info_.mutable_step_levels() = end.step_levels();
+    for (const v1::StepLevel& l : end.step_levels()) {
+      if (l.level() > 0) info_.set_level(static_cast<v1::DumpLevel>(l.level()));
+    }
+  }
   if (journal_ == nullptr) return absl::OkStatus();  // the header, when written, has them
   return journal_->Append(JournalEntryType::kCaptureInfo, info_.SerializeAsString());
 }
@@ -388,13 +409,12 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
     counters_final_ = true;
   }
   ManifestContents m;
-  m.level = info_.level();
+  m.SetInfo(info_);
   m.counters = counters;
   m.has_bin_file = bin_fd_ >= 0;
   m.records = &records_;
   m.order = &order;
   m.stats = stats_.empty() ? nullptr : &stats_;
-  m.labels = SortedLabels(info_);
   return WriteManifest(dir_ + "/" + kManifestName, m);
 }
 
@@ -503,11 +523,10 @@ absl::Status CaptureStore::Recover(const std::string& dir, RecoveryReport* out) 
   }
   if (!has_manifest) {
     ManifestContents m;
-    m.level = info.level();
+    m.SetInfo(info);
     m.counters = counters;
     m.has_bin_file = !report.bin_missing;
     m.recovered = !have_counters;
-    m.labels = SortedLabels(info);
     m.records = &records;
     m.order = &order;
     m.stats = stats.empty() ? nullptr : &stats;

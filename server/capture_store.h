@@ -39,6 +39,10 @@ namespace argsdump {
 // that cannot be created, or when `path` ends up not being a directory.
 absl::Status MakeDirs(const std::string& path);
 
+// Step levels (CaptureInfo.step_levels) in order: first_step increasing,
+// level 0..3; InvalidArgument naming the entry otherwise.
+absl::Status CheckStepLevels(const google::protobuf::RepeatedPtrField<v1::StepLevel>& levels);
+
 inline constexpr char kManifestName[] = "args_dump.json";
 inline constexpr char kBinName[] = "args.bin";
 inline constexpr char kJournalName[] = "args.journal";
@@ -87,10 +91,13 @@ class CaptureStore {
   absl::Status AppendBatch(const std::vector<const v1::ArgRecord*>& records,
                            const std::vector<absl::string_view>& payloads);
 
-  // Adds labels to the capture's (a key already there is replaced): labels
-  // known only at the end, such as the SDK's step count. Journaled when
+  // What is known only at the end, from `end`: its labels are added to the
+  // capture's (a key already there is replaced), such as the SDK's step
+  // count; its step_levels (the dynamic switch's levels per step) replace
+  // the capture's, and the level becomes the last of them above 0.
+  // InvalidArgument for step levels out of order or above 3. Journaled when
   // the journal exists; written into args.index and the manifest by Finish.
-  absl::Status AddLabels(const std::vector<std::pair<std::string, std::string>>& labels);
+  absl::Status Amend(const v1::CaptureInfo& end);
 
   // Writes the manifest, sorted, with the device's loss counters merged in.
   absl::Status Finish(const v1::CaptureCounters& losses);

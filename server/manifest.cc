@@ -96,6 +96,12 @@ std::string JsonDouble(double v) {
 
 }  // namespace
 
+void ManifestContents::SetInfo(const v1::CaptureInfo& info) {
+  level = info.level();
+  labels = SortedLabels(info);
+  step_levels.assign(info.step_levels().begin(), info.step_levels().end());
+}
+
 std::vector<std::pair<std::string, std::string>> SortedLabels(const v1::CaptureInfo& info) {
   std::vector<std::pair<std::string, std::string>> labels(info.labels().begin(),
                                                           info.labels().end());
@@ -302,6 +308,14 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& cont
       &out, "{\n  \"run_dir\": \"args_dump\",\n",
       "  \"bin_format\": {\"type\": \"logical_contiguous\", \"byte_order\": \"little_endian\"},\n",
       "  \"dump_args_level\": ", static_cast<int>(m.level), ",\n");
+  if (m.step_levels.size() > 1) {
+    out.append("  \"dump_levels\": [");
+    for (size_t i = 0; i < m.step_levels.size(); ++i) {
+      absl::StrAppend(&out, i > 0 ? ", " : "", "{\"first_step\": ", m.step_levels[i].first_step(),
+                      ", \"level\": ", m.step_levels[i].level(), "}");
+    }
+    out.append("],\n");
+  }
   if (!m.labels.empty()) {
     out.append("  \"labels\": {");
     for (size_t i = 0; i < m.labels.size(); ++i) {

@@ -61,6 +61,12 @@ struct ManifestContents {
   std::vector<std::pair<std::string, std::string>> labels;
   // A recovery that dropped something: written as "recovery" (null: none).
   const RecoveryReport* recovery = nullptr;
+  // The levels per step when the dynamic switch changed the level: written
+  // as "dump_levels" when there is more than one.
+  std::vector<v1::StepLevel> step_levels;
+
+  // level, labels and step_levels from the capture's info.
+  void SetInfo(const v1::CaptureInfo& info);
 };
 
 // The labels of a capture's info, sorted by key (for the manifest).

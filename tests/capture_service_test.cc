@@ -701,6 +701,54 @@ TEST_F(CaptureServiceTest, FinishCaptureSealsADetachedLiveCapture) {
             grpc::StatusCode::NOT_FOUND);
 }
 
+// The finish message's step levels (the dynamic switch): checked, then the
+// capture's level and its manifest say what ran; bad ones are refused and
+// the capture stays live and resumable.
+TEST_F(CaptureServiceTest, FinishCarriesTheLevelsPerStep) {
+  StartServer("step_levels");
+  const Pairs p = MakePairs(2);
+  auto finish_with = [&](const std::string& name,
+                         std::vector<std::pair<uint32_t, uint32_t>> levels, bool resume) {
+    std::unique_ptr<RawIngest> stream;
+    v1::IngestResponse r;
+    for (int attempt = 0;; ++attempt) {  // the last stream may still be detaching
+      stream = std::make_unique<RawIngest>(stub_.get());
+      stream->Send(Open(name, resume));
+      if (stream->Read(&r) && r.has_opened()) break;
+      if (attempt >= 500) return stream->End();
+    }
+    RawIngest& in = *stream;
+    if (r.opened().durable_records() == 0) EXPECT_TRUE(in.Send(Batch(p, 0, 6, 0)));
+    v1::IngestRequest finish;
+    for (const auto& [step, level] : levels) {
+      v1::StepLevel* l = finish.mutable_finish()->add_step_levels();
+      l->set_first_step(step);
+      l->set_level(level);
+    }
+    finish.mutable_finish();
+    EXPECT_TRUE(in.Send(finish));
+    return in.End();
+  };
+  for (const auto& bad : std::vector<std::vector<std::pair<uint32_t, uint32_t>>>{
+           {{0, 2}, {3, 7}}, {{2, 2}, {2, 3}}, {{4, 1}, {1, 3}}}) {
+    const grpc::Status st = finish_with("bad", bad, /*resume=*/bad[0].first != 0);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+    EXPECT_NE(st.error_message().find("step_levels["), std::string::npos) << st.error_message();
+    EXPECT_EQ(Get("bad").state(), v1::CAPTURE_STATE_LIVE);
+  }
+  const grpc::Status ok = finish_with("good", {{0, 0}, {2, 3}, {5, 1}}, false);
+  ASSERT_TRUE(ok.ok()) << ok.error_message();
+  const v1::CaptureSummary s = Get("good");
+  EXPECT_EQ(s.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(s.level(), v1::DUMP_LEVEL_PARTIAL);  // the last level above 0
+  const std::string manifest = ReadWholeFile(root_ + "/good/args_dump/args_dump.json");
+  EXPECT_NE(manifest.find("\"dump_levels\": [{\"first_step\": 0, \"level\": 0}, "
+                          "{\"first_step\": 2, \"level\": 3}, {\"first_step\": 5, \"level\": 1}]"),
+            std::string::npos)
+      << manifest;
+  EXPECT_NE(manifest.find("\"dump_args_level\": 1,"), std::string::npos);
+}
+
 TEST_F(CaptureServiceTest, MalformedRecordsAreRefusedAndTheCaptureStaysReadable) {
   StartServer("malformed");
   const Pairs p = MakePairs(4);

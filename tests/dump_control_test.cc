@@ -253,6 +253,50 @@ TEST(DumpControlTest, SwitchedOnFromLevelZero) {
   EXPECT_EQ(Steps(c), (std::set<uint32_t>{2}));
 }
 
+// The levels actually used (issue 12, failure 8: after a switch to level 3
+// the manifest said 2 and the summary 0): the manifest's dump_args_level
+// is the level switched to, "dump_levels" says from which step which
+// level ran, and so does the run's summary - also on a capture service.
+TEST(DumpControlTest, TheManifestAndSummaryTellTheLevelsPerStep) {
+  SimJobOptions o = Options("levels_per_step", /*level=*/0);
+  o.dynamic = true;
+  o.steps = 4;
+  o.before_step = [](uint32_t step) -> std::optional<DumpConfig> {
+    if (step == 1) return Level(3);
+    if (step == 3) return Level(0);
+    return std::nullopt;
+  };
+  auto r = RunSimJob(*BuiltinWorkload("vector_example"), BuiltinKernels(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const CaptureFiles c = ReadCapture(r->dump_dir);
+  EXPECT_EQ(c.manifest.dump_args_level(), 3u);
+  ASSERT_EQ(c.manifest.dump_levels_size(), 3) << c.manifest_text;
+  EXPECT_EQ(c.manifest.dump_levels(0).first_step(), 0u);
+  EXPECT_EQ(c.manifest.dump_levels(0).level(), 0u);
+  EXPECT_EQ(c.manifest.dump_levels(1).first_step(), 1u);
+  EXPECT_EQ(c.manifest.dump_levels(1).level(), 3u);
+  EXPECT_EQ(c.manifest.dump_levels(2).first_step(), 3u);
+  EXPECT_EQ(c.manifest.dump_levels(2).level(), 0u);
+  EXPECT_EQ(Steps(c), (std::set<uint32_t>{1, 2}));
+  // Hybrid: metadata for every tensor, payload for the marked ones only.
+  int metadata_only = 0;
+  for (const Entry& e : c.entries) metadata_only += e.kind == "tensor" && e.bin_size == 0;
+  EXPECT_GT(metadata_only, 0);
+  EXPECT_NE(SummarizeSimJob(*r, o).find("dump level 0 at step 0, 3 from step 1, 0 from step 3"),
+            std::string::npos)
+      << SummarizeSimJob(*r, o);
+
+  // One level all along: no "dump_levels", the level as before.
+  SimJobOptions plain = Options("levels_plain", 2);
+  plain.steps = 2;
+  auto p = RunSimJob(*BuiltinWorkload("vector_example"), BuiltinKernels(), plain);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const CaptureFiles pc = ReadCapture(p->dump_dir);
+  EXPECT_EQ(pc.manifest.dump_args_level(), 2u);
+  EXPECT_EQ(pc.manifest_text.find("dump_levels"), std::string::npos);
+  EXPECT_NE(SummarizeSimJob(*p, plain).find("dump level 2\n"), std::string::npos);
+}
+
 // n independent tasks x_i -> relu -> y_i, except task k: nonfinite (its
 // output gets a NaN and an Inf). With `chain`, task i+1 reads y_i instead,
 // so the NaN flows on to every later task.
@@ -342,6 +386,41 @@ TEST(OverflowDumpTest, TheFirstOverflowingTaskIsNamedInAChain) {
     // Before k: the input before dispatch only (mode input). From k: that,
     // plus input and output at completion.
     EXPECT_EQ(entries.size(), overflowed ? 3u : 1u) << task;
+  }
+}
+
+// Level 1: an overflowing task is dumped in full, whatever its markers -
+// every tensor at completion and every scalar, also those the partial dump
+// before dispatch left out (failure 8 of issue 12: the scalar was lost).
+TEST(OverflowDumpTest, AtLevelOneTheOverflowingTaskKeepsEveryScalar) {
+  const int n = 4;
+  for (const bool marked : {true, false}) {
+    SCOPED_TRACE(marked ? "input marked" : "nothing marked");
+    v1::WorkloadSpec w = NanAt(n, /*k=*/2, /*chain=*/false);
+    v1::TaskSpec* t = w.mutable_tasks(2);
+    t->mutable_args(0)->set_dump(marked);
+    v1::ScalarSpec* alpha = t->add_args()->mutable_scalar();
+    alpha->set_dtype("FLOAT32");
+    alpha->set_value(2.5);
+    SimJobOptions o = Options(marked ? "overflow_l1_marked" : "overflow_l1_unmarked", 1);
+    o.dump.overflow = true;
+    SimJobResult r;
+    const CaptureFiles c = RunSpec(w, o, &r);
+    EXPECT_EQ(r.overflow_tasks, 1u);
+    std::vector<std::string> got;
+    for (const Entry& e : c.entries) {
+      got.push_back(absl::StrCat(e.kind, " ", e.role, " ", e.stage, e.overflow ? " overflow" : ""));
+    }
+    std::vector<std::string> want = {"tensor input after_completion overflow",
+                                     "tensor output after_completion overflow",
+                                     "scalar input before_dispatch overflow"};
+    if (marked) want.insert(want.begin(), "tensor input before_dispatch");
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want);
+    for (const Entry& e : c.entries) {
+      if (e.kind == "scalar") EXPECT_EQ(e.value.number_value(), 2.5);
+    }
   }
 }
 

@@ -2,7 +2,7 @@
 # sim_run as a user runs it: good runs, and bad input that must be refused
 # with a message naming the flag, the file or the field.
 set -uo pipefail
-sim_run="$1"
+sim_run="$(realpath "$1")"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 fails=0
 check() {  # check NAME EXPECTED_RC PATTERN -- command...
@@ -117,6 +117,98 @@ grep -q '"recovery": {"records_kept"' "$tmp/rec/args_dump/args_dump.json" \
   || { echo "FAIL recover: the manifest does not say what was dropped"; fails=$((fails + 1)); }
 mkdir -p "$tmp/rec_none/args_dump" && printf 'junk' > "$tmp/rec_none/args_dump/args.journal"
 check "recover with no capture header" 2 "no capture header" -- "$sim_run" --recover "$tmp/rec_none/args_dump"
+
+# The seeds, followed (issue 12, failure 8). A user configuration error is a
+# WARNING with the fix and a fallback; an internal failure an ERROR and a
+# run without the dump; losses and kernel failures are graded log lines.
+mkdir -p "$tmp/cwd"
+check "an unwritable --output-prefix falls back to the default" 0 \
+  "WARNING: API: path='/proc/argsdump_x' is not valid: no folder can be created in /proc" -- \
+  env -C "$tmp/cwd" "$sim_run" --dump-args 2 --output-prefix /proc/argsdump_x
+ls "$tmp/cwd"/outputs/vector_example_*/args_dump/args_dump.json >/dev/null 2>&1 \
+  || { echo "FAIL unwritable prefix: no capture at the default"; fails=$((fails + 1)); }
+check "an unwritable ARGSDUMP_PATH falls back to the default" 0 \
+  "WARNING: environment: ARGSDUMP_PATH='/proc/argsdump_y' is not valid" -- \
+  env -C "$tmp/cwd" ARGSDUMP_PATH=/proc/argsdump_y "$sim_run" --dump-args 2
+check "a path below a file falls back too" 0 "is not a folder|Not a directory" -- \
+  env -C "$tmp/cwd" "$sim_run" --dump-args 2 --output-prefix "$tmp/good.json/below"
+check "an unknown kernel name warns and names the known ones" 0 \
+  "WARNING: funcs: 'nosuchkernel' is no kernel's name or type.*every kernel is dumped.*Known kernels.*add_scalar" -- \
+  env ARGSDUMP_FUNCS=nosuchkernel "$sim_run" --dump-args 2 --output-prefix "$tmp/funcs_unknown"
+grep -q '"total_args": 6' "$tmp/funcs_unknown/args_dump/args_dump.json" \
+  || { echo "FAIL unknown kernel: the run did not dump everything"; fails=$((fails + 1)); }
+check "an unknown name beside a known one is left out" 0 "'nosuch' is no kernel's name or type.*it is left out" -- \
+  env ARGSDUMP_FUNCS=nosuch,add_scalar "$sim_run" --dump-args 2 --output-prefix "$tmp/funcs_mixed"
+# Dump buffers that cannot be had: an ERROR, and the workload still runs.
+# (Not under a sanitizer: its shadow memory does not fit under ulimit -v.)
+[ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ] || for pattern in "ERROR: the dump buffers cannot be allocated .*Cannot allocate memory.*the run goes on without the dump" \
+               "^dump: off \(its buffers could not be allocated"; do
+  check "dump buffers that cannot be allocated: ERROR, run without dump" 0 "$pattern" -- \
+    bash -c 'ulimit -v 6000000 && exec "$0" --dump-args 2 --arena-bytes 1099511627776 --output-prefix "$1"' \
+    "$sim_run" "$tmp/no_region"
+done
+[ ! -e "$tmp/no_region/args_dump" ] || { echo "FAIL no region: a capture was written"; fails=$((fails + 1)); }
+check "a failing kernel is an ERROR line" 1 "\[argsdump sim\] ERROR: task 0x0000000100000001 kernel 'fail'" -- \
+  "$sim_run" --workload "$tmp/failing.json" --dump-args 2 --output-prefix "$tmp/exc_err"
+check "a hang is an ERROR line" 1 "\[argsdump sim\] ERROR: scheduler timeout" -- \
+  env SIMPLER_SCHEDULER_TIMEOUT_MS=200 "$sim_run" --workload hang_example --dump-args 2 --output-prefix "$tmp/hang_err"
+check "the flush line" 0 "INFO: dump flush: 4 recording threads wrote 6 records; none dropped or truncated" -- \
+  "$sim_run" --dump-args 2 --output-prefix "$tmp/flush_line"
+check "truncation is a WARNING at flush" 0 "WARNING: dump flush: thread [0-9]+ cut [0-9]+ tensors larger than the arena" -- \
+  "$sim_run" --dump-args 2 --arena-bytes 64 --output-prefix "$tmp/cut"
+# A host that cannot write (args.bin a FIFO nobody reads yet: the
+# collector blocks opening it): the device drops after its wait bound, and
+# the flush says so per thread, as an ERROR, before the host is back.
+mkdir -p "$tmp/stall/args_dump" && mkfifo "$tmp/stall/args_dump/args.bin"
+{
+  printf '{"name": "many", "buffers": [{"name": "a", "dtype": "FLOAT32", "shape": [64], "init": {"fill": 1}}'
+  for i in $(seq 0 39); do printf ', {"name": "o%d", "dtype": "FLOAT32", "shape": [64]}' "$i"; done
+  printf '], "tasks": ['
+  for i in $(seq 0 39); do
+    [ "$i" -gt 0 ] && printf ', '
+    printf '{"func": "relu", "args": [{"tensor": "a", "role": "input"}, {"tensor": "o%d", "role": "output"}]}' "$i"
+  done
+  printf ']}'
+} > "$tmp/many.json"
+"$sim_run" --dump-args 2 --workload "$tmp/many.json" --schedulers 2 --records-per-buffer 1 \
+  --buffers-per-thread 1 --ready-queue-depth 1 --arena-bytes 1024 --wait-bound-ms 20 --output-prefix "$tmp/stall" \
+  > "$tmp/stall.out" 2> "$tmp/stall.err" &
+stall_pid=$!
+timeout 120 tail -n +1 -f "$tmp/stall.err" | grep -m1 -q "INFO: dump flush: 2 recording threads"
+cat "$tmp/stall/args_dump/args.bin" > /dev/null  # the host can write again
+wait "$stall_pid"; stall_rc=$?
+if [ "$stall_rc" -ne 0 ] || ! grep -qE "ERROR: dump flush: thread [01] wrote [0-9]+ records and lost [0-9]+ \((arena ack timeout|free queue empty|ready queue full)" "$tmp/stall.err" \
+   || ! grep -qE "^losses: dropped [1-9]" "$tmp/stall.out"; then
+  echo "FAIL dropped records: rc=$stall_rc"; cat "$tmp/stall.err" "$tmp/stall.out"; fails=$((fails + 1))
+else
+  echo "ok   dropped records are an ERROR line per thread at flush"
+fi
+
+# Default prefixes never collide: the folders of this second and the next
+# few are taken (by "other runs"); the run takes a free _k sibling.
+mkdir -p "$tmp/cwd2/outputs"
+now=$(date +%s)
+for d in 0 1 2 3 4 5; do
+  mkdir -p "$tmp/cwd2/outputs/vector_example_$(date -d "@$((now + d))" +%Y%m%d_%H%M%S)"
+done
+check "a default prefix taken by another run" 0 "^capture: outputs/vector_example_[0-9]+_[0-9]+_2/args_dump/args_dump.json" -- \
+  env -C "$tmp/cwd2" "$sim_run" --dump-args 2
+pids=()
+for i in 1 2 3 4; do
+  env -C "$tmp/cwd2" "$sim_run" --dump-args 2 > "$tmp/cwd2/run_$i.out" 2>&1 & pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid" || { echo "FAIL concurrent default prefixes: a run failed"; fails=$((fails + 1)); }; done
+n=$(grep -h "^capture: " "$tmp/cwd2"/run_*.out | sort -u | wc -l)
+[ "$n" -eq 4 ] || { echo "FAIL concurrent default prefixes: $n distinct captures of 4"; cat "$tmp/cwd2"/run_*.out; fails=$((fails + 1)); }
+for f in $(grep -h "^capture: " "$tmp/cwd2"/run_*.out | sed 's/^capture: //'); do
+  grep -q '"total_args": 6' "$tmp/cwd2/$f" || { echo "FAIL concurrent default prefixes: $f"; fails=$((fails + 1)); }
+done
+# A level-0 run claims no folder; a run that captured nothing leaves none.
+mkdir -p "$tmp/cwd3"
+check "level 0 with the default prefix" 0 "dump: off" -- env -C "$tmp/cwd3" "$sim_run" --dump-args 0
+check "level 1 with nothing marked leaves no folder" 0 "capture: none" -- \
+  env -C "$tmp/cwd3" "$sim_run" --dump-args 1 --workload "$tmp/good.json"
+[ -z "$(ls -A "$tmp/cwd3/outputs" 2>/dev/null)" ] || { echo "FAIL nothing captured: a folder was left"; ls -R "$tmp/cwd3"; fails=$((fails + 1)); }
 
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

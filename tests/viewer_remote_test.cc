@@ -301,7 +301,9 @@ TEST_F(ViewerRemoteTest, ListsCapturesByLabel) {
     ASSERT_TRUE(sink.ok()) << sink.status();
     const TestCapture c = ViewerScene(false);
     ASSERT_TRUE((*sink)->WriteBatch(c.RecordPtrs(), c.PayloadViews()).ok());
-    ASSERT_TRUE((*sink)->AddLabels({{"steps", "3"}}).ok());
+    v1::CaptureInfo end;
+    (*end.mutable_labels())["steps"] = "3";
+    ASSERT_TRUE((*sink)->Amend(end).ok());
     ASSERT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
   };
   labelled("a_run", "//pkg:a_test");

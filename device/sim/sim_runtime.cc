@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace argsdump {
 inline namespace ARGSDUMP_SIM_NAMESPACE {
@@ -83,6 +84,9 @@ SimRuntime::SimRuntime(SimConfig config, const KernelRegistry& kernels,
     first.level = static_cast<int>(recorder_->level());
   }
   step_dump_ = MakeStepDump(first);
+  for (std::string& w : step_dump_.warnings) Warn(std::move(w));
+  step_dump_.warnings.clear();
+  step_levels_.push_back({0, step_dump_.on ? static_cast<uint32_t>(step_dump_.config.level) : 0});
   completions_.resize(config_.scheduler_threads);
   for (uint32_t i = 0; i < config_.scheduler_threads; ++i) {
     scheduler_cv_.push_back(std::make_unique<std::condition_variable>());
@@ -121,12 +125,49 @@ SimRuntime::StepDump SimRuntime::MakeStepDump(const DumpConfig& config) const {
       return f == k.name || (!k.type.empty() && f == k.type);
     });
   };
+  // A name that is no kernel's name or type selects nothing: say so, with
+  // what it could be, and leave it out (an allow list of nothing but such
+  // names would silently dump nothing: it falls back to no list).
+  auto known = [&](const std::string& name) {
+    for (uint16_t f = 0; f < kernels_.size(); ++f) {
+      const KernelInfo* k = kernels_.Find(f);
+      if (k != nullptr && (k->name == name || (!k->type.empty() && k->type == name))) return true;
+    }
+    return false;
+  };
+  auto prune = [&](std::vector<std::string>* list, const char* item) {
+    std::vector<std::string> unknown;
+    list->erase(std::remove_if(list->begin(), list->end(),
+                               [&](const std::string& n) {
+                                 if (known(n)) return false;
+                                 unknown.push_back(n);
+                                 return true;
+                               }),
+                list->end());
+    if (unknown.empty()) return;
+    std::vector<std::string> names;
+    for (uint16_t f = 0; f < kernels_.size(); ++f) {
+      if (const KernelInfo* k = kernels_.Find(f)) {
+        names.push_back(k->type.empty() ? k->name : absl::StrCat(k->name, " (", k->type, ")"));
+      }
+    }
+    const bool emptied = list->empty() && std::string(item) == "funcs";
+    d.warnings.push_back(absl::StrCat(
+        item, ": '", absl::StrJoin(unknown, "', '"), "' is no kernel's name or type, so it "
+        "selects nothing", emptied ? "; with no other name the list is dropped and every kernel "
+        "is dumped" : "; it is left out",
+        ". Known kernels (types): ", absl::StrJoin(names, ", ")));
+  };
+  if (d.on) {
+    prune(&d.config.funcs, "funcs");
+    prune(&d.config.block_funcs, "block_funcs");
+  }
   for (uint16_t f = 0; f < kernels_.size(); ++f) {
     const KernelInfo* k = kernels_.Find(f);
     if (k == nullptr) continue;
-    if (listed(config.block_funcs, *k)) {
+    if (listed(d.config.block_funcs, *k)) {
       d.func_state[f] = kFuncBlocked;
-    } else if (listed(config.funcs, *k)) {
+    } else if (listed(d.config.funcs, *k)) {
       d.func_state[f] = kFuncAllowed;
     }
   }
@@ -154,6 +195,8 @@ bool SimRuntime::Failed(Task* t, uint32_t thread) {
     failure = t->failure;
   }
   if (failure.ok()) return false;
+  Error(absl::StrCat(failure.message(), "; the run stops (nothing more is dispatched)",
+                     config_.exception_dump ? "; the task goes to an exception dump" : ""));
   if (config_.exception_dump) {
     if (!t->dumped) BuildDumpTask(t);
     t->dump.step = t->step;
@@ -228,21 +271,36 @@ void SimRuntime::SetDumpConfig(const DumpConfig& config) {
 
 void SimRuntime::BeginStep(uint32_t step) {
   std::string message;
+  std::vector<std::string> warnings;
   {
     std::lock_guard<std::mutex> lock(mu_);
     step_ = step;
-    if (!pending_dump_) return;
-    StepDump next = MakeStepDump(*pending_dump_);
-    pending_dump_.reset();
-    if (next.on != step_dump_.on) {
-      message = absl::StrCat("dump switched ", next.on ? "on" : "off", " at step ", step,
-                             next.on ? absl::StrCat(" (", next.config.Describe(), ")") : "");
-    } else if (next.on) {
-      message = absl::StrCat("dump reconfigured at step ", step, ": ", next.config.Describe());
+    if (pending_dump_) {
+      StepDump next = MakeStepDump(*pending_dump_);
+      pending_dump_.reset();
+      if (next.on != step_dump_.on) {
+        message = absl::StrCat("dump switched ", next.on ? "on" : "off", " at step ", step,
+                               next.on ? absl::StrCat(" (", next.config.Describe(), ")") : "");
+      } else if (next.on) {
+        message = absl::StrCat("dump reconfigured at step ", step, ": ", next.config.Describe());
+      }
+      warnings.swap(next.warnings);
+      step_dump_ = std::move(next);
     }
-    step_dump_ = std::move(next);
+    const uint32_t level = step_dump_.on ? static_cast<uint32_t>(step_dump_.config.level) : 0;
+    if (tasks_.empty() && step_levels_.size() == 1) {
+      step_levels_[0] = {step, level};  // nothing ran before this step
+    } else if (step_levels_.back().level != level) {
+      step_levels_.push_back({step, level});
+    }
   }
   if (!message.empty()) Info(std::move(message));
+  for (std::string& w : warnings) Warn(std::move(w));
+}
+
+std::vector<StepLevel> SimRuntime::step_levels() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return step_levels_;
 }
 
 void SimRuntime::HoldDispatch() {
@@ -294,6 +352,10 @@ absl::Status SimRuntime::WaitIdle() {
   if (!started_) return absl::FailedPreconditionError("sim runtime: not started");
   absl::Status timeout = WaitSettled(lock);
   return run_status_.ok() ? timeout : run_status_;
+}
+
+void SimRuntime::Error(std::string message) {
+  std::fprintf(stderr, "[argsdump sim] ERROR: %s\n", message.c_str());
 }
 
 void SimRuntime::Warn(std::string message) {
@@ -551,6 +613,7 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
   std::vector<Task*> inflight;
   Clock::time_point last_progress = Clock::now();
   bool stopping = false;  // a kernel failed in a task this thread completed
+  bool hang_reporter = false;  // this thread declared the hang
   for (;;) {
     std::vector<Task*> done;
     std::vector<Task*> dispatch;
@@ -590,6 +653,7 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
         }
         for (auto& other : scheduler_cv_) other->notify_all();
         sync_cv_.notify_all();
+        hang_reporter = true;
         break;
       }
     }
@@ -597,7 +661,7 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
       if (rec != nullptr && t->overflow_check && !t->reaped && Overflowed(t)) {
         // The whole task, flagged; it replaces the ordinary after record.
         t->dump.step = t->step;
-        rec->RecordOverflow(t->dump, /*scalars=*/!t->dump_before);
+        rec->RecordOverflow(t->dump, /*recorded_before=*/t->dump_before);
       } else if (rec != nullptr && t->dumped && t->dump_after) {
         rec->RecordTask(t->dump, abi::Stage::kAfterCompletion,
                         t->reaped ? abi::kFlagInFlightSnapshot : 0);
@@ -638,6 +702,15 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
         t->cancel.store(true, std::memory_order_release);
       }
     }
+  }
+  if (hang_reporter) {
+    std::string why;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      why = std::string(run_status_.message());
+    }
+    Error(absl::StrCat(why, "; the running tasks' partial outputs are dumped (flagged in-flight "
+                            "snapshot) and the run stops"));
   }
   // Stopped or hung: record what the still-running tasks wrote so far, then
   // hand everything to the host.
@@ -706,6 +779,9 @@ absl::Status SimRuntime::Synchronize() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     absl::Status timeout = WaitSettled(lock);
+    if (!timeout.ok()) {
+      Error(absl::StrCat(timeout.message(), "; the host stops waiting, running ops are reaped"));
+    }
     if (run_status_.ok()) run_status_ = std::move(timeout);
     stop_ = true;
     for (auto& cv : scheduler_cv_) cv->notify_all();

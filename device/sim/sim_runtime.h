@@ -65,6 +65,13 @@ struct FailedTask {
   const DumpTask* task = nullptr;  // tensors (views) and scalars
 };
 
+// From `first_step` on (until the next entry), the dump ran at `level`
+// (0: off).
+struct StepLevel {
+  uint32_t first_step = 0;
+  uint32_t level = 0;
+};
+
 struct SimConfig {
   uint32_t scheduler_threads = 4;
   uint32_t worker_threads = 4;
@@ -125,6 +132,9 @@ class SimRuntime {
   std::optional<uint64_t> first_overflow_task() const;
   // The INFO lines of dump state changes (also printed to stderr).
   std::vector<std::string> dump_log() const;
+  // The level the dump ran at, from the first step on: one entry, and one
+  // more per step where it changed (the dynamic switch).
+  std::vector<StepLevel> step_levels() const;
 
   // Queues a task; returns its id. InvalidArgument for an unknown func_id,
   // 0 or more than 3 func_ids, or args whose add_*/dump(...) failed.
@@ -164,6 +174,7 @@ class SimRuntime {
     DumpConfig config;
     bool on = false;
     std::vector<uint8_t> func_state;  // kFuncNeutral / kFuncAllowed / kFuncBlocked
+    std::vector<std::string> warnings;  // kernel names that are no kernel's
   };
   StepDump MakeStepDump(const DumpConfig& config) const;
   bool TaskSelected(const StepDump& d, const std::vector<uint16_t>& func_ids, uint32_t step) const;
@@ -181,6 +192,7 @@ class SimRuntime {
   void WorkerLoop();
   void Retire(Task* task);
   void Warn(std::string message);
+  void Error(std::string message);  // printed to stderr
   // The dump path is taken: compiled in and a recorder given (level > 0).
   bool dump_on() const;
   void NotifySchedulers();
@@ -213,6 +225,7 @@ class SimRuntime {
   StepDump step_dump_;
   std::optional<DumpConfig> pending_dump_;
   std::vector<std::string> dump_log_;
+  std::vector<StepLevel> step_levels_;
 
   std::mutex jobs_mu_;
   std::condition_variable jobs_cv_;
