@@ -541,42 +541,55 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
 
   std::lock_guard<std::mutex> lock(mu_);
   const auto& slots = t->args.tensors();
-  for (const auto& slot : slots) {
-    BufferState& b = buffers_[slot.tensor.buffer()->id()];
-    const bool writes = slot.role != abi::ArgRole::kInput;
+  // O(1) amortised per slot: a reader list grows only until the next write
+  // (which walks it once and clears it) and is pruned of completed readers
+  // whenever it doubled; duplicates are seen at the back of a list.
+  std::vector<BufferState*> states;
+  states.reserve(slots.size());
+  for (const auto& slot : slots) states.push_back(&buffers_[slot.tensor.buffer()->id()]);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    BufferState& b = *states[i];
     if (b.last_writer != nullptr) AddDependency(t, b.last_writer);
-    if (writes) {
+    if (slots[i].role != abi::ArgRole::kInput) {
       for (Task* r : b.readers) AddDependency(t, r);
+      dependency_work_ += b.readers.size();
     }
   }
-  for (const auto& slot : slots) {
-    BufferState& b = buffers_[slot.tensor.buffer()->id()];
-    if (slot.role != abi::ArgRole::kInput) {
-      b.last_writer = t;
-      b.readers.clear();
-    }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i].role == abi::ArgRole::kInput) continue;
+    BufferState& b = *states[i];
+    b.last_writer = t;
+    b.readers.clear();
+    b.prune_at = BufferState::kFirstPrune;
   }
-  for (const auto& slot : slots) {
-    BufferState& b = buffers_[slot.tensor.buffer()->id()];
-    if (slot.role == abi::ArgRole::kInput && b.last_writer != t) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    BufferState& b = *states[i];
+    if (slots[i].role != abi::ArgRole::kInput || b.last_writer == t) continue;
+    if (!b.readers.empty() && b.readers.back() == t) continue;  // the same buffer twice
+    b.readers.push_back(t);
+    if (b.readers.size() >= b.prune_at) {
+      dependency_work_ += b.readers.size();
       b.readers.erase(std::remove_if(b.readers.begin(), b.readers.end(),
                                      [](Task* r) { return r->completed; }),
                       b.readers.end());
-      if (std::find(b.readers.begin(), b.readers.end(), t) == b.readers.end()) {
-        b.readers.push_back(t);
-      }
+      b.prune_at = std::max(BufferState::kFirstPrune, 2 * b.readers.size());
     }
   }
+  dependency_work_ += slots.size();
   if (t->pending == 0) MakeReady(t);
   return t->id;
 }
 
+uint64_t SimRuntime::dependency_work() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dependency_work_;
+}
+
 void SimRuntime::AddDependency(Task* task, Task* on) {
   if (on == task || on->completed) return;
-  if (std::find(on->dependents.begin(), on->dependents.end(), task) !=
-      on->dependents.end()) {
-    return;
-  }
+  // All of `task`'s dependencies are added in its Submit, under mu_: a
+  // second slot on the same task finds `task` last in the list.
+  if (!on->dependents.empty() && on->dependents.back() == task) return;
   on->dependents.push_back(task);
   ++task->pending;
 }
@@ -595,13 +608,29 @@ void SimRuntime::NotifySchedulers() {
 }
 
 void SimRuntime::Retire(Task* task) {
-  std::lock_guard<std::mutex> lock(mu_);
-  task->completed = true;
-  for (Task* d : task->dependents) {
-    if (--d->pending == 0) MakeReady(d);
+  // What a completed task no longer needs goes (a step of 10^6 tasks keeps
+  // only their small records); freed after mu_ is let go.
+  CoreTaskArgs args;
+  std::vector<DumpTensorArg> dump_tensors;
+  std::vector<DumpScalarArg> dump_scalars;
+  std::vector<Task*> dependents;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    task->completed = true;
+    for (Task* d : task->dependents) {
+      if (--d->pending == 0) MakeReady(d);
+    }
+    ++completed_;
+    if (completed_ == tasks_.size()) sync_cv_.notify_all();
+    args = std::move(task->args);
+    dependents.swap(task->dependents);
   }
-  ++completed_;
-  if (completed_ == tasks_.size()) sync_cv_.notify_all();
+  dump_tensors.swap(task->dump_tensors);
+  dump_scalars.swap(task->dump_scalars);
+  task->dump.tensors = nullptr;
+  task->dump.tensor_count = 0;
+  task->dump.scalars = nullptr;
+  task->dump.scalar_count = 0;
 }
 
 void SimRuntime::SchedulerLoop(uint32_t index) {

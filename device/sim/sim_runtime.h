@@ -151,6 +151,10 @@ class SimRuntime {
   uint64_t tasks_completed() const;
   // Tasks whose signature and payload disagreed: executed, not dumped.
   uint64_t dump_skipped_tasks() const;
+  // Steps of dependency tracking so far (slots, readers walked or pruned):
+  // Submit is O(1) amortised, so this stays within a small multiple of the
+  // slots submitted whatever the pattern (tests and benchmarks).
+  uint64_t dependency_work() const;
   std::vector<std::string> warnings() const;
 
   // Layout-mismatch warnings printed by this process (at most one).
@@ -163,8 +167,10 @@ class SimRuntime {
     uint32_t subtask;
   };
   struct BufferState {
+    static constexpr size_t kFirstPrune = 16;
     Task* last_writer = nullptr;
-    std::vector<Task*> readers;
+    std::vector<Task*> readers;  // since the last write (completed ones pruned lazily)
+    size_t prune_at = kFirstPrune;  // prune the readers when the list reaches this
   };
 
   void BuildDumpTask(Task* task);
@@ -212,6 +218,7 @@ class SimRuntime {
   uint64_t next_buffer_id_ = 1;
   uint64_t completed_ = 0;
   uint64_t dump_skipped_ = 0;
+  uint64_t dependency_work_ = 0;
   bool started_ = false;
   bool stop_ = false;
   bool hang_ = false;

@@ -69,6 +69,56 @@ TEST(SimRuntimeTest, DependenciesSerialiseWritersAndReaders) {
   }
 }
 
+// Issue 12, failure 9: a step of 10^6 tasks never finished, the reader
+// lists growing per task. Dependency tracking is O(1) amortised per slot -
+// counted, not timed - for fan-outs (every task reads one buffer), a
+// writer after a long run of readers, and a whole step queued before any
+// of it runs; and the results are still right.
+TEST(SimRuntimeTest, DependencyTrackingIsLinearInTheTasks) {
+  constexpr int kTasks = 100000;
+  SimRuntime rt(Config(), BuiltinKernels(), nullptr);
+  Tensor shared = *rt.Alloc(DataType::kFloat32, {4});
+  Fill(shared, 1.0f);
+  std::vector<Tensor> ring;
+  for (int i = 0; i < 16; ++i) ring.push_back(*rt.Alloc(DataType::kFloat32, {4}));
+  Tensor sum = *rt.Alloc(DataType::kFloat32, {4});
+  ASSERT_TRUE(rt.Start().ok());
+  rt.HoldDispatch();
+  uint64_t slots = 0;
+  for (int i = 0; i < kTasks; ++i) {
+    CoreTaskArgs args;
+    if (i % 10000 == 9999) {
+      // Now and then a writer of the shared buffer: it waits for every
+      // reader since the last write, once.
+      (void)args.add_input(shared);
+      (void)args.add_output(shared);
+      ASSERT_TRUE(rt.Submit({Id("copy")}, std::move(args)).ok());
+      slots += 2;
+      continue;
+    }
+    const int stream = i % 8;
+    const bool forward = (i / 8) % 2 == 0;
+    (void)args.add_input(shared);
+    (void)args.add_input(ring[2 * stream + (forward ? 0 : 1)]);
+    (void)args.add_output(ring[2 * stream + (forward ? 1 : 0)]);
+    ASSERT_TRUE(rt.Submit({Id("add")}, std::move(args)).ok());
+    slots += 3;
+  }
+  // The same buffer twice in one task is one dependency.
+  CoreTaskArgs twice;
+  (void)twice.add_input(shared);
+  (void)twice.add_input(shared);
+  (void)twice.add_output(sum);
+  ASSERT_TRUE(rt.Submit({Id("add")}, std::move(twice)).ok());
+  slots += 3;
+  rt.ReleaseDispatch();
+  ASSERT_TRUE(rt.Synchronize().ok());
+  EXPECT_EQ(rt.tasks_completed(), static_cast<uint64_t>(kTasks) + 1);
+  // Quadratic tracking would be ~10^9 here.
+  EXPECT_LE(rt.dependency_work(), 6 * slots) << rt.dependency_work() << " for " << slots;
+  for (uint64_t i = 0; i < sum.numel(); ++i) EXPECT_EQ(sum.Get<float>(i), 2.0f);
+}
+
 TEST(SimRuntimeTest, MixTaskRunsEachSubtaskAndDumpsEachSlotOnce) {
   RecordingHarness cap(CaptureConfig(abi::DumpLevel::kFull));
   SimRuntime rt(Config(), BuiltinKernels(), cap.recorder.get());
