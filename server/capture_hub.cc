@@ -227,8 +227,19 @@ void Capture::WriterLoop() {
     if (job.kind == Job::kAppend) {
       absl::Status s;
       uint64_t bytes = 0;
-      for (const auto& r : job.append.records) bytes += r.bin_size();
-      if (store->records() != job.append.first_record) {
+      std::vector<absl::string_view> payloads;
+      payloads.reserve(job.append.records.size());
+      for (const auto& r : job.append.records) {
+        if (r.bin_size() > job.append.bytes.size() - bytes) break;
+        payloads.emplace_back(job.append.bytes.data() + bytes, r.bin_size());
+        bytes += r.bin_size();
+      }
+      if (payloads.size() != static_cast<size_t>(job.append.records.size()) ||
+          bytes != job.append.bytes.size()) {
+        s = absl::InvalidArgumentError(absl::StrCat(
+            "capture ", name_, ": ", job.append.bytes.size(), " payload bytes for records ",
+            "claiming ", bytes, " or more"));
+      } else if (store->records() != job.append.first_record) {
         // An earlier job of this stream failed: keep ids dense, append nothing.
         s = absl::FailedPreconditionError(absl::StrCat(
             "capture ", name_, ": records from ", job.append.first_record,
@@ -242,7 +253,7 @@ void Capture::WriterLoop() {
         std::vector<const v1::ArgRecord*> records;
         records.reserve(job.append.records.size());
         for (const auto& r : job.append.records) records.push_back(&r);
-        s = store->AppendBatch(records, job.append.payloads);
+        s = store->AppendBatch(records, payloads);
       }
       Watermark w;
       {

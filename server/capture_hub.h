@@ -43,12 +43,12 @@ namespace argsdump {
 absl::Status ValidateCaptureName(const std::string& name);
 
 // Records and their payload bytes, in args.bin order, ready to append:
-// payloads[i] views `bytes`.
+// `bytes` holds each record's bin_size bytes one after the other. (No views
+// into it travel with the job: a moved short string moves its bytes.)
 struct AppendJob {
   uint64_t first_record = 0;  // the id records[0] gets: refused unless next
   google::protobuf::RepeatedPtrField<v1::ArgRecord> records;
   std::string bytes;
-  std::vector<absl::string_view> payloads;
 };
 
 // Where a live capture's durable data ends.

@@ -62,11 +62,6 @@ AppendJob Job(uint64_t first_record, uint64_t first_task, int n, uint64_t* bin_o
     s.set_numel(1);
     *job.records.Add() = s;
   }
-  uint64_t at = 0;
-  for (const auto& r : job.records) {
-    job.payloads.emplace_back(job.bytes.data() + at, r.bin_size());
-    at += r.bin_size();
-  }
   return job;
 }
 

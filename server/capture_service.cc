@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/ingest_stream.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -64,7 +65,6 @@ namespace {
 constexpr uint32_t kDefaultPageSize = 100;
 constexpr uint32_t kMaxPageSize = 1000;
 constexpr size_t kQueryBudget = 200000;          // rows looked at per QueryArgs call
-constexpr uint64_t kMaxPendingBytes = 256 << 20;  // per ingest stream, not yet durable
 constexpr uint64_t kReadAheadBytes = 64 << 20;    // queued to the writer before pausing reads
 constexpr size_t kPayloadChunk = 1 << 20;         // ReadPayload message size
 constexpr uint64_t kWatchScan = 4096;             // records looked at per watch message
@@ -145,7 +145,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       // Only a `finish` message ends a capture. A half-close without one,
       // a broken or cancelled call, or a message gRPC refused (too large)
       // leaves it live, for a resume.
-      if (ending_ || finishing_) return;
+      if (ending_ || stream_.finishing()) return;
       if (context_->IsCancelled()) {
         EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream cancelled"));
       } else if (capture_ == nullptr) {
@@ -158,7 +158,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       }
       return;
     }
-    if (finishing_) {
+    if (stream_.finishing()) {
       // After `finish`, the stream carries nothing more: say so instead of
       // dropping it.
       EndLocked(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -212,7 +212,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       std::lock_guard<std::recursive_mutex> lock(shared_->mu);
       shared_->reactor = nullptr;
       capture = capture_;
-      untouched = created_ && received_records_ == 0 && !finishing_;
+      untouched = created_ && stream_.received_records() == 0 && !stream_.finishing();
     }
     if (untouched) {
       // A capture this stream opened and never wrote to is not left behind
@@ -250,9 +250,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       IngestReactor* self = shared->reactor;
       if (self == nullptr) return;
       self->opening_ = false;
-      self->received_records_ = w.records;
-      self->received_bytes_ = w.bin_bytes;
-      self->assigned_bytes_ = w.bin_bytes;
+      self->stream_.Start(w);
       v1::IngestResponse r;
       r.mutable_opened()->set_capture(self->capture_->name());
       r.mutable_opened()->set_resumed(resumed);
@@ -266,99 +264,16 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
 
   absl::Status BatchLocked(v1::IngestBatch* batch) {
     if (capture_ == nullptr) return absl::FailedPreconditionError("ingest: batch before open");
-    if (finishing_) return absl::FailedPreconditionError("ingest: batch after finish");
-    if (batch->first_record() != received_records_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ingest: batch starts at record ", batch->first_record(), ", expected ",
-          received_records_, " (resume from the watermark in the last ack)"));
-    }
-    if (batch->payload_offset() != received_bytes_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ingest: payload starts at args.bin offset ", batch->payload_offset(), ", expected ",
-          received_bytes_));
-    }
-    // Validate everything before keeping anything.
-    uint64_t assigned = assigned_bytes_;
-    for (const v1::ArgRecord& r : batch->records()) {
-      if (absl::Status s = ValidateRecord(r); !s.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("ingest: ", s.message()));
-      }
-      if (r.bin_size() > 0) {
-        if (r.bin_offset() != assigned) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "ingest: record of task ", TaskIdHex(r.task_id()), " has bin_offset ",
-              r.bin_offset(), ", expected ", assigned, " (payloads are appended in order)"));
-        }
-        assigned += r.bin_size();
-      }
-    }
-    if (received_bytes_ + batch->payload().size() > assigned) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ingest: ", received_bytes_ + batch->payload().size() - assigned,
-          " payload bytes belong to no record"));
-    }
-    if (pending_bytes_.size() + batch->payload().size() > kMaxPendingBytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "ingest: more than ", kMaxPendingBytes,
-          " payload bytes waiting for their record to complete"));
-    }
-    assigned_bytes_ = assigned;
-    const int n_new = batch->records_size();
-    received_records_ += batch->records_size();
-    received_bytes_ += batch->payload().size();
-    if (pending_records_.empty()) {
-      pending_records_.Swap(batch->mutable_records());
-    } else {
-      while (!batch->records().empty()) {
-        pending_records_.AddAllocated(batch->mutable_records()->ReleaseLast());
-      }
-      // ReleaseLast took them last-first: put this batch's part in order.
-      std::reverse(pending_records_.pointer_begin() + (pending_records_.size() - n_new),
-                   pending_records_.pointer_end());
-    }
-    if (pending_bytes_.empty()) {
-      pending_bytes_.swap(*batch->mutable_payload());
-    } else {
-      pending_bytes_.append(batch->payload());
-    }
+    if (absl::Status s = stream_.Batch(batch); !s.ok()) return s;
     SubmitCompleteLocked();
     return absl::OkStatus();
   }
 
-  // Hands the records whose payload bytes are all here to the writer. The
-  // common case (a batch carries its records' bytes) moves the whole
-  // repeated field, not record by record.
+  // Hands the records whose payload bytes are all here to the writer.
   void SubmitCompleteLocked() {
     AppendJob job;
-    job.first_record = received_records_ - pending_records_.size();
-    uint64_t bytes = 0;
-    int n = 0;
-    while (n < pending_records_.size() &&
-           bytes + pending_records_.Get(n).bin_size() <= pending_bytes_.size()) {
-      bytes += pending_records_.Get(n).bin_size();
-      ++n;
-    }
-    if (n == 0) return;
-    if (n == pending_records_.size()) {
-      job.records.Swap(&pending_records_);
-    } else {
-      std::vector<v1::ArgRecord*> taken(n);
-      pending_records_.ExtractSubrange(0, n, taken.data());
-      for (v1::ArgRecord* r : taken) job.records.AddAllocated(r);
-    }
-    if (bytes == pending_bytes_.size()) {
-      job.bytes.swap(pending_bytes_);
-      pending_bytes_.clear();
-    } else {
-      job.bytes = pending_bytes_.substr(0, bytes);
-      pending_bytes_.erase(0, bytes);
-    }
-    uint64_t at = 0;
-    job.payloads.reserve(job.records.size());
-    for (const v1::ArgRecord& r : job.records) {
-      job.payloads.emplace_back(job.bytes.data() + at, r.bin_size());
-      at += r.bin_size();
-    }
+    if (!stream_.TakeComplete(&job)) return;
+    const uint64_t bytes = job.bytes.size();
     queued_bytes_ += bytes;
     ++queued_jobs_;
     auto shared = shared_;
@@ -382,26 +297,13 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
 
   absl::Status FinishMessageLocked(const v1::IngestFinish& finish) {
     if (capture_ == nullptr) return absl::FailedPreconditionError("ingest: finish before open");
-    if (finishing_) return absl::FailedPreconditionError("ingest: finish sent twice");
     v1::CaptureInfo end;
-    *end.mutable_labels() = finish.labels();
-    *end.mutable_step_levels() = finish.step_levels();
-    if (absl::Status s = CheckStepLevels(end.step_levels()); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("ingest: finish.", s.message()));
-    }
+    if (absl::Status s = stream_.Finish(finish, &end); !s.ok()) return s;
     FinishCaptureLocked(finish.device_counters(), std::move(end));
     return absl::OkStatus();
   }
 
-  void FinishCaptureLocked(const v1::CaptureCounters& counters, v1::CaptureInfo end = {}) {
-    if (!pending_records_.empty()) {
-      EndLocked(grpc::Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          absl::StrCat("ingest: finished with ", pending_records_.size(),
-                       " records still missing payload bytes")));
-      return;
-    }
-    finishing_ = true;
+  void FinishCaptureLocked(const v1::CaptureCounters& counters, v1::CaptureInfo end) {
     auto shared = shared_;
     auto capture = capture_;
     auto done = [shared, capture](absl::Status s, Watermark) {
@@ -487,15 +389,10 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   bool opening_ = false;
   bool reading_ = true;
   bool writing_ = false;
-  bool finishing_ = false;
   bool ending_ = false;
   bool finished_ = false;
   grpc::Status end_;
-  uint64_t received_records_ = 0;  // ids of records received so far
-  uint64_t received_bytes_ = 0;    // payload bytes received so far
-  uint64_t assigned_bytes_ = 0;    // payload bytes the records received claim
-  google::protobuf::RepeatedPtrField<v1::ArgRecord> pending_records_;  // waiting for bytes
-  std::string pending_bytes_;
+  IngestStream stream_;  // what the client sent, checked
   uint64_t queued_bytes_ = 0;  // handed to the writer, not yet durable
   uint64_t queued_jobs_ = 0;
 };

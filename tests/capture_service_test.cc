@@ -670,6 +670,49 @@ TEST_F(CaptureServiceTest, OnlyAFinishMessageEndsACapture) {
   reuse.End();
 }
 
+// Payloads of a few bytes (a scalar-sized tensor, a batch of them under 16
+// bytes) arrive byte for byte: the job handed to the writer owns them.
+TEST_F(CaptureServiceTest, TinyPayloadsAreStoredByteForByte) {
+  StartServer("tiny");
+  RawIngest in(stub_.get());
+  ASSERT_TRUE(in.Send(Open("tiny")));
+  v1::IngestResponse r;
+  ASSERT_TRUE(in.Read(&r) && r.has_opened());
+  std::string sent;
+  uint64_t offset = 0;
+  for (uint32_t batch = 0; batch < 6; ++batch) {
+    v1::IngestRequest req;
+    req.mutable_batch()->set_first_record(batch);
+    req.mutable_batch()->set_payload_offset(offset);
+    v1::ArgRecord* rec = req.mutable_batch()->add_records();
+    rec->set_task_id(0x100000000ull + batch);
+    rec->add_func_ids(1);
+    rec->set_role(v1::ROLE_INPUT);
+    rec->set_stage(v1::STAGE_BEFORE_DISPATCH);
+    rec->set_kind(v1::KIND_TENSOR);
+    rec->set_dtype(v1::DTYPE_UINT8);
+    const uint32_t n = 1 + batch * 2;  // 1 to 11 bytes
+    rec->add_shape(n);
+    rec->add_strides(1);
+    rec->set_numel(n);
+    rec->set_is_contiguous(true);
+    rec->set_logical_bytes(n);
+    rec->set_bin_offset(offset);
+    rec->set_bin_size(n);
+    std::string bytes;
+    for (uint32_t i = 0; i < n; ++i) bytes.push_back(static_cast<char>(0xA0 + batch * 16 + i));
+    req.mutable_batch()->set_payload(bytes);
+    sent += bytes;
+    offset += n;
+    ASSERT_TRUE(in.Send(req));
+  }
+  v1::IngestRequest finish;
+  finish.mutable_finish();
+  ASSERT_TRUE(in.Send(finish));
+  ASSERT_TRUE(in.End().ok());
+  EXPECT_TRUE(ReadWholeFile(root_ + "/tiny/args_dump/args.bin") == sent);
+}
+
 // FinishCapture seals a live capture its client will not come back to.
 TEST_F(CaptureServiceTest, FinishCaptureSealsADetachedLiveCapture) {
   StartServer("finish_rpc", 0, "s3cret");
