@@ -37,6 +37,11 @@ RecordList Rows() {
       r.func_count = 1;
       r.func_ids[0] = static_cast<uint16_t>(t % 3);
       r.device_thread = t % 2;
+      r.ndims = 1;
+      r.shape[0] = 4;
+      r.strides[0] = 1;
+      r.numel = 4;
+      r.is_contiguous = true;
       r.bin_offset = rows.size() * 16;
       r.bin_size = 16;
       rows.push_back(r);
@@ -226,6 +231,14 @@ TEST(CaptureIndexTest, EveryRowAndArrayIsCheckedAtOpen) {
        std::string(8, '\xff'), "overflows"},
       {"the task column out of order", l.tasks_at, std::string(8, '\xff'), "task_id column"},
       {"a row's task_id unlike its column", row5, std::string(8, '\x01'), "task_id column"},
+      // Fields that disagree (found by the capture_index fuzzer): a reader
+      // would size the payload by one and read it by the other.
+      {"a shape unlike numel", row5 + offsetof(ManifestRow, shape), std::string("\x06\x00\x10\x02", 4),
+       "is not the shape's product"},
+      {"a bin_size unlike numel", row5 + offsetof(ManifestRow, bin_size), std::string("\x11", 1),
+       "is not numel x element size"},
+      {"an unset stage", row5 + offsetof(ManifestRow, stage), std::string("\x00", 1),
+       "stage unset"},
   };
   for (const Lie& lie : lies) {
     std::string bad = good;

@@ -220,6 +220,63 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
   return row;
 }
 
+namespace {
+
+// The rules a record and a stored row share: what the fields say must hang
+// together, so no reader ever sizes a payload from one field and reads it
+// by another. `logical_bytes` null: a row, which stores none (it is
+// numel x element size by construction).
+absl::Status CheckArgFields(int role, int stage, int kind, int dtype_value,
+                            const uint32_t* shape, int ndims, uint64_t numel,
+                            const uint64_t* logical_bytes, uint64_t bin_size, bool truncated) {
+  if (!v1::Role_IsValid(role) || role == v1::ROLE_UNSPECIFIED) {
+    return absl::InvalidArgumentError("role unset or unknown");
+  }
+  if (!v1::Stage_IsValid(stage) || stage == v1::STAGE_UNSPECIFIED) {
+    return absl::InvalidArgumentError("stage unset or unknown");
+  }
+  if (!v1::Kind_IsValid(kind) || kind == v1::KIND_UNSPECIFIED) {
+    return absl::InvalidArgumentError("kind unset or unknown");
+  }
+  const std::optional<DataType> dtype = FromProtoDType(static_cast<v1::DType>(dtype_value));
+  if (!dtype) return absl::InvalidArgumentError(absl::StrCat("dtype ", dtype_value, " unknown"));
+  if (ndims > static_cast<int>(abi::kMaxDims)) {
+    return absl::InvalidArgumentError(absl::StrCat("shape has ", ndims, " dims, at most 5"));
+  }
+  unsigned __int128 product = 1;
+  for (int d = 0; d < ndims; ++d) {
+    product *= shape[d];
+    if (product > (uint64_t{1} << 48)) {
+      return absl::InvalidArgumentError("shape product overflows (more than 2^48 elements)");
+    }
+  }
+  if (numel != static_cast<uint64_t>(product)) {
+    return absl::InvalidArgumentError(absl::StrCat("numel ", numel, " is not the shape's product ",
+                                                   static_cast<uint64_t>(product)));
+  }
+  if (kind == v1::KIND_SCALAR) {
+    if (bin_size != 0 || truncated) return absl::InvalidArgumentError("a scalar with payload");
+    return absl::OkStatus();
+  }
+  const uint64_t logical = PayloadBytes(*dtype, numel);
+  if (logical_bytes != nullptr && *logical_bytes != logical) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "logical_bytes ", *logical_bytes, " is not numel x element size ", logical));
+  }
+  if (truncated) {
+    if (bin_size == 0 || bin_size >= logical) {
+      return absl::InvalidArgumentError(absl::StrCat("truncated, but bin_size ", bin_size,
+                                                     " is not in (0, ", logical, ")"));
+    }
+  } else if (bin_size != 0 && bin_size != logical) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bin_size ", bin_size, " is not numel x element size ", logical));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckStoredRow(const char* raw) {
   auto byte = [&](size_t offset) { return static_cast<uint8_t>(raw[offset]); };
   for (size_t offset :
@@ -247,7 +304,9 @@ absl::Status CheckStoredRow(const char* raw) {
   if (r.bin_offset + r.bin_size < r.bin_offset) {
     return absl::InvalidArgumentError("bin_offset + bin_size overflows");
   }
-  return absl::OkStatus();
+  // And what it says hangs together, as for a record Ingest takes.
+  return CheckArgFields(r.role, r.stage, r.kind, r.dtype, r.shape, r.ndims, r.numel, nullptr,
+                        r.bin_size, r.truncated);
 }
 
 v1::ArgRecord RecordFromRow(const ManifestRow& row) {
@@ -285,48 +344,19 @@ v1::ArgRecord RecordFromRow(const ManifestRow& row) {
 }
 
 absl::Status ValidateRecord(const v1::ArgRecord& r) {
-  auto bad = [&](const std::string& what) {
+  auto bad = [&](absl::string_view what) {
     return absl::InvalidArgumentError(
         absl::StrCat("record of task ", TaskIdHex(r.task_id()), " arg ", r.arg_index(), ": ", what));
   };
-  if (!v1::Role_IsValid(r.role()) || r.role() == v1::ROLE_UNSPECIFIED) return bad("role unset or unknown");
-  if (!v1::Stage_IsValid(r.stage()) || r.stage() == v1::STAGE_UNSPECIFIED) {
-    return bad("stage unset or unknown");
-  }
-  if (!v1::Kind_IsValid(r.kind()) || r.kind() == v1::KIND_UNSPECIFIED) return bad("kind unset or unknown");
-  const std::optional<DataType> dtype = FromProtoDType(r.dtype());
-  if (!dtype) return bad(absl::StrCat("dtype ", static_cast<int>(r.dtype()), " unknown"));
   if (r.shape_size() > static_cast<int>(abi::kMaxDims)) {
     return bad(absl::StrCat("shape has ", r.shape_size(), " dims, at most 5"));
   }
   if (r.strides_size() != r.shape_size()) return bad("shape and strides differ in length");
-  unsigned __int128 numel = 1;
-  for (uint32_t d : r.shape()) {
-    numel *= d;
-    if (numel > (uint64_t{1} << 48)) return bad("shape product overflows (more than 2^48 elements)");
-  }
-  if (r.numel() != static_cast<uint64_t>(numel)) {
-    return bad(absl::StrCat("numel ", r.numel(), " is not the shape's product ",
-                            static_cast<uint64_t>(numel)));
-  }
-  if (r.kind() == v1::KIND_SCALAR) {
-    if (r.bin_size() != 0 || r.truncated()) return bad("a scalar with payload");
-    return absl::OkStatus();
-  }
-  const uint64_t logical = PayloadBytes(*dtype, r.numel());
-  if (r.logical_bytes() != logical) {
-    return bad(absl::StrCat("logical_bytes ", r.logical_bytes(), " is not numel x element size ",
-                            logical));
-  }
-  if (r.truncated()) {
-    if (r.bin_size() == 0 || r.bin_size() >= logical) {
-      return bad(absl::StrCat("truncated, but bin_size ", r.bin_size(), " is not in (0, ", logical,
-                              ")"));
-    }
-  } else if (r.bin_size() != 0 && r.bin_size() != logical) {
-    return bad(absl::StrCat("bin_size ", r.bin_size(), " is not numel x element size ", logical));
-  }
-  return absl::OkStatus();
+  const uint64_t logical = r.logical_bytes();
+  const absl::Status s = CheckArgFields(r.role(), r.stage(), r.kind(), r.dtype(), r.shape().data(),
+                                        r.shape_size(), r.numel(), &logical, r.bin_size(),
+                                        r.truncated());
+  return s.ok() ? s : bad(s.message());
 }
 
 std::vector<uint32_t> ManifestOrder(const RecordList& records) {
