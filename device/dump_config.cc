@@ -384,10 +384,16 @@ DumpConfigEntry DumpConfigFromFile(const std::string& path, std::vector<DumpLog>
   }
   std::stringstream text;
   text << in.rdbuf();
+  return DumpConfigFromText(text.str(), source, logs);
+}
+
+DumpConfigEntry DumpConfigFromText(const std::string& text, const std::string& source,
+                                   std::vector<DumpLog>* logs) {
+  DumpConfigEntry entry;
   v1::DumpConfigFile root;
   google::protobuf::util::JsonParseOptions lenient;
   lenient.ignore_unknown_fields = true;
-  auto parsed = google::protobuf::util::JsonStringToMessage(text.str(), &root, lenient);
+  auto parsed = google::protobuf::util::JsonStringToMessage(text, &root, lenient);
   if (!parsed.ok()) {
     Log(logs, DumpLog::kWarning,
         absl::StrCat(source, ": not a JSON object (", std::string(parsed.message()),
@@ -396,7 +402,7 @@ DumpConfigEntry DumpConfigFromFile(const std::string& path, std::vector<DumpLog>
   }
   // Unknown keys: the strict parse names the first one.
   v1::DumpConfigFile strict_root;
-  auto strict = google::protobuf::util::JsonStringToMessage(text.str(), &strict_root);
+  auto strict = google::protobuf::util::JsonStringToMessage(text, &strict_root);
   if (!strict.ok()) {
     std::vector<std::string> known;
     for (const Item& i : kItems) known.push_back(i.name);

@@ -125,6 +125,9 @@ DumpConfigEntry DumpConfigFromEnvironment(const std::map<std::string, std::strin
 std::map<std::string, std::string> DumpEnvironment();
 // A missing or unparsable file is a WARNING and an empty entry.
 DumpConfigEntry DumpConfigFromFile(const std::string& path, std::vector<DumpLog>* logs);
+// The same for a file's text; `source` ("config file <path>") starts every log.
+DumpConfigEntry DumpConfigFromText(const std::string& text, const std::string& source,
+                                   std::vector<DumpLog>* logs);
 // The API entry: the values are checked like the others (a bad path is a
 // WARNING and falls back).
 DumpConfigEntry CheckApiEntry(DumpConfigEntry api, std::vector<DumpLog>* logs);

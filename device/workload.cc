@@ -301,20 +301,26 @@ absl::StatusOr<v1::WorkloadSpec> LoadWorkloadFile(const std::string& path,
   if (!in) return absl::NotFoundError(absl::StrCat("workload file ", path, ": cannot open"));
   std::ostringstream text;
   text << in.rdbuf();
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  return ParseWorkloadJson(text.str(), absl::StrCat("workload file ", path),
+                           base.substr(0, base.find('.')), kernels);
+}
+
+absl::StatusOr<v1::WorkloadSpec> ParseWorkloadJson(const std::string& text,
+                                                   const std::string& source,
+                                                   const std::string& default_name,
+                                                   const KernelRegistry& kernels) {
   v1::WorkloadSpec spec;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
-  auto parsed = google::protobuf::util::JsonStringToMessage(text.str(), &spec, options);
+  auto parsed = google::protobuf::util::JsonStringToMessage(text, &spec, options);
   if (!parsed.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workload file ", path, ": not a valid workload: ", std::string(parsed.message())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": not a valid workload: ", std::string(parsed.message())));
   }
-  if (spec.name().empty()) {
-    std::string base = path.substr(path.find_last_of('/') + 1);
-    spec.set_name(base.substr(0, base.find('.')));
-  }
+  if (spec.name().empty()) spec.set_name(default_name);
   if (absl::Status s = ValidateWorkload(spec, kernels); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("workload file ", path, ": ", s.message()));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", s.message()));
   }
   return spec;
 }

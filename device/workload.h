@@ -29,6 +29,12 @@ absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name);
 // Reads and validates a JSON workload file. Errors start with the path.
 absl::StatusOr<v1::WorkloadSpec> LoadWorkloadFile(const std::string& path,
                                                   const KernelRegistry& kernels);
+// The same for a file's text: errors start with `source` ("workload file
+// <path>"); a workload without a name gets `default_name`.
+absl::StatusOr<v1::WorkloadSpec> ParseWorkloadJson(const std::string& text,
+                                                   const std::string& source,
+                                                   const std::string& default_name,
+                                                   const KernelRegistry& kernels);
 
 // Checks names, dtypes, shapes, view bounds, kernels and roles.
 absl::Status ValidateWorkload(const v1::WorkloadSpec& spec, const KernelRegistry& kernels);

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/ingest_stream.h"
+#include "server/page_token.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -71,29 +72,6 @@ constexpr uint64_t kWatchScan = 4096;             // records looked at per watch
 
 uint32_t PageSize(uint32_t requested) {
   return requested == 0 ? kDefaultPageSize : std::min(requested, kMaxPageSize);
-}
-
-// A page token as messages show it: never more than 40 characters of it
-// (an 8 KB token echoed whole broke gRPC's metadata limit).
-std::string ShownToken(const std::string& token) {
-  std::string shown = token.size() <= 40 ? token : token.substr(0, 40) + "...";
-  for (char& c : shown) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
-  }
-  return absl::StrCat("'", shown, "'", token.size() > 40 ? absl::StrCat(" (", token.size(), " bytes)") : "");
-}
-
-absl::StatusOr<uint64_t> ParsePosition(const std::string& token) {
-  uint64_t v = 0;
-  if (token.empty()) return 0;
-  // "p" and a decimal position: at most 21 characters.
-  if (token.size() > 21 || token[0] != 'p' || token.size() < 2 ||
-      !std::all_of(token.begin() + 1, token.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-      !absl::SimpleAtoi(token.substr(1), &v)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_token ", ShownToken(token), " is not one of ours"));
-  }
-  return v;
 }
 
 ArgQuery QueryFrom(const v1::ArgFilter& f) {
@@ -625,23 +603,14 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::ListCaptures(grpc::CallbackServerC
                                                            const v1::ListCapturesRequest* request,
                                                            v1::ListCapturesResponse* response) {
   if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
-  std::string after;
-  if (!request->page_token().empty()) {
-    if (request->page_token()[0] != 'n' ||
-        !ValidateCaptureName(request->page_token().substr(1)).ok()) {
-      return Done(context, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                        absl::StrCat("page_token ",
-                                                     ShownToken(request->page_token()),
-                                                     " is not one of ours")));
-    }
-    after = request->page_token().substr(1);
-  }
+  auto after = ParseNameToken(request->page_token());
+  if (!after.ok()) return Done(context, ToGrpcStatus(after.status()));
   std::map<std::string, std::string> labels(request->labels().begin(), request->labels().end());
   bool more = false;
   const auto captures =
-      hub_->List(labels, request->state(), after, PageSize(request->page_size()), &more);
+      hub_->List(labels, request->state(), *after, PageSize(request->page_size()), &more);
   for (const auto& c : captures) *response->add_captures() = c->Summary();
-  if (more && !captures.empty()) response->set_next_page_token("n" + captures.back()->name());
+  if (more && !captures.empty()) response->set_next_page_token(NameToken(captures.back()->name()));
   return Done(context, grpc::Status::OK);
 }
 
@@ -682,7 +651,7 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerCont
   if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
   auto capture = hub_->Find(request->capture());
   if (!capture.ok()) return Done(context, ToGrpcStatus(capture.status()));
-  auto from = ParsePosition(request->page_token());
+  auto from = ParsePositionToken(request->page_token());
   if (!from.ok()) return Done(context, ToGrpcStatus(from.status()));
   ArgQuery q = QueryFrom(request->filter());
   if (request->has_task_id()) q.task_id = request->task_id();
@@ -696,7 +665,7 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerCont
   io_.Run([c, q, start, limit, response, reactor] {
     const QueryPage page = c->Query(q, start, limit, kQueryBudget);
     for (const QueryHit& h : page.hits) Fill(h, response->add_args());
-    if (page.next) response->set_next_page_token(absl::StrCat("p", *page.next));
+    if (page.next) response->set_next_page_token(PositionToken(*page.next));
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

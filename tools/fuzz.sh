@@ -11,6 +11,13 @@ seconds=${1:-30}
 # target (package:name) and its seed folder
 targets=(
   "viewer:zip_archive_fuzzer viewer/testdata/zip_corpus"
+  "viewer:manifest_reader_fuzzer viewer/testdata/manifest_corpus"
+  "server:capture_index_fuzzer server/testdata/index_corpus"
+  "server:journal_fuzzer server/testdata/journal_corpus"
+  "server:ingest_stream_fuzzer server/testdata/ingest_corpus"
+  "server:page_token_fuzzer server/testdata/page_token_corpus"
+  "device:workload_fuzzer device/testdata/workload_corpus"
+  "device:dump_config_fuzzer device/testdata/dump_config_corpus"
 )
 labels=()
 for t in "${targets[@]}"; do labels+=("//${t%% *}"); done

@@ -1,5 +1,7 @@
 #include "viewer/manifest_reader.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
@@ -107,7 +109,21 @@ absl::StatusOr<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::
   if (f == nullptr) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
-  return std::unique_ptr<ManifestReader>(new ManifestReader(path, f));
+  std::unique_ptr<ManifestReader> r(new ManifestReader(path, f));
+  struct stat st;
+  const uint64_t size = ::fstat(::fileno(f), &st) == 0 && st.st_size > 0
+                            ? static_cast<uint64_t>(st.st_size)
+                            : uint64_t{1} << 20;
+  r->buffer_.resize(std::min<uint64_t>(std::max<uint64_t>(size + 1, 4096), 1 << 20));
+  return r;
+}
+
+std::unique_ptr<ManifestReader> ManifestReader::FromBytes(std::string bytes, std::string name) {
+  std::unique_ptr<ManifestReader> r(new ManifestReader(std::move(name), nullptr));
+  r->bytes_ = std::move(bytes);
+  r->f_ = ::fmemopen(r->bytes_.data(), r->bytes_.size(), "rb");  // null: reads as empty
+  r->buffer_.resize(std::min<size_t>(r->bytes_.size() + 1, 1 << 20));
+  return r;
 }
 
 ManifestReader::~ManifestReader() {
@@ -116,7 +132,7 @@ ManifestReader::~ManifestReader() {
 
 int ManifestReader::Refill() {
   consumed_ += end_;
-  end_ = std::fread(buffer_.data(), 1, buffer_.size(), f_);
+  end_ = f_ == nullptr ? 0 : std::fread(buffer_.data(), 1, buffer_.size(), f_);
   at_ = 0;
   if (end_ == 0) return -1;
   return static_cast<unsigned char>(buffer_[0]);

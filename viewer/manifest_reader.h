@@ -22,6 +22,14 @@
 
 namespace argsdump {
 
+// The stats dump mode's numbers of an entry (ManifestEntry::Stats; outside
+// it so that std::optional<> of it is constructible inside the class).
+struct ManifestEntryStats {
+  uint64_t count = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
+  double min = 0, max = 0, mean = 0, l2 = 0;
+  bool has_nonfinite() const { return nan + pos_inf + neg_inf > 0; }
+};
+
 // One entry of args[], as written (names are the manifest's spellings).
 struct ManifestEntry {
   uint64_t index = 0;  // position in args[] (what --index takes)
@@ -41,11 +49,7 @@ struct ManifestEntry {
        in_flight_snapshot = false, overflow = false;
   uint64_t bin_offset = 0, bin_size = 0;
   // The stats dump mode's numbers, when the manifest carries them.
-  struct Stats {
-    uint64_t count = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
-    double min = 0, max = 0, mean = 0, l2 = 0;
-    bool has_nonfinite() const { return nan + pos_inf + neg_inf > 0; }
-  };
+  using Stats = ManifestEntryStats;
   std::optional<Stats> stats;
 };
 
@@ -81,6 +85,9 @@ class ManifestReader {
  public:
   // NotFound naming the file when it cannot be opened.
   static absl::StatusOr<std::unique_ptr<ManifestReader>> Open(const std::string& path);
+  // The same over a manifest's bytes in memory, named `name` in errors
+  // (the fuzz target; a manifest read out of a zip).
+  static std::unique_ptr<ManifestReader> FromBytes(std::string bytes, std::string name);
   ~ManifestReader();
 
   // Calls `fn` for every entry in order until it returns false. The summary
@@ -151,8 +158,11 @@ class ManifestReader {
   absl::Status ParseTopLevelValue(const std::string& key);
 
   const std::string path_;
+  std::string bytes_;  // FromBytes: what f_ reads
   std::FILE* f_;
-  std::vector<char> buffer_ = std::vector<char>(1 << 20);
+  // Up to 1 MiB, no more than the file needs (a small manifest, read many
+  // times by the viewer or a fuzzer, does not pay for a large buffer).
+  std::vector<char> buffer_;
   size_t at_ = 0, end_ = 0;
   uint64_t consumed_ = 0;  // bytes before buffer_[0]
   ManifestSummary summary_;

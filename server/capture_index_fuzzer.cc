@@ -1,0 +1,68 @@
+// libFuzzer target: any bytes as args.index. Opening must give an index or
+// DataLoss (never a crash, never a row the service cannot send); every
+// query over an index that opened must stay in bounds, and every row it
+// hands out must be one RecordFromRow turns into a valid record.
+//   bazel build --config=fuzz //server:capture_index_fuzzer   (tools/fuzz.sh)
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "server/capture_index.h"
+#include "server/record_format.h"
+#include "tests/fuzz_scratch.h"
+
+namespace {
+
+void Check(const argsdump::ManifestRow& row) {
+  // A row that passed Open's checks converts into a record the service
+  // can send: ValidateRecord is what Ingest would demand of it.
+  const absl::Status s = argsdump::ValidateRecord(argsdump::RecordFromRow(row));
+  if (!s.ok()) {
+    std::fprintf(stderr, "a row that opened is no valid record: %s\n", s.ToString().c_str());
+    std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string path = argsdump::FuzzScratch() + "/args.index";
+  argsdump::PutFile(path, reinterpret_cast<const char*>(data), size);
+  auto index = argsdump::IndexFile::Open(path);
+  if (!index.ok()) return 0;
+  const argsdump::IndexFile& f = **index;
+  const uint64_t n = f.size();
+  for (uint64_t id = 0; id < n && id < 4096; ++id) {
+    auto row = f.RecordById(id);
+    if (!row) std::abort();  // every id below size() has a row
+    Check(*row);
+  }
+  if (f.RecordById(n)) std::abort();
+  argsdump::ArgQuery all;
+  uint64_t from = 0;
+  for (int page = 0; page < 64; ++page) {
+    argsdump::QueryPage p = f.Query(all, from, 100, 1000);
+    for (const argsdump::QueryHit& h : p.hits) Check(h.row);
+    if (!p.next) break;
+    if (*p.next <= from) std::abort();  // pages always move on
+    from = *p.next;
+  }
+  // By task: the first rows' tasks, and one that is not there.
+  for (uint64_t id = 0; id < n && id < 8; ++id) {
+    argsdump::ArgQuery q;
+    q.task_id = f.RecordById(id)->task_id;
+    argsdump::QueryPage p = f.Query(q, 0, 1000, 1 << 20);
+    if (p.hits.empty()) std::abort();  // a task that is there is found
+    for (const argsdump::QueryHit& h : p.hits) {
+      if (h.row.task_id != *q.task_id) std::abort();
+    }
+  }
+  argsdump::ArgQuery none;
+  none.task_id = 0x123456789abcdefull;
+  f.Query(none, 0, 10, 1000);
+  f.ByArrival(all, 0, n < 4096 ? n : 4096);
+  f.ByArrival(all, n, n + 10);
+  return 0;
+}

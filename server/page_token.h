@@ -1,0 +1,31 @@
+// Page tokens of the capture service: what a client sends back untouched
+// to get the next page. Strict: a token is exactly what the server wrote,
+// and a message about a bad one shows at most 40 printable characters of it
+// (an 8 KB token echoed whole broke gRPC's metadata limit).
+//   QueryArgs     "p<position>"  (decimal manifest/arrival position)
+//   ListCaptures  "n<capture>"   (the last name of the page)
+#ifndef ARGSDUMP_SERVER_PAGE_TOKEN_H_
+#define ARGSDUMP_SERVER_PAGE_TOKEN_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace argsdump {
+
+std::string PositionToken(uint64_t position);
+// "" is position 0; InvalidArgument "page_token '...' is not one of ours".
+absl::StatusOr<uint64_t> ParsePositionToken(const std::string& token);
+
+std::string NameToken(const std::string& capture);
+// "" is "from the start" (""); the name otherwise, or InvalidArgument.
+absl::StatusOr<std::string> ParseNameToken(const std::string& token);
+
+// A token as messages show it: quoted, at most 40 characters, anything not
+// printable ASCII as '?', and its length when cut.
+std::string ShownToken(const std::string& token);
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_SERVER_PAGE_TOKEN_H_
