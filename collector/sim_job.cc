@@ -26,6 +26,7 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   session.collector_shards = options.collector_shards;
   session.dynamic_switch = options.dynamic;
   session.exception_dump = options.exception_dump;
+  session.capture_retry_deadline = options.capture_retry_deadline;
   for (const auto& [k, v] : options.labels) session.labels[k] = v;
   SessionWiring wiring;
   wiring.resolved = options.dump;

@@ -4,6 +4,7 @@
 #define ARGSDUMP_COLLECTOR_SIM_JOB_H_
 
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <vector>
@@ -37,6 +38,8 @@ struct SimJobOptions {
   std::string capture_server;
   std::string capture_name;  // default: the output prefix's last component
   std::string auth_token;
+  // How long a broken stream to the service is retried (with backoff).
+  std::chrono::milliseconds capture_retry_deadline{60000};
   std::map<std::string, std::string> labels;
   // Steps: the workload runs `steps` times in one process (one runtime, one
   // capture; every record carries its step). `dump` is what the dump covers

@@ -57,6 +57,9 @@ ABSL_FLAG(std::string, dump_config, "",
           "a JSON dump config file (level, path, mode, funcs, block_funcs, steps, ...); "
           "the environment (ARGSDUMP_*) overrides it and the flags override both; with "
           "--steps it is read again between steps, so editing it switches the dump");
+ABSL_FLAG(int64_t, capture_retry_deadline_ms, 60000,
+          "with --capture-server: how long a broken stream is retried (with backoff) through "
+          "a service restart before the run gives up; acknowledged records stay either way");
 ABSL_FLAG(int, steps, 1, "run the workload this many times (steps) in one process");
 ABSL_FLAG(std::string, recover, "",
           "rebuild the manifest of a capture directory (.../args_dump) whose run died: "
@@ -234,6 +237,11 @@ int Main(int argc, char** argv) {
   }
 
   o.capture_server = absl::GetFlag(FLAGS_capture_server);
+  const int64_t retry = absl::GetFlag(FLAGS_capture_retry_deadline_ms);
+  if (retry < 0 || retry > int64_t{24} * 3600 * 1000) {
+    return Fail(absl::StrCat("--capture-retry-deadline-ms: ", retry, " is outside 0..86400000"));
+  }
+  o.capture_retry_deadline = std::chrono::milliseconds(retry);
   o.capture_name = absl::GetFlag(FLAGS_capture_name);
   for (const std::string& label : absl::GetFlag(FLAGS_labels)) {
     const size_t eq = label.find('=');

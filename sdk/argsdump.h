@@ -119,6 +119,10 @@ struct SessionOptions {
   // How long Open waits for a capture service before it keeps the capture
   // locally instead.
   std::chrono::milliseconds connect_timeout{5000};
+  // Once streaming, how long the session keeps reconnecting (with backoff)
+  // through a service restart or a network break before it gives up; every
+  // record the service acknowledged stays in the capture either way.
+  std::chrono::milliseconds capture_retry_deadline{60000};
   // A failing kernel's task is saved with its context under
   // <root>/<name>/exception_dump/ (and the run stops either way).
   bool exception_dump = true;

@@ -247,6 +247,9 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
   if (options.connect_timeout.count() < 0) {
     return absl::InvalidArgumentError("SessionOptions.connect_timeout: negative");
   }
+  if (options.capture_retry_deadline.count() < 0) {
+    return absl::InvalidArgumentError("SessionOptions.capture_retry_deadline: negative");
+  }
   auto impl = std::make_unique<Impl>();
   impl->kernels = kernels;
   impl->options = std::move(options);
@@ -421,6 +424,7 @@ absl::Status SimSession::Impl::StartCapture() {
       std::getline(in, g.auth_token);
     }
     if (!wiring.strict) g.connect_timeout = options.connect_timeout;
+    g.retry_deadline = options.capture_retry_deadline;
     auto remote = GrpcSink::Connect(g);
     if (remote.ok()) {
       remote_name = g.capture;

@@ -96,6 +96,7 @@ grep -q '"task_id": "0x0000000100000000"' "$tmp/exc/args_dump/args_dump.json" \
 check "unknown flag" 2 "--no_such_flag=1: no such flag" -- "$sim_run" --no_such_flag=1
 check "bad flag value" 2 "--schedulers: 'many'" -- "$sim_run" --schedulers=many
 check "flag without its value" 2 "--workers needs a value" -- "$sim_run" --workers
+check "a negative retry deadline" 2 "--capture-retry-deadline-ms: -1 is outside" -- "$sim_run" --capture-retry-deadline-ms=-1
 check "workload is a directory" 2 "workload file $tmp: is a directory" -- "$sim_run" --workload "$tmp"
 printf '{"name": "huge", "buffers": [{"name": "big", "dtype": "FLOAT64", "shape": [65535, 65535]}, {"name": "also", "dtype": "FLOAT64", "shape": [65535, 65535]}], "tasks": []}' > "$tmp/huge.json"
 check "buffers that cannot be allocated" 2 "buffers\[0\] 'big': FLOAT64 4294836225 elements: device buffer: out of memory for 34358689856 bytes" -- \
