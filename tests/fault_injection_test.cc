@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -109,6 +111,74 @@ INSTANTIATE_TEST_SUITE_P(EveryPoint, ServerKillTest,
                          ::testing::Values(KillAt::kAfterOpen, KillAt::kAfterOneBatch,
                                            KillAt::kAfterThreeBatches, KillAt::kMidBatch,
                                            KillAt::kDuringFinish));
+
+// Issue 12, failure 3: with 8 clients streaming, a restart made 6 give up.
+// Eight clients stream at once; the server is SIGKILLed once each has sent
+// two batches, and restarted while they go on sending (their sinks retry
+// through the outage): all eight captures end finished and byte-identical
+// to an uninterrupted one.
+TEST(ServerKillTest, EightClientsStreamThroughARestart) {
+  const std::string root = Fresh("kill_eight_root");
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(root));
+  const std::string target = server.target();
+  uint64_t offset = 0;
+  std::vector<Batch> batches;
+  for (int b = 0; b < 6; ++b) batches.push_back(MakeBatch(1000 + b * 1000, 40, &offset));
+  constexpr int kClients = 8;
+  std::mutex mu;
+  std::condition_variable cv;
+  int ready = 0;
+  std::vector<absl::Status> results(kClients);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto sink = Connect(target, absl::StrCat("client", c));
+      if (sink == nullptr) {
+        results[c] = absl::UnavailableError("no connection");
+      }
+      for (int b = 0; sink != nullptr && b < 6; ++b) {
+        if (absl::Status st = Send(sink.get(), batches[b]); !st.ok()) {
+          results[c] = st;
+          break;
+        }
+        if (b == 1) {
+          std::lock_guard<std::mutex> lock(mu);
+          ++ready;
+          cv.notify_all();
+        }
+      }
+      if (sink != nullptr && results[c].ok()) results[c] = sink->Finish(v1::CaptureCounters());
+      if (!results[c].ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        ready = kClients;  // do not wait for a client that failed
+        cv.notify_all();
+      }
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return ready >= kClients; });
+  }
+  server.Signal(SIGKILL);
+  server.Wait();
+  ServerProcess again;
+  ASSERT_NO_FATAL_FAILURE(again.Start(root, target));
+  for (std::thread& t : clients) t.join();
+  const std::string local = WriteUninterrupted("kill_eight_uninterrupted", batches);
+  for (int c = 0; c < kClients; ++c) {
+    SCOPED_TRACE(c);
+    EXPECT_TRUE(results[c].ok()) << results[c];
+    v1::CaptureSummary summary;
+    ASSERT_TRUE(GetStatus(target, absl::StrCat("client", c), &summary).ok());
+    EXPECT_EQ(summary.state(), v1::CAPTURE_STATE_FINISHED);
+    const std::string dir = absl::StrCat(root, "/client", c, "/args_dump");
+    EXPECT_TRUE(Slurp(dir + "/args.bin") == Slurp(local + "/args.bin"));
+    EXPECT_EQ(Slurp(dir + "/args_dump.json"), Slurp(local + "/args_dump.json"));
+  }
+  again.Signal(SIGTERM);
+  EXPECT_EQ(again.Wait(), 0);
+}
 
 // ---- sim_run killed mid-run ---------------------------------------------------------
 
