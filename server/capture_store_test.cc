@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
 #include "server/crc32c.h"
+#include "server/journal_v1_testing.h"
 #include "proto/argsdump/v1/manifest.pb.h"
 
 namespace argsdump {
@@ -321,15 +322,7 @@ TEST(CaptureStoreTest, RecoverAfterATornTailIsOk) {
 TEST(CaptureStoreTest, RecoverReadsVersionOneJournals) {
   const std::string dir = TempDir("v1_journal");
   ASSERT_TRUE(MakeDirs(dir).ok());
-  auto v1_entry = [](uint8_t type, const std::string& payload) {
-    std::string e(9, '\0');
-    const uint32_t length = static_cast<uint32_t>(payload.size());
-    const uint32_t crc = Crc32c(Crc32c(0, &type, 1), payload.data(), payload.size());
-    for (int i = 0; i < 4; ++i) e[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
-    for (int i = 0; i < 4; ++i) e[4 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
-    e[8] = static_cast<char>(type);
-    return e + payload;
-  };
+  const auto v1_entry = VersionOneJournalEntry;
   std::string journal = v1_entry(1, Info(v1::DUMP_LEVEL_FULL).SerializeAsString());
   for (uint64_t i = 0; i < 3; ++i) {
     journal += v1_entry(2, Tensor(7 + i, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, i * 4, 4)

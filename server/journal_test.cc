@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/crc32c.h"
+#include "server/journal_v1_testing.h"
 
 namespace argsdump {
 namespace {
@@ -163,15 +164,7 @@ TEST(JournalTest, DamageInTheMiddleIsSkippedAndTheRestIsKept) {
 // u32 CRC-32C of type and payload, u8 type): still read to its first
 // damaged entry, which ends it, and the reason says why.
 TEST(JournalTest, VersionOneJournalsStillRead) {
-  auto v1 = [](uint8_t type, const std::string& payload) {
-    std::string e(9, '\0');
-    const uint32_t length = static_cast<uint32_t>(payload.size());
-    const uint32_t crc = Crc32c(Crc32c(0, &type, 1), payload.data(), payload.size());
-    for (int i = 0; i < 4; ++i) e[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
-    for (int i = 0; i < 4; ++i) e[4 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
-    e[8] = static_cast<char>(type);
-    return e + payload;
-  };
+  const auto v1 = VersionOneJournalEntry;
   const std::string old = v1(1, "info") + v1(2, std::string(300, 'r')) + v1(2, "s") + v1(3, "c");
   auto r = JournalReader::FromBytes(old);
   EXPECT_EQ(r->version(), 1);
