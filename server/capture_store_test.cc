@@ -90,6 +90,7 @@ TEST(CaptureStoreTest, WritesSortedManifestAndPayloads) {
   scalar.set_role(v1::ROLE_INPUT);
   scalar.set_kind(v1::KIND_SCALAR);
   scalar.set_dtype(v1::DTYPE_FLOAT64);
+  scalar.set_numel(1);
   double v = 0.1;
   uint64_t bits;
   std::memcpy(&bits, &v, 8);
@@ -161,7 +162,11 @@ TEST(CaptureStoreTest, EagerBinAtLevelOneEvenWhenEmpty) {
   const std::string dir = TempDir("eager");
   auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_PARTIAL));
   v1::ArgRecord scalar;
+  scalar.set_role(v1::ROLE_INPUT);
+  scalar.set_stage(v1::STAGE_BEFORE_DISPATCH);
   scalar.set_kind(v1::KIND_SCALAR);
+  scalar.set_dtype(v1::DTYPE_INT32);
+  scalar.set_numel(1);
   ASSERT_TRUE((*store)->Append(scalar, "").ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
   EXPECT_TRUE(Exists(dir + "/args.bin"));

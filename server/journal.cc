@@ -140,17 +140,38 @@ std::unique_ptr<JournalReader> JournalReader::FromBytes(std::string data) {
 }
 
 JournalReader::JournalReader(std::string data) : data_(std::move(data)) {
-  if (data_.size() >= 4 && std::memcmp(data_.data(), kFileMagic, 4) == 0) {
-    if (data_.size() < kJournalFileHeaderBytes || GetU32(data_.data() + 4) != kVersion) {
-      Drop(0, data_.size(), "an unknown journal version", false);
-      offset_ = data_.size();
-    } else {
-      offset_ = good_ = kJournalFileHeaderBytes;
-    }
+  const bool magic = data_.size() >= 4 && std::memcmp(data_.data(), kFileMagic, 4) == 0;
+  if (magic && data_.size() >= kJournalFileHeaderBytes &&
+      GetU32(data_.data() + 4) == kVersion) {
+    offset_ = good_ = kJournalFileHeaderBytes;
+    return;
+  }
+  // A damaged file header in front of a whole first entry: the entries are
+  // version 2 all the same (one flipped byte must not cost the capture).
+  uint8_t type;
+  absl::string_view body;
+  std::string why;
+  if (data_.size() > kJournalFileHeaderBytes && EntryAt(kJournalFileHeaderBytes, &type, &body, &why)) {
+    Drop(0, kJournalFileHeaderBytes, "damaged file header", false);
+    offset_ = good_ = kJournalFileHeaderBytes;
+  } else if (magic) {
+    Drop(0, data_.size(), "an unknown journal version", false);
+    offset_ = data_.size();
   } else {
     version_ = 1;  // no header: the format before sync markers
   }
 }
+
+namespace {
+
+// Damage that is only the end of the file cut short: an append a crash
+// interrupted, never acknowledged. Anything else (a checksum, a type, a
+// length that cannot be, a missing marker) damaged an entry that was whole.
+bool TornEnd(const std::string& why) {
+  return why == "torn entry header" || why == "torn entry";
+}
+
+}  // namespace
 
 void JournalReader::Drop(uint64_t from, uint64_t to, std::string why, bool tail) {
   if (to > from) damage_.push_back(Damage{from, to - from, std::move(why), tail});
@@ -212,7 +233,7 @@ bool JournalReader::Next(JournalEntryType* type, std::string* payload) {
     auto stop = [&](const char* why) {
       Drop(offset_, data_.size(), absl::StrCat(why, " (a version 1 journal: nothing after it "
                                                     "can be read)"),
-           true);
+           TornEnd(why));
       offset_ = data_.size();
       return false;
     };
@@ -240,10 +261,25 @@ bool JournalReader::Next(JournalEntryType* type, std::string* payload) {
     uint64_t at = offset_ + 1;
     bool found = false;
     std::string ignored;
+    // Checksum bytes spent on candidates not framed by a marker or the end.
+    uint64_t unframed_budget = uint64_t{64} << 20;
     for (;;) {
       const size_t next = data_.find("AJNL", at);  // kJournalSync, little endian
       if (next == std::string::npos) break;
-      if (EntryAt(next, &raw_type, &body, &ignored)) {
+      // Cheap first: a whole entry ends at the end of the file or at the
+      // next marker. Only then is its checksum worth computing (a file
+      // full of markers must not cost a CRC over the rest per marker);
+      // small entries are checked anyway (a damaged marker after them),
+      // within a budget per resynchronisation.
+      const uint64_t left = data_.size() - next;
+      const uint64_t length = left >= kJournalHeaderBytes ? GetU32(data_.data() + next + 4) : 0;
+      const uint64_t end = next + kJournalHeaderBytes + length;
+      const bool framed = left >= kJournalHeaderBytes && end <= data_.size() &&
+                          (end == data_.size() ||
+                           (data_.size() - end >= 4 && GetU32(data_.data() + end) == kJournalSync));
+      const bool small = length <= 4096 && unframed_budget >= length;
+      if (!framed && small) unframed_budget -= length;
+      if ((framed || small) && EntryAt(next, &raw_type, &body, &ignored)) {
         found = true;
         at = next;
         break;
@@ -251,8 +287,9 @@ bool JournalReader::Next(JournalEntryType* type, std::string* payload) {
       at = next + 1;
     }
     if (!found) {
-      // Nothing whole after it: a torn last append, or damage to the end.
-      Drop(damaged_at, data_.size(), why, true);
+      // Nothing whole after it: a torn last append (never acknowledged), or
+      // damage to an entry that was whole (lossy).
+      Drop(damaged_at, data_.size(), why, TornEnd(why));
       offset_ = data_.size();
       return false;
     }

@@ -163,6 +163,62 @@ TEST(JournalTest, DamageInTheMiddleIsSkippedAndTheRestIsKept) {
 // The format before sync markers (version 1: no file header; u32 length,
 // u32 CRC-32C of type and payload, u8 type): still read to its first
 // damaged entry, which ends it, and the reason says why.
+// Only an end cut short is a torn tail (an append never acknowledged). A
+// whole last entry with a flipped byte was acknowledged: its loss is damage
+// that counts, in both versions. A damaged file header costs nothing.
+TEST(JournalTest, OnlyACutEndIsATornTail) {
+  const std::string path = TempPath("tails.journal");
+  WriteThree(path);
+  const std::string good = ReadFile(path);
+  const uint64_t last = good.size() - kJournalHeaderBytes;  // the empty last entry
+  struct Case {
+    std::string what, bytes;
+    size_t entries;
+    bool tail;
+  };
+  std::string flipped_last = good;
+  flipped_last[last + 9] ^= 0x01;  // its checksum
+  std::string flipped_type = good;
+  flipped_type[last + 12] = 0x7f;
+  std::string flipped_header = good;
+  flipped_header[1] ^= 0x40;
+  std::string wrong_version = good;
+  wrong_version[4] = 9;
+  const std::vector<Case> cases = {
+      {"cut in the last entry's header", good.substr(0, last + 5), 2, true},
+      {"cut in the middle entry's payload", good.substr(0, good.size() - 600), 1, true},
+      {"the last entry's checksum flipped", flipped_last, 2, false},
+      {"the last entry's type unknown", flipped_type, 2, false},
+      {"the file header damaged", flipped_header, 3, false},
+      {"the version damaged", wrong_version, 3, false},
+  };
+  for (const Case& c : cases) {
+    auto r = JournalReader::FromBytes(c.bytes);
+    EXPECT_EQ(ReadAll(*r).size(), c.entries) << c.what;
+    ASSERT_EQ(r->damage().size(), 1u) << c.what << ": " << r->reason();
+    EXPECT_EQ(r->damage()[0].tail, c.tail) << c.what << ": " << r->reason();
+  }
+  // Version 1: a checksum flipped mid-file is not a tail either.
+  const auto v1 = VersionOneJournalEntry;
+  std::string old = v1(1, "info") + v1(2, std::string(300, 'r')) + v1(2, "s");
+  old[9 + 4 + 9 + 100] ^= 0x01;
+  auto r = JournalReader::FromBytes(old);
+  EXPECT_EQ(ReadAll(*r).size(), 1u);
+  ASSERT_EQ(r->damage().size(), 1u);
+  EXPECT_FALSE(r->damage()[0].tail) << r->reason();
+}
+
+// A file of sync markers and nothing else (hostile or damaged) reads as one
+// damaged region, without a checksum over the rest per marker.
+TEST(JournalTest, AFileOfMarkersReadsAsDamage) {
+  std::string markers;
+  for (int i = 0; i < (1 << 20); ++i) markers += "AJNL";
+  auto r = JournalReader::FromBytes(std::string("ADJ2\x02\0\0\0", 8) + markers);
+  EXPECT_TRUE(ReadAll(*r).empty());
+  ASSERT_EQ(r->damage().size(), 1u);
+  EXPECT_EQ(r->damage()[0].bytes, markers.size());
+}
+
 TEST(JournalTest, VersionOneJournalsStillRead) {
   const auto v1 = VersionOneJournalEntry;
   const std::string old = v1(1, "info") + v1(2, std::string(300, 'r')) + v1(2, "s") + v1(3, "c");

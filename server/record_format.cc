@@ -180,6 +180,9 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
     return bad(absl::StrCat("shape has ", r.shape_size(), " dims, at most 5"));
   }
   if (r.strides_size() != r.shape_size()) return bad("shape and strides differ in length");
+  // What its fields say must hang together, as for a row read back
+  // (CheckStoredRow): the store keeps nothing its own index would refuse.
+  if (absl::Status s = ValidateRecord(r); !s.ok()) return s;
   if (r.func_ids_size() > static_cast<int>(abi::kMaxFuncIds)) {
     return bad(absl::StrCat(r.func_ids_size(), " func ids, at most 3"));
   }

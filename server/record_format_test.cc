@@ -69,6 +69,9 @@ TEST(RecordFormatTest, OrderIsTaskStageArgRole) {
     r.set_stage(stage);
     r.set_arg_index(arg);
     r.set_role(role);
+    r.set_kind(v1::KIND_SCALAR);
+    r.set_dtype(v1::DTYPE_INT32);
+    r.set_numel(1);
     return r;
   };
   const v1::ArgRecord a = rec(1, v1::STAGE_AFTER_COMPLETION, 0, v1::ROLE_OUTPUT);
@@ -90,6 +93,13 @@ TEST(RecordFormatTest, OrderIsTaskStageArgRole) {
   v1::ArgRecord bad_enum = a;
   bad_enum.set_dtype(static_cast<v1::DType>(77));
   EXPECT_FALSE(RowFromRecord(bad_enum).ok());
+  // What the fields say must agree, as for a row read back from args.index.
+  v1::ArgRecord unset = a;
+  unset.set_kind(v1::KIND_UNSPECIFIED);
+  EXPECT_NE(RowFromRecord(unset).status().message().find("kind unset"), std::string::npos);
+  v1::ArgRecord numel = a;
+  numel.set_numel(3);
+  EXPECT_NE(RowFromRecord(numel).status().message().find("shape's product"), std::string::npos);
 }
 
 // Against a plain stable sort by the documented key, on a small capture and
