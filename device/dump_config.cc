@@ -1,6 +1,9 @@
 #include "device/dump_config.h"
 
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -132,12 +135,30 @@ std::string PathProblem(const std::string& path) {
       p = p.substr(0, slash);
     }
   }
-  // Permission bits say little (root, read-only mounts, /proc): try it.
-  std::string probe = absl::StrCat(p, "/.argsdump_probe_XXXXXX");
-  if (::mkdtemp(probe.data()) == nullptr) {
-    return absl::StrCat("no folder can be created in ", p, " (", std::strerror(errno), ")");
+  // Asked, not tried (nothing is created while a configuration is read):
+  // permission bits for this user, then what they do not tell root - a
+  // read-only mount, or a kernel file system such as /proc or /sys.
+  if (::access(p.c_str(), W_OK | X_OK) != 0) {
+    return absl::StrCat(p, " is not writable (", std::strerror(errno), ")");
   }
-  ::rmdir(probe.c_str());
+  struct statvfs vfs;
+  if (::statvfs(p.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY) != 0) {
+    return absl::StrCat(p, " is on a read-only file system");
+  }
+  struct statfs fs;
+  if (::statfs(p.c_str(), &fs) == 0) {
+    switch (fs.f_type) {
+      case PROC_SUPER_MAGIC:
+      case SYSFS_MAGIC:
+      case DEBUGFS_MAGIC:
+      case CGROUP_SUPER_MAGIC:
+      case CGROUP2_SUPER_MAGIC:
+        return absl::StrCat(p, " is a kernel file system (like /proc or /sys): no folder can be "
+                               "created in it");
+      default:
+        break;
+    }
+  }
   return "";
 }
 

@@ -184,8 +184,9 @@ class DumpConfigWatcher {
 
 // Whether `path` can hold a capture: it exists as a directory a folder can
 // be created in, or its nearest existing ancestor is one (it would be
-// created). Tried, not read from permission bits (root, read-only mounts,
-// /proc). PathProblem says why not ("" when it can).
+// created): writable for this user, not on a read-only mount, not a kernel
+// file system (/proc, /sys; root's permission bits say nothing there).
+// Nothing is created to find out. PathProblem says why not ("" when it can).
 bool PathWritable(const std::string& path);
 std::string PathProblem(const std::string& path);
 

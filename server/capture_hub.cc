@@ -132,8 +132,38 @@ absl::Status Capture::Attach() {
     return absl::AbortedError(absl::StrCat(
         "capture ", name_, " is attached to another ingest stream; retry once it is gone"));
   }
+  if (sealing_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("capture ", name_, " is being finished (FinishCapture or the idle timeout)"));
+  }
   attached_ = true;
   last_activity_ = std::chrono::steady_clock::now();
+  return absl::OkStatus();
+}
+
+absl::Status Capture::SealIfDetached(DoneCallback done,
+                                     std::optional<std::chrono::milliseconds> idle_for) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!store_ || sealing_) {
+      return absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is finished"));
+    }
+    if (attached_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "capture ", name_, " is attached to an ingest stream: its client finishes it"));
+    }
+    if (idle_for && std::chrono::steady_clock::now() < last_activity_ + *idle_for) {
+      return absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is not idle"));
+    }
+    sealing_ = true;
+  }
+  Finish(v1::CaptureCounters(), [this, done = std::move(done)](absl::Status s, Watermark w) {
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      sealing_ = false;  // still live: it may be resumed, or sealed again
+    }
+    done(s, w);
+  });
   return absl::OkStatus();
 }
 
@@ -172,6 +202,22 @@ void Capture::NotifyWatchers() {
     for (auto& [id, poke] : watchers_) pokes.push_back(poke);
   }
   for (auto& poke : pokes) poke();
+}
+
+absl::StatusOr<std::vector<absl::string_view>> AppendJob::Payloads() const {
+  std::vector<absl::string_view> out;
+  out.reserve(records.size());
+  uint64_t at = 0;
+  for (const v1::ArgRecord& r : records) {
+    if (r.bin_size() > bytes.size() - at) break;
+    out.emplace_back(bytes.data() + at, r.bin_size());
+    at += r.bin_size();
+  }
+  if (out.size() != static_cast<size_t>(records.size()) || at != bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        bytes.size(), " payload bytes for ", records.size(), " records that do not claim them all"));
+  }
+  return out;
 }
 
 void Capture::Append(AppendJob job, DoneCallback done) {
@@ -226,19 +272,11 @@ void Capture::WriterLoop() {
     }
     if (job.kind == Job::kAppend) {
       absl::Status s;
-      uint64_t bytes = 0;
-      std::vector<absl::string_view> payloads;
-      payloads.reserve(job.append.records.size());
-      for (const auto& r : job.append.records) {
-        if (r.bin_size() > job.append.bytes.size() - bytes) break;
-        payloads.emplace_back(job.append.bytes.data() + bytes, r.bin_size());
-        bytes += r.bin_size();
-      }
-      if (payloads.size() != static_cast<size_t>(job.append.records.size()) ||
-          bytes != job.append.bytes.size()) {
-        s = absl::InvalidArgumentError(absl::StrCat(
-            "capture ", name_, ": ", job.append.bytes.size(), " payload bytes for records ",
-            "claiming ", bytes, " or more"));
+      const uint64_t bytes = job.append.bytes.size();
+      absl::StatusOr<std::vector<absl::string_view>> payloads = job.append.Payloads();
+      if (!payloads.ok()) {
+        s = absl::InvalidArgumentError(
+            absl::StrCat("capture ", name_, ": ", payloads.status().message()));
       } else if (store->records() != job.append.first_record) {
         // An earlier job of this stream failed: keep ids dense, append nothing.
         s = absl::FailedPreconditionError(absl::StrCat(
@@ -253,7 +291,7 @@ void Capture::WriterLoop() {
         std::vector<const v1::ArgRecord*> records;
         records.reserve(job.append.records.size());
         for (const auto& r : job.append.records) records.push_back(&r);
-        s = store->AppendBatch(records, payloads);
+        s = store->AppendBatch(records, *payloads);
       }
       Watermark w;
       {
@@ -528,12 +566,7 @@ absl::Status CaptureHub::FinishDetached(const std::string& name, Capture::DoneCa
   if ((*c)->finished()) {
     return absl::FailedPreconditionError(absl::StrCat("capture ", name, " is finished"));
   }
-  if ((*c)->attached()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "capture ", name, " is attached to an ingest stream: its client finishes it"));
-  }
-  (*c)->Finish(v1::CaptureCounters(), std::move(done));
-  return absl::OkStatus();
+  return (*c)->SealIfDetached(std::move(done));
 }
 
 void CaptureHub::ReapLoop() {
@@ -554,14 +587,20 @@ void CaptureHub::ReapLoop() {
     }
     lock.unlock();
     for (auto& c : idle) {
-      std::fprintf(stderr, "capture_server: %s was idle for %lld ms with no stream: finishing it\n",
-                   c->name().c_str(), static_cast<long long>(timeout.count()));
-      c->Finish(v1::CaptureCounters(), [name = c->name()](absl::Status s, Watermark) {
-        if (!s.ok()) {
-          std::fprintf(stderr, "capture_server: finishing %s: %s\n", name.c_str(),
-                       std::string(s.message()).c_str());
-        }
-      });
+      // Checked again as it is sealed: a stream may have come back since.
+      const absl::Status sealing = c->SealIfDetached(
+          [name = c->name()](absl::Status s, Watermark) {
+            if (!s.ok()) {
+              std::fprintf(stderr, "capture_server: finishing %s: %s\n", name.c_str(),
+                           std::string(s.message()).c_str());
+            }
+          },
+          timeout);
+      if (sealing.ok()) {
+        std::fprintf(stderr,
+                     "capture_server: %s was idle for %lld ms with no stream: finishing it\n",
+                     c->name().c_str(), static_cast<long long>(timeout.count()));
+      }
     }
     idle.clear();  // before the lock: never the last reference on a writer thread
     lock.lock();

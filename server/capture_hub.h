@@ -49,6 +49,10 @@ struct AppendJob {
   uint64_t first_record = 0;  // the id records[0] gets: refused unless next
   google::protobuf::RepeatedPtrField<v1::ArgRecord> records;
   std::string bytes;
+
+  // Each record's payload, viewing `bytes`; InvalidArgument when the
+  // bytes are not exactly the records' bin_size bytes one after another.
+  absl::StatusOr<std::vector<absl::string_view>> Payloads() const;
 };
 
 // Where a live capture's durable data ends.
@@ -84,12 +88,19 @@ class Capture {
   void Barrier(DoneCallback done);
 
   // One ingest stream at a time: Attach fails with Aborted while another is
-  // attached (retry), FailedPrecondition when finished.
+  // attached (retry), FailedPrecondition when finished or being sealed.
   absl::Status Attach();
   void Detach();
   bool attached() const;
-  // When a stream last attached, detached, or had work done (idle timeout).
+  // When a stream last attached or detached (the idle timeout counts from
+  // the later).
   std::chrono::steady_clock::time_point last_activity() const;
+  // Finishes the capture if no stream is attached - and, with `idle_for`,
+  // none was for that long - checked and sealed at once, so a resume that
+  // comes in between is refused instead of attaching to a capture being
+  // finished. FailedPrecondition (attached, not idle, finished) otherwise.
+  absl::Status SealIfDetached(DoneCallback done,
+                              std::optional<std::chrono::milliseconds> idle_for = std::nullopt);
 
   // Watchers: `poke` runs (on the writer thread) after records become
   // durable and when the capture finishes. Returns an id for RemoveWatcher.
@@ -130,6 +141,7 @@ class Capture {
   std::shared_ptr<IndexFile> index_;     // finished
   v1::CaptureInfo info_;
   bool attached_ = false;
+  bool sealing_ = false;  // SealIfDetached's finish is on its way
   std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
   // Not OK: a finished capture whose files cannot be served (its index
   // failed validation and could not be rebuilt); every read answers this.

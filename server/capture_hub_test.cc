@@ -295,8 +295,12 @@ TEST(CaptureHubTest, IdleLiveCapturesAreSealedAndExplicitFinishWorks) {
   busy->Detach();
   Waiter w;
   ASSERT_TRUE(hub->FinishDetached("busy", w.Callback()).ok());
+  // Sealed as it was checked: a resume that comes in now is refused, not
+  // attached to a capture on its way to finished.
+  EXPECT_EQ(busy->Attach().code(), absl::StatusCode::kFailedPrecondition);
   for (const Outcome& out : w.Wait()) EXPECT_TRUE(out.ok()) << out;
   EXPECT_TRUE(busy->finished());
+  EXPECT_EQ(busy->SealIfDetached(none.Callback()).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(hub->FinishDetached("busy", none.Callback()).code(),
             absl::StatusCode::kFailedPrecondition);
 }

@@ -161,6 +161,10 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   if (h.row_bytes != sizeof(ManifestRow)) {
     return bad(absl::StrCat("rows of ", h.row_bytes, " bytes, expected ", sizeof(ManifestRow)));
   }
+  if (h.info_bytes > (1u << 24) || h.counters_bytes > (1u << 24)) {
+    return bad(absl::StrCat("capture info of ", h.info_bytes, " bytes or counters of ",
+                            h.counters_bytes, " bytes (at most 16 MiB each)"));
+  }
   const uint64_t meta = uint64_t{h.info_bytes} + h.counters_bytes;
   const uint64_t rows_at = sizeof(IndexHeader) + Pad8(meta);
   // Rows are 120 bytes and the two u32 arrays 8 bytes per row together:

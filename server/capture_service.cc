@@ -136,6 +136,9 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       }
       return;
     }
+    // Ending (an error, a cancel): what still arrives is not taken - the
+    // capture may already have been let go (and forgotten, if unwritten).
+    if (ending_) return;
     if (stream_.finishing()) {
       // After `finish`, the stream carries nothing more: say so instead of
       // dropping it.
@@ -184,21 +187,10 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   }
 
   void OnDone() override {
-    std::shared_ptr<Capture> capture;
-    bool untouched;
     {
+      // The capture was let go before Finish (ReleaseCaptureThenFinishLocked).
       std::lock_guard<std::recursive_mutex> lock(shared_->mu);
       shared_->reactor = nullptr;
-      capture = capture_;
-      untouched = created_ && stream_.received_records() == 0 && !stream_.finishing();
-    }
-    if (untouched) {
-      // A capture this stream opened and never wrote to is not left behind
-      // (it has no files yet): an open the client gave up on is no orphan.
-      capture->Detach();
-      service_->hub()->Forget(capture);
-    } else {
-      DetachAfterQueued(capture);
     }
     delete this;
   }
@@ -293,6 +285,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
         return;
       }
       self->attached_ = false;  // a finished capture has no stream
+      if (self->ending_) return;  // a message after finish ended the call: its status stands
       v1::IngestResponse r;
       *r.mutable_finished() = capture->Summary();
       self->QueueLocked(std::move(r));
@@ -334,8 +327,35 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
     }
     if (ending_ && !finished_) {
       finished_ = true;
-      Finish(end_);
+      ReleaseCaptureThenFinishLocked();
     }
+  }
+
+  // The capture is let go before the call ends, so a client that sees the
+  // status can resume (or reopen the name) at once: detached once every job
+  // this stream queued is done, or - opened and never written to - no
+  // capture at all (an open the client gave up on is no orphan).
+  void ReleaseCaptureThenFinishLocked() {
+    if (capture_ == nullptr || !attached_) {
+      Finish(end_);
+      return;
+    }
+    attached_ = false;
+    if (created_ && stream_.received_records() == 0 && !stream_.finishing()) {
+      capture_->Detach();
+      service_->hub()->Forget(capture_);
+      capture_ = nullptr;  // nothing more reaches it from this stream
+      Finish(end_);
+      return;
+    }
+    auto shared = shared_;
+    auto capture = capture_;
+    // Runs on the capture's writer (or at once if it is finished).
+    capture_->Barrier([shared, capture](absl::Status, Watermark) {
+      capture->Detach();
+      std::lock_guard<std::recursive_mutex> lock(shared->mu);
+      if (shared->reactor != nullptr) shared->reactor->Finish(shared->reactor->end_);
+    });
   }
 
   // Ends the call with `status` once the write in flight (if any) is done.
@@ -349,10 +369,6 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
     WriteNextLocked();
   }
 
-  void DetachAfterQueued(const std::shared_ptr<Capture>& capture) {
-    if (capture == nullptr || !attached_) return;
-    capture->Barrier([capture](absl::Status, Watermark) { capture->Detach(); });
-  }
 
   CaptureServiceImpl* const service_;
   grpc::CallbackServerContext* const context_;

@@ -81,19 +81,25 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::st
   v1::CaptureInfo info;
   bool have_info = false;
   std::vector<v1::ArgRecord> records;
+  bool counted = false;  // a counters entry no record follows: a finish
   while ((*reader)->Next(&type, &payload)) {
     if (type == JournalEntryType::kCaptureInfo) {
-      have_info = info.ParseFromString(payload);
+      v1::CaptureInfo i;
+      if (!i.ParseFromString(payload)) return refuse("a journaled capture header does not parse");
+      info = std::move(i);
+      have_info = true;
     } else if (type == JournalEntryType::kRecord) {
       v1::ArgRecord r;
       if (!r.ParseFromString(payload) || !RowFromRecord(r).ok()) {
         return refuse("a journaled record does not parse");
       }
       records.push_back(std::move(r));
+      counted = false;
     } else if (type == JournalEntryType::kCounters) {
-      return refuse("its journal says it finished");
+      counted = true;
     }
   }
+  if (counted) return refuse("its journal says it finished");
   if ((*reader)->version() != 2) return refuse("a version 1 journal");
   for (const JournalReader::Damage& d : (*reader)->damage()) {
     if (!d.tail) return refuse(absl::StrCat("its journal is damaged (", (*reader)->reason(), ")"));
@@ -188,6 +194,12 @@ absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& 
           record.bin_offset(), ", args.bin is ", expected,
           " bytes (pairs must arrive in order)"));
     }
+    if (record.ByteSizeLong() > kMaxJournalEntryBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "capture store: record of task ", TaskIdHex(record.task_id()), " is ",
+          record.ByteSizeLong(), " bytes serialized, over the journal's ",
+          kMaxJournalEntryBytes, "-byte entries"));
+    }
     expected += record.bin_size();
     payload_bytes += record.bin_size();
     auto row = RowFromRecord(record);
@@ -207,21 +219,24 @@ absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& 
     }
     if (auto s = WritePayloads(payloads); !s.ok()) return s;
   }
+  // The payloads are in args.bin; a batch whose records are not journaled
+  // after all cuts args.bin back and stages nothing, so the two stay
+  // consistent and the next batch starts where this one did.
+  auto undo = [&](absl::Status s) {
+    journal_->DiscardStaged();
+    if (bin_fd_ >= 0 && ::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_)) == 0) {
+      ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
+    }
+    return s;
+  };
   for (const v1::ArgRecord* record : records) {
     const size_t size = record->ByteSizeLong();
     auto s = journal_->StageWith(JournalEntryType::kRecord, size, [&](char* out) {
       record->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out));
     });
-    if (!s.ok()) return s;
+    if (!s.ok()) return undo(s);
   }
-  if (auto s = journal_->Flush(); !s.ok()) {
-    // The payloads are in args.bin but their records are not journaled: cut
-    // args.bin back so the two stay consistent.
-    if (::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_)) == 0) {
-      ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
-    }
-    return s;
-  }
+  if (auto s = journal_->Flush(); !s.ok()) return undo(s);
   bin_bytes_ += payload_bytes;
   {
     std::unique_lock<std::shared_mutex> lock(rows_mu_);
@@ -387,8 +402,13 @@ absl::Status CaptureStore::Amend(const v1::CaptureInfo& end) {
 
 absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
   if (finished_) return absl::FailedPreconditionError("capture store: already finished");
-  finished_ = true;
-  if (journal_ == nullptr) return absl::OkStatus();  // nothing captured: no files
+  if (journal_ == nullptr) {  // nothing captured: no files
+    finished_ = true;
+    return absl::OkStatus();
+  }
+  // Finished only once the manifest is written: a failure on the way (a
+  // full disk) leaves the capture live, and Finish may be tried again (the
+  // counters entry again too: recovery takes the last one).
   v1::CaptureCounters counters = losses;
   tally_.FillInto(&counters);
   if (auto s = journal_->Append(JournalEntryType::kCounters, counters.SerializeAsString());
@@ -415,7 +435,13 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
   m.records = &records_;
   m.order = &order;
   m.stats = stats_.empty() ? nullptr : &stats_;
-  return WriteManifest(dir_ + "/" + kManifestName, m);
+  if (absl::Status s = WriteManifest(dir_ + "/" + kManifestName, m); !s.ok()) {
+    std::unique_lock<std::shared_mutex> lock(rows_mu_);
+    counters_final_ = false;
+    return s;
+  }
+  finished_ = true;
+  return absl::OkStatus();
 }
 
 bool RecoveryReport::lossy() const {
@@ -469,6 +495,7 @@ absl::Status CaptureStore::Recover(const std::string& dir, RecoveryReport* out) 
     } else if (type == JournalEntryType::kRecord) {
       v1::ArgRecord r;
       if (r.ParseFromString(payload) && RowFromRecord(r).ok()) journaled.push_back(std::move(r));
+      have_counters = false;  // a finish that failed, then more records: not final
     } else if (type == JournalEntryType::kCounters) {
       have_counters = counters.ParseFromString(payload);
     }

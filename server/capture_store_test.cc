@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -344,6 +345,104 @@ TEST(CaptureStoreTest, RecoverReadsVersionOneJournals) {
 // Payloads are written in bounded slices: one batch whose payloads are
 // smaller than, equal to and many times a slice, with empty (scalar) ones
 // between, lands in args.bin byte for byte, in order.
+// A live capture whose writer went away reopens live where its journal
+// ends (a torn last append and the payload bytes behind it cut away), takes
+// more records, and finishes as if it had never stopped.
+TEST(CaptureStoreTest, ReopenContinuesALiveCapture) {
+  const std::string dir = TempDir("reopen");
+  const std::string whole = TempDir("reopen_whole");
+  WriteUnfinished(dir, 3);
+  WriteUnfinished(whole, 5);
+  std::ofstream(dir + "/args.journal", std::ios::app | std::ios::binary) << "AJNL\x30";
+  std::ofstream(dir + "/args.bin", std::ios::app | std::ios::binary) << "zz";
+  auto store = CaptureStore::Reopen(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ((*store)->records(), 6u);
+  EXPECT_EQ((*store)->bin_bytes(), 12u);
+  for (uint64_t i = 3; i < 5; ++i) {
+    ASSERT_TRUE((*store)->Append(Tensor(100 - i, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT,
+                                        i * 4, 4),
+                                 std::string(4, static_cast<char>('a' + i))).ok());
+    v1::ArgRecord sc;
+    sc.set_task_id(100 - i);
+    sc.set_stage(v1::STAGE_BEFORE_DISPATCH);
+    sc.set_arg_index(1);
+    sc.set_role(v1::ROLE_INPUT);
+    sc.set_kind(v1::KIND_SCALAR);
+    sc.set_dtype(v1::DTYPE_INT32);
+    sc.set_numel(1);
+    sc.set_scalar_bits(i);
+    ASSERT_TRUE((*store)->Append(sc, "").ok());
+  }
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  auto finished_whole = CaptureStore::Reopen(whole);
+  ASSERT_TRUE(finished_whole.ok());
+  ASSERT_TRUE((*finished_whole)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_EQ(ReadFile(dir + "/args.bin"), ReadFile(whole + "/args.bin"));
+  EXPECT_EQ(ReadFile(dir + "/args_dump.json"), ReadFile(whole + "/args_dump.json"));
+}
+
+// What cannot be reopened live is refused, saying why, and left as it is
+// (recovery, not a live writer, is what such a capture gets).
+TEST(CaptureStoreTest, ReopenRefusesWhatIsNotALiveCapture) {
+  struct Case {
+    std::string name, says;
+    std::function<void(const std::string& dir)> damage;
+  };
+  const std::vector<Case> cases = {
+      {"finished", "has a manifest", [](const std::string& d) {
+         auto s = CaptureStore::Reopen(d);
+         ASSERT_TRUE(s.ok());
+         ASSERT_TRUE((*s)->Finish(v1::CaptureCounters()).ok());
+       }},
+      {"damaged", "journal is damaged", [](const std::string& d) {
+         std::string j = ReadFile(d + "/args.journal");
+         j[j.size() / 2] ^= 0x20;
+         std::ofstream(d + "/args.journal", std::ios::binary | std::ios::trunc) << j;
+       }},
+      {"bin_short", "args.bin holds", [](const std::string& d) {
+         ASSERT_EQ(::truncate((d + "/args.bin").c_str(), 5), 0);
+       }},
+      {"no_journal", "cannot open", [](const std::string& d) {
+         ASSERT_EQ(::unlink((d + "/args.journal").c_str()), 0);
+       }},
+  };
+  for (const Case& c : cases) {
+    const std::string dir = TempDir("reopen_refused_" + c.name);
+    WriteUnfinished(dir, 4);
+    c.damage(dir);
+    const std::string before = ReadFile(dir + "/args.journal");
+    auto store = CaptureStore::Reopen(dir);
+    ASSERT_FALSE(store.ok()) << c.name;
+    EXPECT_NE(store.status().message().find(c.says), std::string::npos)
+        << c.name << ": " << store.status();
+    EXPECT_EQ(ReadFile(dir + "/args.journal"), before) << c.name;
+  }
+}
+
+// A finish that fails on the way (the manifest cannot be written) leaves
+// the capture live: more records, and a second finish that works.
+TEST(CaptureStoreTest, AFailedFinishLeavesTheCaptureLive) {
+  const std::string dir = TempDir("finish_fails");
+  WriteUnfinished(dir, 2);
+  auto store = CaptureStore::Reopen(dir);
+  ASSERT_TRUE(store.ok());
+  // A folder where the manifest goes: the rename onto it fails.
+  ASSERT_EQ(::mkdir((dir + "/args_dump.json").c_str(), 0755), 0);
+  EXPECT_FALSE((*store)->Finish(v1::CaptureCounters()).ok());
+  ASSERT_EQ(::rmdir((dir + "/args_dump.json").c_str()), 0);
+  ASSERT_TRUE((*store)->Append(Tensor(7, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 8, 4),
+                               "wxyz").ok());
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_EQ(ParseManifest(dir).total_args(), 5u);
+  // The journal says the same: a counters entry followed by records is not
+  // the end, and recovery counts what is there.
+  ASSERT_EQ(::unlink((dir + "/args_dump.json").c_str()), 0);
+  ASSERT_EQ(::unlink((dir + "/args.index").c_str()), 0);
+  ASSERT_TRUE(CaptureStore::Recover(dir).ok());
+  EXPECT_EQ(ParseManifest(dir).total_args(), 5u);
+}
+
 TEST(CaptureStoreTest, BatchOfMixedPayloadSizesIsWrittenExactly) {
   const std::string dir = TempDir("mixed_sizes");
   auto store = *CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));

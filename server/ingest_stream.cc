@@ -35,11 +35,20 @@ absl::Status IngestStream::Batch(v1::IngestBatch* batch) {
     if (absl::Status s = ValidateRecord(r); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("ingest: ", s.message()));
     }
+    if (r.bin_size() > kMaxPendingBytes) {
+      // It could never be complete: the stream holds at most that much.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ingest: record of task ", TaskIdHex(r.task_id()), " has a ", r.bin_size(),
+          "-byte payload, over the ", kMaxPendingBytes, " bytes a record may carry"));
+    }
     if (r.bin_size() > 0) {
       if (r.bin_offset() != assigned) {
         return absl::InvalidArgumentError(absl::StrCat(
             "ingest: record of task ", TaskIdHex(r.task_id()), " has bin_offset ",
             r.bin_offset(), ", expected ", assigned, " (payloads are appended in order)"));
+      }
+      if (assigned > ~uint64_t{0} - r.bin_size()) {
+        return absl::InvalidArgumentError("ingest: payload offsets overflow 64 bits");
       }
       assigned += r.bin_size();
     }

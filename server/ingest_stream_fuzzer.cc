@@ -73,17 +73,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       argsdump::AppendJob job;
       while (stream.TakeComplete(&job)) {
         std::vector<const argsdump::v1::ArgRecord*> records;
-        std::vector<absl::string_view> payloads;
-        uint64_t at = 0;
-        for (const auto& rec : job.records) {
-          records.push_back(&rec);
-          payloads.emplace_back(job.bytes.data() + at, rec.bin_size());
-          at += rec.bin_size();
-        }
-        if (at != job.bytes.size()) std::abort();  // a job's bytes are its records'
+        for (const auto& rec : job.records) records.push_back(&rec);
+        auto payloads = job.Payloads();  // as the capture's writer cuts them
+        if (!payloads.ok()) std::abort();  // a job's bytes are its records'
         if (job.first_record != store->records()) break;
         // What IngestStream let through, the store takes (it checks again).
-        if (!store->AppendBatch(records, payloads).ok()) std::abort();
+        if (!store->AppendBatch(records, *payloads).ok()) std::abort();
       }
     } else if (r.has_finish()) {
       argsdump::v1::CaptureInfo end;

@@ -61,8 +61,10 @@ absl::StatusOr<std::unique_ptr<JournalWriter>> JournalWriter::Open(const std::st
     char header[kJournalFileHeaderBytes];
     std::memcpy(header, kFileMagic, 4);
     PutU32(header + 4, kVersion);
+    // Staged, not written: the first entry (the capture header) goes out
+    // with it in one write, so no crash leaves a journal of a file header
+    // alone (a capture that can be neither reopened nor recovered).
     w->frame_.assign(header, sizeof(header));
-    if (absl::Status s = w->Flush(); !s.ok()) return s;
     return w;
   }
   char header[kJournalFileHeaderBytes] = {};

@@ -22,6 +22,7 @@
 #ifndef ARGSDUMP_SERVER_JOURNAL_H_
 #define ARGSDUMP_SERVER_JOURNAL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstddef>
 #include <memory>
@@ -83,6 +84,11 @@ class JournalWriter {
     return absl::OkStatus();
   }
   absl::Status Flush();
+  // Forgets the staged entries (a batch that failed before its Flush); a
+  // new file's header, staged by Open until the first entry, stays.
+  void DiscardStaged() {
+    frame_.resize(bytes_ == 0 ? std::min<size_t>(frame_.size(), kJournalFileHeaderBytes) : 0);
+  }
   uint64_t bytes() const { return bytes_; }
 
  private:

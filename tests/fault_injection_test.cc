@@ -4,11 +4,14 @@
 // each class of damaged file served, recovered or refused as documented --
 // never a crash, every intact entry kept.
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <condition_variable>
@@ -201,16 +204,23 @@ uint64_t JournaledRecords(const std::string& path) {
 }
 
 // Blocks until `path` holds at least `records` journaled records, woken by
-// inotify (no polling): the directory for the file to appear, the file as
-// it grows.
-void WaitForRecords(const std::string& dir, const std::string& path, uint64_t records) {
+// events only: inotify for the directory (the file appearing) and the file
+// growing, a pidfd for the child's exit (then it fails instead of hanging).
+void WaitForRecords(const std::string& dir, const std::string& path, uint64_t records, pid_t pid) {
   const int fd = inotify_init1(IN_CLOEXEC);
   ASSERT_GE(fd, 0);
   ASSERT_GE(inotify_add_watch(fd, dir.c_str(), IN_CREATE | IN_MODIFY), 0);
+  const int child = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  ASSERT_GE(child, 0) << "pidfd_open: " << std::strerror(errno);
   char buf[4096];
   while (JournaledRecords(path) < records) {
+    struct pollfd p[2] = {{fd, POLLIN, 0}, {child, POLLIN, 0}};
+    ASSERT_GT(::poll(p, 2, -1), 0);
+    ASSERT_FALSE(p[1].revents & POLLIN)
+        << "sim_run ended before " << records << " records were journaled";
     ASSERT_GT(::read(fd, buf, sizeof(buf)), 0);
   }
+  ::close(child);
   ::close(fd);
 }
 
@@ -270,7 +280,7 @@ TEST(SimRunKillTest, RecoveredCaptureIsAPrefixOfTheUninterruptedOne) {
   ASSERT_EQ(::mkdir(killed.c_str(), 0755), 0);
   ASSERT_EQ(::mkdir((killed + "/args_dump").c_str(), 0755), 0);  // watched from the start
   const pid_t pid = spawn(killed, false);
-  WaitForRecords(killed + "/args_dump", killed + "/args_dump/args.journal", 300);
+  WaitForRecords(killed + "/args_dump", killed + "/args_dump/args.journal", 300, pid);
   ::kill(pid, SIGKILL);
   ::waitpid(pid, &status, 0);
   const pid_t recover = ::fork();

@@ -124,7 +124,7 @@ check "recover with no capture header" 2 "no capture header" -- "$sim_run" --rec
 # run without the dump; losses and kernel failures are graded log lines.
 mkdir -p "$tmp/cwd"
 check "an unwritable --output-prefix falls back to the default" 0 \
-  "WARNING: API: path='/proc/argsdump_x' is not valid: no folder can be created in /proc" -- \
+  "WARNING: API: path='/proc/argsdump_x' is not valid: /proc is a kernel file system" -- \
   env -C "$tmp/cwd" "$sim_run" --dump-args 2 --output-prefix /proc/argsdump_x
 ls "$tmp/cwd"/outputs/vector_example_*/args_dump/args_dump.json >/dev/null 2>&1 \
   || { echo "FAIL unwritable prefix: no capture at the default"; fails=$((fails + 1)); }
@@ -176,7 +176,7 @@ mkdir -p "$tmp/stall/args_dump" && mkfifo "$tmp/stall/args_dump/args.bin"
   > "$tmp/stall.out" 2> "$tmp/stall.err" &
 stall_pid=$!
 timeout 120 tail -n +1 -f "$tmp/stall.err" | grep -m1 -q "INFO: dump flush: 2 recording threads"
-cat "$tmp/stall/args_dump/args.bin" > /dev/null  # the host can write again
+timeout 120 cat "$tmp/stall/args_dump/args.bin" > /dev/null  # the host can write again
 wait "$stall_pid"; stall_rc=$?
 if [ "$stall_rc" -ne 0 ] || ! grep -qE "ERROR: dump flush: thread [01] wrote [0-9]+ records and lost [0-9]+ \((arena ack timeout|free queue empty|ready queue full)" "$tmp/stall.err" \
    || ! grep -qE "^losses: dropped [1-9]" "$tmp/stall.out"; then

@@ -210,6 +210,8 @@ class SimRuntime {
 
   mutable std::mutex mu_;  // everything below up to jobs_mu_
   std::vector<std::unique_ptr<Task>> tasks_;
+  // Node-based: Submit keeps pointers to a task's states while it inserts
+  // the others (an unordered_map never moves its elements).
   std::unordered_map<uint64_t, BufferState> buffers_;
   std::deque<Task*> ready_;
   std::vector<std::vector<Task*>> completions_;  // per scheduler
