@@ -98,9 +98,10 @@ std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Capture::So
   return {store_, index_};
 }
 
-QueryPage Capture::Query(const ArgQuery& query, uint64_t from, size_t limit,
-                         size_t budget) const {
+QueryPage Capture::Query(const ArgQuery& query, uint64_t from, size_t limit, size_t budget,
+                         bool* live) const {
   const auto [store, index] = Sources();
+  if (live != nullptr) *live = store != nullptr;
   if (store) return store->Query(query, from, limit, budget);
   if (index) return index->Query(query, from, limit, budget);
   return QueryPage();

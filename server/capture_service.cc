@@ -677,11 +677,23 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerCont
   const uint32_t limit = PageSize(request->page_size());
   // Finished captures read their mapped index: off the reaction thread.
   std::shared_ptr<Capture> c = *capture;
-  const uint64_t start = *from;
+  const PagePosition start = *from;
   io_.Run([c, q, start, limit, response, reactor] {
-    const QueryPage page = c->Query(q, start, limit, kQueryBudget);
+    bool live = false;
+    const QueryPage page = c->Query(q, start.position, limit, kQueryBudget, &live);
+    if (start.live && *start.live != live) {
+      // A live capture's positions mean nothing in its manifest order.
+      reactor->Finish(grpc::Status(
+          grpc::StatusCode::ABORTED,
+          *start.live ? absl::StrCat("capture ", c->name(), " finished since this page token "
+                                     "was issued (live pages are in arrival order, finished ones "
+                                     "in manifest order): query again without a page_token")
+                      : absl::StrCat("this page token is from capture ", c->name(),
+                                     "'s finished pages, but it is live")));
+      return;
+    }
     for (const QueryHit& h : page.hits) Fill(h, response->add_args());
-    if (page.next) response->set_next_page_token(PositionToken(*page.next));
+    if (page.next) response->set_next_page_token(PositionToken(*page.next, live));
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

@@ -25,19 +25,21 @@ std::string ShownToken(const std::string& token) {
                       token.size() > 40 ? absl::StrCat(" (", token.size(), " bytes)") : "");
 }
 
-std::string PositionToken(uint64_t position) { return absl::StrCat("p", position); }
+std::string PositionToken(uint64_t position, bool live) {
+  return absl::StrCat(live ? "l" : "p", position);
+}
 
-absl::StatusOr<uint64_t> ParsePositionToken(const std::string& token) {
-  if (token.empty()) return 0;
-  // "p" and a canonical decimal (no leading zero): at most 21 characters.
+absl::StatusOr<PagePosition> ParsePositionToken(const std::string& token) {
+  if (token.empty()) return PagePosition();
+  // "p" or "l" and a canonical decimal (no leading zero): at most 21 characters.
   uint64_t v = 0;
-  if (token.size() < 2 || token.size() > 21 || token[0] != 'p' ||
+  if (token.size() < 2 || token.size() > 21 || (token[0] != 'p' && token[0] != 'l') ||
       (token[1] == '0' && token.size() > 2) ||
       !std::all_of(token.begin() + 1, token.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
       !absl::SimpleAtoi(token.substr(1), &v)) {
     return NotOurs(token);
   }
-  return v;
+  return PagePosition{v, token[0] == 'l'};
 }
 
 std::string NameToken(const std::string& capture) { return "n" + capture; }

@@ -2,21 +2,29 @@
 // to get the next page. Strict: a token is exactly what the server wrote,
 // and a message about a bad one shows at most 40 printable characters of it
 // (an 8 KB token echoed whole broke gRPC's metadata limit).
-//   QueryArgs     "p<position>"  (decimal manifest/arrival position)
+//   QueryArgs     "p<position>"  a finished capture's manifest position
+//                 "l<position>"  a live capture's (arrival order, or the
+//                                task's rows) - meaningless once it is sealed
 //   ListCaptures  "n<capture>"   (the last name of the page)
 #ifndef ARGSDUMP_SERVER_PAGE_TOKEN_H_
 #define ARGSDUMP_SERVER_PAGE_TOKEN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 
 namespace argsdump {
 
-std::string PositionToken(uint64_t position);
+struct PagePosition {
+  uint64_t position = 0;
+  // Which order the position is in; unset for "" (the start, any order).
+  std::optional<bool> live;
+};
+std::string PositionToken(uint64_t position, bool live);
 // "" is position 0; InvalidArgument "page_token '...' is not one of ours".
-absl::StatusOr<uint64_t> ParsePositionToken(const std::string& token);
+absl::StatusOr<PagePosition> ParsePositionToken(const std::string& token);
 
 std::string NameToken(const std::string& capture);
 // "" is "from the start" (""); the name otherwise, or InvalidArgument.

@@ -13,7 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string token(reinterpret_cast<const char*>(data), size);
   auto position = argsdump::ParsePositionToken(token);
   if (position.ok()) {
-    if (!token.empty() && argsdump::PositionToken(*position) != token) std::abort();
+    if (!token.empty() && argsdump::PositionToken(position->position, *position->live) != token) {
+      std::abort();
+    }
   } else if (position.status().message().size() > 120) {
     std::abort();
   }

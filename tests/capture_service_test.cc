@@ -418,9 +418,26 @@ TEST_F(CaptureServiceTest, QueriesLiveAndFinishedCapturesTheSameWay) {
   };
   check("live");
   EXPECT_EQ(Get("q").state(), v1::CAPTURE_STATE_LIVE);
+  // A page token of the live capture, kept across its finish.
+  v1::QueryArgsRequest paged;
+  paged.set_capture("q");
+  paged.set_page_size(4);
+  v1::QueryArgsResponse first;
+  ASSERT_TRUE(stub_->QueryArgs(Ctx().get(), paged, &first).ok());
+  ASSERT_FALSE(first.next_page_token().empty());
   ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
   EXPECT_EQ(Get("q").state(), v1::CAPTURE_STATE_FINISHED);
   check("finished");
+  // Its positions were in arrival order; the finished capture's are in
+  // manifest order: the old token is refused, not answered with rows
+  // skipped or repeated.
+  paged.set_page_token(first.next_page_token());
+  v1::QueryArgsResponse later;
+  const grpc::Status sealed = stub_->QueryArgs(Ctx().get(), paged, &later);
+  EXPECT_EQ(sealed.error_code(), grpc::StatusCode::ABORTED) << sealed.error_message();
+  EXPECT_NE(sealed.error_message().find("finished since this page token was issued"),
+            std::string::npos)
+      << sealed.error_message();
 }
 
 TEST_F(CaptureServiceTest, ReadsPayloadsAndRangesInChunks) {
