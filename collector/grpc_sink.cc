@@ -306,7 +306,7 @@ absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
       v1::GetCaptureRequest get;
       get.set_capture(options_.capture);
       if (stub_->GetCapture(&ctx, get, &finished_).ok() &&
-          finished_.state() == v1::CAPTURE_STATE_FINISHED) {
+          finished_.state() == v1::CAPTURE_STATE_FINISHED && finished_.records() == sent_records_) {
         return absl::OkStatus();
       }
     }

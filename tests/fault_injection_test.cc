@@ -53,6 +53,41 @@ grpc::Status GetStatus(const std::string& target, const std::string& name,
   return st;
 }
 
+// Entries of `type` in a journal file as it stands.
+uint64_t Journaled(const std::string& path, JournalEntryType want = JournalEntryType::kRecord) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  auto reader = JournalReader::FromBytes(bytes.str());
+  JournalEntryType type;
+  std::string payload;
+  uint64_t n = 0;
+  while (reader->Next(&type, &payload)) n += type == want;
+  return n;
+}
+
+// Blocks until `path` holds at least `entries` journaled entries of `type`, woken by
+// events only: inotify for the directory (the file appearing) and the file
+// growing, a pidfd for the child's exit (then it fails instead of hanging).
+void WaitForJournal(const std::string& dir, const std::string& path, uint64_t entries, pid_t pid,
+                    JournalEntryType type = JournalEntryType::kRecord) {
+  const int fd = inotify_init1(IN_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_GE(inotify_add_watch(fd, dir.c_str(), IN_CREATE | IN_MODIFY), 0);
+  const int child = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  ASSERT_GE(child, 0) << "pidfd_open: " << std::strerror(errno);
+  char buf[4096];
+  while (Journaled(path, type) < entries) {
+    struct pollfd p[2] = {{fd, POLLIN, 0}, {child, POLLIN, 0}};
+    ASSERT_GT(::poll(p, 2, -1), 0);
+    ASSERT_FALSE(p[1].revents & POLLIN)
+        << "the process ended before " << entries << " entries were journaled";
+    ASSERT_GT(::read(fd, buf, sizeof(buf)), 0);
+  }
+  ::close(child);
+  ::close(fd);
+}
+
 // ---- the server killed at every point of an ingest ---------------------------------
 
 enum class KillAt { kAfterOpen, kAfterOneBatch, kAfterThreeBatches, kMidBatch, kDuringFinish };
@@ -77,11 +112,17 @@ TEST_P(ServerKillTest, TheClientResumesToTheUninterruptedCapture) {
   for (int b = 0; b < before; ++b) ASSERT_TRUE(Send(sink.get(), batches[b]).ok());
   absl::Status racing;
   std::thread client;
+  const std::string dir = root + "/run/args_dump";
   if (at == KillAt::kMidBatch) {
-    // A batch of 1.2 MB in several messages: the kill lands somewhere in it.
+    // A batch of 300 records in several messages: killed once part of it
+    // is durable (the rest may or may not be).
     client = std::thread([&] { racing = Send(sink.get(), batches[3]); });
+    WaitForJournal(dir, dir + "/args.journal", 3 * 40 + 1, server.pid());
   } else if (at == KillAt::kDuringFinish) {
+    // Killed once the finish reached the store (its counters entry): the
+    // manifest may or may not be written; the client's answer is lost.
     client = std::thread([&] { racing = sink->Finish(v1::CaptureCounters()); });
+    WaitForJournal(dir, dir + "/args.journal", 1, server.pid(), JournalEntryType::kCounters);
   }
   server.Signal(SIGKILL);
   server.Wait();
@@ -103,7 +144,6 @@ TEST_P(ServerKillTest, TheClientResumesToTheUninterruptedCapture) {
   EXPECT_FALSE(summary.recovered());
   const std::string local =
       WriteUninterrupted(absl::StrCat("kill_uninterrupted_", static_cast<int>(at)), batches);
-  const std::string dir = root + "/run/args_dump";
   EXPECT_TRUE(Slurp(dir + "/args.bin") == Slurp(local + "/args.bin"));
   EXPECT_EQ(Slurp(dir + "/args_dump.json"), Slurp(local + "/args_dump.json"));
   again.Signal(SIGTERM);
@@ -190,40 +230,6 @@ std::string SimRunBinary() {
   return absl::StrCat(srcdir ? srcdir : ".", "/argsdump/collector/sim_run");
 }
 
-// Records in a journal file as it stands.
-uint64_t JournaledRecords(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  auto reader = JournalReader::FromBytes(bytes.str());
-  JournalEntryType type;
-  std::string payload;
-  uint64_t n = 0;
-  while (reader->Next(&type, &payload)) n += type == JournalEntryType::kRecord;
-  return n;
-}
-
-// Blocks until `path` holds at least `records` journaled records, woken by
-// events only: inotify for the directory (the file appearing) and the file
-// growing, a pidfd for the child's exit (then it fails instead of hanging).
-void WaitForRecords(const std::string& dir, const std::string& path, uint64_t records, pid_t pid) {
-  const int fd = inotify_init1(IN_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  ASSERT_GE(inotify_add_watch(fd, dir.c_str(), IN_CREATE | IN_MODIFY), 0);
-  const int child = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  ASSERT_GE(child, 0) << "pidfd_open: " << std::strerror(errno);
-  char buf[4096];
-  while (JournaledRecords(path) < records) {
-    struct pollfd p[2] = {{fd, POLLIN, 0}, {child, POLLIN, 0}};
-    ASSERT_GT(::poll(p, 2, -1), 0);
-    ASSERT_FALSE(p[1].revents & POLLIN)
-        << "sim_run ended before " << records << " records were journaled";
-    ASSERT_GT(::read(fd, buf, sizeof(buf)), 0);
-  }
-  ::close(child);
-  ::close(fd);
-}
-
 // sim_run SIGKILLed while its device runs: --recover gives back a capture
 // whose entries are exactly the first entries of the uninterrupted run's
 // (what was durable when it died, byte for byte), and says it lost
@@ -280,7 +286,7 @@ TEST(SimRunKillTest, RecoveredCaptureIsAPrefixOfTheUninterruptedOne) {
   ASSERT_EQ(::mkdir(killed.c_str(), 0755), 0);
   ASSERT_EQ(::mkdir((killed + "/args_dump").c_str(), 0755), 0);  // watched from the start
   const pid_t pid = spawn(killed, false);
-  WaitForRecords(killed + "/args_dump", killed + "/args_dump/args.journal", 300, pid);
+  WaitForJournal(killed + "/args_dump", killed + "/args_dump/args.journal", 300, pid);
   ::kill(pid, SIGKILL);
   ::waitpid(pid, &status, 0);
   const pid_t recover = ::fork();

@@ -82,6 +82,7 @@ class ServerProcess {
     return status;
   }
   std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
