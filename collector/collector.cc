@@ -6,8 +6,9 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
-#include "device/tensor_stats.h"
-#include "server/record_format.h"
+#include "format/element_stats.h"
+#include "format/names.h"
+#include "collector/abi_convert.h"
 
 namespace argsdump {
 namespace {

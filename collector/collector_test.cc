@@ -1,4 +1,5 @@
 #include "collector/collector.h"
+#include "collector/local_sink.h"
 
 #include <cstdlib>
 #include <cstring>

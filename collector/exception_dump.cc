@@ -12,7 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "server/capture_store.h"
 #include "server/manifest.h"
-#include "server/record_format.h"
+#include "format/names.h"
+#include "collector/abi_convert.h"
 
 namespace argsdump {
 

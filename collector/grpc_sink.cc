@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "format/record.h"
 
 namespace argsdump {
 namespace {

@@ -25,9 +25,10 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "collector/collector.h"
+#include "collector/local_sink.h"
 #include "collector/sim_job.h"
 #include "device/recorder.h"
-#include "device/tensor_stats.h"
+#include "format/element_stats.h"
 #include "device/sim/kernels.h"
 
 namespace argsdump {

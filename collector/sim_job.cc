@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "device/workload.h"
+#include "format/names.h"
 #include "sdk/argsdump.h"
 #include "sdk/wiring.h"
 

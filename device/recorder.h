@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "device/abi.h"
-#include "device/dtype.h"
+#include "format/dtype.h"
 #include "device/region.h"
 #include "device/spsc_queue.h"
 #include "device/tensor_view.h"

@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "device/abi.h"
-#include "device/dtype.h"
+#include "format/dtype.h"
 
 namespace argsdump {
 

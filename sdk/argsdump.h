@@ -72,7 +72,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "device/dtype.h"                // DataType, the element types
+#include "format/dtype.h"                // DataType, the element types
 #include "device/dump_config.h"          // DumpConfigEntry, DumpConfig
 #include "device/sim/core_task_args.h"   // CoreTaskArgs: a task's args and dump markers
 #include "device/sim/kernel.h"           // KernelRegistry, KernelContext, ArgDirection

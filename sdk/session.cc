@@ -19,14 +19,15 @@
 #include "collector/collector.h"
 #include "collector/exception_dump.h"
 #include "collector/grpc_sink.h"
-#include "collector/sink.h"
+#include "collector/local_sink.h"
 #include "device/recorder.h"
 #include "device/region.h"
 #include "device/sim/sim_runtime.h"
 #include "sdk/argsdump.h"
 #include "sdk/wiring.h"
 #include "server/capture_store.h"
-#include "server/record_format.h"
+#include "format/names.h"
+#include "format/record.h"
 
 extern char* program_invocation_short_name;
 

@@ -26,12 +26,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "device/dtype.h"
+#include "format/dtype.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/argsdump/v1/manifest.pb.h"
 #include "sdk/wiring.h"
 #include "server/capture_store.h"
-#include "server/record_format.h"
+#include "format/names.h"
 #include "viewer/arg_source.h"
 #include "viewer/capture_compare.h"
 #include "viewer/capture_location.h"
@@ -458,25 +458,25 @@ absl::Status CheckCaptureFiles(const std::string& dir) {
   for (int i = 0; i < m.args_size(); ++i) {
     const v1::ManifestEntry& e = m.args(i);
     const std::string at = absl::StrCat("args[", i, "]: ");
-    uint64_t task;
     if (e.task_id().size() != 18 || e.task_id().rfind("0x", 0) != 0 ||
-        !absl::SimpleHexAtoi(e.task_id().substr(2), &task)) {
+        !ParseTaskIdHex(e.task_id())) {
       return bad(at + "task_id '" + e.task_id() + "' is not 0x + 16 hex digits");
     }
-    const int stage = e.stage() == "before_dispatch" ? 0 : e.stage() == "after_completion" ? 1 : -1;
-    const int role = e.role() == "input" ? 0 : e.role() == "output" ? 1 : e.role() == "inout" ? 2 : -1;
-    if (stage < 0 || role < 0 || (e.kind() != "tensor" && e.kind() != "scalar") ||
+    const std::optional<v1::Stage> stage = StageFromName(e.stage());
+    const std::optional<v1::Role> role = RoleFromName(e.role());
+    if (!stage || !role || !KindFromName(e.kind()) ||
         !DataTypeFromName(e.dtype()) || e.dtype() != absl::AsciiStrToUpper(e.dtype())) {
       return bad(at + "stage/role/kind/dtype not the schema's");
     }
-    const auto key = std::make_tuple(e.task_id(), stage, e.arg_index(), role);
+    const auto key = std::make_tuple(e.task_id(), static_cast<int>(*stage), e.arg_index(),
+                                     static_cast<int>(*role));
     if (last && key < *last) return bad(at + "out of manifest order (task_id, stage, arg_index, role)");
     last = key;
-    before += stage == 0;
-    after += stage == 1;
-    input += role == 0;
-    output += role == 1;
-    inout += role == 2;
+    before += *stage == v1::STAGE_BEFORE_DISPATCH;
+    after += *stage == v1::STAGE_AFTER_COMPLETION;
+    input += *role == v1::ROLE_INPUT;
+    output += *role == v1::ROLE_OUTPUT;
+    inout += *role == v1::ROLE_INOUT;
     truncated += e.truncated();
     bytes += e.bin_size();
     uint64_t numel = 1;

@@ -31,7 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "google/protobuf/repeated_ptr_field.h"
-#include "proto/argsdump/v1/capture_service.pb.h"
+#include "proto/argsdump/v1/capture.pb.h"
 #include "proto/argsdump/v1/record.pb.h"
 #include "server/capture_index.h"
 #include "server/capture_store.h"

@@ -27,7 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/argsdump/v1/record.pb.h"
-#include "server/record_format.h"
+#include "format/record.h"
 
 namespace argsdump {
 
@@ -60,7 +60,7 @@ struct ArgQuery {
     if (dtype != 0 && r.dtype != dtype) return false;
     if (func_id) {
       bool found = false;
-      for (uint32_t i = 0; i < r.func_count && i < abi::kMaxFuncIds; ++i) {
+      for (uint32_t i = 0; i < r.func_count && i < kMaxRecordFuncIds; ++i) {
         found = found || r.func_ids[i] == *func_id;
       }
       if (!found) return false;

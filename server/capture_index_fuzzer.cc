@@ -10,7 +10,7 @@
 #include <string>
 
 #include "server/capture_index.h"
-#include "server/record_format.h"
+#include "format/record.h"
 #include "tests/fuzz_scratch.h"
 
 namespace {

@@ -15,7 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/manifest.h"
-#include "server/record_format.h"
+#include "format/names.h"
+#include "format/record.h"
 
 namespace argsdump {
 namespace {
@@ -365,21 +366,6 @@ absl::Status CaptureStore::WritePayloads(const std::vector<absl::string_view>& p
         iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
         iov[first].iov_len -= left;
       }
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckStepLevels(const google::protobuf::RepeatedPtrField<v1::StepLevel>& levels) {
-  for (int i = 0; i < levels.size(); ++i) {
-    if (levels[i].level() > 3) {
-      return absl::InvalidArgumentError(absl::StrCat("step_levels[", i, "].level: ",
-                                                     levels[i].level(), " is not 0..3"));
-    }
-    if (i > 0 && levels[i].first_step() <= levels[i - 1].first_step()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "step_levels[", i, "].first_step: ", levels[i].first_step(),
-          " does not follow step ", levels[i - 1].first_step()));
     }
   }
   return absl::OkStatus();

@@ -31,17 +31,13 @@
 #include "server/capture_index.h"
 #include "server/journal.h"
 #include "server/manifest.h"
-#include "server/record_format.h"
+#include "format/record.h"
 
 namespace argsdump {
 
 // mkdir -p: `path` and its missing parents; Unavailable naming the one
 // that cannot be created, or when `path` ends up not being a directory.
 absl::Status MakeDirs(const std::string& path);
-
-// Step levels (CaptureInfo.step_levels) in order: first_step increasing,
-// level 0..3; InvalidArgument naming the entry otherwise.
-absl::Status CheckStepLevels(const google::protobuf::RepeatedPtrField<v1::StepLevel>& levels);
 
 inline constexpr char kManifestName[] = "args_dump.json";
 inline constexpr char kBinName[] = "args.bin";

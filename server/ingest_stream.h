@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "proto/argsdump/v1/capture_service.pb.h"
+#include "proto/argsdump/v1/capture.pb.h"
 #include "server/capture_hub.h"
 
 namespace argsdump {

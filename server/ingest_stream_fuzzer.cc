@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "google/protobuf/io/coded_stream.h"
-#include "proto/argsdump/v1/capture_service.pb.h"
+#include "proto/argsdump/v1/capture.pb.h"
 #include "server/capture_index.h"
 #include "server/capture_store.h"
 #include "server/ingest_stream.h"

@@ -17,7 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "server/capture_store.h"
 #include "server/journal.h"
-#include "server/record_format.h"
+#include "format/names.h"
+#include "format/record.h"
 
 namespace argsdump {
 namespace {

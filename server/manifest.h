@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "proto/argsdump/v1/record.pb.h"
-#include "server/record_format.h"
+#include "format/record.h"
 
 namespace argsdump {
 

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/grpc_sink.h"
 #include "tests/capture_reader.h"
-#include "collector/sink.h"
+#include "collector/local_sink.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"

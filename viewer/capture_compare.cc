@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "device/dtype.h"
-#include "server/record_format.h"
+#include "format/dtype.h"
+#include "format/names.h"
 
 namespace argsdump {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/numbers.h"
-#include "device/dtype.h"
+#include "format/dtype.h"
 
 namespace argsdump {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "format/names.h"
 
 namespace argsdump {
 namespace {
@@ -466,9 +467,9 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
         absl::string_view text;
         s = ParseStringView(&text, &scratch_, where);
         if (s.ok()) {
-          absl::string_view hex = text;
-          if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.remove_prefix(2);
-          if (hex.empty() || hex.size() > 16 || !absl::SimpleHexAtoi(hex, &e->task_id)) {
+          const std::optional<uint64_t> id = ParseTaskIdHex(text);
+          if (id) e->task_id = *id;
+          if (!id) {
             s = Error(absl::StrCat(where, ": expected \"0x\" and up to 16 hex digits, found \"",
                                    text, "\""));
           }

@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "device/dtype.h"
+#include "format/dtype.h"
 
 namespace argsdump {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "device/dtype.h"
+#include "format/dtype.h"
 #include "gtest/gtest.h"
 
 namespace argsdump {

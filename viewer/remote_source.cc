@@ -10,9 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "device/dtype.h"
+#include "format/dtype.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
-#include "server/record_format.h"
+#include "format/names.h"
+#include "format/record.h"
 
 namespace argsdump {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "device/tensor_stats.h"
+#include "format/element_stats.h"
 #include "viewer/manifest_reader.h"
 
 namespace argsdump {
@@ -26,7 +26,7 @@ std::string FormatElement(const std::string& dtype, const unsigned char* payload
 
 // Over the elements present in `payload` (a truncated payload counts what
 // it holds). Non-finite values are counted, not folded into min/max/mean.
-// (device/tensor_stats.h: the same numbers the stats dump mode stores.)
+// (format/element_stats.h: the same numbers the stats dump mode stores.)
 ElementStats ComputeStats(const ManifestEntry& entry, absl::string_view payload);
 
 }  // namespace argsdump

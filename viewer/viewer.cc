@@ -18,13 +18,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
-#include "device/dtype.h"
+#include "format/dtype.h"
 #include "viewer/arg_source.h"
 #include "viewer/capture_compare.h"
 #include "viewer/capture_location.h"
 #include "viewer/compare.h"
 #include "viewer/npy.h"
-#include "server/record_format.h"
+#include "format/names.h"
+#include "format/record.h"
 #include "viewer/remote_source.h"
 #include "viewer/text_export.h"
 
@@ -208,13 +209,9 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
       return false;
     };
     if (flag == "--task" || flag == "-t") {
-      absl::string_view hex = value;
-      if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.remove_prefix(2);
-      uint64_t v;
-      if (hex.empty() || hex.size() > 16 || !absl::SimpleHexAtoi(hex, &v)) {
-        return bad("a hex task id such as 0x0000000100000003 or 100000003");
-      }
-      f->task = v;
+      const std::optional<uint64_t> v = ParseTaskIdHex(value);
+      if (!v) return bad("a hex task id such as 0x0000000100000003 or 100000003");
+      f->task = *v;
     } else if (flag == "--stage" || flag == "-s") {
       if (value == "before" || value == "before_dispatch") {
         f->stage = "before_dispatch";

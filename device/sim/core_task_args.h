@@ -20,7 +20,7 @@
 
 #include "absl/status/status.h"
 #include "device/abi.h"
-#include "device/dtype.h"
+#include "format/dtype.h"
 #include "device/sim/tensor.h"
 
 namespace argsdump {

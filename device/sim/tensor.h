@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "device/abi.h"
-#include "device/dtype.h"
+#include "format/dtype.h"
 #include "device/tensor_view.h"
 
 namespace argsdump {

@@ -1,4 +1,4 @@
-#include "device/tensor_stats.h"
+#include "format/element_stats.h"
 
 #include <algorithm>
 #include <cmath>

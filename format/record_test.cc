@@ -1,4 +1,5 @@
-#include "server/record_format.h"
+#include "format/names.h"
+#include "format/record.h"
 
 #include <algorithm>
 #include <cstring>
@@ -37,6 +38,31 @@ TEST(RecordFormatTest, Names) {
     EXPECT_EQ(DTypeName(ToProtoDType(dtype)), DataTypeName(dtype));
   }
   EXPECT_FALSE(FromProtoDType(0).has_value());
+}
+
+TEST(RecordFormatTest, TaskIdsParseBackStrictly) {
+  for (uint64_t id : {uint64_t{0}, uint64_t{0x200000a00}, ~uint64_t{0}}) {
+    EXPECT_EQ(ParseTaskIdHex(TaskIdHex(id)), id);
+  }
+  EXPECT_EQ(ParseTaskIdHex("100000003"), uint64_t{0x100000003});
+  EXPECT_EQ(ParseTaskIdHex("0XAbC"), uint64_t{0xabc});
+  for (const char* bad : {"", "0x", "0x0x1", "+12", "-1", " 12", "12 ", "0x1g",
+                          "0x00000000000000001", "xyz"}) {
+    EXPECT_FALSE(ParseTaskIdHex(bad).has_value()) << bad;
+  }
+}
+
+TEST(RecordFormatTest, NamesParseBack) {
+  for (v1::Role r : {v1::ROLE_INPUT, v1::ROLE_OUTPUT, v1::ROLE_INOUT}) {
+    EXPECT_EQ(RoleFromName(RoleName(r)), r);
+  }
+  for (v1::Stage st : {v1::STAGE_BEFORE_DISPATCH, v1::STAGE_AFTER_COMPLETION}) {
+    EXPECT_EQ(StageFromName(StageName(st)), st);
+  }
+  for (v1::Kind k : {v1::KIND_TENSOR, v1::KIND_SCALAR}) EXPECT_EQ(KindFromName(KindName(k)), k);
+  EXPECT_FALSE(RoleFromName("unspecified").has_value());
+  EXPECT_FALSE(StageFromName("Before_dispatch").has_value());
+  EXPECT_FALSE(KindFromName("").has_value());
 }
 
 TEST(RecordFormatTest, ScalarsPrintShortestRoundTrip) {

@@ -1,41 +1,26 @@
-// How an argsdump.v1.ArgRecord is named and printed: the mapping between the
-// device's enums and the proto's, the manifest spellings (UPPERCASE dtypes,
-// "input"/"before_dispatch", "0x" + 16 hex task ids), scalar values printed
-// with round-trip precision, and the manifest's total order of entries.
-#ifndef ARGSDUMP_SERVER_RECORD_FORMAT_H_
-#define ARGSDUMP_SERVER_RECORD_FORMAT_H_
+// One record's compact form and its rules: ManifestRow (what the store keeps
+// per record and args.index holds raw), the conversions from and to
+// v1::ArgRecord, the validation every record from outside the process passes
+// (one rule for records, rows read back, and the collector's conversions),
+// the stats table, and the manifest's total order of entries.
+#ifndef ARGSDUMP_FORMAT_RECORD_H_
+#define ARGSDUMP_FORMAT_RECORD_H_
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <deque>
-#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "device/abi.h"
-#include "device/dtype.h"
 #include "proto/argsdump/v1/record.pb.h"
 
 namespace argsdump {
 
-v1::DType ToProtoDType(DataType dtype);
-// nullopt for DTYPE_UNSPECIFIED or a value this build does not know.
-std::optional<DataType> FromProtoDType(int dtype);
-v1::Role ToProtoRole(abi::ArgRole role);
-v1::Stage ToProtoStage(abi::Stage stage);
-
-std::string TaskIdHex(uint64_t task_id);  // "0x0000000200000a00"
-const char* RoleName(v1::Role role);      // "input" / "output" / "inout"
-const char* StageName(v1::Stage stage);   // "before_dispatch" / "after_completion"
-const char* KindName(v1::Kind kind);      // "tensor" / "scalar"
-std::string DTypeName(int dtype);         // "FLOAT32", or "UNKNOWN(n)"
-
-// A scalar's value as a JSON token: the shortest decimal that reads back to
-// the same value for floats, integers for integer types, true/false, and the
-// strings "NaN", "Infinity", "-Infinity" (JSON has no such numbers).
-std::string FormatScalarJson(int dtype, uint64_t bits);
-
+// What a record can hold: the shared-memory ABI's limits (device/abi.h
+// pins its arrays to these).
+inline constexpr uint32_t kMaxRecordDims = 5;
+inline constexpr uint32_t kMaxRecordFuncIds = 3;
 
 // What the manifest needs of one record, fixed-size with no heap: the store
 // keeps one of these per record (a proto per record cost allocations and
@@ -49,9 +34,9 @@ struct ManifestRow {
   uint64_t bin_size = 0;
   uint32_t arg_index = 0;
   uint32_t device_thread = 0;
-  uint32_t shape[abi::kMaxDims] = {};
-  uint32_t strides[abi::kMaxDims] = {};
-  uint16_t func_ids[abi::kMaxFuncIds] = {};
+  uint32_t shape[kMaxRecordDims] = {};
+  uint32_t strides[kMaxRecordDims] = {};
+  uint16_t func_ids[kMaxRecordFuncIds] = {};
   uint8_t func_count = 0;
   uint8_t ndims = 0;
   uint8_t role = 0;   // v1::Role
@@ -133,6 +118,10 @@ class StatsTable {
 // the same for every run of a deterministic workload. At most 2^32 rows.
 std::vector<uint32_t> ManifestOrder(const RecordList& records);
 
+// Step levels (CaptureInfo.step_levels) in order: first_step increasing,
+// level 0..3; InvalidArgument naming the entry otherwise.
+absl::Status CheckStepLevels(const google::protobuf::RepeatedPtrField<v1::StepLevel>& levels);
+
 }  // namespace argsdump
 
-#endif  // ARGSDUMP_SERVER_RECORD_FORMAT_H_
+#endif  // ARGSDUMP_FORMAT_RECORD_H_

@@ -1,137 +1,13 @@
-#include "server/record_format.h"
+#include "format/record.h"
 
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "format/dtype.h"
+#include "format/names.h"
 
 namespace argsdump {
-namespace {
-
-// The device enum is DType - 1 (static_asserts below keep them in step).
-static_assert(v1::DTYPE_FLOAT32 == static_cast<int>(DataType::kFloat32) + 1, "");
-static_assert(v1::DTYPE_FP4E2M1 == static_cast<int>(DataType::kFp4E2M1) + 1, "");
-static_assert(v1::DTYPE_FLOAT64 == static_cast<int>(DataType::kFloat64) + 1, "");
-static_assert(v1::DType_MAX == kDataTypeCount, "a dtype is missing on one side");
-
-template <typename F>
-std::string ShortestRoundTrip(F value, int max_digits) {
-  char buf[64];
-  for (int digits = 1; digits <= max_digits; ++digits) {
-    std::snprintf(buf, sizeof(buf), "%.*g", digits, static_cast<double>(value));
-    F back = static_cast<F>(std::strtod(buf, nullptr));
-    if (back == value) break;
-  }
-  return buf;
-}
-
-
-std::string FloatJson(double v, std::string finite) {
-  if (std::isnan(v)) return "\"NaN\"";
-  if (std::isinf(v)) return v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
-  return finite;
-}
-
-}  // namespace
-
-v1::DType ToProtoDType(DataType dtype) {
-  return static_cast<v1::DType>(static_cast<int>(dtype) + 1);
-}
-
-std::optional<DataType> FromProtoDType(int dtype) {
-  if (dtype < 1 || dtype > kDataTypeCount) return std::nullopt;
-  return static_cast<DataType>(dtype - 1);
-}
-
-v1::Role ToProtoRole(abi::ArgRole role) {
-  switch (role) {
-    case abi::ArgRole::kInput: return v1::ROLE_INPUT;
-    case abi::ArgRole::kOutput: return v1::ROLE_OUTPUT;
-    case abi::ArgRole::kInOut: return v1::ROLE_INOUT;
-  }
-  return v1::ROLE_UNSPECIFIED;
-}
-
-v1::Stage ToProtoStage(abi::Stage stage) {
-  return stage == abi::Stage::kBeforeDispatch ? v1::STAGE_BEFORE_DISPATCH
-                                              : v1::STAGE_AFTER_COMPLETION;
-}
-
-std::string TaskIdHex(uint64_t task_id) {
-  return absl::StrCat("0x", absl::Hex(task_id, absl::kZeroPad16));
-}
-
-const char* RoleName(v1::Role role) {
-  switch (role) {
-    case v1::ROLE_INPUT: return "input";
-    case v1::ROLE_OUTPUT: return "output";
-    case v1::ROLE_INOUT: return "inout";
-    default: return "unspecified";
-  }
-}
-
-const char* StageName(v1::Stage stage) {
-  switch (stage) {
-    case v1::STAGE_BEFORE_DISPATCH: return "before_dispatch";
-    case v1::STAGE_AFTER_COMPLETION: return "after_completion";
-    default: return "unspecified";
-  }
-}
-
-const char* KindName(v1::Kind kind) {
-  switch (kind) {
-    case v1::KIND_TENSOR: return "tensor";
-    case v1::KIND_SCALAR: return "scalar";
-    default: return "unspecified";
-  }
-}
-
-std::string DTypeName(int dtype) {
-  if (auto d = FromProtoDType(dtype)) return std::string(DataTypeName(*d));
-  return absl::StrCat("UNKNOWN(", dtype, ")");
-}
-
-std::string FormatScalarJson(int dtype, uint64_t bits) {
-  const std::optional<DataType> d = FromProtoDType(dtype);
-  if (!d) return absl::StrCat(bits);
-  switch (*d) {
-    case DataType::kFloat32: {
-      float f;
-      uint32_t b = static_cast<uint32_t>(bits);
-      std::memcpy(&f, &b, 4);
-      return FloatJson(f, ShortestRoundTrip(f, 9));
-    }
-    case DataType::kFloat64: {
-      double f;
-      std::memcpy(&f, &bits, 8);
-      return FloatJson(f, ShortestRoundTrip(f, 17));
-    }
-    case DataType::kFloat16: {
-      const float f = HalfToFloat(static_cast<uint16_t>(bits));
-      return FloatJson(f, ShortestRoundTrip(f, 9));
-    }
-    case DataType::kBfloat16: {
-      float f;
-      const uint32_t b = static_cast<uint32_t>(bits & 0xFFFF) << 16;
-      std::memcpy(&f, &b, 4);
-      return FloatJson(f, ShortestRoundTrip(f, 9));
-    }
-    case DataType::kInt8: return absl::StrCat(static_cast<int8_t>(bits));
-    case DataType::kInt16: return absl::StrCat(static_cast<int16_t>(bits));
-    case DataType::kInt32: return absl::StrCat(static_cast<int32_t>(bits));
-    case DataType::kInt64: return absl::StrCat(static_cast<int64_t>(bits));
-    case DataType::kUint8: return absl::StrCat(static_cast<uint8_t>(bits));
-    case DataType::kUint16: return absl::StrCat(static_cast<uint16_t>(bits));
-    case DataType::kUint32: return absl::StrCat(static_cast<uint32_t>(bits));
-    case DataType::kUint64: return absl::StrCat(bits);
-    case DataType::kBool: return (bits & 0xFF) != 0 ? "true" : "false";
-    default: return absl::StrCat(bits);  // fp8/fp4 scalars: raw bits
-  }
-}
-
 
 StatsRow StatsRowFromProto(const v1::TensorStats& s) {
   StatsRow row;
@@ -176,14 +52,14 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
     return absl::InvalidArgumentError(
         absl::StrCat("record of task ", TaskIdHex(r.task_id()), " arg ", r.arg_index(), ": ", what));
   };
-  if (r.shape_size() > static_cast<int>(abi::kMaxDims)) {
+  if (r.shape_size() > static_cast<int>(kMaxRecordDims)) {
     return bad(absl::StrCat("shape has ", r.shape_size(), " dims, at most 5"));
   }
   if (r.strides_size() != r.shape_size()) return bad("shape and strides differ in length");
   // What its fields say must hang together, as for a row read back
   // (CheckStoredRow): the store keeps nothing its own index would refuse.
   if (absl::Status s = ValidateRecord(r); !s.ok()) return s;
-  if (r.func_ids_size() > static_cast<int>(abi::kMaxFuncIds)) {
+  if (r.func_ids_size() > static_cast<int>(kMaxRecordFuncIds)) {
     return bad(absl::StrCat(r.func_ids_size(), " func ids, at most 3"));
   }
   if (!v1::Role_IsValid(r.role()) || !v1::Stage_IsValid(r.stage()) ||
@@ -243,7 +119,7 @@ absl::Status CheckArgFields(int role, int stage, int kind, int dtype_value,
   }
   const std::optional<DataType> dtype = FromProtoDType(static_cast<v1::DType>(dtype_value));
   if (!dtype) return absl::InvalidArgumentError(absl::StrCat("dtype ", dtype_value, " unknown"));
-  if (ndims > static_cast<int>(abi::kMaxDims)) {
+  if (ndims > static_cast<int>(kMaxRecordDims)) {
     return absl::InvalidArgumentError(absl::StrCat("shape has ", ndims, " dims, at most 5"));
   }
   unsigned __int128 product = 1;
@@ -294,8 +170,8 @@ absl::Status CheckStoredRow(const char* raw) {
   // The bools are 0/1: the row may be read as a struct now.
   ManifestRow r;
   std::memcpy(&r, raw, sizeof(r));
-  if (r.ndims > abi::kMaxDims) return absl::InvalidArgumentError(absl::StrCat(r.ndims, " dims"));
-  if (r.func_count > abi::kMaxFuncIds) {
+  if (r.ndims > kMaxRecordDims) return absl::InvalidArgumentError(absl::StrCat(r.ndims, " dims"));
+  if (r.func_count > kMaxRecordFuncIds) {
     return absl::InvalidArgumentError(absl::StrCat(r.func_count, " func ids"));
   }
   if (!v1::Role_IsValid(r.role) || !v1::Stage_IsValid(r.stage) || !v1::Kind_IsValid(r.kind) ||
@@ -315,7 +191,7 @@ absl::Status CheckStoredRow(const char* raw) {
 v1::ArgRecord RecordFromRow(const ManifestRow& row) {
   v1::ArgRecord r;
   r.set_task_id(row.task_id);
-  for (uint32_t i = 0; i < row.func_count && i < abi::kMaxFuncIds; ++i) {
+  for (uint32_t i = 0; i < row.func_count && i < kMaxRecordFuncIds; ++i) {
     r.add_func_ids(row.func_ids[i]);
   }
   r.set_arg_index(row.arg_index);
@@ -323,7 +199,7 @@ v1::ArgRecord RecordFromRow(const ManifestRow& row) {
   r.set_stage(static_cast<v1::Stage>(row.stage));
   r.set_kind(static_cast<v1::Kind>(row.kind));
   r.set_dtype(static_cast<v1::DType>(row.dtype));
-  for (uint32_t d = 0; d < row.ndims && d < abi::kMaxDims; ++d) {
+  for (uint32_t d = 0; d < row.ndims && d < kMaxRecordDims; ++d) {
     r.add_shape(row.shape[d]);
     r.add_strides(row.strides[d]);
   }
@@ -351,7 +227,7 @@ absl::Status ValidateRecord(const v1::ArgRecord& r) {
     return absl::InvalidArgumentError(
         absl::StrCat("record of task ", TaskIdHex(r.task_id()), " arg ", r.arg_index(), ": ", what));
   };
-  if (r.shape_size() > static_cast<int>(abi::kMaxDims)) {
+  if (r.shape_size() > static_cast<int>(kMaxRecordDims)) {
     return bad(absl::StrCat("shape has ", r.shape_size(), " dims, at most 5"));
   }
   if (r.strides_size() != r.shape_size()) return bad("shape and strides differ in length");
@@ -467,6 +343,21 @@ std::vector<uint32_t> ManifestOrder(const RecordList& records) {
   out += a_end - a;
   emit(b, b_end - b, out);
   return order;
+}
+
+absl::Status CheckStepLevels(const google::protobuf::RepeatedPtrField<v1::StepLevel>& levels) {
+  for (int i = 0; i < levels.size(); ++i) {
+    if (levels[i].level() > 3) {
+      return absl::InvalidArgumentError(absl::StrCat("step_levels[", i, "].level: ",
+                                                     levels[i].level(), " is not 0..3"));
+    }
+    if (i > 0 && levels[i].first_step() <= levels[i - 1].first_step()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "step_levels[", i, "].first_step: ", levels[i].first_step(),
+          " does not follow step ", levels[i - 1].first_step()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace argsdump

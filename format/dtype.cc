@@ -1,4 +1,4 @@
-#include "device/dtype.h"
+#include "format/dtype.h"
 
 #include <cmath>
 #include <cstring>

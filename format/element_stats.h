@@ -3,13 +3,13 @@
 // payload) and as dump_viewer --stats prints them. NaN, +Inf and -Inf are
 // counted apart and never folded into min, max, mean or the L2 norm;
 // zeros (+0 and -0) are counted, and denormals are ordinary finite values.
-#ifndef ARGSDUMP_DEVICE_TENSOR_STATS_H_
-#define ARGSDUMP_DEVICE_TENSOR_STATS_H_
+#ifndef ARGSDUMP_FORMAT_ELEMENT_STATS_H_
+#define ARGSDUMP_FORMAT_ELEMENT_STATS_H_
 
 #include <cmath>
 #include <cstdint>
 
-#include "device/dtype.h"
+#include "format/dtype.h"
 
 namespace argsdump {
 
@@ -31,4 +31,4 @@ ElementStats ComputeElementStats(DataType dtype, const uint8_t* payload, uint64_
 
 }  // namespace argsdump
 
-#endif  // ARGSDUMP_DEVICE_TENSOR_STATS_H_
+#endif  // ARGSDUMP_FORMAT_ELEMENT_STATS_H_

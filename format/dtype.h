@@ -2,8 +2,8 @@
 // says how wide each is and what it is called in the manifest (UPPERCASE).
 // Values are part of the shared-memory ABI (ArgsDumpRecord::dtype) and of the
 // on-disk format: never renumber, only append.
-#ifndef ARGSDUMP_DEVICE_DTYPE_H_
-#define ARGSDUMP_DEVICE_DTYPE_H_
+#ifndef ARGSDUMP_FORMAT_DTYPE_H_
+#define ARGSDUMP_FORMAT_DTYPE_H_
 
 #include <cstdint>
 #include <optional>
@@ -86,4 +86,4 @@ template <> struct ScalarDataType<bool> { static constexpr DataType value = Data
 
 }  // namespace argsdump
 
-#endif  // ARGSDUMP_DEVICE_DTYPE_H_
+#endif  // ARGSDUMP_FORMAT_DTYPE_H_

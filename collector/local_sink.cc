@@ -1,4 +1,4 @@
-#include "collector/sink.h"
+#include "collector/local_sink.h"
 
 namespace argsdump {
 

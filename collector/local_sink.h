@@ -1,0 +1,44 @@
+// The embedded default sink: a CaptureStore writing the capture directory
+// in this process (no server). Files are byte-identical to what the capture
+// service writes for the same records, since both use the same store.
+#ifndef ARGSDUMP_COLLECTOR_LOCAL_SINK_H_
+#define ARGSDUMP_COLLECTOR_LOCAL_SINK_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "collector/sink.h"
+#include "server/capture_store.h"
+
+namespace argsdump {
+
+// The embedded default: a CaptureStore writing <dir> directly.
+class LocalSink : public CaptureSink {
+ public:
+  static absl::StatusOr<std::unique_ptr<LocalSink>> Create(const std::string& dir,
+                                                           const v1::CaptureInfo& info);
+  absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) override {
+    return store_->Append(record, payload);
+  }
+  absl::Status WriteBatch(const std::vector<const v1::ArgRecord*>& records,
+                          const std::vector<absl::string_view>& payloads) override {
+    return store_->AppendBatch(records, payloads);
+  }
+  absl::Status Amend(const v1::CaptureInfo& end) override { return store_->Amend(end); }
+  absl::Status Finish(const v1::CaptureCounters& losses) override {
+    return store_->Finish(losses);
+  }
+  const CaptureStore& store() const { return *store_; }
+
+ private:
+  explicit LocalSink(std::unique_ptr<CaptureStore> store) : store_(std::move(store)) {}
+  std::unique_ptr<CaptureStore> store_;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_COLLECTOR_LOCAL_SINK_H_

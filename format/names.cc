@@ -1,0 +1,157 @@
+#include "format/names.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace argsdump {
+namespace {
+
+// The device enum is DType - 1 (static_asserts below keep them in step).
+static_assert(v1::DTYPE_FLOAT32 == static_cast<int>(DataType::kFloat32) + 1, "");
+static_assert(v1::DTYPE_FP4E2M1 == static_cast<int>(DataType::kFp4E2M1) + 1, "");
+static_assert(v1::DTYPE_FLOAT64 == static_cast<int>(DataType::kFloat64) + 1, "");
+static_assert(v1::DType_MAX == kDataTypeCount, "a dtype is missing on one side");
+
+template <typename F>
+std::string ShortestRoundTrip(F value, int max_digits) {
+  char buf[64];
+  for (int digits = 1; digits <= max_digits; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, static_cast<double>(value));
+    F back = static_cast<F>(std::strtod(buf, nullptr));
+    if (back == value) break;
+  }
+  return buf;
+}
+
+
+std::string FloatJson(double v, std::string finite) {
+  if (std::isnan(v)) return "\"NaN\"";
+  if (std::isinf(v)) return v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  return finite;
+}
+
+}  // namespace
+
+v1::DType ToProtoDType(DataType dtype) {
+  return static_cast<v1::DType>(static_cast<int>(dtype) + 1);
+}
+
+std::optional<DataType> FromProtoDType(int dtype) {
+  if (dtype < 1 || dtype > kDataTypeCount) return std::nullopt;
+  return static_cast<DataType>(dtype - 1);
+}
+
+std::string TaskIdHex(uint64_t task_id) {
+  return absl::StrCat("0x", absl::Hex(task_id, absl::kZeroPad16));
+}
+
+std::optional<uint64_t> ParseTaskIdHex(absl::string_view text) {
+  if (absl::StartsWith(text, "0x") || absl::StartsWith(text, "0X")) text.remove_prefix(2);
+  uint64_t v = 0;
+  if (text.empty() || text.size() > 16 || !absl::SimpleHexAtoi(text, &v)) return std::nullopt;
+  // SimpleHexAtoi accepts a sign and surrounding spaces: a task id has none.
+  for (char c : text) {
+    if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  return v;
+}
+
+std::optional<v1::Role> RoleFromName(absl::string_view name) {
+  for (v1::Role r : {v1::ROLE_INPUT, v1::ROLE_OUTPUT, v1::ROLE_INOUT}) {
+    if (name == RoleName(r)) return r;
+  }
+  return std::nullopt;
+}
+
+std::optional<v1::Stage> StageFromName(absl::string_view name) {
+  for (v1::Stage s : {v1::STAGE_BEFORE_DISPATCH, v1::STAGE_AFTER_COMPLETION}) {
+    if (name == StageName(s)) return s;
+  }
+  return std::nullopt;
+}
+
+std::optional<v1::Kind> KindFromName(absl::string_view name) {
+  for (v1::Kind k : {v1::KIND_TENSOR, v1::KIND_SCALAR}) {
+    if (name == KindName(k)) return k;
+  }
+  return std::nullopt;
+}
+
+const char* RoleName(v1::Role role) {
+  switch (role) {
+    case v1::ROLE_INPUT: return "input";
+    case v1::ROLE_OUTPUT: return "output";
+    case v1::ROLE_INOUT: return "inout";
+    default: return "unspecified";
+  }
+}
+
+const char* StageName(v1::Stage stage) {
+  switch (stage) {
+    case v1::STAGE_BEFORE_DISPATCH: return "before_dispatch";
+    case v1::STAGE_AFTER_COMPLETION: return "after_completion";
+    default: return "unspecified";
+  }
+}
+
+const char* KindName(v1::Kind kind) {
+  switch (kind) {
+    case v1::KIND_TENSOR: return "tensor";
+    case v1::KIND_SCALAR: return "scalar";
+    default: return "unspecified";
+  }
+}
+
+std::string DTypeName(int dtype) {
+  if (auto d = FromProtoDType(dtype)) return std::string(DataTypeName(*d));
+  return absl::StrCat("UNKNOWN(", dtype, ")");
+}
+
+std::string FormatScalarJson(int dtype, uint64_t bits) {
+  const std::optional<DataType> d = FromProtoDType(dtype);
+  if (!d) return absl::StrCat(bits);
+  switch (*d) {
+    case DataType::kFloat32: {
+      float f;
+      uint32_t b = static_cast<uint32_t>(bits);
+      std::memcpy(&f, &b, 4);
+      return FloatJson(f, ShortestRoundTrip(f, 9));
+    }
+    case DataType::kFloat64: {
+      double f;
+      std::memcpy(&f, &bits, 8);
+      return FloatJson(f, ShortestRoundTrip(f, 17));
+    }
+    case DataType::kFloat16: {
+      const float f = HalfToFloat(static_cast<uint16_t>(bits));
+      return FloatJson(f, ShortestRoundTrip(f, 9));
+    }
+    case DataType::kBfloat16: {
+      float f;
+      const uint32_t b = static_cast<uint32_t>(bits & 0xFFFF) << 16;
+      std::memcpy(&f, &b, 4);
+      return FloatJson(f, ShortestRoundTrip(f, 9));
+    }
+    case DataType::kInt8: return absl::StrCat(static_cast<int8_t>(bits));
+    case DataType::kInt16: return absl::StrCat(static_cast<int16_t>(bits));
+    case DataType::kInt32: return absl::StrCat(static_cast<int32_t>(bits));
+    case DataType::kInt64: return absl::StrCat(static_cast<int64_t>(bits));
+    case DataType::kUint8: return absl::StrCat(static_cast<uint8_t>(bits));
+    case DataType::kUint16: return absl::StrCat(static_cast<uint16_t>(bits));
+    case DataType::kUint32: return absl::StrCat(static_cast<uint32_t>(bits));
+    case DataType::kUint64: return absl::StrCat(bits);
+    case DataType::kBool: return (bits & 0xFF) != 0 ? "true" : "false";
+    default: return absl::StrCat(bits);  // fp8/fp4 scalars: raw bits
+  }
+}
+
+
+
+}  // namespace argsdump

@@ -1,0 +1,44 @@
+// The manifest's spellings of a record's vocabulary, one place for every
+// reader and writer: UPPERCASE dtypes, "input"/"before_dispatch"/"tensor",
+// "0x" + 16 hex digit task ids (parsed back strictly), and scalar values as
+// JSON tokens with round-trip precision. The proto enums are the vocabulary;
+// DataType (format/dtype.h) is the proto's DType - 1.
+#ifndef ARGSDUMP_FORMAT_NAMES_H_
+#define ARGSDUMP_FORMAT_NAMES_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "format/dtype.h"
+#include "proto/argsdump/v1/record.pb.h"
+
+namespace argsdump {
+
+v1::DType ToProtoDType(DataType dtype);
+// nullopt for DTYPE_UNSPECIFIED or a value this build does not know.
+std::optional<DataType> FromProtoDType(int dtype);
+
+std::string TaskIdHex(uint64_t task_id);  // "0x0000000200000a00"
+// "0x..." or bare hex, 1 to 16 digits, any letter case; nullopt otherwise.
+std::optional<uint64_t> ParseTaskIdHex(absl::string_view text);
+
+const char* RoleName(v1::Role role);      // "input" / "output" / "inout"
+const char* StageName(v1::Stage stage);   // "before_dispatch" / "after_completion"
+const char* KindName(v1::Kind kind);      // "tensor" / "scalar"
+std::string DTypeName(int dtype);         // "FLOAT32", or "UNKNOWN(n)"
+
+// Inverses of the names above (exact spellings); nullopt for anything else.
+std::optional<v1::Role> RoleFromName(absl::string_view name);
+std::optional<v1::Stage> StageFromName(absl::string_view name);
+std::optional<v1::Kind> KindFromName(absl::string_view name);
+
+// A scalar's value as a JSON token: the shortest decimal that reads back to
+// the same value for floats, integers for integer types, true/false, and the
+// strings "NaN", "Infinity", "-Infinity" (JSON has no such numbers).
+std::string FormatScalarJson(int dtype, uint64_t bits);
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_FORMAT_NAMES_H_
