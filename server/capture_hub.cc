@@ -98,7 +98,7 @@ std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Capture::So
   return {store_, index_};
 }
 
-QueryPage Capture::Query(const ArgQuery& query, uint64_t from, size_t limit, size_t budget,
+QueryPage Capture::Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget,
                          bool* live) const {
   const auto [store, index] = Sources();
   if (live != nullptr) *live = store != nullptr;
@@ -114,7 +114,7 @@ std::optional<ManifestRow> Capture::RecordById(uint64_t record_id) const {
   return std::nullopt;
 }
 
-std::vector<QueryHit> Capture::ByArrival(const ArgQuery& query, uint64_t from,
+std::vector<QueryHit> Capture::ByArrival(const ArgFilter& query, uint64_t from,
                                          uint64_t to) const {
   const auto [store, index] = Sources();
   if (store) return store->ByArrival(query, from, to);

@@ -73,10 +73,10 @@ class Capture {
   // Reads, from any thread, live or finished (see CaptureStore/IndexFile).
   // `live` (if given) says which answered: the live store (arrival order,
   // or a task's rows) or the finished capture's index (manifest order).
-  QueryPage Query(const ArgQuery& query, uint64_t from, size_t limit, size_t budget,
+  QueryPage Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget,
                   bool* live = nullptr) const;
   std::optional<ManifestRow> RecordById(uint64_t record_id) const;
-  std::vector<QueryHit> ByArrival(const ArgQuery& query, uint64_t from, uint64_t to) const;
+  std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
   std::string bin_path() const;
 
   // Live captures: queue work for the writer thread; `done` runs on it.

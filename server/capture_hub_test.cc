@@ -126,13 +126,13 @@ TEST(CaptureHubTest, ReadersAndWatchersRunWhileTheWriterAppendsAndFinishes) {
   for (int r = 0; r < 2; ++r) {
     readers.emplace_back([&, r] {
       while (!stop.load()) {
-        ArgQuery q;
+        ArgFilter q;
         q.task_id = 1000 + (reads.load() % 400);
         const QueryPage page = c->Query(q, 0, 10, 1000);
         for (const QueryHit& h : page.hits) EXPECT_EQ(h.row.task_id, *q.task_id);
         const Watermark w = c->durable();
         if (w.records > 0) EXPECT_TRUE(c->RecordById(w.records - 1).has_value());
-        ArgQuery scalars;
+        ArgFilter scalars;
         scalars.kind = v1::KIND_SCALAR;
         const auto hits = c->ByArrival(scalars, 0, w.records);
         EXPECT_EQ(hits.size(), w.records / 2);
@@ -153,7 +153,7 @@ TEST(CaptureHubTest, ReadersAndWatchersRunWhileTheWriterAppendsAndFinishes) {
   EXPECT_GE(pokes.load(), 2u);
   EXPECT_EQ(c->durable().records, 800u);
   EXPECT_EQ(c->durable().bin_bytes, 400u * 64);
-  ArgQuery q;
+  ArgFilter q;
   q.task_id = 1005;
   const QueryPage page = c->Query(q, 0, 10, 1000);
   ASSERT_EQ(page.hits.size(), 2u);
@@ -337,7 +337,7 @@ TEST(CaptureHubTest, ADamagedIndexIsRebuiltOrRefused) {
   ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
   EXPECT_EQ((*rebuilt)->durable().records, 8u);
   for (uint64_t id = 0; id < 8; ++id) EXPECT_TRUE((*rebuilt)->RecordById(id).has_value());
-  ArgQuery q;
+  ArgFilter q;
   q.task_id = 3;
   EXPECT_EQ((*rebuilt)->Query(q, 0, 10, 100).hits.size(), 2u);
   auto refused = hub->Find("without_journal");

@@ -224,7 +224,7 @@ IndexFile::~IndexFile() {
   if (map_ != nullptr) ::munmap(map_, map_bytes_);
 }
 
-QueryPage IndexFile::Query(const ArgQuery& query, uint64_t from, size_t limit,
+QueryPage IndexFile::Query(const ArgFilter& query, uint64_t from, size_t limit,
                            size_t budget) const {
   QueryPage page;
   uint64_t begin = from, end = rows_;
@@ -255,7 +255,7 @@ std::optional<ManifestRow> IndexFile::RecordById(uint64_t record_id) const {
   return row(position_[record_id]);
 }
 
-std::vector<QueryHit> IndexFile::ByArrival(const ArgQuery& query, uint64_t from,
+std::vector<QueryHit> IndexFile::ByArrival(const ArgFilter& query, uint64_t from,
                                            uint64_t to) const {
   std::vector<QueryHit> hits;
   for (uint64_t id = from; id < std::min(to, rows_); ++id) {
@@ -266,7 +266,7 @@ std::vector<QueryHit> IndexFile::ByArrival(const ArgQuery& query, uint64_t from,
 }
 
 QueryPage QueryLive(const RecordList& records, const std::vector<uint32_t>* task_rows,
-                    const ArgQuery& query, uint64_t from, size_t limit, size_t budget,
+                    const ArgFilter& query, uint64_t from, size_t limit, size_t budget,
                     const StatsTable* stats) {
   auto stats_of = [&](uint64_t id) { return stats != nullptr ? stats->Get(id) : nullptr; };
   auto hit = [&](uint64_t id) {

@@ -27,47 +27,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/argsdump/v1/record.pb.h"
+#include "format/arg_filter.h"
 #include "format/record.h"
 
 namespace argsdump {
 
 inline constexpr char kIndexName[] = "args.index";
-
-// Unset fields match everything.
-struct ArgQuery {
-  std::optional<uint64_t> task_id;
-  int stage = 0;  // v1::Stage, 0: any
-  int role = 0;   // v1::Role
-  int kind = 0;   // v1::Kind
-  std::optional<uint32_t> arg_index;
-  std::optional<uint32_t> func_id;
-  int dtype = 0;  // v1::DType
-  std::optional<uint32_t> step;
-  std::optional<bool> overflow;
-  // Records whose stored stats count a NaN or an Inf (true), or the others.
-  std::optional<bool> nonfinite;
-
-  // `stats`: the record's stats (null: none stored).
-  bool Matches(const ManifestRow& r, const StatsRow* stats = nullptr) const {
-    if (step && r.step != *step) return false;
-    if (overflow && r.overflow != *overflow) return false;
-    if (nonfinite && (stats != nullptr && stats->has_nonfinite()) != *nonfinite) return false;
-    if (task_id && r.task_id != *task_id) return false;
-    if (stage != 0 && r.stage != stage) return false;
-    if (role != 0 && r.role != role) return false;
-    if (kind != 0 && r.kind != kind) return false;
-    if (arg_index && r.arg_index != *arg_index) return false;
-    if (dtype != 0 && r.dtype != dtype) return false;
-    if (func_id) {
-      bool found = false;
-      for (uint32_t i = 0; i < r.func_count && i < kMaxRecordFuncIds; ++i) {
-        found = found || r.func_ids[i] == *func_id;
-      }
-      if (!found) return false;
-    }
-    return true;
-  }
-};
 
 // One matching record and its id (arrival sequence).
 struct QueryHit {
@@ -110,11 +75,11 @@ class IndexFile {
   // Matches in manifest order from position `from`, at most `limit` of them,
   // looking at no more than `budget` rows (then `next` says where to go on).
   // With a task_id, only that task's rows are looked at (binary search).
-  QueryPage Query(const ArgQuery& query, uint64_t from, size_t limit, size_t budget) const;
+  QueryPage Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget) const;
   // The row of a record id; nullopt when out of range.
   std::optional<ManifestRow> RecordById(uint64_t record_id) const;
   // Record ids [from, to) in arrival order, filtered (WatchCapture replay).
-  std::vector<QueryHit> ByArrival(const ArgQuery& query, uint64_t from, uint64_t to) const;
+  std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
 
  private:
   IndexFile() = default;
@@ -140,7 +105,7 @@ class IndexFile {
 // that task. Without a task_id, matches come in arrival order (the manifest
 // order is known only at the end).
 QueryPage QueryLive(const RecordList& records, const std::vector<uint32_t>* task_rows,
-                    const ArgQuery& query, uint64_t from, size_t limit, size_t budget,
+                    const ArgFilter& query, uint64_t from, size_t limit, size_t budget,
                     const StatsTable* stats = nullptr);
 
 }  // namespace argsdump

@@ -40,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(*row);
   }
   if (f.RecordById(n)) std::abort();
-  argsdump::ArgQuery all;
+  argsdump::ArgFilter all;
   uint64_t from = 0;
   for (int page = 0; page < 64; ++page) {
     argsdump::QueryPage p = f.Query(all, from, 100, 1000);
@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   // By task: the first rows' tasks, and one that is not there.
   for (uint64_t id = 0; id < n && id < 8; ++id) {
-    argsdump::ArgQuery q;
+    argsdump::ArgFilter q;
     q.task_id = f.RecordById(id)->task_id;
     argsdump::QueryPage p = f.Query(q, 0, 1000, 1 << 20);
     if (p.hits.empty()) std::abort();  // a task that is there is found
@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (h.row.task_id != *q.task_id) std::abort();
     }
   }
-  argsdump::ArgQuery none;
+  argsdump::ArgFilter none;
   none.task_id = 0x123456789abcdefull;
   f.Query(none, 0, 10, 1000);
   f.ByArrival(all, 0, n < 4096 ? n : 4096);

@@ -71,7 +71,7 @@ TEST(CaptureIndexTest, QueriesByTaskInManifestOrder) {
   EXPECT_EQ(index->info().labels().at("case"), "index");
   EXPECT_EQ(index->counters().total_args(), rows.size());
   EXPECT_TRUE(index->recovered());
-  ArgQuery q;
+  ArgFilter q;
   q.task_id = 0x100000003ull;
   QueryPage page = index->Query(q, 0, 100, 1000);
   ASSERT_EQ(page.hits.size(), 3u);
@@ -91,7 +91,7 @@ TEST(CaptureIndexTest, QueriesByTaskInManifestOrder) {
   odd.pop_back();
   auto odd_index = WriteAndOpen("odd.index", odd);
   ASSERT_NE(odd_index, nullptr);
-  ArgQuery first;
+  ArgFilter first;
   first.task_id = 0x100000000ull;  // arrived last: lost its output
   EXPECT_EQ(odd_index->Query(first, 0, 100, 1000).hits.size(), 2u);
   first.task_id = 0x100000009ull;
@@ -102,7 +102,7 @@ TEST(CaptureIndexTest, PagesAndBudgetsAScanWithoutTask) {
   const RecordList rows = Rows();
   auto index = WriteAndOpen("scan.index", rows);
   ASSERT_NE(index, nullptr);
-  ArgQuery q;
+  ArgFilter q;
   q.dtype = v1::DTYPE_INT32;  // one per task
   std::vector<uint64_t> tasks;
   uint64_t from = 0;
@@ -118,7 +118,7 @@ TEST(CaptureIndexTest, PagesAndBudgetsAScanWithoutTask) {
   ASSERT_EQ(tasks.size(), 10u);
   for (size_t i = 0; i < tasks.size(); ++i) EXPECT_EQ(tasks[i], 0x100000000ull + i);
   EXPECT_GE(calls, 5);  // 30 rows, 7 per call
-  ArgQuery f;
+  ArgFilter f;
   f.func_id = 2;  // tasks 2, 5, 8
   EXPECT_EQ(index->Query(f, 0, 100, 1000).hits.size(), 9u);
 }
@@ -133,7 +133,7 @@ TEST(CaptureIndexTest, RecordsByIdAndByArrival) {
     EXPECT_EQ(r->bin_offset, rows[id].bin_offset);
   }
   EXPECT_FALSE(index->RecordById(rows.size()).has_value());
-  ArgQuery outputs;
+  ArgFilter outputs;
   outputs.role = v1::ROLE_OUTPUT;
   const auto hits = index->ByArrival(outputs, 3, 9);
   ASSERT_EQ(hits.size(), 2u);
@@ -149,7 +149,7 @@ TEST(CaptureIndexTest, LiveQueryMatchesTheIndex) {
   for (uint32_t i = 0; i < rows.size(); ++i) {
     if (rows[i].task_id == 0x100000004ull) task_rows.push_back(i);
   }
-  ArgQuery q;
+  ArgFilter q;
   q.task_id = 0x100000004ull;
   const QueryPage live = QueryLive(rows, &task_rows, q, 0, 2, 1000);
   const QueryPage done = index->Query(q, 0, 2, 1000);
@@ -280,12 +280,12 @@ TEST(CaptureIndexTest, RandomDamageIsRefusedOrHarmless) {
     }
     for (uint64_t id = 0; id < (*f)->size() + 2; ++id) (*f)->RecordById(id);
     for (const ManifestRow& r : rows) {
-      ArgQuery q;
+      ArgFilter q;
       q.task_id = r.task_id;
       (*f)->Query(q, 0, 100, 1000);
     }
-    (*f)->Query(ArgQuery(), 0, 1000, 1000);
-    (*f)->ByArrival(ArgQuery(), 0, 1000);
+    (*f)->Query(ArgFilter(), 0, 1000, 1000);
+    (*f)->ByArrival(ArgFilter(), 0, 1000);
   }
   EXPECT_GT(refused, 0);
 }

@@ -74,21 +74,6 @@ uint32_t PageSize(uint32_t requested) {
   return requested == 0 ? kDefaultPageSize : std::min(requested, kMaxPageSize);
 }
 
-ArgQuery QueryFrom(const v1::ArgFilter& f) {
-  ArgQuery q;
-  if (f.has_task_id()) q.task_id = f.task_id();
-  q.stage = f.stage();
-  q.role = f.role();
-  q.kind = f.kind();
-  if (f.has_arg_index()) q.arg_index = f.arg_index();
-  if (f.has_func_id()) q.func_id = f.func_id();
-  q.dtype = f.dtype();
-  if (f.has_step()) q.step = f.step();
-  if (f.has_overflow()) q.overflow = f.overflow();
-  if (f.has_has_nonfinite()) q.nonfinite = f.has_nonfinite();
-  return q;
-}
-
 void Fill(const QueryHit& hit, v1::CapturedArg* out) {
   out->set_record_id(hit.record_id);
   *out->mutable_record() = RecordFromRow(hit.row);
@@ -507,7 +492,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
       return;
     }
     capture_ = *capture;
-    query_ = QueryFrom(request->filter());
+    query_ = ArgFilter::FromProto(request->filter());
     cursor_ = request->start_record();
     auto shared = shared_;
     watcher_ = capture_->AddWatcher([shared] {
@@ -581,7 +566,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
   std::shared_ptr<Shared> shared_;
   std::shared_ptr<Capture> capture_;
   uint64_t watcher_ = 0;
-  ArgQuery query_;
+  ArgFilter query_;
   uint64_t cursor_ = 0;
   bool writing_ = false;
   bool ended_ = false;
@@ -669,7 +654,7 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerCont
   if (!capture.ok()) return Done(context, ToGrpcStatus(capture.status()));
   auto from = ParsePositionToken(request->page_token());
   if (!from.ok()) return Done(context, ToGrpcStatus(from.status()));
-  ArgQuery q = QueryFrom(request->filter());
+  ArgFilter q = ArgFilter::FromProto(request->filter());
   if (request->has_task_id()) q.task_id = request->task_id();
   if (request->stage() != v1::STAGE_UNSPECIFIED) q.stage = request->stage();
   if (request->role() != v1::ROLE_UNSPECIFIED) q.role = request->role();

@@ -286,7 +286,7 @@ v1::CaptureCounters CaptureStore::counters() const {
   return c;
 }
 
-QueryPage CaptureStore::Query(const ArgQuery& query, uint64_t from, size_t limit,
+QueryPage CaptureStore::Query(const ArgFilter& query, uint64_t from, size_t limit,
                               size_t budget) const {
   std::shared_lock<std::shared_mutex> lock(rows_mu_);
   std::vector<uint32_t> task_rows;
@@ -308,7 +308,7 @@ std::optional<ManifestRow> CaptureStore::RecordById(uint64_t record_id) const {
   return records_[record_id];
 }
 
-std::vector<QueryHit> CaptureStore::ByArrival(const ArgQuery& query, uint64_t from,
+std::vector<QueryHit> CaptureStore::ByArrival(const ArgFilter& query, uint64_t from,
                                               uint64_t to) const {
   std::shared_lock<std::shared_mutex> lock(rows_mu_);
   std::vector<QueryHit> hits;

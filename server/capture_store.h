@@ -126,9 +126,9 @@ class CaptureStore {
   // EnableTaskIndex keeps a task_id -> record ids map from now on, so that
   // Query by task_id does not scan.
   void EnableTaskIndex();
-  QueryPage Query(const ArgQuery& query, uint64_t from, size_t limit, size_t budget) const;
+  QueryPage Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget) const;
   std::optional<ManifestRow> RecordById(uint64_t record_id) const;
-  std::vector<QueryHit> ByArrival(const ArgQuery& query, uint64_t from, uint64_t to) const;
+  std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
   bool created() const { return journal_ != nullptr; }
 
  private:

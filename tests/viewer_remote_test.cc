@@ -129,6 +129,7 @@ const std::vector<std::vector<std::string>>& Commands() {
       {"--first-nonfinite", "-t", "100000003"},
       {"-t", "0x77"},  // nothing matches: the same suggestions
       {"--func", "99", "-s", "before"},
+      {"--func", "-1"},  // args whose kernel is not known: a filter both sides take
   };
   return *commands;
 }

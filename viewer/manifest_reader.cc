@@ -391,32 +391,58 @@ absl::Status ManifestReader::ParseStats(ManifestEntry::Stats* out, absl::string_
   }
 }
 
-bool ManifestReader::Rejects(const EntryFilter& f, Field field, const ManifestEntry& e) {
+namespace {
+
+// The entry's known func ids (the manifest writes [-1] for none).
+std::pair<const int64_t*, const int64_t*> KnownFuncIds(const ManifestEntry& e) {
+  const int64_t* first = e.func_ids.data();
+  const bool unknown = e.func_ids.size() == 1 && e.func_ids[0] == -1;
+  return {first, unknown ? first : first + e.func_ids.size()};
+}
+
+// The proto's value of a name (-1 for a spelling that is not the schema's:
+// it matches only a filter that leaves the field unset).
+template <typename Enum>
+int ValueOf(std::optional<Enum> (*from_name)(absl::string_view), const std::string& name) {
+  const std::optional<Enum> v = from_name(name);
+  return v ? static_cast<int>(*v) : -1;
+}
+
+int DTypeValue(const std::string& name) {
+  const std::optional<DataType> d = DataTypeFromName(name);
+  return d ? static_cast<int>(ToProtoDType(*d)) : -1;
+}
+
+}  // namespace
+
+bool ManifestReader::Rejects(const EntryFilter& filter, Field field, const ManifestEntry& e) {
+  const ArgFilter& f = filter.args;
   switch (field) {
-    case Field::kTaskId: return f.task && e.task_id != *f.task;
-    case Field::kStep: return f.step && e.step != *f.step;
-    case Field::kFuncId:
-      return f.func && std::find(e.func_ids.begin(), e.func_ids.end(), *f.func) == e.func_ids.end();
-    case Field::kRole: return !f.role.empty() && e.role != f.role;
-    case Field::kStage: return !f.stage.empty() && e.stage != f.stage;
-    case Field::kArgIndex: return f.arg && e.arg_index != *f.arg;
+    case Field::kTaskId: return !f.TaskOk(e.task_id);
+    case Field::kStep: return !f.StepOk(e.step);
+    case Field::kFuncId: {
+      const auto [first, last] = KnownFuncIds(e);
+      return !f.FuncOk(first, last);
+    }
+    case Field::kRole: return f.role != 0 && !f.RoleOk(ValueOf(&RoleFromName, e.role));
+    case Field::kStage: return f.stage != 0 && !f.StageOk(ValueOf(&StageFromName, e.stage));
+    case Field::kArgIndex: return !f.ArgIndexOk(e.arg_index);
+    case Field::kKind: return f.kind != 0 && !f.KindOk(ValueOf(&KindFromName, e.kind));
+    case Field::kDtype: return f.dtype != 0 && !f.DTypeOk(DTypeValue(e.dtype));
     default: return false;
   }
 }
 
 bool EntryFilter::Matches(const ManifestEntry& e) const {
-  if (task && e.task_id != *task) return false;
-  if (!stage.empty() && e.stage != stage) return false;
-  if (!role.empty() && e.role != role) return false;
-  if (arg && e.arg_index != *arg) return false;
   if (index && e.index != *index) return false;
-  if (step && e.step != *step) return false;
-  if (overflow_only && !e.overflow) return false;
-  if (nonfinite_only && !(e.stats && e.stats->has_nonfinite())) return false;
-  if (func && std::find(e.func_ids.begin(), e.func_ids.end(), *func) == e.func_ids.end()) {
-    return false;
-  }
-  return true;
+  const auto [first, last] = KnownFuncIds(e);
+  return args.TaskOk(e.task_id) && args.StepOk(e.step) && args.FuncOk(first, last) &&
+         (args.role == 0 || args.RoleOk(ValueOf(&RoleFromName, e.role))) &&
+         (args.stage == 0 || args.StageOk(ValueOf(&StageFromName, e.stage))) &&
+         args.ArgIndexOk(e.arg_index) &&
+         (args.kind == 0 || args.KindOk(ValueOf(&KindFromName, e.kind))) &&
+         (args.dtype == 0 || args.DTypeOk(DTypeValue(e.dtype))) && args.OverflowOk(e.overflow) &&
+         args.NonfiniteOk(e.stats && e.stats->has_nonfinite());
 }
 
 // Clears an entry for reuse, keeping what its strings and vectors hold.
@@ -561,7 +587,7 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
         s = SkipValue(where, 0);  // an addition we do not know: fine
       }
       if (!s.ok()) return s;
-      if (filter_ && field <= Field::kArgIndex && Rejects(*filter_, field, *e)) {
+      if (filter_ && field <= Field::kDtype && Rejects(*filter_, field, *e)) {
         // Not selected: the rest of the entry is skimmed, not parsed.
         skipped_ = true;
         return SkipRestOfEntry();

@@ -19,6 +19,7 @@
 #include "absl/base/optimization.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "format/arg_filter.h"
 
 namespace argsdump {
 
@@ -53,23 +54,15 @@ struct ManifestEntry {
   std::optional<Stats> stats;
 };
 
-// Which entries to hand out; unset fields match everything.
+// Which entries to hand out: the records' filter (format/arg_filter.h: the
+// capture service's meaning, so local and remote reads pick the same) and,
+// read locally, one position in args[].
 struct EntryFilter {
-  std::optional<uint64_t> task;
-  std::string stage;  // before_dispatch / after_completion
-  std::string role;   // input / output / inout
-  std::optional<uint32_t> arg;
-  std::optional<int64_t> func;
+  ArgFilter args;
   std::optional<uint64_t> index;
-  std::optional<uint32_t> step;
-  bool overflow_only = false;  // records the overflow check captured
-  bool nonfinite_only = false;  // records whose stored stats count NaN/Inf
 
   bool Matches(const ManifestEntry& e) const;
-  bool any() const {
-    return task || !stage.empty() || !role.empty() || arg || func || index || step ||
-           overflow_only || nonfinite_only;
-  }
+  bool any() const { return args.any() || index.has_value(); }
 };
 
 // The top-level fields other than args[]: numbers by name (total_args,

@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint64_t entries = 0;
     (void)reader->ForEach([&](const argsdump::ManifestEntry&) { return ++entries < 100000; });
     argsdump::EntryFilter f;
-    f.task = 0x100000000ull;
-    f.role = "output";
+    f.args.task_id = 0x100000000ull;
+    f.args.role = argsdump::v1::ROLE_OUTPUT;
     reader = argsdump::ManifestReader::FromBytes(manifest, "fuzz.json");
     reader->set_filter(f);
     argsdump::ManifestEntry e;

@@ -91,7 +91,7 @@ std::vector<ManifestEntry> ReadAll(const std::string& path, absl::Status* status
   }
   if (task) {
     EntryFilter f;
-    f.task = task;
+    f.args.task_id = task;
     (*reader)->set_filter(f);
   }
   *status = (*reader)->ForEach([&](const ManifestEntry& e) {
@@ -187,16 +187,19 @@ TEST(ManifestReaderTest, TaskFilterHandsOutThatTaskOnly) {
   }
   // Every kind of filter hands out exactly what EntryFilter::Matches picks
   // from the whole list, with the same fields.
-  std::vector<EntryFilter> filters(6);
-  filters[0].stage = "before_dispatch";
-  filters[0].arg = 1;
-  filters[1].role = "input";
-  filters[2].arg = 0;
-  filters[3].func = 7;
-  filters[4].func = -1;
-  filters[5].stage = "before_dispatch";
-  filters[5].role = "input";
-  filters[5].task = 0x200000002ull;
+  std::vector<EntryFilter> filters(8);
+  filters[0].args.stage = v1::STAGE_BEFORE_DISPATCH;
+  filters[0].args.arg_index = 1;
+  filters[1].args.role = v1::ROLE_INPUT;
+  filters[2].args.arg_index = 0;
+  filters[3].args.func_id = 7;
+  filters[4].args.func_unknown = true;
+  filters[5].args.stage = v1::STAGE_BEFORE_DISPATCH;
+  filters[5].args.role = v1::ROLE_INPUT;
+  filters[5].args.task_id = 0x200000002ull;
+  filters[6].args.kind = v1::KIND_SCALAR;
+  filters[7].args.dtype = v1::DTYPE_FLOAT16;
+  filters[7].args.stage = v1::STAGE_BEFORE_DISPATCH;
   for (const EntryFilter& f : filters) {
     auto r = std::move(ManifestReader::Open(path)).value();
     r->set_filter(f);
@@ -310,7 +313,7 @@ TEST(ManifestReaderTest, TruncatedAndCorruptedManifestsFailCleanly) {
     if (by_index.ok()) {
       EntryFilter f;
       f.index = 3;
-      f.stage = "after_completion";
+      f.args.stage = v1::STAGE_AFTER_COMPLETION;
       (*by_index)->set_filter(f);
       if (!filtered.ok()) filtered = (*by_index)->ForEach([](const ManifestEntry&) { return true; });
     }

@@ -205,12 +205,7 @@ class RemoteSource : public ArgSource {
   }
 
   // Whether the selection narrows what the server sends.
-  bool Pushed() const {
-    return selection_.task || !selection_.stage.empty() || !selection_.role.empty() ||
-           selection_.arg || selection_.step || selection_.overflow_only ||
-           selection_.nonfinite_only ||
-           (selection_.func && *selection_.func >= 0);
-  }
+  bool Pushed() const { return selection_.args.any(); }
 
   v1::QueryArgsRequest QueryRequest(bool filtered) const {
     v1::QueryArgsRequest r;
@@ -218,22 +213,7 @@ class RemoteSource : public ArgSource {
     r.set_page_size(kPageSize);
     r.set_page_token(token_);
     if (!filtered) return r;
-    v1::ArgFilter* f = r.mutable_filter();
-    if (selection_.task) f->set_task_id(*selection_.task);
-    if (selection_.stage == "before_dispatch") f->set_stage(v1::STAGE_BEFORE_DISPATCH);
-    if (selection_.stage == "after_completion") f->set_stage(v1::STAGE_AFTER_COMPLETION);
-    if (selection_.role == "input") f->set_role(v1::ROLE_INPUT);
-    if (selection_.role == "output") f->set_role(v1::ROLE_OUTPUT);
-    if (selection_.role == "inout") f->set_role(v1::ROLE_INOUT);
-    if (selection_.arg) f->set_arg_index(*selection_.arg);
-    if (selection_.step) f->set_step(*selection_.step);
-    if (selection_.overflow_only) f->set_overflow(true);
-    if (selection_.nonfinite_only) f->set_has_nonfinite(true);
-    // -1 stands for "no func ids": the service cannot ask that; we filter.
-    if (selection_.func && *selection_.func >= 0 &&
-        *selection_.func <= std::numeric_limits<uint32_t>::max()) {
-      f->set_func_id(static_cast<uint32_t>(*selection_.func));
-    }
+    *r.mutable_filter() = selection_.args.ToProto();
     return r;
   }
 

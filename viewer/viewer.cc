@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -178,11 +179,11 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
       continue;
     }
     if (flag == "--overflow") {
-      f->overflow_only = true;
+      f->args.overflow = true;
       continue;
     }
     if (flag == "--nonfinite") {
-      f->nonfinite_only = true;
+      f->args.has_nonfinite = true;
       continue;
     }
     if (!is_flag) {
@@ -211,32 +212,37 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
     if (flag == "--task" || flag == "-t") {
       const std::optional<uint64_t> v = ParseTaskIdHex(value);
       if (!v) return bad("a hex task id such as 0x0000000100000003 or 100000003");
-      f->task = *v;
+      f->args.task_id = *v;
     } else if (flag == "--stage" || flag == "-s") {
       if (value == "before" || value == "before_dispatch") {
-        f->stage = "before_dispatch";
+        f->args.stage = v1::STAGE_BEFORE_DISPATCH;
       } else if (value == "after" || value == "after_completion") {
-        f->stage = "after_completion";
+        f->args.stage = v1::STAGE_AFTER_COMPLETION;
       } else {
         return bad("before or after");
       }
     } else if (flag == "--role" || flag == "-r") {
-      if (value != "input" && value != "output" && value != "inout") {
-        return bad("input, output or inout");
-      }
-      f->role = value;
+      const std::optional<v1::Role> role = RoleFromName(value);
+      if (!role) return bad("input, output or inout");
+      f->args.role = *role;
     } else if (flag == "--arg" || flag == "-a") {
       uint32_t v;
       if (!absl::SimpleAtoi(value, &v)) return bad("an arg index (0, 1, ...)");
-      f->arg = v;
+      f->args.arg_index = v;
     } else if (flag == "--func") {
       int64_t v;
-      if (!absl::SimpleAtoi(value, &v)) return bad("a func id");
-      f->func = v;
+      if (!absl::SimpleAtoi(value, &v) || v < -1 || v > std::numeric_limits<uint32_t>::max()) {
+        return bad("a func id (0, 1, ..., or -1 for args whose kernel is not known)");
+      }
+      if (v == -1) {
+        f->args.func_unknown = true;
+      } else {
+        f->args.func_id = static_cast<uint32_t>(v);
+      }
     } else if (flag == "--step") {
       uint32_t v;
       if (!absl::SimpleAtoi(value, &v)) return bad("a step (0, 1, ...)");
-      f->step = v;
+      f->args.step = v;
     } else if (flag == "--index" || flag == "-i") {
       uint64_t v;
       if (!absl::SimpleAtoi(value, &v)) return bad("a manifest index (0, 1, ...)");
@@ -674,9 +680,10 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
   Selection read = o.selection;
   if (o.first_nonfinite) {
     read = Selection();
-    read.task = o.selection.task;
-    read.func = o.selection.func;
-    read.step = o.selection.step;
+    read.args.task_id = o.selection.args.task_id;
+    read.args.func_id = o.selection.args.func_id;
+    read.args.func_unknown = o.selection.args.func_unknown;
+    read.args.step = o.selection.args.step;
   }
   auto open = [&](const std::string& dir, const std::string& capture,
                   const Selection& s) -> absl::StatusOr<std::unique_ptr<ArgSource>> {
