@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -117,6 +118,13 @@ class StatsTable {
 // role), then kind, device_thread and arrival, so that the order is total and
 // the same for every run of a deterministic workload. At most 2^32 rows.
 std::vector<uint32_t> ManifestOrder(const RecordList& records);
+
+// That order as a key: a row `arrival`-th in its capture sorts by it
+// (ManifestOrder sorts faster, to the same result).
+inline auto ManifestOrderKey(const ManifestRow& r, uint64_t arrival) {
+  return std::make_tuple(r.task_id, r.stage, r.arg_index, r.role, r.kind, r.device_thread,
+                         arrival);
+}
 
 // Step levels (CaptureInfo.step_levels) in order: first_step increasing,
 // level 0..3; InvalidArgument naming the entry otherwise.

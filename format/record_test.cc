@@ -168,7 +168,15 @@ TEST(RecordFormatTest, OrderMatchesTheDocumentedKeyWithTies) {
       return std::tie(x.task_id, x.stage, x.arg_index, x.role, x.kind, x.device_thread) <
              std::tie(y.task_id, y.stage, y.arg_index, y.role, y.kind, y.device_thread);
     });
-    EXPECT_EQ(ManifestOrder(rows), want) << n << " rows, input shape " << shape;
+    const std::vector<uint32_t> got = ManifestOrder(rows);
+    EXPECT_EQ(got, want) << n << " rows, input shape " << shape;
+    // The key the index's lookups sort by gives the same order.
+    bool key_sorted = true;
+    for (size_t i = 1; i < got.size(); ++i) {
+      key_sorted = key_sorted && ManifestOrderKey(rows[got[i - 1]], got[i - 1]) <
+                                     ManifestOrderKey(rows[got[i]], got[i]);
+    }
+    EXPECT_TRUE(key_sorted) << n << " rows, input shape " << shape;
   }
 }
 

@@ -66,10 +66,6 @@ class FileWriter {
   std::string buffer_;
 };
 
-auto ManifestKey(const ManifestRow& r, uint64_t id) {
-  return std::make_tuple(r.task_id, r.stage, r.arg_index, r.role, r.kind, r.device_thread, id);
-}
-
 }  // namespace
 
 absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
@@ -282,7 +278,7 @@ QueryPage QueryLive(const RecordList& records, const std::vector<uint32_t>* task
       if (id < records.size() && query.Matches(records[id], stats_of(id))) ids.push_back(id);
     }
     std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) {
-      return ManifestKey(records[a], a) < ManifestKey(records[b], b);
+      return ManifestOrderKey(records[a], a) < ManifestOrderKey(records[b], b);
     });
     uint64_t i = from;
     for (; i < ids.size() && page.hits.size() < limit; ++i) {
