@@ -14,6 +14,8 @@ struct DataTypeInfo {
   uint32_t bits;
   std::string_view name;
   ElementKind kind;
+  std::string_view npy;  // the .npy descriptor it is exported as
+  bool npy_widened;      // exported widened to float32 (NumPy has no such type)
 };
 
 constexpr ElementKind F = ElementKind::kFloat, S = ElementKind::kSigned,
@@ -21,22 +23,22 @@ constexpr ElementKind F = ElementKind::kFloat, S = ElementKind::kSigned,
 
 // Indexed by the enum value; the static_assert below keeps them in step.
 constexpr std::array<DataTypeInfo, kDataTypeCount> kTable = {{
-    {DataType::kFloat32, 32, "FLOAT32", F},
-    {DataType::kFloat16, 16, "FLOAT16", F},
-    {DataType::kInt32, 32, "INT32", S},
-    {DataType::kInt16, 16, "INT16", S},
-    {DataType::kInt8, 8, "INT8", S},
-    {DataType::kUint8, 8, "UINT8", U},
-    {DataType::kBfloat16, 16, "BFLOAT16", F},
-    {DataType::kInt64, 64, "INT64", S},
-    {DataType::kUint64, 64, "UINT64", U},
-    {DataType::kUint16, 16, "UINT16", U},
-    {DataType::kUint32, 32, "UINT32", U},
-    {DataType::kBool, 8, "BOOL", B},
-    {DataType::kFp8E4M3Fn, 8, "FP8E4M3FN", F},
-    {DataType::kFp8E8M0, 8, "FP8E8M0", F},
-    {DataType::kFp4E2M1, 4, "FP4E2M1", F},
-    {DataType::kFloat64, 64, "FLOAT64", F},
+    {DataType::kFloat32, 32, "FLOAT32", F, "<f4", false},
+    {DataType::kFloat16, 16, "FLOAT16", F, "<f2", false},
+    {DataType::kInt32, 32, "INT32", S, "<i4", false},
+    {DataType::kInt16, 16, "INT16", S, "<i2", false},
+    {DataType::kInt8, 8, "INT8", S, "|i1", false},
+    {DataType::kUint8, 8, "UINT8", U, "|u1", false},
+    {DataType::kBfloat16, 16, "BFLOAT16", F, "<f4", true},
+    {DataType::kInt64, 64, "INT64", S, "<i8", false},
+    {DataType::kUint64, 64, "UINT64", U, "<u8", false},
+    {DataType::kUint16, 16, "UINT16", U, "<u2", false},
+    {DataType::kUint32, 32, "UINT32", U, "<u4", false},
+    {DataType::kBool, 8, "BOOL", B, "|b1", false},
+    {DataType::kFp8E4M3Fn, 8, "FP8E4M3FN", F, "<f4", true},
+    {DataType::kFp8E8M0, 8, "FP8E8M0", F, "<f4", true},
+    {DataType::kFp4E2M1, 4, "FP4E2M1", F, "<f4", true},
+    {DataType::kFloat64, 64, "FLOAT64", F, "<f8", false},
 }};
 
 constexpr bool TableIsIndexedByEnum() {
@@ -47,6 +49,15 @@ constexpr bool TableIsIndexedByEnum() {
 }
 static_assert(TableIsIndexedByEnum(), "kTable must be ordered by enum value");
 
+// A dtype added without every column fails to build, never falls back.
+constexpr bool TableIsComplete() {
+  for (const DataTypeInfo& t : kTable) {
+    if (t.bits == 0 || t.name.empty() || t.npy.empty()) return false;
+  }
+  return true;
+}
+static_assert(TableIsComplete(), "a kTable row lacks its width, name or .npy descriptor");
+
 }  // namespace
 
 uint32_t ElementBits(DataType dtype) {
@@ -54,6 +65,10 @@ uint32_t ElementBits(DataType dtype) {
 }
 
 ElementKind KindOf(DataType dtype) { return kTable[static_cast<uint8_t>(dtype)].kind; }
+
+std::string_view NpyDescriptor(DataType dtype) { return kTable[static_cast<uint8_t>(dtype)].npy; }
+
+bool NpyWidened(DataType dtype) { return kTable[static_cast<uint8_t>(dtype)].npy_widened; }
 
 uint64_t PayloadBytes(DataType dtype, uint64_t numel) {
   return (numel * ElementBits(dtype) + 7) / 8;

@@ -40,6 +40,12 @@ uint32_t ElementBits(DataType dtype);
 enum class ElementKind : uint8_t { kFloat, kSigned, kUnsigned, kBool };
 ElementKind KindOf(DataType dtype);
 
+// How .npy files hold it: the descriptor ("<f4", "|b1", ...), and whether
+// the values are widened to float32 for it (BFLOAT16, FP8, FP4: NumPy has
+// no such type; every value widens exactly).
+std::string_view NpyDescriptor(DataType dtype);
+bool NpyWidened(DataType dtype);
+
 // Bytes that `numel` densely packed elements occupy (rounded up for FP4).
 uint64_t PayloadBytes(DataType dtype, uint64_t numel);
 

@@ -15,32 +15,6 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";  // six bytes
 
-struct NpyType {
-  DataType dtype;
-  const char* descr;
-  bool widened;  // stored as float32
-};
-
-constexpr NpyType kTypes[] = {
-    {DataType::kFloat32, "<f4", false},   {DataType::kFloat16, "<f2", false},
-    {DataType::kFloat64, "<f8", false},   {DataType::kInt8, "|i1", false},
-    {DataType::kInt16, "<i2", false},     {DataType::kInt32, "<i4", false},
-    {DataType::kInt64, "<i8", false},     {DataType::kUint8, "|u1", false},
-    {DataType::kUint16, "<u2", false},    {DataType::kUint32, "<u4", false},
-    {DataType::kUint64, "<u8", false},    {DataType::kBool, "|b1", false},
-    {DataType::kBfloat16, "<f4", true},   {DataType::kFp8E4M3Fn, "<f4", true},
-    {DataType::kFp8E8M0, "<f4", true},    {DataType::kFp4E2M1, "<f4", true},
-};
-
-const NpyType* TypeOf(const std::string& name) {
-  const auto dtype = DataTypeFromName(name);
-  if (!dtype) return nullptr;
-  for (const NpyType& t : kTypes) {
-    if (t.dtype == *dtype) return &t;
-  }
-  return nullptr;
-}
-
 std::string ShapeTuple(const std::vector<uint64_t>& shape) {
   if (shape.size() == 1) return absl::StrCat("(", shape[0], ",)");
   return absl::StrCat("(", absl::StrJoin(shape, ", "), ")");
@@ -56,23 +30,24 @@ uint64_t NpyArray::numel() const {
 
 std::string NpyFileName(const ManifestEntry& e) {
   const char* role = e.role == "input" ? "in" : e.role == "output" ? "out" : "inout";
-  const NpyType* t = TypeOf(e.dtype);
+  const std::optional<DataType> dtype = DataTypeFromName(e.dtype);
   return absl::StrFormat("task_%016x_%s_%s%d%s.npy", e.task_id,
                          e.stage == "before_dispatch" ? "before" : "after", role, e.arg_index,
-                         t && t->widened ? absl::StrCat(".", e.dtype, "_as_float32") : "");
+                         dtype && NpyWidened(*dtype) ? absl::StrCat(".", e.dtype, "_as_float32")
+                                                     : "");
 }
 
 absl::StatusOr<std::string> EncodeNpy(const ManifestEntry& e, absl::string_view payload) {
   if (e.kind != "tensor") {
     return absl::FailedPreconditionError("a scalar (its value is in the listing)");
   }
-  const NpyType* t = TypeOf(e.dtype);
-  if (t == nullptr) return absl::FailedPreconditionError(absl::StrCat("dtype ", e.dtype));
+  const std::optional<DataType> known = DataTypeFromName(e.dtype);
+  if (!known) return absl::FailedPreconditionError(absl::StrCat("dtype ", e.dtype));
   if (e.overwritten) {
     return absl::FailedPreconditionError("overwritten before it was copied: bytes untrustworthy");
   }
   if (e.bin_size == 0) return absl::FailedPreconditionError("no payload was captured");
-  const DataType dtype = *DataTypeFromName(e.dtype);
+  const DataType dtype = *known;
   uint64_t numel = 1;
   for (uint64_t d : e.shape) numel *= d;
   const uint64_t need = PayloadBytes(dtype, numel);
@@ -81,7 +56,7 @@ absl::StatusOr<std::string> EncodeNpy(const ManifestEntry& e, absl::string_view 
         absl::StrCat("truncated: ", payload.size(), " of ", need, " bytes captured"));
   }
   std::string header =
-      absl::StrCat("{'descr': '", t->descr, "', 'fortran_order': False, 'shape': ",
+      absl::StrCat("{'descr': '", std::string(NpyDescriptor(dtype)), "', 'fortran_order': False, 'shape': ",
                    ShapeTuple(e.shape), ", }");
   // Magic, version, length, header, spaces, '\n': a multiple of 64 bytes.
   const size_t unpadded = 10 + header.size() + 1;
@@ -93,7 +68,7 @@ absl::StatusOr<std::string> EncodeNpy(const ManifestEntry& e, absl::string_view 
   out.push_back(static_cast<char>(header.size() & 0xFF));
   out.push_back(static_cast<char>(header.size() >> 8));
   out += header;
-  if (!t->widened) {
+  if (!NpyWidened(dtype)) {
     out.append(payload.data(), need);
     return out;
   }
@@ -180,8 +155,9 @@ std::string DtypeOfNpyDescr(const std::string& descr) {
   // '=' is native order: little endian on every platform we build for.
   if (d.size() == 3 && d[2] == '1' && (d[0] == '<' || d[0] == '=')) d[0] = '|';
   if (!d.empty() && d[0] == '=') d[0] = '<';
-  for (const NpyType& t : kTypes) {
-    if (!t.widened && d == t.descr) return std::string(DataTypeName(t.dtype));
+  for (int i = 0; i < kDataTypeCount; ++i) {
+    const auto t = static_cast<DataType>(i);
+    if (!NpyWidened(t) && d == NpyDescriptor(t)) return std::string(DataTypeName(t));
   }
   return "";
 }
