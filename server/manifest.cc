@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/capture_store.h"
 #include "server/journal.h"
+#include "format/manifest_fields.h"
 #include "format/names.h"
 #include "format/record.h"
 
@@ -153,92 +154,201 @@ void AppendJsonString(absl::string_view text, std::string* out) {
 
 namespace {
 
-// `steps`: the capture spans more than step 0, so every entry says its step.
-void AppendEntry(TextBuffer* out, const ManifestRow& row, bool steps, const StatsRow* stats) {
-  static const absl::string_view kRoles[] = {
-      RoleName(v1::ROLE_UNSPECIFIED), RoleName(v1::ROLE_INPUT), RoleName(v1::ROLE_OUTPUT),
-      RoleName(v1::ROLE_INOUT)};
-  static const absl::string_view kStages[] = {StageName(v1::STAGE_UNSPECIFIED),
-                                              StageName(v1::STAGE_BEFORE_DISPATCH),
-                                              StageName(v1::STAGE_AFTER_COMPLETION)};
-  static const absl::string_view kKinds[] = {KindName(v1::KIND_UNSPECIFIED),
-                                             KindName(v1::KIND_TENSOR), KindName(v1::KIND_SCALAR)};
-  const ManifestRow r = row;  // a local copy: stores into the text cannot alias it
-  Cursor c{out->Reserve(kMaxEntryBytes)};
-  c.Lit("    {\"task_id\": \"");
-  c.TaskId(r.task_id);
-  c.Push('"');
-  if (steps) {
-    c.Lit(", \"step\": ");
-    c.Uint(r.step);
+// What one entry's field writers see. `steps`: the capture spans more than
+// step 0, so every entry says its step.
+struct EntryToWrite {
+  const ManifestRow& r;
+  bool steps;
+  const StatsRow* stats;
+};
+
+const absl::string_view kRoles[] = {RoleName(v1::ROLE_UNSPECIFIED), RoleName(v1::ROLE_INPUT),
+                                    RoleName(v1::ROLE_OUTPUT), RoleName(v1::ROLE_INOUT)};
+const absl::string_view kStages[] = {StageName(v1::STAGE_UNSPECIFIED),
+                                     StageName(v1::STAGE_BEFORE_DISPATCH),
+                                     StageName(v1::STAGE_AFTER_COMPLETION)};
+const absl::string_view kKinds[] = {KindName(v1::KIND_UNSPECIFIED), KindName(v1::KIND_TENSOR),
+                                    KindName(v1::KIND_SCALAR)};
+
+// `, "key": ` (the first field opens the entry instead).
+template <ManifestField F>
+void Key(Cursor& c) {
+  if (F == ManifestField::kTaskId) {
+    c.Lit("    {\"");
+  } else {
+    c.Lit(", \"");
   }
-  c.Lit(", \"func_id\": ");
-  if (r.func_count == 0) {
+  c.Str(InfoOf(F).key);
+  c.Lit("\": ");
+}
+
+// One writer per field of format/manifest_fields.h; a field without one
+// does not build. A field written only sometimes says when.
+template <ManifestField F>
+void Put(Cursor& c, const EntryToWrite& e) = delete;
+
+template <>
+void Put<ManifestField::kTaskId>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kTaskId>(c);
+  c.Push('"');
+  c.TaskId(e.r.task_id);
+  c.Push('"');
+}
+template <>
+void Put<ManifestField::kStep>(Cursor& c, const EntryToWrite& e) {
+  if (!e.steps) return;
+  Key<ManifestField::kStep>(c);
+  c.Uint(e.r.step);
+}
+template <>
+void Put<ManifestField::kFuncId>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kFuncId>(c);
+  if (e.r.func_count == 0) {
     c.Lit("[-1]");
   } else {
-    c.UintArray(r.func_ids, r.func_count);
+    c.UintArray(e.r.func_ids, e.r.func_count);
   }
-  c.Lit(", \"role\": \"");
-  c.Str(r.role < 4 ? kRoles[r.role] : RoleName(static_cast<v1::Role>(r.role)));
-  c.Lit("\", \"stage\": \"");
-  c.Str(r.stage < 3 ? kStages[r.stage] : StageName(static_cast<v1::Stage>(r.stage)));
-  c.Lit("\", \"arg_index\": ");
-  c.Uint(r.arg_index);
-  c.Lit(", \"kind\": \"");
-  c.Str(r.kind < 3 ? kKinds[r.kind] : KindName(static_cast<v1::Kind>(r.kind)));
-  c.Lit("\", \"dtype\": \"");
-  if (auto d = FromProtoDType(r.dtype)) {
+}
+template <>
+void Put<ManifestField::kRole>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kRole>(c);
+  c.Push('"');
+  c.Str(e.r.role < 4 ? kRoles[e.r.role] : RoleName(static_cast<v1::Role>(e.r.role)));
+  c.Push('"');
+}
+template <>
+void Put<ManifestField::kStage>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kStage>(c);
+  c.Push('"');
+  c.Str(e.r.stage < 3 ? kStages[e.r.stage] : StageName(static_cast<v1::Stage>(e.r.stage)));
+  c.Push('"');
+}
+template <>
+void Put<ManifestField::kArgIndex>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kArgIndex>(c);
+  c.Uint(e.r.arg_index);
+}
+template <>
+void Put<ManifestField::kKind>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kKind>(c);
+  c.Push('"');
+  c.Str(e.r.kind < 3 ? kKinds[e.r.kind] : KindName(static_cast<v1::Kind>(e.r.kind)));
+  c.Push('"');
+}
+template <>
+void Put<ManifestField::kDtype>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kDtype>(c);
+  c.Push('"');
+  if (auto d = FromProtoDType(e.r.dtype)) {
     c.Str(absl::string_view(DataTypeName(*d).data(), DataTypeName(*d).size()));
   } else {
-    c.Str(DTypeName(r.dtype));
+    c.Str(DTypeName(e.r.dtype));
   }
   c.Push('"');
-  if (r.kind == v1::KIND_SCALAR) {
-    c.Lit(", \"value\": ");
-    c.Str(FormatScalarJson(r.dtype, r.scalar_bits));
-  }
-  c.Lit(", \"shape\": ");
-  c.UintArray(r.shape, r.ndims);
-  c.Lit(", \"strides\": ");
-  c.UintArray(r.strides, r.ndims);
-  c.Lit(", \"start_offset\": ");
-  c.Uint(r.start_offset);
-  c.Lit(", \"is_contiguous\": ");
-  c.Bool(r.is_contiguous);
-  c.Lit(", \"numel\": ");
-  c.Uint(r.numel);
-  if (r.arg_index_ambiguous) c.Lit(", \"arg_index_ambiguous\": true");
-  if (r.in_flight_snapshot) c.Lit(", \"in_flight_snapshot\": true");
-  if (r.overflow) c.Lit(", \"overflow\": true");
-  c.Lit(", \"truncated\": ");
-  c.Bool(r.truncated);
-  c.Lit(", \"overwritten\": ");
-  c.Bool(r.overwritten);
-  c.Lit(", \"bin_offset\": ");
-  c.Uint(r.bin_offset);
-  c.Lit(", \"bin_size\": ");
-  c.Uint(r.bin_size);
-  if (stats != nullptr) {
-    c.Lit(", \"stats\": {\"count\": ");
-    c.Uint(stats->count);
-    c.Lit(", \"min\": ");
-    c.Str(JsonDouble(stats->min));
-    c.Lit(", \"max\": ");
-    c.Str(JsonDouble(stats->max));
-    c.Lit(", \"mean\": ");
-    c.Str(JsonDouble(stats->mean));
-    c.Lit(", \"l2\": ");
-    c.Str(JsonDouble(stats->l2));
-    c.Lit(", \"nan\": ");
-    c.Uint(stats->nan);
-    c.Lit(", \"pos_inf\": ");
-    c.Uint(stats->pos_inf);
-    c.Lit(", \"neg_inf\": ");
-    c.Uint(stats->neg_inf);
-    c.Lit(", \"zeros\": ");
-    c.Uint(stats->zeros);
-    c.Push('}');
-  }
+}
+template <>
+void Put<ManifestField::kValue>(Cursor& c, const EntryToWrite& e) {
+  if (e.r.kind != v1::KIND_SCALAR) return;
+  Key<ManifestField::kValue>(c);
+  c.Str(FormatScalarJson(e.r.dtype, e.r.scalar_bits));
+}
+template <>
+void Put<ManifestField::kShape>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kShape>(c);
+  c.UintArray(e.r.shape, e.r.ndims);
+}
+template <>
+void Put<ManifestField::kStrides>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kStrides>(c);
+  c.UintArray(e.r.strides, e.r.ndims);
+}
+template <>
+void Put<ManifestField::kStartOffset>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kStartOffset>(c);
+  c.Uint(e.r.start_offset);
+}
+template <>
+void Put<ManifestField::kIsContiguous>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kIsContiguous>(c);
+  c.Bool(e.r.is_contiguous);
+}
+template <>
+void Put<ManifestField::kNumel>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kNumel>(c);
+  c.Uint(e.r.numel);
+}
+// The flags are written only when true.
+template <ManifestField F>
+void PutFlag(Cursor& c, bool set) {
+  if (!set) return;
+  Key<F>(c);
+  c.Lit("true");
+}
+template <>
+void Put<ManifestField::kArgIndexAmbiguous>(Cursor& c, const EntryToWrite& e) {
+  PutFlag<ManifestField::kArgIndexAmbiguous>(c, e.r.arg_index_ambiguous);
+}
+template <>
+void Put<ManifestField::kInFlightSnapshot>(Cursor& c, const EntryToWrite& e) {
+  PutFlag<ManifestField::kInFlightSnapshot>(c, e.r.in_flight_snapshot);
+}
+template <>
+void Put<ManifestField::kOverflow>(Cursor& c, const EntryToWrite& e) {
+  PutFlag<ManifestField::kOverflow>(c, e.r.overflow);
+}
+template <>
+void Put<ManifestField::kTruncated>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kTruncated>(c);
+  c.Bool(e.r.truncated);
+}
+template <>
+void Put<ManifestField::kOverwritten>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kOverwritten>(c);
+  c.Bool(e.r.overwritten);
+}
+template <>
+void Put<ManifestField::kBinOffset>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kBinOffset>(c);
+  c.Uint(e.r.bin_offset);
+}
+template <>
+void Put<ManifestField::kBinSize>(Cursor& c, const EntryToWrite& e) {
+  Key<ManifestField::kBinSize>(c);
+  c.Uint(e.r.bin_size);
+}
+template <>
+void Put<ManifestField::kStats>(Cursor& c, const EntryToWrite& e) {
+  if (e.stats == nullptr) return;
+  const StatsRow& s = *e.stats;
+  Key<ManifestField::kStats>(c);
+  c.Lit("{\"count\": ");
+  c.Uint(s.count);
+  c.Lit(", \"min\": ");
+  c.Str(JsonDouble(s.min));
+  c.Lit(", \"max\": ");
+  c.Str(JsonDouble(s.max));
+  c.Lit(", \"mean\": ");
+  c.Str(JsonDouble(s.mean));
+  c.Lit(", \"l2\": ");
+  c.Str(JsonDouble(s.l2));
+  c.Lit(", \"nan\": ");
+  c.Uint(s.nan);
+  c.Lit(", \"pos_inf\": ");
+  c.Uint(s.pos_inf);
+  c.Lit(", \"neg_inf\": ");
+  c.Uint(s.neg_inf);
+  c.Lit(", \"zeros\": ");
+  c.Uint(s.zeros);
+  c.Push('}');
+}
+
+void AppendEntry(TextBuffer* out, const ManifestRow& row, bool steps, const StatsRow* stats) {
+  const ManifestRow r = row;  // a local copy: stores into the text cannot alias it
+  const EntryToWrite e{r, steps, stats};
+  Cursor c{out->Reserve(kMaxEntryBytes)};
+#define ARGSDUMP_PUT_FIELD(id, key, presence) Put<ManifestField::k##id>(c, e);
+  ARGSDUMP_MANIFEST_FIELDS(ARGSDUMP_PUT_FIELD)
+#undef ARGSDUMP_PUT_FIELD
   c.Push('}');
   out->CommitTo(c.p);
 }

@@ -20,33 +20,6 @@ constexpr int kMaxDepth = 64;  // unknown nested values we skip
 
 }  // namespace
 
-ManifestReader::Field ManifestReader::FieldOf(absl::string_view k, Field after) {
-  // In the order the store writes them: the field after `after` is tried
-  // first, then all of them.
-  static constexpr absl::string_view kNames[] = {
-      "task_id", "step", "func_id", "role", "stage", "arg_index", "kind", "dtype", "value", "shape",
-      "strides", "start_offset", "is_contiguous", "numel", "arg_index_ambiguous",
-      "in_flight_snapshot", "truncated", "overwritten", "bin_offset", "bin_size", "overflow", "stats",
-  };
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Field::kUnknown));
-  auto is = [&](size_t i) {
-    return kNames[i].size() == k.size() && std::memcmp(kNames[i].data(), k.data(), k.size()) == 0;
-  };
-  for (size_t i = static_cast<size_t>(after) + 1; i < static_cast<size_t>(Field::kUnknown); ++i) {
-    if (is(i)) return static_cast<Field>(i);
-    const Field f = static_cast<Field>(i);
-    if (f == Field::kStep || f == Field::kValue || f == Field::kArgIndexAmbiguous ||
-        f == Field::kInFlightSnapshot) {
-      continue;  // written only sometimes: try the next one too
-    }
-    break;
-  }
-  for (size_t i = 0; i < static_cast<size_t>(Field::kUnknown); ++i) {
-    if (is(i)) return static_cast<Field>(i);
-  }
-  return Field::kUnknown;
-}
-
 // Past the '}' that closes the current entry, checking only its structure:
 // strings (with escapes) and nesting. Runs over the buffer a block at a time.
 absl::Status ManifestReader::SkipRestOfEntry() {
@@ -466,15 +439,108 @@ void ManifestReader::ResetEntry(ManifestEntry* e) {
   e->bin_offset = e->bin_size = 0;
 }
 
+// One case per field of format/manifest_fields.h: a field added there and
+// not read here does not build.
+absl::Status ManifestReader::ParseField(Field field, absl::string_view where, ManifestEntry* e) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
+  switch (field) {
+    case Field::kTaskId: {
+      absl::string_view text;
+      if (absl::Status s = ParseStringView(&text, &scratch_, where); !s.ok()) return s;
+      const std::optional<uint64_t> id = ParseTaskIdHex(text);
+      if (!id) {
+        return Error(absl::StrCat(where, ": expected \"0x\" and up to 16 hex digits, found \"",
+                                  text, "\""));
+      }
+      e->task_id = *id;
+      return absl::OkStatus();
+    }
+    case Field::kStep: return ParseUint32(&e->step, where);
+    case Field::kFuncId: return ParseFuncIds(&e->func_ids, where);
+    case Field::kRole: return ParseString(&e->role, where);
+    case Field::kStage: return ParseString(&e->stage, where);
+    case Field::kArgIndex: return ParseUint32(&e->arg_index, where);
+    case Field::kKind: return ParseString(&e->kind, where);
+    case Field::kDtype: return ParseString(&e->dtype, where);
+    case Field::kValue: return ParseScalarValue(e, where);
+    case Field::kShape: return ParseUintArray(&e->shape, where);
+    case Field::kStrides: return ParseUintArray(&e->strides, where);
+    case Field::kStartOffset: return ParseUint(&e->start_offset, where);
+    case Field::kIsContiguous: return ParseBool(&e->is_contiguous, where);
+    case Field::kNumel: return ParseUint(&e->numel, where);
+    case Field::kArgIndexAmbiguous: return ParseBool(&e->arg_index_ambiguous, where);
+    case Field::kInFlightSnapshot: return ParseBool(&e->in_flight_snapshot, where);
+    case Field::kOverflow: return ParseBool(&e->overflow, where);
+    case Field::kTruncated: return ParseBool(&e->truncated, where);
+    case Field::kOverwritten: return ParseBool(&e->overwritten, where);
+    case Field::kBinOffset: return ParseUint(&e->bin_offset, where);
+    case Field::kBinSize: return ParseUint(&e->bin_size, where);
+    case Field::kStats:
+      e->stats.emplace();
+      return ParseStats(&*e->stats, where);
+    case Field::kUnknown: return SkipValue(where, 0);  // an addition we do not know: fine
+  }
+#pragma GCC diagnostic pop
+  return SkipValue(where, 0);
+}
+
+absl::Status ManifestReader::ParseUint32(uint32_t* out, absl::string_view where) {
+  uint64_t v;
+  if (absl::Status s = ParseUint(&v, where); !s.ok()) return s;
+  if (v > 0xFFFFFFFFull) return Error(absl::StrCat(where, ": out of range"));
+  *out = static_cast<uint32_t>(v);
+  return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ParseFuncIds(std::vector<int64_t>* out, absl::string_view where) {
+  if (absl::Status s = Expect('[', where); !s.ok()) return s;
+  out->clear();
+  SkipSpace();
+  if (Peek() == ']') {
+    Get();
+    return absl::OkStatus();
+  }
+  for (;;) {
+    int64_t v;
+    if (absl::Status s = ParseInt(&v, where); !s.ok()) return s;
+    out->push_back(v);
+    SkipSpace();
+    const int c = Get();
+    if (c == ']') return absl::OkStatus();
+    if (c != ',' || out->size() > 16) return Error(absl::StrCat(where, ": bad array"));
+  }
+}
+
+// A scalar's value as the JSON token written: a number, true/false, or a
+// string ("NaN", "Infinity", ...) kept with its quotes.
+absl::Status ManifestReader::ParseScalarValue(ManifestEntry* e, absl::string_view where) {
+  SkipSpace();
+  e->has_value = true;
+  const int c = Peek();
+  if (c == '"') {
+    std::string text;
+    if (absl::Status s = ParseString(&text, where); !s.ok()) return s;
+    e->value = absl::StrCat("\"", text, "\"");
+    return absl::OkStatus();
+  }
+  if (c == 't' || c == 'f') {
+    bool b;
+    if (absl::Status s = ParseBool(&b, where); !s.ok()) return s;
+    e->value = b ? "true" : "false";
+    return absl::OkStatus();
+  }
+  return ParseNumberToken(&e->value, where);
+}
+
 absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
   if (absl::Status s = Expect('{', "an args[] entry"); !s.ok()) return s;
-  bool have_task = false, have_role = false, have_stage = false, have_kind = false,
-       have_dtype = false;
+  ManifestFieldSet seen = 0;
   SkipSpace();
   if (Peek() == '}') {
     Get();
   } else {
-    Field last = Field::kNone;
+    Field last = static_cast<Field>(-1);  // none yet
     for (;;) {
       // The key is looked at in place (it cannot cross a refill before
       // the field is known and `where` is copied out).
@@ -485,108 +551,13 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
       std::memcpy(where_ + 7, k.data(), n);
       where_[7 + n] = '"';
       const absl::string_view where(where_, 8 + n);
-      absl::Status s;
-      const Field field = FieldOf(k, last);  // k is not used after this
-      last = field == Field::kUnknown ? last : field;
-      if (absl::Status c = Expect(':', where); !c.ok()) return c;
-      if (field == Field::kTaskId) {
-        absl::string_view text;
-        s = ParseStringView(&text, &scratch_, where);
-        if (s.ok()) {
-          const std::optional<uint64_t> id = ParseTaskIdHex(text);
-          if (id) e->task_id = *id;
-          if (!id) {
-            s = Error(absl::StrCat(where, ": expected \"0x\" and up to 16 hex digits, found \"",
-                                   text, "\""));
-          }
-          have_task = true;
-        }
-      } else if (field == Field::kStep) {
-        uint64_t v;
-        s = ParseUint(&v, where);
-        if (s.ok() && v > 0xFFFFFFFFull) s = Error(absl::StrCat(where, ": out of range"));
-        e->step = static_cast<uint32_t>(v);
-      } else if (field == Field::kFuncId) {
-        s = Expect('[', where);
-        e->func_ids.clear();
-        SkipSpace();
-        if (s.ok() && Peek() == ']') {
-          Get();
-        } else {
-          while (s.ok()) {
-            int64_t v;
-            s = ParseInt(&v, where);
-            if (!s.ok()) break;
-            e->func_ids.push_back(v);
-            SkipSpace();
-            const int c = Get();
-            if (c == ']') break;
-            if (c != ',' || e->func_ids.size() > 16) s = Error(absl::StrCat(where, ": bad array"));
-          }
-        }
-      } else if (field == Field::kRole) {
-        s = ParseString(&e->role, where);
-        have_role = true;
-      } else if (field == Field::kStage) {
-        s = ParseString(&e->stage, where);
-        have_stage = true;
-      } else if (field == Field::kKind) {
-        s = ParseString(&e->kind, where);
-        have_kind = true;
-      } else if (field == Field::kDtype) {
-        s = ParseString(&e->dtype, where);
-        have_dtype = true;
-      } else if (field == Field::kArgIndex) {
-        uint64_t v;
-        s = ParseUint(&v, where);
-        if (s.ok() && v > 0xFFFFFFFFull) s = Error(absl::StrCat(where, ": out of range"));
-        e->arg_index = static_cast<uint32_t>(v);
-      } else if (field == Field::kShape) {
-        s = ParseUintArray(&e->shape, where);
-      } else if (field == Field::kStrides) {
-        s = ParseUintArray(&e->strides, where);
-      } else if (field == Field::kStartOffset) {
-        s = ParseUint(&e->start_offset, where);
-      } else if (field == Field::kIsContiguous) {
-        s = ParseBool(&e->is_contiguous, where);
-      } else if (field == Field::kNumel) {
-        s = ParseUint(&e->numel, where);
-      } else if (field == Field::kValue) {
-        SkipSpace();
-        e->has_value = true;
-        const int c = Peek();
-        if (c == '"') {
-          std::string text;
-          s = ParseString(&text, where);
-          e->value = absl::StrCat("\"", text, "\"");
-        } else if (c == 't' || c == 'f') {
-          bool b;
-          s = ParseBool(&b, where);
-          e->value = b ? "true" : "false";
-        } else {
-          s = ParseNumberToken(&e->value, where);
-        }
-      } else if (field == Field::kTruncated) {
-        s = ParseBool(&e->truncated, where);
-      } else if (field == Field::kOverwritten) {
-        s = ParseBool(&e->overwritten, where);
-      } else if (field == Field::kArgIndexAmbiguous) {
-        s = ParseBool(&e->arg_index_ambiguous, where);
-      } else if (field == Field::kStats) {
-        e->stats.emplace();
-        s = ParseStats(&*e->stats, where);
-      } else if (field == Field::kOverflow) {
-        s = ParseBool(&e->overflow, where);
-      } else if (field == Field::kInFlightSnapshot) {
-        s = ParseBool(&e->in_flight_snapshot, where);
-      } else if (field == Field::kBinOffset) {
-        s = ParseUint(&e->bin_offset, where);
-      } else if (field == Field::kBinSize) {
-        s = ParseUint(&e->bin_size, where);
-      } else {
-        s = SkipValue(where, 0);  // an addition we do not know: fine
+      const Field field = ManifestFieldOf(k, last);  // k is not used after this
+      if (absl::Status s = Expect(':', where); !s.ok()) return s;
+      if (absl::Status s = ParseField(field, where, e); !s.ok()) return s;
+      if (field != Field::kUnknown) {
+        last = field;
+        seen |= Bit(field);
       }
-      if (!s.ok()) return s;
       if (filter_ && field <= Field::kDtype && Rejects(*filter_, field, *e)) {
         // Not selected: the rest of the entry is skimmed, not parsed.
         skipped_ = true;
@@ -598,12 +569,12 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
       if (c != ',') return Error("expected ',' or '}' after a field");
     }
   }
-  if (!have_task || !have_role || !have_stage || !have_kind || !have_dtype) {
-    return Error(absl::StrCat("missing ", !have_task    ? "task_id"
-                                          : !have_role  ? "role"
-                                          : !have_stage ? "stage"
-                                          : !have_kind  ? "kind"
-                                                        : "dtype"));
+  if ((seen & kRequiredManifestFields) != kRequiredManifestFields) {
+    for (size_t i = 0; i < kManifestFieldCount; ++i) {
+      if ((kRequiredManifestFields & ~seen) & (ManifestFieldSet{1} << i)) {
+        return Error(absl::StrCat("missing ", kManifestFields[i].key));
+      }
+    }
   }
   if (e->shape.size() != e->strides.size()) return Error("shape and strides differ in length");
   return absl::OkStatus();

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "format/arg_filter.h"
+#include "format/manifest_fields.h"
 
 namespace argsdump {
 
@@ -125,21 +126,16 @@ class ManifestReader {
   absl::Status ParseUintArray(std::vector<uint64_t>* out, absl::string_view where);
   absl::Status SkipValue(absl::string_view where, int depth);
   absl::Status ParseEntry(ManifestEntry* e);
+  absl::Status ParseField(ManifestField field, absl::string_view where, ManifestEntry* e);
+  absl::Status ParseUint32(uint32_t* out, absl::string_view where);
+  absl::Status ParseFuncIds(std::vector<int64_t>* out, absl::string_view where);
+  absl::Status ParseScalarValue(ManifestEntry* e, absl::string_view where);
   static void ResetEntry(ManifestEntry* e);
   absl::Status SkipRestOfEntry();
   absl::Status ParseStats(ManifestEntry::Stats* out, absl::string_view where);
-  enum class Field : int;
+  using Field = ManifestField;  // format/manifest_fields.h: the fields, once
   // Whether `field`, just read into `e`, already fails `f`.
   static bool Rejects(const EntryFilter& f, Field field, const ManifestEntry& e);
-  enum class Field : int {
-    kNone = -1,
-    kTaskId,
-    kStep, kFuncId, kRole, kStage, kArgIndex, kKind, kDtype, kValue, kShape, kStrides,
-    kStartOffset, kIsContiguous, kNumel, kArgIndexAmbiguous, kInFlightSnapshot, kTruncated,
-    kOverwritten, kBinOffset, kBinSize, kOverflow, kStats, kUnknown,
-  };
-  // `after`: the field before it in this entry (kNone at the start).
-  static Field FieldOf(absl::string_view key, Field after);
   // A string, in place in the buffer when it can be (valid until the next
   // read), else unescaped into `scratch`.
   absl::Status ParseStringView(absl::string_view* out, std::string* scratch,

@@ -1,0 +1,96 @@
+// The fields of one args[] entry of args_dump.json, described once, in the
+// order the store writes them. The writer (server/manifest.cc) has one
+// `Put` per field and the reader (viewer/manifest_reader.cc) one case per
+// field, both generated from this list: a field added here and not written
+// or not read does not build.
+//
+// X(id, key, presence): `id` names it in code (ManifestField::k<id>), `key`
+// is its JSON key, `presence` says which entries carry it:
+//   kRequired   every entry; a reader refuses an entry without it
+//   kAlways     every entry the store writes; readers tolerate its absence
+//               (manifests of older builds, other writers)
+//   kSometimes  only some entries (step: captures with steps; value:
+//               scalars; the flags: when true; stats: when stored)
+#ifndef ARGSDUMP_FORMAT_MANIFEST_FIELDS_H_
+#define ARGSDUMP_FORMAT_MANIFEST_FIELDS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/strings/string_view.h"
+
+namespace argsdump {
+
+#define ARGSDUMP_MANIFEST_FIELDS(X)                       \
+  X(TaskId, "task_id", kRequired)                         \
+  X(Step, "step", kSometimes)                             \
+  X(FuncId, "func_id", kAlways)                           \
+  X(Role, "role", kRequired)                              \
+  X(Stage, "stage", kRequired)                            \
+  X(ArgIndex, "arg_index", kAlways)                       \
+  X(Kind, "kind", kRequired)                              \
+  X(Dtype, "dtype", kRequired)                            \
+  X(Value, "value", kSometimes)                           \
+  X(Shape, "shape", kAlways)                              \
+  X(Strides, "strides", kAlways)                          \
+  X(StartOffset, "start_offset", kAlways)                 \
+  X(IsContiguous, "is_contiguous", kAlways)               \
+  X(Numel, "numel", kAlways)                              \
+  X(ArgIndexAmbiguous, "arg_index_ambiguous", kSometimes) \
+  X(InFlightSnapshot, "in_flight_snapshot", kSometimes)   \
+  X(Overflow, "overflow", kSometimes)                     \
+  X(Truncated, "truncated", kAlways)                      \
+  X(Overwritten, "overwritten", kAlways)                  \
+  X(BinOffset, "bin_offset", kAlways)                     \
+  X(BinSize, "bin_size", kAlways)                         \
+  X(Stats, "stats", kSometimes)
+
+enum class ManifestField : int {
+#define ARGSDUMP_FIELD_ENUM(id, key, presence) k##id,
+  ARGSDUMP_MANIFEST_FIELDS(ARGSDUMP_FIELD_ENUM)
+#undef ARGSDUMP_FIELD_ENUM
+  kUnknown,  // a key this build does not know (skipped by readers)
+};
+
+inline constexpr size_t kManifestFieldCount = static_cast<size_t>(ManifestField::kUnknown);
+
+enum class FieldPresence : uint8_t { kRequired, kAlways, kSometimes };
+
+struct ManifestFieldInfo {
+  absl::string_view key;
+  FieldPresence presence;
+};
+
+inline constexpr ManifestFieldInfo kManifestFields[kManifestFieldCount] = {
+#define ARGSDUMP_FIELD_INFO(id, key, presence) {key, FieldPresence::presence},
+    ARGSDUMP_MANIFEST_FIELDS(ARGSDUMP_FIELD_INFO)
+#undef ARGSDUMP_FIELD_INFO
+};
+
+inline constexpr const ManifestFieldInfo& InfoOf(ManifestField f) {
+  return kManifestFields[static_cast<size_t>(f)];
+}
+
+// The field whose key is `key`, trying the one written after `after` first
+// (and past the ones written only sometimes): a manifest the store wrote
+// is read with one comparison per field. kUnknown for other keys.
+ManifestField ManifestFieldOf(absl::string_view key, ManifestField after);
+
+// One bit per field (bit i: field i), for "which fields has this entry".
+using ManifestFieldSet = uint32_t;
+static_assert(kManifestFieldCount <= 32, "ManifestFieldSet holds one bit per field");
+inline constexpr ManifestFieldSet Bit(ManifestField f) {
+  return ManifestFieldSet{1} << static_cast<int>(f);
+}
+// The kRequired fields.
+inline constexpr ManifestFieldSet kRequiredManifestFields = [] {
+  ManifestFieldSet set = 0;
+  for (size_t i = 0; i < kManifestFieldCount; ++i) {
+    if (kManifestFields[i].presence == FieldPresence::kRequired) set |= ManifestFieldSet{1} << i;
+  }
+  return set;
+}();
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_FORMAT_MANIFEST_FIELDS_H_
