@@ -421,6 +421,7 @@ bool EntryFilter::Matches(const ManifestEntry& e) const {
 // Clears an entry for reuse, keeping what its strings and vectors hold.
 void ManifestReader::ResetEntry(ManifestEntry* e) {
   e->index = e->record_id = e->task_id = 0;
+  e->task_id_text.clear();
   e->step = 0;
   e->func_ids.clear();
   e->role.clear();
@@ -466,6 +467,7 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
         absl::string_view text;
         s = ParseStringView(&text, &scratch_, where);
         if (s.ok()) {
+          e->task_id_text.assign(text.data(), text.size());
           absl::string_view hex = text;
           if (hex.size() > 2 && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X')) hex.remove_prefix(2);
           if (hex.empty() || hex.size() > 16 || !absl::SimpleHexAtoi(hex, &e->task_id)) {

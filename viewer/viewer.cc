@@ -547,32 +547,14 @@ int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
 
 // --- listing, --export, --npy, --stats -----------------------------------------
 
-int List(ArgSource& source, const Options& o, const std::string& export_root, std::ostream& out,
-         std::ostream& err) {
-  out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  %10s  %s\n", "index",
-                         "task_id", "stage", "role", "arg", "kind", "dtype", "shape", "bytes",
-                         "flags");
-  uint64_t matched = 0;
-  std::vector<ManifestEntry> selected;  // what needs payloads
-  const bool payloads = o.export_text || o.npy || o.stats;
-  ManifestEntry e;
-  std::string line;
-  for (;;) {
-    absl::StatusOr<bool> got = source.Next(&e);
-    if (!got.ok()) return Fail(err, got.status());
-    if (!*got) break;
-    ++matched;
-    if (o.export_text || ((o.npy || o.stats) && e.kind == "tensor")) selected.push_back(e);
-    ListingLine(e, &line);
-    out << line;
-  }
-  if (matched == 0 && o.selection.any()) return NoMatch(source, err);
-  out << matched << " args\n";
-  if (!payloads) return 0;
-  // One pass over the selected args: each payload is read once, for the
-  // text file, the .npy file and the stats line alike.
+// --export, --npy and --stats over the selected args, in one pass: each
+// payload is read once, for the text file, the .npy file and the stats
+// line alike. `export_text`: --export, or --index (which always exports).
+int WriteSelected(ArgSource& source, const Options& o, bool export_text,
+                  const std::vector<ManifestEntry>& selected, const std::string& export_root,
+                  std::ostream& out, std::ostream& err) {
   const std::string txt = export_root + "/txt", npy = export_root + "/npy";
-  for (const std::string& d : {export_root, o.export_text ? txt : "", o.npy ? npy : ""}) {
+  for (const std::string& d : {export_root, export_text ? txt : "", o.npy ? npy : ""}) {
     if (d.empty() || selected.empty()) continue;
     if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
       err << "dump_viewer: cannot create " << d << ": " << std::strerror(errno) << "\n";
@@ -591,7 +573,11 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
   for (const ManifestEntry& s : selected) {
     std::string bytes;
     if (absl::Status st = source.ReadPayload(s, &bytes); !st.ok()) return Fail(err, st);
-    if (o.export_text && !write(txt + "/" + TextFileName(s), FormatArgText(s, bytes))) return 2;
+    if (export_text) {
+      const std::string path = absl::StrCat(txt, "/", TextFileName(s));
+      if (!write(path, FormatArgText(s, bytes))) return 2;
+      out << "Saved: " << path << "\n";
+    }
     if (o.npy && s.kind == "tensor") {
       absl::StatusOr<std::string> file = EncodeNpy(s, bytes);
       if (!file.ok()) {
@@ -610,8 +596,9 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
                                    stored);
     }
   }
-  if (o.export_text && !selected.empty()) {
-    out << "exported " << selected.size() << " files to " << txt << "/\n";
+  // The reference's closing line (its path as pathlib prints it: no "/").
+  if (export_text && !selected.empty()) {
+    out << "\nExported " << selected.size() << " arg(s) to " << txt << "\n";
   }
   if (o.npy) out << "wrote " << npy_files << " .npy files to " << npy << "/\n" << npy_notes;
   if (o.stats) {
@@ -620,6 +607,32 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
         << stats_table;
   }
   return 0;
+}
+
+int List(ArgSource& source, const Options& o, const std::string& export_root, std::ostream& out,
+         std::ostream& err) {
+  out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  %10s  %s\n", "index",
+                         "task_id", "stage", "role", "arg", "kind", "dtype", "shape", "bytes",
+                         "flags");
+  // The reference's habit: --index N always exports that entry.
+  const bool export_text = o.export_text || o.selection.index.has_value();
+  uint64_t matched = 0;
+  std::vector<ManifestEntry> selected;  // what needs payloads
+  ManifestEntry e;
+  std::string line;
+  for (;;) {
+    absl::StatusOr<bool> got = source.Next(&e);
+    if (!got.ok()) return Fail(err, got.status());
+    if (!*got) break;
+    ++matched;
+    if (export_text || ((o.npy || o.stats) && e.kind == "tensor")) selected.push_back(e);
+    ListingLine(e, &line);
+    out << line;
+  }
+  if (matched == 0 && o.selection.any()) return NoMatch(source, err);
+  out << matched << " args\n";
+  if (!export_text && !o.npy && !o.stats) return 0;
+  return WriteSelected(source, o, export_text, selected, export_root, out, err);
 }
 
 }  // namespace

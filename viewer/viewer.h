@@ -12,8 +12,10 @@
 // live or finished, fetching only the payloads a command needs.
 //
 // Lists the matching args, one line each. --export writes each as
-// <out>/txt/task_<id>_<before|after>_<in|out|inout><n>.txt (text_export.h),
-// --npy each tensor as <out>/npy/<same>.npy (npy.h); <out> is --out, else
+// <out>/txt/task_<id>_<before|after>_<in|out|inout><n>.txt (text_export.h:
+// what the reference viewer writes; "Saved: <path>" per file, then
+// "Exported N arg(s) to <out>/txt"); --index N always exports entry N;
+// --npy each tensor as <out>/npy/task_<16 hex digits>_...npy (npy.h); <out> is --out, else
 // the capture directory, else (remote) ./<NAME>. --stats adds min, max,
 // mean, abs-max and NaN/+Inf/-Inf/zero counts per tensor.
 // --first-nonfinite names the first task (task order) whose selected
