@@ -74,6 +74,14 @@ void ProgressMeter::Add(size_t counter, uint64_t delta) {
   MaybeDraw(options_.clock());
 }
 
+void ProgressMeter::Add(std::initializer_list<uint64_t> deltas) {
+  if (out_ == nullptr) return;
+  assert(deltas.size() <= counter_count_);
+  size_t i = 0;
+  for (uint64_t delta : deltas) counters_[i++].done.fetch_add(delta, std::memory_order_relaxed);
+  MaybeDraw(options_.clock());
+}
+
 void ProgressMeter::SetTotal(size_t counter, uint64_t total) {
   if (out_ == nullptr) return;
   assert(counter < counter_count_);

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,6 +70,9 @@ class ProgressMeter {
 
   bool enabled() const { return out_ != nullptr; }
   void Add(size_t counter, uint64_t delta);
+  // Adds deltas[i] to counter i, then draws once if due: one item of so
+  // many bytes done is Add({1, bytes}).
+  void Add(std::initializer_list<uint64_t> deltas);
   void SetTotal(size_t counter, uint64_t total);
   // Draws if due without adding (a caller's own wait loop).
   void Update();

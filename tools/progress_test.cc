@@ -49,8 +49,7 @@ TEST(ProgressTest, NothingBeforeTheDelayThenAtMostOneLinePerInterval) {
   {
     ProgressMeter meter(&err, Options(&clock, /*in_place=*/false), ArgsAndBytes());
     clock.Set(1000 + 499);
-    meter.Add(0, 10);
-    meter.Add(1, 10 * 1024 * 1024);
+    meter.Add({10, 10 * 1024 * 1024});  // one call for both counters
     EXPECT_EQ(err.str(), "");  // a quick command prints nothing
     clock.Set(1000 + 500);
     meter.Add(0, 0);

@@ -25,6 +25,7 @@
 #include "viewer/compare.h"
 #include "viewer/npy.h"
 #include "server/record_format.h"
+#include "tools/progress.h"
 #include "viewer/remote_source.h"
 #include "viewer/text_export.h"
 
@@ -43,6 +44,8 @@ struct Options {
   std::string auth_token_file;
   bool list_captures = false;                  // --captures
   std::map<std::string, std::string> labels;  // --label k=v (with --captures)
+  ProgressMode progress = ProgressMode::kAuto;  // --progress / --noprogress
+  ViewerTerminals terminals;
 };
 
 constexpr char kFlagList[] =
@@ -50,7 +53,7 @@ constexpr char kFlagList[] =
     "--index/-i, "
     "--export/-e, --npy, "
     "--stats, --first-nonfinite, --compare, --atol, --rtol, --out, --server, --capture, "
-    "--auth_token_file, --captures, --label";
+    "--auth_token_file, --captures, --label, --progress, --noprogress";
 
 
 // A row of the --stats table; `stored`: numbers the capture stored.
@@ -174,6 +177,10 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
     }
     if (flag == "--captures") {
       o->list_captures = true;
+      continue;
+    }
+    if (flag == "--progress" || flag == "--noprogress") {
+      o->progress = flag == "--progress" ? ProgressMode::kAlways : ProgressMode::kNever;
       continue;
     }
     if (flag == "--overflow") {
@@ -321,6 +328,28 @@ int Fail(std::ostream& err, const absl::Status& s) {
   return 2;
 }
 
+// Progress on stderr for a long command (tools/progress.h): by default on
+// a terminal once it outlasts a moment; --progress / --noprogress force it.
+std::unique_ptr<ProgressMeter> MakeProgress(const Options& o, std::ostream& err,
+                                            const std::string& label,
+                                            std::vector<ProgressCounter> counters) {
+  std::optional<ProgressOptions> options = ProgressOptionsFor(o.progress, o.terminals.err);
+  if (!options) return std::make_unique<ProgressMeter>();
+  options->label = label;
+  return std::make_unique<ProgressMeter>(&err, *std::move(options), std::move(counters));
+}
+
+// A line of stdout while `progress` may be drawn: on one terminal with it,
+// the progress line is erased first (it comes back when next due).
+void Say(const Options& o, ProgressMeter& progress, std::ostream& out, const std::string& line) {
+  if (!o.terminals.out) {
+    out << line;
+    return;
+  }
+  progress.Clear();
+  out << line << std::flush;
+}
+
 // "nothing matched", with values that exist.
 int NoMatch(ArgSource& source, std::ostream& err) {
   absl::StatusOr<SomeValues> some = source.Suggestions();
@@ -430,9 +459,15 @@ int Summarize(const Tally& t, const Tolerance& tol, std::ostream& out) {
 }
 
 // Against another capture: both in manifest order, joined on the key.
-int CompareCaptures(ArgSource& here, ArgSource& golden, const Selection& selection,
-                    const Tolerance& tol, std::ostream& out, std::ostream& err) {
+int CompareCaptures(ArgSource& here, ArgSource& golden, const Options& o, std::ostream& out,
+                    std::ostream& err) {
+  const Selection& selection = o.selection;
+  const Tolerance& tol = o.tolerance;
   out << kCompareHeader;
+  // How many args the join meets is known only at its end.
+  std::unique_ptr<ProgressMeter> progress =
+      MakeProgress(o, err, "compare", {{"args", ProgressUnit::kCount, std::nullopt},
+                                       {"", ProgressUnit::kBytes, std::nullopt}});
   Tally t;
   // With --index the golden side is selected by key only: its other
   // entries are not "missing" here.
@@ -441,15 +476,18 @@ int CompareCaptures(ArgSource& here, ArgSource& golden, const Selection& selecti
       JoinCaptures(here, golden, [&](const ManifestEntry* a, const ManifestEntry* g) {
         if (g == nullptr) {
           ++t.only_here;
-          out << Row(*a, a->numel, nullptr, "ONLY HERE (not in the golden)");
+          Say(o, *progress, out, Row(*a, a->numel, nullptr, "ONLY HERE (not in the golden)"));
+          progress->Add(0, 1);
           t.Note(absl::StrCat(WhereIs(*a), ": not in the golden"));
           return absl::OkStatus();
         }
         if (a == nullptr) {
           if (count_golden_only) {
             ++t.only_golden;
-            out << absl::StrFormat("%7s  %s  ONLY IN THE GOLDEN (golden index %d)\n", "-",
-                                   WhereIs(*g), g->index);
+            Say(o, *progress, out,
+                absl::StrFormat("%7s  %s  ONLY IN THE GOLDEN (golden index %d)\n", "-",
+                                WhereIs(*g), g->index));
+            progress->Add(0, 1);
             t.Note(absl::StrCat(WhereIs(*g), ": only in the golden"));
           }
           return absl::OkStatus();
@@ -460,10 +498,12 @@ int CompareCaptures(ArgSource& here, ArgSource& golden, const Selection& selecti
         const ArgVerdict v = CompareArg(*a, pa, *g, pg, tol);
         ++t.compared;
         t.differ += v.differs;
-        out << RowOf(*a, v);
+        Say(o, *progress, out, RowOf(*a, v));
         if (v.differs) t.Note(v.detail);
+        progress->Add({1, pa.size() + pg.size()});
         return absl::OkStatus();
       });
+  progress->Finish();
   if (!joined.ok()) return Fail(err, joined);
   if (t.compared + t.only_here + t.only_golden == 0) return NoMatch(here, err);
   return Summarize(t, tol, out);
@@ -561,6 +601,12 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
       return 2;
     }
   }
+  uint64_t total_bytes = 0;
+  for (const ManifestEntry& s : selected) total_bytes += s.bin_size;
+  std::unique_ptr<ProgressMeter> progress =
+      MakeProgress(o, err, export_text || o.npy ? "export" : "stats",
+                   {{"args", ProgressUnit::kCount, selected.size()},
+                    {"", ProgressUnit::kBytes, total_bytes}});
   std::string stats_table, npy_notes;
   uint64_t npy_files = 0;
   auto write = [&](const std::string& path, const std::string& bytes) {
@@ -576,7 +622,7 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
     if (export_text) {
       const std::string path = absl::StrCat(txt, "/", TextFileName(s));
       if (!write(path, FormatArgText(s, bytes))) return 2;
-      out << "Saved: " << path << "\n";
+      Say(o, *progress, out, absl::StrCat("Saved: ", path, "\n"));
     }
     if (o.npy && s.kind == "tensor") {
       absl::StatusOr<std::string> file = EncodeNpy(s, bytes);
@@ -595,7 +641,9 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
       stats_table += StatsTableRow(s.index, stored ? FromStored(*s.stats) : ComputeStats(s, bytes),
                                    stored);
     }
+    progress->Add({1, bytes.size()});
   }
+  progress->Finish();
   // The reference's closing line (its path as pathlib prints it: no "/").
   if (export_text && !selected.empty()) {
     out << "\nExported " << selected.size() << " arg(s) to " << txt << "\n";
@@ -661,7 +709,13 @@ int ListCaptures(const Options& o, std::ostream& out, std::ostream& err) {
 }
 
 int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return RunViewer(args, out, err, ViewerTerminals());
+}
+
+int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+              ViewerTerminals terminals) {
   Options o;
+  o.terminals = terminals;
   if (!ParseArgs(args, &o, err)) return 2;
   if (o.list_captures) return ListCaptures(o, out, err);
   const bool remote = !o.remote.target.empty();
@@ -716,7 +770,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
       by_key.index.reset();
       auto g = open("", golden.substr(8), by_key);
       if (!g.ok()) return Fail(err, g.status());
-      return CompareCaptures(**source, **g, o.selection, o.tolerance, out, err);
+      return CompareCaptures(**source, **g, o, out, err);
     }
     if (IsFile(golden) && !absl::EndsWith(golden, ".zip")) {
       return CompareFile(**source, golden, o.tolerance, out, err);
@@ -735,7 +789,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     by_key.index.reset();
     auto g = OpenLocalCapture(at->dir, by_key);
     if (!g.ok()) return Fail(err, g.status());
-    return CompareCaptures(**source, **g, o.selection, o.tolerance, out, err);
+    return CompareCaptures(**source, **g, o, out, err);
   }
   std::string root = o.out_dir;
   if (root.empty()) root = remote ? o.remote.capture : !zip_name.empty() ? zip_name : CaptureDirOf(o.dir);

@@ -6,6 +6,7 @@
 //               [--export/-e] [--npy] [--stats] [--out DIR]
 //               [--first-nonfinite]
 //               [--compare GOLDEN [--atol A] [--rtol R]]
+//               [--progress | --noprogress]
 // DIR is a capture directory (.../args_dump) or a folder holding one;
 // without it (and without --server), the newest outputs/*/args_dump under
 // the current folder. --server/--capture read a capture service instead,
@@ -25,6 +26,11 @@
 // file for the one selected tensor (.npy, or raw little-endian bytes of its
 // dtype). Element rule and metrics: compare.h (NumPy isclose defaults).
 //
+// Exports and --compare show progress on stderr (args, bytes, rates; at
+// most a few lines a second) once they take more than a moment, by default
+// only on a terminal; --progress / --noprogress force it on / off. Never on
+// stdout.
+//
 // Returns the exit status: 0; 1 when nothing matched or --compare found a
 // difference; 2 for bad arguments, unreadable captures or files, or a
 // service that refuses.
@@ -38,6 +44,16 @@
 namespace argsdump {
 
 int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// Which of `out` and `err` are terminals (main asks isatty). Progress goes
+// to `err`, by default only when it is one; with `out` one too, the
+// progress line is erased before each line of output.
+struct ViewerTerminals {
+  bool out = false;
+  bool err = false;
+};
+int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+              ViewerTerminals terminals);
 
 }  // namespace argsdump
 

@@ -284,6 +284,37 @@ TEST(ViewerTest, IndexAlwaysExportsThatEntry) {
   EXPECT_NE(::stat((golden + "/txt").c_str(), &st), 0);
 }
 
+// Progress goes to stderr only, and only when asked (these streams are no
+// terminal): stdout is the same with it or without it.
+TEST(ViewerTest, ProgressOnStderrWhenForced) {
+  const std::string dir = MakeCapture(Root() + "/progress/args_dump");
+  const std::string golden = MakeCapture(Root() + "/progress_golden/args_dump");
+  const Result quiet = Viewer({dir, "--export", "--npy"});
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+  const Result off = Viewer({dir, "--export", "--npy", "--noprogress"});
+  EXPECT_EQ(off.out, quiet.out);
+  EXPECT_EQ(off.err, "");
+  const Result on = Viewer({dir, "--export", "--npy", "--progress"});
+  ASSERT_EQ(on.code, 0) << on.err;
+  EXPECT_EQ(on.out, quiet.out);
+  // The final line: 9 args, 5 tensors of 32 bytes and the truncated 16.
+  EXPECT_NE(on.err.find("export: 9/9 args ("), std::string::npos) << on.err;
+  EXPECT_NE(on.err.find(", 176 B/176 B ("), std::string::npos) << on.err;
+  EXPECT_EQ(on.err.back(), '\n');
+  const Result cmp = Viewer({dir, "--compare", golden, "--progress"});
+  EXPECT_EQ(cmp.out, Viewer({dir, "--compare", golden}).out);
+  EXPECT_NE(cmp.err.find("compare: 9 args"), std::string::npos) << cmp.err;
+  // On a terminal the line is redrawn in place and ended at the finish.
+  std::ostringstream out, err;
+  ASSERT_EQ(RunViewer({dir, "--stats", "--progress"}, out, err, ViewerTerminals{false, true}), 0);
+  const std::string drawn = err.str();
+  EXPECT_EQ(drawn.rfind("\rstats: ", 0), 0u) << drawn;
+  EXPECT_NE(drawn.find("\rstats: 6/6 args ("), std::string::npos) << drawn;
+  EXPECT_EQ(drawn.substr(drawn.size() - 4), "\x1b[K\n") << drawn;
+  EXPECT_EQ(std::count(drawn.begin(), drawn.end(), '\n'), 1) << drawn;
+}
+
 TEST(ViewerTest, StatsForTheSelectedTensors) {
   const std::string dir = MakeCapture(Root() + "/stats/args_dump");
   const Result r = Viewer({dir, "-t", "0x100000001", "--stats"});
