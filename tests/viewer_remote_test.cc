@@ -121,8 +121,10 @@ const std::vector<std::vector<std::string>>& Commands() {
       {"-r", "inout"},
       {"--func", "6"},
       {"-a", "2"},
-      {"-i", "5"},
-      {"-i", "11", "-r", "output"},
+      // --index exports (the reference's habit): both sides into one folder,
+      // so that their "Saved:" lines are the same.
+      {"-i", "5", "--out", TempDir("index_export")},
+      {"-i", "11", "-r", "output", "--out", TempDir("index_export")},
       {"--stats"},
       {"--stats", "-t", "100000002"},
       {"--first-nonfinite"},
@@ -152,10 +154,10 @@ TEST_F(ViewerRemoteTest, ExportsTheSameFiles) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(absl::StrReplaceAll(l.out, {{a, "OUT"}}), absl::StrReplaceAll(r.out, {{b, "OUT"}}));
   const std::vector<std::string> files = {
-      "txt/task_0000000100000001_after_out1.txt",
-      "txt/task_0000000100000000_before_in2.txt",
-      "txt/task_0000000100000003_after_out2.txt",
-      "txt/task_0000000100000003_after_out3.txt",
+      "txt/task_0x0000000100000001_after_out1.txt",
+      "txt/task_0x0000000100000000_before_in2.txt",
+      "txt/task_0x0000000100000003_after_out2.txt",
+      "txt/task_0x0000000100000003_after_out3.txt",
       "npy/task_0000000100000001_after_out1.BFLOAT16_as_float32.npy",
       "npy/task_0000000100000002_before_in1.npy",
       "npy/task_0000000100000003_after_out0.FP8E4M3FN_as_float32.npy",

@@ -205,7 +205,8 @@ TEST_F(CaptureLocationTest, ViewerOnAZipExportsToTheWorkingFolder) {
   const int cmp = RunViewer({zip + "/Suite.Old", "--compare", zip + "/Suite.New"}, cmp_out, cmp_err);
   ASSERT_EQ(::chdir(old), 0);
   EXPECT_EQ(code, 0) << err.str();
-  EXPECT_THAT(out.str(), HasSubstr("exported 3 files to Suite.Old/txt/"));
+  EXPECT_THAT(out.str(), HasSubstr("Saved: Suite.Old/txt/task_0x0000000100000000_"));
+  EXPECT_THAT(out.str(), HasSubstr("\nExported 3 arg(s) to Suite.Old/txt\n"));
   struct stat st;
   EXPECT_EQ(::stat((cwd + "/Suite.Old/txt").c_str(), &st), 0);
   // Two zipped captures compared: the variant differs at task 1's output.

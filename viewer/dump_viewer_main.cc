@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/progress.h"
 #include "viewer/viewer.h"
 
 int main(int argc, char** argv) {
@@ -21,5 +22,6 @@ int main(int argc, char** argv) {
     }
   }
   std::vector<std::string> args(argv + 1, argv + argc);
-  return argsdump::RunViewer(args, std::cout, std::cerr);
+  return argsdump::RunViewer(args, std::cout, std::cerr,
+                             {argsdump::IsTerminal(STDOUT_FILENO), argsdump::IsTerminal(STDERR_FILENO)});
 }

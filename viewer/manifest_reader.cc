@@ -421,6 +421,7 @@ bool EntryFilter::Matches(const ManifestEntry& e) const {
 // Clears an entry for reuse, keeping what its strings and vectors hold.
 void ManifestReader::ResetEntry(ManifestEntry* e) {
   e->index = e->record_id = e->task_id = 0;
+  e->task_id_text.clear();
   e->step = 0;
   e->func_ids.clear();
   e->role.clear();
@@ -448,6 +449,7 @@ absl::Status ManifestReader::ParseField(Field field, absl::string_view where, Ma
     case Field::kTaskId: {
       absl::string_view text;
       if (absl::Status s = ParseStringView(&text, &scratch_, where); !s.ok()) return s;
+      e->task_id_text.assign(text.data(), text.size());  // exports name files by it
       const std::optional<uint64_t> id = ParseTaskIdHex(text);
       if (!id) {
         return Error(absl::StrCat(where, ": expected \"0x\" and up to 16 hex digits, found \"",

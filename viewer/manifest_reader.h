@@ -37,6 +37,9 @@ struct ManifestEntry {
   uint64_t index = 0;  // position in args[] (what --index takes)
   uint64_t record_id = 0;  // remote captures: the id ReadPayload takes
   uint64_t task_id = 0;
+  // The task_id string as the manifest spells it ("0x0000000200000a00");
+  // empty for entries that did not come from a manifest's text (remote).
+  std::string task_id_text;
   uint32_t step = 0;  // the workload step; 0 when the manifest has none
   std::vector<int64_t> func_ids;  // [-1] when unknown
   std::string role, stage, kind, dtype;

@@ -1,14 +1,19 @@
 #include "viewer/text_export.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
+#include <limits>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "format/dtype.h"
 #include "format/names.h"
@@ -16,22 +21,16 @@
 namespace argsdump {
 namespace {
 
-template <typename F>
-std::string Shortest(F v, int max_digits) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-  char buf[40];
-  // Whole numbers print as integers (100, not 1e+02) while exact.
-  if (v == std::floor(v) && std::fabs(v) < 1e15) {
-    std::snprintf(buf, sizeof(buf), "%.0f", static_cast<double>(v));
-    return std::signbit(v) && v == 0 ? "-0" : buf;
-  }
-  for (int digits = 1; digits <= max_digits; ++digits) {
-    std::snprintf(buf, sizeof(buf), "%.*g", digits, static_cast<double>(v));
-    if (static_cast<F>(std::strtod(buf, nullptr)) == v) break;
-  }
-  return buf;
-}
+// ---- elements -------------------------------------------------------------
+
+// Appends element `i` of a densely packed payload.
+using AppendElement = void (*)(const unsigned char* payload, uint64_t i, std::string* out);
+
+// How a dtype's elements print, resolved once per entry.
+struct ElementFormat {
+  AppendElement append;
+  uint32_t bits;  // per element
+};
 
 template <typename T>
 T Load(const unsigned char* p, uint64_t i) {
@@ -40,103 +39,280 @@ T Load(const unsigned char* p, uint64_t i) {
   return v;
 }
 
-}  // namespace
-
-std::string TextFileName(const ManifestEntry& e) {
-  const char* role = e.role == "input" ? "in" : e.role == "output" ? "out" : "inout";
-  return absl::StrFormat("task_%016x_%s_%s%d.txt", e.task_id,
-                         e.stage == "before_dispatch" ? "before" : "after", role, e.arg_index);
+// Python's format(v, ".<digits>g"): C's %g, except that a NaN is "nan"
+// whatever its sign bit (glibc prints "-nan").
+void AppendG(double v, int digits, std::string* out) {
+  if (std::isnan(v)) {
+    out->append("nan");
+    return;
+  }
+  char buf[40];
+  const int n = std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+  out->append(buf, static_cast<size_t>(n));
 }
 
-std::string FormatElement(const std::string& dtype_name, const unsigned char* p, uint64_t i) {
-  const auto dtype = DataTypeFromName(dtype_name);
-  if (!dtype) return "?";
+template <typename T>
+void AppendInteger(const unsigned char* p, uint64_t i, std::string* out) {
+  char buf[absl::numbers_internal::kFastToBufferSize];
+  using Wide = std::conditional_t<std::is_signed<T>::value, int64_t, uint64_t>;
+  const char* end = absl::numbers_internal::FastIntToBuffer(static_cast<Wide>(Load<T>(p, i)), buf);
+  out->append(buf, static_cast<size_t>(end - buf));
+}
+
+void AppendBool(const unsigned char* p, uint64_t i, std::string* out) {
+  out->append(p[i] != 0 ? "True" : "False");
+}
+
+void AppendFloat32(const unsigned char* p, uint64_t i, std::string* out) {
+  AppendG(Load<float>(p, i), 6, out);
+}
+void AppendFloat16(const unsigned char* p, uint64_t i, std::string* out) {
+  AppendG(HalfToFloat(Load<uint16_t>(p, i)), 4, out);
+}
+void AppendBfloat16(const unsigned char* p, uint64_t i, std::string* out) {
+  AppendG(Bfloat16ToFloat(Load<uint16_t>(p, i)), 3, out);
+}
+void AppendFloat64(const unsigned char* p, uint64_t i, std::string* out) {
+  AppendG(Load<double>(p, i), 15, out);
+}
+void AppendFp8E4M3Fn(const unsigned char* p, uint64_t i, std::string* out) {
+  AppendG(Fp8E4M3FnToFloat(p[i]), 3, out);
+}
+void AppendFp8E8M0(const unsigned char* p, uint64_t i, std::string* out) {
+  AppendG(Fp8E8M0ToFloat(p[i]), 2, out);
+}
+void AppendFp4E2M1(const unsigned char* p, uint64_t i, std::string* out) {
+  AppendG(Fp4E2M1ToFloat((p[i / 2] >> (4 * (i % 2))) & 0xF), 2, out);
+}
+
+// A dtype we cannot decode: its bytes, one element each.
+void AppendHexByte(const unsigned char* p, uint64_t i, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const char text[4] = {'0', 'x', kHex[p[i] >> 4], kHex[p[i] & 0xF]};
+  out->append(text, 4);
+}
+
+ElementFormat FormatOf(absl::string_view dtype_name) {
+  const std::optional<DataType> dtype =
+      DataTypeFromName(std::string_view(dtype_name.data(), dtype_name.size()));
+  if (!dtype) return {AppendHexByte, 8};
+  const uint32_t bits = ElementBits(*dtype);
   switch (*dtype) {
-    case DataType::kInt8: return absl::StrCat(Load<int8_t>(p, i));
-    case DataType::kInt16: return absl::StrCat(Load<int16_t>(p, i));
-    case DataType::kInt32: return absl::StrCat(Load<int32_t>(p, i));
-    case DataType::kInt64: return absl::StrCat(Load<int64_t>(p, i));
-    case DataType::kUint8: return absl::StrCat(Load<uint8_t>(p, i));
-    case DataType::kUint16: return absl::StrCat(Load<uint16_t>(p, i));
-    case DataType::kUint32: return absl::StrCat(Load<uint32_t>(p, i));
-    case DataType::kUint64: return absl::StrCat(Load<uint64_t>(p, i));
-    case DataType::kBool: return Load<uint8_t>(p, i) ? "true" : "false";
-    case DataType::kFloat64: return Shortest(Load<double>(p, i), 17);
-    default:  // every narrower float widens exactly to float
-      return Shortest(static_cast<float>(ElementAsDouble(*dtype, p, i)), 9);
+    case DataType::kFloat32: return {AppendFloat32, bits};
+    case DataType::kFloat16: return {AppendFloat16, bits};
+    case DataType::kBfloat16: return {AppendBfloat16, bits};
+    case DataType::kFloat64: return {AppendFloat64, bits};
+    case DataType::kFp8E4M3Fn: return {AppendFp8E4M3Fn, bits};
+    case DataType::kFp8E8M0: return {AppendFp8E8M0, bits};
+    case DataType::kFp4E2M1: return {AppendFp4E2M1, bits};
+    case DataType::kInt8: return {AppendInteger<int8_t>, bits};
+    case DataType::kInt16: return {AppendInteger<int16_t>, bits};
+    case DataType::kInt32: return {AppendInteger<int32_t>, bits};
+    case DataType::kInt64: return {AppendInteger<int64_t>, bits};
+    case DataType::kUint8: return {AppendInteger<uint8_t>, bits};
+    case DataType::kUint16: return {AppendInteger<uint16_t>, bits};
+    case DataType::kUint32: return {AppendInteger<uint32_t>, bits};
+    case DataType::kUint64: return {AppendInteger<uint64_t>, bits};
+    case DataType::kBool: return {AppendBool, bits};
   }
+  return {AppendHexByte, 8};
 }
 
-std::string FormatArgText(const ManifestEntry& e, absl::string_view payload) {
-  std::string out;
-  auto line = [&](const std::string& key, const std::string& value) {
-    absl::StrAppend(&out, "# ", key, ": ", value, "\n");
+// ---- scalar values: what Python's str() makes of the JSON value -------------
+
+// repr(float): the shortest digits that read back to `v`, in fixed
+// notation when the decimal point falls within 16 digits of them ("100.0",
+// "0.0001"), else "1e+16", "1.5e-05"; "nan", "inf", "-inf".
+std::string PythonFloatRepr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[64];
+  const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  absl::string_view sci(buf, static_cast<size_t>(r.ptr - buf));  // "-1.5e-05"
+  std::string sign;
+  if (absl::ConsumePrefix(&sci, "-")) sign = "-";
+  const size_t e = sci.find('e');
+  std::string digits(sci.substr(0, e));
+  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+  int exponent = 0;
+  (void)absl::SimpleAtoi(sci.substr(e + 1), &exponent);
+  const int point = exponent + 1;  // digits are 0.<digits> x 10^point
+  const int n = static_cast<int>(digits.size());
+  if (point <= -4 || point > 16) {
+    std::string mantissa = digits.substr(0, 1);
+    if (n > 1) absl::StrAppend(&mantissa, ".", digits.substr(1));
+    char exp[16];
+    std::snprintf(exp, sizeof(exp), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    return absl::StrCat(sign, mantissa, exp);
+  }
+  if (point <= 0) return absl::StrCat(sign, "0.", std::string(-point, '0'), digits);
+  if (point >= n) return absl::StrCat(sign, digits, std::string(point - n, '0'), ".0");
+  return absl::StrCat(sign, digits.substr(0, point), ".", digits.substr(point));
+}
+
+// str(int(token)): JSON integers have no leading zeros; "-0" is 0.
+std::string PythonInt(absl::string_view token) {
+  const bool negative = absl::ConsumePrefix(&token, "-");
+  while (token.size() > 1 && token.front() == '0') token.remove_prefix(1);
+  if (token == "0") return "0";
+  return absl::StrCat(negative ? "-" : "", token);
+}
+
+// The reference writes `# value: {arg.get("value")}` after json.load, and
+// for a BOOL scalar "true"/"false" by the value's truthiness. Our reader
+// keeps the JSON token (a string with its quotes).
+std::string ScalarValueText(const ManifestEntry& e) {
+  const absl::string_view t = e.value;
+  const bool is_string = t.size() >= 2 && t.front() == '"' && t.back() == '"';
+  const bool is_float = !is_string && (absl::StrContains(t, '.') || absl::StrContains(t, 'e') ||
+                                       absl::StrContains(t, 'E') || absl::StrContains(t, "NaN") ||
+                                       absl::StrContains(t, "Infinity"));
+  const auto as_double = [&] {
+    if (t == "NaN") return std::numeric_limits<double>::quiet_NaN();
+    if (t == "Infinity" || t == "-Infinity") {
+      return t[0] == '-' ? -std::numeric_limits<double>::infinity()
+                         : std::numeric_limits<double>::infinity();
+    }
+    return std::strtod(std::string(t).c_str(), nullptr);
   };
-  line("task_id", TaskIdHex(e.task_id));
-  if (e.step != 0) line("step", absl::StrCat(e.step));
-  if (e.overflow) {
-    line("overflow", "true (captured by the overflow check: the task's output held a NaN or an "
-                     "Inf; inputs are as they were at completion)");
+  if (absl::EqualsIgnoreCase(e.dtype, "BOOL")) {
+    bool truthy;
+    if (!e.has_value || t == "null" || t == "false") {
+      truthy = false;
+    } else if (t == "true") {
+      truthy = true;
+    } else if (is_string) {
+      truthy = t.size() > 2;
+    } else {
+      truthy = is_float ? as_double() != 0 : PythonInt(t) != "0";
+    }
+    return truthy ? "true" : "false";
   }
-  line("role", e.role);
-  line("stage", e.stage);
-  line("arg_index", absl::StrCat(e.arg_index));
-  line("dtype", e.dtype);
-  line("kind", e.kind);
-  line("is_contiguous", e.is_contiguous ? "true" : "false");
-  line("shape", absl::StrCat("[", absl::StrJoin(e.shape, ", "), "]"));
-  line("strides", absl::StrCat("[", absl::StrJoin(e.strides, ", "), "]"));
-  line("start_offset", absl::StrCat(e.start_offset));
-  if (e.arg_index_ambiguous) line("arg_index_ambiguous", "true");
-  if (e.in_flight_snapshot) line("in_flight_snapshot", "true (the task was still running)");
-  if (e.kind == "scalar") {
-    line("value", e.value);
-    return out;
-  }
-  const auto dtype = DataTypeFromName(e.dtype);
-  if (!dtype) {
-    line("note", absl::StrCat("unknown dtype ", e.dtype, ": values not decoded"));
-    return out;
-  }
-  uint64_t numel = 1;
-  for (uint64_t d : e.shape) numel *= d;
-  // Whole elements present in the payload.
-  const uint64_t present = std::min<uint64_t>(
-      numel, payload.size() * 8 / std::max<uint32_t>(1, ElementBits(*dtype)));
-  if (e.overwritten) {
-    line("note", "overwritten: the device reused the arena before the host copied it; "
-                 "the values below are not trustworthy");
-  }
-  if (payload.empty()) {
-    line("note", "no data: only metadata was captured for this arg");
-    return out;
-  }
-  if (e.truncated || present < numel) {
-    line("note", absl::StrCat("truncated: ", payload.size(), " bytes captured, elements 0..",
-                              present == 0 ? 0 : present - 1, " of ", numel));
-  }
-  const auto* p = reinterpret_cast<const unsigned char*>(payload.data());
-  std::vector<std::string> values(present);
-  size_t width = 1;
+  if (!e.has_value || t == "null") return "None";
+  if (t == "true") return "True";
+  if (t == "false") return "False";
+  if (is_string) return std::string(t.substr(1, t.size() - 2));
+  return is_float ? PythonFloatRepr(as_double()) : PythonInt(t);
+}
+
+// ---- the file ---------------------------------------------------------------
+
+std::string PythonList(const std::vector<uint64_t>& v) {
+  return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
+}
+
+void HeaderLine(absl::string_view key, absl::string_view value, std::string* out) {
+  absl::StrAppend(out, "# ", key, ": ", value, "\n");
+}
+
+std::string TaskIdText(const ManifestEntry& e) {
+  return e.task_id_text.empty() ? TaskIdHex(e.task_id) : e.task_id_text;
+}
+
+// The overview and detail blocks for `present` elements.
+void AppendValues(const ManifestEntry& e, const unsigned char* p, uint64_t present,
+                  ElementFormat format, std::string* out) {
+  // Every element's text once, back to back; a length each (a float's %g
+  // text is at most 24 characters, a hex byte 4, an integer 20).
+  std::string texts;
+  std::vector<uint8_t> lengths(present);
+  size_t width = 0;
   for (uint64_t i = 0; i < present; ++i) {
-    values[i] = FormatElement(e.dtype, p, i);
-    width = std::max(width, values[i].size());
+    const size_t before = texts.size();
+    format.append(p, i, &texts);
+    lengths[i] = static_cast<uint8_t>(texts.size() - before);
+    width = std::max<size_t>(width, lengths[i]);
   }
-  const uint64_t row = e.shape.empty() ? 1 : std::max<uint64_t>(1, e.shape.back());
-  out += "# Overview:\n";
+  uint64_t row = e.shape.empty() ? present : e.shape.back();
+  if (row == 0) row = present;
+  out->reserve(out->size() + 32 + present * (2 * width + 8 + 4 * e.shape.size()));
+  out->append("\n# Overview:\n");
+  size_t at = 0;
   for (uint64_t i = 0; i < present; ++i) {
-    absl::StrAppend(&out, std::string(width - values[i].size(), ' '), values[i]);
-    out += (i + 1) % row == 0 || i + 1 == present ? "\n" : "  ";
+    if (i > 0) out->push_back(i % row == 0 ? '\n' : ' ');
+    out->append(width - lengths[i], ' ');
+    out->append(texts, at, lengths[i]);
+    at += lengths[i];
   }
-  out += "# Detail:\n";
+  out->append("\n\n# Detail:\n");
+  // Row-major indices; with a 0 in the shape only element 0 is shown
+  // (the count above), at index 0 in every dimension.
   std::vector<uint64_t> index(e.shape.size(), 0);
+  char number[absl::numbers_internal::kFastToBufferSize];
+  at = 0;
   for (uint64_t i = 0; i < present; ++i) {
-    absl::StrAppend(&out, "[", absl::StrJoin(index, ", "), "] ", values[i], "\n");
+    out->push_back('[');
+    for (size_t d = 0; d < index.size(); ++d) {
+      if (d > 0) out->append(", ");
+      const char* end = absl::numbers_internal::FastIntToBuffer(index[d], number);
+      out->append(number, static_cast<size_t>(end - number));
+    }
+    out->append("] ");
+    out->append(texts, at, lengths[i]);
+    out->push_back('\n');
+    at += lengths[i];
     for (size_t d = index.size(); d-- > 0;) {
       if (++index[d] < e.shape[d]) break;
       index[d] = 0;
     }
   }
+}
+
+}  // namespace
+
+std::string TextFileName(const ManifestEntry& e) {
+  const absl::string_view stage = e.stage == "before_dispatch"    ? "before"
+                                  : e.stage == "after_completion" ? "after"
+                                                                  : absl::string_view(e.stage);
+  const absl::string_view role = e.role == "input"    ? "in"
+                                 : e.role == "output" ? "out"
+                                 : e.role == "inout"  ? "inout"
+                                                      : absl::string_view(e.role);
+  return absl::StrCat("task_", TaskIdText(e), "_", stage, "_", role, e.arg_index, ".txt");
+}
+
+std::string FormatArgText(const ManifestEntry& e, absl::string_view payload) {
+  std::string out;
+  HeaderLine("task_id", TaskIdText(e), &out);
+  HeaderLine("role", e.role, &out);
+  HeaderLine("stage", e.stage, &out);
+  HeaderLine("arg_index", absl::StrCat(e.arg_index), &out);
+  HeaderLine("dtype", e.dtype, &out);
+  HeaderLine("kind", e.kind.empty() ? "tensor" : e.kind, &out);
+  HeaderLine("is_contiguous", e.is_contiguous ? "True" : "False", &out);
+  HeaderLine("shape", PythonList(e.shape), &out);
+  HeaderLine("strides", PythonList(e.strides), &out);
+  HeaderLine("start_offset", absl::StrCat(e.start_offset), &out);
+  // Facts the reference has no record for (so no golden of it breaks).
+  if (e.step != 0) HeaderLine("step", absl::StrCat(e.step), &out);
+  if (e.overflow) {
+    HeaderLine("overflow", "True (captured by the overflow check: the task's output held a NaN "
+                           "or an Inf; inputs are as they were at completion)",
+               &out);
+  }
+  if (e.overwritten) {
+    out.append("# DATA OVERWRITTEN (host too slow)\n");
+    return out;
+  }
+  if (e.truncated) out.append("# DATA TRUNCATED (tensor too large for arena)\n");
+  if (e.kind == "scalar") {
+    HeaderLine("value", ScalarValueText(e), &out);
+    return out;
+  }
+  if (e.bin_size == 0) {
+    out.append("# (no data)\n");
+    return out;
+  }
+  const ElementFormat format = FormatOf(e.dtype);
+  uint64_t numel = 1;
+  for (uint64_t d : e.shape) {
+    numel = d != 0 && numel > std::numeric_limits<uint64_t>::max() / d
+                ? std::numeric_limits<uint64_t>::max()
+                : numel * d;
+  }
+  if (numel == 0) numel = 1;  // the reference's rule: shows element 0
+  const uint64_t present = std::min<uint64_t>(numel, payload.size() * 8 / format.bits);
+  AppendValues(e, reinterpret_cast<const unsigned char*>(payload.data()), present, format, &out);
   return out;
 }
 

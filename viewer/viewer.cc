@@ -27,6 +27,7 @@
 #include "viewer/npy.h"
 #include "format/names.h"
 #include "format/record.h"
+#include "tools/progress.h"
 #include "viewer/remote_source.h"
 #include "viewer/text_export.h"
 
@@ -45,6 +46,8 @@ struct Options {
   std::string auth_token_file;
   bool list_captures = false;                  // --captures
   std::map<std::string, std::string> labels;  // --label k=v (with --captures)
+  ProgressMode progress = ProgressMode::kAuto;  // --progress / --noprogress
+  ViewerTerminals terminals;
 };
 
 constexpr char kFlagList[] =
@@ -52,7 +55,7 @@ constexpr char kFlagList[] =
     "--index/-i, "
     "--export/-e, --npy, "
     "--stats, --first-nonfinite, --compare, --atol, --rtol, --out, --server, --capture, "
-    "--auth_token_file, --captures, --label";
+    "--auth_token_file, --captures, --label, --progress, --noprogress";
 
 
 // A row of the --stats table; `stored`: numbers the capture stored.
@@ -176,6 +179,10 @@ bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& e
     }
     if (flag == "--captures") {
       o->list_captures = true;
+      continue;
+    }
+    if (flag == "--progress" || flag == "--noprogress") {
+      o->progress = flag == "--progress" ? ProgressMode::kAlways : ProgressMode::kNever;
       continue;
     }
     if (flag == "--overflow") {
@@ -324,6 +331,28 @@ int Fail(std::ostream& err, const absl::Status& s) {
   return 2;
 }
 
+// Progress on stderr for a long command (tools/progress.h): by default on
+// a terminal once it outlasts a moment; --progress / --noprogress force it.
+std::unique_ptr<ProgressMeter> MakeProgress(const Options& o, std::ostream& err,
+                                            const std::string& label,
+                                            std::vector<ProgressCounter> counters) {
+  std::optional<ProgressOptions> options = ProgressOptionsFor(o.progress, o.terminals.err);
+  if (!options) return std::make_unique<ProgressMeter>();
+  options->label = label;
+  return std::make_unique<ProgressMeter>(&err, *std::move(options), std::move(counters));
+}
+
+// A line of stdout while `progress` may be drawn: on one terminal with it,
+// the progress line is erased first (it comes back when next due).
+void Say(const Options& o, ProgressMeter& progress, std::ostream& out, const std::string& line) {
+  if (!o.terminals.out) {
+    out << line;
+    return;
+  }
+  progress.Clear();
+  out << line << std::flush;
+}
+
 // "nothing matched", with values that exist.
 int NoMatch(ArgSource& source, std::ostream& err) {
   absl::StatusOr<SomeValues> some = source.Suggestions();
@@ -433,9 +462,15 @@ int Summarize(const Tally& t, const Tolerance& tol, std::ostream& out) {
 }
 
 // Against another capture: both in manifest order, joined on the key.
-int CompareCaptures(ArgSource& here, ArgSource& golden, const Selection& selection,
-                    const Tolerance& tol, std::ostream& out, std::ostream& err) {
+int CompareCaptures(ArgSource& here, ArgSource& golden, const Options& o, std::ostream& out,
+                    std::ostream& err) {
+  const Selection& selection = o.selection;
+  const Tolerance& tol = o.tolerance;
   out << kCompareHeader;
+  // How many args the join meets is known only at its end.
+  std::unique_ptr<ProgressMeter> progress =
+      MakeProgress(o, err, "compare", {{"args", ProgressUnit::kCount, std::nullopt},
+                                       {"", ProgressUnit::kBytes, std::nullopt}});
   Tally t;
   // With --index the golden side is selected by key only: its other
   // entries are not "missing" here.
@@ -444,15 +479,18 @@ int CompareCaptures(ArgSource& here, ArgSource& golden, const Selection& selecti
       JoinCaptures(here, golden, [&](const ManifestEntry* a, const ManifestEntry* g) {
         if (g == nullptr) {
           ++t.only_here;
-          out << Row(*a, a->numel, nullptr, "ONLY HERE (not in the golden)");
+          Say(o, *progress, out, Row(*a, a->numel, nullptr, "ONLY HERE (not in the golden)"));
+          progress->Add(0, 1);
           t.Note(absl::StrCat(WhereIs(*a), ": not in the golden"));
           return absl::OkStatus();
         }
         if (a == nullptr) {
           if (count_golden_only) {
             ++t.only_golden;
-            out << absl::StrFormat("%7s  %s  ONLY IN THE GOLDEN (golden index %d)\n", "-",
-                                   WhereIs(*g), g->index);
+            Say(o, *progress, out,
+                absl::StrFormat("%7s  %s  ONLY IN THE GOLDEN (golden index %d)\n", "-",
+                                WhereIs(*g), g->index));
+            progress->Add(0, 1);
             t.Note(absl::StrCat(WhereIs(*g), ": only in the golden"));
           }
           return absl::OkStatus();
@@ -463,10 +501,12 @@ int CompareCaptures(ArgSource& here, ArgSource& golden, const Selection& selecti
         const ArgVerdict v = CompareArg(*a, pa, *g, pg, tol);
         ++t.compared;
         t.differ += v.differs;
-        out << RowOf(*a, v);
+        Say(o, *progress, out, RowOf(*a, v));
         if (v.differs) t.Note(v.detail);
+        progress->Add({1, pa.size() + pg.size()});
         return absl::OkStatus();
       });
+  progress->Finish();
   if (!joined.ok()) return Fail(err, joined);
   if (t.compared + t.only_here + t.only_golden == 0) return NoMatch(here, err);
   return Summarize(t, tol, out);
@@ -550,38 +590,26 @@ int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
 
 // --- listing, --export, --npy, --stats -----------------------------------------
 
-int List(ArgSource& source, const Options& o, const std::string& export_root, std::ostream& out,
-         std::ostream& err) {
-  out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  %10s  %s\n", "index",
-                         "task_id", "stage", "role", "arg", "kind", "dtype", "shape", "bytes",
-                         "flags");
-  uint64_t matched = 0;
-  std::vector<ManifestEntry> selected;  // what needs payloads
-  const bool payloads = o.export_text || o.npy || o.stats;
-  ManifestEntry e;
-  std::string line;
-  for (;;) {
-    absl::StatusOr<bool> got = source.Next(&e);
-    if (!got.ok()) return Fail(err, got.status());
-    if (!*got) break;
-    ++matched;
-    if (o.export_text || ((o.npy || o.stats) && e.kind == "tensor")) selected.push_back(e);
-    ListingLine(e, &line);
-    out << line;
-  }
-  if (matched == 0 && o.selection.any()) return NoMatch(source, err);
-  out << matched << " args\n";
-  if (!payloads) return 0;
-  // One pass over the selected args: each payload is read once, for the
-  // text file, the .npy file and the stats line alike.
+// --export, --npy and --stats over the selected args, in one pass: each
+// payload is read once, for the text file, the .npy file and the stats
+// line alike. `export_text`: --export, or --index (which always exports).
+int WriteSelected(ArgSource& source, const Options& o, bool export_text,
+                  const std::vector<ManifestEntry>& selected, const std::string& export_root,
+                  std::ostream& out, std::ostream& err) {
   const std::string txt = export_root + "/txt", npy = export_root + "/npy";
-  for (const std::string& d : {export_root, o.export_text ? txt : "", o.npy ? npy : ""}) {
+  for (const std::string& d : {export_root, export_text ? txt : "", o.npy ? npy : ""}) {
     if (d.empty() || selected.empty()) continue;
     if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
       err << "dump_viewer: cannot create " << d << ": " << std::strerror(errno) << "\n";
       return 2;
     }
   }
+  uint64_t total_bytes = 0;
+  for (const ManifestEntry& s : selected) total_bytes += s.bin_size;
+  std::unique_ptr<ProgressMeter> progress =
+      MakeProgress(o, err, export_text || o.npy ? "export" : "stats",
+                   {{"args", ProgressUnit::kCount, selected.size()},
+                    {"", ProgressUnit::kBytes, total_bytes}});
   std::string stats_table, npy_notes;
   uint64_t npy_files = 0;
   auto write = [&](const std::string& path, const std::string& bytes) {
@@ -594,7 +622,11 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
   for (const ManifestEntry& s : selected) {
     std::string bytes;
     if (absl::Status st = source.ReadPayload(s, &bytes); !st.ok()) return Fail(err, st);
-    if (o.export_text && !write(txt + "/" + TextFileName(s), FormatArgText(s, bytes))) return 2;
+    if (export_text) {
+      const std::string path = absl::StrCat(txt, "/", TextFileName(s));
+      if (!write(path, FormatArgText(s, bytes))) return 2;
+      Say(o, *progress, out, absl::StrCat("Saved: ", path, "\n"));
+    }
     if (o.npy && s.kind == "tensor") {
       absl::StatusOr<std::string> file = EncodeNpy(s, bytes);
       if (!file.ok()) {
@@ -612,9 +644,12 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
       stats_table += StatsTableRow(s.index, stored ? FromStored(*s.stats) : ComputeStats(s, bytes),
                                    stored);
     }
+    progress->Add({1, bytes.size()});
   }
-  if (o.export_text && !selected.empty()) {
-    out << "exported " << selected.size() << " files to " << txt << "/\n";
+  progress->Finish();
+  // The reference's closing line (its path as pathlib prints it: no "/").
+  if (export_text && !selected.empty()) {
+    out << "\nExported " << selected.size() << " arg(s) to " << txt << "\n";
   }
   if (o.npy) out << "wrote " << npy_files << " .npy files to " << npy << "/\n" << npy_notes;
   if (o.stats) {
@@ -623,6 +658,32 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
         << stats_table;
   }
   return 0;
+}
+
+int List(ArgSource& source, const Options& o, const std::string& export_root, std::ostream& out,
+         std::ostream& err) {
+  out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  %10s  %s\n", "index",
+                         "task_id", "stage", "role", "arg", "kind", "dtype", "shape", "bytes",
+                         "flags");
+  // The reference's habit: --index N always exports that entry.
+  const bool export_text = o.export_text || o.selection.index.has_value();
+  uint64_t matched = 0;
+  std::vector<ManifestEntry> selected;  // what needs payloads
+  ManifestEntry e;
+  std::string line;
+  for (;;) {
+    absl::StatusOr<bool> got = source.Next(&e);
+    if (!got.ok()) return Fail(err, got.status());
+    if (!*got) break;
+    ++matched;
+    if (export_text || ((o.npy || o.stats) && e.kind == "tensor")) selected.push_back(e);
+    ListingLine(e, &line);
+    out << line;
+  }
+  if (matched == 0 && o.selection.any()) return NoMatch(source, err);
+  out << matched << " args\n";
+  if (!export_text && !o.npy && !o.stats) return 0;
+  return WriteSelected(source, o, export_text, selected, export_root, out, err);
 }
 
 }  // namespace
@@ -651,7 +712,13 @@ int ListCaptures(const Options& o, std::ostream& out, std::ostream& err) {
 }
 
 int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return RunViewer(args, out, err, ViewerTerminals());
+}
+
+int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+              ViewerTerminals terminals) {
   Options o;
+  o.terminals = terminals;
   if (!ParseArgs(args, &o, err)) return 2;
   if (o.list_captures) return ListCaptures(o, out, err);
   const bool remote = !o.remote.target.empty();
@@ -707,7 +774,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
       by_key.index.reset();
       auto g = open("", golden.substr(8), by_key);
       if (!g.ok()) return Fail(err, g.status());
-      return CompareCaptures(**source, **g, o.selection, o.tolerance, out, err);
+      return CompareCaptures(**source, **g, o, out, err);
     }
     if (IsFile(golden) && !absl::EndsWith(golden, ".zip")) {
       return CompareFile(**source, golden, o.tolerance, out, err);
@@ -726,7 +793,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     by_key.index.reset();
     auto g = OpenLocalCapture(at->dir, by_key);
     if (!g.ok()) return Fail(err, g.status());
-    return CompareCaptures(**source, **g, o.selection, o.tolerance, out, err);
+    return CompareCaptures(**source, **g, o, out, err);
   }
   std::string root = o.out_dir;
   if (root.empty()) root = remote ? o.remote.capture : !zip_name.empty() ? zip_name : CaptureDirOf(o.dir);

@@ -6,14 +6,17 @@
 //               [--export/-e] [--npy] [--stats] [--out DIR]
 //               [--first-nonfinite]
 //               [--compare GOLDEN [--atol A] [--rtol R]]
+//               [--progress | --noprogress]
 // DIR is a capture directory (.../args_dump) or a folder holding one;
 // without it (and without --server), the newest outputs/*/args_dump under
 // the current folder. --server/--capture read a capture service instead,
 // live or finished, fetching only the payloads a command needs.
 //
 // Lists the matching args, one line each. --export writes each as
-// <out>/txt/task_<id>_<before|after>_<in|out|inout><n>.txt (text_export.h),
-// --npy each tensor as <out>/npy/<same>.npy (npy.h); <out> is --out, else
+// <out>/txt/task_<id>_<before|after>_<in|out|inout><n>.txt (text_export.h:
+// what the reference viewer writes; "Saved: <path>" per file, then
+// "Exported N arg(s) to <out>/txt"); --index N always exports entry N;
+// --npy each tensor as <out>/npy/task_<16 hex digits>_...npy (npy.h); <out> is --out, else
 // the capture directory, else (remote) ./<NAME>. --stats adds min, max,
 // mean, abs-max and NaN/+Inf/-Inf/zero counts per tensor.
 // --first-nonfinite names the first task (task order) whose selected
@@ -22,6 +25,11 @@
 // the same --server (args matched by task_id, stage, arg_index, role), or a
 // file for the one selected tensor (.npy, or raw little-endian bytes of its
 // dtype). Element rule and metrics: compare.h (NumPy isclose defaults).
+//
+// Exports and --compare show progress on stderr (args, bytes, rates; at
+// most a few lines a second) once they take more than a moment, by default
+// only on a terminal; --progress / --noprogress force it on / off. Never on
+// stdout.
 //
 // Returns the exit status: 0; 1 when nothing matched or --compare found a
 // difference; 2 for bad arguments, unreadable captures or files, or a
@@ -36,6 +44,16 @@
 namespace argsdump {
 
 int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// Which of `out` and `err` are terminals (main asks isatty). Progress goes
+// to `err`, by default only when it is one; with `out` one too, the
+// progress line is erased before each line of output.
+struct ViewerTerminals {
+  bool out = false;
+  bool err = false;
+};
+int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+              ViewerTerminals terminals);
 
 }  // namespace argsdump
 

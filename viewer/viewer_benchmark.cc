@@ -1,7 +1,8 @@
 // dump_viewer on large manifests: listing with a task filter over N
 // entries (the 10 M: <= 10 s, bounded memory), paired in every
 // iteration with a raw read() of the same file, the limit for a streaming
-// reader on this machine.
+// reader on this machine; and one text export of a large tensor, paired
+// with the bare element formatting it needs.
 //
 //   bazel run -c opt //viewer:viewer_benchmark
 //
@@ -20,16 +21,20 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <ostream>
 #include <streambuf>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "server/capture_store.h"
+#include "viewer/text_export.h"
 #include "viewer/viewer.h"
 
 namespace argsdump {
@@ -180,6 +185,66 @@ BENCHMARK(BM_List)
     ->UseManualTime()
     ->Iterations(3)
     ->Unit(benchmark::kSecond);
+
+// One --export text file of a 256 x 256 tensor (range(0): 0 FLOAT32, 1
+// INT32), paired in every iteration with the limit: printing the same
+// elements with the formatter the reference's text needs (%.6g, decimal)
+// into one buffer, nothing else. Counters: elements/s, ratio (limit_s /
+// export_s: the share of the bare formatting speed the export reaches).
+void BM_TextExport(benchmark::State& state) {
+  const bool is_float = state.range(0) == 0;
+  constexpr uint64_t kSide = 256, kElements = kSide * kSide;
+  ManifestEntry e;
+  e.task_id = 0x100000003ull;
+  e.role = "output";
+  e.stage = "after_completion";
+  e.kind = "tensor";
+  e.dtype = is_float ? "FLOAT32" : "INT32";
+  e.shape = {kSide, kSide};
+  e.strides = {kSide, 1};
+  e.is_contiguous = true;
+  std::string payload(kElements * 4, '\0');
+  uint32_t x = 12345;
+  for (uint64_t i = 0; i < kElements; ++i) {
+    x = x * 1664525u + 1013904223u;  // values of every magnitude and sign
+    const float f = static_cast<float>(static_cast<int32_t>(x)) / static_cast<float>(1 + (x >> 20));
+    std::memcpy(&payload[i * 4], is_float ? static_cast<const void*>(&f) : &x, 4);
+  }
+  e.bin_size = payload.size();
+  std::vector<double> ratios;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    std::string limit;
+    limit.reserve(kElements * 16);
+    char buf[32];
+    for (uint64_t i = 0; i < kElements; ++i) {
+      int32_t v;
+      std::memcpy(&v, &payload[i * 4], 4);
+      float f;
+      std::memcpy(&f, &v, 4);
+      const int n = is_float ? std::snprintf(buf, sizeof(buf), "%.6g", f)
+                             : static_cast<int>(absl::numbers_internal::FastIntToBuffer(v, buf) - buf);
+      limit.append(buf, static_cast<size_t>(n));
+    }
+    benchmark::DoNotOptimize(limit.data());
+    const double limit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    start = std::chrono::steady_clock::now();
+    const std::string text = FormatArgText(e, payload);
+    benchmark::DoNotOptimize(text.data());
+    const double export_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    bytes = text.size();
+    ratios.push_back(limit_s / export_s);
+    state.SetIterationTime(export_s);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  state.counters["elements_per_s"] = benchmark::Counter(
+      static_cast<double>(kElements) * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["ratio"] = ratios[ratios.size() / 2];
+  state.counters["text_MB"] = bytes / 1e6;
+}
+
+BENCHMARK(BM_TextExport)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace argsdump

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -206,27 +207,112 @@ TEST(ViewerTest, PicksTheNewestCaptureUnderOutputs) {
   ASSERT_EQ(::chdir(old), 0);
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
 TEST(ViewerTest, ExportsTheSelectedArgsAsText) {
   const std::string dir = MakeCapture(Root() + "/export/args_dump");
   const Result r = Viewer({dir, "-t", "0x100000001", "--export"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("exported 3 files to " + dir + "/txt/"), std::string::npos) << r.out;
-  std::ifstream in(dir + "/txt/task_0000000100000001_after_out1.txt");
-  ASSERT_TRUE(in.good());
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  // The reference's lines: a "Saved:" per file, then the count.
+  const std::string txt = dir + "/txt/";
+  EXPECT_EQ(r.out.substr(r.out.find("3 args\n")),
+            "3 args\n"
+            "Saved: " + txt + "task_0x0000000100000001_before_in0.txt\n"
+            "Saved: " + txt + "task_0x0000000100000001_before_in2.txt\n"
+            "Saved: " + txt + "task_0x0000000100000001_after_out1.txt\n"
+            "\n"
+            "Exported 3 arg(s) to " + dir + "/txt\n");
+  const std::string text = ReadFile(txt + "task_0x0000000100000001_after_out1.txt");
   // Task 1's output: 16 of 32 bytes ("bbbb..." = 0x62626262 as float32).
-  EXPECT_NE(text.find("# note: truncated: 16 bytes captured, elements 0..3 of 8"),
+  EXPECT_NE(text.find("# start_offset: 0\n# DATA TRUNCATED (tensor too large for arena)\n\n"
+                      "# Overview:\n1.04401e+21 1.04401e+21 1.04401e+21 1.04401e+21\n\n"
+                      "# Detail:\n[0, 0] 1.04401e+21\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("# Detail:\n[0, 0] 1.04401335e+21\n"), std::string::npos) << text;
-  std::ifstream scalar(dir + "/txt/task_0000000100000001_before_in2.txt");
-  const std::string s2((std::istreambuf_iterator<char>(scalar)), {});
-  EXPECT_NE(s2.find("# value: 41\n"), std::string::npos) << s2;
+  EXPECT_NE(ReadFile(txt + "task_0x0000000100000001_before_in2.txt").find("# value: 41\n"),
+            std::string::npos);
   // args.bin cut short: the error names the file and the bytes.
   ASSERT_EQ(::truncate((dir + "/args.bin").c_str(), 40), 0);
   const Result cut = Viewer({dir, "-i", "8", "-e"});
   EXPECT_EQ(cut.code, 2);
   EXPECT_NE(cut.err.find("args.bin: entry 8 needs bytes"), std::string::npos) << cut.err;
+}
+
+// testdata/reference_export: a capture and the text files the reference
+// viewer wrote for it (README.md there). Ours must be byte-identical.
+TEST(ViewerTest, ExportsWhatTheReferenceViewerWrites) {
+  const std::string golden = "viewer/testdata/reference_export";
+  const std::string out = Root() + "/reference_export";
+  const Result r = Viewer({golden + "/args_dump", "--export", "--out", out});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream saved(r.out.substr(r.out.find(" args\n") + 6));
+  std::string line;
+  int files = 0;
+  while (std::getline(saved, line) && !line.empty()) {
+    ASSERT_EQ(line.rfind("Saved: " + out + "/txt/", 0), 0u) << line;
+    const std::string name = line.substr(line.rfind('/') + 1);
+    SCOPED_TRACE(name);
+    const std::string want = ReadFile(golden + "/txt/" + name);
+    ASSERT_FALSE(want.empty());
+    EXPECT_EQ(ReadFile(out + "/txt/" + name), want);
+    ++files;
+  }
+  EXPECT_EQ(files, 33);
+  EXPECT_TRUE(std::getline(saved, line));
+  EXPECT_EQ(line, "Exported 33 arg(s) to " + out + "/txt");
+}
+
+TEST(ViewerTest, IndexAlwaysExportsThatEntry) {
+  const std::string dir = MakeCapture(Root() + "/index_export/args_dump");
+  const Result r = Viewer({dir, "-i", "5"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 args\nSaved: " + dir + "/txt/task_0x0000000100000001_after_out1.txt\n\n"
+                       "Exported 1 arg(s) to " + dir + "/txt\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(ReadFile(dir + "/txt/task_0x0000000100000001_after_out1.txt").find("# arg_index: 1\n"),
+            std::string::npos);
+  // A comparison picks its arg with -i: it compares, exports nothing.
+  const std::string golden = MakeCapture(Root() + "/index_golden/args_dump");
+  const Result cmp = Viewer({golden, "-i", "2", "--compare", dir});
+  EXPECT_EQ(cmp.code, 0) << cmp.err;
+  EXPECT_EQ(cmp.out.find("Saved:"), std::string::npos) << cmp.out;
+  struct stat st;
+  EXPECT_NE(::stat((golden + "/txt").c_str(), &st), 0);
+}
+
+// Progress goes to stderr only, and only when asked (these streams are no
+// terminal): stdout is the same with it or without it.
+TEST(ViewerTest, ProgressOnStderrWhenForced) {
+  const std::string dir = MakeCapture(Root() + "/progress/args_dump");
+  const std::string golden = MakeCapture(Root() + "/progress_golden/args_dump");
+  const Result quiet = Viewer({dir, "--export", "--npy"});
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+  const Result off = Viewer({dir, "--export", "--npy", "--noprogress"});
+  EXPECT_EQ(off.out, quiet.out);
+  EXPECT_EQ(off.err, "");
+  const Result on = Viewer({dir, "--export", "--npy", "--progress"});
+  ASSERT_EQ(on.code, 0) << on.err;
+  EXPECT_EQ(on.out, quiet.out);
+  // The final line: 9 args, 5 tensors of 32 bytes and the truncated 16.
+  EXPECT_NE(on.err.find("export: 9/9 args ("), std::string::npos) << on.err;
+  EXPECT_NE(on.err.find(", 176 B/176 B ("), std::string::npos) << on.err;
+  EXPECT_EQ(on.err.back(), '\n');
+  const Result cmp = Viewer({dir, "--compare", golden, "--progress"});
+  EXPECT_EQ(cmp.out, Viewer({dir, "--compare", golden}).out);
+  EXPECT_NE(cmp.err.find("compare: 9 args"), std::string::npos) << cmp.err;
+  // On a terminal the line is redrawn in place and ended at the finish.
+  std::ostringstream out, err;
+  ASSERT_EQ(RunViewer({dir, "--stats", "--progress"}, out, err, ViewerTerminals{false, true}), 0);
+  const std::string drawn = err.str();
+  EXPECT_EQ(drawn.rfind("\rstats: ", 0), 0u) << drawn;
+  EXPECT_NE(drawn.find("\rstats: 6/6 args ("), std::string::npos) << drawn;
+  EXPECT_EQ(drawn.substr(drawn.size() - 4), "\x1b[K\n") << drawn;
+  EXPECT_EQ(std::count(drawn.begin(), drawn.end(), '\n'), 1) << drawn;
 }
 
 TEST(ViewerTest, StatsForTheSelectedTensors) {
