@@ -592,6 +592,7 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   SessionResult r;
   r.name = name;
   r.run_status = runtime->Synchronize();
+  if (wiring.device_finished) wiring.device_finished();
   if (capture) LogFlush();
   if (!step && runtime->tasks_submitted() > 0) ++steps_begun;  // step 0, implicitly
   report.step_levels = runtime->step_levels();
@@ -703,6 +704,19 @@ SimRuntime& SessionWiring::Runtime(SimSession& session) { return *session.impl_-
 
 const SessionReport& SessionWiring::Report(const SimSession& session) {
   return session.impl_->report;
+}
+
+SessionProgress SessionWiring::Progress(const SimSession& session) {
+  const SimSession::Impl& s = *session.impl_;
+  SessionProgress p;
+  p.tasks_submitted = s.runtime->tasks_submitted();
+  p.tasks_completed = s.runtime->tasks_completed();
+  if (s.collector != nullptr) {
+    const CollectorStats c = s.collector->stats_snapshot();
+    p.records = c.records;
+    p.payload_bytes = c.payload_bytes;
+  }
+  return p;
 }
 
 }  // namespace argsdump
