@@ -218,8 +218,9 @@ std::string CommandLineHelp(const CommandLineSpec& spec) {
     } else {
       absl::StrAppend(&head, "--", Dashed(name), "=VALUE");
     }
+    // A yes/no flag is off unless it says otherwise; an empty default is none.
     const std::string def = flag->DefaultValue();
-    if (!def.empty()) absl::StrAppend(&head, "  (default: ", def, ")");
+    if (!def.empty() && def != "false") absl::StrAppend(&head, "  (default: ", def, ")");
     absl::StrAppend(&out, head, "\n", Wrapped(flag->Help(), "      ", 72));
   }
   absl::StrAppend(&out, "  -h, --help\n      this text\n");

@@ -151,7 +151,7 @@ TEST(CliFlagsTest, HelpListsEveryFlagWithItsMeaning) {
   EXPECT_EQ(help.find("demo: a tool of the test.\n  demo [DIR] [flags]\n"), 0u) << help;
   EXPECT_NE(help.find("--a-b and --a_b are the same flag"), std::string::npos) << help;
   for (const char* line :
-       {"  -e, --[no]export-text  (default: false)\n      write each arg as a text file\n",
+       {"  -e, --[no]export-text\n      write each arg as a text file\n",
         "  --label=VALUE\n      key=value labels, comma separated\n",
         "  --level=VALUE  (default: 0)\n      dump level (a bare --level is 1)\n",
         "  --output-prefix=VALUE  (default: outputs)\n      where the capture goes\n",

@@ -4,8 +4,12 @@
 //               [--role/-r input|output|inout] [--arg/-a N] [--func F]
 //               [--step N] [--overflow] [--nonfinite] [--index/-i N]
 //               [--export/-e] [--npy] [--stats] [--out DIR]
-//               [--first-nonfinite]
+//               [--first-nonfinite] [--[no]progress]
 //               [--compare GOLDEN [--atol A] [--rtol R]]
+//   dump_viewer --server HOST:PORT --captures [--label k=v ...]
+//   dump_viewer --help
+// Flags are tools/cli_flags.h's (--a-b and --a_b alike); viewer_options.h
+// turns them into ViewerOptions.
 // DIR is a capture directory (.../args_dump) or a folder holding one;
 // without it (and without --server), the newest outputs/*/args_dump under
 // the current folder. --server/--capture read a capture service instead,
