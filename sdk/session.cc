@@ -9,13 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <mutex>
 #include <random>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "collector/collector.h"
 #include "collector/exception_dump.h"
 #include "collector/grpc_sink.h"
@@ -92,7 +92,7 @@ std::string UniqueName(const std::string& root, const std::string& name) {
 // capture says why.
 std::string ClaimFolder(const std::string& root, const std::string& name, bool* claimed) {
   *claimed = false;
-  if (!MakeDirs(root).ok()) return UniqueName(root, name);
+  if (!CreateDirectories(root).ok()) return UniqueName(root, name);
   std::lock_guard<std::mutex> lock(names_mu);
   for (int k = 1;; ++k) {
     const std::string candidate = k == 1 ? name : absl::StrCat(name, "_", k);
@@ -420,8 +420,8 @@ absl::Status SimSession::Impl::StartCapture() {
     g.info = info;
     g.auth_token = wiring.auth_token;
     if (g.auth_token.empty() && !config.auth_token_file.empty()) {
-      std::ifstream in(config.auth_token_file);
-      std::getline(in, g.auth_token);
+      // Checked when the configuration was resolved; unreadable now: none.
+      g.auth_token = ReadTokenFile(config.auth_token_file).value_or("");
     }
     if (!wiring.strict) g.connect_timeout = options.connect_timeout;
     g.retry_deadline = options.capture_retry_deadline;
