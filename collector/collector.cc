@@ -115,9 +115,12 @@ absl::StatusOr<const DumpRegion*> Collector::Initialize(const DumpRegionConfig& 
   if (!transport.ok()) return transport.status();
   region_ = std::move(region).value();
   transport_ = std::move(transport).value();
-  stats_ = CollectorStats();
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_ = CollectorStats();
+    error_ = absl::OkStatus();
+  }
   losses_ = v1::CaptureCounters();
-  error_ = absl::OkStatus();
   return region_.get();
 }
 
@@ -165,6 +168,11 @@ absl::Status Collector::Start(CaptureSink* sink) {
 void Collector::NoteError(const absl::Status& status) {
   std::lock_guard<std::mutex> lock(stats_mu_);
   if (error_.ok()) error_ = status;
+}
+
+CollectorStats Collector::stats_snapshot() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
 }
 
 void Collector::AddStats(const CollectorStats& d) {

@@ -84,7 +84,10 @@ class Collector {
   // Frees the region; Initialize may be called again.
   void Finalize();
 
+  // After Stop (the threads are joined); while it runs: stats_snapshot.
   const CollectorStats& stats() const { return stats_; }
+  // The counters so far, from any thread at any time (a progress line).
+  CollectorStats stats_snapshot() const;
   const v1::CaptureCounters& losses() const { return losses_; }
 
  private:
@@ -159,7 +162,7 @@ class Collector {
   std::thread writer_;
   std::thread replenish_;
 
-  std::mutex stats_mu_;
+  mutable std::mutex stats_mu_;  // guards stats_ and error_
   CollectorStats stats_;
   absl::Status error_;
   v1::CaptureCounters losses_;

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "server/capture_store.h"
 #include "server/manifest.h"
 #include "format/names.h"
@@ -48,7 +48,7 @@ absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
                                                const FailedTask& f) {
   const std::string dir =
       absl::StrCat(root, "/exception_dump/", ExceptionDumpName(workload, f));
-  if (absl::Status s = MakeDirs(dir); !s.ok()) return s;
+  if (absl::Status s = CreateDirectories(dir); !s.ok()) return s;
   v1::CaptureInfo info;
   info.set_name(ExceptionDumpName(workload, f));
   info.set_level(v1::DUMP_LEVEL_FULL);
@@ -109,10 +109,7 @@ absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
       ",\n  \"func_ids\": [", absl::StrJoin(funcs, ", "), "],\n  \"task_id\": \"",
       TaskIdHex(f.task_id), "\",\n  \"step\": ", f.step, ",\n  \"thread\": ", f.thread,
       ",\n  \"error\": ", JsonString(f.error), ",\n  \"capture\": \"args_dump.json\"\n}\n");
-  std::ofstream out(dir + "/context.json", std::ios::trunc);
-  out << context;
-  out.close();
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", dir, "/context.json"));
+  if (absl::Status s = WriteStringToFile(dir + "/context.json", context); !s.ok()) return s;
   return dir;
 }
 

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "collector/collector.h"
+#include "collector/sim_progress.h"
 #include "device/dump_config.h"
 #include "device/region.h"
 #include "device/sim/kernel.h"
@@ -58,6 +59,9 @@ struct SimJobOptions {
   // A kernel that fails leaves <output_prefix>/exception_dump/... behind
   // (exception_dump.h) and stops the run.
   bool exception_dump = true;
+  // Set (not owned): started once the session is open, stopped when the
+  // device finished (the progress line ends before the flush lines).
+  SimProgressMeter* progress = nullptr;
 };
 
 struct SimJobResult {

@@ -2,20 +2,22 @@
 //   bazel run //collector:sim_run -- --dump-args 2
 //   bazel run //collector:sim_run -- --workload path/to/workload.json --dump-args 3
 //   bazel run //collector:sim_run -- --dump-args 2 --capture-server 127.0.0.1:50051
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <memory>
-#include <cstring>
+#include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "collector/sim_job.h"
+#include "collector/sim_progress.h"
 #include "server/capture_store.h"
 #include "device/dump_config.h"
 #include "device/sim/kernels.h"
@@ -23,7 +25,7 @@
 #include "tools/cli_flags.h"
 
 ABSL_FLAG(std::string, workload, "vector_example",
-          "a built-in workload name (see --list_workloads) or a workload .json file");
+          "a built-in workload name (see --list-workloads) or a workload .json file");
 ABSL_FLAG(int, dump_args, 0,
           "dump level: 0 off, 1 marked args only, 2 everything, 3 metadata for everything "
           "and payload for marked tensors (a bare --dump-args means 1)");
@@ -45,7 +47,7 @@ ABSL_FLAG(int, collector_shards, 2, "collector shard threads");
 ABSL_FLAG(bool, list_workloads, false, "print the built-in workloads and exit");
 ABSL_FLAG(std::string, capture_server, "",
           "host:port of a capture service: stream the capture there instead of writing "
-          "<output_prefix>/args_dump");
+          "<output-prefix>/args_dump");
 ABSL_FLAG(std::string, capture_name, "",
           "the capture's name on the capture service (default: the output prefix's last "
           "part, <workload>_<YYYYMMDD_HHMMSS>)");
@@ -64,12 +66,30 @@ ABSL_FLAG(int, steps, 1, "run the workload this many times (steps) in one proces
 ABSL_FLAG(std::string, recover, "",
           "rebuild the manifest of a capture directory (.../args_dump) whose run died: "
           "every record in its journal is kept");
+ABSL_FLAG(bool, progress, false,
+          "show tasks done / submitted, records, payload bytes and rates on stderr while the "
+          "workload runs, a few times a second (default: when stderr is a terminal; "
+          "--noprogress: never)");
 
 namespace argsdump {
 namespace {
 
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "sim_run: %s\n", message.c_str());
+CommandLineSpec SimRunSpec() {
+  CommandLineSpec spec;
+  spec.program = "sim_run";
+  spec.synopsis =
+      "sim_run: runs a sim workload with the args dump and writes the capture.\n"
+      "  sim_run [--workload NAME|FILE.json] [--dump-args N] [--output-prefix DIR] [flags]\n"
+      "  sim_run --recover DIR/args_dump\n"
+      "Exit status: 0; 1 when the device hung or a kernel failed (the capture is still\n"
+      "written); 2 for a bad flag, workload or config value.";
+  spec.flags_file = __FILE__;
+  spec.bare_values = {{"dump_args", "1"}};  // as in the seed
+  return spec;
+}
+
+int Fail(absl::string_view message) {
+  std::fprintf(stderr, "sim_run: %s\n", std::string(message).c_str());
   return 2;
 }
 
@@ -92,121 +112,88 @@ std::string FromUserDir(const std::string& path) {
   return absl::StrCat(dir, "/", path);
 }
 
-int Main(int argc, char** argv) {
-  // A bare --dump-args (no value) means level 1, as in the seed.
-  std::vector<std::string> args(argv, argv + argc);
-  bool dump_args_given = false;  // the flags are the API entry: only what is given
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i].rfind("--dump-args", 0) == 0 || args[i].rfind("--dump_args", 0) == 0) {
-      dump_args_given = true;
-    }
-    if (args[i] == "--dump-args" || args[i] == "--dump_args") {
-      const bool has_value = i + 1 < args.size() && !args[i + 1].empty() &&
-                             std::isdigit(static_cast<unsigned char>(args[i + 1][0]));
-      args[i] = has_value ? "--dump_args=" + args[i + 1] : "--dump_args=1";
-      if (has_value) args.erase(args.begin() + i + 1);
-    } else if (args[i].rfind("--", 0) == 0) {
-      // Accept --output-prefix as well as --output_prefix.
-      const size_t eq = args[i].find('=');
-      std::string name = args[i].substr(0, eq);
-      for (size_t k = 2; k < name.size(); ++k) {
-        if (name[k] == '-') name[k] = '_';
-      }
-      args[i] = name + (eq == std::string::npos ? "" : args[i].substr(eq));
-    }
+// --recover DIR. 0: nothing acknowledged was lost; 1: the capture was
+// written without what the damage cost (named here and in its manifest);
+// 2: nothing could be recovered.
+int Recover(const std::string& dir) {
+  RecoveryReport report;
+  const absl::Status s = CaptureStore::Recover(dir, &report);
+  if (!s.ok() && !report.wrote_files) {
+    return Fail(absl::StrCat("--recover ", dir, ": ", s.message()));
   }
-  if (std::string bad = CheckCommandLineFlags({args.begin() + 1, args.end()}); !bad.empty()) {
-    return Fail(bad);
+  if (!report.damage.empty() || report.records_without_payload > 0) {
+    std::printf("recovery: %s\n", report.Describe().c_str());
   }
-  std::vector<char*> cargs;
-  for (std::string& a : args) cargs.push_back(a.data());
-  absl::SetProgramUsageMessage("Runs a sim workload with the args dump and writes the capture.");
-  const std::vector<char*> rest = absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
-  if (rest.size() > 1) return Fail(absl::StrCat("unexpected argument '", rest[1], "'"));
+  std::printf("capture: %s/%s\n", dir.c_str(), kManifestName);
+  if (!s.ok()) {
+    std::fprintf(stderr, "sim_run: --recover %s: entries were lost: %s\n", dir.c_str(),
+                 report.Describe().c_str());
+    return 1;
+  }
+  return 0;
+}
 
-  if (!absl::GetFlag(FLAGS_recover).empty()) {
-    const std::string dir = FromUserDir(absl::GetFlag(FLAGS_recover));
-    // 0: nothing acknowledged was lost; 1: the capture was written without
-    // what the damage cost (named here and in its manifest); 2: nothing
-    // could be recovered.
-    RecoveryReport report;
-    const absl::Status s = CaptureStore::Recover(dir, &report);
-    if (!s.ok() && !report.wrote_files) {
-      return Fail(absl::StrCat("--recover ", dir, ": ", s.message()));
-    }
-    if (!report.damage.empty() || report.records_without_payload > 0) {
-      std::printf("recovery: %s\n", report.Describe().c_str());
-    }
-    std::printf("capture: %s/%s\n", dir.c_str(), kManifestName);
-    if (!s.ok()) {
-      std::fprintf(stderr, "sim_run: --recover %s: entries were lost: %s\n", dir.c_str(),
-                   report.Describe().c_str());
-      return 1;
-    }
-    return 0;
-  }
-  if (absl::GetFlag(FLAGS_list_workloads)) {
-    std::printf("%s\n", absl::StrJoin(BuiltinWorkloadNames(), "\n").c_str());
-    return 0;
-  }
-  SimJobOptions o;
-  if (dump_args_given) {
+// The dump level, steps, platform and every size: each in its range.
+absl::Status SetRunShape(const CommandLine& line, SimJobOptions* o) {
+  auto bad = [&](absl::string_view flag, auto&&... what) {
+    return absl::InvalidArgumentError(absl::StrCat(line.Spelling(flag), ": ", what...));
+  };
+  if (line.Given("dump_args")) {
     const int level = absl::GetFlag(FLAGS_dump_args);
-    if (level < 0 || level > 3) {
-      return Fail(absl::StrCat("--dump-args: ", level, " is not 0, 1, 2 or 3"));
-    }
+    if (level < 0 || level > 3) return bad("dump_args", level, " is not 0, 1, 2 or 3");
   }
   const int steps = absl::GetFlag(FLAGS_steps);
-  if (steps < 1 || steps > 1000000) return Fail(absl::StrCat("--steps: ", steps, " is outside 1..1000000"));
-  o.steps = static_cast<uint32_t>(steps);
+  if (steps < 1 || steps > 1000000) return bad("steps", steps, " is outside 1..1000000");
+  o->steps = static_cast<uint32_t>(steps);
   auto platform = PlatformFromName(absl::GetFlag(FLAGS_platform));
   if (!platform) {
-    return Fail(absl::StrCat("--platform: '", absl::GetFlag(FLAGS_platform),
-                             "' (expected a2a3sim or a5sim)"));
+    return bad("platform", "'", absl::GetFlag(FLAGS_platform), "' (expected a2a3sim or a5sim)");
   }
-  o.platform = *platform;
-  struct Positive {
+  o->platform = *platform;
+  struct InRange {
     const char* flag;
     int64_t value;
     int64_t max;
   };
-  const Positive checks[] = {
-      {"--schedulers", absl::GetFlag(FLAGS_schedulers), 64},
-      {"--workers", absl::GetFlag(FLAGS_workers), 256},
-      {"--records-per-buffer", absl::GetFlag(FLAGS_records_per_buffer), 1 << 20},
-      {"--buffers-per-thread", absl::GetFlag(FLAGS_buffers_per_thread), 1 << 16},
-      {"--ready-queue-depth", absl::GetFlag(FLAGS_ready_queue_depth), 1 << 16},
-      {"--arena-bytes", absl::GetFlag(FLAGS_arena_bytes), int64_t{1} << 40},
-      {"--wait-bound-ms", absl::GetFlag(FLAGS_wait_bound_ms), 1 << 30},
-      {"--drain-threads", absl::GetFlag(FLAGS_drain_threads), 64},
-      {"--collector-shards", absl::GetFlag(FLAGS_collector_shards), 64},
+  const InRange checks[] = {
+      {"schedulers", absl::GetFlag(FLAGS_schedulers), 64},
+      {"workers", absl::GetFlag(FLAGS_workers), 256},
+      {"records_per_buffer", absl::GetFlag(FLAGS_records_per_buffer), 1 << 20},
+      {"buffers_per_thread", absl::GetFlag(FLAGS_buffers_per_thread), 1 << 16},
+      {"ready_queue_depth", absl::GetFlag(FLAGS_ready_queue_depth), 1 << 16},
+      {"arena_bytes", absl::GetFlag(FLAGS_arena_bytes), int64_t{1} << 40},
+      {"wait_bound_ms", absl::GetFlag(FLAGS_wait_bound_ms), 1 << 30},
+      {"drain_threads", absl::GetFlag(FLAGS_drain_threads), 64},
+      {"collector_shards", absl::GetFlag(FLAGS_collector_shards), 64},
   };
-  for (const Positive& p : checks) {
-    if (p.value < 1 || p.value > p.max) {
-      return Fail(absl::StrCat(p.flag, ": ", p.value, " is outside 1..", p.max));
-    }
+  for (const InRange& c : checks) {
+    if (c.value < 1 || c.value > c.max) return bad(c.flag, c.value, " is outside 1..", c.max);
   }
-  if (absl::GetFlag(FLAGS_arena_bytes) < 64) return Fail("--arena-bytes: at least 64");
-  o.sim.scheduler_threads = absl::GetFlag(FLAGS_schedulers);
-  o.sim.worker_threads = absl::GetFlag(FLAGS_workers);
-  o.region.records_per_buffer = absl::GetFlag(FLAGS_records_per_buffer);
-  o.region.buffers_per_thread = absl::GetFlag(FLAGS_buffers_per_thread);
-  o.region.ready_queue_depth = absl::GetFlag(FLAGS_ready_queue_depth);
-  o.region.arena_bytes = absl::GetFlag(FLAGS_arena_bytes);
-  o.region.wait_bound_ms = absl::GetFlag(FLAGS_wait_bound_ms);
-  o.drain_threads = absl::GetFlag(FLAGS_drain_threads);
-  o.collector_shards = absl::GetFlag(FLAGS_collector_shards);
+  if (absl::GetFlag(FLAGS_arena_bytes) < 64) return bad("arena_bytes", "at least 64");
+  o->sim.scheduler_threads = absl::GetFlag(FLAGS_schedulers);
+  o->sim.worker_threads = absl::GetFlag(FLAGS_workers);
+  o->region.records_per_buffer = absl::GetFlag(FLAGS_records_per_buffer);
+  o->region.buffers_per_thread = absl::GetFlag(FLAGS_buffers_per_thread);
+  o->region.ready_queue_depth = absl::GetFlag(FLAGS_ready_queue_depth);
+  o->region.arena_bytes = absl::GetFlag(FLAGS_arena_bytes);
+  o->region.wait_bound_ms = absl::GetFlag(FLAGS_wait_bound_ms);
+  o->drain_threads = absl::GetFlag(FLAGS_drain_threads);
+  o->collector_shards = absl::GetFlag(FLAGS_collector_shards);
+  return absl::OkStatus();
+}
 
-  const KernelRegistry& kernels = BuiltinKernels();
-  const std::string name = absl::GetFlag(FLAGS_workload);
-  absl::StatusOr<v1::WorkloadSpec> workload =
-      IsFile(name) ? LoadWorkloadFile(FromUserDir(name), kernels) : BuiltinWorkload(name);
-  if (!workload.ok()) return Fail(std::string(workload.status().message()));
-  // The dump configuration: these flags (the API entry) > ARGSDUMP_* >
-  // --dump-config. Mistakes are warnings, never an abort.
+void PrintDumpLogs(const std::vector<DumpLog>& logs) {
+  for (const DumpLog& l : logs) std::fprintf(stderr, "%s\n", FormatDumpLog(l).c_str());
+}
+
+// The dump configuration: these flags (the API entry: only what is given)
+// > ARGSDUMP_* > --dump-config. Mistakes are warnings, never an abort.
+// With a config file and several steps, editing the file switches the dump
+// at the next step.
+void SetDump(const CommandLine& line, const std::string& workload, SimJobOptions* o) {
   std::vector<DumpLog> logs;
   DumpConfigEntry api;
-  if (dump_args_given) api.level = absl::GetFlag(FLAGS_dump_args);
+  if (line.Given("dump_args")) api.level = absl::GetFlag(FLAGS_dump_args);
   if (!absl::GetFlag(FLAGS_output_prefix).empty()) {
     api.path = FromUserDir(absl::GetFlag(FLAGS_output_prefix));
   }
@@ -218,46 +205,86 @@ int Main(int argc, char** argv) {
   auto watcher = std::make_shared<DumpConfigWatcher>(api, env, config_file);
   DumpConfig config = config_file.empty() ? ResolveDumpConfig(api, env, {}, &logs)
                                           : watcher->Current(&logs);
-  for (const DumpLog& l : logs) std::fprintf(stderr, "%s\n", FormatDumpLog(l).c_str());
-  o.dump_level = config.level;
-  o.dump = config;
-  o.output_prefix = config.path.empty() ? FromUserDir(DefaultPrefix(workload->name()))
-                                        : config.path;
-  o.default_prefix = config.path.empty();
-  if (!config_file.empty() && o.steps > 1) {
-    // Editing the file switches the dump at the next step.
-    o.dynamic = true;
-    o.before_step = [watcher](uint32_t step) -> std::optional<DumpConfig> {
+  PrintDumpLogs(logs);
+  o->dump_level = config.level;
+  o->dump = config;
+  o->output_prefix = config.path.empty() ? FromUserDir(DefaultPrefix(workload)) : config.path;
+  o->default_prefix = config.path.empty();
+  if (!config_file.empty() && o->steps > 1) {
+    o->dynamic = true;
+    o->before_step = [watcher](uint32_t step) -> std::optional<DumpConfig> {
       if (step == 0) return std::nullopt;
       std::vector<DumpLog> step_logs;
       std::optional<DumpConfig> next = watcher->Poll(&step_logs);
-      for (const DumpLog& l : step_logs) std::fprintf(stderr, "%s\n", FormatDumpLog(l).c_str());
+      PrintDumpLogs(step_logs);
       return next;
     };
   }
+}
 
-  o.capture_server = absl::GetFlag(FLAGS_capture_server);
+// --capture-server and what goes with it: name, labels, token, retries.
+absl::Status SetCaptureService(const CommandLine& line, SimJobOptions* o) {
+  o->capture_server = absl::GetFlag(FLAGS_capture_server);
   const int64_t retry = absl::GetFlag(FLAGS_capture_retry_deadline_ms);
   if (retry < 0 || retry > int64_t{24} * 3600 * 1000) {
-    return Fail(absl::StrCat("--capture-retry-deadline-ms: ", retry, " is outside 0..86400000"));
+    return absl::InvalidArgumentError(absl::StrCat(line.Spelling("capture_retry_deadline_ms"),
+                                                   ": ", retry, " is outside 0..86400000"));
   }
-  o.capture_retry_deadline = std::chrono::milliseconds(retry);
-  o.capture_name = absl::GetFlag(FLAGS_capture_name);
+  o->capture_retry_deadline = std::chrono::milliseconds(retry);
+  o->capture_name = absl::GetFlag(FLAGS_capture_name);
   for (const std::string& label : absl::GetFlag(FLAGS_labels)) {
     const size_t eq = label.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return Fail(absl::StrCat("--labels: '", label, "' is not key=value"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(line.Spelling("labels"), ": '", label, "' is not key=value"));
     }
-    o.labels[label.substr(0, eq)] = label.substr(eq + 1);
+    o->labels[label.substr(0, eq)] = label.substr(eq + 1);
   }
   if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
-    const std::string path = FromUserDir(absl::GetFlag(FLAGS_auth_token_file));
-    std::ifstream in(path);
-    if (!in || !std::getline(in, o.auth_token) || o.auth_token.empty()) {
-      return Fail(absl::StrCat("--auth_token_file: cannot read a token from ", path));
+    absl::StatusOr<std::string> token =
+        ReadTokenFile(FromUserDir(absl::GetFlag(FLAGS_auth_token_file)));
+    if (!token.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(line.Spelling("auth_token_file"), ": ", token.status().message()));
     }
+    o->auth_token = *std::move(token);
   }
+  return absl::OkStatus();
+}
 
+// --progress / --noprogress, else on when stderr is a terminal: a line
+// redrawn a few times a second there, a line a second into a file.
+std::unique_ptr<SimProgressMeter> ProgressMeter(const CommandLine& line) {
+  const bool terminal = ::isatty(STDERR_FILENO) == 1;
+  const bool on = line.Given("progress") ? absl::GetFlag(FLAGS_progress) : terminal;
+  if (!on) return nullptr;
+  return std::make_unique<SimProgressMeter>(
+      stderr, terminal, terminal ? std::chrono::milliseconds(250) : std::chrono::milliseconds(1000));
+}
+
+int Main(int argc, char** argv) {
+  const CommandLine line = ParseMainCommandLine(SimRunSpec(), argc, argv);
+  if (!line.positional.empty()) {
+    return Fail(absl::StrCat("unexpected argument '", line.positional[0], "'"));
+  }
+  if (!absl::GetFlag(FLAGS_recover).empty()) {
+    return Recover(FromUserDir(absl::GetFlag(FLAGS_recover)));
+  }
+  if (absl::GetFlag(FLAGS_list_workloads)) {
+    std::printf("%s\n", absl::StrJoin(BuiltinWorkloadNames(), "\n").c_str());
+    return 0;
+  }
+  SimJobOptions o;
+  if (absl::Status s = SetRunShape(line, &o); !s.ok()) return Fail(s.message());
+  const KernelRegistry& kernels = BuiltinKernels();
+  const std::string name = absl::GetFlag(FLAGS_workload);
+  absl::StatusOr<v1::WorkloadSpec> workload =
+      IsFile(name) ? LoadWorkloadFile(FromUserDir(name), kernels) : BuiltinWorkload(name);
+  if (!workload.ok()) return Fail(workload.status().message());
+  SetDump(line, workload->name(), &o);
+  if (absl::Status s = SetCaptureService(line, &o); !s.ok()) return Fail(s.message());
+  const std::unique_ptr<SimProgressMeter> meter = ProgressMeter(line);
+  o.progress = meter.get();
   auto result = RunSimJob(*workload, kernels, o);
   if (!result.ok()) return Fail(result.status().ToString());
   std::printf("%s", SummarizeSimJob(*result, o).c_str());

@@ -11,8 +11,6 @@
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -20,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/files.h"
 #include "google/protobuf/struct.pb.h"
 #include "proto/argsdump/v1/dump_config.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -261,9 +260,7 @@ bool SetCaptureServer(DumpConfigEntry* e, const std::string& v) {
   return true;
 }
 bool SetAuthTokenFile(DumpConfigEntry* e, const std::string& v) {
-  std::ifstream in(v);
-  std::string token;
-  if (!in || !std::getline(in, token) || token.empty()) return false;
+  if (!ReadTokenFile(v).ok()) return false;
   e->auth_token_file = v;
   return true;
 }
@@ -396,16 +393,14 @@ DumpConfigEntry DumpConfigFromEnvironment(const std::map<std::string, std::strin
 DumpConfigEntry DumpConfigFromFile(const std::string& path, std::vector<DumpLog>* logs) {
   DumpConfigEntry entry;
   const std::string source = absl::StrCat("config file ", path);
-  std::ifstream in(path);
-  if (!in) {
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) {
     Log(logs, DumpLog::kWarning,
         absl::StrCat(source, ": cannot read it; no setting is taken from it (pass a readable "
                              "JSON file such as {\"level\": 2, \"mode\": \"output\"})"));
     return entry;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return DumpConfigFromText(text.str(), source, logs);
+  return DumpConfigFromText(*text, source, logs);
 }
 
 DumpConfigEntry DumpConfigFromText(const std::string& text, const std::string& source,
@@ -604,11 +599,9 @@ DumpConfigWatcher::DumpConfigWatcher(std::vector<DumpConfigSource> above, std::s
 
 namespace {
 std::optional<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return std::nullopt;
+  return *std::move(text);
 }
 }  // namespace
 

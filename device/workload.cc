@@ -4,12 +4,11 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace argsdump {
@@ -297,12 +296,10 @@ absl::StatusOr<v1::WorkloadSpec> LoadWorkloadFile(const std::string& path,
         "workload file ", path, ": ", S_ISDIR(st.st_mode) ? "is a directory" : "is not a file",
         " (pass a .json workload file or a built-in name)"));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("workload file ", path, ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat("workload file ", path, ": cannot open"));
   std::string base = path.substr(path.find_last_of('/') + 1);
-  return ParseWorkloadJson(text.str(), absl::StrCat("workload file ", path),
+  return ParseWorkloadJson(*text, absl::StrCat("workload file ", path),
                            base.substr(0, base.find('.')), kernels);
 }
 

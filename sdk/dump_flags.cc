@@ -2,13 +2,12 @@
 // and the process-wide test context.
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "sdk/argsdump.h"
 #include "sdk/wiring.h"
 
@@ -154,11 +153,8 @@ CommandLineDump CommandLineDumpFlags() {
   }
   // Never consumed (a test with its own main, or gtest_main): the flags
   // are still on the command line the process was started with.
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
   std::vector<std::string> args;
-  std::string all = text.str(), arg;
+  std::string all = ReadFileToString("/proc/self/cmdline").value_or(""), arg;
   for (char c : all) {
     if (c == '\0') {
       args.push_back(arg);

@@ -9,13 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <mutex>
 #include <random>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "collector/collector.h"
 #include "collector/exception_dump.h"
 #include "collector/grpc_sink.h"
@@ -93,7 +93,7 @@ std::string UniqueName(const std::string& root, const std::string& name) {
 // capture says why.
 std::string ClaimFolder(const std::string& root, const std::string& name, bool* claimed) {
   *claimed = false;
-  if (!MakeDirs(root).ok()) return UniqueName(root, name);
+  if (!CreateDirectories(root).ok()) return UniqueName(root, name);
   std::lock_guard<std::mutex> lock(names_mu);
   for (int k = 1;; ++k) {
     const std::string candidate = k == 1 ? name : absl::StrCat(name, "_", k);
@@ -421,8 +421,8 @@ absl::Status SimSession::Impl::StartCapture() {
     g.info = info;
     g.auth_token = wiring.auth_token;
     if (g.auth_token.empty() && !config.auth_token_file.empty()) {
-      std::ifstream in(config.auth_token_file);
-      std::getline(in, g.auth_token);
+      // Checked when the configuration was resolved; unreadable now: none.
+      g.auth_token = ReadTokenFile(config.auth_token_file).value_or("");
     }
     if (!wiring.strict) g.connect_timeout = options.connect_timeout;
     g.retry_deadline = options.capture_retry_deadline;
@@ -593,6 +593,7 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   SessionResult r;
   r.name = name;
   r.run_status = runtime->Synchronize();
+  if (wiring.device_finished) wiring.device_finished();
   if (capture) LogFlush();
   if (!step && runtime->tasks_submitted() > 0) ++steps_begun;  // step 0, implicitly
   report.step_levels = runtime->step_levels();
@@ -704,6 +705,19 @@ SimRuntime& SessionWiring::Runtime(SimSession& session) { return *session.impl_-
 
 const SessionReport& SessionWiring::Report(const SimSession& session) {
   return session.impl_->report;
+}
+
+SessionProgress SessionWiring::Progress(const SimSession& session) {
+  const SimSession::Impl& s = *session.impl_;
+  SessionProgress p;
+  p.tasks_submitted = s.runtime->tasks_submitted();
+  p.tasks_completed = s.runtime->tasks_completed();
+  if (s.collector != nullptr) {
+    const CollectorStats c = s.collector->stats_snapshot();
+    p.records = c.records;
+    p.payload_bytes = c.payload_bytes;
+  }
+  return p;
 }
 
 }  // namespace argsdump

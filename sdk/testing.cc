@@ -14,9 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <tuple>
 #include <type_traits>
 
@@ -26,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/files.h"
 #include "format/dtype.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/argsdump/v1/manifest.pb.h"
@@ -347,8 +346,7 @@ absl::StatusOr<Capture> Capture::Of(const SessionResult& result) {
   if (!result.capture_server.empty()) {
     std::string token;
     if (!result.dump.auth_token_file.empty()) {
-      std::ifstream in(result.dump.auth_token_file);
-      std::getline(in, token);
+      token = ReadTokenFile(result.dump.auth_token_file).value_or("");
     }
     c = OpenRemote(result.capture_server, result.capture_name, token);
   } else {
@@ -427,14 +425,12 @@ absl::StatusOr<std::optional<std::string>> FirstDivergence(const Capture& actual
 
 absl::Status CheckCaptureFiles(const std::string& dir) {
   const std::string path = dir + "/args_dump.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream text;
-  text << in.rdbuf();
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   v1::ManifestFile m;
   google::protobuf::util::JsonParseOptions strict;
   strict.ignore_unknown_fields = false;
-  if (auto s = google::protobuf::util::JsonStringToMessage(text.str(), &m, strict); !s.ok()) {
+  if (auto s = google::protobuf::util::JsonStringToMessage(*text, &m, strict); !s.ok()) {
     return absl::DataLossError(absl::StrCat(path, ": not the manifest schema: ",
                                             std::string(s.message())));
   }
@@ -724,7 +720,7 @@ absl::StatusOr<std::unique_ptr<CaptureServerProcess>> CaptureServerProcess::Star
         "capture_server not found", bin.empty() ? " in the runfiles" : absl::StrCat(" at ", bin),
         " (add data = [\"@argsdump//server:capture_server\"] to the test, or pass its path)"));
   }
-  if (absl::Status s = MakeDirs(root); !s.ok()) return s;
+  if (absl::Status s = CreateDirectories(root); !s.ok()) return s;
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe failed");
   posix_spawn_file_actions_t actions;

@@ -10,7 +10,7 @@
 //                                   .Role(Role::kOutput).Step(2));
 //   EXPECT_THAT(*y, argsdump::testing::IsCloseTo(expected, /*atol=*/1e-6));
 //
-// Values: every dtype decodes through the one dtype table (device/dtype.h):
+// Values: every dtype decodes through the one dtype table (format/dtype.h):
 // Values() as doubles (FP8/FP4/BF16/FP16 widened exactly), Integers() and
 // Unsigned() exactly for integer and bool dtypes. A truncated tensor has
 // the elements its payload holds (fewer than numel); a non-contiguous view

@@ -6,6 +6,7 @@
 #define ARGSDUMP_SDK_WIRING_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,12 @@ struct SessionReport {
   std::string dump_off_reason;
 };
 
+// What a session has done so far (SessionWiring::Progress).
+struct SessionProgress {
+  uint64_t tasks_submitted = 0, tasks_completed = 0;
+  uint64_t records = 0, payload_bytes = 0;  // collected so far (0 with the dump off)
+};
+
 struct SessionWiring {
   // The configuration, resolved by the caller (sim_run's flags are its API
   // entry and it logs the resolution itself): the session resolves nothing.
@@ -69,11 +76,17 @@ struct SessionWiring {
   bool strict = false;
   // Print where the capture went when the session finishes.
   bool print_summary = true;
+  // Called once in Finish, as soon as the device finished its tasks and
+  // before the flush lines are logged (sim_run ends its progress line).
+  std::function<void()> device_finished;
 
   // The runtime under a session (sim_run submits workloads to it, holding
   // dispatch for a step), and the report of a finished one.
   static SimRuntime& Runtime(SimSession& session);
   static const SessionReport& Report(const SimSession& session);
+  // The counters so far: from any thread, between Open and the session's
+  // destruction.
+  static SessionProgress Progress(const SimSession& session);
 };
 
 // The dump flags of the command line (ConsumeDumpFlags, or read from

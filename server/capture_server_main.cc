@@ -7,14 +7,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/capture_service.h"
 #include "tools/cli_flags.h"
@@ -39,6 +36,19 @@ ABSL_FLAG(int64_t, live_idle_timeout_ms, 600000,
 namespace argsdump {
 namespace {
 
+CommandLineSpec CaptureServerSpec() {
+  CommandLineSpec spec;
+  spec.program = "capture_server";
+  spec.synopsis =
+      "capture_server: the argsdump capture service (gRPC) over a folder of captures.\n"
+      "  capture_server [--root DIR] [--listen HOST:PORT] [flags]\n"
+      "Prints \"capture_server listening on <host>:<port>\" once it accepts calls;\n"
+      "SIGINT/SIGTERM stops it (exit 0). Exit status 2: a bad flag, an unreadable token\n"
+      "file, a root another server holds, a port in use.";
+  spec.flags_file = __FILE__;
+  return spec;
+}
+
 int Fail(const std::string& message) {
   std::fprintf(stderr, "capture_server: %s\n", message.c_str());
   return 2;
@@ -49,23 +59,31 @@ bool IsLoopback(const std::string& listen) {
          listen.rfind("[::1]:", 0) == 0 || listen.rfind("unix:", 0) == 0;
 }
 
-int Main() {
+int Main(const CommandLine& line) {
+  if (!line.positional.empty()) {
+    return Fail(absl::StrCat("unexpected argument '", line.positional[0], "'"));
+  }
   CaptureServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
   o.hub.root = absl::GetFlag(FLAGS_root);
   o.hub.max_capture_bytes = absl::GetFlag(FLAGS_max_capture_bytes);
   const int64_t idle = absl::GetFlag(FLAGS_live_idle_timeout_ms);
-  if (idle < 0) return Fail(absl::StrCat("--live_idle_timeout_ms: ", idle, " is negative"));
+  if (idle < 0) {
+    return Fail(absl::StrCat(line.Spelling("live_idle_timeout_ms"), ": ", idle, " is negative"));
+  }
   o.hub.live_idle_timeout = std::chrono::milliseconds(idle);
-  if (absl::GetFlag(FLAGS_shutdown_grace_ms) < 0) return Fail("--shutdown_grace_ms: negative");
+  if (absl::GetFlag(FLAGS_shutdown_grace_ms) < 0) {
+    return Fail(absl::StrCat(line.Spelling("shutdown_grace_ms"), ": negative"));
+  }
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   const std::string token_file = absl::GetFlag(FLAGS_auth_token_file);
   if (!token_file.empty()) {
-    std::ifstream in(token_file);
-    if (!in) return Fail(absl::StrCat("--auth_token_file: cannot read ", token_file));
-    std::getline(in, o.auth_token);
-    if (o.auth_token.empty()) return Fail(absl::StrCat("--auth_token_file: ", token_file, " is empty"));
+    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
+    if (!token.ok()) {
+      return Fail(absl::StrCat(line.Spelling("auth_token_file"), ": ", token.status().message()));
+    }
+    o.auth_token = *std::move(token);
   }
   if (!IsLoopback(o.listen) && (o.auth_token.empty() || o.tls_cert_file.empty())) {
     std::fprintf(stderr,
@@ -98,14 +116,10 @@ int Main() {
 }  // namespace argsdump
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("argsdump capture service (gRPC)");
-  if (std::string bad = argsdump::CheckCommandLineFlags({argv + 1, argv + argc}); !bad.empty()) {
-    std::fprintf(stderr, "capture_server: %s\n", bad.c_str());
-    return 2;
-  }
-  absl::ParseCommandLine(argc, argv);
+  const argsdump::CommandLine line =
+      argsdump::ParseMainCommandLine(argsdump::CaptureServerSpec(), argc, argv);
   // The generated health descriptors must be in this binary for reflection
   // to describe grpc.health.v1.Health (gRPC's own health service uses upb).
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
-  return argsdump::Main();
+  return argsdump::Main(line);
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/files.h"
 #include "server/capture_store.h"
 #include "viewer/arg_source.h"
 #include "viewer/zip_archive.h"
@@ -146,7 +147,7 @@ absl::StatusOr<std::string> Extract(const ZipArchive& zip, const std::string& in
   const std::string dir =
       absl::StrCat(CaptureCacheDir(), "/", key, inner.empty() ? "" : "/", inner);
   if (StatOf(dir + "/" + kExtractedMark).file) return dir;
-  if (absl::Status s = MakeDirs(dir); !s.ok()) return s;
+  if (absl::Status s = CreateDirectories(dir); !s.ok()) return s;
   const std::string prefix = inner.empty() ? "" : inner + "/";
   for (const ZipMember& m : zip.members()) {
     if (m.is_dir() || !absl::StartsWith(m.name, prefix)) continue;

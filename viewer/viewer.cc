@@ -1,14 +1,9 @@
 #include "viewer/viewer.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <limits>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -19,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
+#include "base/files.h"
 #include "format/dtype.h"
 #include "viewer/arg_source.h"
 #include "viewer/capture_compare.h"
@@ -30,33 +26,15 @@
 #include "tools/progress.h"
 #include "viewer/remote_source.h"
 #include "viewer/text_export.h"
+#include "viewer/viewer_options.h"
 
 namespace argsdump {
 namespace {
 
-struct Options {
-  std::string dir;
-  Selection selection;
-  bool export_text = false, npy = false, stats = false, first_nonfinite = false;
-  std::string compare;  // GOLDEN
-  Tolerance tolerance;
-  bool tolerance_set = false;
-  std::string out_dir;
-  RemoteCapture remote;
-  std::string auth_token_file;
-  bool list_captures = false;                  // --captures
-  std::map<std::string, std::string> labels;  // --label k=v (with --captures)
-  ProgressMode progress = ProgressMode::kAuto;  // --progress / --noprogress
+// A run: the parsed command line and which of our streams are terminals.
+struct Options : ViewerOptions {
   ViewerTerminals terminals;
 };
-
-constexpr char kFlagList[] =
-    "--task/-t, --stage/-s, --role/-r, --arg/-a, --func, --step, --overflow, --nonfinite, "
-    "--index/-i, "
-    "--export/-e, --npy, "
-    "--stats, --first-nonfinite, --compare, --atol, --rtol, --out, --server, --capture, "
-    "--auth_token_file, --captures, --label, --progress, --noprogress";
-
 
 // A row of the --stats table; `stored`: numbers the capture stored.
 std::string StatsTableRow(uint64_t index, const ElementStats& st, bool stored) {
@@ -153,171 +131,6 @@ void ListingLine(const ManifestEntry& e, std::string* line) {
   line->append(Flags(e));
   line->erase(line->find_last_not_of(' ') + 1);
   line->push_back('\n');
-}
-
-// Parses the command line; on error writes it to err and returns false.
-bool ParseArgs(const std::vector<std::string>& args, Options* o, std::ostream& err) {
-  Selection* f = &o->selection;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i], value;
-    const bool is_flag = flag.size() > 1 && flag[0] == '-';
-    if (flag == "--export" || flag == "-e") {
-      o->export_text = true;
-      continue;
-    }
-    if (flag == "--npy") {
-      o->npy = true;
-      continue;
-    }
-    if (flag == "--stats") {
-      o->stats = true;
-      continue;
-    }
-    if (flag == "--first-nonfinite") {
-      o->first_nonfinite = true;
-      continue;
-    }
-    if (flag == "--captures") {
-      o->list_captures = true;
-      continue;
-    }
-    if (flag == "--progress" || flag == "--noprogress") {
-      o->progress = flag == "--progress" ? ProgressMode::kAlways : ProgressMode::kNever;
-      continue;
-    }
-    if (flag == "--overflow") {
-      f->args.overflow = true;
-      continue;
-    }
-    if (flag == "--nonfinite") {
-      f->args.has_nonfinite = true;
-      continue;
-    }
-    if (!is_flag) {
-      if (!o->dir.empty()) {
-        err << "dump_viewer: one capture directory at a time (got '" << o->dir << "' and '"
-            << flag << "')\n";
-        return false;
-      }
-      o->dir = flag;
-      continue;
-    }
-    const size_t eq = flag.find('=');
-    if (eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      err << "dump_viewer: " << flag << " needs a value\n";
-      return false;
-    }
-    auto bad = [&](const std::string& expected) {
-      err << "dump_viewer: " << flag << " '" << value << "': expected " << expected << "\n";
-      return false;
-    };
-    if (flag == "--task" || flag == "-t") {
-      const std::optional<uint64_t> v = ParseTaskIdHex(value);
-      if (!v) return bad("a hex task id such as 0x0000000100000003 or 100000003");
-      f->args.task_id = *v;
-    } else if (flag == "--stage" || flag == "-s") {
-      if (value == "before" || value == "before_dispatch") {
-        f->args.stage = v1::STAGE_BEFORE_DISPATCH;
-      } else if (value == "after" || value == "after_completion") {
-        f->args.stage = v1::STAGE_AFTER_COMPLETION;
-      } else {
-        return bad("before or after");
-      }
-    } else if (flag == "--role" || flag == "-r") {
-      const std::optional<v1::Role> role = RoleFromName(value);
-      if (!role) return bad("input, output or inout");
-      f->args.role = *role;
-    } else if (flag == "--arg" || flag == "-a") {
-      uint32_t v;
-      if (!absl::SimpleAtoi(value, &v)) return bad("an arg index (0, 1, ...)");
-      f->args.arg_index = v;
-    } else if (flag == "--func") {
-      int64_t v;
-      if (!absl::SimpleAtoi(value, &v) || v < -1 || v > std::numeric_limits<uint32_t>::max()) {
-        return bad("a func id (0, 1, ..., or -1 for args whose kernel is not known)");
-      }
-      if (v == -1) {
-        f->args.func_unknown = true;
-      } else {
-        f->args.func_id = static_cast<uint32_t>(v);
-      }
-    } else if (flag == "--step") {
-      uint32_t v;
-      if (!absl::SimpleAtoi(value, &v)) return bad("a step (0, 1, ...)");
-      f->args.step = v;
-    } else if (flag == "--index" || flag == "-i") {
-      uint64_t v;
-      if (!absl::SimpleAtoi(value, &v)) return bad("a manifest index (0, 1, ...)");
-      f->index = v;
-    } else if (flag == "--compare") {
-      if (value.empty()) return bad("a capture directory, a raw or .npy file, or capture:NAME");
-      o->compare = value;
-    } else if (flag == "--atol" || flag == "--rtol") {
-      double v;
-      if (!absl::SimpleAtod(value, &v) || !(v >= 0) || v == INFINITY) {
-        return bad("a tolerance >= 0 such as 1e-3");
-      }
-      (flag == "--atol" ? o->tolerance.atol : o->tolerance.rtol) = v;
-      o->tolerance_set = true;
-    } else if (flag == "--out") {
-      if (value.empty()) return bad("a folder");
-      o->out_dir = value;
-    } else if (flag == "--server") {
-      if (value.empty() || value.find(':') == std::string::npos) return bad("host:port");
-      o->remote.target = value;
-    } else if (flag == "--capture") {
-      if (value.empty()) return bad("a capture name");
-      o->remote.capture = value;
-    } else if (flag == "--auth_token_file") {
-      o->auth_token_file = value;
-    } else if (flag == "--label") {
-      const size_t eq = value.find('=');
-      if (eq == std::string::npos || eq == 0) return bad("key=value");
-      o->labels[value.substr(0, eq)] = value.substr(eq + 1);
-    } else {
-      err << "dump_viewer: unknown flag '" << flag << "' (flags: " << kFlagList << ")\n";
-      return false;
-    }
-  }
-  // Combinations.
-  auto conflict = [&](const std::string& what) -> bool {
-    err << "dump_viewer: " << what << "\n";
-    return false;
-  };
-  if (o->list_captures && o->remote.target.empty()) {
-    return conflict("--captures lists the captures of a service: add --server host:port");
-  }
-  if (!o->labels.empty() && !o->list_captures) return conflict("--label goes with --captures");
-  if (o->list_captures && !o->remote.capture.empty()) {
-    return conflict("--captures lists every capture; leave --capture out");
-  }
-  if (!o->remote.target.empty() && o->remote.capture.empty() && !o->list_captures) {
-    return conflict("--server needs --capture NAME (the capture to read), or --captures");
-  }
-  if (o->remote.target.empty() && !o->remote.capture.empty()) {
-    return conflict("--capture needs --server host:port");
-  }
-  if (!o->remote.target.empty() && !o->dir.empty()) {
-    return conflict(absl::StrCat("a capture directory ('", o->dir,
-                                 "') or --server/--capture, not both"));
-  }
-  if (o->tolerance_set && o->compare.empty()) return conflict("--atol/--rtol need --compare");
-  if (!o->compare.empty() && (o->export_text || o->npy || o->stats || o->first_nonfinite)) {
-    return conflict("--compare runs alone (not with --export, --npy, --stats, --first-nonfinite)");
-  }
-  if (!o->auth_token_file.empty()) {
-    std::ifstream in(o->auth_token_file);
-    if (!in || !std::getline(in, o->remote.auth_token) || o->remote.auth_token.empty()) {
-      return conflict(absl::StrCat("--auth_token_file: cannot read a token from ",
-                                   o->auth_token_file));
-    }
-  }
-  return true;
 }
 
 std::string StatsLine(const ManifestEntry& e, const ElementStats& st) {
@@ -536,14 +349,12 @@ int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
         << " is a scalar; a golden file compares a tensor\n";
     return 2;
   }
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  std::string file(in ? static_cast<size_t>(in.tellg()) : 0, '\0');
-  in.seekg(0);
-  in.read(&file[0], static_cast<std::streamsize>(file.size()));
-  if (!in) {
-    err << "dump_viewer: --compare " << path << ": cannot read\n";
+  absl::StatusOr<std::string> read = ReadFileToString(path);
+  if (!read.ok()) {
+    err << "dump_viewer: --compare " << read.status().message() << "\n";
     return 2;
   }
+  std::string file = *std::move(read);
   ManifestEntry g = a;
   g.truncated = g.overwritten = false;
   std::string golden_bytes;
@@ -599,10 +410,7 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
   const std::string txt = export_root + "/txt", npy = export_root + "/npy";
   for (const std::string& d : {export_root, export_text ? txt : "", o.npy ? npy : ""}) {
     if (d.empty() || selected.empty()) continue;
-    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
-      err << "dump_viewer: cannot create " << d << ": " << std::strerror(errno) << "\n";
-      return 2;
-    }
+    if (absl::Status s = CreateDirectories(d); !s.ok()) return Fail(err, s);
   }
   uint64_t total_bytes = 0;
   for (const ManifestEntry& s : selected) total_bytes += s.bin_size;
@@ -613,11 +421,9 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
   std::string stats_table, npy_notes;
   uint64_t npy_files = 0;
   auto write = [&](const std::string& path, const std::string& bytes) {
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    file.close();
-    if (!file) err << "dump_viewer: cannot write " << path << "\n";
-    return static_cast<bool>(file);
+    absl::Status written = WriteStringToFile(path, bytes);
+    if (!written.ok()) Fail(err, written);
+    return written.ok();
   };
   for (const ManifestEntry& s : selected) {
     std::string bytes;
@@ -689,7 +495,7 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
 }  // namespace
 
 // --captures: the service's captures (with --label: those labelled so).
-int ListCaptures(const Options& o, std::ostream& out, std::ostream& err) {
+int ListCaptures(const ViewerOptions& o, std::ostream& out, std::ostream& err) {
   absl::StatusOr<std::vector<v1::CaptureSummary>> captures = ListRemoteCaptures(o.remote, o.labels);
   if (!captures.ok()) return Fail(err, captures.status());
   out << absl::StrFormat("%-40s  %-8s  %10s  %12s  %s\n", "capture", "state", "records",
@@ -717,9 +523,15 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
 
 int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
               ViewerTerminals terminals) {
+  absl::StatusOr<ViewerOptions> parsed = ParseViewerCommandLine(args);
+  if (!parsed.ok()) return Fail(err, parsed.status());
+  if (parsed->help) {
+    out << ViewerHelp();
+    return 0;
+  }
   Options o;
+  static_cast<ViewerOptions&>(o) = *std::move(parsed);
   o.terminals = terminals;
-  if (!ParseArgs(args, &o, err)) return 2;
   if (o.list_captures) return ListCaptures(o, out, err);
   const bool remote = !o.remote.target.empty();
   // Where the capture is: a folder, an outputs.zip (or a folder in one), or

@@ -1,12 +1,17 @@
 // dump_viewer's command line as a library (tests call it directly):
 //   dump_viewer [DIR | --server HOST:PORT --capture NAME [--auth_token_file F]]
 //               [--task/-t HEX] [--stage/-s before|after]
-//               [--role/-r input|output|inout] [--arg/-a N] [--func F]
+//               [--role/-r input|output|inout] [--arg/-a N] [--func F|-1]
+//               [--kind tensor|scalar] [--dtype DTYPE]
 //               [--step N] [--overflow] [--nonfinite] [--index/-i N]
 //               [--export/-e] [--npy] [--stats] [--out DIR]
-//               [--first-nonfinite]
+//               [--first-nonfinite] [--[no]progress]
 //               [--compare GOLDEN [--atol A] [--rtol R]]
 //               [--progress | --noprogress]
+//   dump_viewer --server HOST:PORT --captures [--label k=v ...]
+//   dump_viewer --help
+// Flags are tools/cli_flags.h's (--a-b and --a_b alike); viewer_options.h
+// turns them into ViewerOptions.
 // DIR is a capture directory (.../args_dump) or a folder holding one;
 // without it (and without --server), the newest outputs/*/args_dump under
 // the current folder. --server/--capture read a capture service instead,

@@ -1,0 +1,45 @@
+// dump_viewer's command line (the usage is in viewer.h): its absl flags,
+// each value checked and named as the user typed it, and the combinations
+// that go together, turned into one ViewerOptions. The flags are global:
+// every parse starts from their defaults and runs under one lock, so the
+// viewer may be called many times, from several threads, in one process.
+#ifndef ARGSDUMP_VIEWER_VIEWER_OPTIONS_H_
+#define ARGSDUMP_VIEWER_VIEWER_OPTIONS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tools/progress.h"
+#include "viewer/arg_source.h"
+#include "viewer/compare.h"
+#include "viewer/remote_source.h"
+
+namespace argsdump {
+
+struct ViewerOptions {
+  bool help = false;  // --help / -h: print ViewerHelp() and nothing else
+  std::string dir;    // DIR (empty: the newest under outputs/)
+  Selection selection;
+  bool export_text = false, npy = false, stats = false, first_nonfinite = false;
+  std::string compare;  // GOLDEN
+  Tolerance tolerance;
+  bool tolerance_set = false;
+  std::string out_dir;
+  RemoteCapture remote;  // target empty: a local capture; auth_token read
+  bool list_captures = false;                 // --captures
+  std::map<std::string, std::string> labels;  // --label k=v (with --captures)
+  ProgressMode progress = ProgressMode::kAuto;  // --progress / --noprogress
+};
+
+// InvalidArgument naming the flag and what it takes, or the combination
+// that does not go together (without the "dump_viewer: " prefix).
+absl::StatusOr<ViewerOptions> ParseViewerCommandLine(const std::vector<std::string>& args);
+
+// What --help prints: the synopsis and every flag with its meaning.
+std::string ViewerHelp();
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_VIEWER_VIEWER_OPTIONS_H_
