@@ -7,7 +7,6 @@
 //               [--export/-e] [--npy] [--stats] [--out DIR]
 //               [--first-nonfinite] [--[no]progress]
 //               [--compare GOLDEN [--atol A] [--rtol R]]
-//               [--progress | --noprogress]
 //   dump_viewer --server HOST:PORT --captures [--label k=v ...]
 //   dump_viewer --help
 // Flags are tools/cli_flags.h's (--a-b and --a_b alike); viewer_options.h
