@@ -49,7 +49,8 @@ bool NpyWidened(DataType dtype);
 // Bytes that `numel` densely packed elements occupy (rounded up for FP4).
 uint64_t PayloadBytes(DataType dtype, uint64_t numel);
 
-// "FLOAT32", "BFLOAT16", ...: the manifest spelling.
+// "FLOAT32", "BFLOAT16", ...: the manifest spelling (a view of a
+// NUL-terminated literal: .data() is a C string).
 std::string_view DataTypeName(DataType dtype);
 
 // Inverse of DataTypeName; accepts any letter case ("float32" too).

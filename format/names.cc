@@ -101,6 +101,23 @@ const char* StageName(v1::Stage stage) {
   }
 }
 
+const char* StageShortName(v1::Stage stage) {
+  switch (stage) {
+    case v1::STAGE_BEFORE_DISPATCH: return "before";
+    case v1::STAGE_AFTER_COMPLETION: return "after";
+    default: return "unspecified";
+  }
+}
+
+const char* RoleShortName(v1::Role role) {
+  switch (role) {
+    case v1::ROLE_INPUT: return "in";
+    case v1::ROLE_OUTPUT: return "out";
+    case v1::ROLE_INOUT: return "inout";
+    default: return "unspecified";
+  }
+}
+
 const char* KindName(v1::Kind kind) {
   switch (kind) {
     case v1::KIND_TENSOR: return "tensor";

@@ -29,6 +29,11 @@ const char* StageName(v1::Stage stage);   // "before_dispatch" / "after_completi
 const char* KindName(v1::Kind kind);      // "tensor" / "scalar"
 std::string DTypeName(int dtype);         // "FLOAT32", or "UNKNOWN(n)"
 
+// The short spellings listings and file names use: "before" / "after",
+// and "in" / "out" / "inout" (task_<id>_<stage>_<role><n>.txt).
+const char* StageShortName(v1::Stage stage);
+const char* RoleShortName(v1::Role role);
+
 // Inverses of the names above (exact spellings); nullopt for anything else.
 std::optional<v1::Role> RoleFromName(absl::string_view name);
 std::optional<v1::Stage> StageFromName(absl::string_view name);

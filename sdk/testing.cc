@@ -76,32 +76,22 @@ absl::StatusOr<CapturedArg> FromEntry(const ManifestEntry& e) {
   a.task_id = e.task_id;
   a.step = e.step;
   a.func_ids = e.func_ids;
-  if (e.role == "input") {
-    a.role = Role::kInput;
-  } else if (e.role == "output") {
-    a.role = Role::kOutput;
-  } else if (e.role == "inout") {
-    a.role = Role::kInOut;
-  } else {
-    return absl::DataLossError(absl::StrCat("entry ", e.index, ": role '", e.role, "'"));
+  // The readers refuse other values (manifest_reader.h, EntryFromRecord).
+  switch (e.role) {
+    case v1::ROLE_INPUT: a.role = Role::kInput; break;
+    case v1::ROLE_OUTPUT: a.role = Role::kOutput; break;
+    case v1::ROLE_INOUT: a.role = Role::kInOut; break;
+    default: return absl::DataLossError(absl::StrCat("entry ", e.index, ": role ", e.role));
   }
-  if (e.stage == "before_dispatch") {
-    a.stage = Stage::kBeforeDispatch;
-  } else if (e.stage == "after_completion") {
-    a.stage = Stage::kAfterCompletion;
-  } else {
-    return absl::DataLossError(absl::StrCat("entry ", e.index, ": stage '", e.stage, "'"));
+  if (e.stage != v1::STAGE_BEFORE_DISPATCH && e.stage != v1::STAGE_AFTER_COMPLETION) {
+    return absl::DataLossError(absl::StrCat("entry ", e.index, ": stage ", e.stage));
   }
-  if (e.kind == "tensor") {
-    a.kind = Kind::kTensor;
-  } else if (e.kind == "scalar") {
-    a.kind = Kind::kScalar;
-  } else {
-    return absl::DataLossError(absl::StrCat("entry ", e.index, ": kind '", e.kind, "'"));
+  a.stage = e.stage == v1::STAGE_BEFORE_DISPATCH ? Stage::kBeforeDispatch : Stage::kAfterCompletion;
+  if (!e.is_tensor() && !e.is_scalar()) {
+    return absl::DataLossError(absl::StrCat("entry ", e.index, ": kind ", e.kind));
   }
-  const std::optional<DataType> dtype = DataTypeFromName(e.dtype);
-  if (!dtype) return absl::DataLossError(absl::StrCat("entry ", e.index, ": dtype '", e.dtype, "'"));
-  a.dtype = *dtype;
+  a.kind = e.is_tensor() ? Kind::kTensor : Kind::kScalar;
+  a.dtype = e.dtype;
   a.arg_index = e.arg_index;
   a.shape = e.shape;
   a.strides = e.strides;
@@ -132,7 +122,7 @@ class CaptureArgSource : public ArgSource {
     return true;
   }
   absl::Status ReadPayload(const ManifestEntry& e, std::string* bytes) override {
-    if (e.kind != "tensor" || e.bin_size == 0) {
+    if (!e.is_tensor() || e.bin_size == 0) {
       bytes->clear();
       return absl::OkStatus();
     }

@@ -20,14 +20,12 @@ std::string Num(double v) { return absl::StrFormat("%.6g", v); }
 }  // namespace
 
 std::tuple<uint64_t, int, uint32_t, int> ManifestKey(const ManifestEntry& e) {
-  const int stage = e.stage == "before_dispatch" ? 1 : e.stage == "after_completion" ? 2 : 3;
-  const int role = e.role == "input" ? 1 : e.role == "output" ? 2 : e.role == "inout" ? 3 : 4;
-  return {e.task_id, stage, e.arg_index, role};
+  return {e.task_id, static_cast<int>(e.stage), e.arg_index, static_cast<int>(e.role)};
 }
 
 std::string WhereIs(const ManifestEntry& e) {
   return absl::StrFormat("task %s %s %s arg %d", TaskIdHex(e.task_id),
-                         e.stage == "before_dispatch" ? "before" : "after", e.role, e.arg_index);
+                         StageShortName(e.stage), RoleName(e.role), e.arg_index);
 }
 
 std::string ElementPosition(const std::vector<uint64_t>& shape, uint64_t flat) {
@@ -40,11 +38,9 @@ std::string ElementPosition(const std::vector<uint64_t>& shape, uint64_t flat) {
 }
 
 uint64_t ElementsIn(const ManifestEntry& e, uint64_t bytes) {
-  const auto dtype = DataTypeFromName(e.dtype);
-  if (!dtype) return 0;
   uint64_t numel = 1;
   for (uint64_t d : e.shape) numel *= d;
-  return std::min<uint64_t>(numel, bytes * 8 / std::max<uint32_t>(1, ElementBits(*dtype)));
+  return std::min<uint64_t>(numel, bytes * 8 / std::max<uint32_t>(1, ElementBits(e.dtype)));
 }
 
 ArgVerdict CompareArg(const ManifestEntry& a, const std::string& pa, const ManifestEntry& g,
@@ -58,8 +54,10 @@ ArgVerdict CompareArg(const ManifestEntry& a, const std::string& pa, const Manif
     v.detail = absl::StrCat(WhereIs(a), ": ", why);
     return v;
   };
-  if (a.kind != g.kind) return not_compared(absl::StrCat("kind ", a.kind, " vs golden ", g.kind));
-  if (a.kind == "scalar") {
+  if (a.kind != g.kind) {
+    return not_compared(absl::StrCat("kind ", KindName(a.kind), " vs golden ", KindName(g.kind)));
+  }
+  if (a.is_scalar()) {
     v.numel = 1;
     double x, y;
     if (a.value == g.value) {
@@ -81,9 +79,6 @@ ArgVerdict CompareArg(const ManifestEntry& a, const std::string& pa, const Manif
   if (a.shape != g.shape) {
     return not_compared(absl::StrCat("shape ", Dims(a.shape), " vs golden ", Dims(g.shape)));
   }
-  if (!DataTypeFromName(a.dtype) || !DataTypeFromName(g.dtype)) {
-    return not_compared(absl::StrCat("dtype ", a.dtype, " vs golden ", g.dtype, " (unknown)"));
-  }
   if (a.overwritten || g.overwritten) {
     return not_compared(a.overwritten ? "overwritten (bytes untrustworthy)"
                                       : "golden overwritten (bytes untrustworthy)");
@@ -92,9 +87,11 @@ ArgVerdict CompareArg(const ManifestEntry& a, const std::string& pa, const Manif
     // Metadata only on both sides (hybrid level): shape and dtype are all
     // there is to compare.
     v.differs = a.dtype != g.dtype;
-    v.status = v.differs ? absl::StrCat("DIFFERS (dtype ", a.dtype, " vs golden ", g.dtype, ")")
+    const char* ad = DataTypeName(a.dtype).data();
+    const char* gd = DataTypeName(g.dtype).data();
+    v.status = v.differs ? absl::StrCat("DIFFERS (dtype ", ad, " vs golden ", gd, ")")
                          : "ok (metadata only)";
-    if (v.differs) v.detail = absl::StrCat(WhereIs(a), ": dtype ", a.dtype, ", golden ", g.dtype);
+    if (v.differs) v.detail = absl::StrCat(WhereIs(a), ": dtype ", ad, ", golden ", gd);
     return v;
   }
   if (a.bin_size == 0 || g.bin_size == 0) {
@@ -103,7 +100,7 @@ ArgVerdict CompareArg(const ManifestEntry& a, const std::string& pa, const Manif
   const uint64_t count = std::min(ElementsIn(a, pa.size()), ElementsIn(g, pg.size()));
   const ElementDiff d = CompareElements(a.dtype, pa, g.dtype, pg, count, t);
   std::vector<std::string> notes;
-  if (a.dtype != g.dtype) notes.push_back(absl::StrCat("golden ", g.dtype));
+  if (a.dtype != g.dtype) notes.push_back(absl::StrCat("golden ", DataTypeName(g.dtype).data()));
   if (count < v.numel) {
     notes.push_back(absl::StrCat("truncated: ", count, " of ", v.numel, " compared"));
   }

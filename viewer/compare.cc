@@ -60,11 +60,8 @@ class Accumulator {
 
 }  // namespace
 
-ElementDiff CompareElements(const std::string& actual_dtype, absl::string_view actual,
-                            const std::string& golden_dtype, absl::string_view golden,
-                            uint64_t count, const Tolerance& tolerance) {
-  const DataType ad = *DataTypeFromName(actual_dtype);
-  const DataType gd = *DataTypeFromName(golden_dtype);
+ElementDiff CompareElements(DataType ad, absl::string_view actual, DataType gd,
+                            absl::string_view golden, uint64_t count, const Tolerance& tolerance) {
   const auto* a = reinterpret_cast<const uint8_t*>(actual.data());
   const auto* g = reinterpret_cast<const uint8_t*>(golden.data());
   Accumulator acc(tolerance);

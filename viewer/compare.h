@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "format/dtype.h"
 
 namespace argsdump {
 
@@ -35,11 +36,11 @@ struct ElementDiff {
   double first_actual = 0, first_golden = 0;
 };
 
-// The first `count` elements of two payloads of the named dtypes (manifest
-// spellings; the two may differ, values are compared, not bits). The
-// caller checks that each payload holds `count` elements.
-ElementDiff CompareElements(const std::string& actual_dtype, absl::string_view actual,
-                            const std::string& golden_dtype, absl::string_view golden,
+// The first `count` elements of two payloads of these dtypes (the two may
+// differ: values are compared, not bits). The caller checks that each
+// payload holds `count` elements.
+ElementDiff CompareElements(DataType actual_dtype, absl::string_view actual,
+                            DataType golden_dtype, absl::string_view golden,
                             uint64_t count, const Tolerance& tolerance);
 
 // Two scalar values as the manifest writes them (1, 0.5, "NaN", true).

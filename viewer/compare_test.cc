@@ -19,7 +19,7 @@ std::string F32(const std::vector<float>& v) {
 TEST(CompareTest, KnownDifferencesGiveExactMetrics) {
   const std::string golden = F32({1, 2, 4, -8});
   const std::string actual = F32({1, 2.5f, 4, -6});
-  const ElementDiff d = CompareElements("FLOAT32", actual, "FLOAT32", golden, 4, Tolerance());
+  const ElementDiff d = CompareElements(DataType::kFloat32, actual, DataType::kFloat32, golden, 4, Tolerance());
   EXPECT_EQ(d.compared, 4u);
   EXPECT_EQ(d.mismatches, 2u);
   EXPECT_EQ(d.nonfinite, 0u);
@@ -36,11 +36,11 @@ TEST(CompareTest, ToleranceIsNumpysIsclose) {
   const std::string golden = F32({100, 0});
   const std::string actual = F32({100.5f, 1e-4f});
   Tolerance t{1e-3, 1e-2};  // 100.5: 0.5 <= 1e-3 + 1 ; 1e-4 <= 1e-3
-  ElementDiff d = CompareElements("FLOAT32", actual, "FLOAT32", golden, 2, t);
+  ElementDiff d = CompareElements(DataType::kFloat32, actual, DataType::kFloat32, golden, 2, t);
   EXPECT_EQ(d.mismatches, 0u);
   EXPECT_TRUE(std::isinf(d.max_rel));  // golden 0, actual not
   t = Tolerance{1e-5, 1e-3};           // 0.5 > 1e-5 + 0.1; 1e-4 > 1e-5
-  d = CompareElements("FLOAT32", actual, "FLOAT32", golden, 2, t);
+  d = CompareElements(DataType::kFloat32, actual, DataType::kFloat32, golden, 2, t);
   EXPECT_EQ(d.mismatches, 2u);
   EXPECT_EQ(d.first_mismatch, 0u);
 }
@@ -48,7 +48,7 @@ TEST(CompareTest, ToleranceIsNumpysIsclose) {
 TEST(CompareTest, NonFiniteValuesMatchOnlyThemselves) {
   const std::string golden = F32({NAN, INFINITY, 1, -INFINITY, NAN});
   const std::string actual = F32({NAN, INFINITY, NAN, INFINITY, 0});
-  const ElementDiff d = CompareElements("FLOAT32", actual, "FLOAT32", golden, 5, Tolerance());
+  const ElementDiff d = CompareElements(DataType::kFloat32, actual, DataType::kFloat32, golden, 5, Tolerance());
   EXPECT_EQ(d.mismatches, 3u);
   EXPECT_EQ(d.nonfinite, 3u);
   EXPECT_EQ(d.first_mismatch, 2u);
@@ -61,12 +61,12 @@ TEST(CompareTest, DifferentDtypesCompareValues) {
   const uint16_t half[] = {0x3C00, 0x3800, 0xC000};
   const std::string actual(reinterpret_cast<const char*>(half), sizeof(half));
   const ElementDiff d =
-      CompareElements("FLOAT16", actual, "FLOAT32", F32({1, 0.5f, -2}), 3, Tolerance());
+      CompareElements(DataType::kFloat16, actual, DataType::kFloat32, F32({1, 0.5f, -2}), 3, Tolerance());
   EXPECT_EQ(d.mismatches, 0u);
   EXPECT_DOUBLE_EQ(d.cosine, 1.0);
   // All zeros on one side.
   const ElementDiff z =
-      CompareElements("FLOAT32", F32({0, 0}), "FLOAT32", F32({1, 0}), 2, Tolerance());
+      CompareElements(DataType::kFloat32, F32({0, 0}), DataType::kFloat32, F32({1, 0}), 2, Tolerance());
   EXPECT_EQ(z.cosine, 0.0);
 }
 

@@ -373,19 +373,6 @@ std::pair<const int64_t*, const int64_t*> KnownFuncIds(const ManifestEntry& e) {
   return {first, unknown ? first : first + e.func_ids.size()};
 }
 
-// The proto's value of a name (-1 for a spelling that is not the schema's:
-// it matches only a filter that leaves the field unset).
-template <typename Enum>
-int ValueOf(std::optional<Enum> (*from_name)(absl::string_view), const std::string& name) {
-  const std::optional<Enum> v = from_name(name);
-  return v ? static_cast<int>(*v) : -1;
-}
-
-int DTypeValue(const std::string& name) {
-  const std::optional<DataType> d = DataTypeFromName(name);
-  return d ? static_cast<int>(ToProtoDType(*d)) : -1;
-}
-
 }  // namespace
 
 bool ManifestReader::Rejects(const EntryFilter& filter, Field field, const ManifestEntry& e) {
@@ -397,11 +384,11 @@ bool ManifestReader::Rejects(const EntryFilter& filter, Field field, const Manif
       const auto [first, last] = KnownFuncIds(e);
       return !f.FuncOk(first, last);
     }
-    case Field::kRole: return f.role != 0 && !f.RoleOk(ValueOf(&RoleFromName, e.role));
-    case Field::kStage: return f.stage != 0 && !f.StageOk(ValueOf(&StageFromName, e.stage));
+    case Field::kRole: return !f.RoleOk(e.role);
+    case Field::kStage: return !f.StageOk(e.stage);
     case Field::kArgIndex: return !f.ArgIndexOk(e.arg_index);
-    case Field::kKind: return f.kind != 0 && !f.KindOk(ValueOf(&KindFromName, e.kind));
-    case Field::kDtype: return f.dtype != 0 && !f.DTypeOk(DTypeValue(e.dtype));
+    case Field::kKind: return !f.KindOk(e.kind);
+    case Field::kDtype: return !f.DTypeOk(ToProtoDType(e.dtype));
     default: return false;
   }
 }
@@ -410,11 +397,8 @@ bool EntryFilter::Matches(const ManifestEntry& e) const {
   if (index && e.index != *index) return false;
   const auto [first, last] = KnownFuncIds(e);
   return args.TaskOk(e.task_id) && args.StepOk(e.step) && args.FuncOk(first, last) &&
-         (args.role == 0 || args.RoleOk(ValueOf(&RoleFromName, e.role))) &&
-         (args.stage == 0 || args.StageOk(ValueOf(&StageFromName, e.stage))) &&
-         args.ArgIndexOk(e.arg_index) &&
-         (args.kind == 0 || args.KindOk(ValueOf(&KindFromName, e.kind))) &&
-         (args.dtype == 0 || args.DTypeOk(DTypeValue(e.dtype))) && args.OverflowOk(e.overflow) &&
+         args.RoleOk(e.role) && args.StageOk(e.stage) && args.ArgIndexOk(e.arg_index) &&
+         args.KindOk(e.kind) && args.DTypeOk(ToProtoDType(e.dtype)) && args.OverflowOk(e.overflow) &&
          args.NonfiniteOk(e.stats && e.stats->has_nonfinite());
 }
 
@@ -424,10 +408,10 @@ void ManifestReader::ResetEntry(ManifestEntry* e) {
   e->task_id_text.clear();
   e->step = 0;
   e->func_ids.clear();
-  e->role.clear();
-  e->stage.clear();
-  e->kind.clear();
-  e->dtype.clear();
+  e->role = v1::ROLE_UNSPECIFIED;
+  e->stage = v1::STAGE_UNSPECIFIED;
+  e->kind = v1::KIND_UNSPECIFIED;
+  e->dtype = DataType::kFloat32;
   e->arg_index = 0;
   e->shape.clear();
   e->strides.clear();
@@ -460,11 +444,12 @@ absl::Status ManifestReader::ParseField(Field field, absl::string_view where, Ma
     }
     case Field::kStep: return ParseUint32(&e->step, where);
     case Field::kFuncId: return ParseFuncIds(&e->func_ids, where);
-    case Field::kRole: return ParseString(&e->role, where);
-    case Field::kStage: return ParseString(&e->stage, where);
+    case Field::kRole: return ParseName(&RoleFromName, "input, output or inout", &e->role, where);
+    case Field::kStage:
+      return ParseName(&StageFromName, "before_dispatch or after_completion", &e->stage, where);
     case Field::kArgIndex: return ParseUint32(&e->arg_index, where);
-    case Field::kKind: return ParseString(&e->kind, where);
-    case Field::kDtype: return ParseString(&e->dtype, where);
+    case Field::kKind: return ParseName(&KindFromName, "tensor or scalar", &e->kind, where);
+    case Field::kDtype: return ParseDtype(&e->dtype, where);
     case Field::kValue: return ParseScalarValue(e, where);
     case Field::kShape: return ParseUintArray(&e->shape, where);
     case Field::kStrides: return ParseUintArray(&e->strides, where);
@@ -492,6 +477,34 @@ absl::Status ManifestReader::ParseUint32(uint32_t* out, absl::string_view where)
   if (absl::Status s = ParseUint(&v, where); !s.ok()) return s;
   if (v > 0xFFFFFFFFull) return Error(absl::StrCat(where, ": out of range"));
   *out = static_cast<uint32_t>(v);
+  return absl::OkStatus();
+}
+
+// One of the schema's names (`from_name`: format/names.h); anything else
+// names the field, what it holds and what it may hold.
+template <typename Enum>
+absl::Status ManifestReader::ParseName(std::optional<Enum> (*from_name)(absl::string_view),
+                                       absl::string_view expected, Enum* out,
+                                       absl::string_view where) {
+  absl::string_view text;
+  if (absl::Status s = ParseStringView(&text, &scratch_, where); !s.ok()) return s;
+  const std::optional<Enum> v = from_name(text);
+  if (!v) {
+    return Error(absl::StrCat(where, ": \"", text.substr(0, 40), "\" is not ", expected));
+  }
+  *out = *v;
+  return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ParseDtype(DataType* out, absl::string_view where) {
+  absl::string_view text;
+  if (absl::Status s = ParseStringView(&text, &scratch_, where); !s.ok()) return s;
+  const std::optional<DataType> d = DataTypeFromName(std::string_view(text.data(), text.size()));
+  if (!d) {
+    return Error(absl::StrCat(where, ": \"", text.substr(0, 40),
+                              "\" is not a dtype this build knows (FLOAT32, BFLOAT16, INT8, ...)"));
+  }
+  *out = *d;
   return absl::OkStatus();
 }
 

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "format/arg_filter.h"
+#include "format/dtype.h"
 #include "format/manifest_fields.h"
 
 namespace argsdump {
@@ -32,7 +33,9 @@ struct ManifestEntryStats {
   bool has_nonfinite() const { return nan + pos_inf + neg_inf > 0; }
 };
 
-// One entry of args[], as written (names are the manifest's spellings).
+// One entry of args[]: the manifest's spellings of role, stage, kind and
+// dtype are read into the vocabulary's enums (format/names.h); a spelling
+// that is not the schema's is an error of the manifest, not a value.
 struct ManifestEntry {
   uint64_t index = 0;  // position in args[] (what --index takes)
   uint64_t record_id = 0;  // remote captures: the id ReadPayload takes
@@ -42,7 +45,13 @@ struct ManifestEntry {
   std::string task_id_text;
   uint32_t step = 0;  // the workload step; 0 when the manifest has none
   std::vector<int64_t> func_ids;  // [-1] when unknown
-  std::string role, stage, kind, dtype;
+  v1::Role role = v1::ROLE_UNSPECIFIED;
+  v1::Stage stage = v1::STAGE_UNSPECIFIED;
+  v1::Kind kind = v1::KIND_UNSPECIFIED;
+  DataType dtype = DataType::kFloat32;
+
+  bool is_tensor() const { return kind == v1::KIND_TENSOR; }
+  bool is_scalar() const { return kind == v1::KIND_SCALAR; }
   uint32_t arg_index = 0;
   std::vector<uint64_t> shape, strides;
   uint64_t start_offset = 0;
@@ -132,6 +141,10 @@ class ManifestReader {
   absl::Status ParseField(ManifestField field, absl::string_view where, ManifestEntry* e);
   absl::Status ParseUint32(uint32_t* out, absl::string_view where);
   absl::Status ParseFuncIds(std::vector<int64_t>* out, absl::string_view where);
+  template <typename Enum>
+  absl::Status ParseName(std::optional<Enum> (*from_name)(absl::string_view),
+                         absl::string_view expected, Enum* out, absl::string_view where);
+  absl::Status ParseDtype(DataType* out, absl::string_view where);
   absl::Status ParseScalarValue(ManifestEntry* e, absl::string_view where);
   static void ResetEntry(ManifestEntry* e);
   absl::Status SkipRestOfEntry();

@@ -110,12 +110,12 @@ TEST(ManifestReaderTest, ReadsWhatTheStoreWrites) {
   ASSERT_TRUE(st.ok()) << st;
   ASSERT_EQ(entries.size(), 8u);
   EXPECT_EQ(entries[0].task_id, 0x200000000ull);  // sorted by task
-  EXPECT_EQ(entries[0].kind, "tensor");
-  EXPECT_EQ(entries[0].dtype, "FLOAT16");
+  EXPECT_EQ(entries[0].kind, v1::KIND_TENSOR);
+  EXPECT_EQ(entries[0].dtype, DataType::kFloat16);
   EXPECT_EQ(entries[0].shape, (std::vector<uint64_t>{2, 3}));
   EXPECT_EQ(entries[0].strides, (std::vector<uint64_t>{3, 1}));
   EXPECT_EQ(entries[0].func_ids, (std::vector<int64_t>{7}));
-  EXPECT_EQ(entries[1].kind, "scalar");
+  EXPECT_EQ(entries[1].kind, v1::KIND_SCALAR);
   EXPECT_EQ(entries[1].value, "0.5");
   EXPECT_TRUE(entries[1].arg_index_ambiguous);
   EXPECT_EQ(entries[1].func_ids, (std::vector<int64_t>{-1}));
@@ -240,7 +240,7 @@ TEST(ManifestReaderTest, TaskFilterHandsOutThatTaskOnly) {
   ASSERT_TRUE(st.ok()) << st;
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(second[0].index, 1u);
-  EXPECT_EQ(second[0].role, "output");
+  EXPECT_EQ(second[0].role, v1::ROLE_OUTPUT);
   // A skipped entry cut short is still an error naming the byte.
   Put(odd, R"({"args": [{"task_id": "0x1", "note": "ab)");
   ReadAll(odd, &st, nullptr, 2);
@@ -288,6 +288,36 @@ TEST(ManifestReaderTest, ErrorsNameTheFileTheByteAndTheField) {
   ReadAll(TempPath("absent.json"), &st);
   EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(st.message().find("absent.json"), std::string::npos);
+}
+
+// Role, stage, kind and dtype are the schema's names or the entry is an
+// error naming the field, what it holds and what it may hold.
+TEST(ManifestReaderTest, NamesOutsideTheSchemaAreErrors) {
+  const std::string path = TempPath("names.json");
+  const std::string good =
+      R"("task_id": "0x1", "role": "input", "stage": "before_dispatch", "kind": "tensor",
+         "dtype": "INT8", "shape": [2], "strides": [1])";
+  Put(path, "{\"args\": [{" + good + "}]}");
+  absl::Status st;
+  ASSERT_EQ(ReadAll(path, &st).size(), 1u);
+  ASSERT_TRUE(st.ok()) << st;
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"("role": "input")", R"(field "role": "weights" is not input, output or inout)"},
+      {R"("stage": "before_dispatch")",
+       R"(field "stage": "before" is not before_dispatch or after_completion)"},
+      {R"("kind": "tensor")", R"(field "kind": "vector" is not tensor or scalar)"},
+      {R"("dtype": "INT8")", R"(field "dtype": "COMPLEX64" is not a dtype this build knows)"},
+  };
+  const std::vector<std::string> replacement = {R"("role": "weights")", R"("stage": "before")",
+                                                R"("kind": "vector")", R"("dtype": "COMPLEX64")"};
+  for (size_t i = 0; i < bad.size(); ++i) {
+    std::string entry = good;
+    entry.replace(entry.find(bad[i].first), bad[i].first.size(), replacement[i]);
+    Put(path, "{\"args\": [{" + entry + "}]}");
+    ReadAll(path, &st);
+    EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << replacement[i];
+    EXPECT_NE(st.message().find(bad[i].second), std::string::npos) << st;
+  }
 }
 
 // Every prefix of a real manifest, and many with a byte changed: an OK

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "format/dtype.h"
+#include "format/names.h"
 
 namespace argsdump {
 namespace {
@@ -29,25 +30,21 @@ uint64_t NpyArray::numel() const {
 }
 
 std::string NpyFileName(const ManifestEntry& e) {
-  const char* role = e.role == "input" ? "in" : e.role == "output" ? "out" : "inout";
-  const std::optional<DataType> dtype = DataTypeFromName(e.dtype);
-  return absl::StrFormat("task_%016x_%s_%s%d%s.npy", e.task_id,
-                         e.stage == "before_dispatch" ? "before" : "after", role, e.arg_index,
-                         dtype && NpyWidened(*dtype) ? absl::StrCat(".", e.dtype, "_as_float32")
-                                                     : "");
+  return absl::StrFormat(
+      "task_%016x_%s_%s%d%s.npy", e.task_id, StageShortName(e.stage), RoleShortName(e.role),
+      e.arg_index,
+      NpyWidened(e.dtype) ? absl::StrCat(".", DataTypeName(e.dtype).data(), "_as_float32") : "");
 }
 
 absl::StatusOr<std::string> EncodeNpy(const ManifestEntry& e, absl::string_view payload) {
-  if (e.kind != "tensor") {
+  if (!e.is_tensor()) {
     return absl::FailedPreconditionError("a scalar (its value is in the listing)");
   }
-  const std::optional<DataType> known = DataTypeFromName(e.dtype);
-  if (!known) return absl::FailedPreconditionError(absl::StrCat("dtype ", e.dtype));
   if (e.overwritten) {
     return absl::FailedPreconditionError("overwritten before it was copied: bytes untrustworthy");
   }
   if (e.bin_size == 0) return absl::FailedPreconditionError("no payload was captured");
-  const DataType dtype = *known;
+  const DataType dtype = e.dtype;
   uint64_t numel = 1;
   for (uint64_t d : e.shape) numel *= d;
   const uint64_t need = PayloadBytes(dtype, numel);

@@ -14,10 +14,10 @@ namespace {
 ManifestEntry Tensor(const std::string& dtype, std::vector<uint64_t> shape) {
   ManifestEntry e;
   e.task_id = 0x100000007;
-  e.role = "output";
-  e.stage = "after_completion";
-  e.kind = "tensor";
-  e.dtype = dtype;
+  e.role = v1::ROLE_OUTPUT;
+  e.stage = v1::STAGE_AFTER_COMPLETION;
+  e.kind = v1::KIND_TENSOR;
+  e.dtype = *DataTypeFromName(dtype);
   e.arg_index = 1;
   e.shape = std::move(shape);
   e.numel = 1;
@@ -111,7 +111,7 @@ TEST(NpyTest, EveryDtypeRoundTripsItsShapeAndValues) {
 
 TEST(NpyTest, WhatCannotBeAnArraySaysWhy) {
   ManifestEntry scalar = Tensor("INT32", {});
-  scalar.kind = "scalar";
+  scalar.kind = v1::KIND_SCALAR;
   EXPECT_NE(EncodeNpy(scalar, "").status().message().find("scalar"), std::string::npos);
   ManifestEntry cut = Tensor("FLOAT32", {4});
   cut.truncated = true;

@@ -17,7 +17,15 @@
 
 namespace argsdump {
 
-ManifestEntry EntryFromRecord(const v1::ArgRecord& r, uint64_t index, uint64_t record_id) {
+absl::StatusOr<ManifestEntry> EntryFromRecord(const v1::ArgRecord& r, uint64_t index,
+                                              uint64_t record_id) {
+  const std::optional<DataType> dtype = FromProtoDType(r.dtype());
+  if (!RoleFromName(RoleName(r.role())) || !StageFromName(StageName(r.stage())) ||
+      !KindFromName(KindName(r.kind())) || !dtype) {
+    return absl::DataLossError(absl::StrCat(
+        "record ", record_id, ": role ", r.role(), ", stage ", r.stage(), ", kind ", r.kind(),
+        ", dtype ", r.dtype(), ": not all are values of the schema this build knows"));
+  }
   ManifestEntry e;
   e.index = index;
   e.record_id = record_id;
@@ -28,14 +36,10 @@ ManifestEntry EntryFromRecord(const v1::ArgRecord& r, uint64_t index, uint64_t r
   } else {
     e.func_ids.assign(r.func_ids().begin(), r.func_ids().end());
   }
-  e.role = RoleName(r.role());
-  e.stage = StageName(r.stage());
-  e.kind = KindName(r.kind());
-  if (auto d = FromProtoDType(r.dtype())) {
-    e.dtype = std::string(DataTypeName(*d));
-  } else {
-    e.dtype = DTypeName(r.dtype());
-  }
+  e.role = r.role();
+  e.stage = r.stage();
+  e.kind = r.kind();
+  e.dtype = *dtype;
   e.arg_index = r.arg_index();
   e.shape.assign(r.shape().begin(), r.shape().end());
   e.strides.assign(r.strides().begin(), r.strides().end());
@@ -115,7 +119,9 @@ class RemoteSource : public ArgSource {
     if (live_) {
       while (live_at_ < live_order_.size()) {
         const uint32_t i = live_order_[live_at_];
-        *e = EntryFromRecord(live_records_[i], live_at_, i);
+        absl::StatusOr<ManifestEntry> entry = EntryFromRecord(live_records_[i], live_at_, i);
+        if (!entry.ok()) return entry.status();
+        *e = *std::move(entry);
         ++live_at_;
         if (selection_.Matches(*e)) return true;
       }
@@ -129,7 +135,10 @@ class RemoteSource : public ArgSource {
           return absl::FailedPreconditionError(
               absl::StrCat(name(), ": the service sent no manifest_index (an older server?)"));
         }
-        *e = EntryFromRecord(a.record(), a.manifest_index(), a.record_id());
+        absl::StatusOr<ManifestEntry> entry =
+            EntryFromRecord(a.record(), a.manifest_index(), a.record_id());
+        if (!entry.ok()) return entry.status();
+        *e = *std::move(entry);
         some_.Add(*e);
         if (selection_.Matches(*e)) return true;
       }
@@ -188,7 +197,11 @@ class RemoteSource : public ArgSource {
     done_ = false;
     token_.clear();
     if (absl::Status s = FetchPage(QueryRequest(/*filtered=*/false)); !s.ok()) return s;
-    for (const v1::CapturedArg& a : page_) some_.Add(EntryFromRecord(a.record(), 0, 0));
+    for (const v1::CapturedArg& a : page_) {
+      absl::StatusOr<ManifestEntry> entry = EntryFromRecord(a.record(), 0, 0);
+      if (!entry.ok()) return entry.status();
+      some_.Add(*entry);
+    }
     page_.clear();
     done_ = true;
     return some_;
@@ -236,7 +249,9 @@ class RemoteSource : public ArgSource {
       if (absl::Status s = FetchPage(QueryRequest(/*filtered=*/false)); !s.ok()) return s;
       for (const v1::CapturedArg& a : page_) {
         records[a.record_id()] = a.record();
-        some_.Add(EntryFromRecord(a.record(), 0, a.record_id()));
+        absl::StatusOr<ManifestEntry> entry = EntryFromRecord(a.record(), 0, a.record_id());
+        if (!entry.ok()) return entry.status();
+        some_.Add(*entry);
       }
       page_.clear();
     } while (!done_);

@@ -41,8 +41,11 @@ absl::StatusOr<std::unique_ptr<ArgSource>> OpenRemoteCapture(const RemoteCapture
 absl::StatusOr<std::vector<v1::CaptureSummary>> ListRemoteCaptures(
     const RemoteCapture& remote, const std::map<std::string, std::string>& labels);
 
-// A record as the manifest reader would read its args_dump.json entry.
-ManifestEntry EntryFromRecord(const v1::ArgRecord& record, uint64_t index, uint64_t record_id);
+// A record as the manifest reader would read its args_dump.json entry;
+// DataLoss for a role, stage, kind or dtype that is not the schema's (the
+// manifest reader's rule).
+absl::StatusOr<ManifestEntry> EntryFromRecord(const v1::ArgRecord& record, uint64_t index,
+                                              uint64_t record_id);
 
 }  // namespace argsdump
 

@@ -85,19 +85,13 @@ void AppendFp4E2M1(const unsigned char* p, uint64_t i, std::string* out) {
   AppendG(Fp4E2M1ToFloat((p[i / 2] >> (4 * (i % 2))) & 0xF), 2, out);
 }
 
-// A dtype we cannot decode: its bytes, one element each.
-void AppendHexByte(const unsigned char* p, uint64_t i, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const char text[4] = {'0', 'x', kHex[p[i] >> 4], kHex[p[i] & 0xF]};
-  out->append(text, 4);
-}
-
-ElementFormat FormatOf(absl::string_view dtype_name) {
-  const std::optional<DataType> dtype =
-      DataTypeFromName(std::string_view(dtype_name.data(), dtype_name.size()));
-  if (!dtype) return {AppendHexByte, 8};
-  const uint32_t bits = ElementBits(*dtype);
-  switch (*dtype) {
+// How each dtype prints: a dtype added to format/dtype.h without a case
+// here does not build.
+ElementFormat FormatOf(DataType dtype) {
+  const uint32_t bits = ElementBits(dtype);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
+  switch (dtype) {
     case DataType::kFloat32: return {AppendFloat32, bits};
     case DataType::kFloat16: return {AppendFloat16, bits};
     case DataType::kBfloat16: return {AppendBfloat16, bits};
@@ -115,7 +109,8 @@ ElementFormat FormatOf(absl::string_view dtype_name) {
     case DataType::kUint64: return {AppendInteger<uint64_t>, bits};
     case DataType::kBool: return {AppendBool, bits};
   }
-  return {AppendHexByte, 8};
+#pragma GCC diagnostic pop
+  return {AppendBool, bits};  // not reached: every dtype has its case
 }
 
 // ---- scalar values: what Python's str() makes of the JSON value -------------
@@ -175,7 +170,7 @@ std::string ScalarValueText(const ManifestEntry& e) {
     }
     return std::strtod(std::string(t).c_str(), nullptr);
   };
-  if (absl::EqualsIgnoreCase(e.dtype, "BOOL")) {
+  if (e.dtype == DataType::kBool) {
     bool truthy;
     if (!e.has_value || t == "null" || t == "false") {
       truthy = false;
@@ -261,24 +256,18 @@ void AppendValues(const ManifestEntry& e, const unsigned char* p, uint64_t prese
 }  // namespace
 
 std::string TextFileName(const ManifestEntry& e) {
-  const absl::string_view stage = e.stage == "before_dispatch"    ? "before"
-                                  : e.stage == "after_completion" ? "after"
-                                                                  : absl::string_view(e.stage);
-  const absl::string_view role = e.role == "input"    ? "in"
-                                 : e.role == "output" ? "out"
-                                 : e.role == "inout"  ? "inout"
-                                                      : absl::string_view(e.role);
-  return absl::StrCat("task_", TaskIdText(e), "_", stage, "_", role, e.arg_index, ".txt");
+  return absl::StrCat("task_", TaskIdText(e), "_", StageShortName(e.stage), "_",
+                      RoleShortName(e.role), e.arg_index, ".txt");
 }
 
 std::string FormatArgText(const ManifestEntry& e, absl::string_view payload) {
   std::string out;
   HeaderLine("task_id", TaskIdText(e), &out);
-  HeaderLine("role", e.role, &out);
-  HeaderLine("stage", e.stage, &out);
+  HeaderLine("role", RoleName(e.role), &out);
+  HeaderLine("stage", StageName(e.stage), &out);
   HeaderLine("arg_index", absl::StrCat(e.arg_index), &out);
-  HeaderLine("dtype", e.dtype, &out);
-  HeaderLine("kind", e.kind.empty() ? "tensor" : e.kind, &out);
+  HeaderLine("dtype", DataTypeName(e.dtype).data(), &out);
+  HeaderLine("kind", KindName(e.kind), &out);
   HeaderLine("is_contiguous", e.is_contiguous ? "True" : "False", &out);
   HeaderLine("shape", PythonList(e.shape), &out);
   HeaderLine("strides", PythonList(e.strides), &out);
@@ -295,7 +284,7 @@ std::string FormatArgText(const ManifestEntry& e, absl::string_view payload) {
     return out;
   }
   if (e.truncated) out.append("# DATA TRUNCATED (tensor too large for arena)\n");
-  if (e.kind == "scalar") {
+  if (e.is_scalar()) {
     HeaderLine("value", ScalarValueText(e), &out);
     return out;
   }
@@ -317,13 +306,12 @@ std::string FormatArgText(const ManifestEntry& e, absl::string_view payload) {
 }
 
 ElementStats ComputeStats(const ManifestEntry& e, absl::string_view payload) {
-  const auto dtype = DataTypeFromName(e.dtype);
-  if (!dtype || e.kind != "tensor") return ElementStats();
+  if (!e.is_tensor()) return ElementStats();
   uint64_t numel = 1;
   for (uint64_t d : e.shape) numel *= d;
   const uint64_t present = std::min<uint64_t>(
-      numel, payload.size() * 8 / std::max<uint32_t>(1, ElementBits(*dtype)));
-  return ComputeElementStats(*dtype, reinterpret_cast<const uint8_t*>(payload.data()), present);
+      numel, payload.size() * 8 / std::max<uint32_t>(1, ElementBits(e.dtype)));
+  return ComputeElementStats(e.dtype, reinterpret_cast<const uint8_t*>(payload.data()), present);
 }
 
 }  // namespace argsdump

@@ -30,8 +30,8 @@
 // holds), so a truncated payload shows what it holds. Element text:
 // float32 %.6g, float16 %.4g, bfloat16 %.3g (the reference's); NaN "nan"
 // whatever its sign, "inf", "-inf", "-0"; integers in decimal; BOOL
-// True/False; a dtype we do not know: each byte as 0x%02x (the
-// reference's rule for dtypes it does not know). Our extra dtypes, by
+// True/False (a manifest naming a dtype this build does not know is an
+// error of the reader, manifest_reader.h). Our extra dtypes, by
 // their significands: float64 %.15g (DBL_DIG, as float32's 6 is FLT_DIG);
 // the 8- and 4-bit floats the fewest digits that print each of their
 // finite values apart from the others, never one (which prints E8M0's 16

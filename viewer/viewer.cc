@@ -75,7 +75,7 @@ std::string Flags(const ManifestEntry& e) {
   if (e.overflow) f.push_back("overflow");
   if (e.stats && e.stats->has_nonfinite()) f.push_back("nonfinite");
   if (e.step != 0) f.push_back(absl::StrCat("step=", e.step));
-  if (e.kind == "tensor" && e.bin_size == 0) f.push_back("no-data");
+  if (e.is_tensor() && e.bin_size == 0) f.push_back("no-data");
   return absl::StrJoin(f, ",");
 }
 
@@ -103,17 +103,17 @@ void ListingLine(const ManifestEntry& e, std::string* line) {
   static constexpr char kHex[] = "0123456789abcdef";
   for (int shift = 60; shift >= 0; shift -= 4) line->push_back(kHex[(e.task_id >> shift) & 0xF]);
   line->append("  ");
-  Column(line, e.stage == "before_dispatch" ? "before" : "after", 6, false);
+  Column(line, StageShortName(e.stage), 6, false);
   line->append("  ");
-  Column(line, e.role, 6, false);
+  Column(line, RoleName(e.role), 6, false);
   line->append("  ");
   Column(line, num(e.arg_index), 3, true);
   line->append("  ");
-  Column(line, e.kind, 6, false);
+  Column(line, KindName(e.kind), 6, false);
   line->append("  ");
-  Column(line, e.dtype, 9, false);
+  Column(line, DataTypeName(e.dtype).data(), 9, false);
   line->append("  ");
-  if (e.kind == "scalar") {
+  if (e.is_scalar()) {
     Column(line, absl::StrCat("=", e.value), 16, false);
   } else {
     std::string dims = "[";
@@ -135,7 +135,8 @@ void ListingLine(const ManifestEntry& e, std::string* line) {
 
 std::string StatsLine(const ManifestEntry& e, const ElementStats& st) {
   return absl::StrFormat("index %d  task %s  %s %s arg %d  %s %s: %d NaN, %d +Inf, %d -Inf of %d",
-                         e.index, TaskIdHex(e.task_id), e.stage, e.role, e.arg_index, e.dtype,
+                         e.index, TaskIdHex(e.task_id), StageName(e.stage), RoleName(e.role),
+                         e.arg_index, DataTypeName(e.dtype).data(),
                          Dims(e.shape), st.nan, st.pos_inf, st.neg_inf, st.count);
 }
 
@@ -191,11 +192,11 @@ int FirstNonFinite(ArgSource& source, const Selection& selection, std::ostream& 
     if (!got.ok()) return Fail(err, got.status());
     if (!*got) break;
     if (inputs.empty() || e.task_id != inputs.front().task_id) inputs.clear();
-    if (e.stage == "before_dispatch") {
+    if (e.stage == v1::STAGE_BEFORE_DISPATCH) {
       inputs.push_back(e);
       continue;
     }
-    if (e.kind != "tensor" || e.role == "input" || e.bin_size == 0 || !selection.Matches(e)) {
+    if (!e.is_tensor() || e.role == v1::ROLE_INPUT || e.bin_size == 0 || !selection.Matches(e)) {
       continue;
     }
     std::string bytes;
@@ -206,9 +207,10 @@ int FirstNonFinite(ArgSource& source, const Selection& selection, std::ostream& 
     out << "inputs of task " << TaskIdHex(e.task_id) << ":\n";
     for (const ManifestEntry& in : inputs) {
       if (in.task_id != e.task_id) continue;
-      if (in.kind == "scalar") {
-        out << absl::StrFormat("  index %d  %s arg %d  scalar %s = %s\n", in.index, in.role,
-                               in.arg_index, in.dtype, in.value);
+      if (in.is_scalar()) {
+        out << absl::StrFormat("  index %d  %s arg %d  scalar %s = %s\n", in.index,
+                               RoleName(in.role), in.arg_index, DataTypeName(in.dtype).data(),
+                               in.value);
         continue;
       }
       std::string in_bytes;
@@ -232,13 +234,13 @@ std::string Row(const ManifestEntry& a, uint64_t numel, const ElementDiff* d,
   if (d == nullptr) {
     line = absl::StrFormat("%7d  %-18s  %-6s  %-6s  %3d  %-9s  %9d  %12s  %12s  %9s  %10s  %s",
                            a.index, TaskIdHex(a.task_id),
-                           a.stage == "before_dispatch" ? "before" : "after", a.role,
-                           a.arg_index, a.dtype, numel, "-", "-", "-", "-", status);
+                           StageShortName(a.stage), RoleName(a.role), a.arg_index,
+                           DataTypeName(a.dtype).data(), numel, "-", "-", "-", "-", status);
   } else {
     line = absl::StrFormat("%7d  %-18s  %-6s  %-6s  %3d  %-9s  %9d  %12s  %12s  %9s  %10d  %s",
                            a.index, TaskIdHex(a.task_id),
-                           a.stage == "before_dispatch" ? "before" : "after", a.role,
-                           a.arg_index, a.dtype, numel, Num(d->max_abs), Num(d->max_rel),
+                           StageShortName(a.stage), RoleName(a.role), a.arg_index,
+                           DataTypeName(a.dtype).data(), numel, Num(d->max_abs), Num(d->max_rel),
                            absl::StrFormat("%.6f", d->cosine), d->mismatches, status);
   }
   line.erase(line.find_last_not_of(' ') + 1);
@@ -344,7 +346,7 @@ int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
         << selected << " (narrow them with -t/-s/-r/-a, or pick one with -i)\n";
     return 2;
   }
-  if (a.kind != "tensor") {
+  if (!a.is_tensor()) {
     err << "dump_viewer: --compare " << path << ": index " << a.index
         << " is a scalar; a golden file compares a tensor\n";
     return 2;
@@ -364,24 +366,26 @@ int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
       err << "dump_viewer: --compare " << path << ": " << npy.status().message() << "\n";
       return 2;
     }
-    g.dtype = DtypeOfNpyDescr(npy->descr);
-    if (g.dtype.empty() || npy->fortran_order) {
+    const std::optional<DataType> dtype =
+        DataTypeFromName(DtypeOfNpyDescr(npy->descr));  // "" is no dtype
+    if (!dtype || npy->fortran_order) {
       err << "dump_viewer: --compare " << path << ": dtype '" << npy->descr
           << (npy->fortran_order ? "' in Fortran order" : "'")
           << " is not read (little-endian ints, floats and bool, C order)\n";
       return 2;
     }
+    g.dtype = *dtype;
     g.shape = npy->shape;
     golden_bytes = file.substr(npy->data_offset);
   } else {
-    const DataType dtype = *DataTypeFromName(a.dtype);
+    const DataType dtype = a.dtype;
     uint64_t numel = 1;
     for (uint64_t d : a.shape) numel *= d;
     const uint64_t need = PayloadBytes(dtype, numel);
     if (file.size() != need) {
       err << "dump_viewer: --compare " << path << ": " << file.size() << " bytes; index "
-          << a.index << " (" << a.dtype << " " << Dims(a.shape) << ") needs " << need
-          << " (raw little-endian " << a.dtype << ", row-major)\n";
+          << a.index << " (" << DataTypeName(a.dtype) << " " << Dims(a.shape) << ") needs "
+          << need << " (raw little-endian " << DataTypeName(a.dtype) << ", row-major)\n";
       return 2;
     }
     golden_bytes = std::move(file);
@@ -433,7 +437,7 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
       if (!write(path, FormatArgText(s, bytes))) return 2;
       Say(o, *progress, out, absl::StrCat("Saved: ", path, "\n"));
     }
-    if (o.npy && s.kind == "tensor") {
+    if (o.npy && s.is_tensor()) {
       absl::StatusOr<std::string> file = EncodeNpy(s, bytes);
       if (!file.ok()) {
         absl::StrAppend(&npy_notes, "  index ", s.index, " not exported: ",
@@ -444,7 +448,7 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
         ++npy_files;
       }
     }
-    if (o.stats && s.kind == "tensor") {
+    if (o.stats && s.is_tensor()) {
       // Without a payload, the statistics the capture stored (stats mode).
       const bool stored = s.bin_size == 0 && s.stats;
       stats_table += StatsTableRow(s.index, stored ? FromStored(*s.stats) : ComputeStats(s, bytes),
@@ -482,7 +486,7 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
     if (!got.ok()) return Fail(err, got.status());
     if (!*got) break;
     ++matched;
-    if (export_text || ((o.npy || o.stats) && e.kind == "tensor")) selected.push_back(e);
+    if (export_text || ((o.npy || o.stats) && e.is_tensor())) selected.push_back(e);
     ListingLine(e, &line);
     out << line;
   }

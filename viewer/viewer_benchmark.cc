@@ -196,10 +196,10 @@ void BM_TextExport(benchmark::State& state) {
   constexpr uint64_t kSide = 256, kElements = kSide * kSide;
   ManifestEntry e;
   e.task_id = 0x100000003ull;
-  e.role = "output";
-  e.stage = "after_completion";
-  e.kind = "tensor";
-  e.dtype = is_float ? "FLOAT32" : "INT32";
+  e.role = v1::ROLE_OUTPUT;
+  e.stage = v1::STAGE_AFTER_COMPLETION;
+  e.kind = v1::KIND_TENSOR;
+  e.dtype = is_float ? DataType::kFloat32 : DataType::kInt32;
   e.shape = {kSide, kSide};
   e.strides = {kSide, 1};
   e.is_contiguous = true;
