@@ -62,19 +62,20 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
   if (r.func_ids_size() > static_cast<int>(kMaxRecordFuncIds)) {
     return bad(absl::StrCat(r.func_ids_size(), " func ids, at most 3"));
   }
-  if (!v1::Role_IsValid(r.role()) || !v1::Stage_IsValid(r.stage()) ||
-      !v1::Kind_IsValid(r.kind()) || !v1::DType_IsValid(r.dtype())) {
-    return bad("an enum value out of range");
-  }
+#define ARGSDUMP_ENUM_VALID(f, E) \
+  if (!v1::E##_IsValid(r.f())) return bad(absl::StrCat(#f " ", r.f(), " out of range"));
+  ARGSDUMP_ROW_ENUMS(ARGSDUMP_ENUM_VALID)
+#undef ARGSDUMP_ENUM_VALID
   ManifestRow row;
-  row.task_id = r.task_id();
-  row.start_offset = r.start_offset();
-  row.numel = r.numel();
-  row.scalar_bits = r.scalar_bits();
-  row.bin_offset = r.bin_offset();
-  row.bin_size = r.bin_size();
-  row.arg_index = r.arg_index();
-  row.device_thread = r.device_thread();
+#define ARGSDUMP_NUMBER(f) row.f = r.f();
+#define ARGSDUMP_ENUM(f, E) row.f = static_cast<uint8_t>(r.f());
+#define ARGSDUMP_FLAG(f) row.f = r.f();
+  ARGSDUMP_ROW_NUMBERS(ARGSDUMP_NUMBER)
+  ARGSDUMP_ROW_ENUMS(ARGSDUMP_ENUM)
+  ARGSDUMP_ROW_FLAGS(ARGSDUMP_FLAG)
+#undef ARGSDUMP_NUMBER
+#undef ARGSDUMP_ENUM
+#undef ARGSDUMP_FLAG
   row.ndims = static_cast<uint8_t>(r.shape_size());
   for (int d = 0; d < r.shape_size(); ++d) {
     row.shape[d] = r.shape(d);
@@ -85,17 +86,6 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
     if (r.func_ids(i) > 0xFFFF) return bad("func id above 65535");
     row.func_ids[i] = static_cast<uint16_t>(r.func_ids(i));
   }
-  row.role = static_cast<uint8_t>(r.role());
-  row.stage = static_cast<uint8_t>(r.stage());
-  row.kind = static_cast<uint8_t>(r.kind());
-  row.dtype = static_cast<uint8_t>(r.dtype());
-  row.is_contiguous = r.is_contiguous();
-  row.truncated = r.truncated();
-  row.overwritten = r.overwritten();
-  row.arg_index_ambiguous = r.arg_index_ambiguous();
-  row.in_flight_snapshot = r.in_flight_snapshot();
-  row.step = r.step();
-  row.overflow = r.overflow();
   return row;
 }
 
@@ -158,10 +148,9 @@ absl::Status CheckArgFields(int role, int stage, int kind, int dtype_value,
 
 absl::Status CheckStoredRow(const char* raw) {
   auto byte = [&](size_t offset) { return static_cast<uint8_t>(raw[offset]); };
-  for (size_t offset :
-       {offsetof(ManifestRow, is_contiguous), offsetof(ManifestRow, truncated),
-        offsetof(ManifestRow, overwritten), offsetof(ManifestRow, arg_index_ambiguous),
-        offsetof(ManifestRow, in_flight_snapshot), offsetof(ManifestRow, overflow)}) {
+#define ARGSDUMP_FLAG_OFFSET(f) offsetof(ManifestRow, f),
+  for (size_t offset : {ARGSDUMP_ROW_FLAGS(ARGSDUMP_FLAG_OFFSET)}) {
+#undef ARGSDUMP_FLAG_OFFSET
     if (byte(offset) > 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("a flag at row byte ", offset, " holds ", byte(offset), ", not 0 or 1"));
@@ -174,12 +163,14 @@ absl::Status CheckStoredRow(const char* raw) {
   if (r.func_count > kMaxRecordFuncIds) {
     return absl::InvalidArgumentError(absl::StrCat(r.func_count, " func ids"));
   }
-  if (!v1::Role_IsValid(r.role) || !v1::Stage_IsValid(r.stage) || !v1::Kind_IsValid(r.kind) ||
-      !v1::DType_IsValid(r.dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat("an enum out of range (role ", r.role, ", stage ",
-                                                   r.stage, ", kind ", r.kind, ", dtype ",
-                                                   r.dtype, ")"));
+#define ARGSDUMP_ENUM_VALID(f, E)                                                      \
+  if (!v1::E##_IsValid(r.f)) {                                                         \
+    return absl::InvalidArgumentError(absl::StrCat("an enum out of range (role ", r.role, \
+                                                   ", stage ", r.stage, ", kind ", r.kind, \
+                                                   ", dtype ", r.dtype, ")"));             \
   }
+  ARGSDUMP_ROW_ENUMS(ARGSDUMP_ENUM_VALID)
+#undef ARGSDUMP_ENUM_VALID
   if (r.bin_offset + r.bin_size < r.bin_offset) {
     return absl::InvalidArgumentError("bin_offset + bin_size overflows");
   }
@@ -190,35 +181,26 @@ absl::Status CheckStoredRow(const char* raw) {
 
 v1::ArgRecord RecordFromRow(const ManifestRow& row) {
   v1::ArgRecord r;
-  r.set_task_id(row.task_id);
+#define ARGSDUMP_NUMBER(f) r.set_##f(row.f);
+#define ARGSDUMP_ENUM(f, E) r.set_##f(static_cast<v1::E>(row.f));
+#define ARGSDUMP_FLAG(f) r.set_##f(row.f);
+  ARGSDUMP_ROW_NUMBERS(ARGSDUMP_NUMBER)
+  ARGSDUMP_ROW_ENUMS(ARGSDUMP_ENUM)
+  ARGSDUMP_ROW_FLAGS(ARGSDUMP_FLAG)
+#undef ARGSDUMP_NUMBER
+#undef ARGSDUMP_ENUM
+#undef ARGSDUMP_FLAG
   for (uint32_t i = 0; i < row.func_count && i < kMaxRecordFuncIds; ++i) {
     r.add_func_ids(row.func_ids[i]);
   }
-  r.set_arg_index(row.arg_index);
-  r.set_role(static_cast<v1::Role>(row.role));
-  r.set_stage(static_cast<v1::Stage>(row.stage));
-  r.set_kind(static_cast<v1::Kind>(row.kind));
-  r.set_dtype(static_cast<v1::DType>(row.dtype));
   for (uint32_t d = 0; d < row.ndims && d < kMaxRecordDims; ++d) {
     r.add_shape(row.shape[d]);
     r.add_strides(row.strides[d]);
   }
-  r.set_start_offset(row.start_offset);
-  r.set_is_contiguous(row.is_contiguous);
-  r.set_numel(row.numel);
-  r.set_scalar_bits(row.scalar_bits);
-  r.set_bin_offset(row.bin_offset);
-  r.set_bin_size(row.bin_size);
+  // Not stored: numel x element size by construction.
   if (row.kind == v1::KIND_TENSOR) {
     if (auto d = FromProtoDType(row.dtype)) r.set_logical_bytes(PayloadBytes(*d, row.numel));
   }
-  r.set_truncated(row.truncated);
-  r.set_overwritten(row.overwritten);
-  r.set_arg_index_ambiguous(row.arg_index_ambiguous);
-  r.set_in_flight_snapshot(row.in_flight_snapshot);
-  r.set_step(row.step);
-  r.set_overflow(row.overflow);
-  r.set_device_thread(row.device_thread);
   return r;
 }
 
