@@ -12,17 +12,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "proto/grpc_status.h"
 #include "server/ingest_stream.h"
 #include "server/page_token.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 
 namespace argsdump {
-
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
 
 // ---- IoPool ----------------------------------------------------------------
 
@@ -96,9 +92,9 @@ void Fill(const QueryHit& hit, v1::CapturedArg* out) {
   if (hit.stats) StatsRowToProto(*hit.stats, out->mutable_record()->mutable_stats());
 }
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const grpc::Status& s) {
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
   auto* reactor = context->DefaultReactor();
-  reactor->Finish(s);
+  reactor->Finish(ToGrpcStatus(s));
   return reactor;
 }
 
@@ -109,8 +105,8 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   IngestReactor(CaptureServiceImpl* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context), shared_(std::make_shared<Shared>()) {
     shared_->reactor = this;
-    if (grpc::Status s = service->CheckAuth(context); !s.ok()) {
-      Finish(s);
+    if (absl::Status s = service->CheckAuth(context); !s.ok()) {
+      Finish(ToGrpcStatus(s));
       return;
     }
     StartRead(&request_);
@@ -125,12 +121,11 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       // leaves it live, for a resume.
       if (ending_ || stream_.finishing()) return;
       if (context_->IsCancelled()) {
-        EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream cancelled"));
+        EndLocked(absl::CancelledError("ingest stream cancelled"));
       } else if (capture_ == nullptr) {
-        EndLocked(grpc::Status::OK);
+        EndLocked(absl::OkStatus());
       } else {
-        EndLocked(grpc::Status(
-            grpc::StatusCode::FAILED_PRECONDITION,
+        EndLocked(absl::FailedPreconditionError(
             absl::StrCat("ingest: the stream ended without a finish message; capture ",
                          capture_->name(), " stays live (resume it and send finish)")));
       }
@@ -142,9 +137,9 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
     if (stream_.finishing()) {
       // After `finish`, the stream carries nothing more: say so instead of
       // dropping it.
-      EndLocked(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                             request_.has_finish() ? "ingest: finish sent twice"
-                                                   : "ingest: a message after finish"));
+      EndLocked(absl::FailedPreconditionError(request_.has_finish()
+                                                  ? "ingest: finish sent twice"
+                                                  : "ingest: a message after finish"));
       return;
     }
     absl::Status s;
@@ -162,7 +157,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
         s = absl::InvalidArgumentError("ingest: empty request (set open, batch or finish)");
     }
     if (!s.ok()) {
-      EndLocked(ToGrpcStatus(s));
+      EndLocked(s);
       return;
     }
     MaybeReadLocked();
@@ -175,7 +170,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       // Nothing more can be sent; end now, even if ending already began
       // (a cancelled stream waits for its write in flight to fail).
       out_.clear();
-      EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream broke"));
+      EndLocked(absl::CancelledError("ingest stream broke"));
       return;
     }
     WriteNextLocked();
@@ -183,7 +178,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
 
   void OnCancel() override {
     std::lock_guard<std::recursive_mutex> lock(shared_->mu);
-    EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream cancelled"));
+    EndLocked(absl::CancelledError("ingest stream cancelled"));
   }
 
   void OnDone() override {
@@ -254,7 +249,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       self->queued_bytes_ -= bytes;
       --self->queued_jobs_;
       if (!s.ok()) {
-        self->EndLocked(ToGrpcStatus(s));
+        self->EndLocked(s);
         return;
       }
       v1::IngestResponse r;
@@ -281,7 +276,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       IngestReactor* self = shared->reactor;
       if (self == nullptr) return;
       if (!s.ok()) {
-        self->EndLocked(ToGrpcStatus(s));
+        self->EndLocked(s);
         return;
       }
       self->attached_ = false;  // a finished capture has no stream
@@ -289,7 +284,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       v1::IngestResponse r;
       *r.mutable_finished() = capture->Summary();
       self->QueueLocked(std::move(r));
-      self->end_ = grpc::Status::OK;
+      self->end_ = absl::OkStatus();
       self->ending_ = true;
       self->WriteNextLocked();
     };
@@ -337,7 +332,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   // capture at all (an open the client gave up on is no orphan).
   void ReleaseCaptureThenFinishLocked() {
     if (capture_ == nullptr || !attached_) {
-      Finish(end_);
+      Finish(ToGrpcStatus(end_));
       return;
     }
     attached_ = false;
@@ -345,7 +340,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
       capture_->Detach();
       service_->hub()->Forget(capture_);
       capture_ = nullptr;  // nothing more reaches it from this stream
-      Finish(end_);
+      Finish(ToGrpcStatus(end_));
       return;
     }
     auto shared = shared_;
@@ -354,13 +349,13 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
     capture_->Barrier([shared, capture](absl::Status, Watermark) {
       capture->Detach();
       std::lock_guard<std::recursive_mutex> lock(shared->mu);
-      if (shared->reactor != nullptr) shared->reactor->Finish(shared->reactor->end_);
+      if (shared->reactor != nullptr) shared->reactor->Finish(ToGrpcStatus(shared->reactor->end_));
     });
   }
 
   // Ends the call with `status` once the write in flight (if any) is done.
   // Idempotent: the first status wins; every call moves the ending along.
-  void EndLocked(grpc::Status status) {
+  void EndLocked(absl::Status status) {
     if (!ending_) {
       ending_ = true;
       end_ = std::move(status);
@@ -385,7 +380,7 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   bool writing_ = false;
   bool ending_ = false;
   bool finished_ = false;
-  grpc::Status end_;
+  absl::Status end_;
   IngestStream stream_;  // what the client sent, checked
   uint64_t queued_bytes_ = 0;  // handed to the writer, not yet durable
   uint64_t queued_jobs_ = 0;
@@ -398,27 +393,25 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
   PayloadReactor(CaptureServiceImpl* service, grpc::CallbackServerContext* context,
                  const v1::ReadPayloadRequest* request)
       : service_(service) {
-    if (grpc::Status s = service->CheckAuth(context); !s.ok()) {
-      Finish(s);
+    if (absl::Status s = service->CheckAuth(context); !s.ok()) {
+      End(s);
       return;
     }
     auto capture = service->hub()->Find(request->capture());
     if (!capture.ok()) {
-      Finish(ToGrpcStatus(capture.status()));
+      End(capture.status());
       return;
     }
     auto row = (*capture)->RecordById(request->record_id());
     if (!row) {
-      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          absl::StrCat("capture ", request->capture(), " has no record ",
-                                       request->record_id(), " (", (*capture)->durable().records,
-                                       " records)")));
+      End(absl::NotFoundError(absl::StrCat("capture ", request->capture(), " has no record ",
+                                           request->record_id(), " (",
+                                           (*capture)->durable().records, " records)")));
       return;
     }
     if (request->offset() > row->bin_size) {
-      Finish(grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
-                          absl::StrCat("offset ", request->offset(), " is past the payload's ",
-                                       row->bin_size, " bytes")));
+      End(absl::OutOfRangeError(absl::StrCat("offset ", request->offset(),
+                                             " is past the payload's ", row->bin_size, " bytes")));
       return;
     }
     const uint64_t left = row->bin_size - request->offset();
@@ -428,14 +421,13 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
     end_ = start_ + length;
     at_ = start_;
     if (length == 0) {
-      Finish(grpc::Status::OK);
+      End(absl::OkStatus());
       return;
     }
     fd_ = ::open((*capture)->bin_path().c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) {
-      Finish(grpc::Status(grpc::StatusCode::DATA_LOSS,
-                          absl::StrCat("cannot open ", (*capture)->bin_path(), ": ",
-                                       std::strerror(errno))));
+      End(absl::DataLossError(
+          absl::StrCat("cannot open ", (*capture)->bin_path(), ": ", std::strerror(errno))));
       return;
     }
     ReadNext();
@@ -443,11 +435,11 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
 
   void OnWriteDone(bool ok) override {
     if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "read payload: stream broke"));
+      End(absl::CancelledError("read payload: stream broke"));
       return;
     }
     if (at_ >= end_) {
-      Finish(grpc::Status::OK);
+      End(absl::OkStatus());
       return;
     }
     ReadNext();
@@ -473,8 +465,7 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
         got += static_cast<size_t>(r);
       }
       if (got < n) {
-        Finish(grpc::Status(grpc::StatusCode::DATA_LOSS,
-                            absl::StrCat("args.bin ends before byte ", at_ + n)));
+        End(absl::DataLossError(absl::StrCat("args.bin ends before byte ", at_ + n)));
         return;
       }
       chunk_.set_offset(offset_ + (at_ - start_));
@@ -482,6 +473,8 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
       StartWrite(&chunk_);
     });
   }
+
+  void End(const absl::Status& s) { Finish(ToGrpcStatus(s)); }
 
   CaptureServiceImpl* const service_;
   int fd_ = -1;
@@ -497,8 +490,8 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
                const v1::WatchCaptureRequest* request)
       : shared_(std::make_shared<Shared>()) {
     shared_->reactor = this;
-    if (grpc::Status s = service->CheckAuth(context); !s.ok()) {
-      Finish(s);
+    if (absl::Status s = service->CheckAuth(context); !s.ok()) {
+      Finish(ToGrpcStatus(s));
       return;
     }
     auto capture = service->hub()->Find(request->capture());
@@ -522,7 +515,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
     std::lock_guard<std::recursive_mutex> lock(shared_->mu);
     writing_ = false;
     if (!ok) {
-      EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch: stream broke"));
+      EndLocked(absl::CancelledError("watch: stream broke"));
       return;
     }
     PumpLocked();
@@ -533,7 +526,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
   // and hold Shutdown up.
   void OnCancel() override {
     std::lock_guard<std::recursive_mutex> lock(shared_->mu);
-    if (!writing_) EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled"));
+    if (!writing_) EndLocked(absl::CancelledError("watch cancelled"));
   }
 
   void OnDone() override {
@@ -569,13 +562,13 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
       StartWrite(&response_);
       return;
     }
-    if (finished) EndLocked(grpc::Status::OK);
+    if (finished) EndLocked(absl::OkStatus());
   }
 
-  void EndLocked(grpc::Status s) {
+  void EndLocked(const absl::Status& s) {
     if (ended_) return;
     ended_ = true;
-    Finish(std::move(s));
+    Finish(ToGrpcStatus(s));
   }
 
   std::shared_ptr<Shared> shared_;
@@ -597,17 +590,17 @@ CaptureServiceImpl::CaptureServiceImpl(CaptureHub* hub, std::string auth_token)
 
 CaptureServiceImpl::~CaptureServiceImpl() = default;
 
-grpc::Status CaptureServiceImpl::CheckAuth(const grpc::CallbackServerContext* context) const {
-  if (auth_token_.empty()) return grpc::Status::OK;
+absl::Status CaptureServiceImpl::CheckAuth(const grpc::CallbackServerContext* context) const {
+  if (auth_token_.empty()) return absl::OkStatus();
   const auto& md = context->client_metadata();
   auto it = md.find("authorization");
   const std::string want = "Bearer " + auth_token_;
   if (it == md.end() || std::string(it->second.data(), it->second.size()) != want) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        it == md.end() ? "missing 'authorization: Bearer <token>' metadata"
-                                       : "wrong bearer token");
+    return absl::UnauthenticatedError(it == md.end()
+                                          ? "missing 'authorization: Bearer <token>' metadata"
+                                          : "wrong bearer token");
   }
-  return grpc::Status::OK;
+  return absl::OkStatus();
 }
 
 grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* CaptureServiceImpl::Ingest(
@@ -618,32 +611,32 @@ grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* CaptureServiceIm
 grpc::ServerUnaryReactor* CaptureServiceImpl::ListCaptures(grpc::CallbackServerContext* context,
                                                            const v1::ListCapturesRequest* request,
                                                            v1::ListCapturesResponse* response) {
-  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
   auto after = ParseNameToken(request->page_token());
-  if (!after.ok()) return Done(context, ToGrpcStatus(after.status()));
+  if (!after.ok()) return Done(context, after.status());
   std::map<std::string, std::string> labels(request->labels().begin(), request->labels().end());
   bool more = false;
   const auto captures =
       hub_->List(labels, request->state(), *after, PageSize(request->page_size()), &more);
   for (const auto& c : captures) *response->add_captures() = c->Summary();
   if (more && !captures.empty()) response->set_next_page_token(NameToken(captures.back()->name()));
-  return Done(context, grpc::Status::OK);
+  return Done(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* CaptureServiceImpl::GetCapture(grpc::CallbackServerContext* context,
                                                          const v1::GetCaptureRequest* request,
                                                          v1::CaptureSummary* response) {
-  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
   auto capture = hub_->Find(request->capture());
-  if (!capture.ok()) return Done(context, ToGrpcStatus(capture.status()));
+  if (!capture.ok()) return Done(context, capture.status());
   *response = (*capture)->Summary();
-  return Done(context, grpc::Status::OK);
+  return Done(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* CaptureServiceImpl::FinishCapture(
     grpc::CallbackServerContext* context, const v1::FinishCaptureRequest* request,
     v1::CaptureSummary* response) {
-  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
   auto* reactor = context->DefaultReactor();
   auto capture = hub_->Find(request->capture());
   if (!capture.ok()) {
@@ -664,11 +657,11 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::FinishCapture(
 grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerContext* context,
                                                         const v1::QueryArgsRequest* request,
                                                         v1::QueryArgsResponse* response) {
-  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
   auto capture = hub_->Find(request->capture());
-  if (!capture.ok()) return Done(context, ToGrpcStatus(capture.status()));
+  if (!capture.ok()) return Done(context, capture.status());
   auto from = ParsePositionToken(request->page_token());
-  if (!from.ok()) return Done(context, ToGrpcStatus(from.status()));
+  if (!from.ok()) return Done(context, from.status());
   ArgQuery q = QueryFrom(request->filter());
   if (request->has_task_id()) q.task_id = request->task_id();
   if (request->stage() != v1::STAGE_UNSPECIFIED) q.stage = request->stage();
@@ -683,13 +676,12 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerCont
     const QueryPage page = c->Query(q, start.position, limit, kQueryBudget, &live);
     if (start.live && *start.live != live) {
       // A live capture's positions mean nothing in its manifest order.
-      reactor->Finish(grpc::Status(
-          grpc::StatusCode::ABORTED,
+      reactor->Finish(ToGrpcStatus(absl::AbortedError(
           *start.live ? absl::StrCat("capture ", c->name(), " finished since this page token "
                                      "was issued (live pages are in arrival order, finished ones "
                                      "in manifest order): query again without a page_token")
                       : absl::StrCat("this page token is from capture ", c->name(),
-                                     "'s finished pages, but it is live")));
+                                     "'s finished pages, but it is live"))));
       return;
     }
     for (const QueryHit& h : page.hits) Fill(h, response->add_args());
