@@ -60,7 +60,24 @@ void Capture::JoinWriter() {
     writer_done_ = true;
   }
   jobs_cv_.notify_all();
-  if (writer_.joinable()) writer_.join();
+  if (!writer_.joinable()) return;
+  if (writer_.get_id() == std::this_thread::get_id()) {
+    // ~Capture on the writer thread: the last reference went there, after
+    // a job (WriterLoop). The thread ends as soon as it is back there; jobs
+    // still queued (none holds a reference) are answered, not run.
+    *destroyed_on_writer_ = true;
+    writer_.detach();
+    std::deque<Job> left;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      left.swap(jobs_);
+    }
+    for (Job& j : left) {
+      j.done(absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is gone")), durable_);
+    }
+    return;
+  }
+  writer_.join();
 }
 
 v1::CaptureSummary Capture::Summary() const {
@@ -252,10 +269,15 @@ void Capture::Enqueue(Job job) {
 }
 
 void Capture::StartWriter() {
-  writer_ = std::thread([this] { WriterLoop(); });
+  writer_ = std::thread([this, weak = weak_from_this()] { WriterLoop(weak); });
 }
 
-void Capture::WriterLoop() {
+void Capture::WriterLoop(std::weak_ptr<Capture> weak) {
+  bool destroyed = false;  // ~Capture ran on this thread: nothing of it is left
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    destroyed_on_writer_ = &destroyed;
+  }
   for (;;) {
     Job job;
     std::shared_ptr<CaptureStore> store;
@@ -267,82 +289,103 @@ void Capture::WriterLoop() {
       jobs_.pop_front();
       store = store_;
     }
-    if (job.kind == Job::kBarrier) {
-      job.done(absl::OkStatus(), durable());
-      continue;
-    }
-    if (job.kind == Job::kAppend) {
-      absl::Status s;
-      const uint64_t bytes = job.append.bytes.size();
-      absl::StatusOr<std::vector<absl::string_view>> payloads = job.append.Payloads();
-      if (!payloads.ok()) {
-        s = absl::InvalidArgumentError(
-            absl::StrCat("capture ", name_, ": ", payloads.status().message()));
-      } else if (store->records() != job.append.first_record) {
-        // An earlier job of this stream failed: keep ids dense, append nothing.
-        s = absl::FailedPreconditionError(absl::StrCat(
-            "capture ", name_, ": records from ", job.append.first_record,
-            " refused, the capture holds ", store->records()));
-      } else if (max_bytes_ > 0 && store->bin_bytes() + bytes > max_bytes_) {
-        s = absl::ResourceExhaustedError(absl::StrCat(
-            "capture ", name_, ": args.bin would grow to ", store->bin_bytes() + bytes,
-            " bytes, over the server's quota of ", max_bytes_, " bytes per capture (",
-            store->bin_bytes(), " stored)"));
-      } else {
-        std::vector<const v1::ArgRecord*> records;
-        records.reserve(job.append.records.size());
-        for (const auto& r : job.append.records) records.push_back(&r);
-        s = store->AppendBatch(records, *payloads);
-      }
-      Watermark w;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (s.ok()) {
-          durable_.records = store->records();
-          durable_.bin_bytes = store->bin_bytes();
-        }
-        w = durable_;
-      }
-      job.done(s, w);
-      if (s.ok()) NotifyWatchers();
-      continue;
-    }
-    // Finish: the manifest and index, then serve from the index.
-    absl::Status s = store->Amend(job.end);
-    if (s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      info_ = store->info();
-    }
-    if (s.ok()) s = store->Finish(job.counters);
-    std::shared_ptr<IndexFile> index;
-    if (s.ok() && store->created()) {
-      auto opened = IndexFile::Open(dir_ + "/" + kIndexName);
-      if (opened.ok()) {
-        index = std::move(opened).value();
-      } else {
-        s = opened.status();
-      }
-    }
-    std::deque<Job> rest;
-    Watermark w;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (s.ok()) {
-        index_ = std::move(index);
-        store_.reset();
-        attached_ = false;
-      }
-      writer_done_ = s.ok();
-      if (writer_done_) rest.swap(jobs_);
-      w = durable_;
-    }
-    job.done(s, w);
-    NotifyWatchers();
-    for (Job& j : rest) {
-      j.done(absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is finished")), w);
-    }
-    if (s.ok()) return;
+    // A job's callbacks may hold the last other reference to this capture:
+    // it stays alive until the job is done, then goes here, on this thread
+    // (JoinWriter lets the thread go). Null: ~Capture runs on another
+    // thread, which waits for this one.
+    std::shared_ptr<Capture> self = weak.lock();
+    const bool more = RunJob(std::move(job), std::move(store));
+    self.reset();
+    if (destroyed || !more) return;
   }
+}
+
+bool Capture::RunJob(Job job, std::shared_ptr<CaptureStore> store) {
+  switch (job.kind) {
+    case Job::kBarrier:
+      job.done(absl::OkStatus(), durable());
+      return true;
+    case Job::kAppend:
+      RunAppend(std::move(job), *store);
+      return true;
+    case Job::kFinish:
+      break;
+  }
+  return !RunFinish(std::move(job), *store);
+}
+
+void Capture::RunAppend(Job job, CaptureStore& store) {
+  absl::Status s;
+  const uint64_t bytes = job.append.bytes.size();
+  absl::StatusOr<std::vector<absl::string_view>> payloads = job.append.Payloads();
+  if (!payloads.ok()) {
+    s = absl::InvalidArgumentError(
+        absl::StrCat("capture ", name_, ": ", payloads.status().message()));
+  } else if (store.records() != job.append.first_record) {
+    // An earlier job of this stream failed: keep ids dense, append nothing.
+    s = absl::FailedPreconditionError(absl::StrCat("capture ", name_, ": records from ",
+                                                   job.append.first_record,
+                                                   " refused, the capture holds ", store.records()));
+  } else if (max_bytes_ > 0 && store.bin_bytes() + bytes > max_bytes_) {
+    s = absl::ResourceExhaustedError(absl::StrCat(
+        "capture ", name_, ": args.bin would grow to ", store.bin_bytes() + bytes,
+        " bytes, over the server's quota of ", max_bytes_, " bytes per capture (",
+        store.bin_bytes(), " stored)"));
+  } else {
+    std::vector<const v1::ArgRecord*> records;
+    records.reserve(job.append.records.size());
+    for (const auto& r : job.append.records) records.push_back(&r);
+    s = store.AppendBatch(records, *payloads);
+  }
+  Watermark w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s.ok()) {
+      durable_.records = store.records();
+      durable_.bin_bytes = store.bin_bytes();
+    }
+    w = durable_;
+  }
+  job.done(s, w);
+  if (s.ok()) NotifyWatchers();
+}
+
+bool Capture::RunFinish(Job job, CaptureStore& store) {
+  // The manifest and index, then serve from the index.
+  absl::Status s = store.Amend(job.end);
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    info_ = store.info();
+  }
+  if (s.ok()) s = store.Finish(job.counters);
+  std::shared_ptr<IndexFile> index;
+  if (s.ok() && store.created()) {
+    auto opened = IndexFile::Open(dir_ + "/" + kIndexName);
+    if (opened.ok()) {
+      index = std::move(opened).value();
+    } else {
+      s = opened.status();
+    }
+  }
+  std::deque<Job> rest;
+  Watermark w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s.ok()) {
+      index_ = std::move(index);
+      store_.reset();
+      attached_ = false;
+    }
+    writer_done_ = s.ok();
+    if (writer_done_) rest.swap(jobs_);
+    w = durable_;
+  }
+  job.done(s, w);
+  NotifyWatchers();
+  for (Job& j : rest) {
+    j.done(absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is finished")), w);
+  }
+  return s.ok();
 }
 
 // ---- CaptureHub ------------------------------------------------------------

@@ -61,7 +61,7 @@ struct Watermark {
   uint64_t bin_bytes = 0;
 };
 
-class Capture {
+class Capture : public std::enable_shared_from_this<Capture> {
  public:
   using DoneCallback = std::function<void(absl::Status, Watermark)>;
 
@@ -127,10 +127,15 @@ class Capture {
   // reader keeps its copy alive across the switch).
   std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Sources() const;
   void StartWriter();
-  void WriterLoop();
-  // Ends the writer thread (after the jobs queued) and joins it. The hub
-  // calls it before letting go of its captures, so that the last reference
-  // to a capture is never dropped on its own writer thread.
+  void WriterLoop(std::weak_ptr<Capture> weak);
+  // One job; false when it sealed the capture (the writer ends).
+  bool RunJob(Job job, std::shared_ptr<CaptureStore> store);
+  void RunAppend(Job job, CaptureStore& store);
+  bool RunFinish(Job job, CaptureStore& store);  // true: sealed
+  // Ends the writer thread (after the jobs queued) and joins it; the hub
+  // calls it before letting go of its captures. When the last reference
+  // goes on the writer thread itself (a job's callback held it), the thread
+  // is let go instead, and ends once back in WriterLoop.
   void JoinWriter();
   void Enqueue(Job job);
   void NotifyWatchers();
@@ -154,6 +159,7 @@ class Capture {
   bool writer_done_ = false;
   std::condition_variable jobs_cv_;
   std::thread writer_;
+  bool* destroyed_on_writer_ = nullptr;  // WriterLoop's; the writer thread's only
   std::map<uint64_t, std::function<void()>> watchers_;
   uint64_t next_watcher_ = 1;
 };
