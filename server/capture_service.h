@@ -2,8 +2,9 @@
 // and CaptureServer, which binds it with health checking and reflection.
 // Callback API: reactions never wait on disk. Ingest appends and exports run
 // on each capture's writer thread; queries and payload reads run on a small
-// I/O pool; reactions only parse, validate and hand work over. Statuses go
-// out through proto/grpc_status.h.
+// I/O pool; reactions only parse, validate and hand work over. The Ingest
+// protocol itself is IngestSession's (server/ingest_session.h); its reactor
+// only carries messages. Statuses go out through proto/grpc_status.h.
 #ifndef ARGSDUMP_SERVER_CAPTURE_SERVICE_H_
 #define ARGSDUMP_SERVER_CAPTURE_SERVICE_H_
 
