@@ -27,8 +27,35 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+// One line of the server's log (stderr).
+void Log(const std::string& line) { std::fprintf(stderr, "capture_server: %s\n", line.c_str()); }
+
+// What a sealed capture holds and lost, for its log line.
+std::string Counted(uint64_t records, const v1::CaptureCounters& c) {
+  return absl::StrCat(records, " records, ", c.payload_bytes(), " payload bytes; dropped ",
+                      c.dropped_records(), " records (ready queue full ",
+                      c.dropped_ready_queue_full(), ", free queue empty ",
+                      c.dropped_free_queue_empty(), ", arena ack timeout ",
+                      c.dropped_arena_ack_timeout(), ", flush timeout ", c.dropped_flush_timeout(),
+                      ", overwritten ", c.dropped_overwrite(), "), ", c.truncated_args(),
+                      " truncated");
+}
 
 }  // namespace
+
+const char* SealCauseName(SealCause cause) {
+  switch (cause) {
+    case SealCause::kFinishMessage:
+      return "finish message";
+    case SealCause::kFinishCapture:
+      return "FinishCapture";
+    case SealCause::kIdleTimeout:
+      return "idle timeout";
+    case SealCause::kRecovery:
+      return "recovered";
+  }
+  return "?";
+}
 
 absl::Status ValidateCaptureName(const std::string& name) {
   if (name.empty() || name.size() > 128) {
@@ -175,13 +202,16 @@ absl::Status Capture::SealIfDetached(DoneCallback done,
     }
     sealing_ = true;
   }
-  Finish(v1::CaptureCounters(), [this, done = std::move(done)](absl::Status s, Watermark w) {
-    if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      sealing_ = false;  // still live: it may be resumed, or sealed again
-    }
-    done(s, w);
-  });
+  Finish(
+      v1::CaptureCounters(),
+      [this, done = std::move(done)](absl::Status s, Watermark w) {
+        if (!s.ok()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          sealing_ = false;  // still live: it may be resumed, or sealed again
+        }
+        done(s, w);
+      },
+      {}, idle_for ? SealCause::kIdleTimeout : SealCause::kFinishCapture);
   return absl::OkStatus();
 }
 
@@ -244,8 +274,8 @@ void Capture::Append(AppendJob job, DoneCallback done) {
 }
 
 void Capture::Finish(v1::CaptureCounters device_counters, DoneCallback done,
-                     v1::CaptureInfo end) {
-  Job j{Job::kFinish, {}, std::move(device_counters), std::move(done), std::move(end)};
+                     v1::CaptureInfo end, SealCause cause) {
+  Job j{Job::kFinish, {}, std::move(device_counters), std::move(done), std::move(end), cause};
   Enqueue(std::move(j));
 }
 
@@ -380,6 +410,11 @@ bool Capture::RunFinish(Job job, CaptureStore& store) {
     if (writer_done_) rest.swap(jobs_);
     w = durable_;
   }
+  if (s.ok()) {
+    // The manifest's counters (the device's losses merged in).
+    Log(absl::StrCat("capture ", name_, " finished (", SealCauseName(job.cause),
+                     "): ", Counted(w.records, store.counters())));
+  }
   job.done(s, w);
   NotifyWatchers();
   for (Job& j : rest) {
@@ -443,7 +478,8 @@ absl::Status CaptureHub::Load() {
     c->info_.set_name(name);
     captures_[name] = c;
     // Live when the server went away: live again, detached, for a resume.
-    if (!Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName)) {
+    const bool was_live = !Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName);
+    if (was_live) {
       auto store = CaptureStore::Reopen(dir);
       if (store.ok()) {
         (*store)->EnableTaskIndex();
@@ -452,16 +488,18 @@ absl::Status CaptureHub::Load() {
         c->durable_.bin_bytes = (*store)->bin_bytes();
         c->store_ = std::move(store).value();
         c->StartWriter();
+        Log(absl::StrCat("capture ", name, " is live after a restart: ", c->durable_.records,
+                         " records, ", c->durable_.bin_bytes,
+                         " payload bytes durable; waiting for its client to resume it"));
         continue;
       }
-      std::fprintf(stderr, "capture_server: %s; recovering it as finished\n",
-                   std::string(store.status().message()).c_str());
+      Log(absl::StrCat(store.status().message(), "; recovering it as finished"));
     }
     // A capture whose writer died gets its manifest and index rebuilt;
     // what a damaged journal cost is in its manifest ("recovery").
     RecoveryReport report;
     if (auto s = CaptureStore::Recover(dir, &report); !s.ok()) {
-      std::fprintf(stderr, "capture_server: %s: %s\n", dir.c_str(), std::string(s.message()).c_str());
+      Log(absl::StrCat(dir, ": ", s.message()));
       if (!report.wrote_files) {
         c->damage_ = absl::DataLossError(absl::StrCat("capture ", name, ": ", s.message()));
         continue;
@@ -472,16 +510,14 @@ absl::Status CaptureHub::Load() {
     if (!index.ok() && Exists(dir + "/" + kJournalName)) {
       // Damaged (every row is checked at open): set it aside, rebuild it
       // from the journal, which says the same.
-      std::fprintf(stderr, "capture_server: %s; rebuilding it from %s\n",
-                   std::string(index.status().message()).c_str(), kJournalName);
+      Log(absl::StrCat(index.status().message(), "; rebuilding it from ", kJournalName));
       ::rename(index_path.c_str(), (index_path + ".damaged").c_str());
       RecoveryReport rebuilt;
       CaptureStore::Recover(dir, &rebuilt).IgnoreError();
       if (rebuilt.wrote_files) index = IndexFile::Open(index_path);
     }
     if (!index.ok()) {
-      std::fprintf(stderr, "capture_server: %s cannot be served: %s\n", dir.c_str(),
-                   std::string(index.status().message()).c_str());
+      Log(absl::StrCat(dir, " cannot be served: ", index.status().message()));
       c->damage_ =
           absl::DataLossError(absl::StrCat("capture ", name, ": ", index.status().message()));
       continue;
@@ -489,6 +525,10 @@ absl::Status CaptureHub::Load() {
     c->info_ = (*index)->info();
     c->durable_.records = (*index)->size();
     c->durable_.bin_bytes = (*index)->counters().payload_bytes();
+    if (was_live && report.wrote_files) {
+      Log(absl::StrCat("capture ", name, " finished (", SealCauseName(SealCause::kRecovery), ": ",
+                       report.Describe(), "): ", Counted((*index)->size(), (*index)->counters())));
+    }
     c->index_ = std::move(index).value();
   }
   return absl::OkStatus();
@@ -518,6 +558,9 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
     }
     if (!it->second->damage_.ok()) return it->second->damage_;
     if (auto s = it->second->Attach(); !s.ok()) return s;
+    const Watermark w = it->second->durable();
+    Log(absl::StrCat("capture ", open.capture(), " opened (resumed at ", w.records, " records, ",
+                     w.bin_bytes, " payload bytes)"));
     return it->second;
   }
   if (it != captures_.end()) {
@@ -543,6 +586,8 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
   c->attached_ = true;
   c->StartWriter();
   captures_[open.capture()] = c;
+  Log(absl::StrCat("capture ", open.capture(), " opened (new, level ", info.level(),
+                   ", platform ", info.platform().empty() ? "unset" : info.platform(), ")"));
   return c;
 }
 
@@ -602,6 +647,8 @@ void CaptureHub::Forget(const std::shared_ptr<Capture>& capture) {
     dropped = std::move(it->second);
     captures_.erase(it);
   }
+  Log(absl::StrCat("capture ", capture->name(),
+                   " dropped: its stream ended before it wrote a record"));
 }
 
 absl::Status CaptureHub::FinishDetached(const std::string& name, Capture::DoneCallback done) {
@@ -634,16 +681,12 @@ void CaptureHub::ReapLoop() {
       // Checked again as it is sealed: a stream may have come back since.
       const absl::Status sealing = c->SealIfDetached(
           [name = c->name()](absl::Status s, Watermark) {
-            if (!s.ok()) {
-              std::fprintf(stderr, "capture_server: finishing %s: %s\n", name.c_str(),
-                           std::string(s.message()).c_str());
-            }
+            if (!s.ok()) Log(absl::StrCat("finishing ", name, ": ", s.message()));
           },
           timeout);
       if (sealing.ok()) {
-        std::fprintf(stderr,
-                     "capture_server: %s was idle for %lld ms with no stream: finishing it\n",
-                     c->name().c_str(), static_cast<long long>(timeout.count()));
+        Log(absl::StrCat(c->name(), " was idle for ", timeout.count(),
+                         " ms with no stream: finishing it"));
       }
     }
     idle.clear();  // before the lock: never the last reference on a writer thread

@@ -11,7 +11,9 @@
 // server restart) are reopened live and detached for their clients to
 // resume (CaptureStore::Reopen); ones that cannot go on are recovered
 // (CaptureStore::Recover). Only a finish message, FinishCapture or the idle
-// timeout seals a live capture.
+// timeout seals a live capture. The server's log (stderr) gets a line per
+// capture opened, resumed, dropped or live again after a restart, and one per
+// capture sealed, with its counters and what sealed it (SealCause).
 #ifndef ARGSDUMP_SERVER_CAPTURE_HUB_H_
 #define ARGSDUMP_SERVER_CAPTURE_HUB_H_
 
@@ -61,6 +63,15 @@ struct Watermark {
   uint64_t bin_bytes = 0;
 };
 
+// How a live capture came to be sealed (the server's log says which).
+enum class SealCause {
+  kFinishMessage,  // its ingest stream sent `finish`
+  kFinishCapture,  // the FinishCapture rpc
+  kIdleTimeout,    // no stream came back within --live_idle_timeout_ms
+  kRecovery,       // found unfinishable at start (CaptureStore::Recover)
+};
+const char* SealCauseName(SealCause cause);
+
 class Capture : public std::enable_shared_from_this<Capture> {
  public:
   using DoneCallback = std::function<void(absl::Status, Watermark)>;
@@ -84,9 +95,10 @@ class Capture : public std::enable_shared_from_this<Capture> {
   // as it was. Finish writes the manifest and index and ends the writer.
   void Append(AppendJob job, DoneCallback done);
   // `end` (labels, step levels) amends the capture's info first
-  // (CaptureStore::Amend).
+  // (CaptureStore::Amend). Once sealed, the server logs the capture's
+  // counters and `cause`.
   void Finish(v1::CaptureCounters device_counters, DoneCallback done,
-              v1::CaptureInfo end = {});
+              v1::CaptureInfo end = {}, SealCause cause = SealCause::kFinishMessage);
   // Runs `done` once every job queued before it is done.
   void Barrier(DoneCallback done);
 
@@ -120,6 +132,7 @@ class Capture : public std::enable_shared_from_this<Capture> {
     v1::CaptureCounters counters;
     DoneCallback done;
     v1::CaptureInfo end;  // kFinish: what amends the capture's info
+    SealCause cause = SealCause::kFinishMessage;  // kFinish
   };
   Capture(std::string name, std::string dir, uint64_t max_bytes)
       : name_(std::move(name)), dir_(std::move(dir)), max_bytes_(max_bytes) {}

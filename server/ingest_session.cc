@@ -195,7 +195,7 @@ absl::Status IngestSession::FinishLocked(const v1::IngestFinish& finish) {
         [self, capture](absl::Status s, Watermark) {
           self->OnSealed(s, s.ok() ? capture->Summary() : v1::CaptureSummary());
         },
-        std::move(end));
+        std::move(end), SealCause::kFinishMessage);
   });
   return absl::OkStatus();
 }
