@@ -4,14 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "format/record.h"
+#include "proto/grpc_status.h"
 
 namespace argsdump {
 namespace {
 
 absl::Status FromGrpc(const grpc::Status& s, const std::string& target) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat("capture service ", target, ": ", s.error_message()));
+  return FromGrpcStatus(s, absl::StrCat("capture service ", target));
 }
 
 // Worth reconnecting for: the network or the server went away, or the

@@ -27,8 +27,35 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+// One line of the server's log (stderr).
+void Log(const std::string& line) { std::fprintf(stderr, "capture_server: %s\n", line.c_str()); }
+
+// What a sealed capture holds and lost, for its log line.
+std::string Counted(uint64_t records, const v1::CaptureCounters& c) {
+  return absl::StrCat(records, " records, ", c.payload_bytes(), " payload bytes; dropped ",
+                      c.dropped_records(), " records (ready queue full ",
+                      c.dropped_ready_queue_full(), ", free queue empty ",
+                      c.dropped_free_queue_empty(), ", arena ack timeout ",
+                      c.dropped_arena_ack_timeout(), ", flush timeout ", c.dropped_flush_timeout(),
+                      ", overwritten ", c.dropped_overwrite(), "), ", c.truncated_args(),
+                      " truncated");
+}
 
 }  // namespace
+
+const char* SealCauseName(SealCause cause) {
+  switch (cause) {
+    case SealCause::kFinishMessage:
+      return "finish message";
+    case SealCause::kFinishCapture:
+      return "FinishCapture";
+    case SealCause::kIdleTimeout:
+      return "idle timeout";
+    case SealCause::kRecovery:
+      return "recovered";
+  }
+  return "?";
+}
 
 absl::Status ValidateCaptureName(const std::string& name) {
   if (name.empty() || name.size() > 128) {
@@ -60,7 +87,24 @@ void Capture::JoinWriter() {
     writer_done_ = true;
   }
   jobs_cv_.notify_all();
-  if (writer_.joinable()) writer_.join();
+  if (!writer_.joinable()) return;
+  if (writer_.get_id() == std::this_thread::get_id()) {
+    // ~Capture on the writer thread: the last reference went there, after
+    // a job (WriterLoop). The thread ends as soon as it is back there; jobs
+    // still queued (none holds a reference) are answered, not run.
+    *destroyed_on_writer_ = true;
+    writer_.detach();
+    std::deque<Job> left;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      left.swap(jobs_);
+    }
+    for (Job& j : left) {
+      j.done(absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is gone")), durable_);
+    }
+    return;
+  }
+  writer_.join();
 }
 
 v1::CaptureSummary Capture::Summary() const {
@@ -158,13 +202,16 @@ absl::Status Capture::SealIfDetached(DoneCallback done,
     }
     sealing_ = true;
   }
-  Finish(v1::CaptureCounters(), [this, done = std::move(done)](absl::Status s, Watermark w) {
-    if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      sealing_ = false;  // still live: it may be resumed, or sealed again
-    }
-    done(s, w);
-  });
+  Finish(
+      v1::CaptureCounters(),
+      [this, done = std::move(done)](absl::Status s, Watermark w) {
+        if (!s.ok()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          sealing_ = false;  // still live: it may be resumed, or sealed again
+        }
+        done(s, w);
+      },
+      {}, idle_for ? SealCause::kIdleTimeout : SealCause::kFinishCapture);
   return absl::OkStatus();
 }
 
@@ -227,8 +274,8 @@ void Capture::Append(AppendJob job, DoneCallback done) {
 }
 
 void Capture::Finish(v1::CaptureCounters device_counters, DoneCallback done,
-                     v1::CaptureInfo end) {
-  Job j{Job::kFinish, {}, std::move(device_counters), std::move(done), std::move(end)};
+                     v1::CaptureInfo end, SealCause cause) {
+  Job j{Job::kFinish, {}, std::move(device_counters), std::move(done), std::move(end), cause};
   Enqueue(std::move(j));
 }
 
@@ -252,10 +299,15 @@ void Capture::Enqueue(Job job) {
 }
 
 void Capture::StartWriter() {
-  writer_ = std::thread([this] { WriterLoop(); });
+  writer_ = std::thread([this, weak = weak_from_this()] { WriterLoop(weak); });
 }
 
-void Capture::WriterLoop() {
+void Capture::WriterLoop(std::weak_ptr<Capture> weak) {
+  bool destroyed = false;  // ~Capture ran on this thread: nothing of it is left
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    destroyed_on_writer_ = &destroyed;
+  }
   for (;;) {
     Job job;
     std::shared_ptr<CaptureStore> store;
@@ -267,82 +319,108 @@ void Capture::WriterLoop() {
       jobs_.pop_front();
       store = store_;
     }
-    if (job.kind == Job::kBarrier) {
-      job.done(absl::OkStatus(), durable());
-      continue;
-    }
-    if (job.kind == Job::kAppend) {
-      absl::Status s;
-      const uint64_t bytes = job.append.bytes.size();
-      absl::StatusOr<std::vector<absl::string_view>> payloads = job.append.Payloads();
-      if (!payloads.ok()) {
-        s = absl::InvalidArgumentError(
-            absl::StrCat("capture ", name_, ": ", payloads.status().message()));
-      } else if (store->records() != job.append.first_record) {
-        // An earlier job of this stream failed: keep ids dense, append nothing.
-        s = absl::FailedPreconditionError(absl::StrCat(
-            "capture ", name_, ": records from ", job.append.first_record,
-            " refused, the capture holds ", store->records()));
-      } else if (max_bytes_ > 0 && store->bin_bytes() + bytes > max_bytes_) {
-        s = absl::ResourceExhaustedError(absl::StrCat(
-            "capture ", name_, ": args.bin would grow to ", store->bin_bytes() + bytes,
-            " bytes, over the server's quota of ", max_bytes_, " bytes per capture (",
-            store->bin_bytes(), " stored)"));
-      } else {
-        std::vector<const v1::ArgRecord*> records;
-        records.reserve(job.append.records.size());
-        for (const auto& r : job.append.records) records.push_back(&r);
-        s = store->AppendBatch(records, *payloads);
-      }
-      Watermark w;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (s.ok()) {
-          durable_.records = store->records();
-          durable_.bin_bytes = store->bin_bytes();
-        }
-        w = durable_;
-      }
-      job.done(s, w);
-      if (s.ok()) NotifyWatchers();
-      continue;
-    }
-    // Finish: the manifest and index, then serve from the index.
-    absl::Status s = store->Amend(job.end);
-    if (s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      info_ = store->info();
-    }
-    if (s.ok()) s = store->Finish(job.counters);
-    std::shared_ptr<IndexFile> index;
-    if (s.ok() && store->created()) {
-      auto opened = IndexFile::Open(dir_ + "/" + kIndexName);
-      if (opened.ok()) {
-        index = std::move(opened).value();
-      } else {
-        s = opened.status();
-      }
-    }
-    std::deque<Job> rest;
-    Watermark w;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (s.ok()) {
-        index_ = std::move(index);
-        store_.reset();
-        attached_ = false;
-      }
-      writer_done_ = s.ok();
-      if (writer_done_) rest.swap(jobs_);
-      w = durable_;
-    }
-    job.done(s, w);
-    NotifyWatchers();
-    for (Job& j : rest) {
-      j.done(absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is finished")), w);
-    }
-    if (s.ok()) return;
+    // A job's callbacks may hold the last other reference to this capture:
+    // it stays alive until the job is done, then goes here, on this thread
+    // (JoinWriter lets the thread go). Null: ~Capture runs on another
+    // thread, which waits for this one.
+    std::shared_ptr<Capture> self = weak.lock();
+    const bool more = RunJob(std::move(job), std::move(store));
+    self.reset();
+    if (destroyed || !more) return;
   }
+}
+
+bool Capture::RunJob(Job job, std::shared_ptr<CaptureStore> store) {
+  switch (job.kind) {
+    case Job::kBarrier:
+      job.done(absl::OkStatus(), durable());
+      return true;
+    case Job::kAppend:
+      RunAppend(std::move(job), *store);
+      return true;
+    case Job::kFinish:
+      break;
+  }
+  return !RunFinish(std::move(job), *store);
+}
+
+void Capture::RunAppend(Job job, CaptureStore& store) {
+  absl::Status s;
+  const uint64_t bytes = job.append.bytes.size();
+  absl::StatusOr<std::vector<absl::string_view>> payloads = job.append.Payloads();
+  if (!payloads.ok()) {
+    s = absl::InvalidArgumentError(
+        absl::StrCat("capture ", name_, ": ", payloads.status().message()));
+  } else if (store.records() != job.append.first_record) {
+    // An earlier job of this stream failed: keep ids dense, append nothing.
+    s = absl::FailedPreconditionError(absl::StrCat("capture ", name_, ": records from ",
+                                                   job.append.first_record,
+                                                   " refused, the capture holds ", store.records()));
+  } else if (max_bytes_ > 0 && store.bin_bytes() + bytes > max_bytes_) {
+    s = absl::ResourceExhaustedError(absl::StrCat(
+        "capture ", name_, ": args.bin would grow to ", store.bin_bytes() + bytes,
+        " bytes, over the server's quota of ", max_bytes_, " bytes per capture (",
+        store.bin_bytes(), " stored)"));
+  } else {
+    std::vector<const v1::ArgRecord*> records;
+    records.reserve(job.append.records.size());
+    for (const auto& r : job.append.records) records.push_back(&r);
+    s = store.AppendBatch(records, *payloads);
+  }
+  Watermark w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s.ok()) {
+      durable_.records = store.records();
+      durable_.bin_bytes = store.bin_bytes();
+    }
+    w = durable_;
+  }
+  job.done(s, w);
+  if (s.ok()) NotifyWatchers();
+}
+
+bool Capture::RunFinish(Job job, CaptureStore& store) {
+  // The manifest and index, then serve from the index.
+  absl::Status s = store.Amend(job.end);
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    info_ = store.info();
+  }
+  if (s.ok()) s = store.Finish(job.counters);
+  std::shared_ptr<IndexFile> index;
+  if (s.ok() && store.created()) {
+    auto opened = IndexFile::Open(dir_ + "/" + kIndexName);
+    if (opened.ok()) {
+      index = std::move(opened).value();
+    } else {
+      s = opened.status();
+    }
+  }
+  std::deque<Job> rest;
+  Watermark w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s.ok()) {
+      index_ = std::move(index);
+      store_.reset();
+      attached_ = false;
+    }
+    writer_done_ = s.ok();
+    if (writer_done_) rest.swap(jobs_);
+    w = durable_;
+  }
+  if (s.ok()) {
+    // The manifest's counters (the device's losses merged in).
+    Log(absl::StrCat("capture ", name_, " finished (", SealCauseName(job.cause),
+                     "): ", Counted(w.records, store.counters())));
+  }
+  job.done(s, w);
+  NotifyWatchers();
+  for (Job& j : rest) {
+    j.done(absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is finished")), w);
+  }
+  return s.ok();
 }
 
 // ---- CaptureHub ------------------------------------------------------------
@@ -400,7 +478,8 @@ absl::Status CaptureHub::Load() {
     c->info_.set_name(name);
     captures_[name] = c;
     // Live when the server went away: live again, detached, for a resume.
-    if (!Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName)) {
+    const bool was_live = !Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName);
+    if (was_live) {
       auto store = CaptureStore::Reopen(dir);
       if (store.ok()) {
         (*store)->EnableTaskIndex();
@@ -409,16 +488,18 @@ absl::Status CaptureHub::Load() {
         c->durable_.bin_bytes = (*store)->bin_bytes();
         c->store_ = std::move(store).value();
         c->StartWriter();
+        Log(absl::StrCat("capture ", name, " is live after a restart: ", c->durable_.records,
+                         " records, ", c->durable_.bin_bytes,
+                         " payload bytes durable; waiting for its client to resume it"));
         continue;
       }
-      std::fprintf(stderr, "capture_server: %s; recovering it as finished\n",
-                   std::string(store.status().message()).c_str());
+      Log(absl::StrCat(store.status().message(), "; recovering it as finished"));
     }
     // A capture whose writer died gets its manifest and index rebuilt;
     // what a damaged journal cost is in its manifest ("recovery").
     RecoveryReport report;
     if (auto s = CaptureStore::Recover(dir, &report); !s.ok()) {
-      std::fprintf(stderr, "capture_server: %s: %s\n", dir.c_str(), std::string(s.message()).c_str());
+      Log(absl::StrCat(dir, ": ", s.message()));
       if (!report.wrote_files) {
         c->damage_ = absl::DataLossError(absl::StrCat("capture ", name, ": ", s.message()));
         continue;
@@ -429,16 +510,14 @@ absl::Status CaptureHub::Load() {
     if (!index.ok() && Exists(dir + "/" + kJournalName)) {
       // Damaged (every row is checked at open): set it aside, rebuild it
       // from the journal, which says the same.
-      std::fprintf(stderr, "capture_server: %s; rebuilding it from %s\n",
-                   std::string(index.status().message()).c_str(), kJournalName);
+      Log(absl::StrCat(index.status().message(), "; rebuilding it from ", kJournalName));
       ::rename(index_path.c_str(), (index_path + ".damaged").c_str());
       RecoveryReport rebuilt;
       CaptureStore::Recover(dir, &rebuilt).IgnoreError();
       if (rebuilt.wrote_files) index = IndexFile::Open(index_path);
     }
     if (!index.ok()) {
-      std::fprintf(stderr, "capture_server: %s cannot be served: %s\n", dir.c_str(),
-                   std::string(index.status().message()).c_str());
+      Log(absl::StrCat(dir, " cannot be served: ", index.status().message()));
       c->damage_ =
           absl::DataLossError(absl::StrCat("capture ", name, ": ", index.status().message()));
       continue;
@@ -446,6 +525,10 @@ absl::Status CaptureHub::Load() {
     c->info_ = (*index)->info();
     c->durable_.records = (*index)->size();
     c->durable_.bin_bytes = (*index)->counters().payload_bytes();
+    if (was_live && report.wrote_files) {
+      Log(absl::StrCat("capture ", name, " finished (", SealCauseName(SealCause::kRecovery), ": ",
+                       report.Describe(), "): ", Counted((*index)->size(), (*index)->counters())));
+    }
     c->index_ = std::move(index).value();
   }
   return absl::OkStatus();
@@ -475,6 +558,9 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
     }
     if (!it->second->damage_.ok()) return it->second->damage_;
     if (auto s = it->second->Attach(); !s.ok()) return s;
+    const Watermark w = it->second->durable();
+    Log(absl::StrCat("capture ", open.capture(), " opened (resumed at ", w.records, " records, ",
+                     w.bin_bytes, " payload bytes)"));
     return it->second;
   }
   if (it != captures_.end()) {
@@ -500,6 +586,8 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
   c->attached_ = true;
   c->StartWriter();
   captures_[open.capture()] = c;
+  Log(absl::StrCat("capture ", open.capture(), " opened (new, level ", info.level(),
+                   ", platform ", info.platform().empty() ? "unset" : info.platform(), ")"));
   return c;
 }
 
@@ -559,6 +647,8 @@ void CaptureHub::Forget(const std::shared_ptr<Capture>& capture) {
     dropped = std::move(it->second);
     captures_.erase(it);
   }
+  Log(absl::StrCat("capture ", capture->name(),
+                   " dropped: its stream ended before it wrote a record"));
 }
 
 absl::Status CaptureHub::FinishDetached(const std::string& name, Capture::DoneCallback done) {
@@ -591,16 +681,12 @@ void CaptureHub::ReapLoop() {
       // Checked again as it is sealed: a stream may have come back since.
       const absl::Status sealing = c->SealIfDetached(
           [name = c->name()](absl::Status s, Watermark) {
-            if (!s.ok()) {
-              std::fprintf(stderr, "capture_server: finishing %s: %s\n", name.c_str(),
-                           std::string(s.message()).c_str());
-            }
+            if (!s.ok()) Log(absl::StrCat("finishing ", name, ": ", s.message()));
           },
           timeout);
       if (sealing.ok()) {
-        std::fprintf(stderr,
-                     "capture_server: %s was idle for %lld ms with no stream: finishing it\n",
-                     c->name().c_str(), static_cast<long long>(timeout.count()));
+        Log(absl::StrCat(c->name(), " was idle for ", timeout.count(),
+                         " ms with no stream: finishing it"));
       }
     }
     idle.clear();  // before the lock: never the last reference on a writer thread

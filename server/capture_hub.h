@@ -11,7 +11,9 @@
 // server restart) are reopened live and detached for their clients to
 // resume (CaptureStore::Reopen); ones that cannot go on are recovered
 // (CaptureStore::Recover). Only a finish message, FinishCapture or the idle
-// timeout seals a live capture.
+// timeout seals a live capture. The server's log (stderr) gets a line per
+// capture opened, resumed, dropped or live again after a restart, and one per
+// capture sealed, with its counters and what sealed it (SealCause).
 #ifndef ARGSDUMP_SERVER_CAPTURE_HUB_H_
 #define ARGSDUMP_SERVER_CAPTURE_HUB_H_
 
@@ -61,7 +63,16 @@ struct Watermark {
   uint64_t bin_bytes = 0;
 };
 
-class Capture {
+// How a live capture came to be sealed (the server's log says which).
+enum class SealCause {
+  kFinishMessage,  // its ingest stream sent `finish`
+  kFinishCapture,  // the FinishCapture rpc
+  kIdleTimeout,    // no stream came back within --live_idle_timeout_ms
+  kRecovery,       // found unfinishable at start (CaptureStore::Recover)
+};
+const char* SealCauseName(SealCause cause);
+
+class Capture : public std::enable_shared_from_this<Capture> {
  public:
   using DoneCallback = std::function<void(absl::Status, Watermark)>;
 
@@ -84,9 +95,10 @@ class Capture {
   // as it was. Finish writes the manifest and index and ends the writer.
   void Append(AppendJob job, DoneCallback done);
   // `end` (labels, step levels) amends the capture's info first
-  // (CaptureStore::Amend).
+  // (CaptureStore::Amend). Once sealed, the server logs the capture's
+  // counters and `cause`.
   void Finish(v1::CaptureCounters device_counters, DoneCallback done,
-              v1::CaptureInfo end = {});
+              v1::CaptureInfo end = {}, SealCause cause = SealCause::kFinishMessage);
   // Runs `done` once every job queued before it is done.
   void Barrier(DoneCallback done);
 
@@ -120,6 +132,7 @@ class Capture {
     v1::CaptureCounters counters;
     DoneCallback done;
     v1::CaptureInfo end;  // kFinish: what amends the capture's info
+    SealCause cause = SealCause::kFinishMessage;  // kFinish
   };
   Capture(std::string name, std::string dir, uint64_t max_bytes)
       : name_(std::move(name)), dir_(std::move(dir)), max_bytes_(max_bytes) {}
@@ -127,10 +140,15 @@ class Capture {
   // reader keeps its copy alive across the switch).
   std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Sources() const;
   void StartWriter();
-  void WriterLoop();
-  // Ends the writer thread (after the jobs queued) and joins it. The hub
-  // calls it before letting go of its captures, so that the last reference
-  // to a capture is never dropped on its own writer thread.
+  void WriterLoop(std::weak_ptr<Capture> weak);
+  // One job; false when it sealed the capture (the writer ends).
+  bool RunJob(Job job, std::shared_ptr<CaptureStore> store);
+  void RunAppend(Job job, CaptureStore& store);
+  bool RunFinish(Job job, CaptureStore& store);  // true: sealed
+  // Ends the writer thread (after the jobs queued) and joins it; the hub
+  // calls it before letting go of its captures. When the last reference
+  // goes on the writer thread itself (a job's callback held it), the thread
+  // is let go instead, and ends once back in WriterLoop.
   void JoinWriter();
   void Enqueue(Job job);
   void NotifyWatchers();
@@ -154,6 +172,7 @@ class Capture {
   bool writer_done_ = false;
   std::condition_variable jobs_cv_;
   std::thread writer_;
+  bool* destroyed_on_writer_ = nullptr;  // WriterLoop's; the writer thread's only
   std::map<uint64_t, std::function<void()>> watchers_;
   uint64_t next_watcher_ = 1;
 };

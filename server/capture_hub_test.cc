@@ -351,6 +351,47 @@ TEST(CaptureHubTest, ADamagedIndexIsRebuiltOrRefused) {
             absl::StatusCode::kDataLoss);
 }
 
+// A job's callback may hold the last reference to its capture (a stream
+// let go of an unwritten capture the hub forgot): the capture then goes on
+// its own writer thread, which cannot join itself - it is let go, and the
+// jobs still queued are answered.
+TEST(CaptureHubTest, TheLastReferenceMayGoOnTheCapturesWriterThread) {
+  CaptureHub::Options o;
+  o.root = Root("last_on_writer");
+  auto hub = CaptureHub::Open(o);
+  ASSERT_TRUE(hub.ok()) << hub.status();
+  auto opened = (*hub)->Open(OpenRequest("short_lived"));
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::shared_ptr<Capture> c = std::move(opened).value();
+  std::weak_ptr<Capture> weak = c;
+  // The writer waits at a gate while the jobs behind it are queued.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  c->Barrier([&](absl::Status, Watermark) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return open; });
+  });
+  c->Barrier([keep = c](absl::Status, Watermark) {});  // holds a reference
+  Waiter after;
+  c->Barrier(after.Callback());
+  c->Detach();
+  (*hub)->Forget(c);
+  EXPECT_EQ((*hub)->Find("short_lived").status().code(), absl::StatusCode::kNotFound);
+  c.reset();  // the job above holds the last reference now
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+  }
+  cv.notify_all();
+  const std::vector<Outcome> answered = after.Wait();
+  ASSERT_EQ(answered.size(), 1u);
+  EXPECT_EQ(answered[0].code, absl::StatusCode::kFailedPrecondition) << answered[0];
+  EXPECT_NE(answered[0].message.find("capture short_lived is gone"), std::string::npos)
+      << answered[0];
+  EXPECT_TRUE(weak.expired());
+}
+
 TEST(CaptureHubTest, NamesStayUnderTheRoot) {
   for (const std::string& bad :
        std::vector<std::string>{"", ".", "..", "../x", "a/b", "/abs", "a\\b", "x y"}) {

@@ -12,17 +12,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "server/ingest_stream.h"
+#include "proto/grpc_status.h"
+#include "server/ingest_session.h"
 #include "server/page_token.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 
 namespace argsdump {
-
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
 
 // ---- IoPool ----------------------------------------------------------------
 
@@ -66,7 +62,6 @@ namespace {
 constexpr uint32_t kDefaultPageSize = 100;
 constexpr uint32_t kMaxPageSize = 1000;
 constexpr size_t kQueryBudget = 200000;          // rows looked at per QueryArgs call
-constexpr uint64_t kReadAheadBytes = 64 << 20;    // queued to the writer before pausing reads
 constexpr size_t kPayloadChunk = 1 << 20;         // ReadPayload message size
 constexpr uint64_t kWatchScan = 4096;             // records looked at per watch message
 
@@ -81,299 +76,53 @@ void Fill(const QueryHit& hit, v1::CapturedArg* out) {
   if (hit.stats) StatsRowToProto(*hit.stats, out->mutable_record()->mutable_stats());
 }
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const grpc::Status& s) {
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& s) {
   auto* reactor = context->DefaultReactor();
-  reactor->Finish(s);
+  reactor->Finish(ToGrpcStatus(s));
   return reactor;
 }
 
 // ---- Ingest ----------------------------------------------------------------
 
-class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse> {
+// The gRPC side of one Ingest stream: reads, writes and the end, moved
+// between gRPC and its IngestSession, which holds the protocol.
+class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>,
+                      private IngestSession::Transport {
  public:
   IngestReactor(CaptureServiceImpl* service, grpc::CallbackServerContext* context)
-      : service_(service), context_(context), shared_(std::make_shared<Shared>()) {
-    shared_->reactor = this;
-    if (grpc::Status s = service->CheckAuth(context); !s.ok()) {
-      Finish(s);
+      : context_(context) {
+    if (absl::Status s = service->CheckAuth(context); !s.ok()) {
+      Finish(ToGrpcStatus(s));
       return;
     }
-    StartRead(&request_);
+    session_ = IngestSession::Create(service->hub(), this);
+    session_->Start();
   }
 
   void OnReadDone(bool ok) override {
-    std::lock_guard<std::recursive_mutex> lock(shared_->mu);
-    reading_ = false;
-    if (!ok) {
-      // Only a `finish` message ends a capture. A half-close without one,
-      // a broken or cancelled call, or a message gRPC refused (too large)
-      // leaves it live, for a resume.
-      if (ending_ || stream_.finishing()) return;
-      if (context_->IsCancelled()) {
-        EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream cancelled"));
-      } else if (capture_ == nullptr) {
-        EndLocked(grpc::Status::OK);
-      } else {
-        EndLocked(grpc::Status(
-            grpc::StatusCode::FAILED_PRECONDITION,
-            absl::StrCat("ingest: the stream ended without a finish message; capture ",
-                         capture_->name(), " stays live (resume it and send finish)")));
-      }
-      return;
+    if (ok) {
+      session_->OnRequest(&request_);
+    } else {
+      session_->OnReadsEnded(context_->IsCancelled());
     }
-    // Ending (an error, a cancel): what still arrives is not taken - the
-    // capture may already have been let go (and forgotten, if unwritten).
-    if (ending_) return;
-    if (stream_.finishing()) {
-      // After `finish`, the stream carries nothing more: say so instead of
-      // dropping it.
-      EndLocked(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                             request_.has_finish() ? "ingest: finish sent twice"
-                                                   : "ingest: a message after finish"));
-      return;
-    }
-    absl::Status s;
-    switch (request_.message_case()) {
-      case v1::IngestRequest::kOpen:
-        s = OpenLocked(request_.open());
-        break;
-      case v1::IngestRequest::kBatch:
-        s = BatchLocked(request_.mutable_batch());
-        break;
-      case v1::IngestRequest::kFinish:
-        s = FinishMessageLocked(request_.finish());
-        break;
-      default:
-        s = absl::InvalidArgumentError("ingest: empty request (set open, batch or finish)");
-    }
-    if (!s.ok()) {
-      EndLocked(ToGrpcStatus(s));
-      return;
-    }
-    MaybeReadLocked();
   }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::recursive_mutex> lock(shared_->mu);
-    writing_ = false;
-    if (!ok) {
-      // Nothing more can be sent; end now, even if ending already began
-      // (a cancelled stream waits for its write in flight to fail).
-      out_.clear();
-      EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream broke"));
-      return;
-    }
-    WriteNextLocked();
-  }
-
+  void OnWriteDone(bool ok) override { session_->OnSent(ok); }
   void OnCancel() override {
-    std::lock_guard<std::recursive_mutex> lock(shared_->mu);
-    EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "ingest stream cancelled"));
+    if (session_ != nullptr) session_->OnCancel();
   }
-
   void OnDone() override {
-    {
-      // The capture was let go before Finish (ReleaseCaptureThenFinishLocked).
-      std::lock_guard<std::recursive_mutex> lock(shared_->mu);
-      shared_->reactor = nullptr;
-    }
+    if (session_ != nullptr) session_->OnTransportGone();
     delete this;
   }
 
  private:
-  // What the capture's writer thread may reach after this reactor is gone.
-  // Recursive: a Start*() from a thread that is not gRPC's may run the
-  // reaction it completes inline, on the same thread, under this lock.
-  struct Shared {
-    std::recursive_mutex mu;
-    IngestReactor* reactor = nullptr;
-  };
+  void ReadNext() override { StartRead(&request_); }
+  void Send(const v1::IngestResponse& response) override { StartWrite(&response); }
+  void End(const absl::Status& status) override { Finish(ToGrpcStatus(status)); }
 
-  absl::Status OpenLocked(const v1::IngestOpen& open) {
-    if (capture_ != nullptr) return absl::FailedPreconditionError("ingest: open sent twice");
-    auto capture = service_->hub()->Open(open);
-    if (!capture.ok()) return capture.status();
-    capture_ = *capture;
-    attached_ = true;
-    opening_ = true;
-    created_ = !open.resume();
-    const bool resumed = open.resume();
-    auto shared = shared_;
-    // Once every job of an earlier stream is done: the watermark to go on from.
-    capture_->Barrier([shared, resumed](absl::Status, Watermark w) {
-      std::lock_guard<std::recursive_mutex> lock(shared->mu);
-      IngestReactor* self = shared->reactor;
-      if (self == nullptr) return;
-      self->opening_ = false;
-      self->stream_.Start(w);
-      v1::IngestResponse r;
-      r.mutable_opened()->set_capture(self->capture_->name());
-      r.mutable_opened()->set_resumed(resumed);
-      r.mutable_opened()->set_durable_records(w.records);
-      r.mutable_opened()->set_durable_bin_bytes(w.bin_bytes);
-      self->QueueLocked(std::move(r));
-      self->MaybeReadLocked();
-    });
-    return absl::OkStatus();
-  }
-
-  absl::Status BatchLocked(v1::IngestBatch* batch) {
-    if (capture_ == nullptr) return absl::FailedPreconditionError("ingest: batch before open");
-    if (absl::Status s = stream_.Batch(batch); !s.ok()) return s;
-    SubmitCompleteLocked();
-    return absl::OkStatus();
-  }
-
-  // Hands the records whose payload bytes are all here to the writer.
-  void SubmitCompleteLocked() {
-    AppendJob job;
-    if (!stream_.TakeComplete(&job)) return;
-    const uint64_t bytes = job.bytes.size();
-    queued_bytes_ += bytes;
-    ++queued_jobs_;
-    auto shared = shared_;
-    capture_->Append(std::move(job), [shared, bytes](absl::Status s, Watermark w) {
-      std::lock_guard<std::recursive_mutex> lock(shared->mu);
-      IngestReactor* self = shared->reactor;
-      if (self == nullptr) return;
-      self->queued_bytes_ -= bytes;
-      --self->queued_jobs_;
-      if (!s.ok()) {
-        self->EndLocked(ToGrpcStatus(s));
-        return;
-      }
-      v1::IngestResponse r;
-      r.mutable_ack()->set_durable_records(w.records);
-      r.mutable_ack()->set_durable_bin_bytes(w.bin_bytes);
-      self->QueueLocked(std::move(r));
-      self->MaybeReadLocked();
-    });
-  }
-
-  absl::Status FinishMessageLocked(const v1::IngestFinish& finish) {
-    if (capture_ == nullptr) return absl::FailedPreconditionError("ingest: finish before open");
-    v1::CaptureInfo end;
-    if (absl::Status s = stream_.Finish(finish, &end); !s.ok()) return s;
-    FinishCaptureLocked(finish.device_counters(), std::move(end));
-    return absl::OkStatus();
-  }
-
-  void FinishCaptureLocked(const v1::CaptureCounters& counters, v1::CaptureInfo end) {
-    auto shared = shared_;
-    auto capture = capture_;
-    auto done = [shared, capture](absl::Status s, Watermark) {
-      std::lock_guard<std::recursive_mutex> lock(shared->mu);
-      IngestReactor* self = shared->reactor;
-      if (self == nullptr) return;
-      if (!s.ok()) {
-        self->EndLocked(ToGrpcStatus(s));
-        return;
-      }
-      self->attached_ = false;  // a finished capture has no stream
-      if (self->ending_) return;  // a message after finish ended the call: its status stands
-      v1::IngestResponse r;
-      *r.mutable_finished() = capture->Summary();
-      self->QueueLocked(std::move(r));
-      self->end_ = grpc::Status::OK;
-      self->ending_ = true;
-      self->WriteNextLocked();
-    };
-    capture_->Finish(counters, std::move(done), std::move(end));
-  }
-
-  void MaybeReadLocked() {
-    // After `finish` it still reads, to refuse anything more (or see the
-    // half-close).
-    if (reading_ || ending_ || opening_) return;
-    if (queued_bytes_ > kReadAheadBytes) return;  // resumed by the writer's callback
-    reading_ = true;
-    StartRead(&request_);
-  }
-
-  void QueueLocked(v1::IngestResponse r) {
-    if (ending_) return;
-    // Acks coalesce: a newer watermark replaces one not yet sent.
-    if (r.has_ack() && !out_.empty() && out_.back().has_ack()) {
-      out_.back() = std::move(r);
-    } else {
-      out_.push_back(std::move(r));
-    }
-    WriteNextLocked();
-  }
-
-  void WriteNextLocked() {
-    if (writing_) return;
-    if (!out_.empty()) {
-      current_ = std::move(out_.front());
-      out_.pop_front();
-      writing_ = true;
-      StartWrite(&current_);
-      return;
-    }
-    if (ending_ && !finished_) {
-      finished_ = true;
-      ReleaseCaptureThenFinishLocked();
-    }
-  }
-
-  // The capture is let go before the call ends, so a client that sees the
-  // status can resume (or reopen the name) at once: detached once every job
-  // this stream queued is done, or - opened and never written to - no
-  // capture at all (an open the client gave up on is no orphan).
-  void ReleaseCaptureThenFinishLocked() {
-    if (capture_ == nullptr || !attached_) {
-      Finish(end_);
-      return;
-    }
-    attached_ = false;
-    if (created_ && stream_.received_records() == 0 && !stream_.finishing()) {
-      capture_->Detach();
-      service_->hub()->Forget(capture_);
-      capture_ = nullptr;  // nothing more reaches it from this stream
-      Finish(end_);
-      return;
-    }
-    auto shared = shared_;
-    auto capture = capture_;
-    // Runs on the capture's writer (or at once if it is finished).
-    capture_->Barrier([shared, capture](absl::Status, Watermark) {
-      capture->Detach();
-      std::lock_guard<std::recursive_mutex> lock(shared->mu);
-      if (shared->reactor != nullptr) shared->reactor->Finish(shared->reactor->end_);
-    });
-  }
-
-  // Ends the call with `status` once the write in flight (if any) is done.
-  // Idempotent: the first status wins; every call moves the ending along.
-  void EndLocked(grpc::Status status) {
-    if (!ending_) {
-      ending_ = true;
-      end_ = std::move(status);
-      if (!end_.ok()) out_.clear();
-    }
-    WriteNextLocked();
-  }
-
-
-  CaptureServiceImpl* const service_;
   grpc::CallbackServerContext* const context_;
-  std::shared_ptr<Shared> shared_;
-  // All below under shared_->mu.
-  v1::IngestRequest request_;
-  v1::IngestResponse current_;
-  std::deque<v1::IngestResponse> out_;
-  std::shared_ptr<Capture> capture_;
-  bool attached_ = false;
-  bool created_ = false;  // this stream opened the capture (no resume)
-  bool opening_ = false;
-  bool reading_ = true;
-  bool writing_ = false;
-  bool ending_ = false;
-  bool finished_ = false;
-  grpc::Status end_;
-  IngestStream stream_;  // what the client sent, checked
-  uint64_t queued_bytes_ = 0;  // handed to the writer, not yet durable
-  uint64_t queued_jobs_ = 0;
+  std::shared_ptr<IngestSession> session_;  // null when the call was refused
+  v1::IngestRequest request_;  // the read in flight (one at a time)
 };
 
 // ---- ReadPayload -----------------------------------------------------------
@@ -383,27 +132,25 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
   PayloadReactor(CaptureServiceImpl* service, grpc::CallbackServerContext* context,
                  const v1::ReadPayloadRequest* request)
       : service_(service) {
-    if (grpc::Status s = service->CheckAuth(context); !s.ok()) {
-      Finish(s);
+    if (absl::Status s = service->CheckAuth(context); !s.ok()) {
+      End(s);
       return;
     }
     auto capture = service->hub()->Find(request->capture());
     if (!capture.ok()) {
-      Finish(ToGrpcStatus(capture.status()));
+      End(capture.status());
       return;
     }
     auto row = (*capture)->RecordById(request->record_id());
     if (!row) {
-      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          absl::StrCat("capture ", request->capture(), " has no record ",
-                                       request->record_id(), " (", (*capture)->durable().records,
-                                       " records)")));
+      End(absl::NotFoundError(absl::StrCat("capture ", request->capture(), " has no record ",
+                                           request->record_id(), " (",
+                                           (*capture)->durable().records, " records)")));
       return;
     }
     if (request->offset() > row->bin_size) {
-      Finish(grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
-                          absl::StrCat("offset ", request->offset(), " is past the payload's ",
-                                       row->bin_size, " bytes")));
+      End(absl::OutOfRangeError(absl::StrCat("offset ", request->offset(),
+                                             " is past the payload's ", row->bin_size, " bytes")));
       return;
     }
     const uint64_t left = row->bin_size - request->offset();
@@ -413,14 +160,13 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
     end_ = start_ + length;
     at_ = start_;
     if (length == 0) {
-      Finish(grpc::Status::OK);
+      End(absl::OkStatus());
       return;
     }
     fd_ = ::open((*capture)->bin_path().c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) {
-      Finish(grpc::Status(grpc::StatusCode::DATA_LOSS,
-                          absl::StrCat("cannot open ", (*capture)->bin_path(), ": ",
-                                       std::strerror(errno))));
+      End(absl::DataLossError(
+          absl::StrCat("cannot open ", (*capture)->bin_path(), ": ", std::strerror(errno))));
       return;
     }
     ReadNext();
@@ -428,11 +174,11 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
 
   void OnWriteDone(bool ok) override {
     if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "read payload: stream broke"));
+      End(absl::CancelledError("read payload: stream broke"));
       return;
     }
     if (at_ >= end_) {
-      Finish(grpc::Status::OK);
+      End(absl::OkStatus());
       return;
     }
     ReadNext();
@@ -458,8 +204,7 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
         got += static_cast<size_t>(r);
       }
       if (got < n) {
-        Finish(grpc::Status(grpc::StatusCode::DATA_LOSS,
-                            absl::StrCat("args.bin ends before byte ", at_ + n)));
+        End(absl::DataLossError(absl::StrCat("args.bin ends before byte ", at_ + n)));
         return;
       }
       chunk_.set_offset(offset_ + (at_ - start_));
@@ -467,6 +212,8 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
       StartWrite(&chunk_);
     });
   }
+
+  void End(const absl::Status& s) { Finish(ToGrpcStatus(s)); }
 
   CaptureServiceImpl* const service_;
   int fd_ = -1;
@@ -482,8 +229,8 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
                const v1::WatchCaptureRequest* request)
       : shared_(std::make_shared<Shared>()) {
     shared_->reactor = this;
-    if (grpc::Status s = service->CheckAuth(context); !s.ok()) {
-      Finish(s);
+    if (absl::Status s = service->CheckAuth(context); !s.ok()) {
+      Finish(ToGrpcStatus(s));
       return;
     }
     auto capture = service->hub()->Find(request->capture());
@@ -507,7 +254,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
     std::lock_guard<std::recursive_mutex> lock(shared_->mu);
     writing_ = false;
     if (!ok) {
-      EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch: stream broke"));
+      EndLocked(absl::CancelledError("watch: stream broke"));
       return;
     }
     PumpLocked();
@@ -518,7 +265,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
   // and hold Shutdown up.
   void OnCancel() override {
     std::lock_guard<std::recursive_mutex> lock(shared_->mu);
-    if (!writing_) EndLocked(grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled"));
+    if (!writing_) EndLocked(absl::CancelledError("watch cancelled"));
   }
 
   void OnDone() override {
@@ -531,8 +278,11 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
   }
 
  private:
+  // What the capture's writer thread (a watcher's poke) may reach after
+  // this reactor is gone. Recursive: a StartWrite from a thread that is not
+  // gRPC's may run the reaction it completes inline, under this lock.
   struct Shared {
-    std::recursive_mutex mu;  // see IngestReactor::Shared
+    std::recursive_mutex mu;
     WatchReactor* reactor = nullptr;
   };
 
@@ -554,13 +304,13 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
       StartWrite(&response_);
       return;
     }
-    if (finished) EndLocked(grpc::Status::OK);
+    if (finished) EndLocked(absl::OkStatus());
   }
 
-  void EndLocked(grpc::Status s) {
+  void EndLocked(const absl::Status& s) {
     if (ended_) return;
     ended_ = true;
-    Finish(std::move(s));
+    Finish(ToGrpcStatus(s));
   }
 
   std::shared_ptr<Shared> shared_;
@@ -582,17 +332,17 @@ CaptureServiceImpl::CaptureServiceImpl(CaptureHub* hub, std::string auth_token)
 
 CaptureServiceImpl::~CaptureServiceImpl() = default;
 
-grpc::Status CaptureServiceImpl::CheckAuth(const grpc::CallbackServerContext* context) const {
-  if (auth_token_.empty()) return grpc::Status::OK;
+absl::Status CaptureServiceImpl::CheckAuth(const grpc::CallbackServerContext* context) const {
+  if (auth_token_.empty()) return absl::OkStatus();
   const auto& md = context->client_metadata();
   auto it = md.find("authorization");
   const std::string want = "Bearer " + auth_token_;
   if (it == md.end() || std::string(it->second.data(), it->second.size()) != want) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        it == md.end() ? "missing 'authorization: Bearer <token>' metadata"
-                                       : "wrong bearer token");
+    return absl::UnauthenticatedError(it == md.end()
+                                          ? "missing 'authorization: Bearer <token>' metadata"
+                                          : "wrong bearer token");
   }
-  return grpc::Status::OK;
+  return absl::OkStatus();
 }
 
 grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* CaptureServiceImpl::Ingest(
@@ -603,32 +353,32 @@ grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* CaptureServiceIm
 grpc::ServerUnaryReactor* CaptureServiceImpl::ListCaptures(grpc::CallbackServerContext* context,
                                                            const v1::ListCapturesRequest* request,
                                                            v1::ListCapturesResponse* response) {
-  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
   auto after = ParseNameToken(request->page_token());
-  if (!after.ok()) return Done(context, ToGrpcStatus(after.status()));
+  if (!after.ok()) return Done(context, after.status());
   std::map<std::string, std::string> labels(request->labels().begin(), request->labels().end());
   bool more = false;
   const auto captures =
       hub_->List(labels, request->state(), *after, PageSize(request->page_size()), &more);
   for (const auto& c : captures) *response->add_captures() = c->Summary();
   if (more && !captures.empty()) response->set_next_page_token(NameToken(captures.back()->name()));
-  return Done(context, grpc::Status::OK);
+  return Done(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* CaptureServiceImpl::GetCapture(grpc::CallbackServerContext* context,
                                                          const v1::GetCaptureRequest* request,
                                                          v1::CaptureSummary* response) {
-  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
   auto capture = hub_->Find(request->capture());
-  if (!capture.ok()) return Done(context, ToGrpcStatus(capture.status()));
+  if (!capture.ok()) return Done(context, capture.status());
   *response = (*capture)->Summary();
-  return Done(context, grpc::Status::OK);
+  return Done(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* CaptureServiceImpl::FinishCapture(
     grpc::CallbackServerContext* context, const v1::FinishCaptureRequest* request,
     v1::CaptureSummary* response) {
-  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
   auto* reactor = context->DefaultReactor();
   auto capture = hub_->Find(request->capture());
   if (!capture.ok()) {
@@ -649,11 +399,11 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::FinishCapture(
 grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerContext* context,
                                                         const v1::QueryArgsRequest* request,
                                                         v1::QueryArgsResponse* response) {
-  if (grpc::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
   auto capture = hub_->Find(request->capture());
-  if (!capture.ok()) return Done(context, ToGrpcStatus(capture.status()));
+  if (!capture.ok()) return Done(context, capture.status());
   auto from = ParsePositionToken(request->page_token());
-  if (!from.ok()) return Done(context, ToGrpcStatus(from.status()));
+  if (!from.ok()) return Done(context, from.status());
   ArgFilter q = ArgFilter::FromProto(request->filter());
   if (request->has_task_id()) q.task_id = request->task_id();
   if (request->stage() != v1::STAGE_UNSPECIFIED) q.stage = request->stage();
@@ -668,13 +418,12 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerCont
     const QueryPage page = c->Query(q, start.position, limit, kQueryBudget, &live);
     if (start.live && *start.live != live) {
       // A live capture's positions mean nothing in its manifest order.
-      reactor->Finish(grpc::Status(
-          grpc::StatusCode::ABORTED,
+      reactor->Finish(ToGrpcStatus(absl::AbortedError(
           *start.live ? absl::StrCat("capture ", c->name(), " finished since this page token "
                                      "was issued (live pages are in arrival order, finished ones "
                                      "in manifest order): query again without a page_token")
                       : absl::StrCat("this page token is from capture ", c->name(),
-                                     "'s finished pages, but it is live")));
+                                     "'s finished pages, but it is live"))));
       return;
     }
     for (const QueryHit& h : page.hits) Fill(h, response->add_args());

@@ -2,7 +2,9 @@
 // and CaptureServer, which binds it with health checking and reflection.
 // Callback API: reactions never wait on disk. Ingest appends and exports run
 // on each capture's writer thread; queries and payload reads run on a small
-// I/O pool; reactions only parse, validate and hand work over.
+// I/O pool; reactions only parse, validate and hand work over. The Ingest
+// protocol itself is IngestSession's (server/ingest_session.h); its reactor
+// only carries messages. Statuses go out through proto/grpc_status.h.
 #ifndef ARGSDUMP_SERVER_CAPTURE_SERVICE_H_
 #define ARGSDUMP_SERVER_CAPTURE_SERVICE_H_
 
@@ -23,9 +25,6 @@
 #include "server/capture_hub.h"
 
 namespace argsdump {
-
-// absl::Status and grpc::Status share their codes.
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // A few threads that run blocking work (file reads) for reactions.
 class IoPool {
@@ -68,7 +67,7 @@ class CaptureServiceImpl final : public v1::CaptureService::CallbackService {
       grpc::CallbackServerContext* context, const v1::WatchCaptureRequest* request) override;
 
   // UNAUTHENTICATED unless the call carries "authorization: Bearer <token>".
-  grpc::Status CheckAuth(const grpc::CallbackServerContext* context) const;
+  absl::Status CheckAuth(const grpc::CallbackServerContext* context) const;
   CaptureHub* hub() const { return hub_; }
   IoPool* io() { return &io_; }
 

@@ -2,8 +2,7 @@
 // kept - the sequence numbers, the payload offsets, every record, the
 // payload bytes each record still waits for - and the records whose bytes
 // are all here, handed out as AppendJobs for the capture's writer. No gRPC
-// and no locking: the service's reactor owns one under its lock, and the
-// fuzz target drives one directly (server/ingest_stream_fuzzer.cc).
+// and no locking: an IngestSession owns one under its lock.
 #ifndef ARGSDUMP_SERVER_INGEST_STREAM_H_
 #define ARGSDUMP_SERVER_INGEST_STREAM_H_
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "collector/grpc_sink.h"
 #include "collector/sink.h"
 #include "tests/process_fixtures.h"
@@ -282,6 +283,118 @@ TEST(CaptureServerProcessTest, SigtermEndsWithAWatchOpenOnAQuietLiveCapture) {
   while (reader->Read(&more)) {
   }
   EXPECT_FALSE(reader->Finish().ok());  // ended by the server, with a status
+}
+
+// A stream that opens `name`, sends `batch` and half-closes without a
+// finish: the capture stays live, detached once the status is back.
+grpc::Status IngestWithoutFinish(const std::string& target, const std::string& name,
+                                 const Batch& batch) {
+  auto stub = v1::CaptureService::NewStub(
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = stub->Ingest(&ctx);
+  v1::IngestRequest open;
+  open.mutable_open()->set_capture(name);
+  open.mutable_open()->set_level(v1::DUMP_LEVEL_FULL);
+  v1::IngestRequest send;
+  send.mutable_batch()->set_first_record(0);
+  send.mutable_batch()->set_payload_offset(0);
+  for (size_t i = 0; i < batch.records.size(); ++i) {
+    *send.mutable_batch()->add_records() = batch.records[i];
+    send.mutable_batch()->mutable_payload()->append(batch.bytes[i]);
+  }
+  EXPECT_TRUE(stream->Write(open) && stream->Write(send));
+  v1::IngestResponse r;
+  while (stream->Read(&r)) {
+    if (r.has_ack() && r.ack().durable_records() == batch.records.size()) break;
+  }
+  stream->WritesDone();
+  while (stream->Read(&r)) {
+  }
+  return stream->Finish();
+}
+
+// The server's log: a line per capture opened (new or resumed) and one per
+// capture sealed, with its counters and what sealed it - its finish
+// message, FinishCapture, the idle timeout, recovery at start.
+TEST(CaptureServerProcessTest, LogsEachCaptureOpenedAndSealedWithItsCounters) {
+  const std::string root = TempDir("log_root");
+  const std::string no_losses =
+      "dropped 0 records (ready queue full 0, free queue empty 0, arena ack timeout 0, flush "
+      "timeout 0, overwritten 0), 0 truncated";
+  {
+    ServerProcess server;
+    server.PipeLog();
+    ASSERT_NO_FATAL_FAILURE(server.Start(root));
+    // Sealed by its finish message, after a resume.
+    auto sink = Connect(server.target(), "by_finish");
+    ASSERT_NE(sink, nullptr);
+    EXPECT_EQ(server.WaitForLogLine("capture by_finish opened"),
+              "capture_server: capture by_finish opened (new, level 2, platform unset)");
+    uint64_t offset = 0;
+    ASSERT_TRUE(Send(sink.get(), MakeBatch(1, 30, &offset)).ok());
+    sink->BreakStreamForTest();
+    ASSERT_TRUE(Send(sink.get(), MakeBatch(31, 10, &offset)).ok());
+    EXPECT_EQ(server.WaitForLogLine("capture by_finish opened"),
+              "capture_server: capture by_finish opened (resumed at 30 records, 122880 payload "
+              "bytes)");
+    v1::CaptureCounters losses;
+    losses.set_dropped_records(7);
+    losses.set_dropped_ready_queue_full(4);
+    losses.set_dropped_flush_timeout(3);
+    ASSERT_TRUE(sink->Finish(losses).ok());
+    EXPECT_EQ(server.WaitForLogLine("capture by_finish finished"),
+              "capture_server: capture by_finish finished (finish message): 40 records, 163840 "
+              "payload bytes; dropped 7 records (ready queue full 4, free queue empty 0, arena "
+              "ack timeout 0, flush timeout 3, overwritten 0), 0 truncated");
+    // Sealed by FinishCapture once its client left.
+    offset = 0;
+    EXPECT_EQ(IngestWithoutFinish(server.target(), "by_rpc", MakeBatch(1, 10, &offset)).error_code(),
+              grpc::StatusCode::FAILED_PRECONDITION);
+    auto stub = v1::CaptureService::NewStub(
+        grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    v1::FinishCaptureRequest finish;
+    finish.set_capture("by_rpc");
+    v1::CaptureSummary summary;
+    ASSERT_TRUE(stub->FinishCapture(&ctx, finish, &summary).ok());
+    EXPECT_EQ(server.WaitForLogLine("capture by_rpc finished"),
+              "capture_server: capture by_rpc finished (FinishCapture): 10 records, 40960 payload "
+              "bytes; " + no_losses);
+    // Left live, for the next server: one to time out, one to recover.
+    offset = 0;
+    EXPECT_FALSE(IngestWithoutFinish(server.target(), "idle", MakeBatch(1, 20, &offset)).ok());
+    offset = 0;
+    EXPECT_FALSE(IngestWithoutFinish(server.target(), "cut", MakeBatch(1, 20, &offset)).ok());
+    server.Signal(SIGTERM);
+    EXPECT_NE(server.WaitForLogLine("shutting down"), "");
+    EXPECT_EQ(server.Wait(), 0);
+  }
+  // Half of "cut"'s payloads go: it cannot go on live, recovery seals it.
+  ASSERT_EQ(::truncate((root + "/cut/args_dump/args.bin").c_str(), 10 * 4096), 0);
+  ServerProcess again;
+  again.PipeLog();
+  ASSERT_NO_FATAL_FAILURE(again.Start(root, "127.0.0.1:0", {"--live_idle_timeout_ms=100"}));
+  std::vector<std::string> before;
+  EXPECT_EQ(again.WaitForLogLine("capture idle finished", &before),
+            "capture_server: capture idle finished (idle timeout): 20 records, 81920 payload "
+            "bytes; " + no_losses);
+  auto logged = [&](const std::string& line) {
+    for (const std::string& b : before) {
+      if (b == line) return true;
+    }
+    ADD_FAILURE() << "not logged: " << line << "\nlogged:\n" << absl::StrJoin(before, "\n");
+    return false;
+  };
+  logged("capture_server: capture idle is live after a restart: 20 records, 81920 payload bytes "
+         "durable; waiting for its client to resume it");
+  logged("capture_server: capture cut finished (recovered: kept 10 records; dropped 10 records "
+         "whose payload args.bin (40960 bytes) does not hold): 10 records, 40960 payload bytes; " +
+         no_losses);
+  again.Signal(SIGTERM);
+  EXPECT_EQ(again.Wait(), 0);
 }
 
 }  // namespace

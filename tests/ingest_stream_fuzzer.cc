@@ -1,30 +1,37 @@
-// libFuzzer target: any bytes as what an Ingest client sends - a sequence
-// of IngestRequest messages (the wire format of `repeated IngestRequest
-// requests = 1`). They go through IngestStream's checks exactly as the
-// service does, the jobs they produce into a real CaptureStore, an open
-// resumes from the store's durable watermark, and a finish seals it. No
-// crash; and whatever was accepted and sealed reads back: the index opens
-// and the manifest parses with one entry per record stored.
+// libFuzzer target: any bytes as what Ingest clients send - a sequence of
+// IngestRequest messages (the wire format of `repeated IngestRequest
+// requests = 1`) - played through IngestSession over a real CaptureHub, as
+// the service plays them. An open with `resume` starts a new stream (a
+// client reconnecting; the stream before half-closes or is cancelled);
+// anything else goes to the stream of the moment. No crash and no hang; every
+// stream ends once, its capture let go before the status; acks never go
+// back; the writer refuses nothing the session let through (the capture's
+// durable watermark is what the stream handed over); and whatever was sealed
+// reads back: the index opens and the manifest parses, one entry per record.
 //   bazel build --config=fuzz //server:ingest_stream_fuzzer   (tools/fuzz.sh)
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "google/protobuf/io/coded_stream.h"
 #include "proto/argsdump/v1/capture.pb.h"
+#include "server/capture_hub.h"
 #include "server/capture_index.h"
 #include "server/capture_store.h"
-#include "server/ingest_stream.h"
+#include "server/ingest_session.h"
 #include "tests/fuzz_scratch.h"
 #include "viewer/manifest_reader.h"
 
+namespace argsdump {
 namespace {
 
-std::vector<argsdump::v1::IngestRequest> Requests(const uint8_t* data, size_t size) {
-  std::vector<argsdump::v1::IngestRequest> out;
+std::vector<v1::IngestRequest> Requests(const uint8_t* data, size_t size) {
+  std::vector<v1::IngestRequest> out;
   google::protobuf::io::CodedInputStream in(data, static_cast<int>(size));
   while (out.size() < 64) {
     const uint32_t tag = in.ReadTag();
@@ -32,7 +39,7 @@ std::vector<argsdump::v1::IngestRequest> Requests(const uint8_t* data, size_t si
     uint32_t length = 0;
     if (!in.ReadVarint32(&length)) break;
     const auto limit = in.PushLimit(static_cast<int>(length));
-    argsdump::v1::IngestRequest r;
+    v1::IngestRequest r;
     if (!r.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) break;
     in.PopLimit(limit);
     out.push_back(std::move(r));
@@ -40,66 +47,151 @@ std::vector<argsdump::v1::IngestRequest> Requests(const uint8_t* data, size_t si
   return out;
 }
 
+void Check(bool ok) {
+  if (!ok) std::abort();
+}
+
+// One client stream: messages go in when the session asks for a read,
+// writes complete as they are asked.
+class FuzzStream final : public IngestSession::Transport {
+ public:
+  explicit FuzzStream(CaptureHub* hub) : hub_(hub) {
+    session_ = IngestSession::Create(hub, this);
+    session_->Start();
+  }
+  ~FuzzStream() override { session_->OnTransportGone(); }
+
+  // Gives the session `request` once it asks for a read; false when the
+  // stream ended first.
+  bool Deliver(v1::IngestRequest* request) {
+    if (!WaitForRead()) return false;
+    session_->OnRequest(request);
+    return true;
+  }
+  // Ends the stream as a client going away does, and waits for its end.
+  void Leave(bool cancel) {
+    if (cancel) {
+      session_->OnCancel();
+    } else if (WaitForRead()) {
+      session_->OnReadsEnded(false);
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return ends_ > 0; });
+    lock.unlock();
+    CheckEnded();
+  }
+
+ private:
+  bool WaitForRead() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return read_asked_ || ends_ > 0; });
+    if (ends_ > 0) return false;
+    read_asked_ = false;
+    return true;
+  }
+  // The capture's durable watermark is what the stream handed its writer.
+  void CheckEnded() {
+    Check(session_->state() == IngestSession::State::kDone);
+    if (capture_.empty()) return;
+    auto capture = hub_->Find(capture_);
+    if (!capture.ok()) return;  // opened, nothing written: dropped
+    Check((*capture)->durable().records == session_->submitted().records);
+    Check((*capture)->durable().bin_bytes == session_->submitted().bin_bytes);
+  }
+
+  void ReadNext() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    Check(!read_asked_ && ends_ == 0);
+    read_asked_ = true;
+    cv_.notify_all();
+  }
+  void Send(const v1::IngestResponse& response) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Check(ends_ == 0);
+      if (response.has_opened()) {
+        capture_ = response.opened().capture();
+        durable_ = response.opened().durable_records();
+      } else if (response.has_ack()) {
+        Check(response.ack().durable_records() >= durable_);
+        durable_ = response.ack().durable_records();
+      }
+    }
+    session_->OnSent(true);
+  }
+  void End(const absl::Status&) override {
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      name = capture_;
+    }
+    // Let go before the status: a client that sees it can resume at once.
+    if (!name.empty()) {
+      auto capture = hub_->Find(name);
+      Check(!capture.ok() || !(*capture)->attached());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++ends_;
+    Check(ends_ == 1);
+    cv_.notify_all();
+  }
+
+  CaptureHub* const hub_;
+  std::shared_ptr<IngestSession> session_;
+  std::mutex mu_;  // guards below
+  std::condition_variable cv_;
+  bool read_asked_ = false;
+  int ends_ = 0;
+  std::string capture_;  // from `opened`
+  uint64_t durable_ = 0;
+};
+
+// Every sealed capture reads back whole.
+void CheckSealed(const CaptureHub& hub) {
+  bool more = false;
+  for (const auto& c : hub.List({}, v1::CAPTURE_STATE_FINISHED, "", 1000, &more)) {
+    const std::string dir = hub.options().root + "/" + c->name() + "/args_dump";
+    if (c->durable().records == 0) continue;  // sealed empty: no files
+    auto index = IndexFile::Open(dir + "/" + kIndexName);
+    Check(index.ok());
+    auto manifest = ManifestReader::Open(dir + "/" + kManifestName);
+    Check(manifest.ok());
+    uint64_t entries = 0;
+    Check((*manifest)->ForEach([&](const ManifestEntry&) { return ++entries, true; }).ok());
+    Check(entries == c->durable().records && (*index)->size() == entries);
+  }
+}
+
 }  // namespace
+}  // namespace argsdump
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::vector<argsdump::v1::IngestRequest> requests = Requests(data, size);
-  const std::string dir = argsdump::FuzzScratch() + "/args_dump";
-  argsdump::EmptyFolder(argsdump::FuzzScratch());
-  argsdump::v1::CaptureInfo info;
-  info.set_name("fuzz");
-  info.set_level(argsdump::v1::DUMP_LEVEL_FULL);
-  info.set_platform("a2a3sim");
-  std::unique_ptr<argsdump::CaptureStore> store;
-  argsdump::IngestStream stream;
-  bool finished = false;
-  for (argsdump::v1::IngestRequest& r : requests) {
-    if (finished) break;
-    if (r.has_open()) {
-      // A (re)open: the stream goes on from what is durable.
-      if (store == nullptr) {
-        const int level = r.open().level();
-        if (level >= 1 && level <= 3) info.set_level(static_cast<argsdump::v1::DumpLevel>(level));
-        auto created = argsdump::CaptureStore::Create(dir, info);
-        if (!created.ok()) std::abort();
-        store = std::move(created).value();
+  using namespace argsdump;
+  std::vector<v1::IngestRequest> requests = Requests(data, size);
+  EmptyFolder(FuzzScratch());
+  CaptureHub::Options options;
+  options.root = FuzzScratch() + "/root";
+  auto hub = CaptureHub::Open(options);
+  Check(hub.ok());
+  {
+    std::unique_ptr<FuzzStream> stream;
+    size_t messages = 0;  // in the current stream
+    bool ended = false;   // the current stream ended: the rest of it is not sent
+    for (v1::IngestRequest& r : requests) {
+      if (stream == nullptr || (messages > 0 && r.has_open() && r.open().resume())) {
+        // The client goes away, half-closing or cancelling (as the input has it).
+        if (stream != nullptr) stream->Leave(/*cancel=*/messages % 2 == 1);
+        stream = std::make_unique<FuzzStream>(hub->get());
+        messages = 0;
+        ended = false;
       }
-      stream = argsdump::IngestStream();
-      stream.Start({store->records(), store->bin_bytes()});
-    } else if (store == nullptr) {
-      continue;  // the service refuses anything before open
-    } else if (r.has_batch()) {
-      if (!stream.Batch(r.mutable_batch()).ok()) continue;
-      argsdump::AppendJob job;
-      while (stream.TakeComplete(&job)) {
-        std::vector<const argsdump::v1::ArgRecord*> records;
-        for (const auto& rec : job.records) records.push_back(&rec);
-        auto payloads = job.Payloads();  // as the capture's writer cuts them
-        if (!payloads.ok()) std::abort();  // a job's bytes are its records'
-        if (job.first_record != store->records()) break;
-        // What IngestStream let through, the store takes (it checks again).
-        if (!store->AppendBatch(records, *payloads).ok()) std::abort();
-      }
-    } else if (r.has_finish()) {
-      argsdump::v1::CaptureInfo end;
-      if (!stream.Finish(r.finish(), &end).ok()) continue;
-      if (!store->Amend(end).ok()) std::abort();
-      if (!store->Finish(r.finish().device_counters()).ok()) std::abort();
-      finished = true;
+      ++messages;
+      if (!ended) ended = !stream->Deliver(&r);
     }
+    if (stream != nullptr) stream->Leave(/*cancel=*/false);
   }
-  if (finished && store->created()) {
-    auto index = argsdump::IndexFile::Open(dir + "/" + argsdump::kIndexName);
-    if (!index.ok()) std::abort();
-    auto manifest = argsdump::ManifestReader::Open(dir + "/" + argsdump::kManifestName);
-    if (!manifest.ok()) std::abort();
-    uint64_t entries = 0;
-    if (!(*manifest)->ForEach([&](const argsdump::ManifestEntry&) { return ++entries, true; }).ok()) {
-      std::abort();
-    }
-    if (entries != store->records() || (*index)->size() != entries) std::abort();
-  }
-  store.reset();
-  argsdump::EmptyFolder(argsdump::FuzzScratch());
+  CheckSealed(**hub);
+  hub->reset();
+  EmptyFolder(FuzzScratch());
   return 0;
 }

@@ -45,24 +45,42 @@ class ServerProcess {
       ::kill(pid_, SIGKILL);
       Wait();
     }
+    if (log_ != nullptr) std::fclose(log_);
   }
-  void Start(const std::string& root, const std::string& listen = "127.0.0.1:0") {
-    int out[2];
+  // Before Start: the server's log (stderr) comes to the test through a
+  // pipe, for NextLogLine (it must be read: a full pipe stalls the server).
+  void PipeLog() { pipe_log_ = true; }
+  void Start(const std::string& root, const std::string& listen = "127.0.0.1:0",
+             const std::vector<std::string>& flags = {}) {
+    int out[2], err[2] = {-1, -1};
     ASSERT_EQ(::pipe(out), 0);
+    if (pipe_log_) ASSERT_EQ(::pipe(err), 0);
     pid_ = ::fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::close(out[1]);
+      if (err[1] >= 0) {
+        ::dup2(err[1], 2);
+        ::close(err[0]);
+        ::close(err[1]);
+      }
       const std::string bin = ServerBinary();
-      const std::string root_flag = "--root=" + root;
-      const std::string listen_flag = "--listen=" + listen;
-      execl(bin.c_str(), bin.c_str(), listen_flag.c_str(), root_flag.c_str(),
-            "--shutdown_grace_ms=500", static_cast<char*>(nullptr));
+      std::vector<std::string> args = {bin, "--listen=" + listen, "--root=" + root,
+                                       "--shutdown_grace_ms=500"};
+      args.insert(args.end(), flags.begin(), flags.end());
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(bin.c_str(), argv.data());
       _exit(127);
     }
     ::close(out[1]);
+    if (err[1] >= 0) {
+      ::close(err[1]);
+      log_ = ::fdopen(err[0], "r");
+    }
     // Blocks until the server prints its first line (or exits).
     FILE* f = ::fdopen(out[0], "r");
     char line[512] = {};
@@ -84,9 +102,32 @@ class ServerProcess {
   std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
   pid_t pid() const { return pid_; }
 
+  // PipeLog: the next line the server logs, without its newline (blocks
+  // until it logs one); false once it closed its stderr (it exited).
+  bool NextLogLine(std::string* line) {
+    line->clear();
+    if (log_ == nullptr) return false;
+    for (int c; (c = std::fgetc(log_)) != EOF;) {
+      if (c == '\n') return true;
+      line->push_back(static_cast<char>(c));
+    }
+    return !line->empty();
+  }
+  // Log lines up to the first containing `text`, which it returns ("" when
+  // the server exited first); the lines before it go to `skipped`.
+  std::string WaitForLogLine(const std::string& text, std::vector<std::string>* skipped = nullptr) {
+    for (std::string line; NextLogLine(&line);) {
+      if (line.find(text) != std::string::npos) return line;
+      if (skipped != nullptr) skipped->push_back(line);
+    }
+    return "";
+  }
+
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  bool pipe_log_ = false;
+  std::FILE* log_ = nullptr;
 };
 
 

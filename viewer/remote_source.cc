@@ -14,6 +14,7 @@
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "format/names.h"
 #include "format/record.h"
+#include "proto/grpc_status.h"
 
 namespace argsdump {
 
@@ -78,11 +79,6 @@ namespace {
 constexpr uint32_t kPageSize = 1000;  // the service's maximum
 constexpr auto kCallTimeout = std::chrono::seconds(60);
 
-absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat(what, ": ", s.error_message()));
-}
-
 class RemoteSource : public ArgSource {
  public:
   RemoteSource(RemoteCapture remote, Selection selection)
@@ -105,14 +101,14 @@ class RemoteSource : public ArgSource {
     if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
       return absl::NotFoundError(absl::StrCat(name(), ": no such capture", SomeCaptures()));
     }
-    if (!s.ok()) return FromGrpc(s, absl::StrCat(name(), ": GetCapture"));
+    if (!s.ok()) return FromGrpcStatus(s, absl::StrCat(name(), ": GetCapture"));
     if (summary_.state() == v1::CAPTURE_STATE_FINISHED) return absl::OkStatus();
     if (absl::Status loaded = LoadLive(); !loaded.ok()) return loaded;
     // Again: the records just fetched may be newer than the summary, and
     // payload sizes are checked against its args.bin bytes.
     auto again = Context();
     s = stub_->GetCapture(again.get(), request, &summary_);
-    return s.ok() ? absl::OkStatus() : FromGrpc(s, absl::StrCat(name(), ": GetCapture"));
+    return s.ok() ? absl::OkStatus() : FromGrpcStatus(s, absl::StrCat(name(), ": GetCapture"));
   }
 
   absl::StatusOr<bool> Next(ManifestEntry* e) override {
@@ -176,8 +172,8 @@ class RemoteSource : public ArgSource {
     }
     grpc::Status s = reader->Finish();
     if (!s.ok()) {
-      return FromGrpc(s, absl::StrCat(name(), ": ReadPayload of entry ", e.index, " (record ",
-                                      e.record_id, ")"));
+      return FromGrpcStatus(s, absl::StrCat(name(), ": ReadPayload of entry ", e.index,
+                                            " (record ", e.record_id, ")"));
     }
     if (got != e.bin_size) {
       return absl::DataLossError(absl::StrCat(name(), ": ReadPayload of record ", e.record_id,
@@ -234,7 +230,7 @@ class RemoteSource : public ArgSource {
     v1::QueryArgsResponse response;
     auto context = Context();
     grpc::Status s = stub_->QueryArgs(context.get(), request, &response);
-    if (!s.ok()) return FromGrpc(s, absl::StrCat(name(), ": QueryArgs"));
+    if (!s.ok()) return FromGrpcStatus(s, absl::StrCat(name(), ": QueryArgs"));
     for (v1::CapturedArg& a : *response.mutable_args()) page_.push_back(std::move(a));
     token_ = response.next_page_token();
     done_ = token_.empty();
@@ -323,7 +319,7 @@ absl::StatusOr<std::vector<v1::CaptureSummary>> ListRemoteCaptures(
     }
     v1::ListCapturesResponse response;
     grpc::Status s = stub->ListCaptures(&context, request, &response);
-    if (!s.ok()) return FromGrpc(s, absl::StrCat(remote.target, ": ListCaptures"));
+    if (!s.ok()) return FromGrpcStatus(s, absl::StrCat(remote.target, ": ListCaptures"));
     for (v1::CaptureSummary& c : *response.mutable_captures()) out.push_back(std::move(c));
     if (response.next_page_token().empty()) return out;
     request.set_page_token(response.next_page_token());
