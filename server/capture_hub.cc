@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 
 namespace argsdump {
 namespace {
@@ -427,7 +428,7 @@ bool Capture::RunFinish(Job job, CaptureStore& store) {
 
 absl::StatusOr<std::unique_ptr<CaptureHub>> CaptureHub::Open(Options options) {
   if (options.root.empty()) return absl::InvalidArgumentError("capture hub: --root is empty");
-  if (auto s = MakeDirs(options.root); !s.ok()) return s;
+  if (auto s = CreateDirectories(options.root); !s.ok()) return s;
   // One server per root: two would each think they own every capture.
   const std::string lock_path = options.root + "/" + kRootLockName;
   const int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);

@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "proto/grpc_status.h"
 #include "server/ingest_session.h"
 #include "server/page_token.h"
@@ -448,11 +449,11 @@ grpc::ServerWriteReactor<v1::WatchCaptureResponse>* CaptureServiceImpl::WatchCap
 namespace {
 
 absl::StatusOr<std::string> ReadWhole(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read ", path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  absl::StatusOr<std::string> bytes = ReadFileToString(path);
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read ", bytes.status().message()));
+  }
+  return bytes;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "server/manifest.h"
 #include "format/names.h"
 #include "format/record.h"
@@ -30,25 +31,6 @@ bool Exists(const std::string& path) {
 bool EagerBin(v1::DumpLevel level) { return level != v1::DUMP_LEVEL_HYBRID; }
 
 }  // namespace
-
-absl::Status MakeDirs(const std::string& path) {
-  std::string prefix;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      prefix = path.substr(0, i);
-      if (prefix.empty()) continue;
-      if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-        return absl::UnavailableError(
-            absl::StrCat("cannot create directory ", prefix, ": ", std::strerror(errno)));
-      }
-    }
-  }
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return absl::UnavailableError(absl::StrCat(path, " is not a directory"));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Create(std::string dir,
                                                                     v1::CaptureInfo info) {
@@ -147,7 +129,7 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::st
 }
 
 absl::Status CaptureStore::CreateFiles() {
-  if (auto s = MakeDirs(dir_); !s.ok()) return s;
+  if (auto s = CreateDirectories(dir_); !s.ok()) return s;
   auto journal = JournalWriter::Open(dir_ + "/" + kJournalName, /*append=*/false);
   if (!journal.ok()) return journal.status();
   journal_ = std::move(journal).value();

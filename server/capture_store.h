@@ -35,9 +35,6 @@
 
 namespace argsdump {
 
-// mkdir -p: `path` and its missing parents; Unavailable naming the one
-// that cannot be created, or when `path` ends up not being a directory.
-absl::Status MakeDirs(const std::string& path);
 
 inline constexpr char kManifestName[] = "args_dump.json";
 inline constexpr char kBinName[] = "args.bin";

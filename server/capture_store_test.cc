@@ -11,6 +11,7 @@
 
 #include "google/protobuf/util/json_util.h"
 #include "absl/strings/numbers.h"
+#include "base/files.h"
 #include "gtest/gtest.h"
 #include "server/crc32c.h"
 #include "server/journal_v1_testing.h"
@@ -327,7 +328,7 @@ TEST(CaptureStoreTest, RecoverAfterATornTailIsOk) {
 // A journal written before sync markers (version 1) still recovers.
 TEST(CaptureStoreTest, RecoverReadsVersionOneJournals) {
   const std::string dir = TempDir("v1_journal");
-  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(CreateDirectories(dir).ok());
   const auto v1_entry = VersionOneJournalEntry;
   std::string journal = v1_entry(1, Info(v1::DUMP_LEVEL_FULL).SerializeAsString());
   for (uint64_t i = 0; i < 3; ++i) {

@@ -7,11 +7,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "server/crc32c.h"
 
 namespace argsdump {
@@ -130,11 +129,11 @@ absl::Status JournalWriter::Flush() {
 }
 
 absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("journal ", path, ": cannot open"));
-  std::ostringstream data;
-  data << in.rdbuf();
-  return FromBytes(data.str());
+  absl::StatusOr<std::string> data = ReadFileToString(path);
+  if (!data.ok()) {
+    return absl::Status(data.status().code(), absl::StrCat("journal ", data.status().message()));
+  }
+  return FromBytes(*std::move(data));
 }
 
 std::unique_ptr<JournalReader> JournalReader::FromBytes(std::string data) {

@@ -15,6 +15,7 @@
 #include "server/journal.h"
 #include "tests/fuzz_scratch.h"
 #include "viewer/manifest_reader.h"
+#include "base/files.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const argsdump::TwoParts parts = argsdump::SplitInput(data, size);
@@ -33,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string dir = argsdump::FuzzScratch() + "/args_dump";
   auto write_files = [&] {
     argsdump::EmptyFolder(argsdump::FuzzScratch());
-    if (!argsdump::MakeDirs(dir).ok()) std::abort();
+    if (!argsdump::CreateDirectories(dir).ok()) std::abort();
     argsdump::PutFile(dir + "/args.journal", journal.data(), journal.size());
     if (!bin.empty() || (size > 0 && (data[0] & 1))) {
       argsdump::PutFile(dir + "/args.bin", bin.data(), bin.size());
