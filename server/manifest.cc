@@ -389,32 +389,51 @@ void CountRecords(const RecordList& records, v1::CaptureCounters* c) {
   tally.FillInto(c);
 }
 
-absl::Status WriteManifest(const std::string& path, const ManifestContents& contents) {
-  ManifestContents m = contents;
-  // One pass over the rows for what the text says before args[]: whether
-  // entries carry their step, and the overflow check's result (how many
-  // tasks, the first in task = manifest order).
+namespace {
+
+// What the text says before args[] that needs a pass over the rows:
+// whether entries carry their step, and the overflow check's result (how
+// many tasks, the first in task = manifest order).
+struct RowSummary {
   bool any_step = false;
-  uint64_t overflow_tasks = 0, last_task = 0;
+  uint64_t overflow_tasks = 0;
   std::optional<uint64_t> first_overflow;
+};
+
+RowSummary SummarizeRows(const ManifestContents& m) {
+  RowSummary sum;
+  uint64_t last_task = 0;
   for (uint32_t i : *m.order) {
     const ManifestRow& r = (*m.records)[i];
-    any_step = any_step || r.step != 0;
-    if (!r.overflow || (first_overflow && r.task_id == last_task)) continue;
-    ++overflow_tasks;
+    sum.any_step = sum.any_step || r.step != 0;
+    if (!r.overflow || (sum.first_overflow && r.task_id == last_task)) continue;
+    ++sum.overflow_tasks;
     last_task = r.task_id;
-    if (!first_overflow) first_overflow = r.task_id;
+    if (!sum.first_overflow) sum.first_overflow = r.task_id;
   }
-  if (!m.has_steps) m.has_steps = any_step;
-  const std::string tmp = path + ".tmp";
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-  if (f == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("manifest ", tmp, ": cannot create: ", std::strerror(errno)));
+  return sum;
+}
+
+void AppendRecovery(const RecoveryReport& r, std::string* out) {
+  absl::StrAppend(out, "  \"recovery\": {\"records_kept\": ", r.records,
+                  ", \"records_without_payload\": ", r.records_without_payload,
+                  ", \"bin_bytes\": ", r.bin_bytes, ", \"bin_missing\": ",
+                  r.bin_missing ? "true" : "false", ", \"journal_bytes\": ", r.journal_bytes,
+                  ", \"journal_damage\": [");
+  for (size_t i = 0; i < r.damage.size(); ++i) {
+    absl::StrAppend(out, i > 0 ? ", " : "", "{\"offset\": ", r.damage[i].offset,
+                    ", \"bytes\": ", r.damage[i].bytes, ", \"why\": ");
+    AppendJsonString(r.damage[i].why, out);
+    absl::StrAppend(out, ", \"tail\": ", r.damage[i].tail ? "true" : "false", "}");
   }
-  const v1::CaptureCounters& c = m.counters;
+  out->append("]},\n");
+}
+
+// The manifest's text up to and including "  \"args\": [".
+std::string ManifestHead(const ManifestContents& m, const RowSummary& sum) {
   std::string out;
   out.reserve(1 << 20);
+  const v1::CaptureCounters& c = m.counters;
   absl::StrAppend(
       &out, "{\n  \"run_dir\": \"args_dump\",\n",
       "  \"bin_format\": {\"type\": \"logical_contiguous\", \"byte_order\": \"little_endian\"},\n",
@@ -457,35 +476,23 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& cont
       "},\n",
       "  \"payload_bytes\": ", c.payload_bytes(), ",\n");
   if (m.recovered) out.append("  \"recovered_from_journal\": true,\n");
-  if (m.recovery != nullptr) {
-    const RecoveryReport& r = *m.recovery;
-    absl::StrAppend(&out, "  \"recovery\": {\"records_kept\": ", r.records,
-                    ", \"records_without_payload\": ", r.records_without_payload,
-                    ", \"bin_bytes\": ", r.bin_bytes, ", \"bin_missing\": ",
-                    r.bin_missing ? "true" : "false", ", \"journal_bytes\": ", r.journal_bytes,
-                    ", \"journal_damage\": [");
-    for (size_t i = 0; i < r.damage.size(); ++i) {
-      absl::StrAppend(&out, i > 0 ? ", " : "", "{\"offset\": ", r.damage[i].offset,
-                      ", \"bytes\": ", r.damage[i].bytes, ", \"why\": ");
-      AppendJsonString(r.damage[i].why, &out);
-      absl::StrAppend(&out, ", \"tail\": ", r.damage[i].tail ? "true" : "false", "}");
-    }
-    out.append("]},\n");
-  }
-  if (first_overflow) {
-    absl::StrAppend(&out, "  \"overflow_tasks\": ", overflow_tasks, ",\n",
-                    "  \"first_overflow_task\": \"", TaskIdHex(*first_overflow), "\",\n");
+  if (m.recovery != nullptr) AppendRecovery(*m.recovery, &out);
+  if (sum.first_overflow) {
+    absl::StrAppend(&out, "  \"overflow_tasks\": ", sum.overflow_tasks, ",\n",
+                    "  \"first_overflow_task\": \"", TaskIdHex(*sum.first_overflow), "\",\n");
   }
   absl::StrAppend(&out, "  \"bin_file\": ", m.has_bin_file ? "\"args.bin\"" : "null", ",\n",
                   "  \"args\": [");
+  return out;
+}
+
+// The entries of args[], formatted by two threads into a ring of buffers
+// and written in order by this one; `tmp` names the file in errors.
+absl::Status WriteEntries(const ManifestContents& m, FILE* f, const std::string& tmp) {
   // Formatter threads fill chunks of entries into a ring of buffers (chunk c
   // by formatter c % kFormatters, into slot c % kRing) while this thread
   // writes the finished ones, in order: bounded memory, and the formatting
   // and the copy into the page cache spread over every core.
-  if (std::fwrite(out.data(), 1, out.size(), f.get()) != out.size()) {
-    return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));
-  }
-  out.clear();
   constexpr size_t kChunk = 1024;  // ~330 KiB of text: stays in cache
   constexpr size_t kFormatters = 2;
   constexpr size_t kRing = 3 * kFormatters;
@@ -527,7 +534,7 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& cont
     const TextBuffer& chunk = ring[c % kRing];
     for (size_t at = 0; at < chunk.size() && !write_failed; at += kFileWriteBytes) {
       const size_t len = std::min(kFileWriteBytes, chunk.size() - at);
-      write_failed = std::fwrite(chunk.data() + at, 1, len, f.get()) != len;
+      write_failed = std::fwrite(chunk.data() + at, 1, len, f) != len;
     }
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -537,11 +544,28 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& cont
     cv.notify_all();
   }
   for (std::thread& t : formatters) t.join();
-  if (write_failed) {
+  if (write_failed) return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteManifest(const std::string& path, const ManifestContents& contents) {
+  ManifestContents m = contents;
+  const RowSummary sum = SummarizeRows(m);
+  if (!m.has_steps) m.has_steps = sum.any_step;
+  const std::string tmp = path + ".tmp";
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
+  if (f == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("manifest ", tmp, ": cannot create: ", std::strerror(errno)));
+  }
+  std::string out = ManifestHead(m, sum);
+  if (std::fwrite(out.data(), 1, out.size(), f.get()) != out.size()) {
     return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));
   }
-  const bool first = n == 0;
-  out.append(first ? "]\n}\n" : "\n  ]\n}\n");
+  if (absl::Status s = WriteEntries(m, f.get(), tmp); !s.ok()) return s;
+  out = m.order->empty() ? "]\n}\n" : "\n  ]\n}\n";
   if (std::fwrite(out.data(), 1, out.size(), f.get()) != out.size() ||
       std::fflush(f.get()) != 0) {
     return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));
