@@ -189,6 +189,12 @@ struct SimSession::Impl {
   }
   void Resolve(std::vector<DumpLog>* logs);
   absl::Status StartCapture();
+  // Open's steps, in order.
+  void Configure();
+  void Place(const std::string& test_case);
+  void Label(const std::string& test_case);
+  absl::Status StartCaptureOrGoWithout();
+  absl::Status StartRuntime();
   // Seed 000's dump_args_flush line, per recording thread, once the device
   // flushed: what each wrote and lost (ERROR for drops, WARNING for cuts).
   void LogFlush();
@@ -215,14 +221,10 @@ void SimSession::Impl::Resolve(std::vector<DumpLog>* logs) {
   }
 }
 
-absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistry& kernels,
-                                                             SessionOptions options) {
-  return Open(kernels, std::move(options), SessionWiring());
-}
+namespace {
 
-absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistry& kernels,
-                                                             SessionOptions options,
-                                                             const SessionWiring& wiring) {
+// SessionOptions within their ranges; InvalidArgument naming the field.
+absl::Status CheckOptions(const SessionOptions& options) {
   struct Range {
     const char* name;
     uint64_t value, min, max;
@@ -251,14 +253,15 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
   if (options.capture_retry_deadline.count() < 0) {
     return absl::InvalidArgumentError("SessionOptions.capture_retry_deadline: negative");
   }
-  auto impl = std::make_unique<Impl>();
-  impl->kernels = kernels;
-  impl->options = std::move(options);
-  impl->wiring = wiring;
-  Impl& s = *impl;
-  const bool under_test = !Env("TEST_TARGET").empty();
+  return absl::OkStatus();
+}
 
-  // The configuration: the command line > API > environment > file.
+}  // namespace
+
+// The configuration: the command line > API > environment > file; its
+// warnings printed and kept.
+void SimSession::Impl::Configure() {
+  Impl& s = *this;
   std::vector<DumpLog> logs;
   if (wiring.resolved) {
     s.config = *wiring.resolved;
@@ -284,8 +287,11 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
     if (l.severity != DumpLog::kInfo) s.warnings.push_back(l.text);
   }
 
-  // The name and where the capture goes.
-  const std::string test_case = RunningTestCase();
+}
+
+// The capture's name and folder.
+void SimSession::Impl::Place(const std::string& test_case) {
+  Impl& s = *this;
   std::string base = s.options.name;
   if (base.empty()) base = test_case;
   if (base.empty()) base = program_invocation_short_name;
@@ -318,7 +324,12 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
   s.report.prefix = s.prefix;
   s.dump_dir = s.prefix + "/args_dump";
 
-  // Labels: the test's identity, then the configuration's, then the code's.
+}
+
+// Labels: the test's identity, then the configuration's, then the code's.
+void SimSession::Impl::Label(const std::string& test_case) {
+  Impl& s = *this;
+  const bool under_test = !Env("TEST_TARGET").empty();
   if (wiring.test_labels && under_test) {
     SetLabel(&s.labels, "target", Env("TEST_TARGET"));
     if (!test_case.empty()) SetLabel(&s.labels, "test_case", test_case);
@@ -327,6 +338,12 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
   for (const auto& [k, v] : s.config.labels) SetLabel(&s.labels, k, v);
   for (const auto& [k, v] : s.options.labels) SetLabel(&s.labels, k, v);
 
+}
+
+// The region, recorder, collector and sink; a failure turns the dump off
+// (or, strict, is the answer).
+absl::Status SimSession::Impl::StartCaptureOrGoWithout() {
+  Impl& s = *this;
   if (s.capture) {
     if (absl::Status st = s.StartCapture(); !st.ok()) {
       if (s.region_failed) {
@@ -352,6 +369,13 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
     }
   }
 
+  return absl::OkStatus();
+}
+
+// The device: the sim runtime with the dump's configuration and the
+// exception dump.
+absl::Status SimSession::Impl::StartRuntime() {
+  Impl& s = *this;
   SimConfig sim;
   if (wiring.sim) {
     sim = *wiring.sim;
@@ -379,6 +403,27 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
   }
   s.runtime = std::make_unique<SimRuntime>(sim, s.kernels, s.recorder.get());
   if (absl::Status st = s.runtime->Start(); !st.ok()) return st;
+}
+
+absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistry& kernels,
+                                                             SessionOptions options) {
+  return Open(kernels, std::move(options), SessionWiring());
+}
+
+absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistry& kernels,
+                                                             SessionOptions options,
+                                                             const SessionWiring& wiring) {
+  if (absl::Status st = CheckOptions(options); !st.ok()) return st;
+  auto impl = std::make_unique<Impl>();
+  impl->kernels = kernels;
+  impl->options = std::move(options);
+  impl->wiring = wiring;
+  impl->Configure();
+  const std::string test_case = RunningTestCase();
+  impl->Place(test_case);
+  impl->Label(test_case);
+  if (absl::Status st = impl->StartCaptureOrGoWithout(); !st.ok()) return st;
+  if (absl::Status st = impl->StartRuntime(); !st.ok()) return st;
   return std::unique_ptr<SimSession>(new SimSession(std::move(impl)));
 }
 
