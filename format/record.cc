@@ -220,110 +220,129 @@ absl::Status ValidateRecord(const v1::ArgRecord& r) {
   return s.ok() ? s : bad(s.message());
 }
 
-std::vector<uint32_t> ManifestOrder(const RecordList& records) {
-  // One 24-byte key per row, compared as three integers. Rows hold only
-  // validated enum values (RowFromRecord), so stage, role and kind fit in two
-  // bits each. Ties on (task_id, stage, arg_index, role, kind) (a scalar
-  // lvalue passed twice) fall back to device thread, then arrival: a thread's
-  // records arrive in the order it wrote them (and its bin offsets grow in
-  // that order), so the result is the same on every run.
-  struct Key {
-    uint64_t task_id;
-    uint64_t slot;    // stage:2 | arg_index:32 | role:2 | kind:2
-    uint64_t origin;  // device_thread:32 | arrival index:32
-    bool operator<(const Key& o) const {
-      if (task_id != o.task_id) return task_id < o.task_id;
-      if (slot != o.slot) return slot < o.slot;
-      return origin < o.origin;
-    }
-  };
-  const size_t n = records.size();
-  auto key_of = [](const ManifestRow& r, size_t i) {
-    return Key{r.task_id,
-               (uint64_t{r.stage} & 3) << 36 | uint64_t{r.arg_index} << 4 |
-                   (uint64_t{r.role} & 3) << 2 | (uint64_t{r.kind} & 3),
-               uint64_t{r.device_thread} << 32 | static_cast<uint32_t>(i)};
-  };
-  std::vector<uint32_t> order(n);
-  auto emit = [&](const Key* k, size_t count, uint32_t* out) {
-    for (size_t i = 0; i < count; ++i) out[i] = static_cast<uint32_t>(k[i].origin);
-  };
-  // Each device thread's records mostly arrive in task order already: group
-  // the keys by thread (keeping arrival order), sort only the groups that
-  // are not sorted, then merge the groups pairwise, the last merge straight
-  // into the result. (A plain sort of a 1 M-record capture took ~65 ms.)
+namespace {
+
+// One 24-byte key per row, compared as three integers. Rows hold only
+// validated enum values (RowFromRecord), so stage, role and kind fit in two
+// bits each. Ties on (task_id, stage, arg_index, role, kind) (a scalar
+// lvalue passed twice) fall back to device thread, then arrival: a thread's
+// records arrive in the order it wrote them (and its bin offsets grow in
+// that order), so the result is the same on every run. ManifestOrderKey
+// (record.h) is the same order.
+struct OrderKey {
+  uint64_t task_id;
+  uint64_t slot;    // stage:2 | arg_index:32 | role:2 | kind:2
+  uint64_t origin;  // device_thread:32 | arrival index:32
+  bool operator<(const OrderKey& o) const {
+    if (task_id != o.task_id) return task_id < o.task_id;
+    if (slot != o.slot) return slot < o.slot;
+    return origin < o.origin;
+  }
+};
+
+OrderKey KeyOf(const ManifestRow& r, size_t arrival) {
+  return OrderKey{r.task_id,
+                  (uint64_t{r.stage} & 3) << 36 | uint64_t{r.arg_index} << 4 |
+                      (uint64_t{r.role} & 3) << 2 | (uint64_t{r.kind} & 3),
+                  uint64_t{r.device_thread} << 32 | static_cast<uint32_t>(arrival)};
+}
+
+void Emit(const OrderKey* k, size_t count, uint32_t* out) {
+  for (size_t i = 0; i < count; ++i) out[i] = static_cast<uint32_t>(k[i].origin);
+}
+
+// The keys grouped by device thread (arrival order within a group), each
+// group sorted; `bounds` gets the starts of the non-empty groups, then n.
+// False (nothing done) when thread ids are not a device's (too many).
+bool SortedThreadGroups(const RecordList& records, std::vector<OrderKey>* keys,
+                        std::vector<size_t>* bounds) {
   constexpr uint32_t kMaxGroups = 4096;
   std::vector<size_t> count;
-  bool groupable = true;
   for (const ManifestRow& r : records) {
-    if (r.device_thread >= kMaxGroups) {
-      groupable = false;
-      break;
-    }
+    if (r.device_thread >= kMaxGroups) return false;
     if (r.device_thread >= count.size()) count.resize(r.device_thread + 1, 0);
     ++count[r.device_thread];
   }
-  std::vector<Key> keys(n);
-  if (!groupable) {  // not a device's thread ids: just sort
-    size_t i = 0;
-    for (const ManifestRow& r : records) keys[i] = key_of(r, i), ++i;
-    std::sort(keys.begin(), keys.end());
-    emit(keys.data(), n, order.data());
-    return order;
-  }
-  std::vector<size_t> bounds;  // starts of the non-empty groups, then n
   std::vector<size_t> fill(count.size());
   for (size_t t = 0, at = 0; t < count.size(); at += count[t], ++t) {
     fill[t] = at;
-    if (count[t] > 0) bounds.push_back(at);
+    if (count[t] > 0) bounds->push_back(at);
   }
-  bounds.push_back(n);
-  {
-    size_t i = 0;
-    for (const ManifestRow& r : records) keys[fill[r.device_thread]++] = key_of(r, i++);
-  }
-  for (size_t g = 0; g + 1 < bounds.size(); ++g) {
-    Key* first = keys.data() + bounds[g];
-    Key* last = keys.data() + bounds[g + 1];
+  bounds->push_back(records.size());
+  size_t i = 0;
+  for (const ManifestRow& r : records) (*keys)[fill[r.device_thread]++] = KeyOf(r, i++);
+  for (size_t g = 0; g + 1 < bounds->size(); ++g) {
+    OrderKey* first = keys->data() + (*bounds)[g];
+    OrderKey* last = keys->data() + (*bounds)[g + 1];
     if (!std::is_sorted(first, last)) std::sort(first, last);
   }
-  std::vector<Key> merged(bounds.size() > 3 ? n : 0);
-  while (bounds.size() > 3) {  // more than two groups
+  return true;
+}
+
+// Merges sorted groups pairwise until at most two are left.
+void MergeDownToTwoGroups(std::vector<OrderKey>* keys, std::vector<size_t>* bounds) {
+  const size_t n = keys->size();
+  std::vector<OrderKey> merged(bounds->size() > 3 ? n : 0);
+  while (bounds->size() > 3) {  // more than two groups
     std::vector<size_t> next;
-    for (size_t g = 0; g + 1 < bounds.size(); g += 2) {
-      next.push_back(bounds[g]);
-      const Key* a0 = keys.data() + bounds[g];
-      const Key* a1 = keys.data() + bounds[g + 1];
-      Key* out = merged.data() + bounds[g];
-      if (g + 2 < bounds.size()) {
-        const Key* a2 = keys.data() + bounds[g + 2];
+    for (size_t g = 0; g + 1 < bounds->size(); g += 2) {
+      next.push_back((*bounds)[g]);
+      const OrderKey* a0 = keys->data() + (*bounds)[g];
+      const OrderKey* a1 = keys->data() + (*bounds)[g + 1];
+      OrderKey* out = merged.data() + (*bounds)[g];
+      if (g + 2 < bounds->size()) {
+        const OrderKey* a2 = keys->data() + (*bounds)[g + 2];
         std::merge(a0, a1, a1, a2, out);
       } else {
         std::copy(a0, a1, out);  // an odd group out
       }
     }
     next.push_back(n);
-    keys.swap(merged);
-    bounds.swap(next);
+    keys->swap(merged);
+    bounds->swap(next);
   }
-  if (bounds.size() <= 2) {  // zero or one group
-    emit(keys.data(), n, order.data());
-    return order;
-  }
-  // The last merge, of two groups, writes indices.
-  const Key* a = keys.data();
-  const Key* a_end = keys.data() + bounds[1];
-  const Key* b = a_end;
-  const Key* b_end = keys.data() + n;
-  uint32_t* out = order.data();
+}
+
+// The last merge, of the two groups [0, mid) and [mid, n), writes indices.
+void MergeIntoOrder(const std::vector<OrderKey>& keys, size_t mid, uint32_t* out) {
+  const OrderKey* a = keys.data();
+  const OrderKey* a_end = keys.data() + mid;
+  const OrderKey* b = a_end;
+  const OrderKey* b_end = keys.data() + keys.size();
   while (a != a_end && b != b_end) {
     const bool take_b = *b < *a;
     *out++ = static_cast<uint32_t>((take_b ? b : a)->origin);
     take_b ? ++b : ++a;
   }
-  emit(a, a_end - a, out);
+  Emit(a, a_end - a, out);
   out += a_end - a;
-  emit(b, b_end - b, out);
+  Emit(b, b_end - b, out);
+}
+
+}  // namespace
+
+std::vector<uint32_t> ManifestOrder(const RecordList& records) {
+  // Each device thread's records mostly arrive in task order already: group
+  // the keys by thread (keeping arrival order), sort only the groups that
+  // are not sorted, then merge the groups pairwise, the last merge straight
+  // into the result. (A plain sort of a 1 M-record capture took ~65 ms.)
+  const size_t n = records.size();
+  std::vector<uint32_t> order(n);
+  std::vector<OrderKey> keys(n);
+  std::vector<size_t> bounds;
+  if (!SortedThreadGroups(records, &keys, &bounds)) {  // not a device's thread ids: sort
+    size_t i = 0;
+    for (const ManifestRow& r : records) keys[i] = KeyOf(r, i), ++i;
+    std::sort(keys.begin(), keys.end());
+    Emit(keys.data(), n, order.data());
+    return order;
+  }
+  MergeDownToTwoGroups(&keys, &bounds);
+  if (bounds.size() <= 2) {  // zero or one group
+    Emit(keys.data(), n, order.data());
+  } else {
+    MergeIntoOrder(keys, bounds[1], order.data());
+  }
   return order;
 }
 
