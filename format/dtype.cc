@@ -135,6 +135,9 @@ double ElementAsDouble(DataType dtype, const uint8_t* p, uint64_t i) {
     std::memcpy(&v, p + i * sizeof(v), sizeof(v));
     return v;
   };
+  // A dtype added without a case here does not build.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
   switch (dtype) {
     case DataType::kFloat32: return load(float{});
     case DataType::kFloat64: return load(double{});
@@ -153,6 +156,7 @@ double ElementAsDouble(DataType dtype, const uint8_t* p, uint64_t i) {
     case DataType::kFp8E8M0: return Fp8E8M0ToFloat(p[i]);
     case DataType::kFp4E2M1: return Fp4E2M1ToFloat(i % 2 == 0 ? p[i / 2] & 0xF : p[i / 2] >> 4);
   }
+#pragma GCC diagnostic pop
   return NAN;
 }
 

@@ -134,6 +134,10 @@ std::string DTypeName(int dtype) {
 std::string FormatScalarJson(int dtype, uint64_t bits) {
   const std::optional<DataType> d = FromProtoDType(dtype);
   if (!d) return absl::StrCat(bits);
+  // Every dtype has its case: one added to format/dtype.h without one does
+  // not build.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
   switch (*d) {
     case DataType::kFloat32: {
       float f;
@@ -165,8 +169,13 @@ std::string FormatScalarJson(int dtype, uint64_t bits) {
     case DataType::kUint32: return absl::StrCat(static_cast<uint32_t>(bits));
     case DataType::kUint64: return absl::StrCat(bits);
     case DataType::kBool: return (bits & 0xFF) != 0 ? "true" : "false";
-    default: return absl::StrCat(bits);  // fp8/fp4 scalars: raw bits
+    case DataType::kFp8E4M3Fn:
+    case DataType::kFp8E8M0:
+    case DataType::kFp4E2M1:
+      return absl::StrCat(bits);  // no scalar of these: the raw bits
   }
+#pragma GCC diagnostic pop
+  return absl::StrCat(bits);
 }
 
 
