@@ -25,6 +25,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/files.h"
+#include "collector/abi_convert.h"
+#include "format/arg_filter.h"
 #include "format/dtype.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/argsdump/v1/manifest.pb.h"
@@ -248,19 +250,33 @@ std::ostream& operator<<(std::ostream& os, const Capture& capture) {
 
 // ---- ArgQuery ----------------------------------------------------------------
 
+namespace {
+
+v1::Kind ProtoKind(Kind kind) { return kind == Kind::kTensor ? v1::KIND_TENSOR : v1::KIND_SCALAR; }
+
+}  // namespace
+
+// The one filter's rule (format/arg_filter.h) for every field it has; the
+// kernel by name is the session's registry's, so it is checked here.
 bool ArgQuery::Matches(const CapturedArg& a) const {
-  if (task_ && a.task_id != *task_) return false;
-  if (step_ && a.step != *step_) return false;
-  if (stage_ && a.stage != *stage_) return false;
-  if (role_ && a.role != *role_) return false;
-  if (arg_ && a.arg_index != *arg_) return false;
-  if (kind_ && a.kind != *kind_) return false;
-  if (func_id_ && std::find(a.func_ids.begin(), a.func_ids.end(), *func_id_) == a.func_ids.end()) {
+  ArgFilter f;
+  f.task_id = task_;
+  f.step = step_;
+  if (stage_) f.stage = ToProtoStage(*stage_);
+  if (role_) f.role = ToProtoRole(*role_);
+  f.arg_index = arg_;
+  if (kind_) f.kind = ProtoKind(*kind_);
+  f.func_id = func_id_;
+  const bool unknown = a.func_ids.size() == 1 && a.func_ids[0] == -1;  // the manifest's [-1]
+  if (!f.TaskOk(a.task_id) || !f.StepOk(a.step) || !f.StageOk(ToProtoStage(a.stage)) ||
+      !f.RoleOk(ToProtoRole(a.role)) || !f.ArgIndexOk(a.arg_index) ||
+      !f.KindOk(ProtoKind(a.kind)) ||
+      !f.FuncOk(a.func_ids.begin(), unknown ? a.func_ids.begin() : a.func_ids.end())) {
     return false;
   }
   if (!func_.empty()) {
     bool named = false;
-    for (absl::string_view f : absl::StrSplit(a.func, '+')) named = named || f == func_;
+    for (absl::string_view name : absl::StrSplit(a.func, '+')) named = named || name == func_;
     if (!named) return false;
   }
   return true;
