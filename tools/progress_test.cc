@@ -112,6 +112,34 @@ TEST(ProgressTest, InPlaceRedrawsOneLineAndEndsIt) {
   EXPECT_EQ(err.str(), "\rexport: 5/9 args (5.0/s), 1.0 s\x1b[K\n");
 }
 
+TEST(ProgressTest, SetStoresASampledValueAndUpdateDrawsIt) {
+  FakeClock clock;
+  std::ostringstream err;
+  ProgressMeter meter(&err, Options(&clock, /*in_place=*/false),
+                      {{"tasks", ProgressUnit::kCount, std::nullopt}, {"", ProgressUnit::kBytes, std::nullopt}});
+  clock.Set(1000 + 500);
+  meter.SetTotal(0, 10);  // a total that grows as work is submitted
+  meter.Set(0, 4);
+  meter.Set(1, 2048);
+  EXPECT_EQ(err.str(), "");  // setting draws nothing, even when due
+  meter.Update();
+  EXPECT_EQ(err.str(), "export: 4/10 tasks (8.0/s), 2.0 KiB (4.0 KiB/s), 0.5 s\n");
+  err.str("");
+  clock.Set(1000 + 1000);
+  meter.SetTotal(0, 20);
+  meter.Set(0, 3);  // a value, not a delta: it may even go down
+  meter.Set(1, 0);
+  meter.Finish();
+  EXPECT_EQ(err.str(), "export: 3/20 tasks (3.0/s), 0 B (0 B/s), 1.0 s\n");
+}
+
+TEST(ProgressTest, TheFlagGivesTheMode) {
+  EXPECT_EQ(ProgressModeFromFlag(/*given=*/false, false), ProgressMode::kAuto);
+  EXPECT_EQ(ProgressModeFromFlag(/*given=*/false, true), ProgressMode::kAuto);
+  EXPECT_EQ(ProgressModeFromFlag(/*given=*/true, true), ProgressMode::kAlways);
+  EXPECT_EQ(ProgressModeFromFlag(/*given=*/true, false), ProgressMode::kNever);
+}
+
 TEST(ProgressTest, BytesAndRatesReadable) {
   FakeClock clock;
   std::ostringstream err;
@@ -132,6 +160,8 @@ TEST(ProgressTest, OffDrawsNothing) {
   ProgressMeter off;
   EXPECT_FALSE(off.enabled());
   off.Add(0, 5);  // no counters, no stream: still a no-op
+  off.Set(0, 5);
+  off.SetTotal(0, 5);
   off.Update();
   off.Clear();
   off.Finish();
