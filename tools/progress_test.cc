@@ -1,35 +1,21 @@
 #include "tools/progress.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tools/progress_testing.h"
 
 namespace argsdump {
 namespace {
 
 using std::chrono::milliseconds;
 
-// A clock the test moves by hand (atomic: threads read it too).
-class FakeClock {
- public:
-  ProgressClock::time_point Now() const { return ProgressClock::time_point(milliseconds(ms_.load())); }
-  void Set(int64_t ms) { ms_.store(ms); }
-  std::function<ProgressClock::time_point()> Fn() {
-    return [this] { return Now(); };
-  }
-
- private:
-  std::atomic<int64_t> ms_{1000};  // "now" in ms since the clock's epoch
-};
-
-ProgressOptions Options(FakeClock* clock, bool in_place) {
+ProgressOptions Options(FakeProgressClock* clock, bool in_place) {
   ProgressOptions o;
   o.label = "export";
   o.in_place = in_place;
@@ -44,7 +30,7 @@ std::vector<ProgressCounter> ArgsAndBytes() {
 }
 
 TEST(ProgressTest, NothingBeforeTheDelayThenAtMostOneLinePerInterval) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   {
     ProgressMeter meter(&err, Options(&clock, /*in_place=*/false), ArgsAndBytes());
@@ -80,7 +66,7 @@ TEST(ProgressTest, NothingBeforeTheDelayThenAtMostOneLinePerInterval) {
 }
 
 TEST(ProgressTest, QuickWorkFinishesSilently) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   {
     ProgressMeter meter(&err, Options(&clock, /*in_place=*/true), ArgsAndBytes());
@@ -91,7 +77,7 @@ TEST(ProgressTest, QuickWorkFinishesSilently) {
 }
 
 TEST(ProgressTest, InPlaceRedrawsOneLineAndEndsIt) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   ProgressMeter meter(&err, Options(&clock, /*in_place=*/true),
                       {{"args", ProgressUnit::kCount, std::nullopt}});
@@ -113,7 +99,7 @@ TEST(ProgressTest, InPlaceRedrawsOneLineAndEndsIt) {
 }
 
 TEST(ProgressTest, SetStoresASampledValueAndUpdateDrawsIt) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   ProgressMeter meter(&err, Options(&clock, /*in_place=*/false),
                       {{"tasks", ProgressUnit::kCount, std::nullopt}, {"", ProgressUnit::kBytes, std::nullopt}});
@@ -141,7 +127,7 @@ TEST(ProgressTest, TheFlagGivesTheMode) {
 }
 
 TEST(ProgressTest, BytesAndRatesReadable) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   ProgressMeter meter(&err, Options(&clock, false),
                       {{"", ProgressUnit::kBytes, std::nullopt}, {"files", ProgressUnit::kCount, 2}});
@@ -184,7 +170,7 @@ TEST(ProgressTest, ModesFromTheCommandLine) {
 }
 
 TEST(ProgressTest, CountsFromManyThreads) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   ProgressMeter meter(&err, Options(&clock, false), {{"records", ProgressUnit::kCount, std::nullopt}});
   clock.Set(1000 + 1000);  // every Add is due: the threads race to draw
