@@ -101,8 +101,9 @@ TEST(ProgressTest, InPlaceRedrawsOneLineAndEndsIt) {
 TEST(ProgressTest, SetStoresASampledValueAndUpdateDrawsIt) {
   FakeProgressClock clock;
   std::ostringstream err;
-  ProgressMeter meter(&err, Options(&clock, /*in_place=*/false),
-                      {{"tasks", ProgressUnit::kCount, std::nullopt}, {"", ProgressUnit::kBytes, std::nullopt}});
+  ProgressMeter meter(
+      &err, Options(&clock, /*in_place=*/false),
+      {{"tasks", ProgressUnit::kCount, std::nullopt}, {"", ProgressUnit::kBytes, std::nullopt}});
   clock.Set(1000 + 500);
   meter.SetTotal(0, 10);  // a total that grows as work is submitted
   meter.Set(0, 4);
