@@ -45,20 +45,20 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   wiring.test_labels = false;
   wiring.strict = true;
   wiring.print_summary = false;
-  SimProgressMeter* const meter = options.progress;
-  if (meter != nullptr) wiring.device_finished = [meter] { meter->Stop(); };
+  SimProgressSampler* const progress = options.progress;
+  if (progress != nullptr) wiring.device_finished = [progress] { progress->Stop(); };
   auto opened = SimSession::Open(kernels, session, wiring);
   if (!opened.ok()) return opened.status();
   SimSession& s = **opened;
-  // The meter reads the session: it stops on every way out, before the
+  // The sampler reads the session: it stops on every way out, before the
   // session goes.
-  struct StopMeter {
-    SimProgressMeter* meter;
-    ~StopMeter() {
-      if (meter != nullptr) meter->Stop();
+  struct StopProgress {
+    SimProgressSampler* progress;
+    ~StopProgress() {
+      if (progress != nullptr) progress->Stop();
     }
-  } stop_meter{meter};
-  if (meter != nullptr) meter->Start([&s] { return SessionWiring::Progress(s); });
+  } stop_progress{progress};
+  if (progress != nullptr) progress->Start([&s] { return SessionWiring::Progress(s); });
   SimRuntime& runtime = SessionWiring::Runtime(s);
   absl::StatusOr<std::map<std::string, Tensor>> tensors;
   for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {

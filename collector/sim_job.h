@@ -61,7 +61,7 @@ struct SimJobOptions {
   bool exception_dump = true;
   // Set (not owned): started once the session is open, stopped when the
   // device finished (the progress line ends before the flush lines).
-  SimProgressMeter* progress = nullptr;
+  SimProgressSampler* progress = nullptr;
 };
 
 struct SimJobResult {

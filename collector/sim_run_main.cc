@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,7 @@
 #include "device/sim/kernels.h"
 #include "device/workload.h"
 #include "tools/cli_flags.h"
+#include "tools/progress.h"
 
 ABSL_FLAG(std::string, workload, "vector_example",
           "a built-in workload name (see --list-workloads) or a workload .json file");
@@ -68,8 +71,8 @@ ABSL_FLAG(std::string, recover, "",
           "every record in its journal is kept");
 ABSL_FLAG(bool, progress, false,
           "show tasks done / submitted, records, payload bytes and rates on stderr while the "
-          "workload runs, a few times a second (default: when stderr is a terminal; "
-          "--noprogress: never)");
+          "workload runs, a few times a second (default: when stderr is a terminal, once the "
+          "run outlasts a moment; --noprogress: never)");
 
 namespace argsdump {
 namespace {
@@ -252,14 +255,18 @@ absl::Status SetCaptureService(const CommandLine& line, SimJobOptions* o) {
   return absl::OkStatus();
 }
 
-// --progress / --noprogress, else on when stderr is a terminal: a line
-// redrawn a few times a second there, a line a second into a file.
-std::unique_ptr<SimProgressMeter> ProgressMeter(const CommandLine& line) {
-  const bool terminal = ::isatty(STDERR_FILENO) == 1;
-  const bool on = line.Given("progress") ? absl::GetFlag(FLAGS_progress) : terminal;
-  if (!on) return nullptr;
-  return std::make_unique<SimProgressMeter>(
-      stderr, terminal, terminal ? std::chrono::milliseconds(250) : std::chrono::milliseconds(1000));
+// The progress line on stderr, by the tools' one rule (tools/progress.h):
+// --progress / --noprogress force it, else on a terminal once the run
+// outlasts a moment; redrawn in place on a terminal, a line per update
+// elsewhere. Null when off.
+std::unique_ptr<SimProgressSampler> MakeProgress(const CommandLine& line) {
+  std::optional<ProgressOptions> options = ProgressOptionsFor(
+      ProgressModeFromFlag(line.Given("progress"), absl::GetFlag(FLAGS_progress)),
+      IsTerminal(STDERR_FILENO));
+  if (!options) return nullptr;
+  options->label = "sim_run";
+  const std::chrono::nanoseconds period = options->interval;
+  return std::make_unique<SimProgressSampler>(&std::cerr, *std::move(options), period);
 }
 
 int Main(int argc, char** argv) {
@@ -283,8 +290,8 @@ int Main(int argc, char** argv) {
   if (!workload.ok()) return Fail(workload.status().message());
   SetDump(line, workload->name(), &o);
   if (absl::Status s = SetCaptureService(line, &o); !s.ok()) return Fail(s.message());
-  const std::unique_ptr<SimProgressMeter> meter = ProgressMeter(line);
-  o.progress = meter.get();
+  const std::unique_ptr<SimProgressSampler> progress = MakeProgress(line);
+  o.progress = progress.get();
   auto result = RunSimJob(*workload, kernels, o);
   if (!result.ok()) return Fail(result.status().ToString());
   std::printf("%s", SummarizeSimJob(*result, o).c_str());

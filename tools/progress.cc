@@ -44,6 +44,11 @@ std::optional<ProgressOptions> ProgressOptionsFor(ProgressMode mode, bool stream
   return o;
 }
 
+ProgressMode ProgressModeFromFlag(bool given, bool value) {
+  if (!given) return ProgressMode::kAuto;
+  return value ? ProgressMode::kAlways : ProgressMode::kNever;
+}
+
 bool IsTerminal(int fd) { return ::isatty(fd) == 1; }
 
 ProgressMeter::ProgressMeter(std::ostream* out, ProgressOptions options,
@@ -80,6 +85,12 @@ void ProgressMeter::Add(std::initializer_list<uint64_t> deltas) {
   size_t i = 0;
   for (uint64_t delta : deltas) counters_[i++].done.fetch_add(delta, std::memory_order_relaxed);
   MaybeDraw(options_.clock());
+}
+
+void ProgressMeter::Set(size_t counter, uint64_t done) {
+  if (out_ == nullptr) return;
+  assert(counter < counter_count_);
+  counters_[counter].done.store(done, std::memory_order_relaxed);
 }
 
 void ProgressMeter::SetTotal(size_t counter, uint64_t total) {

@@ -46,6 +46,10 @@ struct ProgressOptions {
 // --progress / --noprogress / neither, as the tools' flags say it.
 enum class ProgressMode { kAuto, kAlways, kNever };
 
+// The mode a tool's bool --progress flag gives: kAuto when the flag was not
+// given, else kAlways (--progress) or kNever (--noprogress).
+ProgressMode ProgressModeFromFlag(bool given, bool value);
+
 // How a tool shows progress on a stream that is (or is not) a terminal:
 // kAuto only on a terminal, once the work outlasts the default delay;
 // kAlways from the start, in place on a terminal, a line per update
@@ -55,7 +59,7 @@ std::optional<ProgressOptions> ProgressOptionsFor(ProgressMode mode, bool stream
 // Whether the file descriptor is a terminal (isatty), e.g. STDERR_FILENO.
 bool IsTerminal(int fd);
 
-// Thread-safe: Add/SetTotal/Update/Clear/Finish may be called from any
+// Thread-safe: Add/Set/SetTotal/Update/Clear/Finish may be called from any
 // thread; each Add/Update reads the clock once and draws only when due.
 class ProgressMeter {
  public:
@@ -73,6 +77,9 @@ class ProgressMeter {
   // Adds deltas[i] to counter i, then draws once if due: one item of so
   // many bytes done is Add({1, bytes}).
   void Add(std::initializer_list<uint64_t> deltas);
+  // Set and SetTotal store a value and draw nothing: a sampler that reads
+  // counts kept elsewhere sets each counter, then calls Update (or Finish).
+  void Set(size_t counter, uint64_t done);
   void SetTotal(size_t counter, uint64_t total);
   // Draws if due without adding (a caller's own wait loop).
   void Update();

@@ -1,35 +1,21 @@
 #include "tools/progress.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tools/progress_testing.h"
 
 namespace argsdump {
 namespace {
 
 using std::chrono::milliseconds;
 
-// A clock the test moves by hand (atomic: threads read it too).
-class FakeClock {
- public:
-  ProgressClock::time_point Now() const { return ProgressClock::time_point(milliseconds(ms_.load())); }
-  void Set(int64_t ms) { ms_.store(ms); }
-  std::function<ProgressClock::time_point()> Fn() {
-    return [this] { return Now(); };
-  }
-
- private:
-  std::atomic<int64_t> ms_{1000};  // "now" in ms since the clock's epoch
-};
-
-ProgressOptions Options(FakeClock* clock, bool in_place) {
+ProgressOptions Options(FakeProgressClock* clock, bool in_place) {
   ProgressOptions o;
   o.label = "export";
   o.in_place = in_place;
@@ -44,7 +30,7 @@ std::vector<ProgressCounter> ArgsAndBytes() {
 }
 
 TEST(ProgressTest, NothingBeforeTheDelayThenAtMostOneLinePerInterval) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   {
     ProgressMeter meter(&err, Options(&clock, /*in_place=*/false), ArgsAndBytes());
@@ -80,7 +66,7 @@ TEST(ProgressTest, NothingBeforeTheDelayThenAtMostOneLinePerInterval) {
 }
 
 TEST(ProgressTest, QuickWorkFinishesSilently) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   {
     ProgressMeter meter(&err, Options(&clock, /*in_place=*/true), ArgsAndBytes());
@@ -91,7 +77,7 @@ TEST(ProgressTest, QuickWorkFinishesSilently) {
 }
 
 TEST(ProgressTest, InPlaceRedrawsOneLineAndEndsIt) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   ProgressMeter meter(&err, Options(&clock, /*in_place=*/true),
                       {{"args", ProgressUnit::kCount, std::nullopt}});
@@ -112,8 +98,37 @@ TEST(ProgressTest, InPlaceRedrawsOneLineAndEndsIt) {
   EXPECT_EQ(err.str(), "\rexport: 5/9 args (5.0/s), 1.0 s\x1b[K\n");
 }
 
+TEST(ProgressTest, SetStoresASampledValueAndUpdateDrawsIt) {
+  FakeProgressClock clock;
+  std::ostringstream err;
+  ProgressMeter meter(
+      &err, Options(&clock, /*in_place=*/false),
+      {{"tasks", ProgressUnit::kCount, std::nullopt}, {"", ProgressUnit::kBytes, std::nullopt}});
+  clock.Set(1000 + 500);
+  meter.SetTotal(0, 10);  // a total that grows as work is submitted
+  meter.Set(0, 4);
+  meter.Set(1, 2048);
+  EXPECT_EQ(err.str(), "");  // setting draws nothing, even when due
+  meter.Update();
+  EXPECT_EQ(err.str(), "export: 4/10 tasks (8.0/s), 2.0 KiB (4.0 KiB/s), 0.5 s\n");
+  err.str("");
+  clock.Set(1000 + 1000);
+  meter.SetTotal(0, 20);
+  meter.Set(0, 3);  // a value, not a delta: it may even go down
+  meter.Set(1, 0);
+  meter.Finish();
+  EXPECT_EQ(err.str(), "export: 3/20 tasks (3.0/s), 0 B (0 B/s), 1.0 s\n");
+}
+
+TEST(ProgressTest, TheFlagGivesTheMode) {
+  EXPECT_EQ(ProgressModeFromFlag(/*given=*/false, false), ProgressMode::kAuto);
+  EXPECT_EQ(ProgressModeFromFlag(/*given=*/false, true), ProgressMode::kAuto);
+  EXPECT_EQ(ProgressModeFromFlag(/*given=*/true, true), ProgressMode::kAlways);
+  EXPECT_EQ(ProgressModeFromFlag(/*given=*/true, false), ProgressMode::kNever);
+}
+
 TEST(ProgressTest, BytesAndRatesReadable) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   ProgressMeter meter(&err, Options(&clock, false),
                       {{"", ProgressUnit::kBytes, std::nullopt}, {"files", ProgressUnit::kCount, 2}});
@@ -132,6 +147,8 @@ TEST(ProgressTest, OffDrawsNothing) {
   ProgressMeter off;
   EXPECT_FALSE(off.enabled());
   off.Add(0, 5);  // no counters, no stream: still a no-op
+  off.Set(0, 5);
+  off.SetTotal(0, 5);
   off.Update();
   off.Clear();
   off.Finish();
@@ -154,7 +171,7 @@ TEST(ProgressTest, ModesFromTheCommandLine) {
 }
 
 TEST(ProgressTest, CountsFromManyThreads) {
-  FakeClock clock;
+  FakeProgressClock clock;
   std::ostringstream err;
   ProgressMeter meter(&err, Options(&clock, false), {{"records", ProgressUnit::kCount, std::nullopt}});
   clock.Set(1000 + 1000);  // every Add is due: the threads race to draw

@@ -204,9 +204,7 @@ absl::Status ReadCommands(const CommandLine& line, ViewerOptions* o) {
   }
   o->out_dir = absl::GetFlag(FLAGS_out);
   if (line.Given("out") && o->out_dir.empty()) return Bad(line, "out", "", "a folder");
-  if (line.Given("progress")) {
-    o->progress = absl::GetFlag(FLAGS_progress) ? ProgressMode::kAlways : ProgressMode::kNever;
-  }
+  o->progress = ProgressModeFromFlag(line.Given("progress"), absl::GetFlag(FLAGS_progress));
   return absl::OkStatus();
 }
 
