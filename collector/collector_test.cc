@@ -1,21 +1,18 @@
 #include "collector/collector.h"
 #include "collector/local_sink.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "device/recorder.h"
 #include "gtest/gtest.h"
 #include "tests/capture_reader.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
 
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name + "/args_dump";
-}
+std::string CaptureDir(const std::string& name) { return TempPath(name + "/args_dump"); }
 
 v1::CaptureInfo Info() {
   v1::CaptureInfo info;
@@ -57,7 +54,7 @@ TEST_P(CollectorTest, RunsTwiceAndRecoversUnflushedBuffers) {
     Collector collector(CollectorOptions{GetParam(), 1, 2});
     auto region = collector.Initialize(Config());
     ASSERT_TRUE(region.ok()) << region.status();
-    const std::string dir = TempDir(absl::StrCat("twice_", PlatformName(GetParam()), run));
+    const std::string dir = CaptureDir(absl::StrCat("twice_", PlatformName(GetParam()), run));
     auto sink = LocalSink::Create(dir, Info());
     ASSERT_TRUE(sink.ok());
     DumpRecorder recorder(**region);
@@ -95,7 +92,7 @@ TEST_P(CollectorTest, InvalidRecordsAreRejectedAndStillAcknowledged) {
   auto region = collector.Initialize(Config());
   ASSERT_TRUE(region.ok());
   const DumpRegion& r = **region;
-  const std::string dir = TempDir(absl::StrCat("invalid_", PlatformName(GetParam())));
+  const std::string dir = CaptureDir(absl::StrCat("invalid_", PlatformName(GetParam())));
   auto sink = LocalSink::Create(dir, Info());
   ASSERT_TRUE(collector.Start(sink->get()).ok());
   // Play a (broken) device by hand on thread 0.

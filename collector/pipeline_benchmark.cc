@@ -30,23 +30,12 @@
 #include "device/recorder.h"
 #include "format/element_stats.h"
 #include "device/sim/kernels.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
 
-std::string Scratch(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  std::string base = dir ? dir : "/tmp";
-  return absl::StrCat(base, "/argsdump_bench_", name, "_", ::getpid());
-}
-
-// Removes a scratch tree and flushes dirty pages outside the timed region,
-// so one run's writeback does not land in the next run's time.
-void RemoveTree(const std::string& path) {
-  std::string cmd = "rm -rf '" + path + "'";
-  if (std::system(cmd.c_str()) != 0) std::abort();
-  ::sync();
-}
+std::string Scratch(const std::string& name) { return ProcessTempPath("argsdump_bench_" + name); }
 
 constexpr uint64_t kArenaBytes = 16 << 20;  // per device thread
 
@@ -78,7 +67,7 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
                          uint64_t per_thread) {
   PipelineRun run;
   const std::string dir = Scratch("pipeline");
-  RemoveTree(dir);
+  RemoveTreeAndSync(dir);
   Collector collector(CollectorOptions{Platform::kA2a3Sim, 1, 2});
   DumpRegionConfig rc;
   rc.level = level;
@@ -122,7 +111,7 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
   run.arena_waits = collector.losses().arena_waits();
   run.ok = run.ok && run.records == kDeviceThreads * per_thread * records_per_task;
   collector.Finalize();
-  RemoveTree(dir);
+  RemoveTreeAndSync(dir);
   return run;
 }
 
@@ -214,7 +203,7 @@ double RawWriteOnce(uint64_t chunks, bool device_copy) {
   static std::vector<char> device_from(2 * kArenaBytes, 0x3D);
   static std::vector<char> device_to(2 * kArenaBytes, 0x3E);
   const std::string dir = Scratch("raw");
-  RemoveTree(dir);
+  RemoveTreeAndSync(dir);
   if (std::system(("mkdir -p '" + dir + "'").c_str()) != 0) std::abort();
   const auto t0 = std::chrono::steady_clock::now();
   std::thread copier;
@@ -236,7 +225,7 @@ double RawWriteOnce(uint64_t chunks, bool device_copy) {
   if (copier.joinable()) copier.join();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  RemoveTree(dir);
+  RemoveTreeAndSync(dir);
   return seconds;
 }
 
@@ -370,7 +359,7 @@ void BM_SimJob(benchmark::State& state) {
     auto r = RunSimJob(w, BuiltinKernels(), o);
     if (!r.ok() || !r->run_status.ok()) state.SkipWithError("run failed");
     state.PauseTiming();
-    RemoveTree(o.output_prefix);
+    RemoveTreeAndSync(o.output_prefix);
     state.ResumeTiming();
   }
   state.SetItemsProcessed(state.iterations() * 4000);

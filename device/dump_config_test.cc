@@ -9,17 +9,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
 
-std::string Temp(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
-
 std::string File(const std::string& name, const std::string& text) {
-  const std::string path = Temp(name);
+  const std::string path = TempPath(name);
   std::ofstream(path, std::ios::trunc) << text;
   return path;
 }
@@ -54,7 +50,7 @@ TEST(DumpConfigTest, EachEntryAloneSetsWhatItSays) {
   std::vector<DumpLog> logs;
   const DumpConfigEntry env = DumpConfigFromEnvironment(
       {{"ARGSDUMP_LEVEL", "2"},
-       {"ARGSDUMP_PATH", Temp("env_out")},
+       {"ARGSDUMP_PATH", TempPath("env_out")},
        {"ARGSDUMP_MODE", "OUTPUT"},
        {"ARGSDUMP_FUNCS", "add, matmul"},
        {"ARGSDUMP_BLOCK_FUNCS", "relu"},
@@ -64,7 +60,7 @@ TEST(DumpConfigTest, EachEntryAloneSetsWhatItSays) {
       &logs);
   const DumpConfig c = ResolveDumpConfig({}, env, {}, &logs);
   EXPECT_EQ(c.level, 2);
-  EXPECT_EQ(c.path, Temp("env_out"));
+  EXPECT_EQ(c.path, TempPath("env_out"));
   EXPECT_EQ(c.mode, DumpMode::kOutput);
   EXPECT_EQ(c.funcs, (std::vector<std::string>{"add", "matmul"}));
   EXPECT_EQ(c.block_funcs, (std::vector<std::string>{"relu"}));
@@ -185,7 +181,7 @@ TEST(DumpConfigTest, InvalidValuesWarnAndFallBack) {
   };
   // A valid file underneath each: the bad environment value falls back to it.
   const std::string f = File("fallback.json", R"({"level": 1, "mode": "output", "steps": "4",
-      "stats": true, "overflow": true, "funcs": "add", "path": ")" + Temp("") + R"("})");
+      "stats": true, "overflow": true, "funcs": "add", "path": ")" + TempPath("") + R"("})");
   for (const Case& c : cases) {
     SCOPED_TRACE(c.var + "=" + c.value);
     std::vector<DumpLog> logs;
@@ -199,7 +195,7 @@ TEST(DumpConfigTest, InvalidValuesWarnAndFallBack) {
     EXPECT_TRUE(got.steps.Contains(4) && !got.steps.Contains(5));
     EXPECT_TRUE(got.stats == StatsMode::kOn && got.overflow);
     EXPECT_EQ(got.funcs, (std::vector<std::string>{"add"}));
-    EXPECT_EQ(got.path, Temp(""));
+    EXPECT_EQ(got.path, TempPath(""));
   }
   // In the file: bad values, wrong types, unknown keys; the rest is taken.
   std::vector<DumpLog> logs;
@@ -218,7 +214,7 @@ TEST(DumpConfigTest, InvalidValuesWarnAndFallBack) {
       << All(logs);
   // A file that is missing or not JSON: one WARNING, nothing taken.
   logs.clear();
-  DumpConfigFromFile(Temp("missing.json"), &logs);
+  DumpConfigFromFile(TempPath("missing.json"), &logs);
   EXPECT_EQ(Count(logs, DumpLog::kWarning, "missing.json: cannot read it"), 1) << All(logs);
   logs.clear();
   const DumpConfigEntry broken = DumpConfigFromFile(File("broken.json", "{\"level\": 2"), &logs);
@@ -252,8 +248,8 @@ TEST(DumpConfigTest, FuncListsMatchNamesAndTypes) {
 }
 
 TEST(DumpConfigTest, PathWritableLooksAtTheNearestExistingFolder) {
-  EXPECT_TRUE(PathWritable(Temp("")));
-  EXPECT_TRUE(PathWritable(Temp("not/yet/there")));
+  EXPECT_TRUE(PathWritable(TempPath("")));
+  EXPECT_TRUE(PathWritable(TempPath("not/yet/there")));
   EXPECT_FALSE(PathWritable(File("plain", "x")));
   EXPECT_FALSE(PathWritable(File("plain2", "x") + "/below"));
   EXPECT_FALSE(PathWritable(""));

@@ -322,113 +322,156 @@ absl::StatusOr<v1::WorkloadSpec> ParseWorkloadJson(const std::string& text,
   return spec;
 }
 
+namespace {
+
+// The first dozen names a workload defines, for an error naming a missing one.
+std::string KnownNames(const std::set<std::string>& names) {
+  std::vector<std::string> v(names.begin(), names.end());
+  if (v.size() > 12) v.resize(12);
+  return absl::StrJoin(v, ", ");
+}
+
+// A buffer's or view's name (field `f`): present, and not one already in `names`.
+absl::Status AddName(const std::string& f, const std::string& name,
+                     std::set<std::string>* names) {
+  if (name.empty()) return FieldError(f + ".name", "missing");
+  if (!names->insert(name).second) {
+    return FieldError(f + ".name", absl::StrCat("'", name, "' is used twice"));
+  }
+  return absl::OkStatus();
+}
+
+// Buffer `b` (field `f`); its element count.
+absl::StatusOr<uint64_t> ValidateBuffer(const v1::BufferSpec& b, const std::string& f,
+                                        std::set<std::string>* names) {
+  if (absl::Status s = AddName(f, b.name(), names); !s.ok()) return s;
+  if (!DataTypeFromName(b.dtype())) {
+    return FieldError(f + ".dtype", absl::StrCat("'", b.dtype(), "' is not a dtype (expected "
+                                                 "FLOAT32, FLOAT16, BFLOAT16, INT32, ...)"));
+  }
+  if (b.shape_size() == 0 || b.shape_size() > 5) {
+    return FieldError(f + ".shape", "expected 1 to 5 dims");
+  }
+  uint64_t n = 1;
+  for (uint32_t s : b.shape()) {
+    if (s == 0) return FieldError(f + ".shape", "a dim of 0");
+    n *= s;
+    if (n > (uint64_t{1} << 32)) return FieldError(f + ".shape", "more than 2^32 elements");
+  }
+  const v1::InitSpec& init = b.init();
+  const int ways = init.has_fill() + init.has_iota() + (init.values_size() > 0);
+  if (ways > 1) return FieldError(f + ".init", "give one of fill, iota, values");
+  if (init.values_size() > 0 && static_cast<uint64_t>(init.values_size()) != n) {
+    return FieldError(f + ".init.values",
+                      absl::StrCat(init.values_size(), " values for ", n, " elements"));
+  }
+  return n;
+}
+
+// View `v` (field `f`) over one of the buffers (name -> element count).
+absl::Status ValidateView(const v1::ViewSpec& v, const std::string& f,
+                          const std::map<std::string, uint64_t>& buffer_elements,
+                          std::set<std::string>* names) {
+  if (absl::Status s = AddName(f, v.name(), names); !s.ok()) return s;
+  auto it = buffer_elements.find(v.buffer());
+  if (it == buffer_elements.end()) {
+    return FieldError(f + ".buffer", absl::StrCat("no buffer named '", v.buffer(), "'"));
+  }
+  if (v.shape_size() == 0 || v.shape_size() > 5 || v.shape_size() != v.strides_size()) {
+    return FieldError(f + ".shape", "expected 1 to 5 dims and one stride per dim");
+  }
+  TensorView tv;
+  tv.ndims = static_cast<uint32_t>(v.shape_size());
+  for (int d = 0; d < v.shape_size(); ++d) {
+    tv.shape[d] = v.shape(d);
+    tv.strides[d] = v.strides(d);
+  }
+  tv.start_offset = v.start_offset();
+  if (tv.extent_elements() > it->second) {
+    return FieldError(f, absl::StrCat("reaches element ", tv.extent_elements() - 1,
+                                      " of buffer '", v.buffer(), "' which has ", it->second));
+  }
+  return absl::OkStatus();
+}
+
+// Argument `a` of a task (field `af`): a scalar of a scalar dtype, or a
+// tensor naming a buffer or view (`names`) with a role.
+absl::Status ValidateArg(const v1::ArgSpec& a, const std::string& af,
+                         const std::set<std::string>& names) {
+  if (a.has_scalar() == !a.tensor().empty()) {
+    return FieldError(af, "give either tensor (with role) or scalar");
+  }
+  if (a.has_scalar()) {
+    const auto d = a.scalar().dtype().empty() ? std::optional<DataType>(DataType::kFloat32)
+                                              : DataTypeFromName(a.scalar().dtype());
+    if (!d || !IsScalarType(*d)) {
+      return FieldError(af + ".scalar.dtype",
+                        absl::StrCat("'", a.scalar().dtype(), "' is not a scalar dtype "
+                                     "(FLOAT32, FLOAT64, INT8..INT64, UINT8..UINT64, BOOL)"));
+    }
+    return absl::OkStatus();
+  }
+  if (!names.count(a.tensor())) {
+    return FieldError(af + ".tensor", absl::StrCat("no buffer or view named '", a.tensor(),
+                                                   "' (known: ", KnownNames(names), ")"));
+  }
+  if (!RoleFromName(a.role())) {
+    return FieldError(af + ".role", absl::StrCat("'", a.role(),
+                                                 "' (expected input, output or inout)"));
+  }
+  return absl::OkStatus();
+}
+
+// Task `t` (field `f`): its kernels, each argument, and how many there are.
+absl::Status ValidateTask(const v1::TaskSpec& t, const std::string& f,
+                          const KernelRegistry& kernels, const std::set<std::string>& names) {
+  const std::vector<std::string> funcs = TaskFuncs(t);
+  if (funcs.empty() || funcs.size() > 3) {
+    return FieldError(f + ".func", "expected one kernel (func) or up to three (funcs)");
+  }
+  for (const std::string& fn : funcs) {
+    if (!kernels.IdOf(fn).ok()) {
+      return FieldError(f + ".func", absl::StrCat("no kernel named '", fn, "'"));
+    }
+  }
+  int tensors = 0, scalars = 0;
+  for (int j = 0; j < t.args_size(); ++j) {
+    const v1::ArgSpec& a = t.args(j);
+    if (absl::Status s = ValidateArg(a, absl::StrCat(f, ".args[", j, "]"), names); !s.ok()) {
+      return s;
+    }
+    if (a.has_scalar()) {
+      ++scalars;
+    } else {
+      ++tensors;
+    }
+  }
+  if (tensors > static_cast<int>(CoreTaskArgs::kMaxTensors) ||
+      scalars > static_cast<int>(CoreTaskArgs::kMaxScalars)) {
+    return FieldError(f + ".args", "too many args (16 tensors, 16 scalars at most)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateWorkload(const v1::WorkloadSpec& spec, const KernelRegistry& kernels) {
   std::map<std::string, uint64_t> buffer_elements;
-  std::set<std::string> names;
-  auto known = [&] {
-    std::vector<std::string> v(names.begin(), names.end());
-    if (v.size() > 12) v.resize(12);
-    return absl::StrJoin(v, ", ");
-  };
+  std::set<std::string> names;  // of buffers and views
   for (int i = 0; i < spec.buffers_size(); ++i) {
     const v1::BufferSpec& b = spec.buffers(i);
-    const std::string f = absl::StrCat("buffers[", i, "]");
-    if (b.name().empty()) return FieldError(f + ".name", "missing");
-    if (!names.insert(b.name()).second) {
-      return FieldError(f + ".name", absl::StrCat("'", b.name(), "' is used twice"));
-    }
-    if (!DataTypeFromName(b.dtype())) {
-      return FieldError(f + ".dtype", absl::StrCat("'", b.dtype(), "' is not a dtype (expected "
-                                                   "FLOAT32, FLOAT16, BFLOAT16, INT32, ...)"));
-    }
-    if (b.shape_size() == 0 || b.shape_size() > 5) {
-      return FieldError(f + ".shape", "expected 1 to 5 dims");
-    }
-    uint64_t n = 1;
-    for (uint32_t s : b.shape()) {
-      if (s == 0) return FieldError(f + ".shape", "a dim of 0");
-      n *= s;
-      if (n > (uint64_t{1} << 32)) return FieldError(f + ".shape", "more than 2^32 elements");
-    }
-    const v1::InitSpec& init = b.init();
-    const int ways = init.has_fill() + init.has_iota() + (init.values_size() > 0);
-    if (ways > 1) return FieldError(f + ".init", "give one of fill, iota, values");
-    if (init.values_size() > 0 && static_cast<uint64_t>(init.values_size()) != n) {
-      return FieldError(f + ".init.values",
-                        absl::StrCat(init.values_size(), " values for ", n, " elements"));
-    }
-    buffer_elements[b.name()] = n;
+    auto n = ValidateBuffer(b, absl::StrCat("buffers[", i, "]"), &names);
+    if (!n.ok()) return n.status();
+    buffer_elements[b.name()] = *n;
   }
   for (int i = 0; i < spec.views_size(); ++i) {
-    const v1::ViewSpec& v = spec.views(i);
-    const std::string f = absl::StrCat("views[", i, "]");
-    if (v.name().empty()) return FieldError(f + ".name", "missing");
-    if (!names.insert(v.name()).second) {
-      return FieldError(f + ".name", absl::StrCat("'", v.name(), "' is used twice"));
-    }
-    auto it = buffer_elements.find(v.buffer());
-    if (it == buffer_elements.end()) {
-      return FieldError(f + ".buffer", absl::StrCat("no buffer named '", v.buffer(), "'"));
-    }
-    if (v.shape_size() == 0 || v.shape_size() > 5 || v.shape_size() != v.strides_size()) {
-      return FieldError(f + ".shape", "expected 1 to 5 dims and one stride per dim");
-    }
-    TensorView tv;
-    tv.ndims = static_cast<uint32_t>(v.shape_size());
-    for (int d = 0; d < v.shape_size(); ++d) {
-      tv.shape[d] = v.shape(d);
-      tv.strides[d] = v.strides(d);
-    }
-    tv.start_offset = v.start_offset();
-    if (tv.extent_elements() > it->second) {
-      return FieldError(f, absl::StrCat("reaches element ", tv.extent_elements() - 1,
-                                        " of buffer '", v.buffer(), "' which has ", it->second));
-    }
+    absl::Status s =
+        ValidateView(spec.views(i), absl::StrCat("views[", i, "]"), buffer_elements, &names);
+    if (!s.ok()) return s;
   }
   for (int i = 0; i < spec.tasks_size(); ++i) {
-    const v1::TaskSpec& t = spec.tasks(i);
-    const std::string f = absl::StrCat("tasks[", i, "]");
-    const std::vector<std::string> funcs = TaskFuncs(t);
-    if (funcs.empty() || funcs.size() > 3) {
-      return FieldError(f + ".func", "expected one kernel (func) or up to three (funcs)");
-    }
-    for (const std::string& fn : funcs) {
-      if (!kernels.IdOf(fn).ok()) {
-        return FieldError(f + ".func", absl::StrCat("no kernel named '", fn, "'"));
-      }
-    }
-    int tensors = 0, scalars = 0;
-    for (int j = 0; j < t.args_size(); ++j) {
-      const v1::ArgSpec& a = t.args(j);
-      const std::string af = absl::StrCat(f, ".args[", j, "]");
-      if (a.has_scalar() == !a.tensor().empty()) {
-        return FieldError(af, "give either tensor (with role) or scalar");
-      }
-      if (a.has_scalar()) {
-        ++scalars;
-        const auto d = a.scalar().dtype().empty() ? std::optional<DataType>(DataType::kFloat32)
-                                                  : DataTypeFromName(a.scalar().dtype());
-        if (!d || !IsScalarType(*d)) {
-          return FieldError(af + ".scalar.dtype",
-                            absl::StrCat("'", a.scalar().dtype(), "' is not a scalar dtype "
-                                         "(FLOAT32, FLOAT64, INT8..INT64, UINT8..UINT64, BOOL)"));
-        }
-        continue;
-      }
-      ++tensors;
-      if (!names.count(a.tensor())) {
-        return FieldError(af + ".tensor", absl::StrCat("no buffer or view named '", a.tensor(),
-                                                       "' (known: ", known(), ")"));
-      }
-      if (!RoleFromName(a.role())) {
-        return FieldError(af + ".role", absl::StrCat("'", a.role(),
-                                                     "' (expected input, output or inout)"));
-      }
-    }
-    if (tensors > static_cast<int>(CoreTaskArgs::kMaxTensors) ||
-        scalars > static_cast<int>(CoreTaskArgs::kMaxScalars)) {
-      return FieldError(f + ".args", "too many args (16 tensors, 16 scalars at most)");
-    }
+    absl::Status s = ValidateTask(spec.tasks(i), absl::StrCat("tasks[", i, "]"), kernels, names);
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }

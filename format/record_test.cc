@@ -2,27 +2,17 @@
 #include "format/record.h"
 
 #include <algorithm>
-#include <cstring>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/arg_records.h"
 
 namespace argsdump {
 namespace {
-
-uint64_t Bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-uint64_t Bits(double d) {
-  uint64_t b;
-  std::memcpy(&b, &d, 8);
-  return b;
-}
 
 TEST(RecordFormatTest, Names) {
   EXPECT_EQ(TaskIdHex(0x200000a00), "0x0000000200000a00");
@@ -66,19 +56,19 @@ TEST(RecordFormatTest, NamesParseBack) {
 }
 
 TEST(RecordFormatTest, ScalarsPrintShortestRoundTrip) {
-  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, Bits(0.1f)), "0.1");
-  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, Bits(1.0f)), "1");
-  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, Bits(16777217.0f)), "16777216");
-  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT64, Bits(0.1)), "0.1");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, BitsOf(0.1f)), "0.1");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, BitsOf(1.0f)), "1");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, BitsOf(16777217.0f)), "16777216");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT64, BitsOf(0.1)), "0.1");
   const double third = 1.0 / 3.0;
-  const std::string s = FormatScalarJson(v1::DTYPE_FLOAT64, Bits(third));
+  const std::string s = FormatScalarJson(v1::DTYPE_FLOAT64, BitsOf(third));
   EXPECT_EQ(std::strtod(s.c_str(), nullptr), third) << s;
-  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT64, Bits(1e-310)), "1e-310");
-  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, Bits(std::numeric_limits<float>::quiet_NaN())),
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT64, BitsOf(1e-310)), "1e-310");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, BitsOf(std::numeric_limits<float>::quiet_NaN())),
             "\"NaN\"");
-  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT64, Bits(-std::numeric_limits<double>::infinity())),
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT64, BitsOf(-std::numeric_limits<double>::infinity())),
             "\"-Infinity\"");
-  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, Bits(std::numeric_limits<float>::infinity())),
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, BitsOf(std::numeric_limits<float>::infinity())),
             "\"Infinity\"");
   EXPECT_EQ(FormatScalarJson(v1::DTYPE_INT8, 0xFF), "-1");
   EXPECT_EQ(FormatScalarJson(v1::DTYPE_INT32, 0xFFFFFFFE), "-2");
@@ -90,15 +80,7 @@ TEST(RecordFormatTest, ScalarsPrintShortestRoundTrip) {
 
 TEST(RecordFormatTest, OrderIsTaskStageArgRole) {
   auto rec = [](uint64_t task, v1::Stage stage, uint32_t arg, v1::Role role) {
-    v1::ArgRecord r;
-    r.set_task_id(task);
-    r.set_stage(stage);
-    r.set_arg_index(arg);
-    r.set_role(role);
-    r.set_kind(v1::KIND_SCALAR);
-    r.set_dtype(v1::DTYPE_INT32);
-    r.set_numel(1);
-    return r;
+    return ScalarRecord(task).Stage(stage).Arg(arg).Role(role).Build();
   };
   const v1::ArgRecord a = rec(1, v1::STAGE_AFTER_COMPLETION, 0, v1::ROLE_OUTPUT);
   const v1::ArgRecord b = rec(2, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT);
@@ -180,27 +162,11 @@ TEST(RecordFormatTest, OrderMatchesTheDocumentedKeyWithTies) {
   }
 }
 
+// A float16 4x3 output of 24 bytes at offset 4096.
 v1::ArgRecord GoodTensor() {
-  v1::ArgRecord r;
-  r.set_task_id(0x200000a00ull);
-  r.add_func_ids(3);
-  r.add_func_ids(9);
-  r.set_arg_index(2);
-  r.set_role(v1::ROLE_OUTPUT);
-  r.set_stage(v1::STAGE_AFTER_COMPLETION);
-  r.set_kind(v1::KIND_TENSOR);
-  r.set_dtype(v1::DTYPE_FLOAT16);
-  r.add_shape(4);
-  r.add_shape(3);
-  r.add_strides(3);
-  r.add_strides(1);
-  r.set_numel(12);
-  r.set_logical_bytes(24);
-  r.set_bin_offset(4096);
-  r.set_bin_size(24);
-  r.set_is_contiguous(true);
-  r.set_device_thread(5);
-  return r;
+  return TensorRecord(0x200000a00ull).FuncIds({3, 9}).Arg(2).Role(v1::ROLE_OUTPUT)
+      .Stage(v1::STAGE_AFTER_COMPLETION).Dtype(v1::DTYPE_FLOAT16).Shape({4, 3}).BinOffset(4096)
+      .Contiguous().DeviceThread(5);
 }
 
 TEST(RecordFormatTest, RecordFromRowRoundTrips) {
@@ -210,15 +176,8 @@ TEST(RecordFormatTest, RecordFromRowRoundTrips) {
   const ManifestRow row = *RowFromRecord(r);
   const v1::ArgRecord back = RecordFromRow(row);
   EXPECT_EQ(back.SerializeAsString(), r.SerializeAsString()) << back.DebugString();
-  v1::ArgRecord s;
-  s.set_task_id(1);
-  s.set_role(v1::ROLE_INPUT);
-  s.set_stage(v1::STAGE_BEFORE_DISPATCH);
-  s.set_kind(v1::KIND_SCALAR);
-  s.set_dtype(v1::DTYPE_FLOAT64);
-  s.set_numel(1);
-  s.set_scalar_bits(Bits(2.5));
-  s.set_arg_index_ambiguous(true);
+  const v1::ArgRecord s =
+      ScalarRecord(1).Dtype(v1::DTYPE_FLOAT64).ScalarBits(BitsOf(2.5)).AmbiguousArgIndex();
   EXPECT_EQ(RecordFromRow(*RowFromRecord(s)).SerializeAsString(), s.SerializeAsString());
 }
 

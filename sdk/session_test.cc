@@ -19,6 +19,8 @@
 #include "sdk/argsdump.h"
 #include "sdk/testing.h"
 #include "sdk/wiring.h"
+#include "tests/testing/scoped_env.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
@@ -28,13 +30,6 @@ using testing::ArgQuery;
 using testing::Capture;
 using testing::Role;
 using testing::Stage;
-
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = absl::StrCat(dir ? dir : "/tmp", "/", name);
-  std::system(("rm -rf '" + path + "' && mkdir -p '" + path + "'").c_str());
-  return path;
-}
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -47,30 +42,6 @@ std::string Slurp(const std::string& path) {
   s << in.rdbuf();
   return s.str();
 }
-
-// Sets (or, with nullptr, unsets) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 // The dump flags as a test's command line gives them.
 absl::Status SetCommandLine(std::vector<std::string> args) {
@@ -223,7 +194,7 @@ TEST(DumpFlagsTest, BadValuesNameTheFlag) {
 TEST(SessionConfigTest, CommandLineOverApiOverEnvironmentOverFile) {
   uint16_t saxpy;
   const KernelRegistry kernels = Kernels(&saxpy);
-  const std::string dir = TempDir("priority");
+  const std::string dir = FreshTempDir("priority");
   const std::string file = dir + "/dump.json";
   std::ofstream(file) << "{\"level\": 1, \"mode\": \"output\"}";
   for (int mask = 0; mask < 16; ++mask) {
@@ -266,13 +237,13 @@ TEST(SessionConfigTest, BadValuesWarnAndFallBack) {
   uint16_t saxpy;
   const KernelRegistry kernels = Kernels(&saxpy);
   CommandLineScope scope;
-  ASSERT_TRUE(SetCommandLine({"--output-prefix=" + TempDir("badvalues")}).ok());
+  ASSERT_TRUE(SetCommandLine({"--output-prefix=" + FreshTempDir("badvalues")}).ok());
   ScopedEnv level("ARGSDUMP_LEVEL", "9");
   ScopedEnv mode("ARGSDUMP_MODE", "sideways");
   ScopedEnv server("ARGSDUMP_CAPTURE_SERVER", "not-a-host-port");
   ScopedEnv typo("ARGSDUMP_LEVLE", "2");
   SessionOptions o = Small();
-  const std::string file = TempDir("badvalues_file") + "/a_file";
+  const std::string file = FreshTempDir("badvalues_file") + "/a_file";
   std::ofstream(file) << "x";
   o.dump.path = file + "/below";  // a folder under a file cannot be made
   ::testing::internal::CaptureStderr();
@@ -339,7 +310,7 @@ TEST(SessionPlacementTest, TestOutputsFolderNamedAfterTheCase) {
 TEST(SessionPlacementTest, OutputPrefixAndOutsideBazelTest) {
   uint16_t saxpy;
   const KernelRegistry kernels = Kernels(&saxpy);
-  const std::string prefix = TempDir("prefix_root");
+  const std::string prefix = FreshTempDir("prefix_root");
   {
     CommandLineScope scope;
     ASSERT_TRUE(SetCommandLine({"--output-prefix", prefix, "--dump-args", "2"}).ok());
@@ -365,7 +336,7 @@ TEST(SessionPlacementTest, OutputPrefixAndOutsideBazelTest) {
   }
   // Neither a prefix nor test outputs: ./outputs/<name>_<stamp> where bazel
   // run was started (BUILD_WORKING_DIRECTORY).
-  const std::string cwd = TempDir("user_cwd");
+  const std::string cwd = FreshTempDir("user_cwd");
   ScopedEnv outputs("TEST_UNDECLARED_OUTPUTS_DIR", nullptr);
   ScopedEnv user("BUILD_WORKING_DIRECTORY", cwd.c_str());
   SessionOptions o = Small();
@@ -383,7 +354,7 @@ TEST(SessionPlacementTest, OutputPrefixAndOutsideBazelTest) {
 TEST(SessionTest, LevelZeroAllocatesAndWritesNothing) {
   uint16_t saxpy;
   const KernelRegistry kernels = Kernels(&saxpy);
-  const std::string prefix = TempDir("level0");
+  const std::string prefix = FreshTempDir("level0");
   SessionOptions o = Small();
   o.dump.path = prefix;
   auto s = SimSession::Open(kernels, o);
@@ -409,7 +380,7 @@ TEST(SessionTest, StepsAreRecordedAndOnlyGoForward) {
   const KernelRegistry kernels = Kernels(&saxpy);
   SessionOptions o = Small();
   o.dump.level = 2;
-  o.dump.path = TempDir("steps");
+  o.dump.path = FreshTempDir("steps");
   auto s = SimSession::Open(kernels, o);
   ASSERT_TRUE(s.ok());
   auto x = (*s)->Alloc(DataType::kFloat32, {8});
@@ -447,7 +418,7 @@ TEST(SessionTest, StepsAreRecordedAndOnlyGoForward) {
 TEST(SessionTest, EditedConfigFileSwitchesAtTheNextStep) {
   uint16_t saxpy;
   const KernelRegistry kernels = Kernels(&saxpy);
-  const std::string dir = TempDir("switch");
+  const std::string dir = FreshTempDir("switch");
   const std::string file = dir + "/dump.json";
   std::ofstream(file) << "{\"level\": 2, \"mode\": \"input\"}";
   SessionOptions o = Small();
@@ -494,7 +465,7 @@ TEST(SessionTest, MisuseIsAStatusNeverACrash) {
 
   SessionOptions o = Small();
   o.dump.level = 2;
-  o.dump.path = TempDir("misuse");
+  o.dump.path = FreshTempDir("misuse");
   auto s = SimSession::Open(kernels, o);
   auto other = SimSession::Open(kernels, o);
   ASSERT_TRUE(s.ok() && other.ok());
@@ -547,7 +518,7 @@ TEST(SessionTest, DestroyedWithoutFinishKeepsTheCapture) {
   const KernelRegistry kernels = Kernels(&saxpy);
   SessionOptions o = Small();
   o.dump.level = 2;
-  o.dump.path = TempDir("destroyed");
+  o.dump.path = FreshTempDir("destroyed");
   o.name = "early_return";
   std::string dir;
   {
@@ -566,7 +537,7 @@ TEST(SessionTest, FailingKernelIsTheRunStatusAndLeavesAnExceptionDump) {
   const KernelRegistry kernels = Kernels(&saxpy, &broken);
   SessionOptions o = Small();
   o.dump.level = 2;
-  o.dump.path = TempDir("failing");
+  o.dump.path = FreshTempDir("failing");
   o.name = "failing";
   auto s = SimSession::Open(kernels, o);
   ASSERT_TRUE(s.ok());
@@ -596,7 +567,7 @@ TEST(SessionTest, MarkersAtLevelOneAndMixTasks) {
   const uint16_t mix_sum = *kernels.IdOf("mix_sum"), mix_max = *kernels.IdOf("mix_max");
   SessionOptions o = Small();
   o.dump.level = 1;
-  o.dump.path = TempDir("markers");
+  o.dump.path = FreshTempDir("markers");
   auto s = SimSession::Open(kernels, o);
   ASSERT_TRUE(s.ok());
   auto a = (*s)->Alloc(DataType::kFloat32, {4});

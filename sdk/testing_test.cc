@@ -12,9 +12,10 @@
 #include <cstdlib>
 #include <limits>
 
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/arg_records.h"
+#include "tests/testing/temp_dir.h"
 #include "viewer/test_capture.h"
 
 namespace argsdump {
@@ -26,13 +27,6 @@ using testing::Capture;
 using testing::CapturedArg;
 using testing::Role;
 using testing::Stage;
-
-std::string Dir(const std::string& name) {
-  const char* t = std::getenv("TEST_TMPDIR");
-  const std::string d = absl::StrCat(t ? t : "/tmp", "/", name);
-  std::system(("rm -rf '" + d + "'").c_str());
-  return d;
-}
 
 template <typename T>
 std::string Bytes(const std::vector<T>& v) {
@@ -51,7 +45,7 @@ constexpr uint64_t kTask = 0x100000007;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 Capture Open(const TestCapture& c, const std::string& name) {
-  const std::string dir = Dir(name) + "/args_dump";
+  const std::string dir = AbsentTempPath(name) + "/args_dump";
   EXPECT_TRUE(c.WriteTo(dir).ok());
   auto opened = Capture::Open(dir);
   EXPECT_TRUE(opened.ok()) << opened.status();
@@ -145,16 +139,11 @@ TEST(TestingLibraryTest, EveryDtypeReadsBackAsValues) {
 TEST(TestingLibraryTest, ScalarsTruncatedNonContiguousAndPayloadless) {
   using R = v1::Role;
   TestCapture c;
-  auto bits = [](auto v) {
-    uint64_t b = 0;
-    std::memcpy(&b, &v, sizeof(v));
-    return b;
-  };
-  c.Scalar(kTask, 4, v1::DTYPE_FLOAT32, bits(0.5f));
-  c.Scalar(kTask, 5, v1::DTYPE_INT64, bits(int64_t{-7}));
+  c.Scalar(kTask, 4, v1::DTYPE_FLOAT32, BitsOf(0.5f));
+  c.Scalar(kTask, 5, v1::DTYPE_INT64, BitsOf(int64_t{-7}));
   c.Scalar(kTask, 6, v1::DTYPE_UINT64, UINT64_MAX);
   c.Scalar(kTask, 7, v1::DTYPE_BOOL, 1);
-  c.Scalar(kTask, 8, v1::DTYPE_FLOAT64, bits(std::nan("")));
+  c.Scalar(kTask, 8, v1::DTYPE_FLOAT64, BitsOf(std::nan("")));
   // 4 of 8 elements captured.
   c.Tensor(kTask, 0, R::ROLE_INPUT, v1::STAGE_BEFORE_DISPATCH, v1::DTYPE_FLOAT32, {8},
            Bytes(std::vector<float>{1, 2, 3, 4}), 32);
@@ -289,7 +278,7 @@ std::string Slurp(const std::string& path) {
 }
 
 TEST(TestingLibraryTest, CheckCaptureFilesHoldsCapturesToTheSchema) {
-  const std::string dir = Dir("schema") + "/args_dump";
+  const std::string dir = AbsentTempPath("schema") + "/args_dump";
   ASSERT_TRUE(ViewerScene(false).WriteTo(dir).ok());
   EXPECT_TRUE(testing::CheckCaptureFiles(dir).ok()) << testing::CheckCaptureFiles(dir);
   const std::string manifest = Slurp(dir + "/args_dump.json");
@@ -322,7 +311,8 @@ TEST(TestingLibraryTest, CheckCaptureFilesHoldsCapturesToTheSchema) {
   ASSERT_EQ(::truncate((dir + "/args.bin").c_str(), 10), 0);
   const absl::Status cut = testing::CheckCaptureFiles(dir);
   EXPECT_THAT(std::string(cut.message()), HasSubstr("is not inside args.bin (10 bytes)"));
-  EXPECT_EQ(testing::CheckCaptureFiles(Dir("nothing")).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(testing::CheckCaptureFiles(AbsentTempPath("nothing")).code(),
+            absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -5,23 +5,20 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <mutex>
 #include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/testing/arg_records.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
 
-std::string Root(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/hub_", name);
-}
+std::string Root(const std::string& name) { return TempPath("hub_" + name); }
 
 v1::IngestOpen OpenRequest(const std::string& name, bool resume = false) {
   v1::IngestOpen o;
@@ -37,30 +34,10 @@ AppendJob Job(uint64_t first_record, uint64_t first_task, int n, uint64_t* bin_o
   AppendJob job;
   job.first_record = first_record;
   for (int i = 0; i < n; ++i) {
-    v1::ArgRecord t;
-    t.set_task_id(first_task + i);
-    t.set_role(v1::ROLE_INPUT);
-    t.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    t.set_kind(v1::KIND_TENSOR);
-    t.set_dtype(v1::DTYPE_FLOAT32);
-    t.add_shape(16);
-    t.add_strides(1);
-    t.set_numel(16);
-    t.set_logical_bytes(64);
-    t.set_bin_offset(*bin_offset);
-    t.set_bin_size(64);
+    *job.records.Add() = TensorRecord(first_task + i).Shape({16}).BinOffset(*bin_offset);
     *bin_offset += 64;
-    *job.records.Add() = t;
     job.bytes.append(64, static_cast<char>(first_task + i));
-    v1::ArgRecord s;
-    s.set_task_id(first_task + i);
-    s.set_arg_index(1);
-    s.set_role(v1::ROLE_INPUT);
-    s.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    s.set_kind(v1::KIND_SCALAR);
-    s.set_dtype(v1::DTYPE_INT32);
-    s.set_numel(1);
-    *job.records.Add() = s;
+    *job.records.Add() = ScalarRecord(first_task + i).Arg(1);
   }
   return job;
 }

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <random>
@@ -12,14 +11,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
 
 // Tasks 0..9 in reverse arrival order, each with 3 records (two inputs
 // before dispatch, one output after), on two device threads.

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -13,6 +12,9 @@
 #include "absl/strings/numbers.h"
 #include "base/files.h"
 #include "gtest/gtest.h"
+#include "tests/testing/arg_records.h"
+#include "tests/testing/record_batch.h"
+#include "tests/testing/temp_dir.h"
 #include "server/crc32c.h"
 #include "server/journal_v1_testing.h"
 #include "proto/argsdump/v1/manifest.pb.h"
@@ -22,10 +24,7 @@ namespace {
 
 using google::protobuf::Value;
 
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name + "/args_dump";
-}
+std::string CaptureDir(const std::string& name) { return TempPath(name + "/args_dump"); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -56,28 +55,15 @@ v1::CaptureInfo Info(v1::DumpLevel level) {
   return info;
 }
 
+// A float32 tensor of `size` bytes (a multiple of 4), all of them at `offset`.
 v1::ArgRecord Tensor(uint64_t task, v1::Stage stage, uint32_t arg, v1::Role role,
                      uint64_t offset, uint64_t size) {
-  v1::ArgRecord r;
-  r.set_task_id(task);
-  r.set_stage(stage);
-  r.set_arg_index(arg);
-  r.set_role(role);
-  r.set_kind(v1::KIND_TENSOR);
-  r.set_dtype(v1::DTYPE_FLOAT32);
-  r.add_shape(static_cast<uint32_t>(size / 4));
-  r.add_strides(1);
-  r.set_numel(size / 4);
-  r.set_is_contiguous(true);
-  r.set_bin_offset(offset);
-  r.set_bin_size(size);
-  r.set_logical_bytes(size);
-  r.add_func_ids(3);
-  return r;
+  return TensorRecord(task).Stage(stage).Arg(arg).Role(role).FuncIds({3})
+      .Shape({static_cast<uint32_t>(size / 4)}).Contiguous().BinOffset(offset);
 }
 
 TEST(CaptureStoreTest, WritesSortedManifestAndPayloads) {
-  const std::string dir = TempDir("sorted");
+  const std::string dir = CaptureDir("sorted");
   auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
   ASSERT_TRUE(store.ok()) << store.status();
   // Arrival (bin) order differs from manifest order.
@@ -85,19 +71,8 @@ TEST(CaptureStoreTest, WritesSortedManifestAndPayloads) {
                                std::string(8, 'c')).ok());
   ASSERT_TRUE((*store)->Append(Tensor(0x10, v1::STAGE_BEFORE_DISPATCH, 1, v1::ROLE_INPUT, 8, 4),
                                std::string(4, 'b')).ok());
-  v1::ArgRecord scalar;
-  scalar.set_task_id(0x10);
-  scalar.set_stage(v1::STAGE_BEFORE_DISPATCH);
-  scalar.set_arg_index(3);
-  scalar.set_role(v1::ROLE_INPUT);
-  scalar.set_kind(v1::KIND_SCALAR);
-  scalar.set_dtype(v1::DTYPE_FLOAT64);
-  scalar.set_numel(1);
-  double v = 0.1;
-  uint64_t bits;
-  std::memcpy(&bits, &v, 8);
-  scalar.set_scalar_bits(bits);
-  scalar.set_arg_index_ambiguous(true);
+  const v1::ArgRecord scalar = ScalarRecord(0x10).Arg(3).Dtype(v1::DTYPE_FLOAT64)
+                                   .ScalarBits(BitsOf(0.1)).AmbiguousArgIndex();
   ASSERT_TRUE((*store)->Append(scalar, "").ok());
   ASSERT_TRUE((*store)->Append(Tensor(0x10, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 12, 4),
                                std::string(4, 'a')).ok());
@@ -141,7 +116,7 @@ TEST(CaptureStoreTest, WritesSortedManifestAndPayloads) {
 }
 
 TEST(CaptureStoreTest, NothingCapturedLeavesNoDirectory) {
-  const std::string dir = TempDir("empty");
+  const std::string dir = CaptureDir("empty");
   auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_PARTIAL));
   ASSERT_TRUE(store.ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
@@ -149,7 +124,7 @@ TEST(CaptureStoreTest, NothingCapturedLeavesNoDirectory) {
 }
 
 TEST(CaptureStoreTest, HybridWithoutPayloadHasNoBinFile) {
-  const std::string dir = TempDir("hybrid");
+  const std::string dir = CaptureDir("hybrid");
   auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_HYBRID));
   ASSERT_TRUE(store.ok());
   ASSERT_TRUE((*store)->Append(Tensor(1, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 0, 0), "").ok());
@@ -161,15 +136,9 @@ TEST(CaptureStoreTest, HybridWithoutPayloadHasNoBinFile) {
 }
 
 TEST(CaptureStoreTest, EagerBinAtLevelOneEvenWhenEmpty) {
-  const std::string dir = TempDir("eager");
+  const std::string dir = CaptureDir("eager");
   auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_PARTIAL));
-  v1::ArgRecord scalar;
-  scalar.set_role(v1::ROLE_INPUT);
-  scalar.set_stage(v1::STAGE_BEFORE_DISPATCH);
-  scalar.set_kind(v1::KIND_SCALAR);
-  scalar.set_dtype(v1::DTYPE_INT32);
-  scalar.set_numel(1);
-  ASSERT_TRUE((*store)->Append(scalar, "").ok());
+  ASSERT_TRUE((*store)->Append(ScalarRecord(0), "").ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
   EXPECT_TRUE(Exists(dir + "/args.bin"));
   EXPECT_EQ(ReadFile(dir + "/args.bin"), "");
@@ -177,7 +146,7 @@ TEST(CaptureStoreTest, EagerBinAtLevelOneEvenWhenEmpty) {
 }
 
 TEST(CaptureStoreTest, OutOfOrderOrMismatchedPairsAreRejectedAndHarmless) {
-  const std::string dir = TempDir("reject");
+  const std::string dir = CaptureDir("reject");
   auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
   ASSERT_TRUE((*store)->Append(Tensor(1, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 0, 4), "aaaa").ok());
   absl::Status s = (*store)->Append(Tensor(2, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 100, 4), "bbbb");
@@ -196,7 +165,7 @@ TEST(CaptureStoreTest, OutOfOrderOrMismatchedPairsAreRejectedAndHarmless) {
 // The writer dies mid-run: a torn journal tail and payload bytes whose record
 // never reached the journal. Recover keeps every acknowledged pair.
 TEST(CaptureStoreTest, RecoverRebuildsTheManifestFromTheJournal) {
-  const std::string dir = TempDir("crash");
+  const std::string dir = CaptureDir("crash");
   {
     auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
     for (uint64_t i = 0; i < 10; ++i) {
@@ -216,35 +185,31 @@ TEST(CaptureStoreTest, RecoverRebuildsTheManifestFromTheJournal) {
   EXPECT_EQ(m.args(0).task_id(), "0x000000000000005b");
   EXPECT_EQ(m.args(0).bin_offset(), 36u);
   EXPECT_TRUE(CaptureStore::Recover(dir).ok());  // idempotent
-  EXPECT_EQ(CaptureStore::Recover(TempDir("nothing_here")).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(CaptureStore::Recover(CaptureDir("nothing_here")).code(), absl::StatusCode::kNotFound);
 }
 
-// A dead writer's capture of `n` tensors of 4 bytes (task 100 - i, payload
-// 'a' + i) and a scalar per task, without a manifest.
+// Task 100 - i of a capture: a tensor of 4 bytes at i * 4 (payload 'a' + i)
+// and a scalar.
+absl::Status AppendTask(CaptureStore* store, uint64_t i) {
+  absl::Status s =
+      store->Append(Tensor(100 - i, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, i * 4, 4),
+                    std::string(4, static_cast<char>('a' + i)));
+  if (!s.ok()) return s;
+  return store->Append(ScalarRecord(100 - i).Arg(1).ScalarBits(i), "");
+}
+
+// A dead writer's capture of tasks 100 down to 100 - n + 1 (AppendTask),
+// without a manifest.
 void WriteUnfinished(const std::string& dir, uint64_t n) {
   auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
-  for (uint64_t i = 0; i < n; ++i) {
-    ASSERT_TRUE((*store)->Append(Tensor(100 - i, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT,
-                                        i * 4, 4),
-                                 std::string(4, static_cast<char>('a' + i))).ok());
-    v1::ArgRecord sc;
-    sc.set_task_id(100 - i);
-    sc.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    sc.set_arg_index(1);
-    sc.set_role(v1::ROLE_INPUT);
-    sc.set_kind(v1::KIND_SCALAR);
-    sc.set_dtype(v1::DTYPE_INT32);
-    sc.set_numel(1);
-    sc.set_scalar_bits(i);
-    ASSERT_TRUE((*store)->Append(sc, "").ok());
-  }
+  for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(AppendTask(store->get(), i).ok());
 }
 
 // One flipped byte in the middle of the journal costs the entry it is in,
 // not the ones after it; args.bin is not cut (its bytes may be the lost
 // entry's); the manifest and the status say what was dropped and where.
 TEST(CaptureStoreTest, RecoverKeepsEveryEntryAfterADamagedOne) {
-  const std::string dir = TempDir("damaged_middle");
+  const std::string dir = CaptureDir("damaged_middle");
   WriteUnfinished(dir, 20);
   const std::string journal = ReadFile(dir + "/args.journal");
   const std::string bin = ReadFile(dir + "/args.bin");
@@ -283,7 +248,7 @@ TEST(CaptureStoreTest, RecoverKeepsEveryEntryAfterADamagedOne) {
 // DATA_LOSS -- never a manifest that points past the end.
 TEST(CaptureStoreTest, RecoverWithArgsBinMissingOrShortIsDataLoss) {
   for (const bool missing : {true, false}) {
-    const std::string dir = TempDir(missing ? "bin_missing" : "bin_short");
+    const std::string dir = CaptureDir(missing ? "bin_missing" : "bin_short");
     WriteUnfinished(dir, 10);
     if (missing) {
       ASSERT_EQ(std::remove((dir + "/args.bin").c_str()), 0);
@@ -309,7 +274,7 @@ TEST(CaptureStoreTest, RecoverWithArgsBinMissingOrShortIsDataLoss) {
 // A torn last entry (a crash mid-append) loses nothing acknowledged: OK,
 // and args.bin is cut back to the last journaled payload.
 TEST(CaptureStoreTest, RecoverAfterATornTailIsOk) {
-  const std::string dir = TempDir("torn_tail");
+  const std::string dir = CaptureDir("torn_tail");
   WriteUnfinished(dir, 5);
   const std::string journal = ReadFile(dir + "/args.journal");
   std::ofstream(dir + "/args.journal", std::ios::app | std::ios::binary)
@@ -327,7 +292,7 @@ TEST(CaptureStoreTest, RecoverAfterATornTailIsOk) {
 
 // A journal written before sync markers (version 1) still recovers.
 TEST(CaptureStoreTest, RecoverReadsVersionOneJournals) {
-  const std::string dir = TempDir("v1_journal");
+  const std::string dir = CaptureDir("v1_journal");
   ASSERT_TRUE(CreateDirectories(dir).ok());
   const auto v1_entry = VersionOneJournalEntry;
   std::string journal = v1_entry(1, Info(v1::DUMP_LEVEL_FULL).SerializeAsString());
@@ -350,8 +315,8 @@ TEST(CaptureStoreTest, RecoverReadsVersionOneJournals) {
 // ends (a torn last append and the payload bytes behind it cut away), takes
 // more records, and finishes as if it had never stopped.
 TEST(CaptureStoreTest, ReopenContinuesALiveCapture) {
-  const std::string dir = TempDir("reopen");
-  const std::string whole = TempDir("reopen_whole");
+  const std::string dir = CaptureDir("reopen");
+  const std::string whole = CaptureDir("reopen_whole");
   WriteUnfinished(dir, 3);
   WriteUnfinished(whole, 5);
   std::ofstream(dir + "/args.journal", std::ios::app | std::ios::binary) << "AJNL\x30";
@@ -360,21 +325,7 @@ TEST(CaptureStoreTest, ReopenContinuesALiveCapture) {
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_EQ((*store)->records(), 6u);
   EXPECT_EQ((*store)->bin_bytes(), 12u);
-  for (uint64_t i = 3; i < 5; ++i) {
-    ASSERT_TRUE((*store)->Append(Tensor(100 - i, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT,
-                                        i * 4, 4),
-                                 std::string(4, static_cast<char>('a' + i))).ok());
-    v1::ArgRecord sc;
-    sc.set_task_id(100 - i);
-    sc.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    sc.set_arg_index(1);
-    sc.set_role(v1::ROLE_INPUT);
-    sc.set_kind(v1::KIND_SCALAR);
-    sc.set_dtype(v1::DTYPE_INT32);
-    sc.set_numel(1);
-    sc.set_scalar_bits(i);
-    ASSERT_TRUE((*store)->Append(sc, "").ok());
-  }
+  for (uint64_t i = 3; i < 5; ++i) ASSERT_TRUE(AppendTask(store->get(), i).ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
   auto finished_whole = CaptureStore::Reopen(whole);
   ASSERT_TRUE(finished_whole.ok());
@@ -409,7 +360,7 @@ TEST(CaptureStoreTest, ReopenRefusesWhatIsNotALiveCapture) {
        }},
   };
   for (const Case& c : cases) {
-    const std::string dir = TempDir("reopen_refused_" + c.name);
+    const std::string dir = CaptureDir("reopen_refused_" + c.name);
     WriteUnfinished(dir, 4);
     c.damage(dir);
     const std::string before = ReadFile(dir + "/args.journal");
@@ -424,7 +375,7 @@ TEST(CaptureStoreTest, ReopenRefusesWhatIsNotALiveCapture) {
 // A finish that fails on the way (the manifest cannot be written) leaves
 // the capture live: more records, and a second finish that works.
 TEST(CaptureStoreTest, AFailedFinishLeavesTheCaptureLive) {
-  const std::string dir = TempDir("finish_fails");
+  const std::string dir = CaptureDir("finish_fails");
   WriteUnfinished(dir, 2);
   auto store = CaptureStore::Reopen(dir);
   ASSERT_TRUE(store.ok());
@@ -445,37 +396,23 @@ TEST(CaptureStoreTest, AFailedFinishLeavesTheCaptureLive) {
 }
 
 TEST(CaptureStoreTest, BatchOfMixedPayloadSizesIsWrittenExactly) {
-  const std::string dir = TempDir("mixed_sizes");
+  const std::string dir = CaptureDir("mixed_sizes");
   auto store = *CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
   const std::vector<uint64_t> sizes = {4, 0, 65536, 65540, 0, 300000, 8, 131072, 12};
-  std::vector<v1::ArgRecord> records;
-  std::vector<std::string> bytes;
+  RecordBatch batch;  // payloads back to back
   std::string expected;
-  uint64_t offset = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    v1::ArgRecord r = Tensor(i + 1, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT,
-                             sizes[i] ? offset : 0, sizes[i]);
-    if (sizes[i] == 0) {
-      r.set_kind(v1::KIND_SCALAR);
-      r.clear_shape();
-      r.clear_strides();
-      r.set_numel(1);
-      r.set_logical_bytes(0);
-    }
+    // The empty ones are scalars (of the tensors' dtype and func).
+    const v1::ArgRecord r =
+        sizes[i] == 0
+            ? ScalarRecord(i + 1).Dtype(v1::DTYPE_FLOAT32).FuncIds({3}).Contiguous().Build()
+            : Tensor(i + 1, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 0, sizes[i]);
     std::string b(sizes[i], '\0');
     for (size_t k = 0; k < b.size(); ++k) b[k] = static_cast<char>((k * 7 + i * 13) & 0xFF);
     expected += b;
-    offset += sizes[i];
-    records.push_back(r);
-    bytes.push_back(std::move(b));
+    batch.Add(r, std::move(b));
   }
-  std::vector<const v1::ArgRecord*> rp;
-  std::vector<absl::string_view> pp;
-  for (size_t i = 0; i < records.size(); ++i) {
-    rp.push_back(&records[i]);
-    pp.push_back(bytes[i]);
-  }
-  ASSERT_TRUE(store->AppendBatch(rp, pp).ok());
+  ASSERT_TRUE(store->AppendBatch(batch.RecordPtrs(), batch.PayloadViews()).ok());
   EXPECT_EQ(store->bin_bytes(), expected.size());
   ASSERT_TRUE(store->Finish(v1::CaptureCounters()).ok());
   EXPECT_TRUE(ReadFile(dir + "/args.bin") == expected);

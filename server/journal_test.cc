@@ -1,6 +1,5 @@
 #include "server/journal.h"
 
-#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <string>
@@ -8,16 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 #include "server/crc32c.h"
 #include "server/journal_v1_testing.h"
 
 namespace argsdump {
 namespace {
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

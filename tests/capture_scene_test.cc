@@ -1,7 +1,6 @@
 // Scene tests of the whole local pipeline: sim workload -> recorder ->
 // collector (both transports) -> CaptureStore -> args_dump.json + args.bin,
 // read back with an independent JSON parser and checked value by value.
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -13,17 +12,14 @@
 #include "device/workload.h"
 #include "gtest/gtest.h"
 #include "tests/capture_reader.h"
+#include "tests/testing/sim_jobs.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
 
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
-
 v1::WorkloadSpec FromJson(const std::string& name, const std::string& json) {
-  const std::string path = TempDir(name + ".json");
+  const std::string path = TempPath(name + ".json");
   std::ofstream(path) << json;
   auto spec = LoadWorkloadFile(path, BuiltinKernels());
   EXPECT_TRUE(spec.ok()) << spec.status();
@@ -35,14 +31,10 @@ uint16_t Func(const char* name) { return *BuiltinKernels().IdOf(name); }
 class SceneTest : public ::testing::TestWithParam<Platform> {
  protected:
   SimJobOptions Options(int level, const std::string& name) {
-    SimJobOptions o;
-    o.dump_level = level;
+    SimJobOptions o = SmallSimJob(
+        level, TempPath(absl::StrCat(name, "_", PlatformName(GetParam()), "_l", level)),
+        /*threads=*/2);
     o.platform = GetParam();
-    o.output_prefix = TempDir(absl::StrCat(name, "_", PlatformName(GetParam()), "_l", level));
-    o.sim.scheduler_threads = 2;
-    o.sim.worker_threads = 2;
-    o.sim.timeouts = SimTimeouts();
-    o.region.arena_bytes = 1 << 20;
     return o;
   }
   SimJobResult Run(const v1::WorkloadSpec& w, const SimJobOptions& o) {
@@ -331,7 +323,7 @@ TEST(PlatformParityTest, A2a3AndA5CapturesAreIdentical) {
       SimJobOptions o;
       o.dump_level = 2;
       o.platform = p;
-      o.output_prefix = TempDir(absl::StrCat("parity_", threads, "_", PlatformName(p)));
+      o.output_prefix = TempPath(absl::StrCat("parity_", threads, "_", PlatformName(p)));
       o.sim.scheduler_threads = threads;
       o.sim.worker_threads = 2;
       // Sequential: one task in flight at a time, so the order is fixed.

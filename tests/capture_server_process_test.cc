@@ -138,7 +138,7 @@ grpc::Status CallByReflection(const std::shared_ptr<grpc::Channel>& channel,
 
 TEST(CaptureServerProcessTest, ReflectionListsDescribesAndCallsEveryService) {
   ServerProcess server;
-  ASSERT_NO_FATAL_FAILURE(server.Start(TempDir("reflection_root")));
+  ASSERT_NO_FATAL_FAILURE(server.Start(TempPath("reflection_root")));
   auto channel = grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials());
   ReflectionClient reflection(channel);
   const std::vector<std::string> services = reflection.ListServices();
@@ -185,14 +185,14 @@ TEST(CaptureServerProcessTest, ReflectionListsDescribesAndCallsEveryService) {
 // durable watermark and finishes; the capture is byte for byte the
 // uninterrupted one (every acked record kept, nothing twice).
 TEST(CaptureServerProcessTest, SigkillMidCaptureTheClientResumesOnTheRestartedServer) {
-  const std::string root = TempDir("sigkill_root");
+  const std::string root = TempPath("sigkill_root");
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(root));
   const std::string target = server.target();
   auto sink = Connect(target, "killed");
   ASSERT_NE(sink, nullptr);
   uint64_t offset = 0;
-  std::vector<Batch> sent;
+  std::vector<RecordBatch> sent;
   for (int b = 0; b < 5; ++b) {
     sent.push_back(MakeBatch(100 + b * 50, 50, &offset));
     ASSERT_TRUE(Send(sink.get(), sent.back()).ok());  // acked: durable
@@ -226,13 +226,13 @@ TEST(CaptureServerProcessTest, SigkillMidCaptureTheClientResumesOnTheRestartedSe
 // SIGTERM leaves a live capture live (no manifest): after the restart it is
 // LIVE and detached, and its client resumes it to the end.
 TEST(CaptureServerProcessTest, SigtermLeavesLiveCapturesResumable) {
-  const std::string root = TempDir("sigterm_root");
+  const std::string root = TempPath("sigterm_root");
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(root));
   auto sink = Connect(server.target(), "live");
   ASSERT_NE(sink, nullptr);
   uint64_t offset = 0;
-  std::vector<Batch> sent = {MakeBatch(1, 20, &offset)};
+  std::vector<RecordBatch> sent = {MakeBatch(1, 20, &offset)};
   ASSERT_TRUE(Send(sink.get(), sent.back()).ok());
   server.Signal(SIGTERM);
   const int status = server.Wait();
@@ -260,7 +260,7 @@ TEST(CaptureServerProcessTest, SigtermLeavesLiveCapturesResumable) {
 // SIGTERM ends the server within its grace whatever streams are open: a
 // watch of a live capture that stopped growing used to hold it forever.
 TEST(CaptureServerProcessTest, SigtermEndsWithAWatchOpenOnAQuietLiveCapture) {
-  const std::string root = TempDir("sigterm_watch_root");
+  const std::string root = TempPath("sigterm_watch_root");
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(root));
   auto sink = Connect(server.target(), "quiet");
@@ -288,7 +288,7 @@ TEST(CaptureServerProcessTest, SigtermEndsWithAWatchOpenOnAQuietLiveCapture) {
 // A stream that opens `name`, sends `batch` and half-closes without a
 // finish: the capture stays live, detached once the status is back.
 grpc::Status IngestWithoutFinish(const std::string& target, const std::string& name,
-                                 const Batch& batch) {
+                                 const RecordBatch& batch) {
   auto stub = v1::CaptureService::NewStub(
       grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
@@ -300,14 +300,14 @@ grpc::Status IngestWithoutFinish(const std::string& target, const std::string& n
   v1::IngestRequest send;
   send.mutable_batch()->set_first_record(0);
   send.mutable_batch()->set_payload_offset(0);
-  for (size_t i = 0; i < batch.records.size(); ++i) {
-    *send.mutable_batch()->add_records() = batch.records[i];
-    send.mutable_batch()->mutable_payload()->append(batch.bytes[i]);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    *send.mutable_batch()->add_records() = batch.records()[i];
+    send.mutable_batch()->mutable_payload()->append(batch.payload(i));
   }
   EXPECT_TRUE(stream->Write(open) && stream->Write(send));
   v1::IngestResponse r;
   while (stream->Read(&r)) {
-    if (r.has_ack() && r.ack().durable_records() == batch.records.size()) break;
+    if (r.has_ack() && r.ack().durable_records() == batch.size()) break;
   }
   stream->WritesDone();
   while (stream->Read(&r)) {
@@ -319,7 +319,7 @@ grpc::Status IngestWithoutFinish(const std::string& target, const std::string& n
 // capture sealed, with its counters and what sealed it - its finish
 // message, FinishCapture, the idle timeout, recovery at start.
 TEST(CaptureServerProcessTest, LogsEachCaptureOpenedAndSealedWithItsCounters) {
-  const std::string root = TempDir("log_root");
+  const std::string root = TempPath("log_root");
   const std::string no_losses =
       "dropped 0 records (ready queue full 0, free queue empty 0, arena ack timeout 0, flush "
       "timeout 0, overwritten 0), 0 truncated";
@@ -433,7 +433,7 @@ std::pair<int, std::string> RunToExit(const std::vector<std::string>& flags) {
 // One server per root, and per port: a second one exits 2 saying why
 // instead of answering every other call.
 TEST(CaptureServerProcessTest, ASecondServerOnTheSameRootOrPortExitsTwo) {
-  const std::string root = TempDir("one_per_root");
+  const std::string root = TempPath("one_per_root");
   ServerProcess first;
   first.Start(root);
   const auto [same_root, root_err] =
@@ -443,7 +443,8 @@ TEST(CaptureServerProcessTest, ASecondServerOnTheSameRootOrPortExitsTwo) {
             std::string::npos)
       << root_err;
   const auto [same_port, port_err] = RunToExit(
-      {"--listen=" + first.target(), "--root=" + TempDir("other_root"), "--shutdown_grace_ms=100"});
+      {"--listen=" + first.target(), "--root=" + TempPath("other_root"),
+       "--shutdown_grace_ms=100"});
   EXPECT_EQ(same_port, 2) << port_err;
   EXPECT_NE(port_err.find("cannot listen on " + first.target()), std::string::npos) << port_err;
   // Bad flags: exit 2 naming the flag (absl alone would exit 1).

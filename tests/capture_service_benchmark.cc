@@ -1,7 +1,7 @@
 // The capture service on loopback, next to the limit measured in the same
 // run: the same GrpcSink streaming the same messages to a null service that
 // acknowledges every batch without storing it.
-//   bazel run -c opt //server:capture_service_benchmark
+//   bazel run -c opt //tests:capture_service_benchmark
 // BM_IngestRatios/0        metadata-only records: real / null, paired per iteration
 // BM_IngestRatios/1        1 MiB tensors: real / null, and bytes/s
 // BM_QueryByTask/N         QueryArgs by task_id on a finished N-record capture
@@ -25,18 +25,14 @@
 #include "benchmark/benchmark.h"
 #include "collector/grpc_sink.h"
 #include "server/capture_service.h"
+#include "tests/testing/arg_records.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
 
 std::string Scratch(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/argsdump_svc_bench_", name, "_", ::getpid());
-}
-
-void RemoveTree(const std::string& path) {
-  if (std::system(("rm -rf '" + path + "'").c_str()) != 0) std::abort();
-  ::sync();
+  return ProcessTempPath("argsdump_svc_bench_" + name);
 }
 
 // A line of /proc/self/status ("RssAnon", "RssFile"), MiB.
@@ -150,36 +146,13 @@ Workload MakeWorkload(int kind, int tasks) {
   for (int t = 0; t < tasks; ++t) {
     if (kind == 0) {
       for (uint32_t a = 0; a < 16; ++a) {
-        v1::ArgRecord r;
-        r.set_task_id(0x100000000ull + t);
-        r.add_func_ids(1);
-        r.set_arg_index(a);
-        r.set_role(v1::ROLE_INPUT);
-        r.set_stage(v1::STAGE_BEFORE_DISPATCH);
-        r.set_kind(v1::KIND_SCALAR);
-        r.set_dtype(v1::DTYPE_INT32);
-        r.set_numel(1);
-        r.set_is_contiguous(true);
-        r.set_scalar_bits(a);
-        w.records.push_back(r);
+        w.records.push_back(
+            ScalarRecord(0x100000000ull + t).FuncIds({1}).Arg(a).Contiguous().ScalarBits(a));
       }
     } else {
-      v1::ArgRecord r;
-      r.set_task_id(0x100000000ull + t);
-      r.add_func_ids(1);
-      r.set_role(v1::ROLE_INPUT);
-      r.set_stage(v1::STAGE_BEFORE_DISPATCH);
-      r.set_kind(v1::KIND_TENSOR);
-      r.set_dtype(v1::DTYPE_FLOAT32);
-      r.add_shape(1 << 18);
-      r.add_strides(1);
-      r.set_numel(1 << 18);
-      r.set_is_contiguous(true);
-      r.set_logical_bytes(1 << 20);
-      r.set_bin_offset(offset);
-      r.set_bin_size(1 << 20);
+      w.records.push_back(TensorRecord(0x100000000ull + t).FuncIds({1}).Shape({1 << 18})
+                              .Contiguous().BinOffset(offset));
       offset += 1 << 20;
-      w.records.push_back(r);
     }
   }
   w.bytes.assign(offset, '\x3c');
@@ -244,7 +217,7 @@ void BM_IngestRatios(benchmark::State& state) {
   CaptureServerOptions o;
   o.listen = "127.0.0.1:0";
   o.hub.root = root;
-  RemoveTree(root);
+  RemoveTreeAndSync(root);
   auto server = std::move(CaptureServer::Start(o)).value();
   const std::string real = absl::StrCat("127.0.0.1:", server->port());
   const std::string null = absl::StrCat("127.0.0.1:", null_server.port);
@@ -268,7 +241,7 @@ void BM_IngestRatios(benchmark::State& state) {
   state.counters[kind == 0 ? "null_records_per_s" : "null_bytes_per_s"] = Median(null_rate);
   server->Shutdown(std::chrono::milliseconds(1000));
   server.reset();
-  RemoveTree(root);
+  RemoveTreeAndSync(root);
 }
 BENCHMARK(BM_IngestRatios)->Arg(0)->Arg(1)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 
@@ -277,7 +250,7 @@ BENCHMARK(BM_IngestRatios)->Arg(0)->Arg(1)->Iterations(5)->UseManualTime()->Unit
 void BM_QueryByTask(benchmark::State& state) {
   const uint64_t records = state.range(0);
   const std::string root = Scratch(absl::StrCat("query_", records));
-  RemoveTree(root);
+  RemoveTreeAndSync(root);
   {
     v1::CaptureInfo info;
     info.set_name("big");
@@ -289,17 +262,9 @@ void BM_QueryByTask(benchmark::State& state) {
     for (uint64_t done = 0; done < records; done += chunk.size()) {
       for (size_t i = 0; i < chunk.size(); ++i) {
         const uint64_t id = done + i;
-        v1::ArgRecord& r = chunk[i];
-        r.Clear();
-        r.set_task_id(0x100000000ull + id / 8);
-        r.set_arg_index(static_cast<uint32_t>(id % 8));
-        r.set_role(v1::ROLE_INPUT);
-        r.set_stage(v1::STAGE_BEFORE_DISPATCH);
-        r.set_kind(v1::KIND_SCALAR);
-        r.set_dtype(v1::DTYPE_INT32);
-        r.set_numel(1);
-        r.set_scalar_bits(id);
-        ptrs[i] = &r;
+        chunk[i] = ScalarRecord(0x100000000ull + id / 8).Arg(static_cast<uint32_t>(id % 8))
+                       .ScalarBits(id);
+        ptrs[i] = &chunk[i];
       }
       if (!store->AppendBatch(ptrs, empty).ok()) std::abort();
     }
@@ -337,7 +302,7 @@ void BM_QueryByTask(benchmark::State& state) {
   state.counters["index_file_rss_mib"] = StatusMiB("RssFile");
   server->Shutdown(std::chrono::milliseconds(1000));
   server.reset();
-  RemoveTree(root);
+  RemoveTreeAndSync(root);
 }
 BENCHMARK(BM_QueryByTask)->Arg(1 << 20)->Arg(10 << 20)->Iterations(20000)->Unit(benchmark::kMicrosecond);
 

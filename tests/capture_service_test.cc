@@ -17,14 +17,11 @@
 #include "gtest/gtest.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "server/capture_service.h"
+#include "tests/testing/arg_records.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
-
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/", name);
-}
 
 // Records of `tasks` tasks: per task a float32 input before dispatch, an
 // int32 scalar, and an output after completion; payload sizes vary (some
@@ -50,22 +47,9 @@ Pairs MakePairs(int tasks) {
   uint64_t offset = 0;
   auto tensor = [&](uint64_t task, uint32_t arg, v1::Role role, v1::Stage stage,
                     uint32_t elements) {
-    v1::ArgRecord r;
-    r.set_task_id(task);
-    r.add_func_ids(static_cast<uint32_t>(task % 5));
-    r.set_arg_index(arg);
-    r.set_role(role);
-    r.set_stage(stage);
-    r.set_kind(v1::KIND_TENSOR);
-    r.set_dtype(v1::DTYPE_FLOAT32);
-    r.add_shape(elements);
-    r.add_strides(1);
-    r.set_numel(elements);
-    r.set_is_contiguous(true);
-    r.set_logical_bytes(uint64_t{elements} * 4);
-    r.set_bin_offset(offset);
-    r.set_bin_size(uint64_t{elements} * 4);
-    r.set_device_thread(static_cast<uint32_t>(task % 3));
+    const v1::ArgRecord r = TensorRecord(task).FuncIds({static_cast<uint32_t>(task % 5)}).Arg(arg)
+        .Role(role).Stage(stage).Shape({elements}).Contiguous().BinOffset(offset)
+        .DeviceThread(static_cast<uint32_t>(task % 3));
     offset += r.bin_size();
     std::string b(r.bin_size(), '\0');
     for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>((i * 31 + task * 7 + arg) & 0xFF);
@@ -76,19 +60,9 @@ Pairs MakePairs(int tasks) {
     const uint64_t task = 0x100000000ull + t;
     const uint32_t elements = t % 7 == 3 ? 300000 : 64 + 16 * (t % 5);  // 1.2 MB every 7th
     tensor(task, 0, v1::ROLE_INPUT, v1::STAGE_BEFORE_DISPATCH, elements);
-    v1::ArgRecord s;
-    s.set_task_id(task);
-    s.add_func_ids(static_cast<uint32_t>(task % 5));
-    s.set_arg_index(2);
-    s.set_role(v1::ROLE_INPUT);
-    s.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    s.set_kind(v1::KIND_SCALAR);
-    s.set_dtype(v1::DTYPE_INT32);
-    s.set_numel(1);
-    s.set_is_contiguous(true);
-    s.set_scalar_bits(static_cast<uint64_t>(t));
-    s.set_device_thread(static_cast<uint32_t>(task % 3));
-    p.records.push_back(s);
+    p.records.push_back(ScalarRecord(task).FuncIds({static_cast<uint32_t>(task % 5)}).Arg(2)
+                            .Contiguous().ScalarBits(static_cast<uint64_t>(t))
+                            .DeviceThread(static_cast<uint32_t>(task % 3)));
     p.bytes.emplace_back();
     tensor(task, 1, v1::ROLE_OUTPUT, v1::STAGE_AFTER_COMPLETION, elements);
   }
@@ -114,7 +88,7 @@ v1::CaptureCounters DeviceCounters() {
 
 // The same pairs through the embedded local store: the reference files.
 std::string WriteLocally(const std::string& name, const Pairs& p) {
-  const std::string dir = TempDir(absl::StrCat("local_", name, "/args_dump"));
+  const std::string dir = TempPath(absl::StrCat("local_", name, "/args_dump"));
   auto sink = LocalSink::Create(dir, Info(name));
   EXPECT_TRUE(sink.ok());
   EXPECT_TRUE((*sink)->WriteBatch(p.RecordPtrs(0, p.records.size()), p.Payloads(0, p.records.size())).ok());
@@ -128,7 +102,7 @@ class CaptureServiceTest : public ::testing::Test {
                    std::string tls_cert = "", std::string tls_key = "") {
     CaptureServerOptions o;
     o.listen = "127.0.0.1:0";
-    o.hub.root = TempDir(root);
+    o.hub.root = TempPath(root);
     o.hub.max_capture_bytes = quota;
     o.auth_token = std::move(token);
     o.tls_cert_file = std::move(tls_cert);
@@ -560,7 +534,7 @@ TEST_F(CaptureServiceTest, CaptureNamesCannotLeaveTheRoot) {
     const grpc::Status s = in.End();
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << "'" << name << "'";
   }
-  std::ifstream escaped(TempDir("escape"));
+  std::ifstream escaped(TempPath("escape"));
   EXPECT_FALSE(escaped.good());
 }
 
@@ -704,21 +678,9 @@ TEST_F(CaptureServiceTest, TinyPayloadsAreStoredByteForByte) {
     v1::IngestRequest req;
     req.mutable_batch()->set_first_record(batch);
     req.mutable_batch()->set_payload_offset(offset);
-    v1::ArgRecord* rec = req.mutable_batch()->add_records();
-    rec->set_task_id(0x100000000ull + batch);
-    rec->add_func_ids(1);
-    rec->set_role(v1::ROLE_INPUT);
-    rec->set_stage(v1::STAGE_BEFORE_DISPATCH);
-    rec->set_kind(v1::KIND_TENSOR);
-    rec->set_dtype(v1::DTYPE_UINT8);
     const uint32_t n = 1 + batch * 2;  // 1 to 11 bytes
-    rec->add_shape(n);
-    rec->add_strides(1);
-    rec->set_numel(n);
-    rec->set_is_contiguous(true);
-    rec->set_logical_bytes(n);
-    rec->set_bin_offset(offset);
-    rec->set_bin_size(n);
+    *req.mutable_batch()->add_records() = TensorRecord(0x100000000ull + batch).FuncIds({1})
+        .Dtype(v1::DTYPE_UINT8).Shape({n}).Contiguous().BinOffset(offset);
     std::string bytes;
     for (uint32_t i = 0; i < n; ++i) bytes.push_back(static_cast<char>(0xA0 + batch * 16 + i));
     req.mutable_batch()->set_payload(bytes);
@@ -1007,7 +969,7 @@ TEST_F(CaptureServiceTest, EightClientsStreamAtOnceWithoutLoss) {
 // the token streams; without the token it is UNAUTHENTICATED; a plaintext
 // client does not get through at all.
 TEST_F(CaptureServiceTest, TlsAndTokenTogether) {
-  const std::string dir = TempDir("tls_files");
+  const std::string dir = TempPath("tls_files");
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
   const std::string cert = dir + "/cert.pem", key = dir + "/key.pem";
   const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost"

@@ -3,7 +3,6 @@
 // whole local pipeline (sim runtime -> recorder -> collector -> store) and
 // read back from the files.
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <algorithm>
@@ -19,26 +18,16 @@
 #include "device/sim/kernels.h"
 #include "device/workload.h"
 #include "gtest/gtest.h"
+#include "tests/testing/sim_jobs.h"
+#include "tests/testing/temp_dir.h"
 #include "tests/capture_reader.h"
 #include "viewer/viewer.h"
 
 namespace argsdump {
 namespace {
 
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/", name);
-}
-
 SimJobOptions Options(const std::string& name, int level = 2) {
-  SimJobOptions o;
-  o.dump_level = level;
-  o.output_prefix = TempDir(name);
-  o.sim.scheduler_threads = 2;
-  o.sim.worker_threads = 2;
-  o.sim.timeouts = SimTimeouts();
-  o.region.arena_bytes = 1 << 20;
-  return o;
+  return SmallSimJob(level, TempPath(name), /*threads=*/2);
 }
 
 CaptureFiles RunJob(const std::string& workload, const SimJobOptions& o,
@@ -162,7 +151,7 @@ TEST(DumpControlTest, StepsAreRecordedAndSelectedByTheStepList) {
   }
   EXPECT_NE(all.manifest_text.find("\"step\": 3"), std::string::npos);
   o.dump.steps = *StepSet::Parse("0|2-3");
-  o.output_prefix = TempDir("steps_some");
+  o.output_prefix = TempPath("steps_some");
   EXPECT_EQ(Steps(RunJob("vector_example", o)), (std::set<uint32_t>{0, 2, 3}));
   // A single-step capture has no "step" fields: its manifest is unchanged.
   const CaptureFiles one = RunJob("vector_example", Options("steps_one"));
@@ -215,7 +204,7 @@ TEST(DumpControlTest, TheSwitchTakesEffectAtTheNextStepOnly) {
 // The config file as sim_run watches it: edited between steps (here, by
 // the test at the start of step 2), it switches the dump from that step.
 TEST(DumpControlTest, EditingTheConfigFileSwitchesAtTheNextStep) {
-  const std::string path = TempDir("watched_dump.json");
+  const std::string path = TempPath("watched_dump.json");
   std::ofstream(path, std::ios::trunc) << R"({"level": 2, "mode": "output"})";
   auto watcher = std::make_shared<DumpConfigWatcher>(DumpConfigEntry(), DumpConfigEntry(), path);
   std::vector<DumpLog> logs;

@@ -27,12 +27,6 @@
 namespace argsdump {
 namespace {
 
-std::string Fresh(const std::string& name) {
-  const std::string dir = TempDir(name);
-  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
-  return dir;
-}
-
 void Put(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -99,14 +93,14 @@ class ServerKillTest : public ::testing::TestWithParam<KillAt> {};
 // for byte like an uninterrupted one: every acked record, nothing twice.
 TEST_P(ServerKillTest, TheClientResumesToTheUninterruptedCapture) {
   const KillAt at = GetParam();
-  const std::string root = Fresh(absl::StrCat("kill_root_", static_cast<int>(at)));
+  const std::string root = FreshTempDir(absl::StrCat("kill_root_", static_cast<int>(at)));
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(root));
   const std::string target = server.target();
   auto sink = Connect(target, "run");
   ASSERT_NE(sink, nullptr);
   uint64_t offset = 0;
-  std::vector<Batch> batches;
+  std::vector<RecordBatch> batches;
   for (int b = 0; b < 6; ++b) batches.push_back(MakeBatch(1000 + b * 1000, b == 3 ? 300 : 40, &offset));
   const int before = at == KillAt::kAfterOpen ? 0 : at == KillAt::kAfterOneBatch ? 1 : at == KillAt::kDuringFinish ? 6 : 3;
   for (int b = 0; b < before; ++b) ASSERT_TRUE(Send(sink.get(), batches[b]).ok());
@@ -161,12 +155,12 @@ INSTANTIATE_TEST_SUITE_P(EveryPoint, ServerKillTest,
 // through the outage): all eight captures end finished and byte-identical
 // to an uninterrupted one.
 TEST(ServerKillTest, EightClientsStreamThroughARestart) {
-  const std::string root = Fresh("kill_eight_root");
+  const std::string root = FreshTempDir("kill_eight_root");
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(root));
   const std::string target = server.target();
   uint64_t offset = 0;
-  std::vector<Batch> batches;
+  std::vector<RecordBatch> batches;
   for (int b = 0; b < 6; ++b) batches.push_back(MakeBatch(1000 + b * 1000, 40, &offset));
   constexpr int kClients = 8;
   std::mutex mu;
@@ -235,7 +229,7 @@ std::string SimRunBinary() {
 // (what was durable when it died, byte for byte), and says it lost
 // nothing acknowledged (exit 0).
 TEST(SimRunKillTest, RecoveredCaptureIsAPrefixOfTheUninterruptedOne) {
-  const std::string tmp = Fresh("simrun_kill");
+  const std::string tmp = FreshTempDir("simrun_kill");
   // 200 chained tasks, then one that never finishes (the device is busy
   // when it is killed).
   std::ostringstream w;
@@ -314,9 +308,9 @@ TEST(SimRunKillTest, RecoveredCaptureIsAPrefixOfTheUninterruptedOne) {
 // One capture per class of damage, then a server on the root: each is
 // served as documented and the server keeps answering.
 TEST(DamagedFilesTest, EveryClassIsServedRecoveredOrRefusedNeverACrash) {
-  const std::string root = Fresh("damaged_root");
+  const std::string root = FreshTempDir("damaged_root");
   uint64_t offset;
-  std::vector<Batch> batches;
+  std::vector<RecordBatch> batches;
   {
     ServerProcess server;
     ASSERT_NO_FATAL_FAILURE(server.Start(root));
@@ -326,7 +320,7 @@ TEST(DamagedFilesTest, EveryClassIsServedRecoveredOrRefusedNeverACrash) {
       ASSERT_NE(sink, nullptr);
       offset = 0;
       batches = {MakeBatch(1, 20, &offset), MakeBatch(21, 20, &offset)};
-      for (const Batch& b : batches) ASSERT_TRUE(Send(sink.get(), b).ok());
+      for (const RecordBatch& b : batches) ASSERT_TRUE(Send(sink.get(), b).ok());
       // Three stay live (their journal is what a restart reads); the rest finish.
       const std::string n = name;
       if (n != "journal_middle" && n != "journal_tail" && n != "bin_missing") {
@@ -396,7 +390,7 @@ TEST(DamagedFilesTest, EveryClassIsServedRecoveredOrRefusedNeverACrash) {
   };
   std::string bytes;
   EXPECT_TRUE(read("bin_short", 3, &bytes).ok());
-  EXPECT_TRUE(bytes == batches[0].bytes[3]);
+  EXPECT_TRUE(bytes == batches[0].payload(3));
   bytes.clear();
   EXPECT_EQ(read("bin_short", 35, &bytes).error_code(), grpc::StatusCode::DATA_LOSS);
   // A damaged manifest: the server answers from its index all the same.

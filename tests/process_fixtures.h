@@ -23,13 +23,11 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "tests/testing/arg_records.h"
+#include "tests/testing/record_batch.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
-
-inline std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/", name);
-}
 
 inline std::string ServerBinary() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
@@ -131,41 +129,20 @@ class ServerProcess {
 };
 
 
-struct Batch {
-  std::vector<v1::ArgRecord> records;
-  std::vector<std::string> bytes;
-};
-
-inline Batch MakeBatch(uint64_t first_task, int n, uint64_t* offset) {
-  Batch b;
+// Tasks [first_task, first_task + n), each a float32 input of 4096 bytes
+// (every byte the task id's low byte), the payloads from *offset on.
+inline RecordBatch MakeBatch(uint64_t first_task, int n, uint64_t* offset) {
+  RecordBatch b(*offset);
   for (int i = 0; i < n; ++i) {
-    v1::ArgRecord r;
-    r.set_task_id(first_task + i);
-    r.set_role(v1::ROLE_INPUT);
-    r.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    r.set_kind(v1::KIND_TENSOR);
-    r.set_dtype(v1::DTYPE_FLOAT32);
-    r.add_shape(1024);
-    r.add_strides(1);
-    r.set_numel(1024);
-    r.set_logical_bytes(4096);
-    r.set_bin_offset(*offset);
-    r.set_bin_size(4096);
-    *offset += 4096;
-    b.records.push_back(r);
-    b.bytes.emplace_back(4096, static_cast<char>(first_task + i));
+    b.Add(TensorRecord(first_task + i).Shape({1024}),
+          std::string(4096, static_cast<char>(first_task + i)));
   }
+  *offset = b.end_bin_offset();
   return b;
 }
 
-inline absl::Status Send(CaptureSink* sink, const Batch& b) {
-  std::vector<const v1::ArgRecord*> r;
-  std::vector<absl::string_view> p;
-  for (size_t i = 0; i < b.records.size(); ++i) {
-    r.push_back(&b.records[i]);
-    p.push_back(b.bytes[i]);
-  }
-  return sink->WriteBatch(r, p);
+inline absl::Status Send(CaptureSink* sink, const RecordBatch& b) {
+  return sink->WriteBatch(b.RecordPtrs(), b.PayloadViews());
 }
 
 inline std::unique_ptr<GrpcSink> Connect(const std::string& target, const std::string& name,
@@ -199,13 +176,14 @@ inline std::string Slurp(const std::string& path) {
 
 // The batches written through the local store: what an uninterrupted
 // capture's files are.
-inline std::string WriteUninterrupted(const std::string& name, const std::vector<Batch>& batches) {
-  const std::string dir = TempDir(name) + "/args_dump";
+inline std::string WriteUninterrupted(const std::string& name,
+                                      const std::vector<RecordBatch>& batches) {
+  const std::string dir = TempPath(name) + "/args_dump";
   v1::CaptureInfo info;
   info.set_level(v1::DUMP_LEVEL_FULL);
   auto sink = LocalSink::Create(dir, info);
   EXPECT_TRUE(sink.ok());
-  for (const Batch& b : batches) EXPECT_TRUE(Send(sink->get(), b).ok());
+  for (const RecordBatch& b : batches) EXPECT_TRUE(Send(sink->get(), b).ok());
   EXPECT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
   return dir;
 }

@@ -3,7 +3,6 @@
 // ARGSDUMP_LABELS), the capture named after the test and labelled by it,
 // found with ListCaptures by target, read back through the test library;
 // a service that refuses; and capture_server as a process the test starts.
-#include <cstdlib>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -15,6 +14,8 @@
 #include "sdk/argsdump.h"
 #include "sdk/testing.h"
 #include "server/capture_service.h"
+#include "tests/testing/scoped_env.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
@@ -24,24 +25,6 @@ using testing::ArgQuery;
 using testing::Capture;
 using testing::Role;
 using testing::Stage;
-
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = absl::StrCat(dir ? dir : "/tmp", "/", name);
-  std::system(("rm -rf '" + path + "' && mkdir -p '" + path + "'").c_str());
-  return path;
-}
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { ::unsetenv(name_.c_str()); }
-
- private:
-  std::string name_;
-};
 
 // out = x * s (float32).
 absl::Status Scale(KernelContext& ctx) {
@@ -58,7 +41,7 @@ class SdkGrpcTest : public ::testing::Test {
   void StartServer(const std::string& token = "") {
     CaptureServerOptions o;
     o.listen = "127.0.0.1:0";
-    o.hub.root = TempDir("root");
+    o.hub.root = FreshTempDir("root");
     o.auth_token = token;
     root_ = o.hub.root;
     auto server = CaptureServer::Start(o);
@@ -109,7 +92,7 @@ class SdkGrpcTest : public ::testing::Test {
 
 TEST_F(SdkGrpcTest, CiStreamsToTheServiceNamedAndLabelledByTheTest) {
   StartServer("s3cret");
-  const std::string token_file = TempDir("token") + "/token";
+  const std::string token_file = FreshTempDir("token") + "/token";
   std::ofstream(token_file) << "s3cret\n";
   ScopedEnv server("ARGSDUMP_CAPTURE_SERVER", target_);
   ScopedEnv token("ARGSDUMP_AUTH_TOKEN_FILE", token_file);
@@ -168,7 +151,7 @@ TEST_F(SdkGrpcTest, ARefusingServiceKeepsTheCaptureLocally) {
   StartServer("s3cret");  // and no token is sent
   ScopedEnv server("ARGSDUMP_CAPTURE_SERVER", target_);
   SessionOptions o;
-  o.dump.path = TempDir("refused");
+  o.dump.path = FreshTempDir("refused");
   ::testing::internal::CaptureStderr();
   auto r = Run(o);
   const std::string log = ::testing::internal::GetCapturedStderr();
@@ -186,7 +169,7 @@ TEST_F(SdkGrpcTest, AnUnreachableServiceKeepsTheCaptureLocally) {
   // Port 1: nothing listens there.
   ScopedEnv server("ARGSDUMP_CAPTURE_SERVER", "127.0.0.1:1");
   SessionOptions o;
-  o.dump.path = TempDir("unreachable");
+  o.dump.path = FreshTempDir("unreachable");
   o.connect_timeout = std::chrono::milliseconds(300);
   ::testing::internal::CaptureStderr();
   auto r = Run(o);
@@ -205,7 +188,7 @@ TEST_F(SdkGrpcTest, AnUnreachableServiceKeepsTheCaptureLocally) {
 }
 
 TEST_F(SdkGrpcTest, CaptureServerAsAProcessTheTestStarts) {
-  auto process = testing::CaptureServerProcess::Start(TempDir("process_root"));
+  auto process = testing::CaptureServerProcess::Start(FreshTempDir("process_root"));
   ASSERT_TRUE(process.ok()) << process.status();
   EXPECT_THAT((*process)->address(), ::testing::StartsWith("127.0.0.1:"));
   SessionOptions o;

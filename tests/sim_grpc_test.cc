@@ -14,25 +14,21 @@
 #include "device/workload.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/sim_jobs.h"
+#include "tests/testing/temp_dir.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "server/capture_service.h"
 
 namespace argsdump {
 namespace {
 
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/", name);
-}
-
 class SimGrpcTest : public ::testing::Test {
  protected:
   void SetUp() override {
     CaptureServerOptions o;
     o.listen = "127.0.0.1:0";
-    o.hub.root = TempDir(absl::StrCat("root_", ::testing::UnitTest::GetInstance()
-                                                   ->current_test_info()
-                                                   ->name()));
+    o.hub.root = TempPath(absl::StrCat(
+        "root_", ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     root_ = o.hub.root;
     auto server = CaptureServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -46,14 +42,7 @@ class SimGrpcTest : public ::testing::Test {
   // One scheduler and one worker: the same records in the same order on
   // every run, so two runs can be compared byte for byte.
   SimJobOptions Options(int level, const std::string& prefix) {
-    SimJobOptions o;
-    o.dump_level = level;
-    o.output_prefix = TempDir(prefix);
-    o.sim.scheduler_threads = 1;
-    o.sim.worker_threads = 1;
-    o.sim.timeouts = SimTimeouts();
-    o.region.arena_bytes = 1 << 20;
-    return o;
+    return SmallSimJob(level, TempPath(prefix), /*threads=*/1);
   }
 
   std::string root_, target_;

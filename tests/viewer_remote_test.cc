@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -16,6 +15,7 @@
 #include "absl/strings/str_replace.h"
 #include "collector/grpc_sink.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 #include "server/capture_service.h"
 #include "tests/capture_reader.h"
 #include "viewer/test_capture.h"
@@ -23,11 +23,6 @@
 
 namespace argsdump {
 namespace {
-
-std::string TempDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/", name);
-}
 
 struct Result {
   int code;
@@ -53,13 +48,13 @@ class ViewerRemoteTest : public ::testing::Test {
     CaptureServerOptions o;
     o.listen = "127.0.0.1:0";
     // A root of its own per test: captures of other tests are not listed.
-    o.hub.root = TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    o.hub.root = TempPath(::testing::UnitTest::GetInstance()->current_test_info()->name());
     o.auth_token = kToken;
     auto server = CaptureServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
     target_ = absl::StrCat("127.0.0.1:", server_->port());
-    token_file_ = TempDir("token");
+    token_file_ = TempPath("token");
     std::ofstream(token_file_) << kToken << "\n";
   }
   void TearDown() override {
@@ -91,7 +86,7 @@ class ViewerRemoteTest : public ::testing::Test {
   }
 
   std::string Local(const std::string& name, const TestCapture& capture) {
-    const std::string dir = TempDir(name + "/args_dump");
+    const std::string dir = TempPath(name + "/args_dump");
     EXPECT_TRUE(capture.WriteTo(dir, name).ok());
     return dir;
   }
@@ -123,8 +118,8 @@ const std::vector<std::vector<std::string>>& Commands() {
       {"-a", "2"},
       // --index exports (the reference's habit): both sides into one folder,
       // so that their "Saved:" lines are the same.
-      {"-i", "5", "--out", TempDir("index_export")},
-      {"-i", "11", "-r", "output", "--out", TempDir("index_export")},
+      {"-i", "5", "--out", TempPath("index_export")},
+      {"-i", "11", "-r", "output", "--out", TempPath("index_export")},
       {"--stats"},
       {"--stats", "-t", "100000002"},
       {"--first-nonfinite"},
@@ -147,7 +142,7 @@ TEST_F(ViewerRemoteTest, ExportsTheSameFiles) {
   const TestCapture scene = ViewerScene(false);
   const std::string local = Local("exported", scene);
   Ingest("exported", scene);
-  const std::string a = TempDir("export_local"), b = TempDir("export_remote");
+  const std::string a = TempPath("export_local"), b = TempPath("export_remote");
   const Result l = Viewer({local, "--export", "--npy", "--stats", "--out", a});
   const Result r = Viewer(Cat(Remote("exported"), {"--export", "--npy", "--stats", "--out", b}));
   ASSERT_EQ(l.code, 0) << l.err;
@@ -170,7 +165,7 @@ TEST_F(ViewerRemoteTest, ExportsTheSameFiles) {
   // Without --out, a remote export goes to ./<capture>/.
   char old[4096];
   ASSERT_NE(::getcwd(old, sizeof(old)), nullptr);
-  ASSERT_EQ(::chdir(TempDir("").c_str()), 0);
+  ASSERT_EQ(::chdir(TempPath("").c_str()), 0);
   const Result here = Viewer(Cat(Remote("exported"), {"-i", "5", "--npy"}));
   EXPECT_EQ(here.code, 0) << here.err;
   EXPECT_NE(here.out.find("wrote 1 .npy files to exported/npy/"), std::string::npos) << here.out;

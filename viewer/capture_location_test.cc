@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 #include "viewer/test_capture.h"
 #include "viewer/viewer.h"
 
@@ -20,11 +21,6 @@ namespace argsdump {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string Root() {
-  const char* t = std::getenv("TEST_TMPDIR");
-  return t ? t : "/tmp";
-}
 
 void Sh(const std::string& cmd) { ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd; }
 
@@ -56,14 +52,15 @@ class CaptureLocationTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // Extractions go to this test's own cache folder.
-    cache_ = Root() + "/cache_" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    cache_ = TempPath(std::string("cache_") +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ::setenv("XDG_CACHE_HOME", cache_.c_str(), 1);
   }
   std::string cache_;
 };
 
 TEST_F(CaptureLocationTest, FoldersOfEveryKind) {
-  const std::string outputs = MakeTestOutputs(Root() + "/kinds");
+  const std::string outputs = MakeTestOutputs(TempPath("kinds"));
   auto exact = LocateCapture(outputs + "/Suite.Old/args_dump");
   ASSERT_TRUE(exact.ok()) << exact.status();
   EXPECT_EQ(exact->dir, outputs + "/Suite.Old/args_dump");
@@ -77,16 +74,16 @@ TEST_F(CaptureLocationTest, FoldersOfEveryKind) {
   EXPECT_EQ(folder->dir, outputs + "/Suite.New/args_dump");
   EXPECT_THAT(folder->note, HasSubstr("the newest of 2 captures in " + outputs));
   EXPECT_THAT(folder->note, HasSubstr("others: " + outputs + "/Suite.Old/args_dump"));
-  EXPECT_EQ(LocateCapture(Root() + "/no_such_thing").status().code(), absl::StatusCode::kNotFound);
-  Sh("mkdir -p '" + Root() + "/empty_folder'");
-  auto empty = LocateCapture(Root() + "/empty_folder");
+  EXPECT_EQ(LocateCapture(TempPath("no_such_thing")).status().code(), absl::StatusCode::kNotFound);
+  Sh("mkdir -p '" + TempPath("empty_folder") + "'");
+  auto empty = LocateCapture(TempPath("empty_folder"));
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(empty.status().message()), HasSubstr("no capture in"));
 }
 
 TEST_F(CaptureLocationTest, OutputsZipTestOutputsFolderAndAFolderInTheZip) {
-  const std::string outputs = MakeTestOutputs(Root() + "/zipped_src");
-  const std::string logs = Root() + "/testlogs/pkg/my_test";
+  const std::string outputs = MakeTestOutputs(TempPath("zipped_src"));
+  const std::string logs = TempPath("testlogs/pkg/my_test");
   const std::string zip = Zip(outputs, logs);
   for (const std::string& path : {zip, logs + "/test.outputs", logs + "/test.outputs/"}) {
     auto at = LocateCapture(path);
@@ -125,7 +122,7 @@ TEST_F(CaptureLocationTest, OutputsZipTestOutputsFolderAndAFolderInTheZip) {
 }
 
 TEST_F(CaptureLocationTest, DamagedAndHostileZips) {
-  const std::string dir = Root() + "/hostile";
+  const std::string dir = TempPath("hostile");
   Sh("rm -rf '" + dir + "' && mkdir -p '" + dir + "'");
   // Not a zip, a cut zip: DataLoss naming the file and the byte.
   std::ofstream(dir + "/outputs.zip") << "PK\3\4 this is not a zip";
@@ -162,11 +159,11 @@ TEST_F(CaptureLocationTest, DamagedAndHostileZips) {
 }
 
 TEST_F(CaptureLocationTest, NewestUnderOutputsAndBazelTestlogs) {
-  const std::string cwd = Root() + "/cwd_newest";
+  const std::string cwd = TempPath("cwd_newest");
   Sh("rm -rf '" + cwd + "' && mkdir -p '" + cwd + "/outputs'");
   ASSERT_TRUE(ViewerScene(false).WriteTo(cwd + "/outputs/run_a/args_dump").ok());
   Sh("touch -d '2024-01-01' '" + cwd + "/outputs/run_a/args_dump/args_dump.json'");
-  const std::string outputs = MakeTestOutputs(Root() + "/newest_src");
+  const std::string outputs = MakeTestOutputs(TempPath("newest_src"));
   Zip(outputs, cwd + "/bazel-testlogs/examples/k/layer_norm_test");
   char old[4096];
   ASSERT_NE(::getcwd(old, sizeof(old)), nullptr);
@@ -192,9 +189,9 @@ TEST_F(CaptureLocationTest, NewestUnderOutputsAndBazelTestlogs) {
 }
 
 TEST_F(CaptureLocationTest, ViewerOnAZipExportsToTheWorkingFolder) {
-  const std::string outputs = MakeTestOutputs(Root() + "/export_src");
-  const std::string zip = Zip(outputs, Root() + "/export_logs/t");
-  const std::string cwd = Root() + "/export_cwd";
+  const std::string outputs = MakeTestOutputs(TempPath("export_src"));
+  const std::string zip = Zip(outputs, TempPath("export_logs/t"));
+  const std::string cwd = TempPath("export_cwd");
   Sh("rm -rf '" + cwd + "' && mkdir -p '" + cwd + "'");
   char old[4096];
   ASSERT_NE(::getcwd(old, sizeof(old)), nullptr);

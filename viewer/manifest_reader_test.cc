@@ -1,6 +1,5 @@
 #include "viewer/manifest_reader.h"
 
-#include <cstdlib>
 #include <fstream>
 #include <optional>
 #include <random>
@@ -10,15 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/capture_store.h"
+#include "tests/testing/arg_records.h"
+#include "tests/testing/temp_dir.h"
+#include "viewer/test_capture.h"
 
 namespace argsdump {
 namespace {
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/", name);
-}
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -34,49 +30,20 @@ void Put(const std::string& path, const std::string& text) {
 // A capture written by the store: tensors, a NaN scalar, flags.
 std::string MakeCapture(const std::string& name) {
   const std::string dir = TempPath(name + "/args_dump");
-  v1::CaptureInfo info;
-  info.set_name(name);
-  info.set_level(v1::DUMP_LEVEL_FULL);
-  auto store = std::move(CaptureStore::Create(dir, info)).value();
-  uint64_t offset = 0;
+  TestCapture c;
   for (int t = 3; t >= 0; --t) {
-    v1::ArgRecord r;
-    r.set_task_id(0x200000000ull + t);
-    r.add_func_ids(7);
-    r.set_arg_index(0);
-    r.set_role(v1::ROLE_INPUT);
-    r.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    r.set_kind(v1::KIND_TENSOR);
-    r.set_dtype(v1::DTYPE_FLOAT16);
-    r.add_shape(2);
-    r.add_shape(3);
-    r.add_strides(3);
-    r.add_strides(1);
-    r.set_numel(6);
-    r.set_logical_bytes(12);
-    r.set_is_contiguous(true);
-    r.set_bin_offset(offset);
-    r.set_bin_size(t == 1 ? 8 : 12);
-    r.set_truncated(t == 1);
-    offset += r.bin_size();
-    EXPECT_TRUE(store->Append(r, std::string(r.bin_size(), 'x')).ok());
-    v1::ArgRecord s;
-    s.set_task_id(0x200000000ull + t);
-    s.set_arg_index(1);
-    s.set_role(v1::ROLE_INPUT);
-    s.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    s.set_kind(v1::KIND_SCALAR);
-    s.set_dtype(v1::DTYPE_FLOAT32);
-    s.set_numel(1);
-    s.set_is_contiguous(true);
-    s.set_scalar_bits(t == 2 ? 0x7FC00000u : 0x3F000000u);  // NaN, 0.5
-    s.set_arg_index_ambiguous(t == 0);
-    EXPECT_TRUE(store->Append(s, "").ok());
+    const uint64_t task = 0x200000000ull + t;
+    c.Add(TensorRecord(task).FuncIds({7}).Dtype(v1::DTYPE_FLOAT16).Shape({2, 3}).Contiguous()
+              .Truncated(t == 1),
+          std::string(t == 1 ? 8 : 12, 'x'));
+    c.Add(ScalarRecord(task).Arg(1).Dtype(v1::DTYPE_FLOAT32).Contiguous()
+              .ScalarBits(t == 2 ? 0x7FC00000u : 0x3F000000u)  // NaN, 0.5
+              .AmbiguousArgIndex(t == 0));
   }
   v1::CaptureCounters losses;
   losses.set_dropped_records(3);
   losses.set_dropped_flush_timeout(3);
-  EXPECT_TRUE(store->Finish(losses).ok());
+  EXPECT_TRUE(c.WriteTo(dir, name, losses).ok());
   return dir + "/args_dump.json";
 }
 

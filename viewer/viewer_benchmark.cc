@@ -35,6 +35,8 @@
 #include "benchmark/benchmark.h"
 #include "server/capture_store.h"
 #include "viewer/text_export.h"
+#include "tests/testing/arg_records.h"
+#include "tests/testing/temp_dir.h"
 #include "viewer/viewer.h"
 
 namespace argsdump {
@@ -43,8 +45,7 @@ namespace {
 constexpr uint64_t kRecordsPerTask = 4;
 
 std::string CaptureDir(uint64_t entries) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/argsdump_viewer_bench/", entries, "/args_dump");
+  return TempPath(absl::StrCat("argsdump_viewer_bench/", entries, "/args_dump"));
 }
 
 // Metadata-only records (hybrid level without marked tensors): per task an
@@ -62,34 +63,23 @@ bool WriteCapture(const std::string& dir, uint64_t entries) {
     ptrs.clear();
     payloads.clear();
     for (size_t i = 0; i < batch.size() && done < entries; ++i, ++done) {
-      v1::ArgRecord& r = batch[i];
-      r.Clear();
       const uint64_t task = done / kRecordsPerTask, slot = done % kRecordsPerTask;
-      r.set_task_id(0x100000000ull + task);
-      r.add_func_ids(static_cast<uint32_t>(task % 7));
-      r.set_arg_index(static_cast<uint32_t>(slot));
-      r.set_device_thread(static_cast<uint32_t>(task % 2));
+      const uint64_t task_id = 0x100000000ull + task;
+      const std::vector<uint32_t> func_ids = {static_cast<uint32_t>(task % 7)};
+      const auto thread = static_cast<uint32_t>(task % 2);
       if (slot == 1) {
-        r.set_role(v1::ROLE_INPUT);
-        r.set_stage(v1::STAGE_BEFORE_DISPATCH);
-        r.set_kind(v1::KIND_SCALAR);
-        r.set_dtype(v1::DTYPE_FLOAT32);
-        r.set_numel(1);
-        r.set_scalar_bits(0x3F000000u + task % 1000);
+        batch[i] = ScalarRecord(task_id).FuncIds(func_ids).Arg(1).DeviceThread(thread)
+                       .Dtype(v1::DTYPE_FLOAT32).ScalarBits(0x3F000000u + task % 1000);
       } else {
-        r.set_role(slot == 0 ? v1::ROLE_INPUT : slot == 2 ? v1::ROLE_OUTPUT : v1::ROLE_INOUT);
-        r.set_stage(slot == 0 ? v1::STAGE_BEFORE_DISPATCH : v1::STAGE_AFTER_COMPLETION);
-        r.set_kind(v1::KIND_TENSOR);
-        r.set_dtype(v1::DTYPE_FLOAT16);
-        r.add_shape(64);
-        r.add_shape(128);
-        r.add_strides(128);
-        r.add_strides(1);
-        r.set_numel(64 * 128);
-        r.set_is_contiguous(true);
-        r.set_logical_bytes(64 * 128 * 2);
+        // Metadata only: no bin_size.
+        batch[i] = TensorRecord(task_id).FuncIds(func_ids).Arg(static_cast<uint32_t>(slot))
+                       .DeviceThread(thread)
+                       .Role(slot == 0 ? v1::ROLE_INPUT : slot == 2 ? v1::ROLE_OUTPUT
+                                                                    : v1::ROLE_INOUT)
+                       .Stage(slot == 0 ? v1::STAGE_BEFORE_DISPATCH : v1::STAGE_AFTER_COMPLETION)
+                       .Dtype(v1::DTYPE_FLOAT16).Shape({64, 128}).Contiguous().BinSize(0);
       }
-      ptrs.push_back(&r);
+      ptrs.push_back(&batch[i]);
       payloads.emplace_back();
     }
     if (!(*store)->AppendBatch(ptrs, payloads).ok()) return false;
@@ -102,7 +92,7 @@ std::string EnsureCapture(uint64_t entries) {
   const std::string dir = CaptureDir(entries);
   struct stat st;
   if (::stat((dir + "/args_dump.json").c_str(), &st) == 0) return dir;
-  std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
+  RemoveTree(dir);
   const pid_t child = ::fork();
   if (child == 0) ::_exit(WriteCapture(dir, entries) ? 0 : 1);
   int status = 0;

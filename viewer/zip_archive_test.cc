@@ -12,14 +12,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
-
-std::string TempDir() {
-  const char* t = std::getenv("TEST_TMPDIR");
-  return t != nullptr ? t : "/tmp";
-}
 
 void Put(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -153,7 +149,7 @@ std::string Random(size_t n, uint32_t seed) {
 
 // What `zip -qr` (the tool Bazel's test-setup.sh runs) makes of a folder.
 TEST(ZipArchiveTest, ReadsWhatZipWrites) {
-  const std::string root = TempDir() + "/zip_src";
+  const std::string root = TempPath("zip_src");
   ASSERT_EQ(std::system(("rm -rf " + root + " && mkdir -p " + root + "/Case.A/args_dump " +
                          root + "/empty_dir").c_str()),
             0);
@@ -163,7 +159,7 @@ TEST(ZipArchiveTest, ReadsWhatZipWrites) {
   Put(root + "/Case.A/args_dump/args_dump.json", text);
   Put(root + "/Case.A/args_dump/args.bin", binary);
   Put(root + "/Case.A/args_dump/empty", "");
-  const std::string zip_path = TempDir() + "/outputs.zip";
+  const std::string zip_path = TempPath("outputs.zip");
   ::unlink(zip_path.c_str());
   ASSERT_EQ(std::system(("cd " + root + " && zip -qr " + zip_path + " -- *").c_str()), 0)
       << "needs the zip tool (tools/setup.sh installs it)";
@@ -189,7 +185,7 @@ TEST(ZipArchiveTest, ReadsWhatZipWrites) {
   ASSERT_EQ(::stat((root + "/Case.A/args_dump/args.bin").c_str(), &st), 0);
   EXPECT_LE(std::llabs(by_name["Case.A/args_dump/args.bin"]->mtime - st.st_mtime), 2);
   // ExtractTo writes the same bytes.
-  const std::string out = TempDir() + "/extracted.bin";
+  const std::string out = TempPath("extracted.bin");
   ASSERT_TRUE((*zip)->ExtractTo(*by_name["Case.A/args_dump/args.bin"], out).ok());
   EXPECT_TRUE(Slurp(out) == binary);
 }
@@ -282,7 +278,7 @@ TEST(ZipArchiveTest, HostileArchives) {
   // Not a zip at all.
   ExpectDataLoss(ZipArchive::FromBytes(std::string(5000, 'x'), "text.zip").status(), "text",
                  "text.zip");
-  EXPECT_EQ(ZipArchive::Open(TempDir() + "/no_such.zip").status().code(),
+  EXPECT_EQ(ZipArchive::Open(TempPath("no_such.zip")).status().code(),
             absl::StatusCode::kNotFound);
 }
 

@@ -633,106 +633,149 @@ void SimRuntime::Retire(Task* task) {
   task->dump.scalar_count = 0;
 }
 
-void SimRuntime::SchedulerLoop(uint32_t index) {
+// One scheduler thread's own state: touched by that thread only.
+struct SimRuntime::SchedulerThread {
   // Null when the dump is off; a constant null when it is compiled out, so
-  // the compiler drops every dump branch below.
-  ThreadRecorder* rec = dump_on() ? &recorder_->thread(index) : nullptr;
-  std::condition_variable& cv = *scheduler_cv_[index];
-  const uint32_t max_inflight = config_.max_inflight_per_scheduler;
-  std::vector<Task*> inflight;
-  Clock::time_point last_progress = Clock::now();
-  bool stopping = false;  // a kernel failed in a task this thread completed
+  // the compiler drops every dump branch that tests it.
+  ThreadRecorder* recorder() const { return kDumpCompiled ? dump_recorder : nullptr; }
+
+  uint32_t index = 0;
+  ThreadRecorder* dump_recorder = nullptr;  // null when the dump is off
+  std::vector<Task*> inflight;  // dispatched, not yet completed
+  Clock::time_point last_progress;
   bool hang_reporter = false;  // this thread declared the hang
+};
+
+void SimRuntime::SchedulerLoop(uint32_t index) {
+  SchedulerThread scheduler;
+  scheduler.index = index;
+  scheduler.dump_recorder = dump_on() ? &recorder_->thread(index) : nullptr;
+  scheduler.last_progress = Clock::now();
   for (;;) {
     std::vector<Task*> done;
     std::vector<Task*> dispatch;
+    if (!WaitForWork(scheduler, &done, &dispatch)) break;
+    // A kernel failed in a task this thread completed: nothing more is
+    // dispatched.
+    if (!CompleteTasks(scheduler, done)) break;
+    DispatchTasks(scheduler, dispatch);
+    ReapOverdueOps(scheduler);
+  }
+  StopScheduler(scheduler);
+}
+
+bool SimRuntime::WaitForWork(SchedulerThread& scheduler, std::vector<Task*>* done,
+                             std::vector<Task*>* dispatch) {
+  const uint32_t max_inflight = config_.max_inflight_per_scheduler;
+  std::unique_lock<std::mutex> lock(mu_);
+  auto wake = [&] {
+    return stop_ || hang_ || failed_ || !completions_[scheduler.index].empty() ||
+           (!ready_.empty() && !held_ && scheduler.inflight.size() < max_inflight);
+  };
+  std::condition_variable& cv = *scheduler_cv_[scheduler.index];
+  if (scheduler.inflight.empty()) {
+    cv.wait(lock, wake);
+  } else {
+    // Wake for the hang deadline, and in time to reap ops past op-execute.
+    Clock::time_point deadline = scheduler.last_progress + timeouts_.scheduler;
+    for (Task* t : scheduler.inflight) {
+      deadline = std::min(deadline, t->dispatched_at + timeouts_.op_execute);
+    }
+    cv.wait_until(lock, deadline, wake);
+  }
+  if (stop_ || hang_ || failed_) return false;
+  done->swap(completions_[scheduler.index]);
+  while (!ready_.empty() && !held_ &&
+         scheduler.inflight.size() + dispatch->size() < max_inflight) {
+    dispatch->push_back(ready_.front());
+    ready_.pop_front();
+  }
+  const Clock::time_point now = Clock::now();
+  if (done->empty() && dispatch->empty() && !scheduler.inflight.empty() &&
+      now >= scheduler.last_progress + timeouts_.scheduler) {
+    DeclareHang(scheduler);
+    return false;
+  }
+  return true;
+}
+
+void SimRuntime::DeclareHang(SchedulerThread& scheduler) {
+  std::string ids;
+  for (Task* t : scheduler.inflight) {
+    absl::StrAppend(&ids, ids.empty() ? "" : ", ", TaskIdHex(t->id));
+  }
+  hang_ = true;
+  if (run_status_.ok()) {
+    run_status_ = absl::DeadlineExceededError(absl::StrCat(
+        "scheduler timeout: scheduler thread ", scheduler.index, " saw no progress for ",
+        std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.scheduler).count(),
+        " ms; running tasks: ", ids));
+  }
+  for (auto& other : scheduler_cv_) other->notify_all();
+  sync_cv_.notify_all();
+  scheduler.hang_reporter = true;
+}
+
+bool SimRuntime::CompleteTasks(SchedulerThread& scheduler, const std::vector<Task*>& done) {
+  ThreadRecorder* rec = scheduler.recorder();
+  bool stopping = false;
+  for (Task* t : done) {
+    if (rec != nullptr && t->overflow_check && !t->reaped && Overflowed(t)) {
+      // The whole task, flagged; it replaces the ordinary after record.
+      t->dump.step = t->step;
+      rec->RecordOverflow(t->dump, /*recorded_before=*/t->dump_before);
+    } else if (rec != nullptr && t->dumped && t->dump_after) {
+      rec->RecordTask(t->dump, abi::Stage::kAfterCompletion,
+                      t->reaped ? abi::kFlagInFlightSnapshot : 0);
+    }
+    scheduler.inflight.erase(std::find(scheduler.inflight.begin(), scheduler.inflight.end(), t));
+    if (Failed(t, scheduler.index)) {
+      stopping = true;  // nothing more is dispatched, nor retired
+      continue;
+    }
+    Retire(t);
+    scheduler.last_progress = Clock::now();
+  }
+  return !stopping;
+}
+
+void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Task*>& dispatch) {
+  ThreadRecorder* rec = scheduler.recorder();
+  for (Task* t : dispatch) {
+    if (rec != nullptr && t->dumped && t->dump_before) {
+      rec->RecordTask(t->dump, abi::Stage::kBeforeDispatch);
+    }
+    t->scheduler = scheduler.index;
+    t->dispatched_at = Clock::now();
+    scheduler.inflight.push_back(t);
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      auto wake = [&] {
-        return stop_ || hang_ || failed_ || !completions_[index].empty() ||
-               (!ready_.empty() && !held_ && inflight.size() < max_inflight);
-      };
-      if (inflight.empty()) {
-        cv.wait(lock, wake);
-      } else {
-        // Wake for the hang deadline, and in time to reap ops past op-execute.
-        Clock::time_point deadline = last_progress + timeouts_.scheduler;
-        for (Task* t : inflight) {
-          deadline = std::min(deadline, t->dispatched_at + timeouts_.op_execute);
-        }
-        cv.wait_until(lock, deadline, wake);
-      }
-      if (stop_ || hang_ || failed_) break;
-      done.swap(completions_[index]);
-      while (!ready_.empty() && !held_ && inflight.size() + dispatch.size() < max_inflight) {
-        dispatch.push_back(ready_.front());
-        ready_.pop_front();
-      }
-      const Clock::time_point now = Clock::now();
-      if (done.empty() && dispatch.empty() && !inflight.empty() &&
-          now >= last_progress + timeouts_.scheduler) {
-        std::string ids;
-        for (Task* t : inflight) absl::StrAppend(&ids, ids.empty() ? "" : ", ", TaskIdHex(t->id));
-        hang_ = true;
-        if (run_status_.ok()) {
-          run_status_ = absl::DeadlineExceededError(absl::StrCat(
-              "scheduler timeout: scheduler thread ", index, " saw no progress for ",
-              std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.scheduler).count(),
-              " ms; running tasks: ", ids));
-        }
-        for (auto& other : scheduler_cv_) other->notify_all();
-        sync_cv_.notify_all();
-        hang_reporter = true;
-        break;
-      }
+      std::lock_guard<std::mutex> lock(mu_);
+      t->subtasks_left = static_cast<uint32_t>(t->func_ids.size());
     }
-    for (Task* t : done) {
-      if (rec != nullptr && t->overflow_check && !t->reaped && Overflowed(t)) {
-        // The whole task, flagged; it replaces the ordinary after record.
-        t->dump.step = t->step;
-        rec->RecordOverflow(t->dump, /*recorded_before=*/t->dump_before);
-      } else if (rec != nullptr && t->dumped && t->dump_after) {
-        rec->RecordTask(t->dump, abi::Stage::kAfterCompletion,
-                        t->reaped ? abi::kFlagInFlightSnapshot : 0);
-      }
-      inflight.erase(std::find(inflight.begin(), inflight.end(), t));
-      if (Failed(t, index)) {
-        stopping = true;  // nothing more is dispatched, nor retired
-        continue;
-      }
-      Retire(t);
-      last_progress = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(jobs_mu_);
+      for (uint32_t i = 0; i < t->func_ids.size(); ++i) jobs_.push_back(Job{t, i});
     }
-    if (stopping) break;
-    for (Task* t : dispatch) {
-      if (rec != nullptr && t->dumped && t->dump_before) {
-        rec->RecordTask(t->dump, abi::Stage::kBeforeDispatch);
-      }
-      t->scheduler = index;
-      t->dispatched_at = Clock::now();
-      inflight.push_back(t);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        t->subtasks_left = static_cast<uint32_t>(t->func_ids.size());
-      }
-      {
-        std::lock_guard<std::mutex> lock(jobs_mu_);
-        for (uint32_t s = 0; s < t->func_ids.size(); ++s) jobs_.push_back(Job{t, s});
-      }
-      jobs_cv_.notify_all();
-      last_progress = Clock::now();
-    }
-    // Reap ops that ran past the op-execute budget (a backstop: the scheduler
-    // timeout, which is shorter, normally fires first).
-    const Clock::time_point now = Clock::now();
-    for (Task* t : inflight) {
-      if (!t->reaped && now - t->dispatched_at >= timeouts_.op_execute) {
-        t->reaped = true;
-        t->cancel.store(true, std::memory_order_release);
-      }
+    jobs_cv_.notify_all();
+    scheduler.last_progress = Clock::now();
+  }
+}
+
+void SimRuntime::ReapOverdueOps(SchedulerThread& scheduler) {
+  // A backstop: the scheduler timeout, which is shorter, normally fires
+  // first.
+  const Clock::time_point now = Clock::now();
+  for (Task* t : scheduler.inflight) {
+    if (!t->reaped && now - t->dispatched_at >= timeouts_.op_execute) {
+      t->reaped = true;
+      t->cancel.store(true, std::memory_order_release);
     }
   }
-  if (hang_reporter) {
+}
+
+void SimRuntime::StopScheduler(SchedulerThread& scheduler) {
+  ThreadRecorder* rec = scheduler.recorder();
+  if (scheduler.hang_reporter) {
     std::string why;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -743,7 +786,7 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
   }
   // Stopped or hung: record what the still-running tasks wrote so far, then
   // hand everything to the host.
-  for (Task* t : inflight) {
+  for (Task* t : scheduler.inflight) {
     if (rec != nullptr && t->dumped && t->dump_after) {
       // Best effort, like a real hang: what a stuck kernel drained is
       // visible (acquire pairs with KernelContext::Drain), and subtasks that

@@ -194,7 +194,24 @@ class SimRuntime {
   absl::Status WaitSettled(std::unique_lock<std::mutex>& lock);
   void AddDependency(Task* task, Task* on);  // mu_ held
   void MakeReady(Task* task);                // mu_ held
+  // What one scheduler thread keeps for itself (its in-flight tasks, its
+  // recorder); touched by that thread only.
+  struct SchedulerThread;
+  // A scheduler thread's loop: waits for work, records and retires the
+  // tasks its workers completed, dispatches ready ones, reaps ops past
+  // their budget; when it stops, snapshots what is still running.
   void SchedulerLoop(uint32_t index);
+  // Waits for completions, ready tasks (room permitting) or a deadline, and
+  // takes them. False when the scheduler stops: the run stopped, hung (this
+  // thread may be the one that declares it) or a kernel failed.
+  bool WaitForWork(SchedulerThread& scheduler, std::vector<Task*>* done,
+                   std::vector<Task*>* dispatch);
+  void DeclareHang(SchedulerThread& scheduler);  // mu_ held
+  // Records and retires completed tasks; false when one of them failed.
+  bool CompleteTasks(SchedulerThread& scheduler, const std::vector<Task*>& done);
+  void DispatchTasks(SchedulerThread& scheduler, const std::vector<Task*>& dispatch);
+  void ReapOverdueOps(SchedulerThread& scheduler);
+  void StopScheduler(SchedulerThread& scheduler);
   void WorkerLoop();
   void Retire(Task* task);
   void Warn(std::string message);
