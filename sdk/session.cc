@@ -195,6 +195,9 @@ struct SimSession::Impl {
   void Label(const std::string& test_case);
   absl::Status StartCaptureOrGoWithout();
   absl::Status StartRuntime();
+  // Finish's steps.
+  void FinishCapture(SessionResult* result);
+  void CopyCounts(SessionResult* result) const;
   // Seed 000's dump_args_flush line, per recording thread, once the device
   // flushed: what each wrote and lost (ERROR for drops, WARNING for cuts).
   void LogFlush();
@@ -633,6 +636,61 @@ absl::StatusOr<SessionResult> SimSession::Finish() {
   return impl_->Finish();
 }
 
+// The dump's end: the collector stopped and reconciled, the labels and
+// levels known only now amended, the capture exported, the buffers freed.
+void SimSession::Impl::FinishCapture(SessionResult* result) {
+  SessionResult& r = *result;
+  absl::Status collected = collector->Stop();
+  absl::Status reconciled = collector->Reconcile();
+  // The sink is this thread's now (the collector's threads are joined):
+  // labels known only at the end go in before the manifest is written.
+  v1::CaptureInfo end;
+  if (wiring.test_labels && !Env("TEST_TARGET").empty()) {
+    SetLabel(&labels, "steps", absl::StrCat(steps_begun));
+    (*end.mutable_labels())["steps"] = absl::StrCat(steps_begun);
+  }
+  if (report.step_levels.size() > 1) {
+    for (const StepLevel& l : report.step_levels) {
+      v1::StepLevel* e = end.add_step_levels();
+      e->set_first_step(l.first_step);
+      e->set_level(l.level);
+    }
+  }
+  if (absl::Status st = sink->Amend(end); !st.ok() && dump_status.ok()) dump_status = st;
+  absl::Status exported = collector->Export();
+  report.collected = collector->stats();
+  report.losses = collector->losses();
+  if (remote_sink != nullptr) {
+    report.sent_records = remote_sink->sent_records();
+    report.acked_records = remote_sink->durable_records();
+  }
+  collector->Finalize();
+  report.dump_log.push_back("dump buffers freed");
+  Print(DumpLog::kInfo, "dump buffers freed");
+  for (const absl::Status* st : {&exported, &collected, &reconciled}) {
+    if (!st->ok() && dump_status.ok()) dump_status = *st;
+  }
+  r.wrote_capture = local_sink != nullptr ? local_sink->store().created()
+                                          : report.collected.records > 0;
+}
+
+// What the collector counted, into the result.
+void SimSession::Impl::CopyCounts(SessionResult* result) const {
+  SessionResult& r = *result;
+  const CollectorStats& c = report.collected;
+  const v1::CaptureCounters& l = report.losses;
+  r.records = c.records;
+  r.recovered_records = c.recovered_records;
+  r.payload_bytes = c.payload_bytes;
+  r.overwritten = c.overwritten;
+  r.invalid_records = c.invalid_records;
+  r.dropped_records = l.dropped_records();
+  r.dropped_ready_queue_full = l.dropped_ready_queue_full();
+  r.dropped_free_queue_empty = l.dropped_free_queue_empty();
+  r.dropped_arena_ack_timeout = l.dropped_arena_ack_timeout();
+  r.dropped_flush_timeout = l.dropped_flush_timeout();
+}
+
 absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   finished = true;
   SessionResult r;
@@ -658,40 +716,7 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   for (size_t f = 0; f < kernels.size(); ++f) {
     if (const KernelInfo* k = kernels.Find(static_cast<uint16_t>(f))) r.kernels[k->func_id] = k->name;
   }
-  if (capture) {
-    absl::Status collected = collector->Stop();
-    absl::Status reconciled = collector->Reconcile();
-    // The sink is this thread's now (the collector's threads are joined):
-    // labels known only at the end go in before the manifest is written.
-    v1::CaptureInfo end;
-    if (wiring.test_labels && !Env("TEST_TARGET").empty()) {
-      SetLabel(&labels, "steps", absl::StrCat(steps_begun));
-      (*end.mutable_labels())["steps"] = absl::StrCat(steps_begun);
-    }
-    if (report.step_levels.size() > 1) {
-      for (const StepLevel& l : report.step_levels) {
-        v1::StepLevel* e = end.add_step_levels();
-        e->set_first_step(l.first_step);
-        e->set_level(l.level);
-      }
-    }
-    if (absl::Status st = sink->Amend(end); !st.ok() && dump_status.ok()) dump_status = st;
-    absl::Status exported = collector->Export();
-    report.collected = collector->stats();
-    report.losses = collector->losses();
-    if (remote_sink != nullptr) {
-      report.sent_records = remote_sink->sent_records();
-      report.acked_records = remote_sink->durable_records();
-    }
-    collector->Finalize();
-    report.dump_log.push_back("dump buffers freed");
-    Print(DumpLog::kInfo, "dump buffers freed");
-    for (const absl::Status* st : {&exported, &collected, &reconciled}) {
-      if (!st->ok() && dump_status.ok()) dump_status = *st;
-    }
-    r.wrote_capture = local_sink != nullptr ? local_sink->store().created()
-                                            : report.collected.records > 0;
-  }
+  if (capture) FinishCapture(&r);
   if (prefix_claimed) ::rmdir(prefix.c_str());  // only if nothing went in
   r.dump_status = dump_status;
   r.labels = {labels.begin(), labels.end()};
@@ -701,18 +726,7 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
     r.capture_server = remote_server;
     r.capture = absl::StrCat(remote_server, "/", remote_name);
   }
-  const CollectorStats& c = report.collected;
-  const v1::CaptureCounters& l = report.losses;
-  r.records = c.records;
-  r.recovered_records = c.recovered_records;
-  r.payload_bytes = c.payload_bytes;
-  r.overwritten = c.overwritten;
-  r.invalid_records = c.invalid_records;
-  r.dropped_records = l.dropped_records();
-  r.dropped_ready_queue_full = l.dropped_ready_queue_full();
-  r.dropped_free_queue_empty = l.dropped_free_queue_empty();
-  r.dropped_arena_ack_timeout = l.dropped_arena_ack_timeout();
-  r.dropped_flush_timeout = l.dropped_flush_timeout();
+  CopyCounts(&r);
   r.warnings = warnings;
   report.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
