@@ -15,6 +15,7 @@
 #include "proto/grpc_status.h"
 #include "server/ingest_session.h"
 #include "server/page_token.h"
+#include "grpcpp/alarm.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 
@@ -119,7 +120,16 @@ class IngestReactor : public grpc::ServerBidiReactor<v1::IngestRequest, v1::Inge
   void ReadNext() override { StartRead(&request_); }
   void Send(const v1::IngestResponse& response) override { StartWrite(&response); }
   void End(const absl::Status& status) override { Finish(ToGrpcStatus(status)); }
+  void StartFinishGrace(std::chrono::milliseconds grace) override {
+    // The alarm holds the session, not the reactor: a cancelled alarm (the
+    // reactor gone) calls back with false.
+    grace_.Set(std::chrono::system_clock::now() + grace,
+               [session = session_](bool fired) {
+                 if (fired) session->OnFinishGraceOver();
+               });
+  }
 
+  grpc::Alarm grace_;
   grpc::CallbackServerContext* const context_;
   std::shared_ptr<IngestSession> session_;  // null when the call was refused
   v1::IngestRequest request_;  // the read in flight (one at a time)

@@ -17,6 +17,8 @@ const char* IngestSession::StateName(State state) {
       return "streaming";
     case State::kFinishing:
       return "finishing";
+    case State::kFinished:
+      return "finished";
     case State::kEnding:
       return "ending";
     case State::kReleasing:
@@ -64,6 +66,7 @@ void IngestSession::OnRequest(v1::IngestRequest* request) {
       }
       break;
     case State::kFinishing:
+    case State::kFinished:
       // After `finish`, the stream carries nothing more: say so instead of
       // dropping it.
       EndLocked(absl::FailedPreconditionError(request->has_finish()
@@ -83,6 +86,8 @@ void IngestSession::OnRequest(v1::IngestRequest* request) {
 void IngestSession::OnReadsEnded(bool cancelled) {
   std::unique_lock<std::mutex> lock(mu_);
   reading_ = false;
+  reads_ended_ = true;
+  if (state_ == State::kFinished) EndLocked(absl::OkStatus());  // sealed and answered
   // Only a `finish` message ends a capture. A half-close without one, a
   // broken or cancelled call, or a message the transport refused (too
   // large) leaves it live, for a resume.
@@ -111,6 +116,12 @@ void IngestSession::OnSent(bool ok) {
   } else {
     WriteNextLocked();
   }
+  RunEffects(std::move(lock));
+}
+
+void IngestSession::OnFinishGraceOver() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (state_ == State::kFinished) EndLocked(absl::OkStatus());
   RunEffects(std::move(lock));
 }
 
@@ -246,7 +257,14 @@ void IngestSession::OnSealed(const absl::Status& s, const v1::CaptureSummary& su
       v1::IngestResponse r;
       *r.mutable_finished() = summary;
       QueueLocked(std::move(r));
-      EndLocked(absl::OkStatus());
+      if (reads_ended_) {
+        EndLocked(absl::OkStatus());
+      } else {
+        // The client's half-close (or a message to refuse) ends it.
+        state_ = State::kFinished;
+        Effect([transport = transport_] { transport->StartFinishGrace(kFinishGrace); });
+        MaybeReadLocked();
+      }
     }
   }
   RunEffects(std::move(lock));
@@ -265,7 +283,7 @@ void IngestSession::MaybeReadLocked() {
   // half-close).
   if (reading_) return;
   if (state_ != State::kAwaitingOpen && state_ != State::kStreaming &&
-      state_ != State::kFinishing) {
+      state_ != State::kFinishing && state_ != State::kFinished) {
     return;
   }
   if (queued_bytes_ > kReadAheadBytes) return;  // resumed by OnAppended

@@ -32,9 +32,17 @@
 //                  half-close  end(FAILED_PRECONDITION): the capture stays live
 //   kFinishing     any message end(FAILED_PRECONDITION finish sent twice /
 //                              a message after finish)
-//                  half-close  nothing: the seal is on its way
-//                  sealed      `finished` is queued; end(OK)
+//                  half-close  remembered: the seal is on its way
+//                  sealed      `finished` is queued; after a half-close
+//                              end(OK), else the finish grace starts
+//                                                               -> kFinished
 //                  seal failed end(its status): the capture stays live
+//   kFinished      any message end(FAILED_PRECONDITION, as in kFinishing):
+//                              whether the seal won the race or not, a
+//                              message after finish is refused, never dropped
+//                  half-close  end(OK)
+//                  the grace (kFinishGrace) is over: end(OK) - a client
+//                              that never half-closes waits that long
 //   any state before kEnding:
 //                  cancel      end(CANCELLED ingest stream cancelled)
 //                  failed write (the client is gone): responses not sent are
@@ -58,6 +66,7 @@
 #ifndef ARGSDUMP_SERVER_INGEST_SESSION_H_
 #define ARGSDUMP_SERVER_INGEST_SESSION_H_
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -79,6 +88,7 @@ class IngestSession : public std::enable_shared_from_this<IngestSession> {
     kOpening,
     kStreaming,
     kFinishing,
+    kFinished,
     kEnding,
     kReleasing,
     kDone,
@@ -88,6 +98,9 @@ class IngestSession : public std::enable_shared_from_this<IngestSession> {
   // Payload bytes handed to the capture's writer and not durable yet above
   // which the session stops asking for reads (until an append completes).
   static constexpr uint64_t kReadAheadBytes = 64 << 20;
+  // How long a sealed capture's stream waits for the client's half-close
+  // (or a message to refuse) before it ends OK.
+  static constexpr std::chrono::milliseconds kFinishGrace{5000};
 
   // What carries the messages. Each call may come from any thread, one at a
   // time, never under the session's lock; each may call back into the
@@ -102,6 +115,9 @@ class IngestSession : public std::enable_shared_from_this<IngestSession> {
     virtual void Send(const v1::IngestResponse& response) = 0;
     // End the call with `status`: the last thing asked.
     virtual void End(const absl::Status& status) = 0;
+    // Call OnFinishGraceOver after `grace` (once; the session ignores it
+    // after the stream ended).
+    virtual void StartFinishGrace(std::chrono::milliseconds grace) = 0;
   };
 
   // A session in kAwaitingOpen. `hub` outlives it, `transport` lives until
@@ -115,6 +131,7 @@ class IngestSession : public std::enable_shared_from_this<IngestSession> {
   void OnRequest(v1::IngestRequest* request);
   // `cancelled`: the call broke (or was cancelled) rather than half-closed.
   void OnReadsEnded(bool cancelled);
+  void OnFinishGraceOver();
   void OnSent(bool ok);
   void OnCancel();
   // After End: the transport is gone; nothing is asked of it any more.
@@ -177,6 +194,7 @@ class IngestSession : public std::enable_shared_from_this<IngestSession> {
   // The transport's one read and one write at a time.
   bool reading_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_ended_ ABSL_GUARDED_BY(mu_) = false;  // the client half-closed
   // Being written (Send's argument): set under mu_ when no write is in
   // flight, read by the transport outside it until OnSent.
   v1::IngestResponse current_;

@@ -216,6 +216,22 @@ class Stream final : public IngestSession::Transport {
   }
   // Runs inside End, at the moment the status goes out.
   void AtEnd(std::function<void()> check) { at_end_ = std::move(check); }
+  // The finish grace waits for FireGrace.
+  void HoldGrace() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_grace_ = true;
+  }
+  // Waits until the session started the grace (true) or ended (false).
+  bool WaitForGrace() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return graces_ > 0 || ended_; });
+    return graces_ > 0;
+  }
+  void FireGrace() { session_->OnFinishGraceOver(); }
+  int graces() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return graces_;
+  }
 
  private:
   void ReadNext() override {
@@ -235,6 +251,18 @@ class Stream final : public IngestSession::Transport {
       cv_.notify_all();
     }
     if (writes_ == Writes::kCompleteAtOnce) session_->OnSent(true);
+  }
+  // The grace is over at once (the old rule: a sealed stream ends), unless
+  // a test holds it to see what the client does meanwhile.
+  void StartFinishGrace(std::chrono::milliseconds grace) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      EXPECT_EQ(grace, IngestSession::kFinishGrace);
+      ++graces_;
+      cv_.notify_all();
+      if (hold_grace_) return;
+    }
+    session_->OnFinishGraceOver();
   }
   void End(const absl::Status& status) override {
     if (at_end_) at_end_();
@@ -257,6 +285,8 @@ class Stream final : public IngestSession::Transport {
   std::vector<v1::IngestResponse> sent_;
   bool ended_ = false;
   int ends_ = 0;
+  bool hold_grace_ = false;
+  int graces_ = 0;
   Outcome outcome_;
 };
 
@@ -383,6 +413,7 @@ class IngestSessionTest : public ::testing::Test {
 TEST_F(IngestSessionTest, OpenBatchesFinishGoThroughEveryStateToOk) {
   Records records;
   Stream s(hub_.get(), Stream::Writes::kHeld);
+  s.HoldGrace();
   EXPECT_EQ(s.state(), State::kAwaitingOpen);
   EXPECT_TRUE(s.read_pending());
   ASSERT_TRUE(s.Write(Open("life")));
@@ -405,6 +436,9 @@ TEST_F(IngestSessionTest, OpenBatchesFinishGoThroughEveryStateToOk) {
   ASSERT_TRUE(s.responses()[2].has_finished()) << s.responses()[2].DebugString();
   EXPECT_EQ(s.responses()[2].finished().state(), v1::CAPTURE_STATE_FINISHED);
   EXPECT_EQ(s.responses()[2].finished().records(), 10u);
+  ASSERT_TRUE(s.WaitForGrace());
+  EXPECT_EQ(s.state(), State::kFinished);  // the client has not half-closed
+  s.FireGrace();
   EXPECT_EQ(s.state(), State::kEnding);  // the status waits for the write
   EXPECT_FALSE(s.ended());
   ASSERT_TRUE(s.CompleteWrite());
@@ -579,6 +613,64 @@ TEST_F(IngestSessionTest, AHalfCloseAfterFinishWaitsForTheSeal) {
   ASSERT_FALSE(s.responses().empty());
   EXPECT_TRUE(s.responses().back().has_finished());
   ExpectFinishedWith("hc", records);
+}
+
+// Sealed before the client said more: the stream waits (the finish grace)
+// for its half-close, so a message after finish is refused however the
+// race with the seal went, and a half-close or the grace's end is OK.
+TEST_F(IngestSessionTest, ASealedStreamWaitsForTheClientBeforeItEnds) {
+  enum class Then { kMessage, kSecondFinish, kHalfClose, kGraceOver };
+  for (const Then then : {Then::kMessage, Then::kSecondFinish, Then::kHalfClose, Then::kGraceOver}) {
+    const std::string name = absl::StrCat("sealed", static_cast<int>(then));
+    SCOPED_TRACE(name);
+    Records records;
+    Stream s(hub_.get());
+    s.HoldGrace();
+    Opened(s, name, false);
+    SendAcked(s, records.Batch(3));
+    ASSERT_TRUE(s.Write(Finish()));
+    ASSERT_TRUE(s.WaitForGrace());  // sealed, `finished` sent, the client not heard from
+    EXPECT_EQ(s.state(), State::kFinished);
+    ASSERT_TRUE(s.responses().back().has_finished());
+    EXPECT_TRUE(Find(name)->finished());
+    EXPECT_FALSE(s.ended());
+    switch (then) {
+      case Then::kMessage: ASSERT_TRUE(s.Write(records.Batch(2))); break;
+      case Then::kSecondFinish: ASSERT_TRUE(s.Write(Finish())); break;
+      case Then::kHalfClose: s.WritesDone(); break;
+      case Then::kGraceOver: s.FireGrace(); break;
+    }
+    const Outcome end = s.WaitForEnd();
+    if (then == Then::kMessage || then == Then::kSecondFinish) {
+      EXPECT_EQ(end.code, absl::StatusCode::kFailedPrecondition) << end;
+      EXPECT_NE(end.message.find(then == Then::kMessage ? "a message after finish"
+                                                         : "finish sent twice"),
+                std::string::npos)
+          << end;
+    } else {
+      EXPECT_EQ(end.code, absl::StatusCode::kOk) << end;
+    }
+    s.FireGrace();  // a late grace changes nothing
+    EXPECT_EQ(s.ends(), 1);
+    EXPECT_EQ(s.graces(), 1);
+    records.Rewind(3);  // what a refused batch carried is not stored
+    ExpectFinishedWith(name, records);
+  }
+}
+
+// A client that half-closes before the seal is done starts no grace.
+TEST_F(IngestSessionTest, AHalfCloseBeforeTheSealNeedsNoGrace) {
+  Records records;
+  Stream s(hub_.get());
+  s.HoldGrace();
+  Opened(s, "early", false);
+  SendAcked(s, records.Batch(2));
+  auto gate = std::make_unique<WriterGate>(*Find("early"));
+  ASSERT_TRUE(s.Write(Finish()));
+  s.WritesDone();
+  gate.reset();
+  EXPECT_EQ(s.WaitForEnd().code, absl::StatusCode::kOk);
+  EXPECT_EQ(s.graces(), 0);
 }
 
 // ---- Sequence numbers, offsets, records -----------------------------------------

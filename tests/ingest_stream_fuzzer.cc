@@ -119,6 +119,9 @@ class FuzzStream final : public IngestSession::Transport {
     }
     session_->OnSent(true);
   }
+  // The grace is over at once: the fuzz input's next message or its end
+  // race the seal as a client's would, and both outcomes are checked.
+  void StartFinishGrace(std::chrono::milliseconds) override { session_->OnFinishGraceOver(); }
   void End(const absl::Status&) override {
     std::string name;
     {
