@@ -45,6 +45,43 @@ namespace argsdump {
   X(BinSize, "bin_size", kAlways)                         \
   X(Stats, "stats", kSometimes)
 
+// The simple fields among them: one value each, the same name in the
+// record (v1::ArgRecord), the row (ManifestRow), the viewer's entry
+// (ManifestEntry) and here. Their writer, reader, entry member and copy
+// from a record are generated from this list; the others are written and
+// read by hand. S(id, style, member), style:
+//   kUint32, kUint64  a number
+//   kBool             true / false, always written
+//   kTrueFlag         written only when true (absent: false)
+// A new simple field: its proto field, its ManifestRow member and row-list
+// line (format/record.h), its lines here - nothing else to write.
+#define ARGSDUMP_SIMPLE_MANIFEST_FIELDS(S)            \
+  S(ArgIndex, kUint32, arg_index)                     \
+  S(StartOffset, kUint64, start_offset)               \
+  S(IsContiguous, kBool, is_contiguous)               \
+  S(Numel, kUint64, numel)                            \
+  S(ArgIndexAmbiguous, kTrueFlag, arg_index_ambiguous) \
+  S(InFlightSnapshot, kTrueFlag, in_flight_snapshot)  \
+  S(Overflow, kTrueFlag, overflow)                    \
+  S(Truncated, kBool, truncated)                      \
+  S(Overwritten, kBool, overwritten)                  \
+  S(BinOffset, kUint64, bin_offset)                   \
+  S(BinSize, kUint64, bin_size)
+
+enum class FieldStyle { kUint32, kUint64, kBool, kTrueFlag };
+
+// The C++ type a simple field's style holds.
+template <FieldStyle S>
+struct FieldType;
+template <> struct FieldType<FieldStyle::kUint32> { using type = uint32_t; };
+template <> struct FieldType<FieldStyle::kUint64> { using type = uint64_t; };
+template <> struct FieldType<FieldStyle::kBool> { using type = bool; };
+template <> struct FieldType<FieldStyle::kTrueFlag> { using type = bool; };
+
+// The members a struct gets for the simple fields (the viewer's entry).
+#define ARGSDUMP_SIMPLE_FIELD_MEMBER(id, style, member) \
+  ::argsdump::FieldType<::argsdump::FieldStyle::style>::type member = {};
+
 enum class ManifestField : int {
 #define ARGSDUMP_FIELD_ENUM(id, key, presence) k##id,
   ARGSDUMP_MANIFEST_FIELDS(ARGSDUMP_FIELD_ENUM)

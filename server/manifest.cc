@@ -224,11 +224,6 @@ void Put<ManifestField::kStage>(Cursor& c, const EntryToWrite& e) {
   c.Push('"');
 }
 template <>
-void Put<ManifestField::kArgIndex>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kArgIndex>(c);
-  c.Uint(e.r.arg_index);
-}
-template <>
 void Put<ManifestField::kKind>(Cursor& c, const EntryToWrite& e) {
   Key<ManifestField::kKind>(c);
   c.Push('"');
@@ -262,60 +257,30 @@ void Put<ManifestField::kStrides>(Cursor& c, const EntryToWrite& e) {
   Key<ManifestField::kStrides>(c);
   c.UintArray(e.r.strides, e.r.ndims);
 }
-template <>
-void Put<ManifestField::kStartOffset>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kStartOffset>(c);
-  c.Uint(e.r.start_offset);
+// The simple fields (format/manifest_fields.h), from the row's member of
+// the same name.
+template <ManifestField F, FieldStyle S, typename T>
+void PutSimple(Cursor& c, T value) {
+  if constexpr (S == FieldStyle::kTrueFlag) {
+    if (!value) return;
+    Key<F>(c);
+    c.Lit("true");
+  } else if constexpr (S == FieldStyle::kBool) {
+    Key<F>(c);
+    c.Bool(value);
+  } else {
+    Key<F>(c);
+    c.Uint(value);
+  }
 }
-template <>
-void Put<ManifestField::kIsContiguous>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kIsContiguous>(c);
-  c.Bool(e.r.is_contiguous);
-}
-template <>
-void Put<ManifestField::kNumel>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kNumel>(c);
-  c.Uint(e.r.numel);
-}
-// The flags are written only when true.
-template <ManifestField F>
-void PutFlag(Cursor& c, bool set) {
-  if (!set) return;
-  Key<F>(c);
-  c.Lit("true");
-}
-template <>
-void Put<ManifestField::kArgIndexAmbiguous>(Cursor& c, const EntryToWrite& e) {
-  PutFlag<ManifestField::kArgIndexAmbiguous>(c, e.r.arg_index_ambiguous);
-}
-template <>
-void Put<ManifestField::kInFlightSnapshot>(Cursor& c, const EntryToWrite& e) {
-  PutFlag<ManifestField::kInFlightSnapshot>(c, e.r.in_flight_snapshot);
-}
-template <>
-void Put<ManifestField::kOverflow>(Cursor& c, const EntryToWrite& e) {
-  PutFlag<ManifestField::kOverflow>(c, e.r.overflow);
-}
-template <>
-void Put<ManifestField::kTruncated>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kTruncated>(c);
-  c.Bool(e.r.truncated);
-}
-template <>
-void Put<ManifestField::kOverwritten>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kOverwritten>(c);
-  c.Bool(e.r.overwritten);
-}
-template <>
-void Put<ManifestField::kBinOffset>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kBinOffset>(c);
-  c.Uint(e.r.bin_offset);
-}
-template <>
-void Put<ManifestField::kBinSize>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kBinSize>(c);
-  c.Uint(e.r.bin_size);
-}
+#define ARGSDUMP_PUT_SIMPLE(id, style, member)                                 \
+  template <>                                                                  \
+  void Put<ManifestField::k##id>(Cursor & c, const EntryToWrite& e) {          \
+    PutSimple<ManifestField::k##id, FieldStyle::style>(c, e.r.member);         \
+  }
+ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_PUT_SIMPLE)
+#undef ARGSDUMP_PUT_SIMPLE
+
 template <>
 void Put<ManifestField::kStats>(Cursor& c, const EntryToWrite& e) {
   if (e.stats == nullptr) return;

@@ -412,16 +412,14 @@ void ManifestReader::ResetEntry(ManifestEntry* e) {
   e->stage = v1::STAGE_UNSPECIFIED;
   e->kind = v1::KIND_UNSPECIFIED;
   e->dtype = DataType::kFloat32;
-  e->arg_index = 0;
   e->shape.clear();
   e->strides.clear();
-  e->start_offset = e->numel = 0;
-  e->is_contiguous = e->has_value = false;
+  e->has_value = false;
   e->value.clear();
-  e->truncated = e->overwritten = e->arg_index_ambiguous = e->in_flight_snapshot = false;
-  e->overflow = false;
   e->stats.reset();
-  e->bin_offset = e->bin_size = 0;
+#define ARGSDUMP_RESET(id, style, member) e->member = {};
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_RESET)
+#undef ARGSDUMP_RESET
 }
 
 // One case per field of format/manifest_fields.h: a field added there and
@@ -443,26 +441,20 @@ absl::Status ManifestReader::ParseField(Field field, absl::string_view where, Ma
       return absl::OkStatus();
     }
     case Field::kStep: return ParseUint32(&e->step, where);
+#define ARGSDUMP_PARSE(id, style, member) \
+  case Field::k##id:                      \
+    return ParseSimple<FieldStyle::style>(&e->member, where);
+    ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_PARSE)
+#undef ARGSDUMP_PARSE
     case Field::kFuncId: return ParseFuncIds(&e->func_ids, where);
     case Field::kRole: return ParseName(&RoleFromName, "input, output or inout", &e->role, where);
     case Field::kStage:
       return ParseName(&StageFromName, "before_dispatch or after_completion", &e->stage, where);
-    case Field::kArgIndex: return ParseUint32(&e->arg_index, where);
     case Field::kKind: return ParseName(&KindFromName, "tensor or scalar", &e->kind, where);
     case Field::kDtype: return ParseDtype(&e->dtype, where);
     case Field::kValue: return ParseScalarValue(e, where);
     case Field::kShape: return ParseUintArray(&e->shape, where);
     case Field::kStrides: return ParseUintArray(&e->strides, where);
-    case Field::kStartOffset: return ParseUint(&e->start_offset, where);
-    case Field::kIsContiguous: return ParseBool(&e->is_contiguous, where);
-    case Field::kNumel: return ParseUint(&e->numel, where);
-    case Field::kArgIndexAmbiguous: return ParseBool(&e->arg_index_ambiguous, where);
-    case Field::kInFlightSnapshot: return ParseBool(&e->in_flight_snapshot, where);
-    case Field::kOverflow: return ParseBool(&e->overflow, where);
-    case Field::kTruncated: return ParseBool(&e->truncated, where);
-    case Field::kOverwritten: return ParseBool(&e->overwritten, where);
-    case Field::kBinOffset: return ParseUint(&e->bin_offset, where);
-    case Field::kBinSize: return ParseUint(&e->bin_size, where);
     case Field::kStats:
       e->stats.emplace();
       return ParseStats(&*e->stats, where);
@@ -470,6 +462,14 @@ absl::Status ManifestReader::ParseField(Field field, absl::string_view where, Ma
   }
 #pragma GCC diagnostic pop
   return SkipValue(where, 0);
+}
+
+template <FieldStyle S>
+absl::Status ManifestReader::ParseSimple(typename FieldType<S>::type* out,
+                                         absl::string_view where) {
+  if constexpr (S == FieldStyle::kUint32) return ParseUint32(out, where);
+  if constexpr (S == FieldStyle::kUint64) return ParseUint(out, where);
+  if constexpr (S == FieldStyle::kBool || S == FieldStyle::kTrueFlag) return ParseBool(out, where);
 }
 
 absl::Status ManifestReader::ParseUint32(uint32_t* out, absl::string_view where) {

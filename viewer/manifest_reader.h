@@ -52,16 +52,12 @@ struct ManifestEntry {
 
   bool is_tensor() const { return kind == v1::KIND_TENSOR; }
   bool is_scalar() const { return kind == v1::KIND_SCALAR; }
-  uint32_t arg_index = 0;
   std::vector<uint64_t> shape, strides;
-  uint64_t start_offset = 0;
-  bool is_contiguous = false;
-  uint64_t numel = 0;
   bool has_value = false;
   std::string value;  // scalars: the JSON token as written (1, 0.5, "NaN", true)
-  bool truncated = false, overwritten = false, arg_index_ambiguous = false,
-       in_flight_snapshot = false, overflow = false;
-  uint64_t bin_offset = 0, bin_size = 0;
+  // arg_index, start_offset, is_contiguous, numel, the flags, bin_offset,
+  // bin_size: format/manifest_fields.h's simple fields.
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_SIMPLE_FIELD_MEMBER)
   // The stats dump mode's numbers, when the manifest carries them.
   using Stats = ManifestEntryStats;
   std::optional<Stats> stats;
@@ -140,6 +136,8 @@ class ManifestReader {
   absl::Status ParseEntry(ManifestEntry* e);
   absl::Status ParseField(ManifestField field, absl::string_view where, ManifestEntry* e);
   absl::Status ParseUint32(uint32_t* out, absl::string_view where);
+  template <FieldStyle S>
+  absl::Status ParseSimple(typename FieldType<S>::type* out, absl::string_view where);
   absl::Status ParseFuncIds(std::vector<int64_t>* out, absl::string_view where);
   template <typename Enum>
   absl::Status ParseName(std::optional<Enum> (*from_name)(absl::string_view),

@@ -41,21 +41,15 @@ absl::StatusOr<ManifestEntry> EntryFromRecord(const v1::ArgRecord& r, uint64_t i
   e.stage = r.stage();
   e.kind = r.kind();
   e.dtype = *dtype;
-  e.arg_index = r.arg_index();
   e.shape.assign(r.shape().begin(), r.shape().end());
   e.strides.assign(r.strides().begin(), r.strides().end());
-  e.start_offset = r.start_offset();
-  e.is_contiguous = r.is_contiguous();
-  e.numel = r.numel();
+#define ARGSDUMP_COPY(id, style, member) e.member = r.member();
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_COPY)
+#undef ARGSDUMP_COPY
   if (r.kind() == v1::KIND_SCALAR) {
     e.has_value = true;
     e.value = FormatScalarJson(r.dtype(), r.scalar_bits());
   }
-  e.truncated = r.truncated();
-  e.overwritten = r.overwritten();
-  e.arg_index_ambiguous = r.arg_index_ambiguous();
-  e.in_flight_snapshot = r.in_flight_snapshot();
-  e.overflow = r.overflow();
   if (r.has_stats()) {
     const v1::TensorStats& s = r.stats();
     ManifestEntry::Stats& out = e.stats.emplace();
@@ -69,8 +63,6 @@ absl::StatusOr<ManifestEntry> EntryFromRecord(const v1::ArgRecord& r, uint64_t i
     out.neg_inf = s.neg_inf();
     out.zeros = s.zeros();
   }
-  e.bin_offset = r.bin_offset();
-  e.bin_size = r.bin_size();
   return e;
 }
 
