@@ -16,6 +16,12 @@ struct DataTypeInfo {
   ElementKind kind;
   std::string_view npy;  // the .npy descriptor it is exported as
   bool npy_widened;      // exported widened to float32 (NumPy has no such type)
+  // Floats: %.<text_digits>g in text exports (the reference viewer's for
+  // its dtypes; ours the fewest that tell every value apart); the most
+  // digits a scalar's shortest round-trip text needs (0: a scalar of it
+  // is written as its raw bits). Integers and bool: 0, 0.
+  int text_digits;
+  int json_digits;
 };
 
 constexpr ElementKind F = ElementKind::kFloat, S = ElementKind::kSigned,
@@ -23,22 +29,22 @@ constexpr ElementKind F = ElementKind::kFloat, S = ElementKind::kSigned,
 
 // Indexed by the enum value; the static_assert below keeps them in step.
 constexpr std::array<DataTypeInfo, kDataTypeCount> kTable = {{
-    {DataType::kFloat32, 32, "FLOAT32", F, "<f4", false},
-    {DataType::kFloat16, 16, "FLOAT16", F, "<f2", false},
-    {DataType::kInt32, 32, "INT32", S, "<i4", false},
-    {DataType::kInt16, 16, "INT16", S, "<i2", false},
-    {DataType::kInt8, 8, "INT8", S, "|i1", false},
-    {DataType::kUint8, 8, "UINT8", U, "|u1", false},
-    {DataType::kBfloat16, 16, "BFLOAT16", F, "<f4", true},
-    {DataType::kInt64, 64, "INT64", S, "<i8", false},
-    {DataType::kUint64, 64, "UINT64", U, "<u8", false},
-    {DataType::kUint16, 16, "UINT16", U, "<u2", false},
-    {DataType::kUint32, 32, "UINT32", U, "<u4", false},
-    {DataType::kBool, 8, "BOOL", B, "|b1", false},
-    {DataType::kFp8E4M3Fn, 8, "FP8E4M3FN", F, "<f4", true},
-    {DataType::kFp8E8M0, 8, "FP8E8M0", F, "<f4", true},
-    {DataType::kFp4E2M1, 4, "FP4E2M1", F, "<f4", true},
-    {DataType::kFloat64, 64, "FLOAT64", F, "<f8", false},
+    {DataType::kFloat32, 32, "FLOAT32", F, "<f4", false, 6, 9},
+    {DataType::kFloat16, 16, "FLOAT16", F, "<f2", false, 4, 9},
+    {DataType::kInt32, 32, "INT32", S, "<i4", false, 0, 0},
+    {DataType::kInt16, 16, "INT16", S, "<i2", false, 0, 0},
+    {DataType::kInt8, 8, "INT8", S, "|i1", false, 0, 0},
+    {DataType::kUint8, 8, "UINT8", U, "|u1", false, 0, 0},
+    {DataType::kBfloat16, 16, "BFLOAT16", F, "<f4", true, 3, 9},
+    {DataType::kInt64, 64, "INT64", S, "<i8", false, 0, 0},
+    {DataType::kUint64, 64, "UINT64", U, "<u8", false, 0, 0},
+    {DataType::kUint16, 16, "UINT16", U, "<u2", false, 0, 0},
+    {DataType::kUint32, 32, "UINT32", U, "<u4", false, 0, 0},
+    {DataType::kBool, 8, "BOOL", B, "|b1", false, 0, 0},
+    {DataType::kFp8E4M3Fn, 8, "FP8E4M3FN", F, "<f4", true, 3, 0},
+    {DataType::kFp8E8M0, 8, "FP8E8M0", F, "<f4", true, 2, 0},
+    {DataType::kFp4E2M1, 4, "FP4E2M1", F, "<f4", true, 2, 0},
+    {DataType::kFloat64, 64, "FLOAT64", F, "<f8", false, 15, 17},
 }};
 
 constexpr bool TableIsIndexedByEnum() {
@@ -53,10 +59,12 @@ static_assert(TableIsIndexedByEnum(), "kTable must be ordered by enum value");
 constexpr bool TableIsComplete() {
   for (const DataTypeInfo& t : kTable) {
     if (t.bits == 0 || t.name.empty() || t.npy.empty()) return false;
+    if ((t.kind == ElementKind::kFloat) != (t.text_digits > 0)) return false;
   }
   return true;
 }
-static_assert(TableIsComplete(), "a kTable row lacks its width, name or .npy descriptor");
+static_assert(TableIsComplete(),
+              "a kTable row lacks its width, name, .npy descriptor or (a float) its digits");
 
 }  // namespace
 
@@ -69,6 +77,10 @@ ElementKind KindOf(DataType dtype) { return kTable[static_cast<uint8_t>(dtype)].
 std::string_view NpyDescriptor(DataType dtype) { return kTable[static_cast<uint8_t>(dtype)].npy; }
 
 bool NpyWidened(DataType dtype) { return kTable[static_cast<uint8_t>(dtype)].npy_widened; }
+
+int TextDigits(DataType dtype) { return kTable[static_cast<uint8_t>(dtype)].text_digits; }
+
+int ScalarJsonDigits(DataType dtype) { return kTable[static_cast<uint8_t>(dtype)].json_digits; }
 
 uint64_t PayloadBytes(DataType dtype, uint64_t numel) {
   return (numel * ElementBits(dtype) + 7) / 8;

@@ -46,6 +46,15 @@ ElementKind KindOf(DataType dtype);
 std::string_view NpyDescriptor(DataType dtype);
 bool NpyWidened(DataType dtype);
 
+// Floats in text exports print as %.<TextDigits>g (float32 6, float16 4,
+// bfloat16 3: the reference viewer's; float64 15; the 8- and 4-bit floats
+// the fewest digits that tell each of their values apart); 0 for others.
+int TextDigits(DataType dtype);
+// The most digits a float scalar's shortest round-trip text needs (9 for
+// up to 32 bits, 17 for float64); 0: a scalar of this dtype is written as
+// its raw bits (the 8- and 4-bit floats). 0 for integers and bool.
+int ScalarJsonDigits(DataType dtype);
+
 // Bytes that `numel` densely packed elements occupy (rounded up for FP4).
 uint64_t PayloadBytes(DataType dtype, uint64_t numel);
 

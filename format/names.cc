@@ -134,47 +134,24 @@ std::string DTypeName(int dtype) {
 std::string FormatScalarJson(int dtype, uint64_t bits) {
   const std::optional<DataType> d = FromProtoDType(dtype);
   if (!d) return absl::StrCat(bits);
-  // Every dtype has its case: one added to format/dtype.h without one does
-  // not build.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic error "-Wswitch"
-  switch (*d) {
-    case DataType::kFloat32: {
-      float f;
-      uint32_t b = static_cast<uint32_t>(bits);
-      std::memcpy(&f, &b, 4);
-      return FloatJson(f, ShortestRoundTrip(f, 9));
+  // The scalar's value is in the low bytes of `bits` (little endian).
+  unsigned char bytes[8];
+  std::memcpy(bytes, &bits, 8);
+  switch (KindOf(*d)) {
+    case ElementKind::kFloat: {
+      const int digits = ScalarJsonDigits(*d);
+      if (digits == 0) return absl::StrCat(bits);  // no scalar of these: the raw bits
+      const double v = ElementAsDouble(*d, bytes, 0);
+      if (ElementBits(*d) <= 32) {
+        const float f = static_cast<float>(v);
+        return FloatJson(f, ShortestRoundTrip(f, digits));
+      }
+      return FloatJson(v, ShortestRoundTrip(v, digits));
     }
-    case DataType::kFloat64: {
-      double f;
-      std::memcpy(&f, &bits, 8);
-      return FloatJson(f, ShortestRoundTrip(f, 17));
-    }
-    case DataType::kFloat16: {
-      const float f = HalfToFloat(static_cast<uint16_t>(bits));
-      return FloatJson(f, ShortestRoundTrip(f, 9));
-    }
-    case DataType::kBfloat16: {
-      float f;
-      const uint32_t b = static_cast<uint32_t>(bits & 0xFFFF) << 16;
-      std::memcpy(&f, &b, 4);
-      return FloatJson(f, ShortestRoundTrip(f, 9));
-    }
-    case DataType::kInt8: return absl::StrCat(static_cast<int8_t>(bits));
-    case DataType::kInt16: return absl::StrCat(static_cast<int16_t>(bits));
-    case DataType::kInt32: return absl::StrCat(static_cast<int32_t>(bits));
-    case DataType::kInt64: return absl::StrCat(static_cast<int64_t>(bits));
-    case DataType::kUint8: return absl::StrCat(static_cast<uint8_t>(bits));
-    case DataType::kUint16: return absl::StrCat(static_cast<uint16_t>(bits));
-    case DataType::kUint32: return absl::StrCat(static_cast<uint32_t>(bits));
-    case DataType::kUint64: return absl::StrCat(bits);
-    case DataType::kBool: return (bits & 0xFF) != 0 ? "true" : "false";
-    case DataType::kFp8E4M3Fn:
-    case DataType::kFp8E8M0:
-    case DataType::kFp4E2M1:
-      return absl::StrCat(bits);  // no scalar of these: the raw bits
+    case ElementKind::kSigned: return absl::StrCat(ElementAsInt64(*d, bytes, 0));
+    case ElementKind::kUnsigned: return absl::StrCat(ElementAsUint64(*d, bytes, 0));
+    case ElementKind::kBool: return bytes[0] != 0 ? "true" : "false";
   }
-#pragma GCC diagnostic pop
   return absl::StrCat(bits);
 }
 

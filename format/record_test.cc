@@ -76,6 +76,18 @@ TEST(RecordFormatTest, ScalarsPrintShortestRoundTrip) {
   EXPECT_EQ(FormatScalarJson(v1::DTYPE_BOOL, 1), "true");
   EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT16, 0x3C00), "1");     // 1.0 in half
   EXPECT_EQ(FormatScalarJson(v1::DTYPE_BFLOAT16, 0xC000), "-2");   // -2.0 in bf16
+  // Only the value's own bytes count (the rest of `bits` is not its).
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_INT16, 0x12348000), "-32768");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_UINT8, 0x1FF), "255");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_UINT32, 0x1FFFFFFFFull), "4294967295");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_BOOL, 0x100), "false");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT16, 0xFFFF3E00ull), "1.5");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT16, 0x7E00), "\"NaN\"");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT32, BitsOf(0.1f) | (uint64_t{0xABCD} << 32)), "0.1");
+  // No scalar of the 8- and 4-bit floats exists: their raw bits.
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FP8E4M3FN, 0x38), "56");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FP4E2M1, 0x3), "3");
+  EXPECT_EQ(FormatScalarJson(99, 7), "7");  // a dtype this build does not know
 }
 
 TEST(RecordFormatTest, OrderIsTaskStageArgRole) {

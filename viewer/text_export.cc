@@ -23,22 +23,6 @@ namespace {
 
 // ---- elements -------------------------------------------------------------
 
-// Appends element `i` of a densely packed payload.
-using AppendElement = void (*)(const unsigned char* payload, uint64_t i, std::string* out);
-
-// How a dtype's elements print, resolved once per entry.
-struct ElementFormat {
-  AppendElement append;
-  uint32_t bits;  // per element
-};
-
-template <typename T>
-T Load(const unsigned char* p, uint64_t i) {
-  T v;
-  std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-  return v;
-}
-
 // Python's format(v, ".<digits>g"): C's %g, except that a NaN is "nan"
 // whatever its sign bit (glibc prints "-nan").
 void AppendG(double v, int digits, std::string* out) {
@@ -51,66 +35,41 @@ void AppendG(double v, int digits, std::string* out) {
   out->append(buf, static_cast<size_t>(n));
 }
 
-template <typename T>
-void AppendInteger(const unsigned char* p, uint64_t i, std::string* out) {
-  char buf[absl::numbers_internal::kFastToBufferSize];
-  using Wide = std::conditional_t<std::is_signed<T>::value, int64_t, uint64_t>;
-  const char* end = absl::numbers_internal::FastIntToBuffer(static_cast<Wide>(Load<T>(p, i)), buf);
-  out->append(buf, static_cast<size_t>(end - buf));
-}
+// How a dtype's elements print, resolved once per entry from the dtype
+// table (format/dtype.h): floats %.<TextDigits>g, integers in decimal,
+// bool True/False.
+struct ElementFormat {
+  DataType dtype;
+  ElementKind kind;
+  int digits;
+  uint32_t bits;  // per element
 
-void AppendBool(const unsigned char* p, uint64_t i, std::string* out) {
-  out->append(p[i] != 0 ? "True" : "False");
-}
-
-void AppendFloat32(const unsigned char* p, uint64_t i, std::string* out) {
-  AppendG(Load<float>(p, i), 6, out);
-}
-void AppendFloat16(const unsigned char* p, uint64_t i, std::string* out) {
-  AppendG(HalfToFloat(Load<uint16_t>(p, i)), 4, out);
-}
-void AppendBfloat16(const unsigned char* p, uint64_t i, std::string* out) {
-  AppendG(Bfloat16ToFloat(Load<uint16_t>(p, i)), 3, out);
-}
-void AppendFloat64(const unsigned char* p, uint64_t i, std::string* out) {
-  AppendG(Load<double>(p, i), 15, out);
-}
-void AppendFp8E4M3Fn(const unsigned char* p, uint64_t i, std::string* out) {
-  AppendG(Fp8E4M3FnToFloat(p[i]), 3, out);
-}
-void AppendFp8E8M0(const unsigned char* p, uint64_t i, std::string* out) {
-  AppendG(Fp8E8M0ToFloat(p[i]), 2, out);
-}
-void AppendFp4E2M1(const unsigned char* p, uint64_t i, std::string* out) {
-  AppendG(Fp4E2M1ToFloat((p[i / 2] >> (4 * (i % 2))) & 0xF), 2, out);
-}
-
-// How each dtype prints: a dtype added to format/dtype.h without a case
-// here does not build.
-ElementFormat FormatOf(DataType dtype) {
-  const uint32_t bits = ElementBits(dtype);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic error "-Wswitch"
-  switch (dtype) {
-    case DataType::kFloat32: return {AppendFloat32, bits};
-    case DataType::kFloat16: return {AppendFloat16, bits};
-    case DataType::kBfloat16: return {AppendBfloat16, bits};
-    case DataType::kFloat64: return {AppendFloat64, bits};
-    case DataType::kFp8E4M3Fn: return {AppendFp8E4M3Fn, bits};
-    case DataType::kFp8E8M0: return {AppendFp8E8M0, bits};
-    case DataType::kFp4E2M1: return {AppendFp4E2M1, bits};
-    case DataType::kInt8: return {AppendInteger<int8_t>, bits};
-    case DataType::kInt16: return {AppendInteger<int16_t>, bits};
-    case DataType::kInt32: return {AppendInteger<int32_t>, bits};
-    case DataType::kInt64: return {AppendInteger<int64_t>, bits};
-    case DataType::kUint8: return {AppendInteger<uint8_t>, bits};
-    case DataType::kUint16: return {AppendInteger<uint16_t>, bits};
-    case DataType::kUint32: return {AppendInteger<uint32_t>, bits};
-    case DataType::kUint64: return {AppendInteger<uint64_t>, bits};
-    case DataType::kBool: return {AppendBool, bits};
+  // Element `i` of a densely packed payload.
+  void Append(const unsigned char* p, uint64_t i, std::string* out) const {
+    char buf[absl::numbers_internal::kFastToBufferSize];
+    switch (kind) {
+      case ElementKind::kFloat:
+        AppendG(ElementAsDouble(dtype, p, i), digits, out);
+        return;
+      case ElementKind::kSigned: {
+        const char* end = absl::numbers_internal::FastIntToBuffer(ElementAsInt64(dtype, p, i), buf);
+        out->append(buf, static_cast<size_t>(end - buf));
+        return;
+      }
+      case ElementKind::kUnsigned: {
+        const char* end = absl::numbers_internal::FastIntToBuffer(ElementAsUint64(dtype, p, i), buf);
+        out->append(buf, static_cast<size_t>(end - buf));
+        return;
+      }
+      case ElementKind::kBool:
+        out->append(p[i] != 0 ? "True" : "False");
+        return;
+    }
   }
-#pragma GCC diagnostic pop
-  return {AppendBool, bits};  // not reached: every dtype has its case
+};
+
+ElementFormat FormatOf(DataType dtype) {
+  return {dtype, KindOf(dtype), TextDigits(dtype), ElementBits(dtype)};
 }
 
 // ---- scalar values: what Python's str() makes of the JSON value -------------
@@ -214,7 +173,7 @@ void AppendValues(const ManifestEntry& e, const unsigned char* p, uint64_t prese
   size_t width = 0;
   for (uint64_t i = 0; i < present; ++i) {
     const size_t before = texts.size();
-    format.append(p, i, &texts);
+    format.Append(p, i, &texts);
     lengths[i] = static_cast<uint8_t>(texts.size() - before);
     width = std::max<size_t>(width, lengths[i]);
   }
