@@ -405,7 +405,7 @@ absl::Status SimSession::Impl::StartRuntime() {
     };
   }
   s.runtime = std::make_unique<SimRuntime>(sim, s.kernels, s.recorder.get());
-  if (absl::Status st = s.runtime->Start(); !st.ok()) return st;
+  return s.runtime->Start();
 }
 
 absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistry& kernels,
