@@ -209,37 +209,38 @@ void Put<ManifestField::kFuncId>(Cursor& c, const EntryToWrite& e) {
     c.UintArray(e.r.func_ids, e.r.func_count);
   }
 }
+// A name, quoted.
+template <ManifestField F>
+void PutName(Cursor& c, absl::string_view name) {
+  Key<F>(c);
+  c.Push('"');
+  c.Str(name);
+  c.Push('"');
+}
 template <>
 void Put<ManifestField::kRole>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kRole>(c);
-  c.Push('"');
-  c.Str(e.r.role < 4 ? kRoles[e.r.role] : RoleName(static_cast<v1::Role>(e.r.role)));
-  c.Push('"');
+  PutName<ManifestField::kRole>(
+      c, e.r.role < 4 ? kRoles[e.r.role] : RoleName(static_cast<v1::Role>(e.r.role)));
 }
 template <>
 void Put<ManifestField::kStage>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kStage>(c);
-  c.Push('"');
-  c.Str(e.r.stage < 3 ? kStages[e.r.stage] : StageName(static_cast<v1::Stage>(e.r.stage)));
-  c.Push('"');
+  PutName<ManifestField::kStage>(
+      c, e.r.stage < 3 ? kStages[e.r.stage] : StageName(static_cast<v1::Stage>(e.r.stage)));
 }
 template <>
 void Put<ManifestField::kKind>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kKind>(c);
-  c.Push('"');
-  c.Str(e.r.kind < 3 ? kKinds[e.r.kind] : KindName(static_cast<v1::Kind>(e.r.kind)));
-  c.Push('"');
+  PutName<ManifestField::kKind>(
+      c, e.r.kind < 3 ? kKinds[e.r.kind] : KindName(static_cast<v1::Kind>(e.r.kind)));
 }
 template <>
 void Put<ManifestField::kDtype>(Cursor& c, const EntryToWrite& e) {
-  Key<ManifestField::kDtype>(c);
-  c.Push('"');
-  if (auto d = FromProtoDType(e.r.dtype)) {
-    c.Str(absl::string_view(DataTypeName(*d).data(), DataTypeName(*d).size()));
+  const std::optional<DataType> d = FromProtoDType(e.r.dtype);
+  if (d) {
+    const std::string_view name = DataTypeName(*d);
+    PutName<ManifestField::kDtype>(c, absl::string_view(name.data(), name.size()));
   } else {
-    c.Str(DTypeName(e.r.dtype));
+    PutName<ManifestField::kDtype>(c, DTypeName(e.r.dtype));
   }
-  c.Push('"');
 }
 template <>
 void Put<ManifestField::kValue>(Cursor& c, const EntryToWrite& e) {
