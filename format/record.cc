@@ -62,13 +62,13 @@ absl::StatusOr<ManifestRow> RowFromRecord(const v1::ArgRecord& r) {
   ManifestRow row;
 #define ARGSDUMP_NUMBER(f) row.f = r.f();
 #define ARGSDUMP_ENUM(f, E) row.f = static_cast<uint8_t>(r.f());
-#define ARGSDUMP_FLAG(f) row.f = r.f();
+#define ARGSDUMP_SIMPLE(id, style, f) row.f = r.f();
   ARGSDUMP_ROW_NUMBERS(ARGSDUMP_NUMBER)
   ARGSDUMP_ROW_ENUMS(ARGSDUMP_ENUM)
-  ARGSDUMP_ROW_FLAGS(ARGSDUMP_FLAG)
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_SIMPLE)
 #undef ARGSDUMP_NUMBER
 #undef ARGSDUMP_ENUM
-#undef ARGSDUMP_FLAG
+#undef ARGSDUMP_SIMPLE
   row.ndims = static_cast<uint8_t>(r.shape_size());
   for (int d = 0; d < r.shape_size(); ++d) {
     row.shape[d] = r.shape(d);
@@ -141,9 +141,16 @@ absl::Status CheckArgFields(int role, int stage, int kind, int dtype_value,
 
 absl::Status CheckStoredRow(const char* raw) {
   auto byte = [&](size_t offset) { return static_cast<uint8_t>(raw[offset]); };
-#define ARGSDUMP_FLAG_OFFSET(f) offsetof(ManifestRow, f),
-  for (size_t offset : {ARGSDUMP_ROW_FLAGS(ARGSDUMP_FLAG_OFFSET)}) {
-#undef ARGSDUMP_FLAG_OFFSET
+  struct Member {
+    FieldStyle style;
+    size_t offset;
+  };
+#define ARGSDUMP_MEMBER(id, style, f) {FieldStyle::style, offsetof(ManifestRow, f)},
+  static constexpr Member kMembers[] = {ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_MEMBER)};
+#undef ARGSDUMP_MEMBER
+  for (const Member& m : kMembers) {
+    if (m.style != FieldStyle::kBool && m.style != FieldStyle::kTrueFlag) continue;
+    const size_t offset = m.offset;
     if (byte(offset) > 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("a flag at row byte ", offset, " holds ", byte(offset), ", not 0 or 1"));
@@ -176,13 +183,13 @@ v1::ArgRecord RecordFromRow(const ManifestRow& row) {
   v1::ArgRecord r;
 #define ARGSDUMP_NUMBER(f) r.set_##f(row.f);
 #define ARGSDUMP_ENUM(f, E) r.set_##f(static_cast<v1::E>(row.f));
-#define ARGSDUMP_FLAG(f) r.set_##f(row.f);
+#define ARGSDUMP_SIMPLE(id, style, f) r.set_##f(row.f);
   ARGSDUMP_ROW_NUMBERS(ARGSDUMP_NUMBER)
   ARGSDUMP_ROW_ENUMS(ARGSDUMP_ENUM)
-  ARGSDUMP_ROW_FLAGS(ARGSDUMP_FLAG)
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_SIMPLE)
 #undef ARGSDUMP_NUMBER
 #undef ARGSDUMP_ENUM
-#undef ARGSDUMP_FLAG
+#undef ARGSDUMP_SIMPLE
   for (uint32_t i = 0; i < row.func_count && i < kMaxRecordFuncIds; ++i) {
     r.add_func_ids(row.func_ids[i]);
   }

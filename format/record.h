@@ -9,11 +9,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <type_traits>
 #include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "format/manifest_fields.h"
 #include "proto/argsdump/v1/record.pb.h"
 
 namespace argsdump {
@@ -81,29 +83,35 @@ static_assert(sizeof(bool) == 1, "ManifestRow bools are one byte on disk");
 static_assert(sizeof(ManifestRow) == 120, "ManifestRow is part of the args.index format");
 static_assert(offsetof(ManifestRow, step) == 116, "ManifestRow is part of the args.index format");
 
-// The row's fields that are v1::ArgRecord's field of the same name, by
-// what they hold: RowFromRecord, RecordFromRow and CheckStoredRow expand
-// these lists. shape/strides (ndims long) and func_ids (func_count long)
-// are arrays, converted by hand.
-#define ARGSDUMP_ROW_NUMBERS(X) \
-  X(task_id) X(start_offset) X(numel) X(scalar_bits) X(bin_offset) X(bin_size) X(arg_index) \
-  X(device_thread) X(step)
+// The row's fields that are v1::ArgRecord's field of the same name:
+// format/manifest_fields.h's simple fields (ARGSDUMP_SIMPLE_MANIFEST_FIELDS,
+// each listed once, there), and these. RowFromRecord, RecordFromRow and
+// CheckStoredRow expand the lists. shape/strides (ndims long) and func_ids
+// (func_count long) are arrays, converted by hand.
+#define ARGSDUMP_ROW_NUMBERS(X) X(task_id) X(scalar_bits) X(device_thread) X(step)
 #define ARGSDUMP_ROW_ENUMS(X) X(role, Role) X(stage, Stage) X(kind, Kind) X(dtype, DType)
-#define ARGSDUMP_ROW_FLAGS(X) \
-  X(is_contiguous) X(truncated) X(overwritten) X(arg_index_ambiguous) X(in_flight_snapshot) \
-  X(overflow)
+
+// A simple field's row member holds what its style says.
+#define ARGSDUMP_ROW_TYPE_CHECK(id, style, member)                                        \
+  static_assert(std::is_same<decltype(ManifestRow::member),                              \
+                             FieldType<FieldStyle::style>::type>::value,                 \
+                "ManifestRow::" #member " is not the type format/manifest_fields.h says");
+ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_ROW_TYPE_CHECK)
+#undef ARGSDUMP_ROW_TYPE_CHECK
 
 // Every byte of the row is in a list above or one of the arrays: a member
 // added to ManifestRow and not to a list does not build.
 #define ARGSDUMP_ROW_SIZE(f, ...) +sizeof(ManifestRow::f)
+#define ARGSDUMP_SIMPLE_ROW_SIZE(id, style, member) +sizeof(ManifestRow::member)
 static_assert(0 ARGSDUMP_ROW_NUMBERS(ARGSDUMP_ROW_SIZE) ARGSDUMP_ROW_ENUMS(ARGSDUMP_ROW_SIZE)
-                      ARGSDUMP_ROW_FLAGS(ARGSDUMP_ROW_SIZE) +
+                      ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_SIMPLE_ROW_SIZE) +
                   sizeof(ManifestRow::shape) + sizeof(ManifestRow::strides) +
                   sizeof(ManifestRow::ndims) + sizeof(ManifestRow::func_ids) +
                   sizeof(ManifestRow::func_count) + sizeof(ManifestRow::reserved) ==
               sizeof(ManifestRow),
               "a ManifestRow member is in none of the field lists");
 #undef ARGSDUMP_ROW_SIZE
+#undef ARGSDUMP_SIMPLE_ROW_SIZE
 
 // A capture's records in arrival order. A deque: growing it never moves the
 // rows already held.
