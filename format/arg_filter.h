@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "format/record.h"
 #include "proto/argsdump/v1/capture.pb.h"
@@ -54,6 +55,13 @@ struct ArgFilter {
   bool FuncOk(It first, It last) const {
     if (func_unknown && first != last) return false;
     return !func_id || std::find(first, last, *func_id) != last;
+  }
+
+  // FuncOk over the manifest's func_id array, where [-1] says the kernel is
+  // not known (no ids).
+  bool ManifestFuncIdsOk(const std::vector<int64_t>& func_ids) const {
+    const bool unknown = func_ids.size() == 1 && func_ids[0] == -1;
+    return FuncOk(func_ids.begin(), unknown ? func_ids.begin() : func_ids.end());
   }
 
   // The whole predicate over a stored row (`stats`: null when none stored).

@@ -36,13 +36,6 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // The dump flags as a test's command line gives them.
 absl::Status SetCommandLine(std::vector<std::string> args) {
   args.insert(args.begin(), "session_test");

@@ -267,11 +267,10 @@ bool ArgQuery::Matches(const CapturedArg& a) const {
   f.arg_index = arg_;
   if (kind_) f.kind = ProtoKind(*kind_);
   f.func_id = func_id_;
-  const bool unknown = a.func_ids.size() == 1 && a.func_ids[0] == -1;  // the manifest's [-1]
   if (!f.TaskOk(a.task_id) || !f.StepOk(a.step) || !f.StageOk(ToProtoStage(a.stage)) ||
       !f.RoleOk(ToProtoRole(a.role)) || !f.ArgIndexOk(a.arg_index) ||
       !f.KindOk(ProtoKind(a.kind)) ||
-      !f.FuncOk(a.func_ids.begin(), unknown ? a.func_ids.begin() : a.func_ids.end())) {
+      !f.ManifestFuncIdsOk(a.func_ids)) {
     return false;
   }
   if (!func_.empty()) {

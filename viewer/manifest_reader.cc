@@ -364,26 +364,12 @@ absl::Status ManifestReader::ParseStats(ManifestEntry::Stats* out, absl::string_
   }
 }
 
-namespace {
-
-// The entry's known func ids (the manifest writes [-1] for none).
-std::pair<const int64_t*, const int64_t*> KnownFuncIds(const ManifestEntry& e) {
-  const int64_t* first = e.func_ids.data();
-  const bool unknown = e.func_ids.size() == 1 && e.func_ids[0] == -1;
-  return {first, unknown ? first : first + e.func_ids.size()};
-}
-
-}  // namespace
-
 bool ManifestReader::Rejects(const EntryFilter& filter, Field field, const ManifestEntry& e) {
   const ArgFilter& f = filter.args;
   switch (field) {
     case Field::kTaskId: return !f.TaskOk(e.task_id);
     case Field::kStep: return !f.StepOk(e.step);
-    case Field::kFuncId: {
-      const auto [first, last] = KnownFuncIds(e);
-      return !f.FuncOk(first, last);
-    }
+    case Field::kFuncId: return !f.ManifestFuncIdsOk(e.func_ids);
     case Field::kRole: return !f.RoleOk(e.role);
     case Field::kStage: return !f.StageOk(e.stage);
     case Field::kArgIndex: return !f.ArgIndexOk(e.arg_index);
@@ -395,8 +381,7 @@ bool ManifestReader::Rejects(const EntryFilter& filter, Field field, const Manif
 
 bool EntryFilter::Matches(const ManifestEntry& e) const {
   if (index && e.index != *index) return false;
-  const auto [first, last] = KnownFuncIds(e);
-  return args.TaskOk(e.task_id) && args.StepOk(e.step) && args.FuncOk(first, last) &&
+  return args.TaskOk(e.task_id) && args.StepOk(e.step) && args.ManifestFuncIdsOk(e.func_ids) &&
          args.RoleOk(e.role) && args.StageOk(e.stage) && args.ArgIndexOk(e.arg_index) &&
          args.KindOk(e.kind) && args.DTypeOk(ToProtoDType(e.dtype)) && args.OverflowOk(e.overflow) &&
          args.NonfiniteOk(e.stats && e.stats->has_nonfinite());

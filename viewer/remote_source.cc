@@ -21,8 +21,10 @@ namespace argsdump {
 absl::StatusOr<ManifestEntry> EntryFromRecord(const v1::ArgRecord& r, uint64_t index,
                                               uint64_t record_id) {
   const std::optional<DataType> dtype = FromProtoDType(r.dtype());
-  if (!RoleFromName(RoleName(r.role())) || !StageFromName(StageName(r.stage())) ||
-      !KindFromName(KindName(r.kind())) || !dtype) {
+  const bool known = r.role() != v1::ROLE_UNSPECIFIED && v1::Role_IsValid(r.role()) &&
+                     r.stage() != v1::STAGE_UNSPECIFIED && v1::Stage_IsValid(r.stage()) &&
+                     r.kind() != v1::KIND_UNSPECIFIED && v1::Kind_IsValid(r.kind()) && dtype;
+  if (!known) {
     return absl::DataLossError(absl::StrCat(
         "record ", record_id, ": role ", r.role(), ", stage ", r.stage(), ", kind ", r.kind(),
         ", dtype ", r.dtype(), ": not all are values of the schema this build knows"));
