@@ -183,6 +183,7 @@ void Collector::AddStats(const CollectorStats& d) {
   stats_.overwritten += d.overwritten;
   stats_.recovered_records += d.recovered_records;
   stats_.invalid_records += d.invalid_records;
+  stats_.snapshot_records += d.snapshot_records;
 }
 
 void Collector::DrainLoop(uint32_t index) {
@@ -243,8 +244,9 @@ void Collector::DrainLoop(uint32_t index) {
   }
 }
 
-Collector::Collected Collector::CollectBuffer(uint32_t thread, uint32_t buffer) {
-  const BufferRecords b = transport_->ReadBuffer(thread, buffer);
+Collector::Collected Collector::CollectBuffer(RegionTransport& transport, uint32_t thread,
+                                              uint32_t buffer) {
+  const BufferRecords b = transport.ReadBuffer(thread, buffer);
   Collected out;
   google::protobuf::ArenaOptions options;
   options.start_block_size = 256 * uint64_t{b.count} + 256;
@@ -262,7 +264,7 @@ Collector::Collected Collector::CollectBuffer(uint32_t thread, uint32_t buffer) 
     pair.thread = thread;
     if (status.ok() && r.payload_size > 0) {
       bool overwritten = false;
-      auto view = transport_->PayloadView(thread, r, &overwritten);
+      auto view = transport.PayloadView(thread, r, &overwritten);
       if (!view.ok()) {
         status = view.status();
       } else {
@@ -333,7 +335,7 @@ void Collector::ShardLoop(uint32_t index) {
       ticket = me.tickets.front();
       me.tickets.pop_front();
     }
-    SubmitPairs(CollectBuffer(ticket.thread, ticket.buffer));
+    SubmitPairs(CollectBuffer(*transport_, ticket.thread, ticket.buffer));
     // Records and payload are copied out: the buffer can go back.
     DrainState& drain = *drains_[ticket.thread % drains_.size()];
     {
@@ -448,7 +450,7 @@ absl::Status Collector::Reconcile() {
   DeviceThreadCounters total;
   for (uint32_t t = 0; t < region_->num_threads(); ++t) {
     if (auto buffer = transport_->UnflushedBuffer(t, next_sequence_[t])) {
-      Collected collected = CollectBuffer(t, *buffer);
+      Collected collected = CollectBuffer(*transport_, t, *buffer);
       CollectorStats delta;
       for (const Pair& p : collected.pairs) delta.recovered_records += p.record != nullptr;
       AddStats(delta);
@@ -479,6 +481,68 @@ absl::Status Collector::Reconcile() {
   losses_.set_dropped_free_queue_empty(by(abi::DropCause::kFreeQueueEmpty));
   losses_.set_dropped_arena_ack_timeout(by(abi::DropCause::kArenaAckTimeout));
   losses_.set_dropped_flush_timeout(by(abi::DropCause::kFlushTimeout));
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return error_;
+}
+
+absl::Status Collector::RecordSnapshots(const std::vector<SnapshotTask>& tasks) {
+  if (region_ == nullptr || started_) {
+    return absl::FailedPreconditionError("collector: snapshots are recorded after Stop");
+  }
+  if (tasks.empty()) return absl::OkStatus();
+  // A scratch region at the device's level and geometry, recorded by the
+  // device's own recorder code (the same level, mode and marker rules as a
+  // hang's snapshot), then collected through the same conversion.
+  uint32_t records = 0;
+  for (const SnapshotTask& t : tasks) records += t.task->tensor_count + t.task->scalar_count;
+  DumpRegionConfig scratch;
+  scratch.level = region_->level();
+  scratch.num_threads = region_->num_threads();
+  scratch.records_per_buffer = std::max<uint32_t>(1, records);
+  scratch.buffers_per_thread = 2;
+  scratch.ready_queue_depth = 2;
+  scratch.arena_bytes = region_->arena_bytes();
+  scratch.full_policy = abi::FullPolicy::kDrop;
+  auto created = DumpRegion::Create(scratch);
+  if (!created.ok()) return created.status();
+  const DumpRegion& region = **created;
+  auto transport = MakeTransport(Platform::kA2a3Sim, region);
+  if (!transport.ok()) return transport.status();
+  {
+    DumpRecorder recorder(region);
+    std::vector<bool> used(region.num_threads(), false);
+    for (const SnapshotTask& t : tasks) {
+      if (t.thread >= region.num_threads()) continue;
+      recorder.thread(t.thread).RecordTask(*t.task, abi::Stage::kAfterCompletion,
+                                           abi::kFlagInFlightSnapshot);
+      used[t.thread] = true;
+    }
+    for (uint32_t t = 0; t < region.num_threads(); ++t) {
+      if (used[t]) recorder.thread(t).Flush();
+    }
+  }
+  CollectorStats delta;
+  for (uint32_t t = 0; t < region.num_threads(); ++t) {
+    uint32_t buffer;
+    for (;;) {
+      auto popped = (*transport)->PopReady(t, &buffer);
+      if (!popped.ok()) return popped.status();
+      if (!*popped) break;
+      Collected collected = CollectBuffer(**transport, t, buffer);
+      for (Pair& p : collected.pairs) {
+        p.acks = 0;  // the scratch region's, not the device's
+        delta.snapshot_records += p.record != nullptr;
+      }
+      std::deque<Collected> batch;
+      {
+        std::lock_guard<std::mutex> lock(writer_mu_);
+        AssignBinOffsets(&collected);
+      }
+      batch.push_back(std::move(collected));
+      WriteBatch(batch);
+    }
+  }
+  AddStats(delta);
   std::lock_guard<std::mutex> lock(stats_mu_);
   return error_;
 }

@@ -33,6 +33,7 @@
 #include "google/protobuf/arena.h"
 #include "collector/sink.h"
 #include "collector/transport.h"
+#include "device/recorder.h"
 #include "device/region.h"
 #include "proto/argsdump/v1/record.pb.h"
 
@@ -51,6 +52,15 @@ struct CollectorStats {
   uint64_t overwritten = 0;
   uint64_t recovered_records = 0;  // from buffers the device never flushed
   uint64_t invalid_records = 0;    // rejected: garbage from shared memory
+  // Of records, made by the host from a dead device's memory (flagged
+  // in-flight snapshot): RecordSnapshots.
+  uint64_t snapshot_records = 0;
+};
+
+// A task that was running when the device died, and its scheduler thread.
+struct SnapshotTask {
+  uint32_t thread = 0;
+  const DumpTask* task = nullptr;  // views into memory the host can read
 };
 
 // Converts one device record (from device thread `thread`) to the proto,
@@ -79,6 +89,11 @@ class Collector {
   // Recovers buffers the device filled but never flushed (a hang or a crash)
   // and reads the device's loss counters.
   absl::Status Reconcile();
+  // After Reconcile, when the device process died: the after-completion
+  // records (flagged in-flight snapshot) of tasks it was running, made on
+  // the host from the shared device memory by the recorder's own rules at
+  // the region's level, and written to the sink after everything collected.
+  absl::Status RecordSnapshots(const std::vector<SnapshotTask>& tasks);
   // Finishes the capture: the sink writes its manifest.
   absl::Status Export();
   // Frees the region; Initialize may be called again.
@@ -126,7 +141,7 @@ class Collector {
     std::unique_ptr<google::protobuf::Arena> arena;
     std::vector<Pair> pairs;
   };
-  Collected CollectBuffer(uint32_t thread, uint32_t buffer);
+  Collected CollectBuffer(RegionTransport& transport, uint32_t thread, uint32_t buffer);
   // Gives the pairs' payloads the next args.bin offsets; writer_mu_ held.
   void AssignBinOffsets(Collected* collected);
   // Assigns bin offsets in order under the narrow lock and queues the pairs.

@@ -47,9 +47,20 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   wiring.print_summary = false;
   SimProgressSampler* const progress = options.progress;
   if (progress != nullptr) wiring.device_finished = [progress] { progress->Stop(); };
+  session.device_process = options.device_process;
+  // The sampler starts once the device runs (after the fork: no thread may
+  // exist before it).
+  SimSession* opened_session = nullptr;
+  if (progress != nullptr) {
+    wiring.device_started = [progress, &opened_session] {
+      SimSession* s = opened_session;
+      progress->Start([s] { return SessionWiring::Progress(*s); });
+    };
+  }
   auto opened = SimSession::Open(kernels, session, wiring);
   if (!opened.ok()) return opened.status();
   SimSession& s = **opened;
+  opened_session = &s;
   // The sampler reads the session: it stops on every way out, before the
   // session goes.
   struct StopProgress {
@@ -58,27 +69,35 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
       if (progress != nullptr) progress->Stop();
     }
   } stop_progress{progress};
-  if (progress != nullptr) progress->Start([&s] { return SessionWiring::Progress(s); });
-  SimRuntime& runtime = SessionWiring::Runtime(s);
-  absl::StatusOr<std::map<std::string, Tensor>> tensors;
-  for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {
-    // One step at a time, as iterations run; a failed or hung step ends
-    // the run (Finish reports it).
-    if (step > 0 && !s.Synchronize().ok()) break;
-    if (options.before_step) {
-      if (auto c = options.before_step(step)) runtime.SetDumpConfig(*c);
+  absl::StatusOr<std::map<std::string, Tensor>> tensors = std::map<std::string, Tensor>();
+  // One step at a time, as iterations run; a failed or hung step ends the
+  // run (Finish reports it). With device_process this runs in the device
+  // process.
+  const absl::Status ran = s.RunDevice([&](SimSession& device) -> absl::Status {
+    SimRuntime& runtime = *SessionWiring::Runtime(device);
+    for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {
+      if (step > 0 && !device.Synchronize().ok()) break;
+      if (options.before_step) {
+        if (auto c = options.before_step(step)) runtime.SetDumpConfig(*c);
+      }
+      if (!device.BeginStep(step).ok()) break;
+      runtime.HoldDispatch();  // the whole step queued before any of it runs
+      tensors = SubmitWorkload(workload, kernels, &runtime);
+      runtime.ReleaseDispatch();
+      if (!tensors.ok()) return tensors.status();
+      if (options.during_step) {
+        if (auto c = options.during_step(step)) runtime.SetDumpConfig(*c);
+      }
     }
-    if (!s.BeginStep(step).ok()) break;
-    runtime.HoldDispatch();  // the whole step queued before any of it runs
-    tensors = SubmitWorkload(workload, kernels, &runtime);
-    runtime.ReleaseDispatch();
-    if (!tensors.ok()) break;
-    if (options.during_step) {
-      if (auto c = options.during_step(step)) runtime.SetDumpConfig(*c);
-    }
-  }
+    return absl::OkStatus();
+  });
   absl::StatusOr<SessionResult> finished = s.Finish();
   if (!finished.ok()) return finished.status();
+  // A workload that could not be submitted (in either process) is an error
+  // of the job, not of the device.
+  if (!ran.ok() && !finished->device_crashed && ran.code() != absl::StatusCode::kAborted) {
+    return ran;
+  }
   if (!tensors.ok()) return tensors.status();
   const SessionReport& report = SessionWiring::Report(s);
   result.dump_dir = report.prefix + "/args_dump";
@@ -93,6 +112,8 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   result.overflow_tasks = finished->overflow_tasks;
   result.first_overflow_task = finished->first_overflow_task;
   result.exception_dumps = finished->exception_dumps;
+  result.device_crashed = finished->device_crashed;
+  result.device_crash = finished->device_crash;
   result.wrote_capture = finished->wrote_capture;
   result.capture = finished->capture;
   result.tensors = std::move(tensors).value();
@@ -118,6 +139,11 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                                " s on ", PlatformName(o.platform), ", dump level ", levels,
                                "\n");
   if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
+  if (r.device_crashed) {
+    absl::StrAppend(&s, "device crash: ", r.device_crash,
+                    " (the capture holds every record made before, the running tasks' outputs "
+                    "flagged in-flight, and device_crash)\n");
+  }
   for (const std::string& dir : r.exception_dumps) {
     absl::StrAppend(&s, "exception dump: ", dir,
                     " (the failing task's inputs, outputs and scalars as dump_viewer reads "

@@ -59,7 +59,13 @@ struct SimJobOptions {
   // A kernel that fails leaves <output_prefix>/exception_dump/... behind
   // (exception_dump.h) and stops the run.
   bool exception_dump = true;
-  // Set (not owned): started once the session is open, stopped when the
+  // The device (runtime, kernels, recorder, the workload's submission) in
+  // a forked process of its own, over shared memory (sim_run's default):
+  // a kernel that crashes it loses nothing recorded before (see
+  // SessionOptions::device_process). The fork needs a process with no
+  // other thread. Results then hold no tensors (they are the device's).
+  bool device_process = false;
+  // Set (not owned): started once the device runs, stopped when the
   // device finished (the progress line ends before the flush lines).
   SimProgressSampler* progress = nullptr;
 };
@@ -79,6 +85,9 @@ struct SimJobResult {
   uint64_t overflow_tasks = 0;            // the overflow check's finds
   std::optional<uint64_t> first_overflow_task;
   std::vector<std::string> exception_dumps;  // folders written
+  // device_process: the device process died; how, in one line.
+  bool device_crashed = false;
+  std::string device_crash;
   // Streamed captures: records sent to the service, and acknowledged.
   uint64_t sent_records = 0, acked_records = 0;
   // The level the dump ran at, from which step on (one entry per change).

@@ -69,6 +69,9 @@ ABSL_FLAG(int, steps, 1, "run the workload this many times (steps) in one proces
 ABSL_FLAG(std::string, recover, "",
           "rebuild the manifest of a capture directory (.../args_dump) whose run died: "
           "every record in its journal is kept");
+ABSL_FLAG(bool, in_process, false,
+          "run the simulated device in this process (by default it runs in a child process "
+          "over shared memory, so a kernel that crashes it loses nothing recorded before)");
 ABSL_FLAG(bool, progress, false,
           "show tasks done / submitted, records, payload bytes and rates on stderr while the "
           "workload runs, a few times a second (default: when stderr is a terminal, once the "
@@ -85,7 +88,9 @@ CommandLineSpec SimRunSpec() {
       "  sim_run [--workload NAME|FILE.json] [--dump-args N] [--output-prefix DIR] [flags]\n"
       "  sim_run --recover DIR/args_dump\n"
       "Exit status: 0; 1 when the device hung or a kernel failed (the capture is still\n"
-      "written); 2 for a bad flag, workload or config value.";
+      "written); 2 for a bad flag, workload or config value; 3 when the device process\n"
+      "died (a kernel crashed it or it was killed: the capture, the running tasks'\n"
+      "outputs and the crashing task's exception dump are still written).";
   spec.flags_file = __FILE__;
   spec.bare_values = {{"dump_args", "1"}};  // as in the seed
   return spec;
@@ -292,9 +297,11 @@ int Main(int argc, char** argv) {
   if (absl::Status s = SetCaptureService(line, &o); !s.ok()) return Fail(s.message());
   const std::unique_ptr<SimProgressSampler> progress = MakeProgress(line);
   o.progress = progress.get();
+  o.device_process = !absl::GetFlag(FLAGS_in_process);
   auto result = RunSimJob(*workload, kernels, o);
   if (!result.ok()) return Fail(result.status().ToString());
   std::printf("%s", SummarizeSimJob(*result, o).c_str());
+  if (result->device_crashed) return 3;
   return result->run_status.ok() ? 0 : 1;
 }
 

@@ -63,6 +63,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -126,6 +127,25 @@ struct SessionOptions {
   // A failing kernel's task is saved with its context under
   // <root>/<name>/exception_dump/ (and the run stops either way).
   bool exception_dump = true;
+  // The device in its own process (DESIGN.md §10): RunDevice forks it and
+  // runs the orchestration function there, over device memory and dump
+  // buffers shared with this process, where the collector and the sink
+  // stay. A kernel that kills that process (SIGSEGV, abort(), _exit(), a
+  // SIGKILL from outside) loses nothing recorded before: the host recovers
+  // the buffers the device never flushed, records the running tasks'
+  // outputs from the shared memory (after_completion, flagged in-flight),
+  // writes the crashing task's exception dump (exception_dump/crash_...:
+  // its inputs as captured before dispatch, its tensors as the crash left
+  // them, context.json with the signal and fault address), puts
+  // device_crash into the capture, and the result says device_crashed.
+  // Limits: open such a session before this process starts any other
+  // thread (a gRPC channel, a thread pool): RunDevice refuses to fork a
+  // process with threads. Alloc, Submit, BeginStep, Synchronize and
+  // SetDumpConfig work only inside RunDevice's function (in the device
+  // process); what that function changes in memory other than device
+  // memory stays in the device process; the function's captures must be
+  // valid there (a fork copies them). One RunDevice per session.
+  bool device_process = false;
 };
 
 // What a finished session leaves behind.
@@ -157,6 +177,10 @@ struct SessionResult {
   uint64_t overflow_tasks = 0;
   std::optional<uint64_t> first_overflow_task;
   std::vector<std::string> exception_dumps;  // folders written
+  // device_process: the device process died (run_status is ABORTED); how,
+  // in one line (the capture's device_crash has the details).
+  bool device_crashed = false;
+  std::string device_crash;
   std::vector<std::string> warnings;  // the device's dump warnings (also on stderr)
   std::map<uint16_t, std::string> kernels;  // func_id -> name, of the session
 };
@@ -211,6 +235,14 @@ class SimSession {
   // Waits until every task submitted so far has completed (tensors may be
   // read then); returns a kernel's error or the hang, if any.
   absl::Status Synchronize();
+
+  // Runs `orchestration` (Alloc, Submit, steps, Synchronize) on the device:
+  // in this process, or with device_process in the forked device process,
+  // where it returns once the function returned and the device finished
+  // its tasks. Returns what the function returned, or ABORTED when the
+  // device process died (Finish then reports how). The same code runs
+  // either way, so a test can switch device_process alone.
+  absl::Status RunDevice(const std::function<absl::Status(SimSession&)>& orchestration);
 
   // Waits for every task, stops the device, and writes (or finishes
   // streaming) the capture. Once: FailedPrecondition the second time.

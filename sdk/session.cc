@@ -23,7 +23,10 @@
 #include "device/recorder.h"
 #include "device/region.h"
 #include "device/sim/sim_runtime.h"
+#include "proto/argsdump/v1/device_report.pb.h"
 #include "sdk/argsdump.h"
+#include "sdk/device_crash.h"
+#include "sdk/device_process.h"
 #include "sdk/wiring.h"
 #include "server/capture_store.h"
 #include "format/names.h"
@@ -160,7 +163,7 @@ struct SimSession::Impl {
   std::string prefix;       // <root>/<name>: the capture's parent
   bool prefix_claimed = false;  // created by this session (removed if left empty)
   std::string dump_dir;     // <prefix>/args_dump
-  std::string remote_name, remote_server;
+  std::string remote_name, remote_server, remote_token;
   std::vector<std::pair<std::string, std::string>> labels;
   std::vector<std::string> warnings;
   absl::Status dump_status;
@@ -174,6 +177,23 @@ struct SimSession::Impl {
   GrpcSink* remote_sink = nullptr;
   std::unique_ptr<SimRuntime> runtime;
   bool capture = false;
+
+  // The device in its own process (options.device_process): the shared
+  // device memory and flight table are made at Open, the runtime only in
+  // the forked child (in_device there), the sink once it was forked.
+  bool isolated = false;
+  bool in_device = false;      // this is the device process
+  bool device_ran = false;     // RunDevice was called
+  SimConfig sim;               // the runtime's configuration (made at Open)
+  v1::CaptureInfo info;        // the capture's, for a sink made after the fork
+  std::unique_ptr<DeviceMemory> memory;
+  std::unique_ptr<FlightTable> flight;
+  std::unique_ptr<DeviceProcess> device;
+  std::optional<v1::DeviceReport> device_report;  // what the device sent
+  std::optional<DeviceCrashAnalysis> crash;       // how it died, if it did
+  SimSession* owner = nullptr;  // the session this is the Impl of
+  std::mutex device_mu;        // the child: runtime vs. the host watch
+  bool host_gone = false;      // the child: the host process ended (device_mu)
 
   std::mutex exception_mu;
   std::vector<std::string> exception_dumps;
@@ -195,6 +215,21 @@ struct SimSession::Impl {
   void Label(const std::string& test_case);
   absl::Status StartCaptureOrGoWithout();
   absl::Status StartRuntime();
+  // The sink and the collector's threads (after the fork, when isolated).
+  absl::Status StartCollecting();
+  absl::Status MakeSink();
+  // RunDevice, isolated: fork, collect, wait, and read how it ended.
+  absl::Status RunIsolated(const std::function<absl::Status(SimSession&)>& orchestration,
+                           SimSession& session);
+  // The child's side: the runtime, the orchestration, the report.
+  std::string RunInDevice(const std::function<absl::Status(SimSession&)>& orchestration,
+                          SimSession& session);
+  void OnHostGone();
+  // After a crash, before Export: the running tasks' snapshots and the
+  // capture's device_crash; after Export: the exception dumps.
+  absl::Status RecordCrash();
+  void WriteCrashDumps(SessionResult* result);
+  void FromDevice(SessionResult* result);
   // Finish's steps.
   void FinishCapture(SessionResult* result);
   void CopyCounts(SessionResult* result) const;
@@ -404,6 +439,21 @@ absl::Status SimSession::Impl::StartRuntime() {
       }
     };
   }
+  if (s.isolated) {
+    // Device memory and the flight table outlive the device process: made
+    // here, before the fork; the runtime is made in the child.
+    auto memory = DeviceMemory::Create();
+    if (!memory.ok()) return memory.status();
+    auto flight = FlightTable::Create(sim.scheduler_threads, sim.max_inflight_per_scheduler,
+                                      sim.worker_threads);
+    if (!flight.ok()) return flight.status();
+    s.memory = std::move(memory).value();
+    s.flight = std::move(flight).value();
+    sim.memory = s.memory.get();
+    sim.flight = s.flight.get();
+    s.sim = sim;
+    return absl::OkStatus();
+  }
   s.runtime = std::make_unique<SimRuntime>(sim, s.kernels, s.recorder.get());
   return s.runtime->Start();
 }
@@ -421,6 +471,7 @@ absl::StatusOr<std::unique_ptr<SimSession>> SimSession::Open(const KernelRegistr
   impl->kernels = kernels;
   impl->options = std::move(options);
   impl->wiring = wiring;
+  impl->isolated = impl->options.device_process;
   impl->Configure();
   const std::string test_case = RunningTestCase();
   impl->Place(test_case);
@@ -452,11 +503,37 @@ absl::Status SimSession::Impl::StartCapture() {
     return region.status();
   }
   this->region = *region;
-  v1::CaptureInfo info;
+  info.Clear();
   info.set_name(wiring.workload.empty() ? name : wiring.workload);
   info.set_level(static_cast<v1::DumpLevel>(region_level));
   info.set_platform(PlatformName(wiring.platform));
   for (const auto& [k, v] : labels) (*info.mutable_labels())[k] = v;
+  // A gRPC channel starts threads: an isolated session makes that sink
+  // once the device process was forked.
+  if (!isolated || config.capture_server.empty()) {
+    if (absl::Status st = MakeSink(); !st.ok()) return st;
+  }
+  recorder = std::make_unique<DumpRecorder>(**region);
+  report.dump_log.push_back(absl::StrCat(
+      "dump buffers created: ", rc.num_threads, " recording threads x (", rc.buffers_per_thread,
+      " buffers of ", rc.records_per_buffer, " records + a ", rc.arena_bytes,
+      "-byte payload arena), level ", region_level));
+  Print(DumpLog::kInfo, report.dump_log.back());
+  if (isolated) return absl::OkStatus();  // StartCollecting, after the fork
+  return StartCollecting();
+}
+
+absl::Status SimSession::Impl::StartCollecting() {
+  if (sink == nullptr) {
+    if (absl::Status st = MakeSink(); !st.ok()) return st;
+  }
+  return collector->Start(sink.get());
+}
+
+// The sink: the capture service's when one is configured and reachable,
+// else the local store.
+absl::Status SimSession::Impl::MakeSink() {
+  v1::CaptureInfo info = this->info;
   if (!config.capture_server.empty()) {
     GrpcSinkOptions g;
     g.target = config.capture_server;
@@ -476,6 +553,7 @@ absl::Status SimSession::Impl::StartCapture() {
     g.retry_deadline = options.capture_retry_deadline;
     auto remote = GrpcSink::Connect(g);
     if (remote.ok()) {
+      remote_token = g.auth_token;
       remote_name = g.capture;
       remote_server = config.capture_server;
       remote_sink = remote->get();
@@ -498,13 +576,7 @@ absl::Status SimSession::Impl::StartCapture() {
     local_sink = local->get();
     sink = std::move(local).value();
   }
-  recorder = std::make_unique<DumpRecorder>(**region);
-  report.dump_log.push_back(absl::StrCat(
-      "dump buffers created: ", rc.num_threads, " recording threads x (", rc.buffers_per_thread,
-      " buffers of ", rc.records_per_buffer, " records + a ", rc.arena_bytes,
-      "-byte payload arena), level ", region_level));
-  Print(DumpLog::kInfo, report.dump_log.back());
-  return collector->Start(sink.get());
+  return absl::OkStatus();
 }
 
 void SimSession::Impl::LogFlush() {
@@ -559,14 +631,167 @@ void SimSession::Impl::LogFlush() {
   Print(DumpLog::kInfo, report.dump_log.back());
 }
 
-SimSession::SimSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+void SimSession::Impl::OnHostGone() {
+  Print(DumpLog::kError,
+        absl::StrCat("the host process (pid ", ::getppid() == 1 ? 0 : ::getppid(),
+                     ") is gone: the device stops (nothing more is dispatched; records that "
+                     "would wait for the host are dropped, counted as host gone)"));
+  if (region != nullptr) region->MarkHostGone();
+  std::lock_guard<std::mutex> lock(device_mu);
+  host_gone = true;
+  if (runtime != nullptr) runtime->Abort(absl::AbortedError("the host process is gone"));
+}
+
+namespace {
+
+void SetStatus(const absl::Status& s, v1::DeviceStatus* out) {
+  out->set_code(static_cast<int>(s.code()));
+  out->set_message(std::string(s.message()));
+}
+
+absl::Status StatusOf(const v1::DeviceStatus& s) {
+  const int code = s.code();
+  if (code < 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
+    return absl::InternalError(absl::StrCat("the device reported status code ", code, ": ",
+                                            s.message()));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(code), s.message());
+}
+
+}  // namespace
+
+std::string SimSession::Impl::RunInDevice(
+    const std::function<absl::Status(SimSession&)>& orchestration, SimSession& session) {
+  in_device = true;
+  absl::Status started;
+  {
+    std::lock_guard<std::mutex> lock(device_mu);
+    runtime = std::make_unique<SimRuntime>(sim, kernels, recorder.get());
+    started = runtime->Start();
+    if (host_gone) runtime->Abort(absl::AbortedError("the host process is gone"));
+  }
+  v1::DeviceReport r;
+  const absl::Status fn = started.ok() ? orchestration(session) : started;
+  SetStatus(fn, r.mutable_orchestration());
+  SetStatus(started.ok() ? runtime->Synchronize() : started, r.mutable_run_status());
+  r.set_tasks_submitted(runtime->tasks_submitted());
+  r.set_tasks_completed(runtime->tasks_completed());
+  r.set_dump_skipped_tasks(runtime->dump_skipped_tasks());
+  r.set_overflow_tasks(runtime->overflow_tasks());
+  if (auto first = runtime->first_overflow_task()) {
+    r.set_has_first_overflow_task(true);
+    r.set_first_overflow_task(*first);
+  }
+  for (const std::string& line : runtime->dump_log()) r.add_dump_log(line);
+  for (const std::string& w : warnings) r.add_warnings(w);
+  for (const std::string& w : runtime->warnings()) r.add_warnings(w);
+  for (const StepLevel& l : runtime->step_levels()) {
+    v1::DeviceReport::Level* e = r.add_step_levels();
+    e->set_first_step(l.first_step);
+    e->set_level(l.level);
+  }
+  r.set_steps_begun(steps_begun);
+  if (step) {
+    r.set_has_step(true);
+    r.set_step(*step);
+  }
+  {
+    std::lock_guard<std::mutex> lock(exception_mu);
+    for (const std::string& d : exception_dumps) r.add_exception_dumps(d);
+  }
+  {
+    std::lock_guard<std::mutex> lock(device_mu);
+    r.set_host_gone(host_gone);
+  }
+  if (r.host_gone() && region != nullptr) {
+    uint64_t dropped = 0;
+    for (uint32_t t = 0; t < region->num_threads(); ++t) {
+      dropped += region->thread_state(t)
+                     .dropped_by_cause[static_cast<uint32_t>(abi::DropCause::kHostGone)]
+                     .load(std::memory_order_acquire);
+    }
+    Print(DumpLog::kError,
+          absl::StrCat("the device stopped without its host: ", r.tasks_completed(), " of ",
+                       r.tasks_submitted(), " tasks completed; ", dropped,
+                       " records dropped (host gone)"));
+  }
+  return r.SerializeAsString();
+}
+
+absl::Status SimSession::Impl::RunIsolated(
+    const std::function<absl::Status(SimSession&)>& orchestration, SimSession& session) {
+  auto started = DeviceProcess::Start(
+      flight.get(), [this, &orchestration, &session] { return RunInDevice(orchestration, session); },
+      [this] { OnHostGone(); });
+  if (!started.ok()) return started.status();
+  device = std::move(started).value();
+  if (capture) {
+    if (absl::Status st = StartCollecting(); !st.ok()) {
+      // Nothing collects what the device records: stop it, and say why.
+      device->Kill();
+      device->Wait();
+      capture = false;
+      dump_status = st;
+      return st;
+    }
+  }
+  if (wiring.device_started) wiring.device_started();
+  const DeviceExit exit = device->Wait();
+  if (exit.reported) {
+    v1::DeviceReport r;
+    if (r.ParseFromString(exit.report)) {
+      device_report = std::move(r);
+      return StatusOf(device_report->orchestration());
+    }
+  }
+  crash = AnalyzeDeviceCrash(exit, *flight, *memory, kernels);
+  Print(DumpLog::kError, crash->crash.description());
+  return absl::AbortedError(crash->crash.description());
+}
+
+SimSession::SimSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  impl_->owner = this;
+}
+
+absl::Status SimSession::RunDevice(
+    const std::function<absl::Status(SimSession&)>& orchestration) {
+  Impl& s = *impl_;
+  if (s.finished) return absl::FailedPreconditionError("RunDevice: the session is finished");
+  if (s.in_device) {
+    return absl::FailedPreconditionError("RunDevice: called on the device (inside RunDevice)");
+  }
+  if (!s.isolated) {
+    if (s.wiring.device_started && !s.device_ran) s.wiring.device_started();
+    s.device_ran = true;
+    return orchestration(*this);
+  }
+  if (s.device_ran) {
+    return absl::FailedPreconditionError(
+        "RunDevice: the device process of this session ran already (one per session)");
+  }
+  s.device_ran = true;
+  return s.RunIsolated(orchestration, *this);
+}
 
 SimSession::~SimSession() {
   if (impl_ != nullptr && !impl_->finished) impl_->Finish().IgnoreError();
 }
 
+namespace {
+
+// Alloc, Submit and the rest need the runtime: with device_process it
+// exists only on the device (inside RunDevice).
+absl::Status NoRuntime(const char* call) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      call, ": the device runs in its own process (SessionOptions::device_process): call it "
+            "inside RunDevice's function"));
+}
+
+}  // namespace
+
 absl::StatusOr<Tensor> SimSession::Alloc(DataType dtype, const std::vector<uint32_t>& shape) {
   if (impl_->finished) return absl::FailedPreconditionError("Alloc: the session is finished");
+  if (impl_->runtime == nullptr) return NoRuntime("Alloc");
   return impl_->runtime->Alloc(dtype, shape);
 }
 
@@ -577,12 +802,14 @@ absl::StatusOr<uint64_t> SimSession::Submit(uint16_t func_id, CoreTaskArgs args)
 absl::StatusOr<uint64_t> SimSession::Submit(const std::vector<uint16_t>& func_ids,
                                             CoreTaskArgs args) {
   if (impl_->finished) return absl::FailedPreconditionError("Submit: the session is finished");
+  if (impl_->runtime == nullptr) return NoRuntime("Submit");
   return impl_->runtime->Submit(func_ids, std::move(args));
 }
 
 absl::Status SimSession::BeginStep(uint32_t step) {
   Impl& s = *impl_;
   if (s.finished) return absl::FailedPreconditionError("BeginStep: the session is finished");
+  if (s.runtime == nullptr) return NoRuntime("BeginStep");
   const bool step0_used = !s.step && s.runtime->tasks_submitted() > 0;
   if ((s.step && step <= *s.step) || (step0_used && step == 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -608,6 +835,10 @@ absl::Status SimSession::BeginStep(uint32_t step) {
 
 void SimSession::SetDumpConfig(const DumpConfigEntry& api) {
   Impl& s = *impl_;
+  if (s.runtime == nullptr) {
+    Print(DumpLog::kWarning, NoRuntime("SetDumpConfig").ToString());
+    return;
+  }
   std::vector<DumpLog> logs;
   const DumpConfigEntry checked = CheckApiEntry(api, &logs);
   if (s.wiring.resolved) {
@@ -628,11 +859,16 @@ void SimSession::SetDumpConfig(const DumpConfigEntry& api) {
 
 absl::Status SimSession::Synchronize() {
   if (impl_->finished) return absl::FailedPreconditionError("Synchronize: the session is finished");
+  if (impl_->runtime == nullptr) return NoRuntime("Synchronize");
   return impl_->runtime->WaitIdle();
 }
 
 absl::StatusOr<SessionResult> SimSession::Finish() {
   if (impl_->finished) return absl::FailedPreconditionError("Finish: the session is finished");
+  if (impl_->in_device) {
+    return absl::FailedPreconditionError(
+        "Finish: called on the device (inside RunDevice); the host finishes the session");
+  }
   return impl_->Finish();
 }
 
@@ -642,6 +878,10 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
   SessionResult& r = *result;
   absl::Status collected = collector->Stop();
   absl::Status reconciled = collector->Reconcile();
+  // A dead device: the outputs of what it was running, from its memory.
+  if (crash) {
+    if (absl::Status st = RecordCrash(); !st.ok() && reconciled.ok()) reconciled = st;
+  }
   // The sink is this thread's now (the collector's threads are joined):
   // labels known only at the end go in before the manifest is written.
   v1::CaptureInfo end;
@@ -656,6 +896,7 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
       e->set_level(l.level);
     }
   }
+  if (crash) *end.mutable_device_crash() = crash->crash;
   if (absl::Status st = sink->Amend(end); !st.ok() && dump_status.ok()) dump_status = st;
   absl::Status exported = collector->Export();
   report.collected = collector->stats();
@@ -672,6 +913,51 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
   }
   r.wrote_capture = local_sink != nullptr ? local_sink->store().created()
                                           : report.collected.records > 0;
+}
+
+absl::Status SimSession::Impl::RecordCrash() {
+  std::vector<SnapshotTask> tasks;
+  for (const auto& t : crash->in_flight) {
+    if (t->dumped && t->dump_after) tasks.push_back({t->scheduler, &t->task});
+  }
+  return collector->RecordSnapshots(tasks);
+}
+
+void SimSession::Impl::WriteCrashDumps(SessionResult* result) {
+  if (!options.exception_dump) return;
+  const std::string workload = wiring.workload.empty() ? name : wiring.workload;
+  const bool remote = local_sink == nullptr && sink != nullptr;
+  const std::string where = remote ? absl::StrCat(remote_server, "/", remote_name)
+                            : result->wrote_capture ? dump_dir
+                                                    : std::string();
+  for (int i : crash->dumps) {
+    const v1::CrashedTask& e = crash->crash.executing(i);
+    // Its inputs as captured before dispatch, read back from the capture.
+    absl::StatusOr<std::vector<TaskRecord>> before = std::vector<TaskRecord>();
+    if (remote) {
+      before = ReadRemoteTaskRecords(remote_server, remote_name, remote_token, e.task_id(),
+                                     v1::STAGE_BEFORE_DISPATCH);
+    } else if (result->wrote_capture) {
+      before = ReadLocalTaskRecords(dump_dir, e.task_id(), v1::STAGE_BEFORE_DISPATCH);
+    }
+    if (!before.ok()) {
+      Print(DumpLog::kError, absl::StrCat("the exception dump of task ", TaskIdHex(e.task_id()),
+                                          " has no before-dispatch records: ",
+                                          before.status().message()));
+      before = std::vector<TaskRecord>();
+    }
+    auto dir = WriteCrashDump(prefix, workload, *crash, e, *before, where);
+    if (dir.ok()) {
+      result->exception_dumps.push_back(*dir);
+      Print(DumpLog::kError,
+            absl::StrCat("exception dump of the crash: ", *dir, " (task ", TaskIdHex(e.task_id()),
+                         ": ", before->size(), " records as captured before dispatch, its "
+                         "tensors as the crash left them, context.json)"));
+    } else {
+      Print(DumpLog::kError, absl::StrCat("the exception dump of task ", TaskIdHex(e.task_id()),
+                                          " failed: ", dir.status().message()));
+    }
+  }
 }
 
 // What the collector counted, into the result.
@@ -691,32 +977,78 @@ void SimSession::Impl::CopyCounts(SessionResult* result) const {
   r.dropped_flush_timeout = l.dropped_flush_timeout();
 }
 
+// What the device process reported (or, when it died, what the flight
+// table says), into the result: the isolated Finish's first step.
+void SimSession::Impl::FromDevice(SessionResult* result) {
+  SessionResult& r = *result;
+  if (wiring.device_finished) wiring.device_finished();
+  if (capture) LogFlush();
+  if (device_report) {
+    const v1::DeviceReport& d = *device_report;
+    r.run_status = StatusOf(d.run_status());
+    steps_begun = d.steps_begun();
+    step = d.has_step() ? std::optional<uint32_t>(d.step()) : std::nullopt;
+    r.tasks = d.tasks_submitted();
+    r.tasks_completed = d.tasks_completed();
+    r.dump_skipped_tasks = d.dump_skipped_tasks();
+    r.overflow_tasks = d.overflow_tasks();
+    if (d.has_first_overflow_task()) r.first_overflow_task = d.first_overflow_task();
+    for (const std::string& line : d.dump_log()) report.dump_log.push_back(line);
+    for (const std::string& w : d.warnings()) {
+      if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+    }
+    for (const auto& l : d.step_levels()) report.step_levels.push_back({l.first_step(), l.level()});
+    r.exception_dumps.assign(d.exception_dumps().begin(), d.exception_dumps().end());
+  } else if (crash) {
+    r.run_status = absl::AbortedError(crash->crash.description());
+    r.tasks = crash->tasks_submitted;
+    r.tasks_completed = crash->tasks_completed;
+    r.device_crashed = true;
+    r.device_crash = crash->crash.description();
+    // The step the device was in when it died: the highest of its tasks.
+    uint32_t last = 0;
+    for (const auto& t : crash->in_flight) last = std::max(last, t->task.step);
+    if (r.tasks > 0 && !step) ++steps_begun;
+    steps_begun = std::max(steps_begun, last + (r.tasks > 0 ? 1 : 0));
+    report.step_levels.push_back(
+        {0, static_cast<uint32_t>(region != nullptr ? static_cast<int>(region->level()) : 0)});
+  }
+  if (device_report && !step && r.tasks > 0 && steps_begun == 0) ++steps_begun;
+}
+
 absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   finished = true;
   SessionResult r;
   r.name = name;
-  r.run_status = runtime->Synchronize();
-  if (wiring.device_finished) wiring.device_finished();
-  if (capture) LogFlush();
-  if (!step && runtime->tasks_submitted() > 0) ++steps_begun;  // step 0, implicitly
-  report.step_levels = runtime->step_levels();
-  r.dump = config;
-  r.steps = steps_begun;
-  r.tasks = runtime->tasks_submitted();
-  r.tasks_completed = runtime->tasks_completed();
-  r.dump_skipped_tasks = runtime->dump_skipped_tasks();
-  r.overflow_tasks = runtime->overflow_tasks();
-  r.first_overflow_task = runtime->first_overflow_task();
-  for (std::string& line : runtime->dump_log()) report.dump_log.push_back(std::move(line));
-  for (const std::string& w : runtime->warnings()) warnings.push_back(w);
-  {
+  if (isolated) {
+    if (!device_ran) {
+      device_ran = true;  // a session with no device work: an empty run
+      RunIsolated([](SimSession&) { return absl::OkStatus(); }, *owner).IgnoreError();
+    }
+    FromDevice(&r);
+  } else {
+    r.run_status = runtime->Synchronize();
+    if (wiring.device_finished) wiring.device_finished();
+    if (capture) LogFlush();
+    if (!step && runtime->tasks_submitted() > 0) ++steps_begun;  // step 0, implicitly
+    report.step_levels = runtime->step_levels();
+    r.tasks = runtime->tasks_submitted();
+    r.tasks_completed = runtime->tasks_completed();
+    r.dump_skipped_tasks = runtime->dump_skipped_tasks();
+    r.overflow_tasks = runtime->overflow_tasks();
+    r.first_overflow_task = runtime->first_overflow_task();
+    for (std::string& line : runtime->dump_log()) report.dump_log.push_back(std::move(line));
+    for (const std::string& w : runtime->warnings()) warnings.push_back(w);
     std::lock_guard<std::mutex> lock(exception_mu);
     r.exception_dumps = exception_dumps;
   }
+  r.dump = config;
+  r.steps = steps_begun;
   for (size_t f = 0; f < kernels.size(); ++f) {
     if (const KernelInfo* k = kernels.Find(static_cast<uint16_t>(f))) r.kernels[k->func_id] = k->name;
   }
   if (capture) FinishCapture(&r);
+  if (crash) WriteCrashDumps(&r);
   if (prefix_claimed) ::rmdir(prefix.c_str());  // only if nothing went in
   r.dump_status = dump_status;
   r.labels = {labels.begin(), labels.end()};
@@ -760,7 +1092,7 @@ std::string SimSession::capture_location() const {
   return impl_->dump_dir;
 }
 
-SimRuntime& SessionWiring::Runtime(SimSession& session) { return *session.impl_->runtime; }
+SimRuntime* SessionWiring::Runtime(SimSession& session) { return session.impl_->runtime.get(); }
 
 const SessionReport& SessionWiring::Report(const SimSession& session) {
   return session.impl_->report;
@@ -769,8 +1101,13 @@ const SessionReport& SessionWiring::Report(const SimSession& session) {
 SessionProgress SessionWiring::Progress(const SimSession& session) {
   const SimSession::Impl& s = *session.impl_;
   SessionProgress p;
-  p.tasks_submitted = s.runtime->tasks_submitted();
-  p.tasks_completed = s.runtime->tasks_completed();
+  if (s.runtime != nullptr) {
+    p.tasks_submitted = s.runtime->tasks_submitted();
+    p.tasks_completed = s.runtime->tasks_completed();
+  } else if (s.flight != nullptr) {
+    p.tasks_submitted = s.flight->header().tasks_submitted.load(std::memory_order_relaxed);
+    p.tasks_completed = s.flight->header().tasks_completed.load(std::memory_order_relaxed);
+  }
   if (s.collector != nullptr) {
     const CollectorStats c = s.collector->stats_snapshot();
     p.records = c.records;

@@ -79,10 +79,16 @@ struct SessionWiring {
   // Called once in Finish, as soon as the device finished its tasks and
   // before the flush lines are logged (sim_run ends its progress line).
   std::function<void()> device_finished;
+  // device_process: called in this (the host) process once the device
+  // process was forked and the collector started (sim_run starts its
+  // progress line here: no thread may exist before the fork).
+  std::function<void()> device_started;
 
   // The runtime under a session (sim_run submits workloads to it, holding
   // dispatch for a step), and the report of a finished one.
-  static SimRuntime& Runtime(SimSession& session);
+  // Null in the host process of a device_process session (the runtime is
+  // the device process's).
+  static SimRuntime* Runtime(SimSession& session);
   static const SessionReport& Report(const SimSession& session);
   // The counters so far: from any thread, between Open and the session's
   // destruction.

@@ -60,6 +60,7 @@ struct SimRuntime::Task {
   uint32_t subtasks_left = 0;
   uint32_t scheduler = 0;
   // Touched by the owning scheduler only.
+  uint32_t flight_slot = abi::kNoFlightSlot;
   Clock::time_point dispatched_at;
   bool reaped = false;
   // Shared with the workers running it.
@@ -384,7 +385,7 @@ absl::StatusOr<Tensor> SimRuntime::Alloc(DataType dtype,
     std::lock_guard<std::mutex> lock(mu_);
     id = next_buffer_id_++;
   }
-  auto buffer = DeviceBuffer::Create(id, dtype, elements, this);
+  auto buffer = DeviceBuffer::Create(id, dtype, elements, this, config_.memory);
   if (!buffer.ok()) return buffer.status();
   return Tensor::Whole(*std::move(buffer), shape);
 }
@@ -406,8 +407,18 @@ absl::Status SimRuntime::Start() {
     if (started_) return absl::FailedPreconditionError("sim runtime: already started");
     started_ = true;
   }
+  if ((config_.flight == nullptr) != (config_.memory == nullptr)) {
+    return absl::InvalidArgumentError("sim runtime: flight table and device memory go together");
+  }
+  if (config_.flight != nullptr &&
+      (config_.flight->header().slots_per_scheduler < config_.max_inflight_per_scheduler ||
+       config_.flight->slots() <
+           config_.flight->header().slots_per_scheduler * config_.scheduler_threads ||
+       config_.flight->workers() < config_.worker_threads)) {
+    return absl::InvalidArgumentError("sim runtime: the flight table is smaller than the runtime");
+  }
   for (uint32_t i = 0; i < config_.worker_threads; ++i) {
-    workers_.emplace_back([this] { WorkerLoop(); });
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
   }
   for (uint32_t i = 0; i < config_.scheduler_threads; ++i) {
     schedulers_.emplace_back([this, i] { SchedulerLoop(i); });
@@ -535,6 +546,9 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
       }
     }
     tasks_.push_back(std::move(task));
+    if (config_.flight != nullptr) {
+      config_.flight->header().tasks_submitted.store(tasks_.size(), std::memory_order_relaxed);
+    }
   }
   // Filtered tasks stop at the check above: no dump view is built.
   if (t->dump_before || t->dump_after) BuildDumpTask(t);
@@ -621,6 +635,9 @@ void SimRuntime::Retire(Task* task) {
       if (--d->pending == 0) MakeReady(d);
     }
     ++completed_;
+    if (config_.flight != nullptr) {
+      config_.flight->header().tasks_completed.store(completed_, std::memory_order_relaxed);
+    }
     if (completed_ == tasks_.size()) sync_cv_.notify_all();
     args = std::move(task->args);
     dependents.swap(task->dependents);
@@ -642,6 +659,7 @@ struct SimRuntime::SchedulerThread {
   uint32_t index = 0;
   ThreadRecorder* dump_recorder = nullptr;  // null when the dump is off
   std::vector<Task*> inflight;  // dispatched, not yet completed
+  std::vector<uint32_t> free_slots;  // this thread's flight table slots not in use
   Clock::time_point last_progress;
   bool hang_reporter = false;  // this thread declared the hang
 };
@@ -651,6 +669,10 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
   scheduler.index = index;
   scheduler.dump_recorder = dump_on() ? &recorder_->thread(index) : nullptr;
   scheduler.last_progress = Clock::now();
+  if (config_.flight != nullptr) {
+    const uint32_t per = config_.flight->header().slots_per_scheduler;
+    for (uint32_t k = per; k-- > 0;) scheduler.free_slots.push_back(index * per + k);
+  }
   for (;;) {
     std::vector<Task*> done;
     std::vector<Task*> dispatch;
@@ -729,6 +751,11 @@ bool SimRuntime::CompleteTasks(SchedulerThread& scheduler, const std::vector<Tas
                       t->reaped ? abi::kFlagInFlightSnapshot : 0);
     }
     scheduler.inflight.erase(std::find(scheduler.inflight.begin(), scheduler.inflight.end(), t));
+    if (t->flight_slot != abi::kNoFlightSlot) {
+      config_.flight->Release(t->flight_slot);
+      scheduler.free_slots.push_back(t->flight_slot);
+      t->flight_slot = abi::kNoFlightSlot;
+    }
     if (Failed(t, scheduler.index)) {
       stopping = true;  // nothing more is dispatched, nor retired
       continue;
@@ -742,6 +769,7 @@ bool SimRuntime::CompleteTasks(SchedulerThread& scheduler, const std::vector<Tas
 void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Task*>& dispatch) {
   ThreadRecorder* rec = scheduler.recorder();
   for (Task* t : dispatch) {
+    if (config_.flight != nullptr) PublishFlight(scheduler, t);
     if (rec != nullptr && t->dumped && t->dump_before) {
       rec->RecordTask(t->dump, abi::Stage::kBeforeDispatch);
     }
@@ -759,6 +787,46 @@ void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Tas
     jobs_cv_.notify_all();
     scheduler.last_progress = Clock::now();
   }
+}
+
+void SimRuntime::PublishFlight(SchedulerThread& scheduler, Task* t) {
+  if (scheduler.free_slots.empty()) return;  // cannot happen: one slot per in-flight task
+  t->flight_slot = scheduler.free_slots.back();
+  scheduler.free_slots.pop_back();
+  if (t->dumped) {
+    t->dump.step = t->step;
+    config_.flight->Publish(t->flight_slot, scheduler.index, t->dump, true, t->dump_after,
+                            *config_.memory);
+    return;
+  }
+  // Not dumped: the views all the same, for the exception dump of a crash.
+  DumpTask d;
+  d.task_id = t->id;
+  d.step = t->step;
+  d.func_count = static_cast<uint8_t>(t->func_ids.size());
+  std::copy(t->func_ids.begin(), t->func_ids.end(), d.func_ids);
+  DumpTensorArg tensors[CoreTaskArgs::kMaxTensors];
+  DumpScalarArg scalars[CoreTaskArgs::kMaxScalars];
+  const auto& slots = t->args.tensors();
+  for (size_t i = 0; i < slots.size() && i < CoreTaskArgs::kMaxTensors; ++i) {
+    tensors[i].view = slots[i].tensor.view();
+    tensors[i].role = slots[i].role;
+    tensors[i].arg_index = static_cast<uint32_t>(i);
+    tensors[i].marked = slots[i].marked;
+    tensors[i].ambiguous = slots[i].ambiguous;
+    ++d.tensor_count;
+  }
+  const auto& values = t->args.scalars();
+  for (size_t i = 0; i < values.size() && i < CoreTaskArgs::kMaxScalars; ++i) {
+    scalars[i].dtype = values[i].dtype;
+    scalars[i].bits = values[i].bits;
+    scalars[i].arg_index = static_cast<uint32_t>(slots.size() + i);
+    scalars[i].marked = values[i].marked;
+    ++d.scalar_count;
+  }
+  d.tensors = tensors;
+  d.scalars = scalars;
+  config_.flight->Publish(t->flight_slot, scheduler.index, d, false, false, *config_.memory);
 }
 
 void SimRuntime::ReapOverdueOps(SchedulerThread& scheduler) {
@@ -800,7 +868,7 @@ void SimRuntime::StopScheduler(SchedulerThread& scheduler) {
   if (rec != nullptr) rec->Flush();
 }
 
-void SimRuntime::WorkerLoop() {
+void SimRuntime::WorkerLoop(uint32_t worker) {
   for (;;) {
     Job job;
     {
@@ -815,6 +883,7 @@ void SimRuntime::WorkerLoop() {
     if (!t->cancel.load(std::memory_order_acquire)) {
       const KernelInfo* kernel = kernels_.Find(t->func_ids[job.subtask]);
       KernelContext ctx(t->args, job.subtask, &t->cancel, &t->drained);
+      if (config_.flight != nullptr) config_.flight->EnterKernel(worker, t->flight_slot, job.subtask);
       try {
         status = kernel->fn(ctx);
       } catch (const std::exception& e) {
@@ -822,6 +891,7 @@ void SimRuntime::WorkerLoop() {
       } catch (...) {
         status = absl::InternalError("threw an exception that is not a std::exception");
       }
+      if (config_.flight != nullptr) config_.flight->LeaveKernel(worker);
       if (!status.ok()) {
         status = absl::Status(status.code(),
                               absl::StrCat("task ", TaskIdHex(t->id), " kernel '",
@@ -841,6 +911,14 @@ void SimRuntime::WorkerLoop() {
       scheduler_cv_[t->scheduler]->notify_one();
     }
   }
+}
+
+void SimRuntime::Abort(absl::Status why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (run_status_.ok()) run_status_ = std::move(why);
+  failed_ = true;
+  for (auto& cv : scheduler_cv_) cv->notify_all();
+  sync_cv_.notify_all();
 }
 
 absl::Status SimRuntime::Synchronize() {

@@ -35,6 +35,8 @@
 #include "device/dump_config.h"
 #include "device/recorder.h"
 #include "device/sim/core_task_args.h"
+#include "device/sim/device_memory.h"
+#include "device/sim/flight.h"
 #include "device/sim/kernel.h"
 #include "device/sim/tensor.h"
 #include "device/sim/timeouts.h"
@@ -90,6 +92,13 @@ struct SimConfig {
   // dispatched, running tasks are snapshotted as at a hang, and
   // Synchronize() returns the kernel's error.
   std::function<void(const FailedTask&)> exception_dump;
+  // The device in its own process (not owned; both or neither): tensors
+  // live in this shared device memory, and every dispatched task and
+  // running kernel is kept in the flight table for a host that outlives a
+  // crash. max_inflight_per_scheduler slots per scheduler thread, one
+  // worker entry per worker thread.
+  DeviceMemory* memory = nullptr;
+  FlightTable* flight = nullptr;
 };
 
 class SimRuntime {
@@ -140,6 +149,11 @@ class SimRuntime {
   // 0 or more than 3 func_ids, or args whose add_*/dump(...) failed.
   absl::StatusOr<uint64_t> Submit(const std::vector<uint16_t>& func_ids,
                                   CoreTaskArgs args);
+
+  // Stops the run from outside (the host process is gone): nothing more is
+  // dispatched, running tasks are snapshotted and cancelled as at a hang,
+  // and WaitIdle / Synchronize return `why`. Any thread.
+  void Abort(absl::Status why);
 
   // Waits for every submitted task (bounded by the stream-sync timeout),
   // flushes the recorders, and stops all threads. Returns the hang or the
@@ -212,7 +226,9 @@ class SimRuntime {
   void DispatchTasks(SchedulerThread& scheduler, const std::vector<Task*>& dispatch);
   void ReapOverdueOps(SchedulerThread& scheduler);
   void StopScheduler(SchedulerThread& scheduler);
-  void WorkerLoop();
+  void WorkerLoop(uint32_t worker);
+  // The flight table's copy of a dispatched task (config_.flight set).
+  void PublishFlight(SchedulerThread& scheduler, Task* task);
   void Retire(Task* task);
   void Warn(std::string message);
   void Error(std::string message);  // printed to stderr

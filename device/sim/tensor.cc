@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "device/sim/device_memory.h"
 
 namespace argsdump {
 
@@ -29,7 +30,8 @@ DeviceBuffer::DeviceBuffer(uint64_t id, DataType dtype, uint64_t elements, NoAbo
 
 absl::StatusOr<std::shared_ptr<DeviceBuffer>> DeviceBuffer::Create(uint64_t id, DataType dtype,
                                                                    uint64_t elements,
-                                                                   const void* owner) {
+                                                                   const void* owner,
+                                                                   DeviceMemory* memory) {
   // More than 2^48 bytes is no allocation this machine can make (and the
   // rounding below must not wrap).
   constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
@@ -43,7 +45,13 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> DeviceBuffer::Create(uint64_t id, 
   }
   std::shared_ptr<DeviceBuffer> b(new DeviceBuffer(id, dtype, elements, NoAbort{}));
   const uint64_t size = std::max<uint64_t>(64, (b->bytes() + 63) / 64 * 64);
-  if (size >= kMappedBytes) {
+  if (memory != nullptr) {
+    auto data = memory->Allocate(size);
+    if (!data.ok()) return data.status();
+    b->data_ = *data;
+    b->memory_ = memory;
+    b->memory_bytes_ = size;
+  } else if (size >= kMappedBytes) {
     // Zero pages the kernel hands out when touched: a large buffer costs
     // nothing until the kernels write it, and one that cannot be had is
     // refused here instead of by the OOM killer in a memset.
@@ -67,7 +75,9 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> DeviceBuffer::Create(uint64_t id, 
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (mapped_bytes_ > 0) {
+  if (memory_ != nullptr) {
+    memory_->Free(data_, memory_bytes_);
+  } else if (mapped_bytes_ > 0) {
     ::munmap(data_, mapped_bytes_);
   } else {
     std::free(data_);

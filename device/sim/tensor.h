@@ -20,15 +20,20 @@
 
 namespace argsdump {
 
+class DeviceMemory;
+
 class DeviceBuffer {
  public:
   // Aborts when the memory cannot be had; Create says so instead.
   DeviceBuffer(uint64_t id, DataType dtype, uint64_t elements);
   // ResourceExhausted when `elements` of `dtype` cannot be allocated.
   // `owner` names who allocated it (a runtime), for Submit's check.
+  // `memory` set: the storage comes from that shared device memory (the
+  // device in its own process), else from this process's heap.
   static absl::StatusOr<std::shared_ptr<DeviceBuffer>> Create(uint64_t id, DataType dtype,
                                                               uint64_t elements,
-                                                              const void* owner);
+                                                              const void* owner,
+                                                              DeviceMemory* memory = nullptr);
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -49,6 +54,8 @@ class DeviceBuffer {
   uint8_t* data_;
   const void* owner_ = nullptr;
   uint64_t mapped_bytes_ = 0;  // mmap'd (Create, large buffers), else malloc'd
+  DeviceMemory* memory_ = nullptr;  // set: the storage is shared device memory
+  uint64_t memory_bytes_ = 0;
   static constexpr uint64_t kMappedBytes = 1 << 20;
 };
 

@@ -1,0 +1,61 @@
+// DeviceMemory: the storage behind DeviceBuffers when the device runs in its
+// own process (DESIGN.md §10). One memfd, mapped MAP_SHARED before the
+// device process is forked, so the host keeps reading it after the device
+// process died, as real device memory outlives the AICPU process. Pages cost
+// nothing until touched; a freed buffer's pages are given back at once.
+//
+// Only the device process allocates (a bump pointer, not shared); the host
+// only reads, by offset: Contains() checks an offset that came out of shared
+// memory before it is used.
+#ifndef ARGSDUMP_DEVICE_SIM_DEVICE_MEMORY_H_
+#define ARGSDUMP_DEVICE_SIM_DEVICE_MEMORY_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "absl/status/statusor.h"
+
+namespace argsdump {
+
+class DeviceMemory {
+ public:
+  // Reserves `bytes` of address space (64 GiB by default: virtual, sparse).
+  // ResourceExhausted when the memfd or the mapping cannot be had.
+  static absl::StatusOr<std::unique_ptr<DeviceMemory>> Create(
+      uint64_t bytes = uint64_t{1} << 36);
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  // `bytes` zero-filled bytes, page-aligned; ResourceExhausted when the
+  // reservation is used up. Thread-safe.
+  absl::StatusOr<uint8_t*> Allocate(uint64_t bytes);
+  // Gives back what Allocate(bytes) returned (its pages are released).
+  void Free(uint8_t* data, uint64_t bytes);
+
+  uint8_t* base() const { return base_; }
+  uint64_t size() const { return size_; }
+  // True when [offset, offset + bytes) lies inside the mapping.
+  bool Contains(uint64_t offset, uint64_t bytes) const {
+    return offset <= size_ && bytes <= size_ - offset;
+  }
+  uint64_t OffsetOf(const uint8_t* data) const {
+    return static_cast<uint64_t>(data - base_);
+  }
+  bool Owns(const uint8_t* data) const {
+    return data >= base_ && data < base_ + size_;
+  }
+
+ private:
+  DeviceMemory(int fd, uint8_t* base, uint64_t size) : fd_(fd), base_(base), size_(size) {}
+  int fd_;
+  uint8_t* base_;
+  uint64_t size_;
+  std::mutex mu_;
+  uint64_t next_ = 0;  // the bump pointer (device process only)
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_DEVICE_SIM_DEVICE_MEMORY_H_

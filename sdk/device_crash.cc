@@ -1,0 +1,307 @@
+#include "sdk/device_crash.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/files.h"
+#include "collector/abi_convert.h"
+#include "collector/exception_dump.h"
+#include "format/arg_filter.h"
+#include "format/names.h"
+#include "format/record.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "server/capture_index.h"
+#include "server/capture_store.h"
+#include "server/manifest.h"
+
+namespace argsdump {
+namespace {
+
+std::string JsonString(const std::string& s) {
+  std::string out;
+  AppendJsonString(s, &out);
+  return out;
+}
+
+const KernelInfo* KernelOf(const KernelRegistry& kernels, const FlightTask& t, uint32_t subtask) {
+  if (subtask >= t.task.func_count || subtask >= abi::kMaxFuncIds) return nullptr;
+  return kernels.Find(t.task.func_ids[subtask]);
+}
+
+}  // namespace
+
+DeviceCrashAnalysis AnalyzeDeviceCrash(const DeviceExit& exit, const FlightTable& flight,
+                                       const DeviceMemory& memory,
+                                       const KernelRegistry& kernels) {
+  DeviceCrashAnalysis a;
+  v1::DeviceCrash& c = a.crash;
+  const abi::FlightHeader& h = flight.header();
+  a.tasks_submitted = h.tasks_submitted.load(std::memory_order_relaxed);
+  a.tasks_completed = h.tasks_completed.load(std::memory_order_relaxed);
+  if (exit.signaled) {
+    c.set_signal(exit.signal);
+    c.set_signal_name(SignalName(exit.signal));
+  } else {
+    c.set_exit_status(exit.exit_status);
+  }
+  const int32_t fault = h.crash.signal.load(std::memory_order_acquire);
+  const bool handler_ran = fault > 0;
+  if (handler_ran && h.crash.has_fault_address != 0) {
+    c.set_has_fault_address(true);
+    c.set_fault_address(h.crash.fault_address);
+  }
+  // Every slot in flight, by slot index.
+  std::vector<int> by_slot(flight.slots(), -1);
+  for (uint32_t s = 0; s < flight.slots(); ++s) {
+    auto t = std::make_unique<FlightTask>();
+    if (!flight.ReadTask(s, memory, t.get())) continue;
+    by_slot[s] = static_cast<int>(a.in_flight.size());
+    a.in_flight.push_back(std::move(t));
+  }
+  c.set_tasks_in_flight(a.in_flight.size());
+  const uint32_t crash_slot = handler_ran ? h.crash.slot : abi::kNoFlightSlot;
+  const int32_t crash_worker = handler_ran ? h.crash.worker : -1;
+  for (uint32_t w = 0; w < flight.workers(); ++w) {
+    const uint32_t s = flight.worker(w).slot.load(std::memory_order_acquire);
+    if (s >= flight.slots() || by_slot[s] < 0) continue;
+    const FlightTask& t = *a.in_flight[by_slot[s]];
+    const uint32_t subtask = flight.worker(w).subtask;
+    v1::CrashedTask* e = c.add_executing();
+    e->set_task_id(t.task.task_id);
+    for (uint32_t f = 0; f < t.task.func_count && f < abi::kMaxFuncIds; ++f) {
+      e->add_func_ids(t.task.func_ids[f]);
+    }
+    if (const KernelInfo* k = KernelOf(kernels, t, subtask)) {
+      e->set_func(k->name);
+      e->set_func_type(k->type);
+    }
+    e->set_worker(w);
+    e->set_thread(t.scheduler);
+    e->set_step(t.task.step);
+    e->set_crashing(s == crash_slot && static_cast<int32_t>(w) == crash_worker);
+  }
+  for (int i = 0; i < c.executing_size(); ++i) {
+    if (c.executing(i).crashing()) a.dumps = {i};
+  }
+  if (a.dumps.empty()) {
+    for (int i = 0; i < c.executing_size(); ++i) a.dumps.push_back(i);
+  }
+  // One line for people.
+  std::string how = exit.signaled
+                        ? absl::StrCat("was killed by ", SignalName(exit.signal))
+                        : absl::StrCat("exited with status ", exit.exit_status,
+                                       " before it reported (an exit() or _exit() in a kernel?)");
+  if (c.has_fault_address()) {
+    absl::StrAppend(&how, " (fault address 0x", absl::Hex(c.fault_address()), ")");
+  }
+  std::string where;
+  for (const v1::CrashedTask& e : c.executing()) {
+    if (!a.dumps.empty() && c.executing(a.dumps[0]).crashing() && !e.crashing()) continue;
+    absl::StrAppend(&where, where.empty() ? "" : ", ", "task ", TaskIdHex(e.task_id()),
+                    " kernel '", e.func(), "' on worker ", e.worker(), " (scheduler thread ",
+                    e.thread(), ", step ", e.step(), ")");
+  }
+  if (where.empty()) {
+    where = handler_ran && crash_worker < 0
+                ? "outside every kernel (on a device thread that runs no kernel)"
+                : "while no kernel ran";
+  } else {
+    where = absl::StrCat(c.executing_size() > 1 && !c.executing(a.dumps[0]).crashing()
+                             ? "while these kernels ran: "
+                             : "while ",
+                         where);
+  }
+  c.set_description(absl::StrCat("the device process ", how, " ", where, "; ",
+                                  a.in_flight.size(), " task(s) in flight, ", a.tasks_completed,
+                                  " of ", a.tasks_submitted, " completed"));
+  return a;
+}
+
+const FlightTask* ExecutingTask(const DeviceCrashAnalysis& a, const v1::CrashedTask& e) {
+  for (const auto& t : a.in_flight) {
+    if (t->task.task_id == e.task_id()) return t.get();
+  }
+  return nullptr;
+}
+
+absl::StatusOr<std::vector<TaskRecord>> ReadLocalTaskRecords(const std::string& dump_dir,
+                                                             uint64_t task_id, v1::Stage stage) {
+  std::vector<TaskRecord> out;
+  auto index = IndexFile::Open(absl::StrCat(dump_dir, "/", kIndexName));
+  if (!index.ok()) return index.status();
+  ArgFilter filter;
+  filter.task_id = task_id;
+  filter.stage = stage;
+  const std::string bin_path = absl::StrCat(dump_dir, "/", kBinName);
+  int fd = -1;
+  for (uint64_t from = 0;;) {
+    QueryPage page = (*index)->Query(filter, from, 1000, 1 << 20);
+    for (const QueryHit& hit : page.hits) {
+      TaskRecord r;
+      r.record = RecordFromRow(hit.row);
+      if (r.record.bin_size() > 0) {
+        if (fd < 0) fd = ::open(bin_path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+          return absl::NotFoundError(absl::StrCat(bin_path, ": ", std::strerror(errno)));
+        }
+        r.payload.resize(r.record.bin_size());
+        const ssize_t n = ::pread(fd, r.payload.data(), r.payload.size(),
+                                  static_cast<off_t>(r.record.bin_offset()));
+        if (n != static_cast<ssize_t>(r.payload.size())) {
+          ::close(fd);
+          return absl::DataLossError(absl::StrCat(bin_path, ": byte ", r.record.bin_offset(),
+                                                  ": ", r.payload.size(),
+                                                  " payload bytes are not there"));
+        }
+      }
+      out.push_back(std::move(r));
+    }
+    if (!page.next) break;
+    from = *page.next;
+  }
+  if (fd >= 0) ::close(fd);
+  return out;
+}
+
+absl::StatusOr<std::vector<TaskRecord>> ReadRemoteTaskRecords(const std::string& server,
+                                                              const std::string& capture,
+                                                              const std::string& auth_token,
+                                                              uint64_t task_id, v1::Stage stage) {
+  auto channel = grpc::CreateChannel(server, grpc::InsecureChannelCredentials());
+  auto stub = v1::CaptureService::NewStub(channel);
+  auto prepare = [&](grpc::ClientContext* ctx) {
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    if (!auth_token.empty()) ctx->AddMetadata("authorization", "Bearer " + auth_token);
+  };
+  std::vector<TaskRecord> out;
+  std::string token;
+  do {
+    v1::QueryArgsRequest q;
+    q.set_capture(capture);
+    q.set_task_id(task_id);
+    q.set_stage(stage);
+    q.set_page_size(1000);
+    q.set_page_token(token);
+    v1::QueryArgsResponse page;
+    grpc::ClientContext ctx;
+    prepare(&ctx);
+    grpc::Status st = stub->QueryArgs(&ctx, q, &page);
+    if (!st.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("QueryArgs on ", server, ": ", st.error_message()));
+    }
+    for (const v1::CapturedArg& arg : page.args()) {
+      TaskRecord r;
+      r.record = arg.record();
+      if (r.record.bin_size() > 0) {
+        v1::ReadPayloadRequest p;
+        p.set_capture(capture);
+        p.set_record_id(arg.record_id());
+        grpc::ClientContext pctx;
+        prepare(&pctx);
+        auto reader = stub->ReadPayload(&pctx, p);
+        v1::PayloadChunk chunk;
+        while (reader->Read(&chunk)) r.payload += chunk.data();
+        grpc::Status done = reader->Finish();
+        if (!done.ok() || r.payload.size() != r.record.bin_size()) {
+          return absl::UnavailableError(absl::StrCat(
+              "ReadPayload of record ", arg.record_id(), " on ", server, ": ",
+              done.ok() ? "short payload" : done.error_message()));
+        }
+      }
+      out.push_back(std::move(r));
+    }
+    token = page.next_page_token();
+  } while (!token.empty());
+  return out;
+}
+
+std::string CrashDumpName(const std::string& workload, const v1::CrashedTask& e) {
+  return absl::StrCat("crash_", SafeFileName(workload), "_", SafeFileName(e.func()), "_",
+                      SafeFileName(e.func_type()), "_", e.step(), "_", e.thread(), "_",
+                      TaskIdHex(e.task_id()));
+}
+
+absl::StatusOr<std::string> WriteCrashDump(const std::string& root, const std::string& workload,
+                                           const DeviceCrashAnalysis& a,
+                                           const v1::CrashedTask& e,
+                                           const std::vector<TaskRecord>& before,
+                                           const std::string& capture) {
+  const std::string name = CrashDumpName(workload, e);
+  const std::string dir = absl::StrCat(root, "/exception_dump/", name);
+  if (absl::Status s = CreateDirectories(dir); !s.ok()) return s;
+  v1::CaptureInfo info;
+  info.set_name(name);
+  info.set_level(v1::DUMP_LEVEL_FULL);
+  *info.mutable_device_crash() = a.crash;
+  auto store = CaptureStore::Create(dir, info);
+  if (!store.ok()) return store.status();
+  uint64_t offset = 0;
+  for (const TaskRecord& t : before) {
+    v1::ArgRecord r = t.record;
+    r.set_bin_offset(t.payload.empty() ? 0 : offset);
+    r.set_bin_size(t.payload.size());
+    offset += t.payload.size();
+    if (absl::Status s = (*store)->Append(r, t.payload); !s.ok()) return s;
+  }
+  // The task as it is in device memory now: what the kernel left.
+  if (const FlightTask* f = ExecutingTask(a, e)) {
+    const DumpTask& task = f->task;
+    for (uint32_t i = 0; i < task.tensor_count; ++i) {
+      const DumpTensorArg& arg = task.tensors[i];
+      v1::ArgRecord r;
+      r.set_task_id(task.task_id);
+      for (uint32_t id : e.func_ids()) r.add_func_ids(id);
+      r.set_arg_index(arg.arg_index);
+      r.set_device_thread(e.thread());
+      r.set_step(task.step);
+      r.set_role(ToProtoRole(arg.role));
+      r.set_stage(v1::STAGE_AFTER_COMPLETION);
+      r.set_kind(v1::KIND_TENSOR);
+      r.set_in_flight_snapshot(true);
+      r.set_dtype(ToProtoDType(arg.view.dtype));
+      for (uint32_t d = 0; d < arg.view.ndims; ++d) {
+        r.add_shape(arg.view.shape[d]);
+        r.add_strides(arg.view.strides[d]);
+      }
+      r.set_start_offset(arg.view.start_offset);
+      r.set_is_contiguous(arg.view.is_contiguous());
+      r.set_numel(arg.view.numel());
+      r.set_logical_bytes(arg.view.logical_bytes());
+      std::string payload(arg.view.logical_bytes(), '\0');
+      GatherLogical(arg.view, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
+      r.set_bin_offset(payload.empty() ? 0 : offset);
+      r.set_bin_size(payload.size());
+      offset += payload.size();
+      if (absl::Status s = (*store)->Append(r, payload); !s.ok()) return s;
+    }
+  }
+  if (absl::Status s = (*store)->Finish(v1::CaptureCounters()); !s.ok()) return s;
+  std::vector<uint32_t> funcs(e.func_ids().begin(), e.func_ids().end());
+  std::string context = absl::StrCat(
+      "{\n  \"scenario\": \"crash\",\n  \"workload\": ", JsonString(workload),
+      ",\n  \"func\": ", JsonString(e.func()), ",\n  \"func_type\": ", JsonString(e.func_type()),
+      ",\n  \"func_ids\": [", absl::StrJoin(funcs, ", "), "],\n  \"task_id\": \"",
+      TaskIdHex(e.task_id()), "\",\n  \"step\": ", e.step(), ",\n  \"thread\": ", e.thread(),
+      ",\n  \"worker\": ", e.worker(), ",\n  \"crashing\": ", e.crashing() ? "true" : "false",
+      ",\n  \"signal\": ", a.crash.signal(), ",\n  \"signal_name\": ",
+      JsonString(a.crash.signal_name()), ",\n  \"exit_status\": ", a.crash.exit_status(),
+      ",\n  \"fault_address\": ",
+      a.crash.has_fault_address() ? absl::StrCat("\"0x", absl::Hex(a.crash.fault_address()), "\"")
+                                  : std::string("null"),
+      ",\n  \"records_before_dispatch\": ", before.size(),
+      ",\n  \"error\": ", JsonString(a.crash.description()),
+      ",\n  \"capture\": \"args_dump.json\",\n  \"run_capture\": ", JsonString(capture), "\n}\n");
+  if (absl::Status s = WriteStringToFile(dir + "/context.json", context); !s.ok()) return s;
+  return dir;
+}
+
+}  // namespace argsdump

@@ -1,0 +1,186 @@
+#include "sdk/device_process.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace argsdump {
+namespace {
+
+FlightTable* g_flight = nullptr;  // the child's, for the fault handler
+
+void OnFault(int signal, siginfo_t* info, void*) {
+  if (g_flight != nullptr) {
+    const bool has_address =
+        signal == SIGSEGV || signal == SIGBUS || signal == SIGFPE || signal == SIGILL;
+    g_flight->RecordFault(signal, has_address ? info->si_addr : nullptr, has_address);
+  }
+  // SA_RESETHAND restored the default action: die of the same signal.
+  ::raise(signal);
+}
+
+void InstallFaultHandlers() {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof(sa));
+  sa.sa_sigaction = OnFault;
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(s, &sa, nullptr);
+}
+
+// After the report: only a report that ends with it was sent whole (a
+// kernel that calls _exit(0) sends nothing and is a crash all the same).
+constexpr char kTrailer[] = "\0ARGSDUMP-DEVICE-REPORT-END";
+constexpr size_t kTrailerBytes = sizeof(kTrailer) - 1;
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+bool WriteAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string SignalName(int signal) {
+  switch (signal) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    default: return absl::StrCat("signal ", signal);
+  }
+}
+
+int DeviceProcess::ThreadCount() {
+  DIR* d = ::opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+  ::closedir(d);
+  return n;
+}
+
+absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
+    FlightTable* flight, std::function<std::string()> device, std::function<void()> host_gone) {
+  const int threads = ThreadCount();
+  if (threads != 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the device process cannot be forked: this process runs ", threads,
+        " threads (a forked child inherits their locks, not them). Open the session with "
+        "device_process before anything in the process starts a thread (a gRPC channel, a "
+        "thread pool), or run the device in this process (device_process = false)"));
+  }
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("device process: pipe: ", std::strerror(errno)));
+  }
+  const pid_t parent = ::getpid();
+  // Opened before the fork: the child then cannot miss a parent that ends
+  // between the fork and its watch.
+  const int parent_fd = PidfdOpen(parent);
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    if (parent_fd >= 0) ::close(parent_fd);
+    return absl::ResourceExhaustedError(absl::StrCat("device process: fork: ", std::strerror(e)));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    struct rlimit no_core = {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(SIGPIPE, SIG_IGN);
+    ::prctl(PR_SET_NAME, "argsdump-dev", 0, 0, 0);
+    g_flight = flight;
+    InstallFaultHandlers();
+    if (parent_fd >= 0 && host_gone) {
+      std::thread([parent_fd, host_gone] {
+        pollfd p = {parent_fd, POLLIN, 0};
+        while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+        }
+        host_gone();
+      }).detach();
+    }
+    const std::string report = device();
+    const bool sent = WriteAll(fds[1], report + std::string(kTrailer, kTrailerBytes));
+    std::fflush(nullptr);
+    ::_exit(sent ? 0 : 4);
+  }
+  ::close(fds[1]);
+  if (parent_fd >= 0) ::close(parent_fd);
+  return std::unique_ptr<DeviceProcess>(new DeviceProcess(pid, fds[0]));
+}
+
+DeviceExit DeviceProcess::Wait() {
+  DeviceExit out;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(report_fd_, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EOF: the child closed it by ending (or by exec'ing)
+    out.report.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(report_fd_);
+  report_fd_ = -1;
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  if (WIFSIGNALED(status)) {
+    out.signaled = true;
+    out.signal = WTERMSIG(status);
+  } else {
+    out.exit_status = WEXITSTATUS(status);
+  }
+  const std::string trailer(kTrailer, kTrailerBytes);
+  out.reported = !out.signaled && out.exit_status == 0 && out.report.size() >= trailer.size() &&
+                 out.report.compare(out.report.size() - trailer.size(), trailer.size(),
+                                    trailer) == 0;
+  if (out.reported) out.report.resize(out.report.size() - trailer.size());
+  return out;
+}
+
+void DeviceProcess::Kill() {
+  if (!reaped_) ::kill(pid_, SIGKILL);
+}
+
+DeviceProcess::~DeviceProcess() {
+  if (!reaped_) {
+    ::kill(pid_, SIGKILL);
+    int status;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (report_fd_ >= 0) ::close(report_fd_);
+}
+
+}  // namespace argsdump
