@@ -481,6 +481,7 @@ absl::Status Collector::Reconcile() {
   losses_.set_dropped_free_queue_empty(by(abi::DropCause::kFreeQueueEmpty));
   losses_.set_dropped_arena_ack_timeout(by(abi::DropCause::kArenaAckTimeout));
   losses_.set_dropped_flush_timeout(by(abi::DropCause::kFlushTimeout));
+  losses_.set_dropped_host_gone(by(abi::DropCause::kHostGone));
   std::lock_guard<std::mutex> lock(stats_mu_);
   return error_;
 }

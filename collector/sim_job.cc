@@ -169,7 +169,8 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                   l.dropped_ready_queue_full(), ", free queue empty ",
                   l.dropped_free_queue_empty(), ", arena ack timeout ",
                   l.dropped_arena_ack_timeout(), ", flush timeout ", l.dropped_flush_timeout(),
-                  "), overwritten ", r.collected.overwritten, ", invalid ",
+                  ", host gone ", l.dropped_host_gone(), "), overwritten ",
+                  r.collected.overwritten, ", invalid ",
                   r.collected.invalid_records, "\n");
   if (!r.capture.empty()) {
     absl::StrAppend(&s, "capture: ", r.capture, " on the capture service (", r.sent_records,

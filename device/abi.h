@@ -36,7 +36,9 @@ namespace argsdump {
 namespace abi {
 
 inline constexpr uint32_t kMagic = 0x44554D50;  // "DUMP"
-inline constexpr uint16_t kAbiVersion = 1;
+// 2: DumpRegionHeader::host_gone; DropCause::kHostGone (ThreadState's
+// counters after dropped_by_cause moved by 8 bytes).
+inline constexpr uint16_t kAbiVersion = 2;
 inline constexpr uint32_t kMaxDims = 5;
 inline constexpr uint32_t kMaxFuncIds = 3;
 inline constexpr uint16_t kUnknownFuncId = 0xFFFF;
@@ -89,8 +91,10 @@ enum class DropCause : uint32_t {
   kFreeQueueEmpty = 1,   // no empty buffer came back from the host
   kArenaAckTimeout = 2,  // the arena was full and the host never acked it
   kFlushTimeout = 3,     // the final flush could not hand its buffer over
+  kHostGone = 4,         // dropped while DumpRegionHeader::host_gone was set:
+                         // no host left to hand anything to
 };
-inline constexpr uint32_t kDropCauseCount = 4;
+inline constexpr uint32_t kDropCauseCount = 5;
 
 // One captured argument: 128 bytes, two cache lines. Offsets 0..111 keep the
 // reference implementation's layout. Written by the device into a metadata
@@ -145,10 +149,10 @@ static_assert(offsetof(ArgsDumpRecord, shapes) == 92, "ABI");
 static_assert(offsetof(ArgsDumpRecord, logical_bytes) == 112, "ABI");
 static_assert(offsetof(ArgsDumpRecord, step) == 120, "ABI");
 
-// Region header. Every field is written once by the host (DumpRegion::Create)
-// before the region is handed to the device; the region hand-off (thread
-// start or a second mapping opened afterwards) orders those writes before any
-// device read. The device never writes the header.
+// Region header. Every field but host_gone is written once by the host
+// (DumpRegion::Create) before the region is handed to the device; the region
+// hand-off (thread start or a second mapping opened afterwards) orders those
+// writes before any device read. host_gone is the one field written later.
 struct DumpRegionHeader {
   uint32_t magic;               // 0   kMagic
   uint16_t abi_version;         // 4   kAbiVersion
@@ -169,7 +173,13 @@ struct DumpRegionHeader {
   uint64_t meta_buffers_offset;   // 80
   uint64_t meta_buffer_bytes;     // 88  stride between metadata buffers
   uint64_t arenas_offset;         // 96  arena t at arenas_offset + t*arena_bytes
-  uint8_t reserved[24];           // 104
+  // 0 at create; 1 once the host is gone. Written (release, never back to 0)
+  // by the device process's host watch when the host process died, or by a
+  // host that gives up on the device. Read with acquire by the recorder's
+  // waits (ThreadRecorder: a wait ends at once, every drop counts as
+  // DropCause::kHostGone). Not part of the layout Attach() checks.
+  std::atomic<uint32_t> host_gone;  // 104
+  uint8_t reserved[20];           // 108
 };
 static_assert(sizeof(DumpRegionHeader) == 128, "ABI");
 static_assert(offsetof(DumpRegionHeader, dump_level) == 12, "ABI");
@@ -177,6 +187,8 @@ static_assert(offsetof(DumpRegionHeader, arena_bytes) == 32, "ABI");
 static_assert(offsetof(DumpRegionHeader, full_policy) == 48, "ABI");
 static_assert(offsetof(DumpRegionHeader, thread_states_offset) == 56, "ABI");
 static_assert(offsetof(DumpRegionHeader, arenas_offset) == 96, "ABI");
+static_assert(offsetof(DumpRegionHeader, host_gone) == 104, "ABI");
+static_assert(offsetof(DumpRegionHeader, reserved) == 108, "ABI");
 
 // A 64-bit counter alone on its cache line, so the two sides of a queue never
 // false-share. Counters are free-running (never wrap in practice: 2^64).
@@ -232,9 +244,9 @@ struct ThreadState {
   std::atomic<uint64_t> payload_bytes;                              // 400
   std::atomic<uint64_t> dropped_records;                            // 408
   std::atomic<uint64_t> dropped_by_cause[kDropCauseCount];          // 416
-  std::atomic<uint64_t> arena_waits;                                // 448
-  std::atomic<uint64_t> gate_waits;                                 // 456
-  uint8_t reserved[48];                                             // 464
+  std::atomic<uint64_t> arena_waits;                                // 456
+  std::atomic<uint64_t> gate_waits;                                 // 464
+  uint8_t reserved[40];                                             // 472
 };
 static_assert(sizeof(ThreadState) == 512, "ABI");
 static_assert(offsetof(ThreadState, free) == 128, "ABI");
@@ -243,6 +255,9 @@ static_assert(offsetof(ThreadState, published_payload_count) == 272, "ABI");
 static_assert(offsetof(ThreadState, completed_payload_count) == 320, "ABI");
 static_assert(offsetof(ThreadState, records_written) == 384, "ABI");
 static_assert(offsetof(ThreadState, dropped_by_cause) == 416, "ABI");
+static_assert(offsetof(ThreadState, arena_waits) == 456, "ABI");
+static_assert(offsetof(ThreadState, gate_waits) == 464, "ABI");
+static_assert(offsetof(ThreadState, reserved) == 472, "ABI");
 
 // Header of one metadata buffer; ArgsDumpRecords follow at +64.
 struct MetaBufferHeader {

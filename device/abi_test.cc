@@ -122,5 +122,28 @@ TEST(DumpRegionTest, AttachValidatesAnotherMapping) {
   EXPECT_FALSE(DumpRegion::Attach(copy.data(), copy.size()).ok());
 }
 
+// host_gone is state, not layout: it starts clear, a mark through one
+// mapping is seen through another, and a region whose host is gone still
+// attaches (a host that gave up, a recovery).
+TEST(DumpRegionTest, HostGoneIsSharedByEveryMapping) {
+  DumpRegionConfig config;
+  config.num_threads = 1;
+  config.arena_bytes = 4096;
+  auto region = DumpRegion::Create(config);
+  ASSERT_TRUE(region.ok());
+  auto attached = DumpRegion::Attach((*region)->base(), (*region)->bytes());
+  ASSERT_TRUE(attached.ok()) << attached.status();
+  EXPECT_FALSE((*region)->host_gone());
+  EXPECT_FALSE((*attached)->host_gone());
+  (*attached)->MarkHostGone();
+  EXPECT_TRUE((*region)->host_gone());
+  EXPECT_EQ((*region)->header().host_gone.load(), 1u);
+  (*attached)->MarkHostGone();  // idempotent
+  EXPECT_EQ((*region)->header().host_gone.load(), 1u);
+  auto again = DumpRegion::Attach((*region)->base(), (*region)->bytes());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE((*again)->host_gone());
+}
+
 }  // namespace
 }  // namespace argsdump

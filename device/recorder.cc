@@ -61,12 +61,12 @@ ThreadRecorder::ThreadRecorder(const DumpRegion& region, uint32_t thread)
 template <typename Ready>
 bool ThreadRecorder::WaitFor(Ready ready) {
   if (ready()) {
-    host_gone_ = false;
+    host_unresponsive_ = false;
     return true;
   }
   if (policy_ == abi::FullPolicy::kDrop) return false;
   const bool bounded = policy_ == abi::FullPolicy::kStallThenDrop;
-  if (bounded && host_gone_) return false;
+  if (bounded && host_unresponsive_) return false;
   // Spin briefly, then yield, then back off with short sleeps: the host
   // usually answers within microseconds; a sleeping waiter must not burn the
   // core the host needs.
@@ -75,9 +75,13 @@ bool ThreadRecorder::WaitFor(Ready ready) {
   auto pause = std::chrono::microseconds(10);
   for (uint32_t round = 0;; ++round) {
     if (ready()) {
-      host_gone_ = false;
+      host_unresponsive_ = false;
       return true;
     }
+    // Whatever the policy and the bound: no host will ever answer. The first
+    // round checks before any pause, so once the host is gone a record that
+    // needs a wait is dropped at once (one acquire load; waits only).
+    if (region_.host_gone()) return false;
     if (round < 64) {
       CpuRelax();
     } else if (round < 256) {
@@ -88,11 +92,13 @@ bool ThreadRecorder::WaitFor(Ready ready) {
       pause = std::min(pause * 2, std::chrono::microseconds(50));
     }
   }
-  host_gone_ = true;
+  host_unresponsive_ = true;
   return false;
 }
 
 void ThreadRecorder::Drop(abi::DropCause cause, uint64_t records) {
+  // Whichever wait failed, the reason is that nobody is left to drain it.
+  if (region_.host_gone()) cause = abi::DropCause::kHostGone;
   dropped_ += records;
   dropped_by_cause_[static_cast<uint32_t>(cause)] += records;
   state_->dropped_records.store(dropped_, std::memory_order_relaxed);

@@ -15,9 +15,18 @@
 // the arena is cut to arena/2 bytes and flagged; a full arena waits for this
 // thread's acknowledgement; a full ready queue or empty free queue waits at
 // the gate. After the bound the records are dropped and counted by cause.
-// Once a bound expired, the host is treated as gone for this thread (no more
-// waits) until it is seen making progress again, so a crashed host costs one
-// bound, not one per record. A buffer is handed over when it is full, or as
+// Once a bound expired, the host is treated as unresponsive for this thread
+// (no more waits) until it is seen making progress again, so a crashed host
+// costs one bound, not one per record.
+// Host gone (DumpRegion::MarkHostGone, abi::DumpRegionHeader::host_gone, set
+// by the device process's host watch or by a host that gives up): a wait in
+// progress ends at once, whatever the policy (kStall too) and the bound, and
+// a record that would have to wait is dropped at once; every drop from then
+// on is counted as abi::DropCause::kHostGone instead of its own cause. A
+// record that needs no wait is still written (the flag is read only inside
+// waits and drops, never on the path of such a record), and Flush() still
+// hands its buffer over if the ready queue has room. So after the flag is
+// set the device ends without another wait. A buffer is handed over when it is full, or as
 // soon as the payload behind it reaches a quarter of the arena: the host then
 // writes while the device fills the rest of the cycle, instead of the two
 // taking turns a whole arena at a time.
@@ -138,7 +147,8 @@ class ThreadRecorder {
   uint64_t cycle_start_ = 0;  // cursor at the start of this arena cycle
   uint64_t published_payloads_ = 0;
   uint64_t published_buffers_ = 0;
-  bool host_gone_ = false;
+  // A bound expired with no progress from the host (reset on progress).
+  bool host_unresponsive_ = false;
   uint64_t records_written_ = 0;
   uint64_t truncated_ = 0;
   uint64_t payload_bytes_ = 0;

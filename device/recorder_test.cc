@@ -1,6 +1,7 @@
 #include "device/recorder.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -399,6 +400,184 @@ TEST(RecorderTest, FreeQueueEmptyDropsRecordsWithCause) {
   const abi::ThreadState& st = region->thread_state(0);
   EXPECT_EQ(st.dropped_by_cause[uint32_t(DropCause::kFreeQueueEmpty)].load(), 3u);
   EXPECT_EQ(st.records_written.load() + st.dropped_records.load(), 7u);
+}
+
+uint64_t DroppedBy(const abi::ThreadState& st, DropCause cause) {
+  return st.dropped_by_cause[static_cast<uint32_t>(cause)].load();
+}
+
+// Yields until `done()` (another thread's progress), or fails after
+// kEventTimeout so that a broken build ends instead of hanging.
+template <typename Done>
+bool WaitUntil(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + kEventTimeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// No host ever drains and the host is gone from the start: every record
+// that would have to wait (ready queue full, free queue empty, arena never
+// acked, the final flush) is dropped at once and counted as host gone. The
+// bound is an hour (and infinite under kStall): the test ends only because
+// no wait happens.
+class HostGoneTest : public ::testing::TestWithParam<abi::FullPolicy> {};
+
+TEST_P(HostGoneTest, EveryWaitingRecordDropsAtOnceAsHostGone) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull);
+  c.records_per_buffer = 4;
+  c.buffers_per_thread = 2;
+  c.ready_queue_depth = 1;
+  c.full_policy = GetParam();
+  c.wait_bound_ms = 3600 * 1000;
+  auto region = MakeRegion(c);
+  EXPECT_FALSE(region->host_gone());
+  region->MarkHostGone();
+  EXPECT_TRUE(region->host_gone());
+  DumpRecorder recorder(*region);
+  ThreadRecorder& rec = recorder.thread(0);
+  const abi::ThreadState& st = region->thread_state(0);
+
+  // Ready queue full: buffer 0 (4 scalars) goes out, buffer 1 never can
+  // (it is refilled and dropped three times).
+  DumpScalarArg s;
+  s.dtype = DataType::kInt32;
+  std::vector<DumpScalarArg> scalars = {s};
+  for (uint64_t i = 0; i < 16; ++i) rec.RecordTask(Task(i, {}, scalars), Stage::kBeforeDispatch);
+  EXPECT_EQ(st.records_written.load(), 4u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kHostGone), 12u);
+
+  // The final flush cannot hand over either.
+  rec.RecordTask(Task(200, {}, scalars), Stage::kBeforeDispatch);
+  rec.Flush();
+  EXPECT_EQ(st.flushed.load(), 1u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kHostGone), 13u);
+  EXPECT_EQ(st.dropped_records.load(), 13u);
+  for (DropCause other : {DropCause::kReadyQueueFull, DropCause::kFreeQueueEmpty,
+                          DropCause::kArenaAckTimeout, DropCause::kFlushTimeout}) {
+    EXPECT_EQ(DroppedBy(st, other), 0u) << static_cast<uint32_t>(other);
+  }
+  // What went out before is intact for a host that comes to read it.
+  TestHost host(*region);
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[3].record.task_id, 3u);
+}
+
+TEST_P(HostGoneTest, AnEmptyFreeQueueDropsAtOnceAsHostGone) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull);
+  c.records_per_buffer = 4;
+  c.buffers_per_thread = 1;
+  c.ready_queue_depth = 1;
+  c.full_policy = GetParam();
+  c.wait_bound_ms = 3600 * 1000;
+  auto region = MakeRegion(c);
+  region->MarkHostGone();
+  DumpRecorder recorder(*region);
+  DumpScalarArg s;
+  std::vector<DumpScalarArg> scalars = {s};
+  for (uint64_t i = 0; i < 7; ++i) {
+    recorder.thread(0).RecordTask(Task(i, {}, scalars), Stage::kBeforeDispatch);
+  }
+  const abi::ThreadState& st = region->thread_state(0);
+  EXPECT_EQ(st.records_written.load(), 4u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kHostGone), 3u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kFreeQueueEmpty), 0u);
+}
+
+TEST_P(HostGoneTest, AnUnackedArenaDropsAtOnceAsHostGone) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull);
+  c.arena_bytes = 4096;
+  c.full_policy = GetParam();
+  c.wait_bound_ms = 3600 * 1000;
+  auto region = MakeRegion(c);
+  region->MarkHostGone();
+  DumpRecorder recorder(*region);
+  // 1 KiB each: four fill the arena (each published in its own buffer, a
+  // quarter of the arena); the next ones need an ack that never comes.
+  std::vector<float> block(256, 1.0f);
+  std::vector<DumpTensorArg> t = {Arg(Flat(block), ArgRole::kInput, 0)};
+  for (uint64_t i = 0; i < 6; ++i) {
+    recorder.thread(0).RecordTask(Task(i, t), Stage::kBeforeDispatch);
+  }
+  recorder.thread(0).Flush();
+  const abi::ThreadState& st = region->thread_state(0);
+  EXPECT_EQ(st.records_written.load(), 4u);
+  EXPECT_EQ(st.published_payload_count.load(), 4u);
+  EXPECT_EQ(st.arena_waits.load(), 2u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kHostGone), 2u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kArenaAckTimeout), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, HostGoneTest,
+                         ::testing::Values(abi::FullPolicy::kStall,
+                                           abi::FullPolicy::kStallThenDrop,
+                                           abi::FullPolicy::kDrop));
+
+// A recorder thread blocked at the gate (ready queue full, kStall: no bound
+// at all) is released when another thread marks the host gone, and drops
+// the rest without waiting again.
+TEST(RecorderTest, HostGoneReleasesAThreadWaitingAtTheGate) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull);
+  c.records_per_buffer = 1;
+  c.buffers_per_thread = 4;
+  c.ready_queue_depth = 1;
+  c.full_policy = abi::FullPolicy::kStall;
+  auto region = MakeRegion(c);
+  DumpRecorder recorder(*region);
+  const abi::ThreadState& st = region->thread_state(0);
+  DumpScalarArg s;
+  std::vector<DumpScalarArg> scalars = {s};
+  std::atomic<bool> device_done{false};
+  std::thread device([&] {
+    for (uint64_t i = 0; i < 3; ++i) {
+      recorder.thread(0).RecordTask(Task(i, {}, scalars), Stage::kBeforeDispatch);
+    }
+    recorder.thread(0).Flush();
+    device_done.store(true);
+  });
+  // Record 0 went out; record 1's buffer waits for room in the ready queue.
+  ASSERT_TRUE(WaitUntil([&] { return st.gate_waits.load() >= 1; }));
+  EXPECT_FALSE(device_done.load());
+  region->MarkHostGone();
+  device.join();
+  EXPECT_TRUE(device_done.load());
+  EXPECT_EQ(st.records_written.load(), 1u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kHostGone), 2u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kReadyQueueFull), 0u);
+  EXPECT_EQ(st.flushed.load(), 1u);
+}
+
+// The same for a thread waiting for an arena acknowledgement, under a bound
+// of an hour.
+TEST(RecorderTest, HostGoneReleasesAThreadWaitingForTheArena) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull);
+  c.arena_bytes = 4096;
+  c.full_policy = abi::FullPolicy::kStallThenDrop;
+  c.wait_bound_ms = 3600 * 1000;
+  auto region = MakeRegion(c);
+  DumpRecorder recorder(*region);
+  const abi::ThreadState& st = region->thread_state(0);
+  std::vector<float> block(256, 1.0f);  // 1 KiB: four fill the arena
+  std::vector<DumpTensorArg> t = {Arg(Flat(block), ArgRole::kInput, 0)};
+  std::thread device([&] {
+    for (uint64_t i = 0; i < 6; ++i) {
+      recorder.thread(0).RecordTask(Task(i, t), Stage::kBeforeDispatch);
+    }
+    recorder.thread(0).Flush();
+  });
+  ASSERT_TRUE(WaitUntil([&] { return st.arena_waits.load() >= 1; }));
+  region->MarkHostGone();
+  device.join();
+  // The first cycle was published before the wait; the two records after it
+  // are lost for want of a host.
+  EXPECT_EQ(st.records_written.load(), 4u);
+  EXPECT_EQ(st.published_payload_count.load(), 4u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kHostGone), 2u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kArenaAckTimeout), 0u);
+  EXPECT_EQ(st.flushed.load(), 1u);
 }
 
 TEST(RecorderTest, PartialLevelRecordsOnlyMarkedArgsOfMarkedTasks) {

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <new>
 
@@ -35,6 +36,28 @@ uint64_t ComputeLayout(abi::DumpRegionHeader& h) {
   h.arenas_offset = AlignUp(offset, abi::kArenaAlignment);
   return AlignUp(h.arenas_offset + uint64_t{h.num_threads} * h.arena_bytes,
                  abi::kArenaAlignment);
+}
+
+// The header holds an atomic (host_gone), so it is not trivially copyable:
+// it is moved as bytes, only where nothing else writes it (a header under
+// construction, a local copy).
+void CopyHeader(abi::DumpRegionHeader* dst, const void* src) {
+  std::memcpy(static_cast<void*>(dst), src, sizeof(*dst));
+}
+
+// Reads the header of a mapping someone else may be using: host_gone may be
+// set concurrently (another process's host watch), so it is loaded
+// atomically and the bytes around it are copied.
+void ReadHeader(const void* base, abi::DumpRegionHeader* h) {
+  constexpr size_t kAt = offsetof(abi::DumpRegionHeader, host_gone);
+  constexpr size_t kAfter = kAt + sizeof(h->host_gone);
+  const auto* src = static_cast<const uint8_t*>(base);
+  auto* dst = reinterpret_cast<uint8_t*>(h);
+  std::memcpy(dst, src, kAt);
+  std::memcpy(dst + kAfter, src + kAfter, sizeof(*h) - kAfter);
+  h->host_gone.store(
+      static_cast<const abi::DumpRegionHeader*>(base)->host_gone.load(std::memory_order_acquire),
+      std::memory_order_relaxed);
 }
 
 absl::Status CheckRange(const char* field, uint64_t value, uint64_t lo,
@@ -71,7 +94,7 @@ absl::StatusOr<std::unique_ptr<DumpRegion>> DumpRegion::Create(
   }
 
   abi::DumpRegionHeader h;
-  std::memset(&h, 0, sizeof(h));
+  std::memset(static_cast<void*>(&h), 0, sizeof(h));  // host_gone = 0 too
   h.magic = abi::kMagic;
   h.abi_version = abi::kAbiVersion;
   h.header_bytes = sizeof(abi::DumpRegionHeader);
@@ -94,7 +117,7 @@ absl::StatusOr<std::unique_ptr<DumpRegion>> DumpRegion::Create(
         std::strerror(errno)));
   }
   // Anonymous mappings are zero-filled; construct the atomics in place.
-  std::memcpy(base, &h, sizeof(h));
+  CopyHeader(static_cast<abi::DumpRegionHeader*>(base), &h);
   std::unique_ptr<DumpRegion> region(new DumpRegion(base, h.region_bytes, true));
   for (uint32_t t = 0; t < h.num_threads; ++t) {
     abi::ThreadState* st = new (region->at(h.thread_states_offset +
@@ -123,7 +146,7 @@ absl::StatusOr<std::unique_ptr<DumpRegion>> DumpRegion::Attach(void* base,
     return absl::InvalidArgumentError("dump region: mapping too small for a header");
   }
   abi::DumpRegionHeader h;
-  std::memcpy(&h, base, sizeof(h));
+  ReadHeader(base, &h);
   if (h.magic != abi::kMagic) {
     return absl::InvalidArgumentError(
         absl::StrCat("dump region: bad magic 0x", absl::Hex(h.magic),
@@ -145,7 +168,9 @@ absl::StatusOr<std::unique_ptr<DumpRegion>> DumpRegion::Attach(void* base,
       h.arena_bytes < 64 || h.dump_level > 3) {
     return absl::InvalidArgumentError("dump region: header sizes out of range");
   }
-  abi::DumpRegionHeader expected = h;
+  // host_gone is state, not layout: a region whose host is gone attaches.
+  abi::DumpRegionHeader expected;
+  CopyHeader(&expected, &h);
   const uint64_t needed = ComputeLayout(expected);
   if (std::memcmp(&expected, &h, sizeof(h)) != 0 || needed != h.region_bytes ||
       needed > bytes) {
@@ -164,6 +189,10 @@ DumpRegion::DumpRegion(void* base, uint64_t bytes, bool owned)
 
 DumpRegion::~DumpRegion() {
   if (owned_) munmap(base_, bytes_);
+}
+
+void DumpRegion::MarkHostGone() const {
+  header_->host_gone.store(1, std::memory_order_release);
 }
 
 abi::ThreadState& DumpRegion::thread_state(uint32_t thread) const {

@@ -7,6 +7,7 @@
 #define ARGSDUMP_DEVICE_REGION_H_
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -70,6 +71,18 @@ class DumpRegion {
   abi::MetaBufferHeader& buffer_header(uint32_t buffer) const;
   abi::ArgsDumpRecord* buffer_records(uint32_t buffer) const;
   uint8_t* arena(uint32_t thread) const;
+
+  // The host is gone (abi::DumpRegionHeader::host_gone): called by the
+  // device process's host watch when the host process died, or by a host
+  // that gives up on the device. From then on every recorder wait on this
+  // region ends at once and every drop counts as abi::DropCause::kHostGone
+  // (recorder.h). Idempotent, never undone; any thread of any process that
+  // maps the region.
+  void MarkHostGone() const;
+  // Whether MarkHostGone() was called (acquire), by this mapping or another.
+  bool host_gone() const {
+    return header_->host_gone.load(std::memory_order_acquire) != 0;
+  }
 
   // True when `buffer` is a valid index owned by `thread` (host-side check
   // of indices that come out of shared memory).

@@ -170,7 +170,8 @@ struct SessionResult {
   // Losses by cause (all zero in a healthy run).
   uint64_t dropped_records = 0;
   uint64_t dropped_ready_queue_full = 0, dropped_free_queue_empty = 0,
-           dropped_arena_ack_timeout = 0, dropped_flush_timeout = 0;
+           dropped_arena_ack_timeout = 0, dropped_flush_timeout = 0,
+           dropped_host_gone = 0;  // dropped once the host process was gone
   uint64_t overwritten = 0;     // payloads the device overwrote before the host read them
   uint64_t invalid_records = 0; // rejected by the host's validation
   // The overflow check (dump.overflow): tasks whose output held NaN/Inf.

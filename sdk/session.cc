@@ -586,7 +586,8 @@ void SimSession::Impl::LogFlush() {
       {"ready queue full", "ready_queue_depth (--ready-queue-depth)"},
       {"free queue empty", "buffers_per_thread (--buffers-per-thread)"},
       {"arena ack timeout", "arena_bytes (--arena-bytes)"},
-      {"flush timeout", "ready_queue_depth (--ready-queue-depth)"}};
+      {"flush timeout", "ready_queue_depth (--ready-queue-depth)"},
+      {"host gone", "nothing (the host process ended)"}};
   static_assert(sizeof(kCauses) / sizeof(kCauses[0]) == abi::kDropCauseCount);
   uint64_t written = 0, dropped = 0, truncated = 0;
   for (uint32_t t = 0; t < region->num_threads(); ++t) {
@@ -975,6 +976,7 @@ void SimSession::Impl::CopyCounts(SessionResult* result) const {
   r.dropped_free_queue_empty = l.dropped_free_queue_empty();
   r.dropped_arena_ack_timeout = l.dropped_arena_ack_timeout();
   r.dropped_flush_timeout = l.dropped_flush_timeout();
+  r.dropped_host_gone = l.dropped_host_gone();
 }
 
 // What the device process reported (or, when it died, what the flight

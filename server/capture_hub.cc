@@ -38,7 +38,8 @@ std::string Counted(uint64_t records, const v1::CaptureCounters& c) {
                       c.dropped_ready_queue_full(), ", free queue empty ",
                       c.dropped_free_queue_empty(), ", arena ack timeout ",
                       c.dropped_arena_ack_timeout(), ", flush timeout ", c.dropped_flush_timeout(),
-                      ", overwritten ", c.dropped_overwrite(), "), ", c.truncated_args(),
+                      ", host gone ", c.dropped_host_gone(), ", overwritten ",
+                      c.dropped_overwrite(), "), ", c.truncated_args(),
                       " truncated");
 }
 

@@ -77,8 +77,9 @@ TEST(CaptureStoreTest, WritesSortedManifestAndPayloads) {
   ASSERT_TRUE((*store)->Append(Tensor(0x10, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 12, 4),
                                std::string(4, 'a')).ok());
   v1::CaptureCounters losses;
-  losses.set_dropped_records(5);
+  losses.set_dropped_records(7);
   losses.set_dropped_ready_queue_full(5);
+  losses.set_dropped_host_gone(2);
   ASSERT_TRUE((*store)->Finish(losses).ok());
 
   EXPECT_EQ(ReadFile(dir + "/args.bin"), "ccccccccbbbbaaaa");
@@ -92,8 +93,9 @@ TEST(CaptureStoreTest, WritesSortedManifestAndPayloads) {
   EXPECT_EQ(m.after_completion(), 1u);
   EXPECT_EQ(m.input_args(), 3u);
   EXPECT_EQ(m.output_args(), 1u);
-  EXPECT_EQ(m.dropped_records(), 5u);
+  EXPECT_EQ(m.dropped_records(), 7u);
   EXPECT_EQ(m.dropped_by_cause().ready_queue_full(), 5u);
+  EXPECT_EQ(m.dropped_by_cause().host_gone(), 2u);
   EXPECT_EQ(m.dropped_overwrite(), 0u);
   EXPECT_EQ(m.bin_file().string_value(), "args.bin");
   ASSERT_EQ(m.args_size(), 4);

@@ -322,7 +322,7 @@ TEST(CaptureServerProcessTest, LogsEachCaptureOpenedAndSealedWithItsCounters) {
   const std::string root = TempPath("log_root");
   const std::string no_losses =
       "dropped 0 records (ready queue full 0, free queue empty 0, arena ack timeout 0, flush "
-      "timeout 0, overwritten 0), 0 truncated";
+      "timeout 0, host gone 0, overwritten 0), 0 truncated";
   {
     ServerProcess server;
     server.PipeLog();
@@ -347,7 +347,7 @@ TEST(CaptureServerProcessTest, LogsEachCaptureOpenedAndSealedWithItsCounters) {
     EXPECT_EQ(server.WaitForLogLine("capture by_finish finished"),
               "capture_server: capture by_finish finished (finish message): 40 records, 163840 "
               "payload bytes; dropped 7 records (ready queue full 4, free queue empty 0, arena "
-              "ack timeout 0, flush timeout 3, overwritten 0), 0 truncated");
+              "ack timeout 0, flush timeout 3, host gone 0, overwritten 0), 0 truncated");
     // Sealed by FinishCapture once its client left.
     offset = 0;
     EXPECT_EQ(IngestWithoutFinish(server.target(), "by_rpc", MakeBatch(1, 10, &offset)).error_code(),

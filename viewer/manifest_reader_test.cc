@@ -41,8 +41,9 @@ std::string MakeCapture(const std::string& name) {
               .AmbiguousArgIndex(t == 0));
   }
   v1::CaptureCounters losses;
-  losses.set_dropped_records(3);
+  losses.set_dropped_records(5);
   losses.set_dropped_flush_timeout(3);
+  losses.set_dropped_host_gone(2);
   EXPECT_TRUE(c.WriteTo(dir, name, losses).ok());
   return dir + "/args_dump.json";
 }
@@ -132,8 +133,9 @@ TEST(ManifestReaderTest, ReadsWhatTheStoreWrites) {
   EXPECT_EQ(summary.counters.at("total_args"), 8);
   EXPECT_EQ(summary.counters.at("dump_args_level"), 2);
   EXPECT_EQ(summary.counters.at("truncated_args"), 1);
-  EXPECT_EQ(summary.counters.at("dropped_records"), 3);
+  EXPECT_EQ(summary.counters.at("dropped_records"), 5);
   EXPECT_EQ(summary.counters.at("dropped_by_cause.flush_timeout"), 3);
+  EXPECT_EQ(summary.counters.at("dropped_by_cause.host_gone"), 2);
   EXPECT_TRUE(summary.has_bin_file);
   EXPECT_EQ(summary.bin_file, "args.bin");
 }
