@@ -152,7 +152,9 @@ bool ThreadRecorder::PublishCurrent(abi::DropCause cause) {
   if (buffer_ == abi::kNoBuffer || buffer_count_ == 0) return true;
   if (!ready_.HasSpace()) ++gate_waits_;
   state_->gate_waits.store(gate_waits_, std::memory_order_relaxed);
-  if (!WaitFor([&] { return ready_.HasSpace(); })) {
+  // With the host gone nobody drains what is handed over: the buffer's
+  // records are counted as dropped (host gone) instead of published.
+  if (region_.host_gone() || !WaitFor([&] { return ready_.HasSpace(); })) {
     // Lost: the records never reach the host; their payloads were never
     // published, so the arena space is reclaimed at the next wrap.
     records_written_ -= buffer_count_;

@@ -24,9 +24,11 @@
 // a record that would have to wait is dropped at once; every drop from then
 // on is counted as abi::DropCause::kHostGone instead of its own cause. A
 // record that needs no wait is still written (the flag is read only inside
-// waits and drops, never on the path of such a record), and Flush() still
-// hands its buffer over if the ready queue has room. So after the flag is
-// set the device ends without another wait. A buffer is handed over when it is full, or as
+// waits and drops, never on the path of such a record), but no buffer is
+// handed over any more: a full buffer, and the one Flush() would publish, are
+// counted as dropped (host gone), since nobody will drain them. So after the
+// flag is set the device ends without another wait, and every record it
+// made since is counted. A buffer is handed over when it is full, or as
 // soon as the payload behind it reaches a quarter of the arena: the host then
 // writes while the device fills the rest of the cycle, instead of the two
 // taking turns a whole arena at a time.

@@ -418,9 +418,10 @@ bool WaitUntil(Done done) {
   return true;
 }
 
-// No host ever drains and the host is gone from the start: every record
-// that would have to wait (ready queue full, free queue empty, arena never
-// acked, the final flush) is dropped at once and counted as host gone. The
+// No host ever drains and the host is gone from the start: no buffer is
+// handed over (nobody would drain it), and every record that would have to
+// wait (ready queue full, free queue empty, arena never acked, the final
+// flush) is dropped at once and counted as host gone. The
 // bound is an hour (and infinite under kStall): the test ends only because
 // no wait happens.
 class HostGoneTest : public ::testing::TestWithParam<abi::FullPolicy> {};
@@ -440,30 +441,28 @@ TEST_P(HostGoneTest, EveryWaitingRecordDropsAtOnceAsHostGone) {
   ThreadRecorder& rec = recorder.thread(0);
   const abi::ThreadState& st = region->thread_state(0);
 
-  // Ready queue full: buffer 0 (4 scalars) goes out, buffer 1 never can
-  // (it is refilled and dropped three times).
+  // Every full buffer (4 scalars) is dropped instead of handed over, though
+  // the ready queue has room for the first.
   DumpScalarArg s;
   s.dtype = DataType::kInt32;
   std::vector<DumpScalarArg> scalars = {s};
   for (uint64_t i = 0; i < 16; ++i) rec.RecordTask(Task(i, {}, scalars), Stage::kBeforeDispatch);
-  EXPECT_EQ(st.records_written.load(), 4u);
-  EXPECT_EQ(DroppedBy(st, DropCause::kHostGone), 12u);
+  EXPECT_EQ(st.records_written.load(), 0u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kHostGone), 16u);
 
-  // The final flush cannot hand over either.
+  // The final flush does not hand over either.
   rec.RecordTask(Task(200, {}, scalars), Stage::kBeforeDispatch);
   rec.Flush();
   EXPECT_EQ(st.flushed.load(), 1u);
-  EXPECT_EQ(DroppedBy(st, DropCause::kHostGone), 13u);
-  EXPECT_EQ(st.dropped_records.load(), 13u);
+  EXPECT_EQ(DroppedBy(st, DropCause::kHostGone), 17u);
+  EXPECT_EQ(st.dropped_records.load(), 17u);
   for (DropCause other : {DropCause::kReadyQueueFull, DropCause::kFreeQueueEmpty,
                           DropCause::kArenaAckTimeout, DropCause::kFlushTimeout}) {
     EXPECT_EQ(DroppedBy(st, other), 0u) << static_cast<uint32_t>(other);
   }
-  // What went out before is intact for a host that comes to read it.
+  // Nothing was handed over.
   TestHost host(*region);
-  std::vector<CapturedArg> got = DrainAll(host);
-  ASSERT_EQ(got.size(), 4u);
-  EXPECT_EQ(got[3].record.task_id, 3u);
+  EXPECT_TRUE(DrainAll(host).empty());
 }
 
 TEST_P(HostGoneTest, AnEmptyFreeQueueDropsAtOnceAsHostGone) {
@@ -474,11 +473,15 @@ TEST_P(HostGoneTest, AnEmptyFreeQueueDropsAtOnceAsHostGone) {
   c.full_policy = GetParam();
   c.wait_bound_ms = 3600 * 1000;
   auto region = MakeRegion(c);
-  region->MarkHostGone();
   DumpRecorder recorder(*region);
   DumpScalarArg s;
   std::vector<DumpScalarArg> scalars = {s};
-  for (uint64_t i = 0; i < 7; ++i) {
+  // The one buffer goes out while the host is there; it never comes back.
+  for (uint64_t i = 0; i < 4; ++i) {
+    recorder.thread(0).RecordTask(Task(i, {}, scalars), Stage::kBeforeDispatch);
+  }
+  region->MarkHostGone();
+  for (uint64_t i = 4; i < 7; ++i) {
     recorder.thread(0).RecordTask(Task(i, {}, scalars), Stage::kBeforeDispatch);
   }
   const abi::ThreadState& st = region->thread_state(0);
@@ -493,13 +496,14 @@ TEST_P(HostGoneTest, AnUnackedArenaDropsAtOnceAsHostGone) {
   c.full_policy = GetParam();
   c.wait_bound_ms = 3600 * 1000;
   auto region = MakeRegion(c);
-  region->MarkHostGone();
   DumpRecorder recorder(*region);
   // 1 KiB each: four fill the arena (each published in its own buffer, a
-  // quarter of the arena); the next ones need an ack that never comes.
+  // quarter of the arena) while the host is there; then it goes, and the
+  // next ones need an ack that never comes.
   std::vector<float> block(256, 1.0f);
   std::vector<DumpTensorArg> t = {Arg(Flat(block), ArgRole::kInput, 0)};
   for (uint64_t i = 0; i < 6; ++i) {
+    if (i == 4) region->MarkHostGone();
     recorder.thread(0).RecordTask(Task(i, t), Stage::kBeforeDispatch);
   }
   recorder.thread(0).Flush();
