@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "format/device_crash.h"
 #include "format/record.h"
 #include "proto/grpc_status.h"
 
@@ -244,8 +245,12 @@ absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& recor
 
 absl::Status GrpcSink::Amend(const v1::CaptureInfo& end) {
   if (absl::Status s = CheckStepLevels(end.step_levels()); !s.ok()) return s;
+  if (end.has_device_crash()) {
+    if (absl::Status s = CheckDeviceCrash(end.device_crash()); !s.ok()) return s;
+  }
   for (const auto& [key, value] : end.labels()) (*end_.mutable_labels())[key] = value;
   if (!end.step_levels().empty()) *end_.mutable_step_levels() = end.step_levels();
+  if (end.has_device_crash()) *end_.mutable_device_crash() = end.device_crash();
   return absl::OkStatus();
 }
 
@@ -280,6 +285,9 @@ absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
       *req.mutable_finish()->mutable_device_counters() = losses;
       *req.mutable_finish()->mutable_labels() = end_.labels();
       *req.mutable_finish()->mutable_step_levels() = end_.step_levels();
+      if (end_.has_device_crash()) {
+        *req.mutable_finish()->mutable_device_crash() = end_.device_crash();
+      }
       stream_->Write(req);
       stream_->WritesDone();
       {

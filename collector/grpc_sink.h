@@ -107,7 +107,7 @@ class GrpcSink : public CaptureSink {
   uint64_t acked_bytes_ = 0;
   v1::CaptureSummary finished_;
 
-  v1::CaptureInfo end_;  // labels and step levels, sent with finish
+  v1::CaptureInfo end_;  // labels, step levels, device_crash: sent with finish
   uint64_t sent_records_ = 0;  // ids handed out (records durable or in flight)
   int messages_sent_ = 0;
   uint64_t reconnects_ = 0;

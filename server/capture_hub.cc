@@ -117,6 +117,7 @@ v1::CaptureSummary Capture::Summary() const {
   s.set_level(info_.level());
   s.set_platform(info_.platform());
   *s.mutable_labels() = info_.labels();
+  if (info_.has_device_crash()) *s.mutable_device_crash() = info_.device_crash();
   if (store_) {
     *s.mutable_counters() = store_->counters();
   } else if (index_) {

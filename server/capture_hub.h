@@ -94,7 +94,7 @@ class Capture : public std::enable_shared_from_this<Capture> {
   // Append: InvalidArgument / ResourceExhausted (quota) leave the capture
   // as it was. Finish writes the manifest and index and ends the writer.
   void Append(AppendJob job, DoneCallback done);
-  // `end` (labels, step levels) amends the capture's info first
+  // `end` (labels, step levels, device_crash) amends the capture's info first
   // (CaptureStore::Amend). Once sealed, the server logs the capture's
   // counters and `cause`.
   void Finish(v1::CaptureCounters device_counters, DoneCallback done,

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "base/files.h"
 #include "server/manifest.h"
+#include "format/device_crash.h"
 #include "format/names.h"
 #include "format/record.h"
 
@@ -356,8 +357,16 @@ absl::Status CaptureStore::WritePayloads(const std::vector<absl::string_view>& p
 absl::Status CaptureStore::Amend(const v1::CaptureInfo& end) {
   if (finished_) return absl::FailedPreconditionError("capture store: already finished");
   if (absl::Status s = CheckStepLevels(end.step_levels()); !s.ok()) return s;
-  if (end.labels().empty() && end.step_levels().empty()) return absl::OkStatus();
+  if (end.has_device_crash()) {
+    if (absl::Status s = CheckDeviceCrash(end.device_crash()); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("capture store: ", s.message()));
+    }
+  }
+  if (end.labels().empty() && end.step_levels().empty() && !end.has_device_crash()) {
+    return absl::OkStatus();
+  }
   for (const auto& [key, value] : end.labels()) (*info_.mutable_labels())[key] = value;
+  if (end.has_device_crash()) *info_.mutable_device_crash() = end.device_crash();
   if (!end.step_levels().empty()) {
     *info_.mutable_step_levels() = end.step_levels();
     for (const v1::StepLevel& l : end.step_levels()) {

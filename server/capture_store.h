@@ -87,8 +87,10 @@ class CaptureStore {
   // What is known only at the end, from `end`: its labels are added to the
   // capture's (a key already there is replaced), such as the SDK's step
   // count; its step_levels (the dynamic switch's levels per step) replace
-  // the capture's, and the level becomes the last of them above 0.
-  // InvalidArgument for step levels out of order or above 3. Journaled when
+  // the capture's, and the level becomes the last of them above 0; its
+  // device_crash (how the device process died), when set, replaces the
+  // capture's. InvalidArgument for step levels out of order or above 3, or
+  // a device_crash over its bounds (format/device_crash.h). Journaled when
   // the journal exists; written into args.index and the manifest by Finish.
   absl::Status Amend(const v1::CaptureInfo& end);
 

@@ -423,3 +423,151 @@ TEST(CaptureStoreTest, BatchOfMixedPayloadSizesIsWrittenExactly) {
 
 }  // namespace
 }  // namespace argsdump
+
+namespace argsdump {
+namespace {
+
+// Tasks 0x100000003 (the crashing one) and 0x100000002, an input each.
+void AppendCrashRun(CaptureStore* store) {
+  ASSERT_TRUE(store->Append(Tensor(0x100000003, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT,
+                                   0, 4), "abcd").ok());
+  ASSERT_TRUE(store->Append(Tensor(0x100000002, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT,
+                                   4, 4), "efgh").ok());
+}
+
+v1::CaptureInfo CrashEnd() {
+  v1::CaptureInfo end;
+  *end.mutable_device_crash() = SegvCrash(0x100000003, 0x100000002);
+  return end;
+}
+
+// What the manifest says of SegvCrash, read through its reader schema.
+void ExpectSegvCrash(const v1::ManifestFile& m) {
+  ASSERT_TRUE(m.has_device_crash());
+  const v1::ManifestDeviceCrash& d = m.device_crash();
+  EXPECT_EQ(d.signal(), 11);
+  EXPECT_EQ(d.signal_name(), "SIGSEGV");
+  EXPECT_EQ(d.exit_status(), 0);
+  EXPECT_EQ(d.fault_address(), "0x0");
+  EXPECT_EQ(d.tasks_in_flight(), 3u);
+  EXPECT_EQ(d.description(), "the device process died of SIGSEGV in kernel crash_segv");
+  ASSERT_EQ(d.executing_size(), 2);
+  EXPECT_EQ(d.executing(0).task_id(), "0x0000000100000002");
+  EXPECT_FALSE(d.executing(0).crashing());
+  const v1::ManifestCrashedTask& t = d.executing(1);
+  EXPECT_EQ(t.task_id(), "0x0000000100000003");
+  ASSERT_EQ(t.func_ids_size(), 1);
+  EXPECT_EQ(t.func_ids(0), 7u);
+  EXPECT_EQ(t.func(), "crash_segv");
+  EXPECT_EQ(t.func_type(), "aiv");
+  EXPECT_EQ(t.worker(), 2u);
+  EXPECT_EQ(t.thread(), 1u);
+  EXPECT_EQ(t.step(), 0u);
+  EXPECT_TRUE(t.crashing());
+}
+
+// Amend's device_crash goes into the manifest (as the schema spells it:
+// hex task ids and fault address) and into args.index's capture info.
+TEST(CaptureStoreTest, ADeviceCrashIsInTheManifestAndTheIndex) {
+  const std::string dir = CaptureDir("device_crash");
+  auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+  ASSERT_TRUE(store.ok());
+  AppendCrashRun(store->get());
+  ASSERT_TRUE((*store)->Amend(CrashEnd()).ok());
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  ExpectSegvCrash(ParseManifest(dir));
+  const std::string text = ReadFile(dir + "/args_dump.json");
+  EXPECT_NE(text.find("  \"device_crash\": {\"signal\": 11, \"signal_name\": \"SIGSEGV\", "
+                      "\"exit_status\": 0, \"fault_address\": \"0x0\", \"tasks_in_flight\": 3, "
+                      "\"description\": \"the device process died of SIGSEGV in kernel "
+                      "crash_segv\", \"executing\": [\n"
+                      "    {\"task_id\": \"0x0000000100000002\", \"func_ids\": [1], \"func\": "
+                      "\"add\", \"func_type\": \"aiv\", \"worker\": 0, \"thread\": 0, \"step\": 0, "
+                      "\"crashing\": false},\n"
+                      "    {\"task_id\": \"0x0000000100000003\", \"func_ids\": [7], \"func\": "
+                      "\"crash_segv\", \"func_type\": \"aiv\", \"worker\": 2, \"thread\": 1, "
+                      "\"step\": 0, \"crashing\": true}]},\n"
+                      "  \"bin_file\": \"args.bin\",\n"),
+            std::string::npos)
+      << text;
+  auto index = IndexFile::Open(dir + "/args.index");
+  ASSERT_TRUE(index.ok()) << index.status();
+  EXPECT_EQ((*index)->info().device_crash().SerializeAsString(),
+            CrashEnd().device_crash().SerializeAsString());
+}
+
+// Without a fault address (an exit), the manifest has no "fault_address";
+// without a device_crash, no "device_crash" at all.
+TEST(CaptureStoreTest, AnExitHasNoFaultAddressAndACleanRunNoCrash) {
+  const std::string dir = CaptureDir("device_exit");
+  auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+  AppendCrashRun(store->get());
+  v1::CaptureInfo end;
+  end.mutable_device_crash()->set_exit_status(3);
+  ASSERT_TRUE((*store)->Amend(end).ok());
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  const v1::ManifestFile m = ParseManifest(dir);
+  ASSERT_TRUE(m.has_device_crash());
+  EXPECT_EQ(m.device_crash().exit_status(), 3);
+  EXPECT_EQ(m.device_crash().signal(), 0);
+  EXPECT_EQ(ReadFile(dir + "/args_dump.json").find("fault_address"), std::string::npos);
+
+  const std::string clean = CaptureDir("device_clean");
+  auto other = CaptureStore::Create(clean, Info(v1::DUMP_LEVEL_FULL));
+  AppendCrashRun(other->get());
+  ASSERT_TRUE((*other)->Amend(v1::CaptureInfo()).ok());
+  ASSERT_TRUE((*other)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_FALSE(ParseManifest(clean).has_device_crash());
+  EXPECT_EQ(ReadFile(clean + "/args_dump.json").find("device_crash"), std::string::npos);
+}
+
+// The device_crash is journaled: a capture whose writer died after Amend
+// keeps it, reopened live or recovered as finished.
+TEST(CaptureStoreTest, ADeviceCrashSurvivesReopenAndRecover) {
+  const std::string live = CaptureDir("device_crash_reopen");
+  const std::string dead = CaptureDir("device_crash_recover");
+  for (const std::string& dir : {live, dead}) {
+    auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+    AppendCrashRun(store->get());
+    ASSERT_TRUE((*store)->Amend(CrashEnd()).ok());
+  }  // no Finish: the writer died
+  auto reopened = CaptureStore::Reopen(live);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->info().device_crash().SerializeAsString(),
+            CrashEnd().device_crash().SerializeAsString());
+  ASSERT_TRUE((*reopened)->Finish(v1::CaptureCounters()).ok());
+  ExpectSegvCrash(ParseManifest(live));
+
+  ASSERT_TRUE(CaptureStore::Recover(dead).ok());
+  const v1::ManifestFile m = ParseManifest(dead);
+  EXPECT_TRUE(m.recovered_from_journal());
+  ExpectSegvCrash(m);
+  auto index = IndexFile::Open(dead + "/args.index");
+  ASSERT_TRUE(index.ok());
+  EXPECT_TRUE((*index)->info().has_device_crash());
+}
+
+// A device_crash over its bounds is refused, naming the field, and
+// changes nothing: the capture finishes without it.
+TEST(CaptureStoreTest, AmendRefusesABadDeviceCrash) {
+  const std::string dir = CaptureDir("device_crash_bad");
+  auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+  AppendCrashRun(store->get());
+  v1::CaptureInfo end = CrashEnd();
+  end.mutable_device_crash()->mutable_executing(1)->set_func(std::string(5000, 'f'));
+  (*end.mutable_labels())["k"] = "v";
+  const absl::Status s = (*store)->Amend(end);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("device_crash.executing[1].func: 5000 bytes"), std::string::npos)
+      << s;
+  EXPECT_FALSE((*store)->info().has_device_crash());
+  EXPECT_TRUE((*store)->info().labels().empty());
+  end = CrashEnd();
+  for (int i = 0; i < 4; ++i) end.mutable_device_crash()->mutable_executing(0)->add_func_ids(i);
+  EXPECT_TRUE(absl::IsInvalidArgument((*store)->Amend(end)));
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_FALSE(ParseManifest(dir).has_device_crash());
+}
+
+}  // namespace
+}  // namespace argsdump

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/capture_store.h"
+#include "format/device_crash.h"
 #include "format/names.h"
 #include "format/record.h"
 
@@ -123,6 +124,12 @@ absl::Status IngestStream::Finish(const v1::IngestFinish& finish, v1::CaptureInf
   *end->mutable_step_levels() = finish.step_levels();
   if (absl::Status s = CheckStepLevels(end->step_levels()); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("ingest: finish.", s.message()));
+  }
+  if (finish.has_device_crash()) {
+    if (absl::Status s = CheckDeviceCrash(finish.device_crash()); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("ingest: finish.", s.message()));
+    }
+    *end->mutable_device_crash() = finish.device_crash();
   }
   if (!pending_records_.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("ingest: finished with ",

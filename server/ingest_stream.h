@@ -34,8 +34,9 @@ class IngestStream {
   bool TakeComplete(AppendJob* job);
 
   // A finish message: FailedPrecondition when sent twice, InvalidArgument
-  // for step levels out of order or records still waiting for payload
-  // bytes. `end` gets what amends the capture (labels, step levels).
+  // for step levels out of order, a device_crash over its bounds
+  // (format/device_crash.h) or records still waiting for payload bytes.
+  // `end` gets what amends the capture (labels, step levels, device_crash).
   absl::Status Finish(const v1::IngestFinish& finish, v1::CaptureInfo* end);
   bool finishing() const { return finishing_; }
 

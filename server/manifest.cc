@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/capture_store.h"
 #include "server/journal.h"
+#include "format/device_crash.h"
 #include "format/manifest_fields.h"
 #include "format/names.h"
 #include "format/record.h"
@@ -102,6 +104,8 @@ void ManifestContents::SetInfo(const v1::CaptureInfo& info) {
   level = info.level();
   labels = SortedLabels(info);
   step_levels.assign(info.step_levels().begin(), info.step_levels().end());
+  device_crash.reset();
+  if (info.has_device_crash()) device_crash = info.device_crash();
 }
 
 std::vector<std::pair<std::string, std::string>> SortedLabels(const v1::CaptureInfo& info) {
@@ -395,6 +399,32 @@ void AppendRecovery(const RecoveryReport& r, std::string* out) {
   out->append("]},\n");
 }
 
+// "device_crash": how the device process died, what it was running (one
+// line, then one per executing task).
+void AppendDeviceCrash(const v1::DeviceCrash& d, std::string* out) {
+  absl::StrAppend(out, "  \"device_crash\": {\"signal\": ", d.signal(), ", \"signal_name\": ");
+  AppendJsonString(d.signal_name(), out);
+  absl::StrAppend(out, ", \"exit_status\": ", d.exit_status());
+  if (d.has_fault_address()) {
+    absl::StrAppend(out, ", \"fault_address\": \"", FaultAddressHex(d.fault_address()), "\"");
+  }
+  absl::StrAppend(out, ", \"tasks_in_flight\": ", d.tasks_in_flight(), ", \"description\": ");
+  AppendJsonString(d.description(), out);
+  out->append(", \"executing\": [");
+  for (int i = 0; i < d.executing_size(); ++i) {
+    const v1::CrashedTask& t = d.executing(i);
+    absl::StrAppend(out, i > 0 ? ",\n" : "\n", "    {\"task_id\": \"", TaskIdHex(t.task_id()),
+                    "\", \"func_ids\": [", absl::StrJoin(t.func_ids(), ", "), "], \"func\": ");
+    AppendJsonString(t.func(), out);
+    out->append(", \"func_type\": ");
+    AppendJsonString(t.func_type(), out);
+    absl::StrAppend(out, ", \"worker\": ", t.worker(), ", \"thread\": ", t.thread(),
+                    ", \"step\": ", t.step(), ", \"crashing\": ", t.crashing() ? "true" : "false",
+                    "}");
+  }
+  out->append("]},\n");
+}
+
 // The manifest's text up to and including "  \"args\": [".
 std::string ManifestHead(const ManifestContents& m, const RowSummary& sum) {
   std::string out;
@@ -448,6 +478,7 @@ std::string ManifestHead(const ManifestContents& m, const RowSummary& sum) {
     absl::StrAppend(&out, "  \"overflow_tasks\": ", sum.overflow_tasks, ",\n",
                     "  \"first_overflow_task\": \"", TaskIdHex(*sum.first_overflow), "\",\n");
   }
+  if (m.device_crash) AppendDeviceCrash(*m.device_crash, &out);
   absl::StrAppend(&out, "  \"bin_file\": ", m.has_bin_file ? "\"args.bin\"" : "null", ",\n",
                   "  \"args\": [");
   return out;

@@ -64,8 +64,10 @@ struct ManifestContents {
   // The levels per step when the dynamic switch changed the level: written
   // as "dump_levels" when there is more than one.
   std::vector<v1::StepLevel> step_levels;
+  // How the device process died: written as "device_crash" when set.
+  std::optional<v1::DeviceCrash> device_crash;
 
-  // level, labels and step_levels from the capture's info.
+  // level, labels, step_levels and device_crash from the capture's info.
   void SetInfo(const v1::CaptureInfo& info);
 };
 

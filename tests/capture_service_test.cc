@@ -774,6 +774,93 @@ TEST_F(CaptureServiceTest, FinishCarriesTheLevelsPerStep) {
   EXPECT_NE(manifest.find("\"dump_args_level\": 1,"), std::string::npos);
 }
 
+// How the device process died (issue 14) goes over the wire with the
+// finish, into the same manifest the local store writes, and GetCapture
+// reports it: when the capture finishes, and after a restart (read back
+// from args.index).
+TEST_F(CaptureServiceTest, ADeviceCrashReachesTheManifestAndGetCapture) {
+  StartServer("device_crash");
+  const Pairs p = MakePairs(4);
+  const size_t n = p.records.size();
+  v1::CaptureInfo end;
+  *end.mutable_device_crash() = SegvCrash(0x100000003, 0x100000002);
+  auto sink = Sink("crashed");
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, n), p.Payloads(0, n)).ok());
+  ASSERT_TRUE(sink->Amend(end).ok());
+  ASSERT_TRUE(sink->Finish(DeviceCounters()).ok());
+  const std::string crash = end.device_crash().SerializeAsString();
+  EXPECT_EQ(sink->finished().device_crash().SerializeAsString(), crash);
+  EXPECT_EQ(Get("crashed").device_crash().SerializeAsString(), crash);
+
+  const std::string local = TempPath("local_crashed/args_dump");
+  {
+    auto store = LocalSink::Create(local, Info("crashed"));
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->WriteBatch(p.RecordPtrs(0, n), p.Payloads(0, n)).ok());
+    ASSERT_TRUE((*store)->Amend(end).ok());
+    ASSERT_TRUE((*store)->Finish(DeviceCounters()).ok());
+  }
+  const std::string manifest = ReadWholeFile(root_ + "/crashed/args_dump/args_dump.json");
+  EXPECT_EQ(manifest, ReadWholeFile(local + "/args_dump.json"));
+  EXPECT_NE(manifest.find("\"device_crash\": {\"signal\": 11"), std::string::npos) << manifest;
+
+  // A capture without one says nothing of a crash.
+  auto clean = Sink("clean");
+  ASSERT_NE(clean, nullptr);
+  ASSERT_TRUE(clean->WriteBatch(p.RecordPtrs(0, n), p.Payloads(0, n)).ok());
+  ASSERT_TRUE(clean->Finish(DeviceCounters()).ok());
+  EXPECT_FALSE(Get("clean").has_device_crash());
+
+  server_->Shutdown(std::chrono::milliseconds(200));
+  server_.reset();
+  sink.reset();
+  clean.reset();
+  StartServer("device_crash");
+  const v1::CaptureSummary again = Get("crashed");
+  EXPECT_EQ(again.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(again.device_crash().SerializeAsString(), crash);
+  EXPECT_FALSE(Get("clean").has_device_crash());
+}
+
+// A device_crash over its bounds is INVALID_ARGUMENT naming the field, at
+// the service (a raw stream) and already at the sink; the capture stays
+// live, without it.
+TEST_F(CaptureServiceTest, ABadDeviceCrashIsInvalidArgument) {
+  StartServer("device_crash_bad");
+  const Pairs p = MakePairs(2);
+  std::vector<v1::DeviceCrash> bad(3, SegvCrash(0x100000001, 0x100000000));
+  bad[0].mutable_executing(1)->set_func(std::string(5000, 'f'));
+  for (int i = 0; i < 3; ++i) bad[1].mutable_executing(0)->add_func_ids(i);  // 4 with its own
+  bad[2].set_signal(-4);
+  const std::vector<std::string> says = {"device_crash.executing[1].func: 5000 bytes",
+                                         "device_crash.executing[0].func_ids: 4 ids",
+                                         "device_crash.signal: -4"};
+  for (size_t i = 0; i < bad.size(); ++i) {
+    RawIngest in(stub_.get());
+    v1::IngestResponse r;
+    ASSERT_TRUE(in.Send(Open("bad", /*resume=*/i > 0)));
+    ASSERT_TRUE(in.Read(&r) && r.has_opened());
+    if (i == 0) EXPECT_TRUE(in.Send(Batch(p, 0, 6, 0)));
+    v1::IngestRequest finish;
+    *finish.mutable_finish()->mutable_device_crash() = bad[i];
+    EXPECT_TRUE(in.Send(finish));
+    const grpc::Status st = in.End();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+    EXPECT_NE(st.error_message().find(says[i]), std::string::npos) << st.error_message();
+    const v1::CaptureSummary s = Get("bad");
+    EXPECT_EQ(s.state(), v1::CAPTURE_STATE_LIVE);
+    EXPECT_FALSE(s.has_device_crash());
+  }
+  auto sink = Sink("bad_at_sink");
+  ASSERT_NE(sink, nullptr);
+  v1::CaptureInfo end;
+  *end.mutable_device_crash() = bad[0];
+  const absl::Status s = sink->Amend(end);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find(says[0]), std::string::npos) << s;
+}
+
 TEST_F(CaptureServiceTest, MalformedRecordsAreRefusedAndTheCaptureStaysReadable) {
   StartServer("malformed");
   const Pairs p = MakePairs(4);

@@ -76,6 +76,7 @@ class ViewerRemoteTest : public ::testing::Test {
     if (!sink.ok()) return nullptr;
     EXPECT_TRUE((*sink)->WriteBatch(capture.RecordPtrs(), capture.PayloadViews()).ok());
     if (finish) {
+      EXPECT_TRUE((*sink)->Amend(capture.end()).ok());
       EXPECT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
     }
     return std::move(sink).value();
@@ -199,6 +200,21 @@ TEST_F(ViewerRemoteTest, ComparesCapturesOnTheServiceAndAgainstLocalOnes) {
 
 // A live capture has no manifest yet: the viewer orders what arrived the
 // way the manifest will, so it reads the same as the finished files.
+// A capture whose device process died: the same crash summary and marks
+// from GetCapture as from the local manifest.
+TEST_F(ViewerRemoteTest, ACrashedCaptureReadsTheSameLocallyAndRemotely) {
+  const TestCapture scene = CrashScene();
+  ASSERT_NE(Ingest("crashed", scene), nullptr);
+  const std::string local = Local("crashed", scene);
+  for (const auto& command : std::vector<std::vector<std::string>>{
+           {}, {"-t", "0x100000001"}, {"-s", "after"}, {"-t", "0x7"}}) {
+    ExpectSame(local, "crashed", command);
+  }
+  const Result r = Viewer(Remote("crashed"));
+  EXPECT_EQ(r.out.rfind("device crash: SIGSEGV at 0x0 (task 0x0000000100000001", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("  [crashed task]\n"), std::string::npos) << r.out;
+}
+
 TEST_F(ViewerRemoteTest, LiveCaptureReadsAsItsManifestWillBe) {
   const TestCapture scene = ViewerScene(false);
   const std::string local = Local("live", scene);

@@ -94,6 +94,10 @@ class LocalSource : public ArgSource {
     return reader_->summary().labels;
   }
 
+  std::optional<v1::DeviceCrash> DeviceCrashInfo() const override {
+    return reader_->summary().device_crash;
+  }
+
   absl::StatusOr<SomeValues> Suggestions() override {
     if (!selection_.any()) return some_;
     // With a filter the reader parsed only the entries it selects: look

@@ -10,7 +10,9 @@
 #include "absl/strings/ascii.h"
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "format/device_crash.h"
 #include "format/names.h"
 
 namespace argsdump {
@@ -364,6 +366,137 @@ absl::Status ManifestReader::ParseStats(ManifestEntry::Stats* out, absl::string_
   }
 }
 
+absl::Status ManifestReader::ParseObject(
+    absl::string_view where, const std::function<absl::Status(const std::string& key)>& field) {
+  if (absl::Status s = Expect('{', where); !s.ok()) return s;
+  SkipSpace();
+  if (Peek() == '}') {
+    Get();
+    return absl::OkStatus();
+  }
+  std::string key;
+  for (;;) {
+    if (absl::Status s = ParseString(&key, where); !s.ok()) return s;
+    if (absl::Status s = Expect(':', where); !s.ok()) return s;
+    if (absl::Status s = field(key); !s.ok()) return s;
+    SkipSpace();
+    const int c = Get();
+    if (c == '}') return absl::OkStatus();
+    if (c != ',') return Error(absl::StrCat(where, ": expected ',' or '}'"));
+  }
+}
+
+absl::Status ManifestReader::ParseInt32(int32_t* out, absl::string_view where) {
+  int64_t v;
+  if (absl::Status s = ParseInt(&v, where); !s.ok()) return s;
+  if (v < INT32_MIN || v > INT32_MAX) return Error(absl::StrCat(where, ": out of range"));
+  *out = static_cast<int32_t>(v);
+  return absl::OkStatus();
+}
+
+// {"signal": 11, "signal_name": "SIGSEGV", ..., "executing": [{...}]}:
+// known keys read (a wrong type is an error), unknown ones skipped; then
+// the service's bounds (CheckDeviceCrash).
+absl::Status ManifestReader::ParseDeviceCrash(v1::DeviceCrash* out, absl::string_view where) {
+  std::string text;
+  absl::Status parsed = ParseObject(where, [&](const std::string& key) -> absl::Status {
+    const std::string at = absl::StrCat(where, ": \"", key.substr(0, 40), "\"");
+    if (key == "signal") {
+      int32_t v;
+      if (absl::Status s = ParseInt32(&v, at); !s.ok()) return s;
+      out->set_signal(v);
+    } else if (key == "exit_status") {
+      int32_t v;
+      if (absl::Status s = ParseInt32(&v, at); !s.ok()) return s;
+      out->set_exit_status(v);
+    } else if (key == "signal_name") {
+      return ParseString(out->mutable_signal_name(), at);
+    } else if (key == "description") {
+      return ParseString(out->mutable_description(), at);
+    } else if (key == "tasks_in_flight") {
+      uint64_t v;
+      if (absl::Status s = ParseUint(&v, at); !s.ok()) return s;
+      out->set_tasks_in_flight(v);
+    } else if (key == "fault_address") {
+      if (absl::Status s = ParseString(&text, at); !s.ok()) return s;
+      const std::optional<uint64_t> a = absl::StartsWith(text, "0x") ? ParseTaskIdHex(text)
+                                                                      : std::nullopt;
+      if (!a) {
+        return Error(absl::StrCat(at, ": expected \"0x\" and up to 16 hex digits, found \"",
+                                  text.substr(0, 40), "\""));
+      }
+      out->set_has_fault_address(true);
+      out->set_fault_address(*a);
+    } else if (key == "executing") {
+      if (absl::Status s = Expect('[', at); !s.ok()) return s;
+      SkipSpace();
+      if (Peek() == ']') {
+        Get();
+        return absl::OkStatus();
+      }
+      for (;;) {
+        if (out->executing_size() == kMaxCrashedTasks) {
+          return Error(absl::StrCat(at, ": more than ", kMaxCrashedTasks, " tasks"));
+        }
+        if (absl::Status s = ParseCrashedTask(out->add_executing(), at); !s.ok()) return s;
+        SkipSpace();
+        const int c = Get();
+        if (c == ']') break;
+        if (c != ',') return Error(absl::StrCat(at, ": expected ',' or ']' in an array"));
+      }
+    } else {
+      return SkipValue(at, 1);
+    }
+    return absl::OkStatus();
+  });
+  if (!parsed.ok()) return parsed;
+  if (absl::Status s = CheckDeviceCrash(*out); !s.ok()) {
+    return Error(absl::StrCat(where, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ParseCrashedTask(v1::CrashedTask* out, absl::string_view where) {
+  std::string text;
+  return ParseObject(where, [&](const std::string& key) -> absl::Status {
+    const std::string at = absl::StrCat(where, ": \"", key.substr(0, 40), "\"");
+    if (key == "task_id") {
+      if (absl::Status s = ParseString(&text, at); !s.ok()) return s;
+      const std::optional<uint64_t> id = ParseTaskIdHex(text);
+      if (!id) {
+        return Error(absl::StrCat(at, ": expected \"0x\" and up to 16 hex digits, found \"",
+                                  text.substr(0, 40), "\""));
+      }
+      out->set_task_id(*id);
+    } else if (key == "func_ids") {
+      std::vector<uint64_t> ids;
+      if (absl::Status s = ParseUintArray(&ids, at); !s.ok()) return s;
+      out->clear_func_ids();
+      for (uint64_t id : ids) {
+        if (id > UINT32_MAX) return Error(absl::StrCat(at, ": ", id, " is out of range"));
+        out->add_func_ids(static_cast<uint32_t>(id));
+      }
+    } else if (key == "func") {
+      return ParseString(out->mutable_func(), at);
+    } else if (key == "func_type") {
+      return ParseString(out->mutable_func_type(), at);
+    } else if (key == "worker" || key == "thread" || key == "step") {
+      uint32_t v;
+      if (absl::Status s = ParseUint32(&v, at); !s.ok()) return s;
+      if (key == "worker") out->set_worker(v);
+      if (key == "thread") out->set_thread(v);
+      if (key == "step") out->set_step(v);
+    } else if (key == "crashing") {
+      bool v;
+      if (absl::Status s = ParseBool(&v, at); !s.ok()) return s;
+      out->set_crashing(v);
+    } else {
+      return SkipValue(at, 2);
+    }
+    return absl::OkStatus();
+  });
+}
+
 bool ManifestReader::Rejects(const EntryFilter& filter, Field field, const ManifestEntry& e) {
   const ArgFilter& f = filter.args;
   switch (field) {
@@ -682,6 +815,9 @@ absl::Status ManifestReader::ParseTopLevelValue(const std::string& key) {
     } else {
       state_ = State::kEntry;
     }
+  } else if (key == "device_crash") {
+    summary_.device_crash.emplace();
+    return ParseDeviceCrash(&*summary_.device_crash, where);
   } else if (key == "bin_file") {
     if (Peek() == 'n') return SkipValue(where, 0);
     summary_.has_bin_file = true;

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "format/arg_filter.h"
 #include "format/dtype.h"
+#include "proto/argsdump/v1/record.pb.h"
 #include "format/manifest_fields.h"
 
 namespace argsdump {
@@ -81,6 +82,11 @@ struct ManifestSummary {
   std::string bin_file;  // empty when null
   bool has_bin_file = false;
   std::map<std::string, std::string> labels;  // "labels", when present
+  // "device_crash", when present: how the device process died (the store
+  // writes it before args[], so it is known once the first entry is read).
+  // Its task ids and fault address read back from their hex spellings;
+  // held to format/device_crash.h's bounds like the service's.
+  std::optional<v1::DeviceCrash> device_crash;
 };
 
 class ManifestReader {
@@ -147,6 +153,12 @@ class ManifestReader {
   static void ResetEntry(ManifestEntry* e);
   absl::Status SkipRestOfEntry();
   absl::Status ParseStats(ManifestEntry::Stats* out, absl::string_view where);
+  absl::Status ParseDeviceCrash(v1::DeviceCrash* out, absl::string_view where);
+  absl::Status ParseCrashedTask(v1::CrashedTask* out, absl::string_view where);
+  absl::Status ParseInt32(int32_t* out, absl::string_view where);
+  // {"key": value, ...}: `field` per key, until the closing '}'.
+  absl::Status ParseObject(absl::string_view where,
+                           const std::function<absl::Status(const std::string& key)>& field);
   using Field = ManifestField;  // format/manifest_fields.h: the fields, once
   // Whether `field`, just read into `e`, already fails `f`.
   static bool Rejects(const EntryFilter& f, Field field, const ManifestEntry& e);

@@ -298,6 +298,106 @@ TEST(ManifestReaderTest, ErrorsNameTheFileTheByteAndTheField) {
   EXPECT_NE(st.message().find("absent.json"), std::string::npos);
 }
 
+// "device_crash" reads back as the store was given it (hex task ids and
+// fault address parsed), known before the first entry, filtered or not; a
+// manifest without one has none.
+TEST(ManifestReaderTest, ReadsTheDeviceCrashTheStoreWrites) {
+  const std::string dir = TempPath("crash/args_dump");
+  TestCapture c;
+  c.Tensor(0x100000003, 0, v1::ROLE_INPUT, v1::STAGE_BEFORE_DISPATCH, v1::DTYPE_INT8, {2}, "ab");
+  c.Tensor(0x100000002, 0, v1::ROLE_INPUT, v1::STAGE_BEFORE_DISPATCH, v1::DTYPE_INT8, {2}, "cd");
+  v1::DeviceCrash crash = SegvCrash(0x100000003, 0x100000002);
+  crash.set_fault_address(0xdeadbeef000);
+  crash.mutable_executing(1)->set_step(4);
+  c.SetDeviceCrash(crash);
+  ASSERT_TRUE(c.WriteTo(dir).ok());
+  for (const std::optional<uint64_t> task :
+       {std::optional<uint64_t>(), std::optional<uint64_t>(0x100000002)}) {
+    auto reader = ManifestReader::Open(dir + "/args_dump.json");
+    ASSERT_TRUE(reader.ok());
+    if (task) {
+      EntryFilter f;
+      f.args.task_id = task;
+      (*reader)->set_filter(f);
+    }
+    ManifestEntry e;
+    ASSERT_TRUE(*(*reader)->Next(&e));
+    ASSERT_TRUE((*reader)->summary().device_crash.has_value());
+    EXPECT_EQ((*reader)->summary().device_crash->SerializeAsString(), crash.SerializeAsString());
+  }
+  absl::Status st;
+  ManifestSummary summary;
+  ReadAll(MakeCapture("no_crash"), &st, &summary);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_FALSE(summary.device_crash.has_value());
+  EXPECT_EQ(summary.counters.count("device_crash.signal"), 0u);
+}
+
+// The manifest is untrusted: a device_crash field of the wrong type, a bad
+// hex spelling or one over the service's bounds is an error naming the
+// field; unknown keys are skipped.
+TEST(ManifestReaderTest, ABadDeviceCrashIsAnErrorNamingTheField) {
+  const std::string path = TempPath("crash_bad.json");
+  const std::string task =
+      R"({"task_id": "0x5", "func_ids": [7], "func": "crash_segv", "func_type": "aiv",
+          "worker": 2, "thread": 1, "step": 0, "crashing": true, "later": [1, {"x": 2}]})";
+  const std::string good = R"("signal": 11, "signal_name": "SIGSEGV", "exit_status": 0,
+      "fault_address": "0x0", "tasks_in_flight": 3, "description": "d", "added": {"a": 1},
+      "executing": [)" + task + "]";
+  auto manifest = [](const std::string& crash) {
+    return "{\"device_crash\": {" + crash + "}, \"args\": []}";
+  };
+  Put(path, manifest(good));
+  absl::Status st;
+  ManifestSummary summary;
+  ReadAll(path, &st, &summary);
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_TRUE(summary.device_crash.has_value());
+  EXPECT_EQ(summary.device_crash->executing(0).task_id(), 5u);
+  EXPECT_TRUE(summary.device_crash->has_fault_address());
+  const std::vector<std::pair<std::pair<std::string, std::string>, std::string>> bad = {
+      {{R"("signal": 11)", R"("signal": "11")"}, R"("signal": expected a number)"},
+      {{R"("signal": 11)", R"("signal": 4294967296)"}, R"("signal": out of range)"},
+      {{R"("signal": 11)", R"("signal": 300)"}, "device_crash.signal: 300 is not 0..127"},
+      {{R"("exit_status": 0)", R"("exit_status": true)"}, R"("exit_status": expected a number)"},
+      {{R"("signal_name": "SIGSEGV")", R"("signal_name": 11)"}, R"("signal_name": expected '"')"},
+      {{R"("fault_address": "0x0")", R"("fault_address": 0)"}, R"("fault_address": expected '"')"},
+      {{R"("fault_address": "0x0")", R"("fault_address": "12")"},
+       R"("fault_address": expected "0x" and up to 16 hex digits, found "12")"},
+      {{R"("tasks_in_flight": 3)", R"("tasks_in_flight": -3)"}, R"("tasks_in_flight": expected)"},
+      {{R"("description": "d")", R"("description": ["d"])"}, R"("description": expected '"')"},
+      {{R"("executing": [)", R"("executing": {"a": [)"}, R"("executing": expected '[')"},
+      {{R"("task_id": "0x5")", R"("task_id": 5)"}, R"("task_id": expected '"')"},
+      {{R"("task_id": "0x5")", R"("task_id": "0xzz")"}, R"("task_id": expected "0x")"},
+      {{R"("func_ids": [7])", R"("func_ids": [-1])"}, R"("func_ids": expected an unsigned)"},
+      {{R"("func_ids": [7])", R"("func_ids": [1, 2, 3, 4])"}, "executing[0].func_ids: 4 ids"},
+      {{R"("worker": 2)", R"("worker": 1e3)"}, R"("worker": expected an unsigned integer)"},
+      {{R"("crashing": true)", R"("crashing": 1)"}, R"("crashing": expected true or false)"},
+      {{R"("description": "d")", "\"description\": \"" + std::string(5000, 'x') + "\""},
+       "device_crash.description: 5000 bytes, at most 4096"},
+  };
+  for (const auto& [change, says] : bad) {
+    std::string crash = good;
+    ASSERT_NE(crash.find(change.first), std::string::npos) << change.first;
+    crash.replace(crash.find(change.first), change.first.size(), change.second);
+    Put(path, manifest(crash));
+    ReadAll(path, &st);
+    EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << change.second;
+    EXPECT_NE(st.message().find("top-level field \"device_crash\""), std::string::npos) << st;
+    EXPECT_NE(st.message().find(says), std::string::npos) << st;
+  }
+  std::string two_crashing = good;
+  two_crashing.replace(two_crashing.rfind("]"), 1, ", " + task + "]");
+  Put(path, manifest(two_crashing));
+  ReadAll(path, &st);
+  EXPECT_NE(st.message().find("a second crashing task"), std::string::npos) << st;
+  Put(path, R"({"device_crash": 3, "args": []})");
+  ReadAll(path, &st);
+  EXPECT_NE(st.message().find("top-level field \"device_crash\": expected '{'"),
+            std::string::npos)
+      << st;
+}
+
 // Role, stage, kind and dtype are the schema's names or the entry is an
 // error naming the field, what it holds and what it may hold.
 TEST(ManifestReaderTest, NamesOutsideTheSchemaAreErrors) {

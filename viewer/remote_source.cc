@@ -176,6 +176,11 @@ class RemoteSource : public ArgSource {
     return absl::OkStatus();
   }
 
+  std::optional<v1::DeviceCrash> DeviceCrashInfo() const override {
+    if (!summary_.has_device_crash()) return std::nullopt;
+    return summary_.device_crash();
+  }
+
   std::map<std::string, std::string> Labels() const override {
     return {summary_.labels().begin(), summary_.labels().end()};
   }

@@ -54,8 +54,13 @@ class TestCapture {
     return BytesOf(values);
   }
 
-  // Through the real CaptureStore, one Append per record, then Finish with
-  // `counters`.
+  // How the device process died, stored with Amend before Finish.
+  void SetDeviceCrash(v1::DeviceCrash crash) { *end_.mutable_device_crash() = std::move(crash); }
+  // What a sink's Amend gets before Finish (empty unless SetDeviceCrash).
+  const v1::CaptureInfo& end() const { return end_; }
+
+  // Through the real CaptureStore, one Append per record, then Amend (a
+  // device crash) and Finish with `counters`.
   absl::Status WriteTo(const std::string& dir, const std::string& name = "test",
                        const v1::CaptureCounters& counters = v1::CaptureCounters()) const {
     v1::CaptureInfo info;
@@ -67,6 +72,7 @@ class TestCapture {
       absl::Status s = (*store)->Append(batch_.records()[i], batch_.payload(i));
       if (!s.ok()) return s;
     }
+    if (absl::Status s = (*store)->Amend(end_); !s.ok()) return s;
     return (*store)->Finish(counters);
   }
 
@@ -81,6 +87,7 @@ class TestCapture {
   }
 
   RecordBatch batch_;
+  v1::CaptureInfo end_;  // what Amend adds
 };
 
 // Four tasks that exercise every command: float32, float16, bfloat16, fp8,
@@ -117,6 +124,23 @@ inline TestCapture ViewerScene(bool variant) {
   c.Tensor(t2, 1, R::ROLE_INPUT, before, v1::DTYPE_FLOAT64, {}, Bytes(std::vector<double>{3.25}));
   c.Tensor(t2, 0, R::ROLE_INOUT, after, v1::DTYPE_FLOAT32, {3},
            Bytes(std::vector<float>{1, __builtin_nanf(""), __builtin_inff()}));
+  return c;
+}
+
+// A device that died in task 1's kernel while task 2's ran too (issue 14;
+// SegvCrash): task 0 completed; tasks 1 and 2 have their inputs and
+// in-flight snapshots of their outputs.
+inline TestCapture CrashScene() {
+  TestCapture c;
+  for (uint64_t t = 0; t < 3; ++t) {
+    const uint64_t task = 0x100000000ull + t;
+    c.Tensor(task, 0, v1::ROLE_INPUT, v1::STAGE_BEFORE_DISPATCH, v1::DTYPE_FLOAT32, {2},
+             std::string(8, 'a'));
+    c.Tensor(task, 1, v1::ROLE_OUTPUT, v1::STAGE_AFTER_COMPLETION, v1::DTYPE_FLOAT32, {2},
+             std::string(8, 'b'))
+        .set_in_flight_snapshot(t > 0);
+  }
+  c.SetDeviceCrash(SegvCrash(0x100000001, 0x100000002));
   return c;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 #include "base/files.h"
+#include "format/device_crash.h"
 #include "format/dtype.h"
 #include "viewer/arg_source.h"
 #include "viewer/capture_compare.h"
@@ -90,8 +92,8 @@ void Column(std::string* out, absl::string_view text, size_t width, bool right) 
 // One listing line (a 10 M-entry listing prints 10 M of these: built by
 // hand, not through a format string):
 // "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", trailing
-// blanks trimmed, '\n'.
-void ListingLine(const ManifestEntry& e, std::string* line) {
+// blanks trimmed, '\n'. `mark` (a crashed capture's) follows the flags.
+void ListingLine(const ManifestEntry& e, std::string* line, absl::string_view mark = "") {
   line->clear();
   char number[24];
   auto num = [&](uint64_t v) {
@@ -128,7 +130,12 @@ void ListingLine(const ManifestEntry& e, std::string* line) {
   line->append("  ");
   Column(line, num(e.bin_size), 10, true);
   line->append("  ");
-  line->append(Flags(e));
+  const std::string flags = Flags(e);
+  line->append(flags);
+  if (!mark.empty()) {
+    if (!flags.empty()) line->push_back(' ');
+    line->append(mark.data(), mark.size());
+  }
   line->erase(line->find_last_not_of(' ') + 1);
   line->push_back('\n');
 }
@@ -470,8 +477,44 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
   return 0;
 }
 
+// A capture whose device process died (issue 14): its summary lines, and
+// the mark of each listing line.
+class CrashMarks {
+ public:
+  explicit CrashMarks(const v1::DeviceCrash& crash) {
+    if (const v1::CrashedTask* t = CrashingTask(crash)) crashing_ = t->task_id();
+    for (const v1::CrashedTask& t : crash.executing()) executing_.insert(t.task_id());
+  }
+  static std::string Summary(const v1::DeviceCrash& crash) {
+    std::string s = absl::StrCat("device crash: ", DescribeDeviceCrash(crash), "\n");
+    if (!crash.description().empty()) absl::StrAppend(&s, "  ", crash.description(), "\n");
+    return s;
+  }
+  // "[crashed task]" for the crashing task's entries; "[in-flight]" for
+  // the other tasks that were running and for in-flight snapshots.
+  absl::string_view Mark(const ManifestEntry& e) const {
+    if (crashing_ && e.task_id == *crashing_) return "[crashed task]";
+    if (e.in_flight_snapshot || executing_.count(e.task_id) > 0) return "[in-flight]";
+    return "";
+  }
+
+ private:
+  std::optional<uint64_t> crashing_;
+  std::set<uint64_t> executing_;
+};
+
 int List(ArgSource& source, const Options& o, const std::string& export_root, std::ostream& out,
          std::ostream& err) {
+  // The first entry is read before anything is printed: a crash summary
+  // (known then, see ArgSource::DeviceCrashInfo) comes first.
+  ManifestEntry e;
+  absl::StatusOr<bool> got = source.Next(&e);
+  if (!got.ok()) return Fail(err, got.status());
+  std::optional<CrashMarks> crash;
+  if (std::optional<v1::DeviceCrash> c = source.DeviceCrashInfo()) {
+    out << CrashMarks::Summary(*c);
+    crash.emplace(*c);
+  }
   out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  %10s  %s\n", "index",
                          "task_id", "stage", "role", "arg", "kind", "dtype", "shape", "bytes",
                          "flags");
@@ -479,19 +522,20 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
   const bool export_text = o.export_text || o.selection.index.has_value();
   uint64_t matched = 0;
   std::vector<ManifestEntry> selected;  // what needs payloads
-  ManifestEntry e;
   std::string line;
-  for (;;) {
-    absl::StatusOr<bool> got = source.Next(&e);
-    if (!got.ok()) return Fail(err, got.status());
-    if (!*got) break;
+  for (; got.ok() && *got; got = source.Next(&e)) {
     ++matched;
     if (export_text || ((o.npy || o.stats) && e.is_tensor())) selected.push_back(e);
-    ListingLine(e, &line);
+    ListingLine(e, &line, crash ? crash->Mark(e) : "");
     out << line;
   }
+  if (!got.ok()) return Fail(err, got.status());
   if (matched == 0 && o.selection.any()) return NoMatch(source, err);
   out << matched << " args\n";
+  // A manifest that says it only after args[] (not the store's layout).
+  if (!crash) {
+    if (std::optional<v1::DeviceCrash> c = source.DeviceCrashInfo()) out << CrashMarks::Summary(*c);
+  }
   if (!export_text && !o.npy && !o.stats) return 0;
   return WriteSelected(source, o, export_text, selected, export_root, out, err);
 }

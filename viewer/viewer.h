@@ -16,7 +16,12 @@
 // the current folder. --server/--capture read a capture service instead,
 // live or finished, fetching only the payloads a command needs.
 //
-// Lists the matching args, one line each. --export writes each as
+// Lists the matching args, one line each. A capture whose device process
+// died (its device_crash, issue 14) opens with "device crash: SIGSEGV at
+// 0x0 (task ..., func ..., worker 2, thread 1, step 0); 3 tasks in
+// flight" and its description, and its lines end with "[crashed task]"
+// (the task whose kernel raised the signal) or "[in-flight]" (another task
+// that was running, or an in-flight snapshot). --export writes each as
 // <out>/txt/task_<id>_<before|after>_<in|out|inout><n>.txt (text_export.h:
 // what the reference viewer writes; "Saved: <path>" per file, then
 // "Exported N arg(s) to <out>/txt"); --index N always exports entry N;

@@ -73,6 +73,66 @@ TEST(ViewerTest, ListsEveryArgInManifestOrder) {
   EXPECT_EQ(Viewer({Root() + "/list"}).out, r.out);
 }
 
+// CrashScene in `dir`.
+std::string MakeCrashCapture(const std::string& dir) {
+  EXPECT_TRUE(CrashScene().WriteTo(dir).ok());
+  return dir;
+}
+
+// The crash summary comes first; the crashing task's entries and the
+// other running task's are marked. Filters keep the summary.
+TEST(ViewerTest, ACrashedCaptureSaysHowAndMarksTheTasks) {
+  const std::string dir = MakeCrashCapture(Root() + "/crashed/args_dump");
+  const Result r = Viewer({dir});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string summary =
+      "device crash: SIGSEGV at 0x0 (task 0x0000000100000001, func crash_segv, type aiv, "
+      "worker 2, thread 1, step 0); 3 tasks in flight\n"
+      "  the device process died of SIGSEGV in kernel crash_segv\n";
+  const std::string golden = summary +
+      "  index  task_id             stage   role    arg  kind    dtype      shape                  bytes  flags\n"
+      "      0  0x0000000100000000  before  input     0  tensor  FLOAT32    [2]                        8\n"
+      "      1  0x0000000100000000  after   output    1  tensor  FLOAT32    [2]                        8\n"
+      "      2  0x0000000100000001  before  input     0  tensor  FLOAT32    [2]                        8  [crashed task]\n"
+      "      3  0x0000000100000001  after   output    1  tensor  FLOAT32    [2]                        8  in-flight [crashed task]\n"
+      "      4  0x0000000100000002  before  input     0  tensor  FLOAT32    [2]                        8  [in-flight]\n"
+      "      5  0x0000000100000002  after   output    1  tensor  FLOAT32    [2]                        8  in-flight [in-flight]\n"
+      "6 args\n";
+  EXPECT_EQ(r.out, golden);
+  const Result one = Viewer({dir, "-t", "0x100000001", "-s", "before"});
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(one.out.substr(0, summary.size()), summary);
+  EXPECT_NE(one.out.find("      2  0x0000000100000001  before  input     0  tensor  FLOAT32    "
+                         "[2]                        8  [crashed task]\n1 args\n"),
+            std::string::npos)
+      << one.out;
+  // Nothing selected: still how it died, then the suggestions.
+  const Result none = Viewer({dir, "-t", "0x7"});
+  EXPECT_EQ(none.code, 1);
+  EXPECT_EQ(none.out.substr(0, summary.size()), summary);
+}
+
+// A manifest that names the crash only after args[] (any layout is read)
+// gets its summary at the end; the entries are not marked.
+TEST(ViewerTest, ACrashNamedAfterTheArgsIsSummarizedAtTheEnd) {
+  const std::string dir = MakeCrashCapture(Root() + "/crashed_late/args_dump");
+  const std::string path = dir + "/args_dump.json";
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const size_t from = text.find("  \"device_crash\"");
+  const size_t to = text.find("  \"bin_file\"");
+  ASSERT_NE(from, std::string::npos);
+  std::string crash = text.substr(from, to - from);
+  text.erase(from, to - from);
+  crash.erase(crash.size() - 2);  // ",\n"
+  text.insert(text.rfind('}'), ",\n" + crash + "\n");
+  std::ofstream(path, std::ios::trunc) << text;
+  const Result r = Viewer({dir});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("[crashed task]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("6 args\ndevice crash: SIGSEGV at 0x0"), std::string::npos) << r.out;
+}
+
 // The indices a listing shows.
 std::vector<int> Indices(const Result& r) {
   std::vector<int> out;

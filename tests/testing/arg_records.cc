@@ -126,4 +126,28 @@ v1::ArgRecord ArgRecordBuilder::Build() const {
   return r;
 }
 
+v1::DeviceCrash SegvCrash(uint64_t crashing_task, uint64_t other_task) {
+  v1::DeviceCrash c;
+  c.set_signal(11);
+  c.set_signal_name("SIGSEGV");
+  c.set_has_fault_address(true);
+  c.set_fault_address(0);
+  c.set_tasks_in_flight(3);
+  c.set_description("the device process died of SIGSEGV in kernel crash_segv");
+  v1::CrashedTask* other = c.add_executing();
+  other->set_task_id(other_task);
+  other->add_func_ids(1);
+  other->set_func("add");
+  other->set_func_type("aiv");
+  v1::CrashedTask* t = c.add_executing();
+  t->set_task_id(crashing_task);
+  t->add_func_ids(7);
+  t->set_func("crash_segv");
+  t->set_func_type("aiv");
+  t->set_worker(2);
+  t->set_thread(1);
+  t->set_crashing(true);
+  return c;
+}
+
 }  // namespace argsdump

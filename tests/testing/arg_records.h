@@ -86,6 +86,12 @@ std::string BytesOf(const std::vector<T>& values) {
   return bytes;
 }
 
+// A device that died of SIGSEGV at address 0 in `crashing_task`'s kernel
+// (func crash_segv, func id 7, worker 2, thread 1, step 0) while
+// `other_task`'s kernel (func add, func id 1, worker 0, thread 0) ran too;
+// 3 tasks in flight.
+v1::DeviceCrash SegvCrash(uint64_t crashing_task, uint64_t other_task);
+
 }  // namespace argsdump
 
 #endif  // ARGSDUMP_TESTS_TESTING_ARG_RECORDS_H_
