@@ -8,6 +8,7 @@
 #include "device/sim/kernels.h"
 #include "device/sim/sim_runtime.h"
 #include "gtest/gtest.h"
+#include "tests/testing/crash_status.h"
 
 namespace argsdump {
 namespace {
@@ -79,10 +80,10 @@ void RunToTheCrash(const char* workload) {
 
 TEST(BuiltinWorkloadDeathTest, CrashExamplesEndTheProcess) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-#if !defined(__SANITIZE_ADDRESS__)
-  EXPECT_EXIT(RunToTheCrash("crash_example"), testing::KilledBySignal(SIGSEGV), "");
-  EXPECT_EXIT(RunToTheCrash("crash_example_fpe"), testing::KilledBySignal(SIGFPE), "");
-#endif
+  EXPECT_EXIT(RunToTheCrash("crash_example"), [](int st) { return DiedOfFault(SIGSEGV, st); },
+              "");
+  EXPECT_EXIT(RunToTheCrash("crash_example_fpe"),
+              [](int st) { return DiedOfFault(SIGFPE, st); }, "");
   EXPECT_EXIT(RunToTheCrash("crash_example_abort"), testing::KilledBySignal(SIGABRT), "");
   EXPECT_EXIT(RunToTheCrash("crash_example_terminate"), testing::KilledBySignal(SIGABRT),
               "crash_terminate");
