@@ -38,9 +38,15 @@ std::string JsonString(const std::string& s) {
 
 }  // namespace
 
+std::string ExceptionDumpName(const std::string& scenario, const std::string& workload,
+                              const FailedTask& f) {
+  return absl::StrCat(SafeFileName(scenario), "_", SafeFileName(workload), "_",
+                      SafeFileName(f.func), "_", SafeFileName(f.type.empty() ? "untyped" : f.type),
+                      "_", f.step, "_", f.thread, "_", TaskIdHex(f.task_id));
+}
+
 std::string ExceptionDumpName(const std::string& workload, const FailedTask& f) {
-  return absl::StrCat("exception_", SafeFileName(workload), "_", SafeFileName(f.func), "_", f.step, "_",
-                      f.thread, "_", TaskIdHex(f.task_id));
+  return ExceptionDumpName("exception", workload, f);
 }
 
 absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,

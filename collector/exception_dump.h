@@ -1,11 +1,12 @@
 // The exception dump (seed 003, "Exception Dump"): when a kernel fails, the
 // failing task's inputs, outputs and scalars as they are after the failure,
 // and its context, are saved under <root>/exception_dump/ in a folder named
-//   exception_<workload>_<func>_<step>_<thread>_<task_id>
-// ([scenario]_[workload]_[func]_[step]_[thread]_[task_id]) that holds a
-// capture (args_dump.json + args.bin: dump_viewer reads it) and
-// context.json (scenario, workload, func name/type/ids, task_id, step,
-// thread, error).
+//   [scenario]_[workload]_[func]_[func type]_[step]_[thread]_[task_id]
+// e.g. exception_vector_example_add_elementwise_0_2_0x0000000100000003
+// (each name part through SafeFileName; a kernel registered without a type
+// is "untyped"), that holds a capture (args_dump.json + args.bin:
+// dump_viewer reads it) and context.json (scenario, workload, func
+// name/type/ids, task_id, step, thread, error).
 #ifndef ARGSDUMP_COLLECTOR_EXCEPTION_DUMP_H_
 #define ARGSDUMP_COLLECTOR_EXCEPTION_DUMP_H_
 
@@ -20,7 +21,13 @@ namespace argsdump {
 // ("unnamed" for an empty one).
 std::string SafeFileName(const std::string& s);
 
-// The folder's name for a failed task.
+// The folder's name for a task of `workload` that failed in `scenario`:
+// "exception" (the kernel returned an error or threw: what
+// WriteExceptionDump writes) or "crash" (the kernel took the device process
+// down).
+std::string ExceptionDumpName(const std::string& scenario, const std::string& workload,
+                              const FailedTask& failed);
+// The same for the "exception" scenario.
 std::string ExceptionDumpName(const std::string& workload, const FailedTask& failed);
 
 // Writes the folder under <root>/exception_dump/; returns its path.

@@ -2,8 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -193,10 +195,75 @@ void AddScalarArg(v1::TaskSpec* t, const char* dtype, double value, bool dump = 
   a->set_dump(dump);
 }
 
+// crash_example*: the crash kernel of each variant (crash_example_none runs
+// copy, an ordinary kernel of the same [in, out] signature, in its place).
+struct CrashVariant {
+  const char* workload;
+  const char* kernel;
+};
+constexpr CrashVariant kCrashVariants[] = {
+    {"crash_example", "crash_segv"},
+    {"crash_example_abort", "crash_abort"},
+    {"crash_example_terminate", "crash_terminate"},
+    {"crash_example_exit", "crash_exit"},
+    {"crash_example_fpe", "crash_fpe"},
+    {"crash_example_wait", "crash_wait"},
+    {"crash_example_none", "copy"},
+};
+
+// Task 3 of 8 crashes; tasks 0..2 feed it, 4 and 7 depend on it (never run
+// when it crashes), 5 and 6 depend on nothing before them (they may run
+// before, beside or after it).
+void AddCrashExample(v1::WorkloadSpec* w, const char* crash_kernel) {
+  constexpr uint32_t kN = 1024;
+  v1::IotaSpec iota;
+  iota.set_start(-4.0);
+  iota.set_step(0.0078125);
+  AddBuffer(w, "a", "FLOAT32", {kN})->mutable_init()->set_fill(1.5);
+  AddBuffer(w, "b", "FLOAT32", {kN})->mutable_init()->mutable_iota()->CopyFrom(iota);
+  for (const char* name : {"c", "d", "e", "f", "g", "h", "k", "out"}) {
+    AddBuffer(w, name, "FLOAT32", {kN});
+  }
+  v1::TaskSpec* t0 = AddTask(w, {"add"});  // c = a + b
+  AddTensorArg(t0, "a", "input");
+  AddTensorArg(t0, "b", "input");
+  AddTensorArg(t0, "c", "output", /*dump=*/true);
+  v1::TaskSpec* t1 = AddTask(w, {"scale"});  // d = c * 0.5
+  AddTensorArg(t1, "c", "input");
+  AddTensorArg(t1, "d", "output");
+  AddScalarArg(t1, "FLOAT32", 0.5, /*dump=*/true);
+  v1::TaskSpec* t2 = AddTask(w, {"mul"});  // e = c * d
+  AddTensorArg(t2, "c", "input");
+  AddTensorArg(t2, "d", "input");
+  AddTensorArg(t2, "e", "output");
+  v1::TaskSpec* t3 = AddTask(w, {crash_kernel});  // f = e (half, then the crash)
+  AddTensorArg(t3, "e", "input");
+  AddTensorArg(t3, "f", "output");
+  t3->set_dump(true);
+  v1::TaskSpec* t4 = AddTask(w, {"relu"});  // g = relu(f)
+  AddTensorArg(t4, "f", "input");
+  AddTensorArg(t4, "g", "output", true);
+  v1::TaskSpec* t5 = AddTask(w, {"add"});  // h = a + a
+  AddTensorArg(t5, "a", "input");
+  AddTensorArg(t5, "a", "input");
+  AddTensorArg(t5, "h", "output");
+  v1::TaskSpec* t6 = AddTask(w, {"add_scalar"});  // k = h + 1
+  AddTensorArg(t6, "h", "input");
+  AddTensorArg(t6, "k", "output");
+  AddScalarArg(t6, "FLOAT32", 1.0);
+  t6->set_dump(true);
+  v1::TaskSpec* t7 = AddTask(w, {"add"});  // out = g + k
+  AddTensorArg(t7, "g", "input");
+  AddTensorArg(t7, "k", "input");
+  AddTensorArg(t7, "out", "output", true);
+}
+
 }  // namespace
 
 std::vector<std::string> BuiltinWorkloadNames() {
-  return {"vector_example", "mixed_example", "hang_example"};
+  std::vector<std::string> names = {"vector_example", "mixed_example", "hang_example"};
+  for (const CrashVariant& v : kCrashVariants) names.push_back(v.workload);
+  return names;
 }
 
 absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name) {
@@ -281,6 +348,10 @@ absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name) {
     AddTensorArg(hang, "c", "input");
     AddTensorArg(hang, "d", "output");
     hang->set_dump(true);
+  } else if (auto v = std::find_if(std::begin(kCrashVariants), std::end(kCrashVariants),
+                                   [&](const CrashVariant& c) { return name == c.workload; });
+             v != std::end(kCrashVariants)) {
+    AddCrashExample(&w, v->kernel);
   } else {
     return absl::NotFoundError(absl::StrCat("no built-in workload '", name, "' (built in: ",
                                             absl::StrJoin(BuiltinWorkloadNames(), ", "), ")"));

@@ -22,7 +22,16 @@ namespace argsdump {
 // b = 3; the a+b output and the whole second task are marked for level 1/3),
 // "mixed_example" (matmul, relu, softmax, accumulate, a transposed view, a
 // 3-kernel mix, a scaled strided window), "hang_example" (a kernel that never
-// finishes after an add).
+// finishes after an add), and "crash_example" (8 tasks over 1024 FLOAT32:
+//   0 c = add(a, b)      [c marked]      4 g = relu(f)          [g marked]
+//   1 d = scale(c, 0.5)  [scalar marked] 5 h = add(a, a)
+//   2 e = mul(c, d)                      6 k = add_scalar(h, 1) [task marked]
+//   3 f = crash_segv(e)  [task marked]   7 out = add(g, k)      [out marked]
+// task 3 crashes the process; 4 and 7 wait for it, 5 and 6 do not), with
+// "crash_example_<abort|terminate|exit|fpe|wait>" running crash_<that> as
+// task 3 and "crash_example_none" running copy there (f = e, no crash): the
+// same tasks and task ids, so a crashed run's records compare with the
+// none run's.
 std::vector<std::string> BuiltinWorkloadNames();
 absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name);
 

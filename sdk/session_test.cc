@@ -548,7 +548,7 @@ TEST(SessionTest, FailingKernelIsTheRunStatusAndLeavesAnExceptionDump) {
   EXPECT_TRUE(r->dump_status.ok());
   ASSERT_EQ(r->exception_dumps.size(), 1u);
   EXPECT_THAT(r->exception_dumps[0], HasSubstr(o.dump.path.value() + "/failing/exception_dump/"
-                                                                     "exception_failing_broken_"));
+                                                                     "exception_failing_broken_untyped_"));
   EXPECT_TRUE(Exists(r->exception_dumps[0] + "/context.json"));
   EXPECT_TRUE(r->wrote_capture);  // the saxpy before it is in the capture
 }

@@ -540,10 +540,10 @@ TEST_P(ExceptionDumpTest, TheFailingTaskIsSavedAndTheRunStops) {
   const std::string task_k = absl::StrCat("0x", absl::Hex((uint64_t{1} << 32) | k, absl::kZeroPad16));
   ASSERT_EQ(r->exception_dumps.size(), 1u);
   const std::string dir = r->exception_dumps[0];
-  // [scenario]_[workload]_[func]_[step]_[thread]_[task_id]
+  // [scenario]_[workload]_[func]_[func type]_[step]_[thread]_[task_id]
   const std::string name = dir.substr(dir.find_last_of('/') + 1);
   EXPECT_EQ(dir.substr(0, dir.find_last_of('/')), o.output_prefix + "/exception_dump");
-  EXPECT_EQ(name.rfind(absl::StrCat("exception_fail_at_", p.kernel, "_0_"), 0), 0u) << name;
+  EXPECT_EQ(name.rfind(absl::StrCat("exception_fail_at_", p.kernel, "_test_0_"), 0), 0u) << name;
   EXPECT_EQ(name.substr(name.size() - task_k.size()), task_k) << name;
   EXPECT_NE(SummarizeSimJob(*r, o).find("exception dump: " + dir), std::string::npos);
   // The context.

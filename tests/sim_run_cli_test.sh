@@ -82,9 +82,9 @@ check "step list from the environment" 0 "records: 12 " -- \
   env ARGSDUMP_STEPS="0|2" "$sim_run" --dump-args 2 --steps 3 --output-prefix "$tmp/steps2"
 check "bad steps flag" 2 "--steps: 0" -- "$sim_run" --steps 0
 printf '{"name": "failing", "buffers": [{"name": "a", "dtype": "FLOAT32", "shape": [8], "init": {"fill": 2}},\n {"name": "b", "dtype": "FLOAT32", "shape": [8]}, {"name": "c", "dtype": "FLOAT32", "shape": [8]}],\n "tasks": [{"func": "relu", "args": [{"tensor": "a", "role": "input"}, {"tensor": "b", "role": "output"}]},\n {"func": "fail", "args": [{"tensor": "b", "role": "input"}, {"tensor": "c", "role": "output"}]},\n {"func": "relu", "args": [{"tensor": "c", "role": "input"}, {"tensor": "a", "role": "output"}]}]}' > "$tmp/failing.json"
-check "a failing kernel stops the run with an exception dump" 1 "exception dump: $tmp/exc/exception_dump/exception_failing_fail_0_[0-9]+_0x0000000100000001 " -- \
+check "a failing kernel stops the run with an exception dump" 1 "exception dump: $tmp/exc/exception_dump/exception_failing_fail_test_0_[0-9]+_0x0000000100000001 " -- \
   "$sim_run" --workload "$tmp/failing.json" --dump-args 2 --output-prefix "$tmp/exc"
-[ -s "$tmp/exc/exception_dump/"exception_failing_fail_0_*_0x0000000100000001/context.json ] \
+[ -s "$tmp/exc/exception_dump/"exception_failing_fail_test_0_*_0x0000000100000001/context.json ] \
   || { echo "FAIL exception dump: no context.json"; fails=$((fails + 1)); }
 grep -q '"task_id": "0x0000000100000000"' "$tmp/exc/args_dump/args_dump.json" \
   || { echo "FAIL exception dump: the records before the failure are not in the manifest"; fails=$((fails + 1)); }

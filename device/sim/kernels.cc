@@ -1,9 +1,13 @@
 #include "device/sim/kernels.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <csignal>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <exception>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -214,6 +218,78 @@ absl::Status Hang(KernelContext& ctx) {
   return absl::DeadlineExceededError("hang: reaped while still running");
 }
 
+// The crash kernels: each checks its args, writes the first half of
+// out = x, drains (so an in-flight snapshot sees those writes), then takes
+// the whole process down its own way. Nothing after the crash runs.
+absl::Status BeforeCrash(KernelContext& ctx, const char* name) {
+  if (auto s = FailHalfway(ctx, name); !s.ok()) return s;
+  ctx.Drain();
+  return absl::OkStatus();
+}
+
+// UBSan (the asan config) would report the null store and the division
+// before they happen; these two must reach the hardware.
+#define ARGSDUMP_NO_UBSAN __attribute__((no_sanitize("undefined")))
+
+ARGSDUMP_NO_UBSAN absl::Status CrashSegv(KernelContext& ctx) {
+  if (auto s = BeforeCrash(ctx, "crash_segv"); !s.ok()) return s;
+  ASSIGN_OR_RETURN_KERNEL(x, ctx.tensor(0));
+  const float first = x.numel() > 0 ? x.Get<float>(0) : 0.0f;
+  // The pointer is read from a volatile object, so the compiler cannot see
+  // that it is null (and cannot turn the store into a trap or drop it): a
+  // real store to address 0, SIGSEGV with si_addr 0.
+  float* volatile target = nullptr;
+  *static_cast<volatile float*>(target) = first;
+  std::raise(SIGSEGV);  // only if address 0 was mapped
+  return absl::InternalError("crash_segv: the null store did not fault");
+}
+
+absl::Status CrashAbort(KernelContext& ctx) {
+  if (auto s = BeforeCrash(ctx, "crash_abort"); !s.ok()) return s;
+  std::abort();
+}
+
+[[noreturn]] void ThrowFromKernel() {
+  throw std::runtime_error("crash_terminate: an exception escaped a noexcept function");
+}
+// An exception leaving a noexcept function: std::terminate (SIGABRT).
+void CallThrowingNoexcept() noexcept { ThrowFromKernel(); }
+
+absl::Status CrashTerminate(KernelContext& ctx) {
+  if (auto s = BeforeCrash(ctx, "crash_terminate"); !s.ok()) return s;
+  CallThrowingNoexcept();
+  std::terminate();  // not reached
+}
+
+absl::Status CrashExit(KernelContext& ctx) {
+  if (auto s = BeforeCrash(ctx, "crash_exit"); !s.ok()) return s;
+  ::_exit(3);  // no atexit handlers, no stdio flush
+}
+
+ARGSDUMP_NO_UBSAN absl::Status CrashFpe(KernelContext& ctx) {
+  if (auto s = BeforeCrash(ctx, "crash_fpe"); !s.ok()) return s;
+  // A real integer division by zero (the operands are volatile, so it is
+  // done at run time): x86 traps with SIGFPE (FPE_INTDIV).
+  volatile int dividend = 1;
+  volatile int divisor = 0;
+  volatile int quotient = dividend / divisor;
+  (void)quotient;
+  std::raise(SIGFPE);  // where integer division by zero does not trap
+  return absl::InternalError("crash_fpe: SIGFPE did not end the process");
+}
+
+// Waits to be killed from outside (SIGKILL): says so on stderr, with the
+// process id, so a test knows when to kill; returns only when the runtime
+// reaps the task (a hang, a timeout or shutdown).
+absl::Status CrashWait(KernelContext& ctx) {
+  if (auto s = BeforeCrash(ctx, "crash_wait"); !s.ok()) return s;
+  std::fprintf(stderr, "crash_wait: waiting to be killed (pid %d)\n",
+               static_cast<int>(::getpid()));
+  std::fflush(stderr);
+  ctx.WaitUntilCancelled();
+  return absl::CancelledError("crash_wait: reaped while waiting to be killed");
+}
+
 }  // namespace
 
 absl::Status RegisterBuiltinKernels(KernelRegistry* registry) {
@@ -240,6 +316,13 @@ absl::Status RegisterBuiltinKernels(KernelRegistry* registry) {
       {"mix_sum", {D::kIn, D::kIn, D::kOut}, MixSum, "mix"},
       {"mix_prod", {D::kIn, D::kIn, D::kOut, D::kOut}, MixProd, "mix"},
       {"mix_max", {D::kIn, D::kIn, D::kOut, D::kOut, D::kOut}, MixMax, "mix"},
+      // Appended after every other kernel so the func ids above stay as they were.
+      {"crash_segv", {D::kIn, D::kOut}, CrashSegv, "test"},
+      {"crash_abort", {D::kIn, D::kOut}, CrashAbort, "test"},
+      {"crash_terminate", {D::kIn, D::kOut}, CrashTerminate, "test"},
+      {"crash_exit", {D::kIn, D::kOut}, CrashExit, "test"},
+      {"crash_fpe", {D::kIn, D::kOut}, CrashFpe, "test"},
+      {"crash_wait", {D::kIn, D::kOut}, CrashWait, "test"},
   };
   for (const Entry& e : entries) {
     if (auto id = registry->Register(e.name, e.signature, e.fn, e.type); !id.ok()) {

@@ -1,12 +1,21 @@
 #include "device/sim/kernels.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <csignal>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <memory>
+#include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/crash_status.h"
 
 namespace argsdump {
 namespace {
@@ -142,6 +151,112 @@ TEST(KernelsTest, HangWritesHalfDrainsAndReturnsWhenReaped) {
   cancel.store(true, std::memory_order_release);
   worker.join();
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST(KernelsTest, CrashKernelsAreRegisteredAfterEveryOtherKernel) {
+  const KernelRegistry& k = BuiltinKernels();
+  const char* const crash[] = {"crash_segv", "crash_abort", "crash_terminate",
+                               "crash_exit", "crash_fpe",   "crash_wait"};
+  // Appended: the func ids of the kernels before them did not move.
+  EXPECT_EQ(*k.IdOf("mix_max"), 15);
+  for (uint16_t i = 0; i < 6; ++i) {
+    auto id = k.IdOf(crash[i]);
+    ASSERT_TRUE(id.ok()) << crash[i];
+    EXPECT_EQ(*id, 16 + i) << crash[i];
+    const KernelInfo* info = k.Find(*id);
+    EXPECT_EQ(info->name, crash[i]);
+    EXPECT_EQ(info->type, "test");
+    EXPECT_EQ(info->signature, (std::vector<ArgDirection>{ArgDirection::kIn, ArgDirection::kOut}));
+  }
+  EXPECT_EQ(k.size(), 22u);
+}
+
+TEST(KernelsTest, CrashKernelsRejectBadArgsWithoutCrashing) {
+  Tensor x = F32(1, {4}, {1, 2, 3, 4}), short_out = F32(2, {3});
+  CoreTaskArgs mismatched;
+  ASSERT_TRUE(mismatched.add_input(x).ok());
+  ASSERT_TRUE(mismatched.add_output(short_out).ok());
+  CoreTaskArgs missing;
+  ASSERT_TRUE(missing.add_input(x).ok());
+  for (const char* name : {"crash_segv", "crash_abort", "crash_terminate", "crash_exit",
+                           "crash_fpe", "crash_wait"}) {
+    EXPECT_EQ(RunKernel(name, mismatched).code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_EQ(RunKernel(name, missing).code(), absl::StatusCode::kFailedPrecondition) << name;
+  }
+}
+
+// The crash kernels end the (death test's child) process the way they say
+// (tests/testing/crash_status.h: how a sanitizer build differs).
+void RunCrashKernel(const char* name) {
+  Tensor x = F32(1, {4}, {1, 2, 3, 4}), y = F32(2, {4});
+  CoreTaskArgs args;
+  if (!args.add_input(x).ok() || !args.add_output(y).ok()) return;
+  const absl::Status s = RunKernel(name, args);
+  std::fprintf(stderr, "%s returned: %s\n", name, s.ToString().c_str());
+  std::exit(0);  // a kernel that came back: the death test fails
+}
+
+TEST(KernelsDeathTest, CrashKernelsEndTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(RunCrashKernel("crash_segv"), [](int st) { return DiedOfFault(SIGSEGV, st); }, "");
+  EXPECT_EXIT(RunCrashKernel("crash_fpe"), [](int st) { return DiedOfFault(SIGFPE, st); }, "");
+  EXPECT_EXIT(RunCrashKernel("crash_abort"), testing::KilledBySignal(SIGABRT), "");
+  EXPECT_EXIT(RunCrashKernel("crash_terminate"), testing::KilledBySignal(SIGABRT),
+              "an exception escaped a noexcept function");
+  EXPECT_EXIT(RunCrashKernel("crash_exit"), testing::ExitedWithCode(3), "");
+}
+
+TEST(KernelsDeathTest, CrashExitDoesNotFlushStdio) {
+  // ThreadSanitizer's _exit flushes stdio.
+  if (kSanitizerBuild) GTEST_SKIP() << "a sanitizer runtime's _exit";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // A line left in stdout's buffer (stdout redirected to stderr, fully
+  // buffered) is lost by _exit.
+  EXPECT_EXIT(
+      {
+        ::dup2(2, 1);
+        static char buffer[4096];
+        std::setvbuf(stdout, buffer, _IOFBF, sizeof buffer);
+        std::printf("buffered line before the crash\n");
+        RunCrashKernel("crash_exit");
+      },
+      testing::ExitedWithCode(3), testing::Not(testing::HasSubstr("buffered line")));
+}
+
+TEST(KernelsTest, CrashWaitWritesHalfSaysItWaitsAndReturnsWhenCancelled) {
+  Tensor x = F32(1, {4}, {1, 2, 3, 4}), y = F32(2, {4});
+  CoreTaskArgs args;
+  ASSERT_TRUE(args.add_input(x).ok());
+  ASSERT_TRUE(args.add_output(y).ok());
+  const KernelInfo* k = BuiltinKernels().Find(*BuiltinKernels().IdOf("crash_wait"));
+  // Its stderr goes into a pipe for the length of the test.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  ASSERT_GE(saved, 0);
+  ASSERT_GE(::dup2(pipe_fds[1], 2), 0);
+  ::close(pipe_fds[1]);
+  std::atomic<bool> cancel{false};
+  std::atomic<uint64_t> drained{0};
+  absl::Status status;
+  std::thread worker([&] {
+    KernelContext ctx(args, 0, &cancel, &drained);
+    status = k->fn(ctx);
+  });
+  while (drained.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+  EXPECT_EQ(Values(y), (std::vector<float>{1, 2, 0, 0}));
+  cancel.store(true, std::memory_order_release);
+  worker.join();
+  std::fflush(stderr);
+  ::dup2(saved, 2);  // the pipe's last write end goes: the read below ends
+  ::close(saved);
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  std::string text;
+  char chunk[256];
+  for (ssize_t n; (n = ::read(pipe_fds[0], chunk, sizeof chunk)) > 0;) text.append(chunk, n);
+  ::close(pipe_fds[0]);
+  EXPECT_EQ(text, absl::StrCat("crash_wait: waiting to be killed (pid ", ::getpid(), ")\n"));
 }
 
 TEST(KernelsTest, RegistryRejectsBadSignaturesAndDuplicates) {
