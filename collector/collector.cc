@@ -444,8 +444,9 @@ absl::Status Collector::Stop() {
 }
 
 absl::Status Collector::Reconcile() {
-  if (region_ == nullptr || started_) {
-    return absl::FailedPreconditionError("collector: reconcile runs after Stop");
+  if (region_ == nullptr || started_ || sink_ == nullptr ||
+      next_sequence_.size() != region_->num_threads()) {
+    return absl::FailedPreconditionError("collector: reconcile runs after Start and Stop");
   }
   DeviceThreadCounters total;
   for (uint32_t t = 0; t < region_->num_threads(); ++t) {
@@ -487,8 +488,8 @@ absl::Status Collector::Reconcile() {
 }
 
 absl::Status Collector::RecordSnapshots(const std::vector<SnapshotTask>& tasks) {
-  if (region_ == nullptr || started_) {
-    return absl::FailedPreconditionError("collector: snapshots are recorded after Stop");
+  if (region_ == nullptr || started_ || sink_ == nullptr) {
+    return absl::FailedPreconditionError("collector: snapshots are recorded after Start and Stop");
   }
   if (tasks.empty()) return absl::OkStatus();
   // A scratch region at the device's level and geometry, recorded by the

@@ -106,7 +106,7 @@ DeviceCrashAnalysis AnalyzeDeviceCrash(const DeviceExit& exit, const FlightTable
   for (const v1::CrashedTask& e : c.executing()) {
     if (!a.dumps.empty() && c.executing(a.dumps[0]).crashing() && !e.crashing()) continue;
     absl::StrAppend(&where, where.empty() ? "" : ", ", "task ", TaskIdHex(e.task_id()),
-                    " kernel '", e.func(), "' on worker ", e.worker(), " (scheduler thread ",
+                    " ran kernel '", e.func(), "' on worker ", e.worker(), " (scheduler thread ",
                     e.thread(), ", step ", e.step(), ")");
   }
   if (where.empty()) {
@@ -225,9 +225,13 @@ absl::StatusOr<std::vector<TaskRecord>> ReadRemoteTaskRecords(const std::string&
 }
 
 std::string CrashDumpName(const std::string& workload, const v1::CrashedTask& e) {
-  return absl::StrCat("crash_", SafeFileName(workload), "_", SafeFileName(e.func()), "_",
-                      SafeFileName(e.func_type()), "_", e.step(), "_", e.thread(), "_",
-                      TaskIdHex(e.task_id()));
+  FailedTask f;
+  f.task_id = e.task_id();
+  f.step = e.step();
+  f.thread = e.thread();
+  f.func = e.func();
+  f.type = e.func_type();
+  return ExceptionDumpName("crash", workload, f);
 }
 
 absl::StatusOr<std::string> WriteCrashDump(const std::string& root, const std::string& workload,

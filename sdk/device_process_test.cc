@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -251,7 +252,8 @@ class DeviceCrashTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DeviceCrashTest, KeepsEverythingRecordedBeforeAndTheCrashingTask) {
   const Case c = GetParam();
-  const std::string root = MakeTempDir("device_crash");
+  const std::string root = FreshTempDir(absl::StrCat(
+      "device_crash_", DeathName(c.death), "_", c.level, "_", PlatformName(c.platform)));
   const std::string crash_name = absl::StrCat("crash_", DeathName(c.death));
 
   // The tasks before the one that dies, run whole.
@@ -301,7 +303,9 @@ TEST_P(DeviceCrashTest, KeepsEverythingRecordedBeforeAndTheCrashingTask) {
                                                     : "killed by SIGABRT";
   EXPECT_THAT(r.device_crash, HasSubstr(how));
   EXPECT_THAT(r.device_crash, HasSubstr("kernel 'die'"));
-  EXPECT_EQ(r.tasks, 6u);
+  // The orchestration may still have been submitting when the device died.
+  EXPECT_GE(r.tasks, 4u);
+  EXPECT_LE(r.tasks, 6u);
   EXPECT_EQ(r.tasks_completed, 3u);
 
   // Every record of the tasks before, byte for byte.
@@ -329,7 +333,7 @@ TEST_P(DeviceCrashTest, KeepsEverythingRecordedBeforeAndTheCrashingTask) {
   if (out[0].bin_size > 0) {
     auto v = out[0].Values();
     ASSERT_TRUE(v.ok()) << v.status();
-    EXPECT_EQ((*v)[1], 15.0 + 1.0);  // sum[1] + x[1]: written before the death
+    EXPECT_EQ((*v)[1], 3.0 + 1.0);  // sum[1] + x[1]: written before the death
     EXPECT_EQ((*v)[63], 0.0);        // never written
   }
   // Nothing after it ran.
@@ -344,7 +348,7 @@ TEST_P(DeviceCrashTest, KeepsEverythingRecordedBeforeAndTheCrashingTask) {
   // tensors as the crash left them, and its context.
   ASSERT_EQ(r.exception_dumps.size(), 1u);
   const std::string dir = r.exception_dumps[0];
-  EXPECT_THAT(dir, HasSubstr(absl::StrCat("/exception_dump/crash_", crash_name,
+  EXPECT_THAT(dir, HasSubstr(absl::StrCat("/exception_dump/crash_", r.name,
                                           "_die_crashing_0_")));
   const std::string context = Slurp(dir + "/context.json");
   EXPECT_THAT(context, HasSubstr("\"scenario\": \"crash\""));
@@ -384,7 +388,7 @@ INSTANTIATE_TEST_SUITE_P(Deaths, DeviceCrashTest, ::testing::ValuesIn(Cases()), 
 // captures in this one (the same records and bytes), on both platforms.
 TEST(DeviceProcessTest, CapturesTheSameAsInProcess) {
   for (Platform p : {Platform::kA2a3Sim, Platform::kA5Sim}) {
-    const std::string root = MakeTempDir("device_same");
+    const std::string root = FreshTempDir(absl::StrCat("device_same_", PlatformName(p)));
     Kernels k = MakeKernels(Death::kNone);
     SessionOptions in = Options(root, 2, false), out = Options(root, 2, true);
     in.name = "in";
@@ -407,7 +411,7 @@ TEST(DeviceProcessTest, CapturesTheSameAsInProcess) {
 
 // Misuse: a status each, never a crash.
 TEST(DeviceProcessTest, MisuseIsAStatus) {
-  const std::string root = MakeTempDir("device_misuse");
+  const std::string root = FreshTempDir("device_misuse");
   Kernels k = MakeKernels(Death::kNone);
   auto session = SimSession::Open(k.registry, Options(root, 2, true));
   ASSERT_TRUE(session.ok()) << session.status();
@@ -441,7 +445,7 @@ TEST(DeviceProcessTest, MisuseIsAStatus) {
 
 // A process with another thread is not forked.
 TEST(DeviceProcessTest, RefusesToForkAProcessWithThreads) {
-  const std::string root = MakeTempDir("device_threads");
+  const std::string root = FreshTempDir("device_threads");
   Kernels k = MakeKernels(Death::kNone);
   auto session = SimSession::Open(k.registry, Options(root, 2, true));
   ASSERT_TRUE(session.ok()) << session.status();
@@ -467,7 +471,7 @@ TEST(DeviceProcessTest, RefusesToForkAProcessWithThreads) {
 
 // A session whose function never ran still finishes (an empty device run).
 TEST(DeviceProcessTest, FinishWithoutRunDevice) {
-  const std::string root = MakeTempDir("device_empty");
+  const std::string root = FreshTempDir("device_empty");
   Kernels k = MakeKernels(Death::kNone);
   auto session = SimSession::Open(k.registry, Options(root, 2, true));
   ASSERT_TRUE(session.ok()) << session.status();

@@ -184,6 +184,8 @@ struct SimSession::Impl {
   bool isolated = false;
   bool in_device = false;      // this is the device process
   bool device_ran = false;     // RunDevice was called
+  bool collecting = false;     // the collector was started
+  absl::Status device_error;   // why the device process could not be started
   SimConfig sim;               // the runtime's configuration (made at Open)
   v1::CaptureInfo info;        // the capture's, for a sink made after the fork
   std::unique_ptr<DeviceMemory> memory;
@@ -527,7 +529,9 @@ absl::Status SimSession::Impl::StartCollecting() {
   if (sink == nullptr) {
     if (absl::Status st = MakeSink(); !st.ok()) return st;
   }
-  return collector->Start(sink.get());
+  absl::Status started = collector->Start(sink.get());
+  collecting = started.ok();
+  return started;
 }
 
 // The sink: the capture service's when one is configured and reachable,
@@ -558,6 +562,8 @@ absl::Status SimSession::Impl::MakeSink() {
       remote_server = config.capture_server;
       remote_sink = remote->get();
       sink = std::move(remote).value();
+      Print(DumpLog::kInfo, absl::StrCat("capture service ", remote_server, ": capture '",
+                                         remote_name, "' opened; streaming to it"));
     } else if (wiring.strict) {
       return remote.status();
     } else {
@@ -724,7 +730,10 @@ absl::Status SimSession::Impl::RunIsolated(
   auto started = DeviceProcess::Start(
       flight.get(), [this, &orchestration, &session] { return RunInDevice(orchestration, session); },
       [this] { OnHostGone(); });
-  if (!started.ok()) return started.status();
+  if (!started.ok()) {
+    device_error = started.status();
+    return started.status();
+  }
   device = std::move(started).value();
   if (capture) {
     if (absl::Status st = StartCollecting(); !st.ok()) {
@@ -877,6 +886,17 @@ absl::StatusOr<SessionResult> SimSession::Finish() {
 // levels known only now amended, the capture exported, the buffers freed.
 void SimSession::Impl::FinishCapture(SessionResult* result) {
   SessionResult& r = *result;
+  if (!collecting) {
+    // The device never ran (its process could not be started): nothing
+    // was recorded, and the capture is empty (a store with no record
+    // writes no files).
+    if (absl::Status st = sink->Finish(v1::CaptureCounters()); !st.ok() && dump_status.ok()) {
+      dump_status = st;
+    }
+    collector->Finalize();
+    r.wrote_capture = false;
+    return;
+  }
   absl::Status collected = collector->Stop();
   absl::Status reconciled = collector->Reconcile();
   // A dead device: the outputs of what it was running, from its memory.
@@ -1014,6 +1034,10 @@ void SimSession::Impl::FromDevice(SessionResult* result) {
     steps_begun = std::max(steps_begun, last + (r.tasks > 0 ? 1 : 0));
     report.step_levels.push_back(
         {0, static_cast<uint32_t>(region != nullptr ? static_cast<int>(region->level()) : 0)});
+  } else {
+    r.run_status = !device_error.ok()
+                       ? device_error
+                       : absl::FailedPreconditionError("the device process did not run");
   }
   if (device_report && !step && r.tasks > 0 && steps_begun == 0) ++steps_begun;
 }

@@ -1,0 +1,351 @@
+// sim_run with the device in its own process (its default), as a user runs
+// it: the built-in crash_example workloads (task 3 of 8 dies: SIGSEGV,
+// SIGABRT, std::terminate, SIGFPE, _exit(3), or a SIGKILL from outside) at
+// levels 1-3 on both platforms, into the local store and through a capture
+// service. sim_run exits 3; every record of the tasks before the crash
+// (tasks 0-2, the crashing task's ancestors) is in the capture byte for
+// byte (compared with crash_example_none, the same workload without the
+// crash), and so are the crashing task's inputs, in the capture and its
+// exception dump; the manifest and GetCapture report device_crash. Then
+// the host killed mid-run: the device process ends by itself within its
+// bound and counts what it dropped as "host gone".
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "sdk/testing.h"
+#include "tests/testing/child_process.h"
+#include "tests/testing/crash_status.h"
+#include "tests/testing/temp_dir.h"
+
+namespace argsdump {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ArgQuery;
+using testing::Capture;
+using testing::CapturedArg;
+
+constexpr auto kBound = std::chrono::seconds(120);  // a hang guard only
+
+std::string Runfile(const std::string& path) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return absl::StrCat(srcdir ? srcdir : ".", "/argsdump/", path);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+uint64_t Task(uint32_t n) { return (uint64_t{1} << 32) | n; }
+
+// An arg as everything the capture says of it but its place, with its bytes.
+std::string Fingerprint(const CapturedArg& a) {
+  auto bytes = a.Bytes();
+  return absl::StrCat(a.Describe(), " step ", a.step, " numel ", a.numel, " truncated ",
+                      a.truncated, " overwritten ", a.overwritten, " in_flight ",
+                      a.in_flight_snapshot, " size ", a.bin_size, " bytes ",
+                      bytes.ok() ? absl::CHexEscape(*bytes) : std::string(bytes.status().message()));
+}
+
+std::multiset<std::string> TaskPrints(const Capture& c, uint64_t task,
+                                      std::optional<testing::Stage> stage = std::nullopt) {
+  std::multiset<std::string> out;
+  ArgQuery q = ArgQuery().Task(task);
+  if (stage) q.Stage(*stage);
+  for (const CapturedArg& a : c.Find(q)) out.insert(Fingerprint(a));
+  return out;
+}
+
+struct SimRun {
+  std::unique_ptr<ChildProcess> process;
+  std::string stdout_path;
+  std::string stdout_text;
+  int status = -1;
+};
+
+std::vector<std::string> SimArgs(const std::string& workload, int level,
+                                 const std::string& platform, const std::string& prefix,
+                                 const std::string& server, const std::string& name) {
+  std::vector<std::string> args = {Runfile("collector/sim_run"),
+                                   "--workload", workload,
+                                   absl::StrCat("--dump-args=", level),
+                                   "--platform", platform,
+                                   "--output-prefix", prefix,
+                                   "--schedulers=2",
+                                   "--workers=2"};
+  if (!server.empty()) {
+    args.push_back("--capture-server=" + server);
+    args.push_back("--capture-name=" + name);
+  }
+  return args;
+}
+
+absl::StatusOr<SimRun> StartSim(const std::vector<std::string>& args, const std::string& out) {
+  SimRun r;
+  r.stdout_path = out;
+  auto p = ChildProcess::Start(args, out);
+  if (!p.ok()) return p.status();
+  r.process = std::move(p).value();
+  return r;
+}
+
+absl::Status Finish(SimRun* r) {
+  auto status = r->process->Wait(kBound);
+  if (!status) return absl::DeadlineExceededError("sim_run did not end");
+  r->status = *status;
+  r->stdout_text = Slurp(r->stdout_path);
+  return absl::OkStatus();
+}
+
+int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status); }
+
+struct Case {
+  std::string death;  // segv, abort, terminate, fpe, exit, kill
+  int level;
+  std::string platform;
+  bool remote;
+};
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  return absl::StrCat(info.param.death, "_level", info.param.level, "_", info.param.platform,
+                      info.param.remote ? "_grpc" : "_local");
+}
+
+class DeviceCrashCliTest : public ::testing::TestWithParam<Case> {
+ protected:
+  static void SetUpTestSuite() {
+    auto server = testing::CaptureServerProcess::Start(TempPath("crash_cli_server"),
+                                                       Runfile("server/capture_server"));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static testing::CaptureServerProcess* server_;
+};
+testing::CaptureServerProcess* DeviceCrashCliTest::server_ = nullptr;
+
+absl::StatusOr<Capture> OpenCapture(const Case& c, const std::string& prefix,
+                                    const std::string& name,
+                                    testing::CaptureServerProcess* server) {
+  if (c.remote) return Capture::OpenRemote(server->address(), name);
+  return Capture::Open(prefix + "/args_dump");
+}
+
+TEST_P(DeviceCrashCliTest, ExitsThreeAndKeepsWhatWasRecorded) {
+  const Case c = GetParam();
+  const std::string tag = CaseName({c, 0});
+  const std::string root = FreshTempDir("crash_cli/" + tag);
+  const std::string server = c.remote ? server_->address() : "";
+
+  // The same workload without the crash.
+  auto golden_run = StartSim(SimArgs("crash_example_none", c.level, c.platform, root + "/none",
+                                     server, tag + ".none"),
+                             root + "/none.out");
+  ASSERT_TRUE(golden_run.ok()) << golden_run.status();
+  ASSERT_TRUE(Finish(&*golden_run).ok());
+  ASSERT_EQ(ExitCode(golden_run->status), 0) << golden_run->process->stderr_text();
+  auto golden = OpenCapture(c, root + "/none", tag + ".none", server_);
+  ASSERT_TRUE(golden.ok()) << golden.status();
+
+  const std::string workload =
+      c.death == "segv" ? "crash_example"
+                        : absl::StrCat("crash_example_", c.death == "kill" ? "wait" : c.death);
+  auto run = StartSim(SimArgs(workload, c.level, c.platform, root + "/crash", server, tag),
+                      root + "/crash.out");
+  ASSERT_TRUE(run.ok()) << run.status();
+  if (c.death == "kill") {
+    // crash_wait says where it runs; that process is killed from outside.
+    std::string line;
+    ASSERT_TRUE(run->process->WaitForLine("crash_wait: waiting to be killed (pid ", kBound, &line))
+        << run->process->stderr_text();
+    const size_t at = line.find("(pid ") + 5;
+    pid_t device = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(line.substr(at, line.find(')', at) - at), &device)) << line;
+    EXPECT_NE(device, run->process->pid()) << "the kernel ran in sim_run's own process";
+    ASSERT_EQ(::kill(device, SIGKILL), 0);
+  }
+  ASSERT_TRUE(Finish(&*run).ok());
+  const std::string err = run->process->stderr_text();
+  EXPECT_EQ(ExitCode(run->status), 3) << err << run->stdout_text;
+  EXPECT_THAT(run->stdout_text, HasSubstr("device crash: the device process "));
+  const std::string how = c.death == "segv"   ? "killed by SIGSEGV (fault address 0x0)"
+                          : c.death == "fpe"  ? "killed by SIGFPE"
+                          : c.death == "exit" ? "exited with status 3"
+                          : c.death == "kill" ? "killed by SIGKILL"
+                                              : "killed by SIGABRT";
+  EXPECT_THAT(run->stdout_text, HasSubstr(how));
+  EXPECT_THAT(run->stdout_text, HasSubstr("task 0x0000000100000003 ran kernel 'crash_"));
+
+  auto capture = OpenCapture(c, root + "/crash", tag, server_);
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  // Tasks 0-2 completed before task 3 ran: all of their records, byte for byte.
+  for (uint32_t t = 0; t < 3; ++t) {
+    EXPECT_EQ(TaskPrints(*capture, Task(t)), TaskPrints(*golden, Task(t))) << "task " << t;
+  }
+  // Task 3's inputs as captured before dispatch (the same as without the
+  // crash), and its output as the crash left it, flagged in-flight.
+  EXPECT_EQ(TaskPrints(*capture, Task(3), testing::Stage::kBeforeDispatch),
+            TaskPrints(*golden, Task(3), testing::Stage::kBeforeDispatch));
+  EXPECT_FALSE(capture->Find(ArgQuery().Task(Task(3)).Stage(testing::Stage::kBeforeDispatch))
+                   .empty());
+  for (const CapturedArg& a :
+       capture->Find(ArgQuery().Task(Task(3)).Stage(testing::Stage::kAfterCompletion))) {
+    EXPECT_TRUE(a.in_flight_snapshot) << a;
+  }
+  // Task 4 reads task 3's output: it never ran.
+  EXPECT_TRUE(capture->Find(ArgQuery().Task(Task(4))).empty());
+
+  // The manifest (local) says how; the exception dump has the inputs.
+  if (!c.remote) {
+    const std::string manifest = Slurp(root + "/crash/args_dump/args_dump.json");
+    EXPECT_THAT(manifest, HasSubstr("\"device_crash\": {"));
+  }
+  const std::string prefix = root + "/crash/exception_dump/";
+  EXPECT_THAT(run->stdout_text, HasSubstr("exception dump: " + prefix + "crash_crash_example"));
+  const size_t at = run->stdout_text.find("exception dump: " + prefix);
+  ASSERT_NE(at, std::string::npos);
+  const size_t start = at + std::string("exception dump: ").size();
+  const std::string dir = run->stdout_text.substr(start, run->stdout_text.find(' ', start) - start);
+  EXPECT_THAT(dir, HasSubstr("_test_0_"));  // func type "test", step 0
+  EXPECT_THAT(dir, ::testing::EndsWith("_0x0000000100000003"));
+  const std::string context = Slurp(dir + "/context.json");
+  EXPECT_THAT(context, HasSubstr("\"scenario\": \"crash\""));
+  EXPECT_THAT(context, HasSubstr("\"task_id\": \"0x0000000100000003\""));
+  auto dumped = Capture::Open(dir);
+  ASSERT_TRUE(dumped.ok()) << dumped.status();
+  EXPECT_EQ(TaskPrints(*dumped, Task(3), testing::Stage::kBeforeDispatch),
+            TaskPrints(*golden, Task(3), testing::Stage::kBeforeDispatch));
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> out;
+  for (const char* death : {"segv", "abort", "exit", "kill"}) {
+    for (int level : {1, 2, 3}) {
+      for (const char* platform : {"a2a3sim", "a5sim"}) {
+        for (bool remote : {false, true}) out.push_back({death, level, platform, remote});
+      }
+    }
+  }
+  for (const char* death : {"terminate", "fpe"}) {
+    out.push_back({death, 2, "a2a3sim", false});
+    out.push_back({death, 2, "a5sim", true});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Deaths, DeviceCrashCliTest, ::testing::ValuesIn(Cases()), CaseName);
+
+// --in-process keeps everything in one process: the crash takes sim_run
+// with it (the behaviour the device process exists to avoid).
+TEST(DeviceCrashCliTest2, InProcessDiesWithTheKernel) {
+  const std::string root = FreshTempDir("crash_cli_in_process");
+  auto run = StartSim({Runfile("collector/sim_run"), "--workload", "crash_example_abort",
+                       "--dump-args=2", "--in-process", "--output-prefix", root + "/run"},
+                      root + "/run.out");
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_TRUE(Finish(&*run).ok());
+  EXPECT_TRUE(WIFSIGNALED(run->status) && WTERMSIG(run->status) == SIGABRT) << run->status;
+}
+
+// The host (sim_run) killed while a kernel runs: the device process sees
+// it go, stops by itself (nothing more dispatched, the waiting kernel
+// cancelled) and says what it dropped, counted as host gone.
+TEST(DeviceCrashCliTest2, DeviceStopsWhenTheHostDies) {
+  for (bool remote : {false, true}) {
+    SCOPED_TRACE(remote ? "grpc" : "local");
+    const std::string root = FreshTempDir(absl::StrCat("crash_cli_host_", remote));
+    std::unique_ptr<testing::CaptureServerProcess> server;
+    if (remote) {
+      auto s = testing::CaptureServerProcess::Start(root + "/server",
+                                                    Runfile("server/capture_server"));
+      ASSERT_TRUE(s.ok()) << s.status();
+      server = std::move(s).value();
+    }
+    // One record per buffer: each goes to the host as it is made.
+    std::vector<std::string> args = SimArgs("crash_example_wait", 2, "a2a3sim", root + "/run",
+                                            remote ? server->address() : "", "host_gone");
+    args.push_back("--records-per-buffer=1");
+    auto run = StartSim(args, root + "/run.out");
+    ASSERT_TRUE(run.ok()) << run.status();
+    std::string line;
+    ASSERT_TRUE(run->process->WaitForLine("crash_wait: waiting to be killed (pid ", kBound, &line))
+        << run->process->stderr_text();
+    const size_t at = line.find("(pid ") + 5;
+    pid_t device = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(line.substr(at, line.find(')', at) - at), &device)) << line;
+    uint64_t durable = 0;
+    if (remote) {
+      // Until the service made some of the run's records durable (a live
+      // watch says so): those must stay when the host dies.
+      ASSERT_TRUE(run->process->WaitForLine("' opened; streaming to it", kBound))
+          << run->process->stderr_text();
+      auto stub = v1::CaptureService::NewStub(
+          grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + kBound);
+      v1::WatchCaptureRequest watch;
+      watch.set_capture("host_gone");
+      auto reader = stub->WatchCapture(&ctx, watch);
+      v1::WatchCaptureResponse page;
+      while (durable == 0 && reader->Read(&page)) durable += page.args_size();
+      ctx.TryCancel();
+      reader->Finish().IgnoreError();
+      ASSERT_GT(durable, 0u);
+    }
+    // The host goes; the device (no longer anyone's child here) must end.
+    run->process->Signal(SIGKILL);
+    ASSERT_TRUE(run->process->WaitForLine("the device stopped without its host", kBound, &line))
+        << run->process->stderr_text();
+    EXPECT_THAT(line, HasSubstr("records dropped (host gone)"));
+    uint64_t dropped = 0;
+    const size_t n = line.find("tasks completed; ") + 17;
+    ASSERT_TRUE(absl::SimpleAtoi(line.substr(n, line.find(' ', n) - n), &dropped)) << line;
+    EXPECT_GT(dropped, 0u) << line;  // at least the in-flight snapshot and the open buffer
+    EXPECT_TRUE(WaitForProcessEnd(device, kBound));
+    EXPECT_THAT(run->process->stderr_text(), HasSubstr("is gone: the device stops"));
+    if (remote) {
+      // What the service acknowledged stays there: the capture is still live
+      // and readable, its records those of the run.
+      auto kept = Capture::OpenRemote(server->address(), "host_gone");
+      ASSERT_TRUE(kept.ok()) << kept.status();
+      // Every record kept is the run's, intact (the same bytes as the
+      // workload without the crash; tasks 0-2 and task 3's inputs only).
+      auto golden_run = StartSim(SimArgs("crash_example_none", 2, "a2a3sim", root + "/none",
+                                         "", ""),
+                                 root + "/none.out");
+      ASSERT_TRUE(golden_run.ok()) << golden_run.status();
+      ASSERT_TRUE(Finish(&*golden_run).ok());
+      auto golden = Capture::Open(root + "/none/args_dump");
+      ASSERT_TRUE(golden.ok()) << golden.status();
+      std::multiset<std::string> all;
+      for (const CapturedArg& a : golden->args()) all.insert(Fingerprint(a));
+      EXPECT_GE(kept->args().size(), durable);
+      for (const CapturedArg& a : kept->args()) {
+        EXPECT_EQ(all.count(Fingerprint(a)), 1u) << a;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace argsdump
