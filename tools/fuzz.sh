@@ -18,6 +18,7 @@ targets=(
   "server:page_token_fuzzer server/testdata/page_token_corpus"
   "device:workload_fuzzer device/testdata/workload_corpus"
   "device:dump_config_fuzzer device/testdata/dump_config_corpus"
+  "device:flight_fuzzer device/testdata/flight_corpus"
 )
 labels=()
 for t in "${targets[@]}"; do labels+=("//${t%% *}"); done

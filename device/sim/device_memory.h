@@ -4,13 +4,15 @@
 // process died, as real device memory outlives the AICPU process. Pages cost
 // nothing until touched; a freed buffer's pages are given back at once.
 //
-// Only the device process allocates (a bump pointer, not shared); the host
-// only reads, by offset: Contains() checks an offset that came out of shared
+// Only the device process allocates (first fit over freed ranges, then the
+// untouched end; the allocator's state is not shared); the host only reads,
+// by offset: Contains() checks an offset that came out of shared
 // memory before it is used.
 #ifndef ARGSDUMP_DEVICE_SIM_DEVICE_MEMORY_H_
 #define ARGSDUMP_DEVICE_SIM_DEVICE_MEMORY_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -20,7 +22,8 @@ namespace argsdump {
 
 class DeviceMemory {
  public:
-  // Reserves `bytes` of address space (64 GiB by default: virtual, sparse).
+  // Reserves `bytes` of address space (64 GiB by default: virtual, sparse),
+  // at most MachineBytes(), less under an address-space limit.
   // ResourceExhausted when the memfd or the mapping cannot be had.
   static absl::StatusOr<std::unique_ptr<DeviceMemory>> Create(
       uint64_t bytes = uint64_t{1} << 36);
@@ -33,6 +36,9 @@ class DeviceMemory {
   absl::StatusOr<uint8_t*> Allocate(uint64_t bytes);
   // Gives back what Allocate(bytes) returned (its pages are released).
   void Free(uint8_t* data, uint64_t bytes);
+
+  // RAM + swap: what the machine could back.
+  static uint64_t MachineBytes();
 
   uint8_t* base() const { return base_; }
   uint64_t size() const { return size_; }
@@ -53,7 +59,8 @@ class DeviceMemory {
   uint8_t* base_;
   uint64_t size_;
   std::mutex mu_;
-  uint64_t next_ = 0;  // the bump pointer (device process only)
+  uint64_t next_ = 0;                  // untouched from here on
+  std::map<uint64_t, uint64_t> free_;  // freed ranges: offset -> bytes
 };
 
 }  // namespace argsdump

@@ -47,7 +47,10 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> DeviceBuffer::Create(uint64_t id, 
   const uint64_t size = std::max<uint64_t>(64, (b->bytes() + 63) / 64 * 64);
   if (memory != nullptr) {
     auto data = memory->Allocate(size);
-    if (!data.ok()) return data.status();
+    if (!data.ok()) {
+      return absl::ResourceExhaustedError(absl::StrCat("device buffer: out of memory for ", size,
+                                                       " bytes (", data.status().message(), ")"));
+    }
     b->data_ = *data;
     b->memory_ = memory;
     b->memory_bytes_ = size;
