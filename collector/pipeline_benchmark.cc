@@ -7,10 +7,14 @@
 // BM_RawWrite          write() of the same payload sizes to one file
 // BM_PayloadRatios     pipeline / raw write and pipeline / two-copy bound,
 //                      paired per iteration (the numbers the goal is in)
+// BM_DeviceProcessRatios  the same pipelines with the device threads in a
+//                      forked process over the shared region (issue 14),
+//                      paired per iteration with the in-process run
 // BM_SimJob*           a whole sim workload run at a level (for reference)
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +51,22 @@ double ProcessCpuSeconds() {
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
+// CPU seconds of the children waited for so far (a forked device).
+double ChildrenCpuSeconds() {
+  struct rusage u;
+  ::getrusage(RUSAGE_CHILDREN, &u);
+  auto s = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+// Minor page faults of this process and its waited-for children so far.
+uint64_t MinorFaults() {
+  struct rusage self, children;
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  return self.ru_minflt + children.ru_minflt;
+}
+
 struct PipelineRun {
   double streaming_seconds = 0;  // Start .. Stop + Reconcile
   double export_seconds = 0;     // Export (sort + manifest)
@@ -56,6 +76,7 @@ struct PipelineRun {
   uint64_t bytes = 0;
   uint64_t gate_waits = 0;
   uint64_t arena_waits = 0;
+  uint64_t minor_faults = 0;
   bool ok = false;
 };
 
@@ -63,8 +84,10 @@ constexpr uint32_t kDeviceThreads = 2;
 
 // kDeviceThreads device threads each record `per_thread` tasks of `task`
 // into a fresh capture directory (removed and synced afterwards, untimed).
+// `device_process`: the device threads run in a child forked before the
+// collector starts (the region is shared memory), as sim_run runs them.
 PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::DumpLevel level,
-                         uint64_t per_thread) {
+                         uint64_t per_thread, bool device_process = false) {
   PipelineRun run;
   const std::string dir = Scratch("pipeline");
   RemoveTreeAndSync(dir);
@@ -79,28 +102,49 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
   info.set_level(static_cast<v1::DumpLevel>(level));
   auto sink = *LocalSink::Create(dir + "/args_dump", info);
   DumpRecorder recorder(*region);
-  const double c0 = ProcessCpuSeconds();
+  const uint64_t f0 = MinorFaults();
+  const double c0 = ProcessCpuSeconds() + ChildrenCpuSeconds();
   const auto t0 = std::chrono::steady_clock::now();
-  if (!collector.Start(sink.get()).ok()) std::abort();
-  std::vector<std::thread> device;
-  for (uint32_t t = 0; t < kDeviceThreads; ++t) {
-    device.emplace_back([&, t] {
-      ::pthread_setname_np(::pthread_self(), "ad-device");
-      DumpTask mine = task;
-      for (uint64_t i = 0; i < per_thread; ++i) {
-        mine.task_id = (uint64_t{t} << 40) | i;
-        recorder.thread(t).RecordTask(mine, abi::Stage::kBeforeDispatch);
-      }
-      recorder.thread(t).Flush();
-    });
+  auto run_device = [&] {
+    std::vector<std::thread> device;
+    for (uint32_t t = 0; t < kDeviceThreads; ++t) {
+      device.emplace_back([&, t] {
+        ::pthread_setname_np(::pthread_self(), "ad-device");
+        DumpTask mine = task;
+        for (uint64_t i = 0; i < per_thread; ++i) {
+          mine.task_id = (uint64_t{t} << 40) | i;
+          recorder.thread(t).RecordTask(mine, abi::Stage::kBeforeDispatch);
+        }
+        recorder.thread(t).Flush();
+      });
+    }
+    for (auto& d : device) d.join();
+  };
+  pid_t child = -1;
+  if (device_process) {
+    child = ::fork();  // no thread runs yet: the collector starts below
+    if (child < 0) std::abort();
+    if (child == 0) {
+      run_device();
+      ::_exit(0);
+    }
   }
-  for (auto& d : device) d.join();
+  if (!collector.Start(sink.get()).ok()) std::abort();
+  if (device_process) {
+    int status = 0;
+    if (::waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::abort();
+    }
+  } else {
+    run_device();
+  }
   run.ok = collector.Stop().ok() && collector.Reconcile().ok();
   const auto t1 = std::chrono::steady_clock::now();
-  const double c1 = ProcessCpuSeconds();
+  const double c1 = ProcessCpuSeconds() + ChildrenCpuSeconds();
+  run.minor_faults = MinorFaults() - f0;
   run.ok = collector.Export().ok() && run.ok;
   const auto t2 = std::chrono::steady_clock::now();
-  const double c2 = ProcessCpuSeconds();
+  const double c2 = ProcessCpuSeconds() + ChildrenCpuSeconds();
   run.streaming_cpu = c1 - c0;
   run.export_cpu = c2 - c1;
   run.streaming_seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -270,6 +314,138 @@ void BM_PayloadRatios(benchmark::State& state) {
 }
 BENCHMARK(BM_PayloadRatios)->Arg(64)->Arg(4096)->Iterations(7)->Unit(benchmark::kMillisecond)->UseManualTime();
 
+// The device in its own process (issue 14): the same pipeline with the
+// device threads forked off over the shared region, paired per iteration
+// with the in-process run (alternating which goes first). Each run is a
+// fresh process (this binary, --pipeline_run=...), as sim_run is: a fork
+// from a process whose heap grew over earlier runs would pay copy-on-write
+// faults (and TLB shootdowns) for every page of it the collector writes
+// later, which is the benchmark's history, not the device process's cost.
+// Reports the median of isolated / in-process throughput: records/s for
+// the metadata case (arg 0 = 0: 16 scalars a task), payload bytes/s for the
+// payload case (arg 0 = 1: one 64 KiB tensor a task). Goal >= 0.95.
+PipelineRun PipelineInFreshProcess(bool payload_case, uint64_t per_thread, bool isolated) {
+  PipelineRun run;
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return run;
+  self[n] = 0;
+  const std::string out = Scratch("fresh_run.txt");
+  const std::string command =
+      absl::StrCat("'", self, "' --pipeline_run=", payload_case ? 1 : 0, ",", per_thread, ",",
+                   isolated ? 1 : 0, " > '", out, "'");
+  if (std::system(command.c_str()) != 0) return run;
+  std::FILE* f = std::fopen(out.c_str(), "r");
+  if (f == nullptr) return run;
+  int ok = 0;
+  unsigned long long records = 0, bytes = 0, faults = 0;
+  if (std::fscanf(f, "%d %lf %lf %lf %lf %llu %llu %llu", &ok, &run.streaming_seconds,
+                  &run.export_seconds, &run.streaming_cpu, &run.export_cpu, &records, &bytes,
+                  &faults) == 8) {
+    run.ok = ok != 0;
+    run.records = records;
+    run.bytes = bytes;
+    run.minor_faults = faults;
+  }
+  std::fclose(f);
+  std::remove(out.c_str());
+  return run;
+}
+
+struct PipelineCase {
+  std::vector<DumpScalarArg> scalars = std::vector<DumpScalarArg>(16);
+  DumpTask metadata;
+  PayloadTask payload;
+  PipelineCase() {
+    for (uint32_t i = 0; i < scalars.size(); ++i) {
+      scalars[i].dtype = DataType::kInt32;
+      scalars[i].bits = i;
+      scalars[i].arg_index = i;
+    }
+    metadata.func_count = 1;
+    metadata.scalars = scalars.data();
+    metadata.scalar_count = static_cast<uint32_t>(scalars.size());
+  }
+};
+
+// --pipeline_run=<payload 0|1>,<per_thread>,<isolated 0|1>: one run, its
+// numbers on stdout.
+int PipelineRunMain(const char* spec) {
+  int payload_case = 0, isolated = 0;
+  unsigned long long per_thread = 0;
+  if (std::sscanf(spec, "%d,%llu,%d", &payload_case, &per_thread, &isolated) != 3) return 2;
+  const PipelineCase c;
+  const PipelineRun run = PipelineOnce(payload_case ? c.payload.task : c.metadata,
+                                       payload_case ? 1 : c.scalars.size(),
+                                       abi::DumpLevel::kFull, per_thread, isolated != 0);
+  std::printf("%d %.9f %.9f %.9f %.9f %llu %llu %llu\n", run.ok ? 1 : 0, run.streaming_seconds,
+              run.export_seconds, run.streaming_cpu, run.export_cpu,
+              static_cast<unsigned long long>(run.records),
+              static_cast<unsigned long long>(run.bytes),
+              static_cast<unsigned long long>(run.minor_faults));
+  return 0;
+}
+
+// arg 2 = 0: both runs in this benchmark process instead (the fork then
+// comes from a grown heap: what a test process that forks late pays).
+void BM_DeviceProcessRatios(benchmark::State& state) {
+  const bool payload_case = state.range(0) == 1;
+  const uint64_t per_thread = state.range(1);
+  const bool fresh = state.range(2) == 1;
+  const PipelineCase c;
+  auto run = [&](bool isolated) {
+    if (fresh) return PipelineInFreshProcess(payload_case, per_thread, isolated);
+    return PipelineOnce(payload_case ? c.payload.task : c.metadata,
+                        payload_case ? 1 : c.scalars.size(), abi::DumpLevel::kFull, per_thread,
+                        isolated);
+  };
+  std::vector<double> ratios;
+  double in_s = 0, out_s = 0, in_faults = 0, out_faults = 0, in_cpu = 0, out_cpu = 0;
+  uint64_t n = 0;
+  for (auto _ : state) {
+    PipelineRun in, out;
+    if (n++ % 2 == 0) {
+      in = run(false);
+      out = run(true);
+    } else {
+      out = run(true);
+      in = run(false);
+    }
+    if (!in.ok || !out.ok) state.SkipWithError("pipeline failed or lost records");
+    const double ti = in.streaming_seconds + in.export_seconds;
+    const double to = out.streaming_seconds + out.export_seconds;
+    state.SetIterationTime(to);
+    in_s += ti;
+    out_s += to;
+    in_faults += in.minor_faults;
+    out_faults += out.minor_faults;
+    in_cpu += in.streaming_cpu + in.export_cpu;
+    out_cpu += out.streaming_cpu + out.export_cpu;
+    ratios.push_back(ti / to);  // throughput ratio: the same work in both
+  }
+  const uint64_t work = kDeviceThreads * per_thread * (payload_case ? kPayload : 16);
+  state.counters["isolated_to_in_process"] = Median(ratios);
+  state.counters[payload_case ? "in_process_MBps" : "in_process_rec_per_s"] =
+      work * state.iterations() / in_s / (payload_case ? 1e6 : 1.0);
+  state.counters[payload_case ? "isolated_MBps" : "isolated_rec_per_s"] =
+      work * state.iterations() / out_s / (payload_case ? 1e6 : 1.0);
+  // Where a difference would go: page faults while streaming, and CPU
+  // seconds of both processes.
+  state.counters["in_process_faults"] = in_faults / state.iterations();
+  state.counters["isolated_faults"] = out_faults / state.iterations();
+  state.counters["in_process_cpu_s"] = in_cpu / state.iterations();
+  state.counters["isolated_cpu_s"] = out_cpu / state.iterations();
+}
+BENCHMARK(BM_DeviceProcessRatios)
+    ->Args({0, 32768, 1})
+    ->Args({1, 4096, 1})
+    ->Args({0, 32768, 0})
+    ->Args({1, 4096, 0})
+    ->Args({0, 1024, 1})  // the smoke test's
+    ->Iterations(9)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
+
 // The stats dump mode's cost on the host: the same payload pipeline without
 // stats, with stats (one more pass over every payload on the shards), and
 // stats-only (the pass, and no payload write), paired per iteration.
@@ -369,4 +545,12 @@ BENCHMARK(BM_SimJob)->Arg(0)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime
 }  // namespace
 }  // namespace argsdump
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc == 2 && std::strncmp(argv[1], "--pipeline_run=", 15) == 0) {
+    return argsdump::PipelineRunMain(argv[1] + 15);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
