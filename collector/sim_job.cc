@@ -145,9 +145,12 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                     "flagged in-flight, and device_crash)\n");
   }
   for (const std::string& dir : r.exception_dumps) {
+    const bool crash = dir.find("/crash_") != std::string::npos;
     absl::StrAppend(&s, "exception dump: ", dir,
-                    " (the failing task's inputs, outputs and scalars as dump_viewer reads "
-                    "them, and context.json)\n");
+                    crash ? " (the crashing task's args as captured before dispatch, its "
+                            "tensors as the crash left them, and context.json)\n"
+                          : " (the failing task's inputs, outputs and scalars as dump_viewer "
+                            "reads them, and context.json)\n");
   }
   if (r.overflow_tasks > 0) {
     absl::StrAppend(&s, "overflow: ", r.overflow_tasks,
@@ -163,8 +166,12 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
   if (o.dump_level == 0 && !o.dynamic && !o.dump.overflow) return s + "dump: off (level 0)\n";
   const v1::CaptureCounters& l = r.losses;
   absl::StrAppend(&s, "records: ", r.collected.records, " (", r.collected.recovered_records,
-                  " recovered from unflushed buffers), payload bytes: ",
-                  r.collected.payload_bytes, "\n");
+                  " recovered from unflushed buffers",
+                  r.collected.snapshot_records > 0
+                      ? absl::StrCat(", ", r.collected.snapshot_records,
+                                     " in-flight snapshots the host took from device memory")
+                      : "",
+                  "), payload bytes: ", r.collected.payload_bytes, "\n");
   absl::StrAppend(&s, "losses: dropped ", l.dropped_records(), " (ready queue full ",
                   l.dropped_ready_queue_full(), ", free queue empty ",
                   l.dropped_free_queue_empty(), ", arena ack timeout ",

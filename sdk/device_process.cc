@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -89,11 +90,26 @@ int DeviceProcess::ThreadCount() {
 
 absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
     FlightTable* flight, std::function<std::string()> device, std::function<void()> host_gone) {
-  const int threads = ThreadCount();
-  if (threads != 1) {
+  // ThreadSanitizer's runtime keeps a background thread of its own once a
+  // thread was started (it is fork-safe: the runtime locks itself around
+  // fork).
+#if defined(__SANITIZE_THREAD__)
+  constexpr int kRuntimeThreads = 1;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  constexpr int kRuntimeThreads = 1;
+#else
+  constexpr int kRuntimeThreads = 0;
+#endif
+#else
+  constexpr int kRuntimeThreads = 0;
+#endif
+  const int others = ThreadCount() - 1;
+  if (others < 0 || others > kRuntimeThreads) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the device process cannot be forked: this process runs ", threads,
-        " threads (a forked child inherits their locks, not them). Open the session with "
+        "the device process cannot be forked: this process runs ",
+        std::max(others - kRuntimeThreads, 0), " other thread(s) (a forked child inherits "
+        "their locks, not them). Open the session with "
         "device_process before anything in the process starts a thread (a gRPC channel, a "
         "thread pool), or run the device in this process (device_process = false)"));
   }
