@@ -14,6 +14,7 @@
 #include "collector/abi_convert.h"
 #include "collector/exception_dump.h"
 #include "format/arg_filter.h"
+#include "format/device_crash.h"
 #include "format/names.h"
 #include "format/record.h"
 #include "grpcpp/grpcpp.h"
@@ -28,6 +29,37 @@ namespace {
 std::string JsonString(const std::string& s) {
   std::string out;
   AppendJsonString(s, &out);
+  return out;
+}
+
+// `s` as valid UTF-8 (a proto3 string must be: a kernel's name is the
+// user's bytes), each bad byte '?', at most `max` bytes, cut between
+// characters.
+std::string Utf8(const std::string& s, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (ok && n == 2) ok = c >= 0xC2;  // no overlong forms
+    if (ok && n == 3) {
+      const unsigned char d = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d >= 0xA0);  // no overlong, no surrogates
+    }
+    if (ok && n == 4) {
+      const unsigned char d = static_cast<unsigned char>(s[i + 1]);
+      ok = c <= 0xF4 && !(c == 0xF0 && d < 0x90) && !(c == 0xF4 && d >= 0x90);
+    }
+    if (!ok) n = 1;
+    if (out.size() + (ok ? n : 1) > max) break;
+    if (ok) {
+      out.append(s, i, n);
+    } else {
+      out.push_back('?');
+    }
+    i += n;
+  }
   return out;
 }
 
@@ -80,8 +112,9 @@ DeviceCrashAnalysis AnalyzeDeviceCrash(const DeviceExit& exit, const FlightTable
       e->add_func_ids(t.task.func_ids[f]);
     }
     if (const KernelInfo* k = KernelOf(kernels, t, subtask)) {
-      e->set_func(k->name);
-      e->set_func_type(k->type);
+      // Within the capture's bounds (format/device_crash.h).
+      e->set_func(Utf8(k->name, kMaxCrashTextBytes));
+      e->set_func_type(Utf8(k->type, kMaxCrashTextBytes));
     }
     e->set_worker(w);
     e->set_thread(t.scheduler);
@@ -100,15 +133,22 @@ DeviceCrashAnalysis AnalyzeDeviceCrash(const DeviceExit& exit, const FlightTable
                         : absl::StrCat("exited with status ", exit.exit_status,
                                        " before it reported (an exit() or _exit() in a kernel?)");
   if (c.has_fault_address()) {
-    absl::StrAppend(&how, " (fault address 0x", absl::Hex(c.fault_address()), ")");
+    absl::StrAppend(&how, " (fault address ", FaultAddressHex(c.fault_address()), ")");
   }
   std::string where;
+  int named = 0, more = 0;
   for (const v1::CrashedTask& e : c.executing()) {
     if (!a.dumps.empty() && c.executing(a.dumps[0]).crashing() && !e.crashing()) continue;
+    if (named == 4) {  // the rest counted: the line stays within the capture's bounds
+      ++more;
+      continue;
+    }
+    ++named;
     absl::StrAppend(&where, where.empty() ? "" : ", ", "task ", TaskIdHex(e.task_id()),
-                    " ran kernel '", e.func(), "' on worker ", e.worker(), " (scheduler thread ",
-                    e.thread(), ", step ", e.step(), ")");
+                    " ran kernel '", Utf8(e.func(), 200), "' on worker ", e.worker(),
+                    " (scheduler thread ", e.thread(), ", step ", e.step(), ")");
   }
+  if (more > 0) absl::StrAppend(&where, " and ", more, " more");
   if (where.empty()) {
     where = handler_ran && crash_worker < 0
                 ? "outside every kernel (on a device thread that runs no kernel)"
@@ -119,9 +159,10 @@ DeviceCrashAnalysis AnalyzeDeviceCrash(const DeviceExit& exit, const FlightTable
                              : "while ",
                          where);
   }
-  c.set_description(absl::StrCat("the device process ", how, " ", where, "; ",
+  std::string line = absl::StrCat("the device process ", how, " ", where, "; ",
                                   a.in_flight.size(), " task(s) in flight, ", a.tasks_completed,
-                                  " of ", a.tasks_submitted, " completed"));
+                                  " of ", a.tasks_submitted, " completed");
+  c.set_description(Utf8(line, kMaxCrashTextBytes));
   return a;
 }
 
@@ -299,7 +340,7 @@ absl::StatusOr<std::string> WriteCrashDump(const std::string& root, const std::s
       ",\n  \"signal\": ", a.crash.signal(), ",\n  \"signal_name\": ",
       JsonString(a.crash.signal_name()), ",\n  \"exit_status\": ", a.crash.exit_status(),
       ",\n  \"fault_address\": ",
-      a.crash.has_fault_address() ? absl::StrCat("\"0x", absl::Hex(a.crash.fault_address()), "\"")
+      a.crash.has_fault_address() ? absl::StrCat("\"", FaultAddressHex(a.crash.fault_address()), "\"")
                                   : std::string("null"),
       ",\n  \"records_before_dispatch\": ", before.size(),
       ",\n  \"error\": ", JsonString(a.crash.description()),

@@ -138,10 +138,16 @@ absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
     ::prctl(PR_SET_NAME, "argsdump-dev", 0, 0, 0);
     g_flight = flight;
     InstallFaultHandlers();
-    if (parent_fd >= 0 && host_gone) {
-      std::thread([parent_fd, host_gone] {
-        pollfd p = {parent_fd, POLLIN, 0};
-        while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+    if (host_gone) {
+      std::thread([parent_fd, parent, host_gone] {
+        if (parent_fd >= 0) {
+          pollfd p = {parent_fd, POLLIN, 0};
+          while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+          }
+        } else {
+          // No pidfd (a kernel before 5.3): the parent is gone once this
+          // process was re-parented.
+          while (::getppid() == parent) ::usleep(100 * 1000);
         }
         host_gone();
       }).detach();
