@@ -38,6 +38,58 @@ std::string JsonString(const std::string& s) {
 
 }  // namespace
 
+absl::Status AppendTaskAsItIs(const DumpTask& task, const TaskRecordContext& c, bool in_flight,
+                              const std::set<uint32_t>* skip_scalars, uint64_t* bin_offset,
+                              CaptureStore* store) {
+  // What every record of the task shares.
+  auto record = [&](uint32_t arg_index) {
+    v1::ArgRecord r;
+    r.set_task_id(c.task_id);
+    for (uint32_t id : c.func_ids) r.add_func_ids(id);
+    r.set_arg_index(arg_index);
+    r.set_device_thread(c.thread);
+    r.set_step(c.step);
+    return r;
+  };
+  for (uint32_t i = 0; i < task.tensor_count; ++i) {
+    const DumpTensorArg& a = task.tensors[i];
+    v1::ArgRecord r = record(a.arg_index);
+    r.set_role(ToProtoRole(a.role));
+    r.set_stage(v1::STAGE_AFTER_COMPLETION);  // as they are now
+    r.set_kind(v1::KIND_TENSOR);
+    r.set_in_flight_snapshot(in_flight);
+    r.set_dtype(ToProtoDType(a.view.dtype));
+    for (uint32_t d = 0; d < a.view.ndims; ++d) {
+      r.add_shape(a.view.shape[d]);
+      r.add_strides(a.view.strides[d]);
+    }
+    r.set_start_offset(a.view.start_offset);
+    r.set_is_contiguous(a.view.is_contiguous());
+    r.set_numel(a.view.numel());
+    r.set_logical_bytes(a.view.logical_bytes());
+    r.set_bin_offset(*bin_offset);
+    r.set_bin_size(a.view.logical_bytes());
+    std::string payload(a.view.logical_bytes(), '\0');
+    GatherLogical(a.view, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
+    *bin_offset += payload.size();
+    if (absl::Status s = store->Append(r, payload); !s.ok()) return s;
+  }
+  for (uint32_t i = 0; i < task.scalar_count; ++i) {
+    const DumpScalarArg& a = task.scalars[i];
+    if (skip_scalars != nullptr && skip_scalars->count(a.arg_index) > 0) continue;
+    v1::ArgRecord r = record(a.arg_index);
+    r.set_role(v1::ROLE_INPUT);
+    r.set_stage(v1::STAGE_BEFORE_DISPATCH);
+    r.set_kind(v1::KIND_SCALAR);
+    r.set_dtype(ToProtoDType(a.dtype));
+    r.set_numel(1);
+    r.set_is_contiguous(true);
+    r.set_scalar_bits(a.bits);
+    if (absl::Status s = store->Append(r, ""); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 std::string ExceptionDumpName(const std::string& scenario, const std::string& workload,
                               const FailedTask& f) {
   return absl::StrCat(SafeFileName(scenario), "_", SafeFileName(workload), "_",
@@ -63,50 +115,11 @@ absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
   std::vector<uint32_t> funcs(f.func_ids.begin(), f.func_ids.end());
   std::sort(funcs.begin(), funcs.end());
   uint64_t offset = 0;
-  const DumpTask& task = *f.task;
-  // What every record of the task shares.
-  auto record = [&](uint32_t arg_index) {
-    v1::ArgRecord r;
-    r.set_task_id(f.task_id);
-    for (uint32_t id : funcs) r.add_func_ids(id);
-    r.set_arg_index(arg_index);
-    r.set_device_thread(f.thread);
-    r.set_step(f.step);
-    return r;
-  };
-  for (uint32_t i = 0; i < task.tensor_count; ++i) {
-    const DumpTensorArg& a = task.tensors[i];
-    v1::ArgRecord r = record(a.arg_index);
-    r.set_role(ToProtoRole(a.role));
-    r.set_stage(v1::STAGE_AFTER_COMPLETION);  // as they are after the failure
-    r.set_kind(v1::KIND_TENSOR);
-    r.set_dtype(ToProtoDType(a.view.dtype));
-    for (uint32_t d = 0; d < a.view.ndims; ++d) {
-      r.add_shape(a.view.shape[d]);
-      r.add_strides(a.view.strides[d]);
-    }
-    r.set_start_offset(a.view.start_offset);
-    r.set_is_contiguous(a.view.is_contiguous());
-    r.set_numel(a.view.numel());
-    r.set_logical_bytes(a.view.logical_bytes());
-    r.set_bin_offset(offset);
-    r.set_bin_size(a.view.logical_bytes());
-    std::string payload(a.view.logical_bytes(), '\0');
-    GatherLogical(a.view, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
-    offset += payload.size();
-    if (absl::Status s = (*store)->Append(r, payload); !s.ok()) return s;
-  }
-  for (uint32_t i = 0; i < task.scalar_count; ++i) {
-    const DumpScalarArg& a = task.scalars[i];
-    v1::ArgRecord r = record(a.arg_index);
-    r.set_role(v1::ROLE_INPUT);
-    r.set_stage(v1::STAGE_BEFORE_DISPATCH);
-    r.set_kind(v1::KIND_SCALAR);
-    r.set_dtype(ToProtoDType(a.dtype));
-    r.set_numel(1);
-    r.set_is_contiguous(true);
-    r.set_scalar_bits(a.bits);
-    if (absl::Status s = (*store)->Append(r, ""); !s.ok()) return s;
+  const TaskRecordContext shared{f.task_id, funcs, f.thread, f.step};
+  if (absl::Status s = AppendTaskAsItIs(*f.task, shared, /*in_flight=*/false, nullptr, &offset,
+                                        store->get());
+      !s.ok()) {
+    return s;
   }
   if (absl::Status s = (*store)->Finish(v1::CaptureCounters()); !s.ok()) return s;
   const std::string context = absl::StrCat(

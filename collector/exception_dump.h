@@ -10,10 +10,14 @@
 #ifndef ARGSDUMP_COLLECTOR_EXCEPTION_DUMP_H_
 #define ARGSDUMP_COLLECTOR_EXCEPTION_DUMP_H_
 
+#include <cstdint>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "device/sim/sim_runtime.h"
+#include "server/capture_store.h"
 
 namespace argsdump {
 
@@ -29,6 +33,22 @@ std::string ExceptionDumpName(const std::string& scenario, const std::string& wo
                               const FailedTask& failed);
 // The same for the "exception" scenario.
 std::string ExceptionDumpName(const std::string& workload, const FailedTask& failed);
+
+// What every record of a dumped task shares.
+struct TaskRecordContext {
+  uint64_t task_id = 0;
+  std::vector<uint32_t> func_ids;  // sorted
+  uint32_t thread = 0;             // the scheduler thread that dispatched it
+  uint32_t step = 0;
+};
+
+// Appends `task` as it is now to `store`: every tensor view's elements
+// (after_completion; flagged in-flight snapshot when `in_flight`), then its
+// scalars (before_dispatch) but those in `skip_scalars`; payloads at
+// *bin_offset on (advanced).
+absl::Status AppendTaskAsItIs(const DumpTask& task, const TaskRecordContext& context,
+                              bool in_flight, const std::set<uint32_t>* skip_scalars,
+                              uint64_t* bin_offset, CaptureStore* store);
 
 // Writes the folder under <root>/exception_dump/; returns its path.
 absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,

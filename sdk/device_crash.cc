@@ -297,36 +297,20 @@ absl::StatusOr<std::string> WriteCrashDump(const std::string& root, const std::s
     offset += t.payload.size();
     if (absl::Status s = (*store)->Append(r, t.payload); !s.ok()) return s;
   }
-  // The task as it is in device memory now: what the kernel left.
+  // The task as it is in device memory now: what the kernel left (and the
+  // scalars the capture did not have).
   if (const FlightTask* f = ExecutingTask(a, e)) {
-    const DumpTask& task = f->task;
-    for (uint32_t i = 0; i < task.tensor_count; ++i) {
-      const DumpTensorArg& arg = task.tensors[i];
-      v1::ArgRecord r;
-      r.set_task_id(task.task_id);
-      for (uint32_t id : e.func_ids()) r.add_func_ids(id);
-      r.set_arg_index(arg.arg_index);
-      r.set_device_thread(e.thread());
-      r.set_step(task.step);
-      r.set_role(ToProtoRole(arg.role));
-      r.set_stage(v1::STAGE_AFTER_COMPLETION);
-      r.set_kind(v1::KIND_TENSOR);
-      r.set_in_flight_snapshot(true);
-      r.set_dtype(ToProtoDType(arg.view.dtype));
-      for (uint32_t d = 0; d < arg.view.ndims; ++d) {
-        r.add_shape(arg.view.shape[d]);
-        r.add_strides(arg.view.strides[d]);
-      }
-      r.set_start_offset(arg.view.start_offset);
-      r.set_is_contiguous(arg.view.is_contiguous());
-      r.set_numel(arg.view.numel());
-      r.set_logical_bytes(arg.view.logical_bytes());
-      std::string payload(arg.view.logical_bytes(), '\0');
-      GatherLogical(arg.view, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
-      r.set_bin_offset(payload.empty() ? 0 : offset);
-      r.set_bin_size(payload.size());
-      offset += payload.size();
-      if (absl::Status s = (*store)->Append(r, payload); !s.ok()) return s;
+    std::set<uint32_t> scalars_before;
+    for (const TaskRecord& t : before) {
+      if (t.record.kind() == v1::KIND_SCALAR) scalars_before.insert(t.record.arg_index());
+    }
+    TaskRecordContext context{e.task_id(), {e.func_ids().begin(), e.func_ids().end()},
+                              e.thread(), e.step()};
+    std::sort(context.func_ids.begin(), context.func_ids.end());
+    if (absl::Status s = AppendTaskAsItIs(f->task, context, /*in_flight=*/true, &scalars_before,
+                                          &offset, store->get());
+        !s.ok()) {
+      return s;
     }
   }
   if (absl::Status s = (*store)->Finish(v1::CaptureCounters()); !s.ok()) return s;

@@ -327,16 +327,7 @@ absl::Status ManifestReader::SkipValue(absl::string_view where, int depth) {
 
 // {"count": N, "min": x, ...}: known keys read, unknown ones skipped.
 absl::Status ManifestReader::ParseStats(ManifestEntry::Stats* out, absl::string_view where) {
-  if (absl::Status s = Expect('{', where); !s.ok()) return s;
-  SkipSpace();
-  if (Peek() == '}') {
-    Get();
-    return absl::OkStatus();
-  }
-  std::string key;
-  for (;;) {
-    if (absl::Status s = ParseString(&key, where); !s.ok()) return s;
-    if (absl::Status s = Expect(':', where); !s.ok()) return s;
+  return ParseObject(where, [&](const std::string& key) -> absl::Status {
     uint64_t* count = key == "count"     ? &out->count
                       : key == "nan"     ? &out->nan
                       : key == "pos_inf" ? &out->pos_inf
@@ -348,22 +339,15 @@ absl::Status ManifestReader::ParseStats(ManifestEntry::Stats* out, absl::string_
                      : key == "mean" ? &out->mean
                      : key == "l2"   ? &out->l2
                                      : nullptr;
-    if (count != nullptr) {
-      if (absl::Status s = ParseUint(count, where); !s.ok()) return s;
-    } else if (number != nullptr) {
-      absl::string_view token;
-      if (absl::Status s = NumberToken(&token, where); !s.ok()) return s;
-      if (!absl::SimpleAtod(token, number)) {
-        return Error(absl::StrCat(where, ": \"", key, "\": expected a number, found ", token));
-      }
-    } else if (absl::Status s = SkipValue(where, 1); !s.ok()) {
-      return s;
+    if (count != nullptr) return ParseUint(count, where);
+    if (number == nullptr) return SkipValue(where, 1);
+    absl::string_view token;
+    if (absl::Status s = NumberToken(&token, where); !s.ok()) return s;
+    if (!absl::SimpleAtod(token, number)) {
+      return Error(absl::StrCat(where, ": \"", key, "\": expected a number, found ", token));
     }
-    SkipSpace();
-    const int c = Get();
-    if (c == '}') return absl::OkStatus();
-    if (c != ',') return Error(absl::StrCat(where, ": expected ',' or '}'"));
-  }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status ManifestReader::ParseObject(
