@@ -25,8 +25,12 @@ FlightTable* g_flight = nullptr;  // the child's, for the fault handler
 
 void OnFault(int signal, siginfo_t* info, void*) {
   if (g_flight != nullptr) {
+    // si_addr means something only when the kernel raised the fault (a
+    // kill() or raise() has si_code <= 0, and the union holds the sender's
+    // pid there, not an address).
     const bool has_address =
-        signal == SIGSEGV || signal == SIGBUS || signal == SIGFPE || signal == SIGILL;
+        info != nullptr && info->si_code > 0 &&
+        (signal == SIGSEGV || signal == SIGBUS || signal == SIGFPE || signal == SIGILL);
     g_flight->RecordFault(signal, has_address ? info->si_addr : nullptr, has_address);
   }
   // SA_RESETHAND restored the default action: die of the same signal.
@@ -46,6 +50,9 @@ void InstallFaultHandlers() {
 // kernel that calls _exit(0) sends nothing and is a crash all the same).
 constexpr char kTrailer[] = "\0ARGSDUMP-DEVICE-REPORT-END";
 constexpr size_t kTrailerBytes = sizeof(kTrailer) - 1;
+
+// The child's exit status when `device` threw (DeviceExit::exit_status).
+constexpr int kDeviceThrew = 5;
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -136,6 +143,10 @@ absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
     ::setrlimit(RLIMIT_CORE, &no_core);
     ::signal(SIGPIPE, SIG_IGN);
     ::prctl(PR_SET_NAME, "argsdump-dev", 0, 0, 0);
+    // A device stopped (SIGSTOP, a debugger detached) when the host dies
+    // would never see it go: the host's death continues it, and the watch
+    // below then stops it as for a running device.
+    ::prctl(PR_SET_PDEATHSIG, SIGCONT, 0, 0, 0);
     g_flight = flight;
     InstallFaultHandlers();
     if (host_gone) {
@@ -152,20 +163,43 @@ absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
         host_gone();
       }).detach();
     }
-    const std::string report = device();
+    // Nothing may unwind past the fork: the caller's code (a test suite's
+    // next tests) would run on in this process.
+    std::string report;
+    try {
+      report = device();
+    } catch (...) {
+      std::fflush(nullptr);
+      ::_exit(kDeviceThrew);
+    }
     const bool sent = WriteAll(fds[1], report + std::string(kTrailer, kTrailerBytes));
     std::fflush(nullptr);
     ::_exit(sent ? 0 : 4);
   }
   ::close(fds[1]);
   if (parent_fd >= 0) ::close(parent_fd);
-  return std::unique_ptr<DeviceProcess>(new DeviceProcess(pid, fds[0]));
+  // The child's end is what Wait waits for: the pipe's EOF alone would
+  // wait for every process the child forked too (they inherit its end).
+  const int child_fd = PidfdOpen(pid);  // close-on-exec (pidfd_open's default)
+  return std::unique_ptr<DeviceProcess>(new DeviceProcess(pid, fds[0], child_fd));
 }
 
 DeviceExit DeviceProcess::Wait() {
   DeviceExit out;
   char buffer[1 << 16];
+  bool child_ended = false;
   for (;;) {
+    if (child_fd_ >= 0 && !child_ended) {
+      pollfd p[2] = {{report_fd_, POLLIN, 0}, {child_fd_, POLLIN, 0}};
+      if (::poll(p, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        child_ended = true;  // cannot watch it: read to EOF as below
+      } else if ((p[1].revents & POLLIN) != 0 && (p[0].revents & (POLLIN | POLLHUP)) == 0) {
+        // The child ended and the pipe has nothing more: everything it
+        // wrote is in (a process it forked may still hold the pipe open).
+        break;
+      }
+    }
     const ssize_t n = ::read(report_fd_, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // EOF: the child closed it by ending (or by exec'ing)
@@ -203,6 +237,7 @@ DeviceProcess::~DeviceProcess() {
     }
   }
   if (report_fd_ >= 0) ::close(report_fd_);
+  if (child_fd_ >= 0) ::close(child_fd_);
 }
 
 }  // namespace argsdump

@@ -37,7 +37,8 @@ class DeviceProcess {
   // Threads of this process (1 when only the caller runs).
   static int ThreadCount();
 
-  // Forks. The child runs `device` (its result is the report) and _exits 0;
+  // Forks. The child runs `device` (its result is the report) and _exits 0
+  // (5 when `device` threw: nothing unwinds past the fork);
   // `host_gone` runs on a child thread if the parent ends first. Fails
   // (FailedPrecondition) when this process has other threads: a forked
   // child would inherit their locks, not their threads.
@@ -55,9 +56,11 @@ class DeviceProcess {
   void Kill();
 
  private:
-  DeviceProcess(pid_t pid, int report_fd) : pid_(pid), report_fd_(report_fd) {}
+  DeviceProcess(pid_t pid, int report_fd, int child_fd)
+      : pid_(pid), report_fd_(report_fd), child_fd_(child_fd) {}
   pid_t pid_;
   int report_fd_;
+  int child_fd_;  // a pidfd of the child (-1: none; Wait then reads to EOF)
   bool reaped_ = false;
 };
 

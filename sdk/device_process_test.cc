@@ -10,11 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "absl/strings/escaping.h"
@@ -488,6 +490,85 @@ TEST(DeviceProcessTest, FinishWithoutRunDevice) {
   EXPECT_TRUE(r->run_status.ok()) << r->run_status;
   EXPECT_EQ(r->tasks, 0u);
   EXPECT_FALSE(r->device_crashed);
+}
+
+// An exception out of RunDevice's function ends in the device process: it
+// is the function's status, and the test's code after RunDevice runs once,
+// in this process (unwinding past the fork would run the rest of the test
+// suite in the device process as well).
+TEST(DeviceProcessTest, AnExceptionOutOfTheFunctionIsItsStatus) {
+  const std::string root = FreshTempDir("device_throws");
+  Kernels k = MakeKernels(Death::kNone);
+  const pid_t test_pid = ::getpid();
+  auto session = SimSession::Open(k.registry, Options(root, 2, true));
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::Status st;
+  try {
+    st = (*session)->RunDevice([&](SimSession& s) -> absl::Status {
+      if (absl::Status w = Workload(s, k, true); !w.ok()) return w;
+      throw std::runtime_error("an orchestration bug");
+    });
+  } catch (...) {
+    if (::getpid() != test_pid) ::_exit(77);  // the device process, out of the fork
+    ADD_FAILURE() << "RunDevice threw in the host";
+  }
+  if (::getpid() != test_pid) ::_exit(78);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnknown) << st;
+  EXPECT_THAT(st.message(), HasSubstr("an orchestration bug"));
+  auto r = (*session)->Finish();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->device_crashed) << r->device_crash;
+  EXPECT_EQ(r->tasks_completed, 3u);
+  EXPECT_GT(r->records, 0u);
+}
+
+// A process the function forks (a helper without exec) holds the report
+// pipe open; the host still returns once the device process itself ended.
+TEST(DeviceProcessTest, AProcessTheFunctionForkedDoesNotHoldTheHost) {
+  const std::string root = FreshTempDir("device_forks");
+  Kernels k = MakeKernels(Death::kNone);
+  int release[2];
+  ASSERT_EQ(::pipe(release), 0);
+  auto session = SimSession::Open(k.registry, Options(root, 2, true));
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::Status st = (*session)->RunDevice([&](SimSession& s) -> absl::Status {
+    if (::fork() == 0) {
+      // Lives until the test (the host) closes its end, after RunDevice.
+      ::close(release[1]);
+      char c;
+      while (::read(release[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      ::_exit(0);
+    }
+    return Workload(s, k, true);
+  });
+  ::close(release[1]);  // the helper ends now (a hang before the fix)
+  ::close(release[0]);
+  EXPECT_TRUE(st.ok()) << st;
+  auto r = (*session)->Finish();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->device_crashed) << r->device_crash;
+  EXPECT_EQ(r->tasks_completed, 3u);
+}
+
+// A SIGSEGV sent from outside (kill, raise) has no fault address: si_addr
+// holds the sender's pid then, which must not be reported as one.
+TEST(DeviceProcessTest, ASignalSentFromOutsideHasNoFaultAddress) {
+  const std::string root = FreshTempDir("device_raise");
+  Kernels k = MakeKernels(Death::kNone);
+  auto session = SimSession::Open(k.registry, Options(root, 2, true));
+  ASSERT_TRUE(session.ok()) << session.status();
+  absl::Status st = (*session)->RunDevice([&](SimSession& s) -> absl::Status {
+    if (absl::Status w = Workload(s, k, true); !w.ok()) return w;
+    ::raise(SIGSEGV);
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(st.code(), absl::StatusCode::kAborted) << st;
+  auto r = (*session)->Finish();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->device_crashed);
+  EXPECT_THAT(r->device_crash, HasSubstr("SIGSEGV"));
+  EXPECT_THAT(r->device_crash, ::testing::Not(HasSubstr("fault address")));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <exception>
 #include <mutex>
 #include <random>
 #include <set>
@@ -196,6 +197,7 @@ struct SimSession::Impl {
   SimSession* owner = nullptr;  // the session this is the Impl of
   std::mutex device_mu;        // the child: runtime vs. the host watch
   bool host_gone = false;      // the child: the host process ended (device_mu)
+  pid_t host_pid = 0;          // the process that forked the device
 
   std::mutex exception_mu;
   std::vector<std::string> exception_dumps;
@@ -640,7 +642,7 @@ void SimSession::Impl::LogFlush() {
 
 void SimSession::Impl::OnHostGone() {
   Print(DumpLog::kError,
-        absl::StrCat("the host process (pid ", ::getppid() == 1 ? 0 : ::getppid(),
+        absl::StrCat("the host process (pid ", host_pid,
                      ") is gone: the device stops (nothing more is dispatched; records that "
                      "would wait for the host are dropped, counted as host gone)"));
   if (region != nullptr) region->MarkHostGone();
@@ -678,7 +680,22 @@ std::string SimSession::Impl::RunInDevice(
     if (host_gone) runtime->Abort(absl::AbortedError("the host process is gone"));
   }
   v1::DeviceReport r;
-  const absl::Status fn = started.ok() ? orchestration(session) : started;
+  // An exception out of the function must end here: unwinding past the
+  // fork would run the caller's code (the rest of a test suite) in this
+  // process. It is the function's status instead.
+  absl::Status fn = started;
+  if (started.ok()) {
+    bool threw = true;
+    try {
+      fn = orchestration(session);
+      threw = false;
+    } catch (const std::exception& e) {
+      fn = absl::UnknownError(absl::StrCat("RunDevice's function threw on the device: ", e.what()));
+    } catch (...) {
+      fn = absl::UnknownError("RunDevice's function threw on the device (not a std::exception)");
+    }
+    if (threw) Print(DumpLog::kError, std::string(fn.message()));
+  }
   SetStatus(fn, r.mutable_orchestration());
   SetStatus(started.ok() ? runtime->Synchronize() : started, r.mutable_run_status());
   r.set_tasks_submitted(runtime->tasks_submitted());
@@ -727,6 +744,7 @@ std::string SimSession::Impl::RunInDevice(
 
 absl::Status SimSession::Impl::RunIsolated(
     const std::function<absl::Status(SimSession&)>& orchestration, SimSession& session) {
+  host_pid = ::getpid();  // the child's getppid() is a reaper's once the host is gone
   auto started = DeviceProcess::Start(
       flight.get(), [this, &orchestration, &session] { return RunInDevice(orchestration, session); },
       [this] { OnHostGone(); });
@@ -784,7 +802,9 @@ absl::Status SimSession::RunDevice(
 }
 
 SimSession::~SimSession() {
-  if (impl_ != nullptr && !impl_->finished) impl_->Finish().IgnoreError();
+  // On the device (a session destroyed in the forked child: exit() there
+  // runs static destructors) the host finishes the session, not this copy.
+  if (impl_ != nullptr && !impl_->finished && !impl_->in_device) impl_->Finish().IgnoreError();
 }
 
 namespace {

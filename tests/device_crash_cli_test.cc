@@ -267,6 +267,28 @@ TEST(DeviceCrashCliTest2, InProcessDiesWithTheKernel) {
   EXPECT_TRUE(WIFSIGNALED(run->status) && WTERMSIG(run->status) == SIGABRT) << run->status;
 }
 
+// A device process stopped (SIGSTOP) when the host dies still ends: the
+// host's death continues it (before, it stayed stopped, an orphan, for good).
+TEST(DeviceCrashCliTest2, AStoppedDeviceEndsWhenTheHostDies) {
+  const std::string root = FreshTempDir("crash_cli_stopped");
+  auto run = StartSim(SimArgs("crash_example_wait", 2, "a2a3sim", root + "/run", "", ""),
+                      root + "/run.out");
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::string line;
+  ASSERT_TRUE(run->process->WaitForLine("crash_wait: waiting to be killed (pid ", kBound, &line))
+      << run->process->stderr_text();
+  const size_t at = line.find("(pid ") + 5;
+  pid_t device = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(line.substr(at, line.find(')', at) - at), &device)) << line;
+  ASSERT_EQ(::kill(device, SIGSTOP), 0);
+  run->process->Signal(SIGKILL);
+  ASSERT_TRUE(run->process->WaitForLine("the device stopped without its host", kBound, &line))
+      << run->process->stderr_text();
+  EXPECT_TRUE(WaitForProcessEnd(device, kBound));
+  EXPECT_THAT(run->process->stderr_text(),
+              HasSubstr(absl::StrCat("the host process (pid ", run->process->pid(), ") is gone")));
+}
+
 // The host (sim_run) killed while a kernel runs: the device process sees
 // it go, stops by itself (nothing more dispatched, the waiting kernel
 // cancelled) and says what it dropped, counted as host gone.
