@@ -491,46 +491,55 @@ absl::Status Collector::RecordSnapshots(const std::vector<SnapshotTask>& tasks) 
   if (region_ == nullptr || started_ || sink_ == nullptr) {
     return absl::FailedPreconditionError("collector: snapshots are recorded after Start and Stop");
   }
-  if (tasks.empty()) return absl::OkStatus();
-  // A scratch region at the device's level and geometry, recorded by the
-  // device's own recorder code (the same level, mode and marker rules as a
-  // hang's snapshot), then collected through the same conversion.
-  uint32_t records = 0;
-  for (const SnapshotTask& t : tasks) records += t.task->tensor_count + t.task->scalar_count;
-  DumpRegionConfig scratch;
-  scratch.level = region_->level();
-  scratch.num_threads = region_->num_threads();
-  scratch.records_per_buffer = std::max<uint32_t>(1, records);
-  scratch.buffers_per_thread = 2;
-  scratch.ready_queue_depth = 2;
-  scratch.arena_bytes = region_->arena_bytes();
-  scratch.full_policy = abi::FullPolicy::kDrop;
-  auto created = DumpRegion::Create(scratch);
-  if (!created.ok()) return created.status();
-  const DumpRegion& region = **created;
-  auto transport = MakeTransport(Platform::kA2a3Sim, region);
-  if (!transport.ok()) return transport.status();
-  {
-    DumpRecorder recorder(region);
-    std::vector<bool> used(region.num_threads(), false);
-    for (const SnapshotTask& t : tasks) {
-      if (t.thread >= region.num_threads()) continue;
-      recorder.thread(t.thread).RecordTask(*t.task, abi::Stage::kAfterCompletion,
-                                           abi::kFlagInFlightSnapshot);
-      used[t.thread] = true;
-    }
-    for (uint32_t t = 0; t < region.num_threads(); ++t) {
-      if (used[t]) recorder.thread(t).Flush();
-    }
-  }
+  // Each task is recorded by the device's own recorder code (the same
+  // level, mode and marker rules as a hang's snapshot) into a scratch region
+  // of its own, then collected through the same conversion. The scratch is
+  // sized to the task (under a memory limit a second region as large as the
+  // device's may not be had): twice its largest payload, so that nothing is
+  // cut that the device's arena would have kept whole, and room for all of
+  // them; never more than the device's arena, so that what the device would
+  // have cut is cut the same way.
+  const uint64_t device_arena = region_->arena_bytes();
   CollectorStats delta;
-  for (uint32_t t = 0; t < region.num_threads(); ++t) {
+  for (const SnapshotTask& t : tasks) {
+    const DumpTask& task = *t.task;
+    const uint32_t records = task.tensor_count + task.scalar_count;
+    if (records == 0) continue;
+    uint64_t largest = 0, total = 0;
+    for (uint32_t i = 0; i < task.tensor_count; ++i) {
+      const uint64_t bytes = std::min(task.tensors[i].view.logical_bytes(), device_arena / 2);
+      largest = std::max(largest, bytes);
+      total += bytes + abi::kArenaAlignment;
+    }
+    DumpRegionConfig scratch;
+    scratch.level = region_->level();
+    scratch.num_threads = t.thread + 1;  // records carry their scheduler thread
+    scratch.records_per_buffer = records;
+    // A buffer is handed over at a quarter of the arena: room for each.
+    scratch.buffers_per_thread = records + 1;
+    scratch.ready_queue_depth = records + 1;
+    const uint64_t want = std::max<uint64_t>({2 * largest, total, 64 << 10});
+    scratch.arena_bytes = std::min<uint64_t>(
+        device_arena, (want + abi::kArenaAlignment - 1) / abi::kArenaAlignment * abi::kArenaAlignment);
+    scratch.full_policy = abi::FullPolicy::kDrop;
+    if (t.thread >= kMaxDumpThreads) continue;
+    auto created = DumpRegion::Create(scratch);
+    if (!created.ok()) return created.status();
+    const DumpRegion& region = **created;
+    auto transport = MakeTransport(Platform::kA2a3Sim, region);
+    if (!transport.ok()) return transport.status();
+    {
+      DumpRecorder recorder(region);
+      recorder.thread(t.thread).RecordTask(task, abi::Stage::kAfterCompletion,
+                                           abi::kFlagInFlightSnapshot);
+      recorder.thread(t.thread).Flush();
+    }
     uint32_t buffer;
     for (;;) {
-      auto popped = (*transport)->PopReady(t, &buffer);
+      auto popped = (*transport)->PopReady(t.thread, &buffer);
       if (!popped.ok()) return popped.status();
       if (!*popped) break;
-      Collected collected = CollectBuffer(**transport, t, buffer);
+      Collected collected = CollectBuffer(**transport, t.thread, buffer);
       for (Pair& p : collected.pairs) {
         p.acks = 0;  // the scratch region's, not the device's
         delta.snapshot_records += p.record != nullptr;

@@ -114,6 +114,7 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   result.exception_dumps = finished->exception_dumps;
   result.device_crashed = finished->device_crashed;
   result.device_crash = finished->device_crash;
+  result.dump_status = finished->dump_status;
   result.wrote_capture = finished->wrote_capture;
   result.capture = finished->capture;
   result.tensors = std::move(tensors).value();
@@ -141,8 +142,13 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
   if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
   if (r.device_crashed) {
     absl::StrAppend(&s, "device crash: ", r.device_crash,
-                    " (the capture holds every record made before, the running tasks' outputs "
-                    "flagged in-flight, and device_crash)\n");
+                    r.wrote_capture || !r.capture.empty()
+                        ? " (the capture holds every record made before, the running tasks' "
+                          "outputs flagged in-flight, and device_crash)\n"
+                        : "\n");
+  }
+  if (!r.dump_status.ok()) {
+    absl::StrAppend(&s, "capture: incomplete: ", r.dump_status.ToString(), "\n");
   }
   for (const std::string& dir : r.exception_dumps) {
     const bool crash = dir.find("/crash_") != std::string::npos;

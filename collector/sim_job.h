@@ -88,6 +88,9 @@ struct SimJobResult {
   // device_process: the device process died; how, in one line.
   bool device_crashed = false;
   std::string device_crash;
+  // Set when the capture is incomplete (a dead device's run goes on to its
+  // summary; any other run fails on it instead).
+  absl::Status dump_status;
   // Streamed captures: records sent to the service, and acknowledged.
   uint64_t sent_records = 0, acked_records = 0;
   // The level the dump ran at, from which step on (one entry per change).

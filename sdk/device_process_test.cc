@@ -17,6 +17,8 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "absl/strings/escaping.h"
@@ -497,10 +499,12 @@ TEST(DeviceProcessTest, FinishWithoutRunDevice) {
 // in this process (unwinding past the fork would run the rest of the test
 // suite in the device process as well).
 TEST(DeviceProcessTest, AnExceptionOutOfTheFunctionIsItsStatus) {
-  const std::string root = FreshTempDir("device_throws");
+  for (bool device_process : {true, false}) {  // the same in either process
+  SCOPED_TRACE(device_process ? "device process" : "in process");
+  const std::string root = FreshTempDir(absl::StrCat("device_throws_", device_process));
   Kernels k = MakeKernels(Death::kNone);
   const pid_t test_pid = ::getpid();
-  auto session = SimSession::Open(k.registry, Options(root, 2, true));
+  auto session = SimSession::Open(k.registry, Options(root, 2, device_process));
   ASSERT_TRUE(session.ok()) << session.status();
   absl::Status st;
   try {
@@ -520,6 +524,37 @@ TEST(DeviceProcessTest, AnExceptionOutOfTheFunctionIsItsStatus) {
   EXPECT_FALSE(r->device_crashed) << r->device_crash;
   EXPECT_EQ(r->tasks_completed, 3u);
   EXPECT_GT(r->records, 0u);
+  }
+}
+
+// A refused fork (another thread) may be tried again once the thread is gone.
+TEST(DeviceProcessTest, ARefusedForkMayBeTriedAgain) {
+  const std::string root = FreshTempDir("device_retry");
+  Kernels k = MakeKernels(Death::kNone);
+  auto session = SimSession::Open(k.registry, Options(root, 2, true));
+  ASSERT_TRUE(session.ok()) << session.status();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::thread other([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+  });
+  auto work = [&](SimSession& s) { return Workload(s, k, true); };
+  const absl::Status refused = (*session)->RunDevice(work);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  other.join();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  const absl::Status ran = (*session)->RunDevice(work);
+  EXPECT_TRUE(ran.ok()) << ran;
+  auto r = (*session)->Finish();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->run_status.ok()) << r->run_status;
+  EXPECT_EQ(r->tasks_completed, 3u);
 }
 
 // A process the function forks (a helper without exec) holds the report

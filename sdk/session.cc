@@ -669,6 +669,29 @@ absl::Status StatusOf(const v1::DeviceStatus& s) {
 
 }  // namespace
 
+namespace {
+
+// The orchestration function's status; an exception out of it is one too
+// (on the device it must not unwind past the fork: the caller's code, the
+// rest of a test suite, would run on in the device process), in either
+// process, so the two behave alike.
+absl::Status CallOrchestration(const std::function<absl::Status(SimSession&)>& orchestration,
+                               SimSession& session, const char* where) {
+  absl::Status fn;
+  try {
+    return orchestration(session);
+  } catch (const std::exception& e) {
+    fn = absl::UnknownError(absl::StrCat("RunDevice's function threw ", where, ": ", e.what()));
+  } catch (...) {
+    fn = absl::UnknownError(
+        absl::StrCat("RunDevice's function threw ", where, " (not a std::exception)"));
+  }
+  Print(DumpLog::kError, std::string(fn.message()));
+  return fn;
+}
+
+}  // namespace
+
 std::string SimSession::Impl::RunInDevice(
     const std::function<absl::Status(SimSession&)>& orchestration, SimSession& session) {
   in_device = true;
@@ -683,19 +706,8 @@ std::string SimSession::Impl::RunInDevice(
   // An exception out of the function must end here: unwinding past the
   // fork would run the caller's code (the rest of a test suite) in this
   // process. It is the function's status instead.
-  absl::Status fn = started;
-  if (started.ok()) {
-    bool threw = true;
-    try {
-      fn = orchestration(session);
-      threw = false;
-    } catch (const std::exception& e) {
-      fn = absl::UnknownError(absl::StrCat("RunDevice's function threw on the device: ", e.what()));
-    } catch (...) {
-      fn = absl::UnknownError("RunDevice's function threw on the device (not a std::exception)");
-    }
-    if (threw) Print(DumpLog::kError, std::string(fn.message()));
-  }
+  const absl::Status fn =
+      started.ok() ? CallOrchestration(orchestration, session, "on the device") : started;
   SetStatus(fn, r.mutable_orchestration());
   SetStatus(started.ok() ? runtime->Synchronize() : started, r.mutable_run_status());
   r.set_tasks_submitted(runtime->tasks_submitted());
@@ -749,9 +761,11 @@ absl::Status SimSession::Impl::RunIsolated(
       flight.get(), [this, &orchestration, &session] { return RunInDevice(orchestration, session); },
       [this] { OnHostGone(); });
   if (!started.ok()) {
-    device_error = started.status();
+    device_error = started.status();  // RunDevice may be tried again
     return started.status();
   }
+  device_ran = true;
+  device_error = absl::OkStatus();
   device = std::move(started).value();
   if (capture) {
     if (absl::Status st = StartCollecting(); !st.ok()) {
@@ -791,14 +805,13 @@ absl::Status SimSession::RunDevice(
   if (!s.isolated) {
     if (s.wiring.device_started && !s.device_ran) s.wiring.device_started();
     s.device_ran = true;
-    return orchestration(*this);
+    return CallOrchestration(orchestration, *this, "in this process");
   }
   if (s.device_ran) {
     return absl::FailedPreconditionError(
         "RunDevice: the device process of this session ran already (one per session)");
   }
-  s.device_ran = true;
-  return s.RunIsolated(orchestration, *this);
+  return s.RunIsolated(orchestration, *this);  // sets device_ran once it forked
 }
 
 SimSession::~SimSession() {
@@ -1067,8 +1080,7 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   SessionResult r;
   r.name = name;
   if (isolated) {
-    if (!device_ran) {
-      device_ran = true;  // a session with no device work: an empty run
+    if (!device_ran) {  // a session with no device work: an empty run
       RunIsolated([](SimSession&) { return absl::OkStatus(); }, *owner).IgnoreError();
     }
     FromDevice(&r);
@@ -1109,7 +1121,9 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   report.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!dump_status.ok()) {
-    if (wiring.strict) {
+    // A dead device is the run's answer (its result says what the capture
+    // kept); only a run that otherwise worked fails on the dump.
+    if (wiring.strict && !r.device_crashed) {
       if (remote_sink == nullptr) return dump_status;
       return absl::Status(dump_status.code(),
                           absl::StrCat(dump_status.message(), " (", report.sent_records,

@@ -289,6 +289,24 @@ TEST(DeviceCrashCliTest2, AStoppedDeviceEndsWhenTheHostDies) {
               HasSubstr(absl::StrCat("the host process (pid ", run->process->pid(), ") is gone")));
 }
 
+// Under an address-space limit the crash path still ends in exit 3 with
+// its summary (the host's snapshot region is sized to what it holds).
+// Not under a sanitizer: its shadow memory does not fit under ulimit -v.
+TEST(DeviceCrashCliTest2, ACrashUnderAMemoryLimitIsStillReported) {
+  if (kSanitizerBuild) GTEST_SKIP() << "ulimit -v and sanitizer shadow memory";
+  const std::string root = FreshTempDir("crash_cli_ulimit");
+  auto run = StartSim({"/bin/bash", "-c",
+                       "ulimit -v 1500000 && exec \"$0\" --workload crash_example --dump-args 2 "
+                       "--output-prefix \"$1\"",
+                       Runfile("collector/sim_run"), root + "/run"},
+                      root + "/run.out");
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_TRUE(Finish(&*run).ok());
+  EXPECT_EQ(ExitCode(run->status), 3) << run->process->stderr_text() << run->stdout_text;
+  EXPECT_THAT(run->stdout_text, HasSubstr("device crash: the device process was killed by SIGSEGV"));
+  EXPECT_THAT(run->stdout_text, HasSubstr("1 in-flight snapshots"));
+}
+
 // The host (sim_run) killed while a kernel runs: the device process sees
 // it go, stops by itself (nothing more dispatched, the waiting kernel
 // cancelled) and says what it dropped, counted as host gone.
