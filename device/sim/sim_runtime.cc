@@ -89,6 +89,8 @@ SimRuntime::SimRuntime(SimConfig config, const KernelRegistry& kernels,
   step_dump_.warnings.clear();
   step_levels_.push_back({0, step_dump_.on ? static_cast<uint32_t>(step_dump_.config.level) : 0});
   completions_.resize(config_.scheduler_threads);
+  waiting_.assign(config_.scheduler_threads, kNotWaiting);
+  completions_queued_ = std::make_unique<std::atomic<uint32_t>[]>(config_.scheduler_threads);
   for (uint32_t i = 0; i < config_.scheduler_threads; ++i) {
     scheduler_cv_.push_back(std::make_unique<std::condition_variable>());
   }
@@ -610,8 +612,16 @@ void SimRuntime::AddDependency(Task* task, Task* on) {
 
 void SimRuntime::MakeReady(Task* task) {
   ready_.push_back(task);
-  if (started_) {
-    for (auto& cv : scheduler_cv_) cv->notify_one();
+  if (!started_) return;
+  // One scheduler that can take it; the next ready task wakes another. If
+  // none waits with room, the busy ones see ready_ before they wait, and a
+  // full one takes it after its next completion.
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    if (waiting_[i] == kWaitingWithRoom) {
+      waiting_[i] = kNotWaiting;
+      scheduler_cv_[i]->notify_one();
+      return;
+    }
   }
 }
 
@@ -686,6 +696,26 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
   StopScheduler(scheduler);
 }
 
+namespace {
+
+// Spins (pause instructions, ~140 cycles each on this machine class) a
+// worker and a scheduler spend looking for their next job / completion
+// before they sleep on a condition variable: up to ~0.1 ms and ~20 us.
+// Measured with sim_runtime_benchmark on 2 cores (4 schedulers, 4 workers):
+// tiny tasks at level 0 went from 118 k to 620-690 k tasks/s, a held step
+// of 10^5 tasks from ~200 k to ~250 k; a longer scheduler spin starves the
+// workers, a shorter worker spin brings the futex hand-offs back.
+constexpr int kWorkerSpins = 2000;
+constexpr int kSchedulerSpins = 400;
+
+inline void CpuPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
 bool SimRuntime::WaitForWork(SchedulerThread& scheduler, std::vector<Task*>* done,
                              std::vector<Task*>* dispatch) {
   const uint32_t max_inflight = config_.max_inflight_per_scheduler;
@@ -695,18 +725,38 @@ bool SimRuntime::WaitForWork(SchedulerThread& scheduler, std::vector<Task*>* don
            (!ready_.empty() && !held_ && scheduler.inflight.size() < max_inflight);
   };
   std::condition_variable& cv = *scheduler_cv_[scheduler.index];
-  if (scheduler.inflight.empty()) {
-    cv.wait(lock, wake);
-  } else {
-    // Wake for the hang deadline, and in time to reap ops past op-execute.
-    Clock::time_point deadline = scheduler.last_progress + timeouts_.scheduler;
-    for (Task* t : scheduler.inflight) {
-      deadline = std::min(deadline, t->dispatched_at + timeouts_.op_execute);
+  if (!wake() && !scheduler.inflight.empty()) {
+    // A completion usually comes soon: look for one for a moment before
+    // sleeping, so the worker's hand-off needs no futex wake.
+    lock.unlock();
+    for (int spin = 0;
+         spin < kSchedulerSpins &&
+         completions_queued_[scheduler.index].load(std::memory_order_relaxed) == 0;
+         ++spin) {
+      CpuPause();
     }
-    cv.wait_until(lock, deadline, wake);
+    lock.lock();
   }
+  // Wake for the hang deadline, and in time to reap ops past op-execute.
+  Clock::time_point deadline = scheduler.last_progress + timeouts_.scheduler;
+  for (Task* t : scheduler.inflight) {
+    deadline = std::min(deadline, t->dispatched_at + timeouts_.op_execute);
+  }
+  // Marked waiting before every sleep (MakeReady clears the mark of the one
+  // it wakes, so that the next ready task wakes another).
+  const uint8_t mark = scheduler.inflight.size() < max_inflight ? kWaitingWithRoom : kWaitingFull;
+  while (!wake()) {
+    waiting_[scheduler.index] = mark;
+    if (scheduler.inflight.empty()) {
+      cv.wait(lock);
+    } else if (cv.wait_until(lock, deadline) == std::cv_status::timeout) {
+      break;
+    }
+  }
+  waiting_[scheduler.index] = kNotWaiting;
   if (stop_ || hang_ || failed_) return false;
   done->swap(completions_[scheduler.index]);
+  completions_queued_[scheduler.index].store(0, std::memory_order_relaxed);
   while (!ready_.empty() && !held_ &&
          scheduler.inflight.size() + dispatch->size() < max_inflight) {
     dispatch->push_back(ready_.front());
@@ -783,8 +833,11 @@ void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Tas
     {
       std::lock_guard<std::mutex> lock(jobs_mu_);
       for (uint32_t i = 0; i < t->func_ids.size(); ++i) jobs_.push_back(Job{t, i});
+      jobs_queued_.store(jobs_.size(), std::memory_order_relaxed);
     }
-    jobs_cv_.notify_all();
+    // One worker per job: waking every idle worker for each (a herd that
+    // finds one job) was most of the dispatch cost.
+    for (size_t i = 0; i < t->func_ids.size(); ++i) jobs_cv_.notify_one();
     scheduler.last_progress = Clock::now();
   }
 }
@@ -872,11 +925,19 @@ void SimRuntime::WorkerLoop(uint32_t worker) {
   for (;;) {
     Job job;
     {
+      // A job usually follows soon (the scheduler dispatches the next task
+      // of the stream as this one's completion is taken): look for a moment
+      // before sleeping, so the hand-off needs no futex wake.
+      for (int spin = 0; spin < kWorkerSpins && jobs_queued_.load(std::memory_order_relaxed) == 0;
+           ++spin) {
+        CpuPause();
+      }
       std::unique_lock<std::mutex> lock(jobs_mu_);
       jobs_cv_.wait(lock, [&] { return jobs_stop_ || !jobs_.empty(); });
       if (jobs_stop_) return;
       job = jobs_.front();
       jobs_.pop_front();
+      jobs_queued_.store(jobs_.size(), std::memory_order_relaxed);
     }
     Task* t = job.task;
     absl::Status status;
@@ -908,6 +969,7 @@ void SimRuntime::WorkerLoop(uint32_t worker) {
     }
     if (--t->subtasks_left == 0) {
       completions_[t->scheduler].push_back(t);
+      completions_queued_[t->scheduler].store(1, std::memory_order_relaxed);
       scheduler_cv_[t->scheduler]->notify_one();
     }
   }

@@ -249,6 +249,15 @@ class SimRuntime {
   std::deque<Task*> ready_;
   std::vector<std::vector<Task*>> completions_;  // per scheduler
   std::vector<std::unique_ptr<std::condition_variable>> scheduler_cv_;
+  // Per scheduler, while it waits in WaitForWork: kWaitingWithRoom when it
+  // could dispatch another task, kWaitingFull when it waits for completions
+  // only. MakeReady wakes one scheduler with room, not every scheduler (a
+  // scheduler not waiting looks at ready_ before it waits).
+  enum : uint8_t { kNotWaiting = 0, kWaitingFull = 1, kWaitingWithRoom = 2 };
+  std::vector<uint8_t> waiting_;
+  // Per scheduler, 1 while completions_ holds some (a hint its spin reads
+  // without mu_; set and cleared under mu_).
+  std::unique_ptr<std::atomic<uint32_t>[]> completions_queued_;
   std::condition_variable sync_cv_;
   uint64_t next_buffer_id_ = 1;
   uint64_t completed_ = 0;
@@ -272,6 +281,9 @@ class SimRuntime {
   std::mutex jobs_mu_;
   std::condition_variable jobs_cv_;
   std::deque<Job> jobs_;
+  // jobs_.size(), readable without jobs_mu_ (a worker's spin before it
+  // sleeps; a hint only: the queue itself is read under the mutex).
+  std::atomic<size_t> jobs_queued_{0};
   bool jobs_stop_ = false;
 
   std::vector<std::thread> schedulers_;
