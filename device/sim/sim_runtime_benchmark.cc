@@ -7,7 +7,14 @@
 #include <cstdlib>
 #include <vector>
 
+#include <atomic>
+#include <memory>
+#include <thread>
+
 #include "benchmark/benchmark.h"
+#include "device/host_endpoint.h"
+#include "device/recorder.h"
+#include "device/region.h"
 #include "device/sim/kernels.h"
 #include "device/sim/sim_runtime.h"
 #include "device/sim/tiny_tasks.h"
@@ -20,19 +27,67 @@ void BM_SimLevel0(benchmark::State& state) {
 }
 BENCHMARK(BM_SimLevel0)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A host that takes every published buffer of every recording thread and
+// gives it back at once (acknowledging its payloads, copying nothing): the
+// device side of the dump is what a level > 0 run times.
+class NullHost {
+ public:
+  explicit NullHost(const DumpRegion& region) : endpoint_(region) {
+    thread_ = std::thread([this] {
+      const uint32_t n = endpoint_.region().num_threads();
+      while (!stop_.load(std::memory_order_relaxed)) {
+        bool any = false;
+        for (uint32_t t = 0; t < n; ++t) {
+          uint32_t buffer = 0;
+          auto popped = endpoint_.PopReady(t, &buffer);
+          if (!popped.ok() || !*popped) continue;
+          any = true;
+          endpoint_.AckPayloads(t, endpoint_.region().buffer_header(buffer).payload_records);
+          endpoint_.ReturnBuffer(t, buffer);
+        }
+        if (!any) std::this_thread::yield();
+      }
+    });
+  }
+  ~NullHost() {
+    stop_.store(true);
+    thread_.join();
+  }
+
+ private:
+  HostEndpoint endpoint_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 // One step of `n` tasks queued while dispatch is held (as sim_run submits a
-// step), then run: every task reads a shared input (a fan-out whose reader
+// step), then run, at dump level arg 1 (0: no recorder; 2: every arg, 64-byte
+// payloads, drained by a NullHost): every task reads a shared input (a fan-out whose reader
 // list grows with the step) and, in one of 64 streams, reads one buffer of
 // the stream and writes the other, turn about (so writers follow readers).
 // Submit must stay O(1) amortised: tasks/s is flat from 10^4 to 10^6.
 void BM_StepOfTasks(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
+  const int level = static_cast<int>(state.range(1));
   const uint16_t add = *BuiltinKernels().IdOf("add");
   SimConfig c;
   c.timeouts.emplace();
   double submit_s = 0;
   for (auto _ : state) {
-    SimRuntime runtime(c, BuiltinKernels(), /*recorder=*/nullptr);
+    std::unique_ptr<DumpRegion> region;
+    std::unique_ptr<DumpRecorder> recorder;
+    std::unique_ptr<NullHost> host;
+    if (level > 0) {
+      DumpRegionConfig rc;
+      rc.level = static_cast<abi::DumpLevel>(level);
+      rc.num_threads = c.scheduler_threads;
+      rc.arena_bytes = 16 << 20;
+      rc.full_policy = abi::FullPolicy::kStall;
+      region = std::move(DumpRegion::Create(rc)).value();
+      recorder = std::make_unique<DumpRecorder>(*region);
+      host = std::make_unique<NullHost>(*region);
+    }
+    SimRuntime runtime(c, BuiltinKernels(), recorder.get());
     const Tensor shared = *runtime.Alloc(DataType::kFloat32, {16});
     std::vector<Tensor> ring;
     for (int i = 0; i < 128; ++i) ring.push_back(*runtime.Alloc(DataType::kFloat32, {16}));
@@ -57,9 +112,12 @@ void BM_StepOfTasks(benchmark::State& state) {
       static_cast<double>(state.iterations()) * n / submit_s);
 }
 BENCHMARK(BM_StepOfTasks)
-    ->Arg(10000)
-    ->Arg(100000)
-    ->Arg(1000000)
+    ->Args({10000, 0})
+    ->Args({100000, 0})
+    ->Args({1000000, 0})
+    ->Args({10000, 2})
+    ->Args({100000, 2})
+    ->Args({1000000, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(1);
