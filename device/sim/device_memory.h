@@ -31,10 +31,12 @@ class DeviceMemory {
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
-  // `bytes` zero-filled bytes, page-aligned; ResourceExhausted when the
-  // reservation is used up. Thread-safe.
+  // `bytes` zero-filled bytes: page-aligned from a megabyte on, else
+  // 64-byte aligned; ResourceExhausted when the reservation is used up.
+  // Thread-safe.
   absl::StatusOr<uint8_t*> Allocate(uint64_t bytes);
-  // Gives back what Allocate(bytes) returned (its pages are released).
+  // Gives back what Allocate(bytes) returned (a large buffer's pages are
+  // released at once).
   void Free(uint8_t* data, uint64_t bytes);
 
   // RAM + swap: what the machine could back.
@@ -59,7 +61,8 @@ class DeviceMemory {
   uint8_t* base_;
   uint64_t size_;
   std::mutex mu_;
-  uint64_t next_ = 0;                  // untouched from here on
+  uint64_t next_ = 0;                  // unallocated from here on
+  uint64_t high_water_ = 0;            // never handed out from here on (reads zero)
   std::map<uint64_t, uint64_t> free_;  // freed ranges: offset -> bytes
 };
 

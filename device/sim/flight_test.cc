@@ -18,20 +18,45 @@ TEST(DeviceMemoryTest, AllocatesFreesReusesAndCoalesces) {
   auto memory = DeviceMemory::Create(uint64_t{1} << 24);  // 16 MiB
   ASSERT_TRUE(memory.ok()) << memory.status();
   DeviceMemory& m = **memory;
+  // Small buffers: 64-byte aligned, packed.
   auto a = m.Allocate(100), b = m.Allocate(5000), c = m.Allocate(64);
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   EXPECT_EQ(m.OffsetOf(*a), 0u);
-  EXPECT_EQ(m.OffsetOf(*b), 4096u);           // page-aligned
-  EXPECT_EQ(m.OffsetOf(*c), 4096u + 8192u);
+  EXPECT_EQ(m.OffsetOf(*b), 128u);
+  EXPECT_EQ(m.OffsetOf(*c), 128u + 5056u);
+  std::memset(*a, 0xAB, 100);
   std::memset(*b, 0xAB, 5000);
   m.Free(*a, 100);
-  m.Free(*b, 5000);  // merges with a's range: 12 KiB free at 0
-  auto d = m.Allocate(3 * 4096);
+  m.Free(*b, 5000);  // merges with a's range: 5184 bytes free at 0
+  auto d = m.Allocate(5184);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(*d, *a);
-  EXPECT_EQ((*d)[4096], 0) << "a freed range reads as zero when reused";
-  m.Free(*c, 64);  // the end goes back to untouched space
-  m.Free(*d, 3 * 4096);
+  for (uint64_t i = 0; i < 5184; ++i) ASSERT_EQ((*d)[i], 0) << "reused bytes read as zero: " << i;
+  // A large buffer: page-aligned, its pages given back when freed and zero
+  // when the range is reused, also where small buffers had been.
+  auto big = m.Allocate(uint64_t{2} << 20);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(m.OffsetOf(*big) % 4096, 0u);
+  std::memset(*big, 0xCD, uint64_t{2} << 20);
+  m.Free(*big, uint64_t{2} << 20);
+  m.Free(*c, 64);
+  m.Free(*d, 5184);
+  auto again = m.Allocate(uint64_t{3} << 20);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[0], 0);
+  EXPECT_EQ((*again)[(uint64_t{2} << 20) - 1], 0);
+  m.Free(*again, uint64_t{3} << 20);
+  // Small again, at the start of what was handed out before: zero.
+  auto small = m.Allocate(4000);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(m.OffsetOf(*small), 0u);
+  std::memset(*small, 0x11, 4000);
+  m.Free(*small, 4000);
+  auto reused = m.Allocate(8000);
+  ASSERT_TRUE(reused.ok());
+  for (uint64_t i = 0; i < 8000; ++i) ASSERT_EQ((*reused)[i], 0) << i;
+  m.Free(*reused, 8000);
+  // Everything freed: the whole reservation is one range again.
   auto whole = m.Allocate(m.size());
   ASSERT_TRUE(whole.ok()) << whole.status();
   EXPECT_EQ(m.Allocate(1).status().code(), absl::StatusCode::kResourceExhausted);
