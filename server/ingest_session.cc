@@ -377,6 +377,10 @@ void IngestSession::RunEffects(std::unique_lock<std::mutex> lock) {
     effects_.pop_front();
     lock.unlock();
     effect();
+    // Let go of what the effect holds before the lock is taken again: its
+    // capture may be the last reference, and ~Capture joins the writer,
+    // whose job (a Barrier's callback) may be waiting for this lock.
+    effect = nullptr;
     lock.lock();
   }
   running_effects_ = false;
