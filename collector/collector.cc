@@ -346,6 +346,16 @@ void Collector::ShardLoop(uint32_t index) {
   }
 }
 
+void Collector::WriteNow(Collected collected) {
+  std::deque<Collected> batch;
+  {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    AssignBinOffsets(&collected);
+  }
+  batch.push_back(std::move(collected));
+  WriteBatch(batch);
+}
+
 void Collector::WriterLoop() {
   for (;;) {
     std::deque<Collected> batch;
@@ -455,14 +465,7 @@ absl::Status Collector::Reconcile() {
       CollectorStats delta;
       for (const Pair& p : collected.pairs) delta.recovered_records += p.record != nullptr;
       AddStats(delta);
-      // The writer thread has stopped: write here, through the same path.
-      std::deque<Collected> batch;
-      {
-        std::lock_guard<std::mutex> lock(writer_mu_);
-        AssignBinOffsets(&collected);
-      }
-      batch.push_back(std::move(collected));
-      WriteBatch(batch);
+      WriteNow(std::move(collected));
     }
     const DeviceThreadCounters c = transport_->ReadCounters(t);
     total.dropped += c.dropped;
@@ -544,13 +547,7 @@ absl::Status Collector::RecordSnapshots(const std::vector<SnapshotTask>& tasks) 
         p.acks = 0;  // the scratch region's, not the device's
         delta.snapshot_records += p.record != nullptr;
       }
-      std::deque<Collected> batch;
-      {
-        std::lock_guard<std::mutex> lock(writer_mu_);
-        AssignBinOffsets(&collected);
-      }
-      batch.push_back(std::move(collected));
-      WriteBatch(batch);
+      WriteNow(std::move(collected));
     }
   }
   AddStats(delta);

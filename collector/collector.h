@@ -147,6 +147,9 @@ class Collector {
   // Assigns bin offsets in order under the narrow lock and queues the pairs.
   void SubmitPairs(Collected collected);
   void WriteBatch(std::deque<Collected>& batch);
+  // After Stop (the writer thread is gone): one buffer's pairs, written on
+  // this thread through the same path.
+  void WriteNow(Collected collected);
   void NoteError(const absl::Status& status);
   void AddStats(const CollectorStats& delta);
 

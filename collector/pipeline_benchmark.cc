@@ -43,20 +43,16 @@ std::string Scratch(const std::string& name) { return ProcessTempPath("argsdump_
 
 constexpr uint64_t kArenaBytes = 16 << 20;  // per device thread
 
-// CPU seconds (user + system) of the whole process so far.
+// CPU seconds (user + system) so far of this process and of the children
+// it waited for (a forked device).
 double ProcessCpuSeconds() {
-  struct rusage u;
-  ::getrusage(RUSAGE_SELF, &u);
-  auto s = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-  return s(u.ru_utime) + s(u.ru_stime);
-}
-
-// CPU seconds of the children waited for so far (a forked device).
-double ChildrenCpuSeconds() {
-  struct rusage u;
-  ::getrusage(RUSAGE_CHILDREN, &u);
-  auto s = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-  return s(u.ru_utime) + s(u.ru_stime);
+  auto seconds = [](int who) {
+    struct rusage u;
+    ::getrusage(who, &u);
+    auto s = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+    return s(u.ru_utime) + s(u.ru_stime);
+  };
+  return seconds(RUSAGE_SELF) + seconds(RUSAGE_CHILDREN);
 }
 
 // Minor page faults of this process and its waited-for children so far.
@@ -103,7 +99,7 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
   auto sink = *LocalSink::Create(dir + "/args_dump", info);
   DumpRecorder recorder(*region);
   const uint64_t f0 = MinorFaults();
-  const double c0 = ProcessCpuSeconds() + ChildrenCpuSeconds();
+  const double c0 = ProcessCpuSeconds();
   const auto t0 = std::chrono::steady_clock::now();
   auto run_device = [&] {
     std::vector<std::thread> device;
@@ -140,11 +136,11 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
   }
   run.ok = collector.Stop().ok() && collector.Reconcile().ok();
   const auto t1 = std::chrono::steady_clock::now();
-  const double c1 = ProcessCpuSeconds() + ChildrenCpuSeconds();
+  const double c1 = ProcessCpuSeconds();
   run.minor_faults = MinorFaults() - f0;
   run.ok = collector.Export().ok() && run.ok;
   const auto t2 = std::chrono::steady_clock::now();
-  const double c2 = ProcessCpuSeconds() + ChildrenCpuSeconds();
+  const double c2 = ProcessCpuSeconds();
   run.streaming_cpu = c1 - c0;
   run.export_cpu = c2 - c1;
   run.streaming_seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -192,18 +188,26 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
   state.SetBytesProcessed(bytes);
 }
 
-void BM_PipelineMetadata(benchmark::State& state) {
-  std::vector<DumpScalarArg> scalars(16);
-  for (uint32_t i = 0; i < scalars.size(); ++i) {
-    scalars[i].dtype = DataType::kInt32;
-    scalars[i].bits = i;
-    scalars[i].arg_index = i;
-  }
+// 16 int32 scalars per task: metadata-only records.
+struct MetadataTask {
+  std::vector<DumpScalarArg> scalars = std::vector<DumpScalarArg>(16);
   DumpTask task;
-  task.func_count = 1;
-  task.scalars = scalars.data();
-  task.scalar_count = static_cast<uint32_t>(scalars.size());
-  RunPipeline(state, task, scalars.size(), abi::DumpLevel::kFull);
+  MetadataTask() {
+    for (uint32_t i = 0; i < scalars.size(); ++i) {
+      scalars[i].dtype = DataType::kInt32;
+      scalars[i].bits = i;
+      scalars[i].arg_index = i;
+    }
+    task.func_count = 1;
+    task.scalars = scalars.data();
+    task.scalar_count = static_cast<uint32_t>(scalars.size());
+  }
+  MetadataTask(const MetadataTask&) = delete;
+};
+
+void BM_PipelineMetadata(benchmark::State& state) {
+  const MetadataTask metadata;
+  RunPipeline(state, metadata.task, metadata.scalars.size(), abi::DumpLevel::kFull);
 }
 BENCHMARK(BM_PipelineMetadata)->Arg(1024)->Arg(32768)->Unit(benchmark::kMillisecond)->UseManualTime();
 
@@ -353,19 +357,8 @@ PipelineRun PipelineInFreshProcess(bool payload_case, uint64_t per_thread, bool 
 }
 
 struct PipelineCase {
-  std::vector<DumpScalarArg> scalars = std::vector<DumpScalarArg>(16);
-  DumpTask metadata;
+  MetadataTask metadata;
   PayloadTask payload;
-  PipelineCase() {
-    for (uint32_t i = 0; i < scalars.size(); ++i) {
-      scalars[i].dtype = DataType::kInt32;
-      scalars[i].bits = i;
-      scalars[i].arg_index = i;
-    }
-    metadata.func_count = 1;
-    metadata.scalars = scalars.data();
-    metadata.scalar_count = static_cast<uint32_t>(scalars.size());
-  }
 };
 
 // --pipeline_run=<payload 0|1>,<per_thread>,<isolated 0|1>: one run, its
@@ -375,8 +368,8 @@ int PipelineRunMain(const char* spec) {
   unsigned long long per_thread = 0;
   if (std::sscanf(spec, "%d,%llu,%d", &payload_case, &per_thread, &isolated) != 3) return 2;
   const PipelineCase c;
-  const PipelineRun run = PipelineOnce(payload_case ? c.payload.task : c.metadata,
-                                       payload_case ? 1 : c.scalars.size(),
+  const PipelineRun run = PipelineOnce(payload_case ? c.payload.task : c.metadata.task,
+                                       payload_case ? 1 : c.metadata.scalars.size(),
                                        abi::DumpLevel::kFull, per_thread, isolated != 0);
   std::printf("%d %.9f %.9f %.9f %.9f %llu %llu %llu\n", run.ok ? 1 : 0, run.streaming_seconds,
               run.export_seconds, run.streaming_cpu, run.export_cpu,
@@ -395,8 +388,8 @@ void BM_DeviceProcessRatios(benchmark::State& state) {
   const PipelineCase c;
   auto run = [&](bool isolated) {
     if (fresh) return PipelineInFreshProcess(payload_case, per_thread, isolated);
-    return PipelineOnce(payload_case ? c.payload.task : c.metadata,
-                        payload_case ? 1 : c.scalars.size(), abi::DumpLevel::kFull, per_thread,
+    return PipelineOnce(payload_case ? c.payload.task : c.metadata.task,
+                        payload_case ? 1 : c.metadata.scalars.size(), abi::DumpLevel::kFull, per_thread,
                         isolated);
   };
   std::vector<double> ratios;

@@ -70,20 +70,8 @@ bool WriteAll(int fd, const std::string& bytes) {
 }  // namespace
 
 std::string SignalName(int signal) {
-  switch (signal) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGABRT: return "SIGABRT";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGSYS: return "SIGSYS";
-    default: return absl::StrCat("signal ", signal);
-  }
+  const char* abbrev = ::sigabbrev_np(signal);  // "SEGV"; null for none
+  return abbrev != nullptr ? absl::StrCat("SIG", abbrev) : absl::StrCat("signal ", signal);
 }
 
 int DeviceProcess::ThreadCount() {

@@ -213,6 +213,29 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
+// Another thread of this process, idle until destroyed.
+class IdleThread {
+ public:
+  IdleThread() : thread_([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return release_; });
+  }) {}
+  ~IdleThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      release_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool release_ = false;
+  std::thread thread_;
+};
+
 struct Case {
   Death death;
   int level;
@@ -461,20 +484,9 @@ TEST(DeviceProcessTest, RefusesToForkAProcessWithThreads) {
   Kernels k = MakeKernels(Death::kNone);
   auto session = SimSession::Open(k.registry, Options(root, 2, true));
   ASSERT_TRUE(session.ok()) << session.status();
-  std::mutex mu;
-  std::condition_variable cv;
-  bool release = false;
-  std::thread other([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return release; });
-  });
+  auto other = std::make_unique<IdleThread>();
   absl::Status st = (*session)->RunDevice([](SimSession&) { return absl::OkStatus(); });
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
-  other.join();
+  other.reset();
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
   EXPECT_THAT(st.message(), HasSubstr("runs 1 other thread(s)"));
   auto r = (*session)->Finish();
@@ -533,21 +545,10 @@ TEST(DeviceProcessTest, ARefusedForkMayBeTriedAgain) {
   Kernels k = MakeKernels(Death::kNone);
   auto session = SimSession::Open(k.registry, Options(root, 2, true));
   ASSERT_TRUE(session.ok()) << session.status();
-  std::mutex mu;
-  std::condition_variable cv;
-  bool release = false;
-  std::thread other([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return release; });
-  });
+  auto other = std::make_unique<IdleThread>();
   auto work = [&](SimSession& s) { return Workload(s, k, true); };
   const absl::Status refused = (*session)->RunDevice(work);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
-  other.join();
+  other.reset();
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
   const absl::Status ran = (*session)->RunDevice(work);
   EXPECT_TRUE(ran.ok()) << ran;

@@ -114,6 +114,14 @@ absl::Status Finish(SimRun* r) {
   return absl::OkStatus();
 }
 
+// The pid crash_wait's line names ("crash_wait: waiting to be killed (pid N)").
+bool DevicePid(const std::string& line, pid_t* pid) {
+  const size_t at = line.find("(pid ");
+  if (at == std::string::npos) return false;
+  const size_t from = at + 5;
+  return absl::SimpleAtoi(line.substr(from, line.find(')', from) - from), pid);
+}
+
 int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status); }
 
 struct Case {
@@ -178,9 +186,8 @@ TEST_P(DeviceCrashCliTest, ExitsThreeAndKeepsWhatWasRecorded) {
     std::string line;
     ASSERT_TRUE(run->process->WaitForLine("crash_wait: waiting to be killed (pid ", kBound, &line))
         << run->process->stderr_text();
-    const size_t at = line.find("(pid ") + 5;
     pid_t device = 0;
-    ASSERT_TRUE(absl::SimpleAtoi(line.substr(at, line.find(')', at) - at), &device)) << line;
+    ASSERT_TRUE(DevicePid(line, &device)) << line;
     EXPECT_NE(device, run->process->pid()) << "the kernel ran in sim_run's own process";
     ASSERT_EQ(::kill(device, SIGKILL), 0);
   }
@@ -277,9 +284,8 @@ TEST(DeviceCrashCliTest2, AStoppedDeviceEndsWhenTheHostDies) {
   std::string line;
   ASSERT_TRUE(run->process->WaitForLine("crash_wait: waiting to be killed (pid ", kBound, &line))
       << run->process->stderr_text();
-  const size_t at = line.find("(pid ") + 5;
   pid_t device = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(line.substr(at, line.find(')', at) - at), &device)) << line;
+  ASSERT_TRUE(DevicePid(line, &device)) << line;
   ASSERT_EQ(::kill(device, SIGSTOP), 0);
   run->process->Signal(SIGKILL);
   ASSERT_TRUE(run->process->WaitForLine("the device stopped without its host", kBound, &line))
@@ -330,9 +336,8 @@ TEST(DeviceCrashCliTest2, DeviceStopsWhenTheHostDies) {
     std::string line;
     ASSERT_TRUE(run->process->WaitForLine("crash_wait: waiting to be killed (pid ", kBound, &line))
         << run->process->stderr_text();
-    const size_t at = line.find("(pid ") + 5;
     pid_t device = 0;
-    ASSERT_TRUE(absl::SimpleAtoi(line.substr(at, line.find(')', at) - at), &device)) << line;
+    ASSERT_TRUE(DevicePid(line, &device)) << line;
     uint64_t durable = 0;
     if (remote) {
       // Until the service made some of the run's records durable (a live
