@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -229,12 +230,32 @@ TEST_P(DeviceCrashCliTest, ExitsThreeAndKeepsWhatWasRecorded) {
   }
   const std::string prefix = root + "/crash/exception_dump/";
   EXPECT_THAT(run->stdout_text, HasSubstr("exception dump: " + prefix + "crash_crash_example"));
-  const size_t at = run->stdout_text.find("exception dump: " + prefix);
-  ASSERT_NE(at, std::string::npos);
-  const size_t start = at + std::string("exception dump: ").size();
-  const std::string dir = run->stdout_text.substr(start, run->stdout_text.find(' ', start) - start);
+  // One dump per task the device was running when it died. A fault handler
+  // names the task whose kernel faulted, and only that one is dumped; an
+  // exit() or a SIGKILL from outside names none, so every task in flight
+  // (task 3 and, at times, an unrelated one on the other worker) has one.
+  std::vector<std::string> dirs;
+  for (size_t at = run->stdout_text.find("exception dump: " + prefix); at != std::string::npos;
+       at = run->stdout_text.find("exception dump: " + prefix, at + 1)) {
+    const size_t start = at + std::string("exception dump: ").size();
+    dirs.push_back(run->stdout_text.substr(start, run->stdout_text.find(' ', start) - start));
+  }
+  ASSERT_FALSE(dirs.empty());
+  const bool faulted = c.death != "exit" && c.death != "kill";
+  if (faulted) EXPECT_EQ(dirs.size(), 1u) << run->stdout_text;
+  std::string dir;
+  for (const std::string& d : dirs) {
+    if (absl::EndsWith(d, "_0x0000000100000003")) {
+      EXPECT_TRUE(dir.empty()) << "task 3 dumped twice: " << run->stdout_text;
+      dir = d;
+    } else {
+      EXPECT_THAT(Slurp(d + "/context.json"), HasSubstr("\"crashing\": false")) << d;
+    }
+  }
+  ASSERT_FALSE(dir.empty()) << "no dump of task 3: " << run->stdout_text;
   EXPECT_THAT(dir, HasSubstr("_test_0_"));  // func type "test", step 0
-  EXPECT_THAT(dir, ::testing::EndsWith("_0x0000000100000003"));
+  EXPECT_THAT(Slurp(dir + "/context.json"),
+              HasSubstr(faulted ? "\"crashing\": true" : "\"crashing\": false"));
   const std::string context = Slurp(dir + "/context.json");
   EXPECT_THAT(context, HasSubstr("\"scenario\": \"crash\""));
   EXPECT_THAT(context, HasSubstr("\"task_id\": \"0x0000000100000003\""));

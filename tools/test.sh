@@ -24,6 +24,15 @@ for config in "${configs[@]}"; do
   echo "=== bazel test //... ($config)"
   bazel test "${flags[@]}" //... 2>&1 | tee -a "$log" | grep -E '^//|^Executed|^ERROR|^FAIL' 
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+  # What a failed test said, so a CI log alone tells why (its test.log is
+  # gone with the machine).
+  grep -oE '^FAIL: //[^ ]+ .*\(see [^)]+\)' "$log" | sed -E 's/.*\(see ([^)]+)\)/\1/' | sort -u |
+    while read -r testlog; do
+      [ -f "$testlog" ] || continue
+      echo "--- $testlog"
+      grep -E -A6 'Failure$|^\[  FAILED  \]|ERROR: |runtime error|Sanitizer' "$testlog" | cut -c1-400 | head -80
+    done
+  sed -i 's/^FAIL: /FAIL (reported): /' "$log"
 done
 
 passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
