@@ -397,6 +397,31 @@ TEST(CaptureStoreTest, AFailedFinishLeavesTheCaptureLive) {
   EXPECT_EQ(ParseManifest(dir).total_args(), 5u);
 }
 
+// The index and the manifest are written side by side; an index that
+// cannot be written leaves no manifest (nor its temporary), so the capture
+// stays live and a second finish writes both.
+TEST(CaptureStoreTest, AFailedIndexLeavesNoManifest) {
+  const std::string dir = CaptureDir("index_fails");
+  WriteUnfinished(dir, 2);
+  auto store = CaptureStore::Reopen(dir);
+  ASSERT_TRUE(store.ok());
+  // A non-empty folder where the index goes: the rename onto it fails.
+  ASSERT_EQ(::mkdir((dir + "/args.index").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((dir + "/args.index/x").c_str(), 0755), 0);
+  const absl::Status failed = (*store)->Finish(v1::CaptureCounters());
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(std::string(failed.message()).find("args.index"), std::string::npos) << failed;
+  struct stat st;
+  EXPECT_NE(::stat((dir + "/args_dump.json").c_str(), &st), 0);
+  EXPECT_NE(::stat((dir + "/args_dump.json.tmp").c_str(), &st), 0);
+  ASSERT_EQ(::rmdir((dir + "/args.index/x").c_str()), 0);
+  ASSERT_EQ(::rmdir((dir + "/args.index").c_str()), 0);
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_EQ(ParseManifest(dir).total_args(), 4u);
+  EXPECT_EQ(::stat((dir + "/args.index").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
 TEST(CaptureStoreTest, BatchOfMixedPayloadSizesIsWrittenExactly) {
   const std::string dir = CaptureDir("mixed_sizes");
   auto store = *CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));

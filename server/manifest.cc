@@ -548,7 +548,8 @@ absl::Status WriteEntries(const ManifestContents& m, FILE* f, const std::string&
 
 }  // namespace
 
-absl::Status WriteManifest(const std::string& path, const ManifestContents& contents) {
+absl::Status WriteManifest(const std::string& path, const ManifestContents& contents,
+                           const std::function<absl::Status()>& before_rename) {
   ManifestContents m = contents;
   const RowSummary sum = SummarizeRows(m);
   if (!m.has_steps) m.has_steps = sum.any_step;
@@ -569,6 +570,12 @@ absl::Status WriteManifest(const std::string& path, const ManifestContents& cont
     return absl::DataLossError(absl::StrCat("manifest ", tmp, ": write failed"));
   }
   f.reset();
+  if (before_rename) {
+    if (absl::Status s = before_rename(); !s.ok()) {
+      std::remove(tmp.c_str());
+      return s;
+    }
+  }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     return absl::DataLossError(absl::StrCat("manifest ", path, ": rename failed: ",
                                             std::strerror(errno)));

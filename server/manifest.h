@@ -5,6 +5,7 @@
 #ifndef ARGSDUMP_SERVER_MANIFEST_H_
 #define ARGSDUMP_SERVER_MANIFEST_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,7 +81,11 @@ std::vector<std::pair<std::string, std::string>> SortedLabels(const v1::CaptureI
 void AppendJsonString(absl::string_view text, std::string* out);
 
 // Writes `path` atomically (a temporary file renamed over it).
-absl::Status WriteManifest(const std::string& path, const ManifestContents& contents);
+// `before_rename`, when given, runs once the text is whole in the
+// temporary file and before the rename: an error from it leaves no
+// manifest (the temporary is removed) and is returned.
+absl::Status WriteManifest(const std::string& path, const ManifestContents& contents,
+                           const std::function<absl::Status()>& before_rename = nullptr);
 
 }  // namespace argsdump
 
