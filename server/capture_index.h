@@ -1,104 +1,17 @@
-// The query side of a capture: a filter over records, and args.index, the
-// on-disk index a finished capture is queried from without loading it.
-//
-// args.index (little endian, written once, atomically, by Finish/Recover):
-//   IndexHeader               64 bytes: magic "ADIX", version, sizes
-//   CaptureInfo               info_bytes, serialized
-//   CaptureCounters           counters_bytes, serialized, then zero padding
-//                             to a multiple of 8
-//   ManifestRow rows[n]       in manifest order (sorted by task_id first)
-//   uint32 record_id[n]       arrival sequence of each row
-//   uint32 position[n]        row of each record id
-//   uint64 task_id[n]         rows[i].task_id: the column binary searches
-//                             read (15x denser than the rows); 8-aligned,
-//                             as everything before it is a multiple of 8
-// Opening it maps the file: a query touches O(log n) pages of the task_id
-// column and the pages of the rows it returns; the process holds no
-// per-record memory.
+// The query side of a live capture: the filter over its rows in arrival
+// order. A finished capture is queried through args.index
+// (format/capture_index.h: its format, writer and reader).
 #ifndef ARGSDUMP_SERVER_CAPTURE_INDEX_H_
 #define ARGSDUMP_SERVER_CAPTURE_INDEX_H_
 
 #include <cstdint>
-#include <memory>
-#include <optional>
-#include <string>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "proto/argsdump/v1/record.pb.h"
 #include "format/arg_filter.h"
+#include "format/capture_index.h"
 #include "format/record.h"
 
 namespace argsdump {
-
-inline constexpr char kIndexName[] = "args.index";
-
-// One matching record and its id (arrival sequence).
-struct QueryHit {
-  uint64_t record_id = 0;
-  ManifestRow row;
-  // Its position in the manifest's args[] (finished captures only: a live
-  // capture's order is fixed when it finishes).
-  std::optional<uint64_t> manifest_index;
-  std::optional<StatsRow> stats;  // when the capture stored some for it
-};
-
-// A page of results. `next` is where the next page starts (an opaque
-// position for the caller's page token); nullopt when there is no more.
-struct QueryPage {
-  std::vector<QueryHit> hits;
-  std::optional<uint64_t> next;
-};
-
-// Writes args.index for rows `records` in `order` (ManifestOrder).
-// `recovered`: the manifest was rebuilt from the journal after a crash.
-// `stats` (null: none): written as a section after the task_id column.
-absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
-                        const v1::CaptureCounters& counters, bool recovered,
-                        const RecordList& records, const std::vector<uint32_t>& order,
-                        const StatsTable* stats = nullptr);
-
-class IndexFile {
- public:
-  // DataLoss naming the file for anything that is not a whole index.
-  static absl::StatusOr<std::unique_ptr<IndexFile>> Open(const std::string& path);
-  ~IndexFile();
-  IndexFile(const IndexFile&) = delete;
-  IndexFile& operator=(const IndexFile&) = delete;
-
-  const v1::CaptureInfo& info() const { return info_; }
-  const v1::CaptureCounters& counters() const { return counters_; }
-  bool recovered() const { return recovered_; }
-  uint64_t size() const { return rows_; }
-
-  // Matches in manifest order from position `from`, at most `limit` of them,
-  // looking at no more than `budget` rows (then `next` says where to go on).
-  // With a task_id, only that task's rows are looked at (binary search).
-  QueryPage Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget) const;
-  // The row of a record id; nullopt when out of range.
-  std::optional<ManifestRow> RecordById(uint64_t record_id) const;
-  // Record ids [from, to) in arrival order, filtered (WatchCapture replay).
-  std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
-
- private:
-  IndexFile() = default;
-  const ManifestRow& row(uint64_t i) const { return rows_at_[i]; }
-  const StatsRow* stats(uint64_t i) const {
-    return stats_at_ != nullptr && stats_at_[i].present ? &stats_at_[i] : nullptr;
-  }
-  void* map_ = nullptr;
-  size_t map_bytes_ = 0;
-  uint64_t rows_ = 0;
-  const ManifestRow* rows_at_ = nullptr;
-  const uint32_t* record_id_ = nullptr;
-  const uint32_t* position_ = nullptr;
-  const uint64_t* task_ids_ = nullptr;
-  const StatsRow* stats_at_ = nullptr;  // in manifest order; null: no stats
-  v1::CaptureInfo info_;
-  v1::CaptureCounters counters_;
-  bool recovered_ = false;
-};
 
 // The same query over a live capture's rows (arrival order `records`), given
 // a task index when the query has a task_id: `task_rows` = the record ids of

@@ -12,7 +12,7 @@ seconds=${1:-30}
 targets=(
   "viewer:zip_archive_fuzzer viewer/testdata/zip_corpus"
   "viewer:manifest_reader_fuzzer viewer/testdata/manifest_corpus"
-  "server:capture_index_fuzzer server/testdata/index_corpus"
+  "format:capture_index_fuzzer format/testdata/index_corpus"
   "tests:journal_fuzzer tests/testdata/journal_corpus"
   "tests:ingest_stream_fuzzer tests/testdata/ingest_corpus"
   "server:page_token_fuzzer server/testdata/page_token_corpus"

@@ -1,10 +1,14 @@
 #include "viewer/arg_source.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "viewer/index_lookup.h"
 
 namespace argsdump {
 
@@ -28,10 +32,94 @@ bool IsFile(const std::string& p) {
 
 namespace {
 
+// A capture folder's payload file, opened on the first read: named by the
+// manifest's bin_file (the store's is "args.bin", written before args[];
+// another manifest may say it after), else the schema's args.bin; a file of
+// the capture folder, never a path out of it.
+class PayloadFile {
+ public:
+  explicit PayloadFile(std::string dir) : dir_(std::move(dir)) {}
+  ~PayloadFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  PayloadFile(const PayloadFile&) = delete;
+  PayloadFile& operator=(const PayloadFile&) = delete;
+
+  absl::Status Read(const ManifestSummary& s, const ManifestEntry& e, std::string* bytes) {
+    bytes->clear();
+    if (e.bin_size == 0) return absl::OkStatus();
+    if (!opened_) {
+      const std::string name = s.has_bin_file ? s.bin_file : "args.bin";
+      path_ = absl::StrCat(dir_, "/", name);
+      opened_ = true;
+      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+        error_ = absl::DataLossError(absl::StrCat(
+            dir_, "/args_dump.json: bin_file '", name, "' is not a file of the capture folder"));
+      } else {
+        fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd_ >= 0 && ::fstat(fd_, &st) == 0) bytes_ = static_cast<uint64_t>(st.st_size);
+      }
+    }
+    if (!error_.ok()) return error_;
+    if (fd_ < 0) {
+      return absl::NotFoundError(absl::StrCat(path_, ": cannot open (entry ", e.index, " has ",
+                                              e.bin_size, " payload bytes)"));
+    }
+    // Checked before anything is allocated: a manifest may claim any size.
+    if (e.bin_offset > bytes_ || e.bin_size > bytes_ - e.bin_offset) {
+      return absl::DataLossError(absl::StrCat(
+          path_, ": entry ", e.index, " needs bytes ", e.bin_offset, "..",
+          e.bin_offset + std::min(e.bin_size, UINT64_MAX - e.bin_offset), ", the file holds ",
+          bytes_));
+    }
+    bytes->resize(e.bin_size);
+    uint64_t done = 0;
+    while (done < e.bin_size) {
+      const ssize_t r = ::pread(fd_, &(*bytes)[done], e.bin_size - done,
+                                static_cast<off_t>(e.bin_offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        return absl::DataLossError(absl::StrCat(path_, ": entry ", e.index, " needs bytes ",
+                                                e.bin_offset, "..", e.bin_offset + e.bin_size,
+                                                ", the file ends before"));
+      }
+      done += static_cast<uint64_t>(r);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::string dir_;
+  bool opened_ = false;
+  std::string path_;
+  int fd_ = -1;
+  uint64_t bytes_ = 0;
+  absl::Status error_;
+};
+
+// Suggestions under a filter: the first entries of the capture (the reader
+// parsed only the entries the filter selects).
+absl::StatusOr<SomeValues> FirstValues(const std::string& dir) {
+  auto reader = ManifestReader::Open(dir + "/args_dump.json");
+  if (!reader.ok()) return reader.status();
+  SomeValues some;
+  ManifestEntry e;
+  for (int i = 0; i < 10000; ++i) {
+    absl::StatusOr<bool> got = (*reader)->Next(&e);
+    if (!got.ok()) return got.status();
+    if (!*got) break;
+    some.Add(e);
+  }
+  return some;
+}
+
+// Streams the manifest.
 class LocalSource : public ArgSource {
  public:
   LocalSource(std::string dir, std::unique_ptr<ManifestReader> reader, Selection selection)
-      : dir_(std::move(dir)), reader_(std::move(reader)), selection_(std::move(selection)) {}
+      : dir_(std::move(dir)), reader_(std::move(reader)), selection_(std::move(selection)),
+        payloads_(dir_) {}
 
   std::string name() const override { return dir_; }
 
@@ -39,55 +127,12 @@ class LocalSource : public ArgSource {
     for (;;) {
       absl::StatusOr<bool> got = reader_->Next(e);
       if (!got.ok() || !*got) return got;
-      some_.Add(*e);
       if (selection_.Matches(*e)) return true;
     }
   }
 
   absl::Status ReadPayload(const ManifestEntry& e, std::string* bytes) override {
-    bytes->clear();
-    if (e.bin_size == 0) return absl::OkStatus();
-    if (!bin_open_) {
-      // Named by the manifest's bin_file when it came before args[] (the
-      // writer puts it after), else the schema's args.bin; a file of the
-      // capture folder, never a path out of it.
-      const ManifestSummary& s = reader_->summary();
-      const std::string name = s.has_bin_file ? s.bin_file : "args.bin";
-      bin_path_ = absl::StrCat(dir_, "/", name);
-      bin_open_ = true;
-      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
-        bin_error_ = absl::DataLossError(absl::StrCat(
-            dir_, "/args_dump.json: bin_file '", name, "' is not a file of the capture folder"));
-      } else {
-        bin_.open(bin_path_, std::ios::binary);
-        struct stat st;
-        if (bin_.is_open() && ::stat(bin_path_.c_str(), &st) == 0) {
-          bin_bytes_ = static_cast<uint64_t>(st.st_size);
-        }
-      }
-    }
-    if (!bin_error_.ok()) return bin_error_;
-    if (!bin_.is_open()) {
-      return absl::NotFoundError(absl::StrCat(bin_path_, ": cannot open (entry ", e.index,
-                                              " has ", e.bin_size, " payload bytes)"));
-    }
-    // Checked before anything is allocated: a manifest may claim any size.
-    if (e.bin_offset > bin_bytes_ || e.bin_size > bin_bytes_ - e.bin_offset) {
-      return absl::DataLossError(absl::StrCat(
-          bin_path_, ": entry ", e.index, " needs bytes ", e.bin_offset, "..",
-          e.bin_offset + std::min(e.bin_size, UINT64_MAX - e.bin_offset), ", the file holds ",
-          bin_bytes_));
-    }
-    bytes->assign(e.bin_size, '\0');
-    bin_.clear();
-    bin_.seekg(static_cast<std::streamoff>(e.bin_offset));
-    bin_.read(&(*bytes)[0], static_cast<std::streamsize>(e.bin_size));
-    if (!bin_ || static_cast<uint64_t>(bin_.gcount()) != e.bin_size) {
-      return absl::DataLossError(absl::StrCat(bin_path_, ": entry ", e.index, " needs bytes ",
-                                              e.bin_offset, "..", e.bin_offset + e.bin_size,
-                                              ", the file ends before"));
-    }
-    return absl::OkStatus();
+    return payloads_.Read(reader_->summary(), e, bytes);
   }
 
   std::map<std::string, std::string> Labels() const override {
@@ -98,33 +143,52 @@ class LocalSource : public ArgSource {
     return reader_->summary().device_crash;
   }
 
+  // Without a filter nothing matched only in a capture of no entries: none
+  // to suggest.
   absl::StatusOr<SomeValues> Suggestions() override {
-    if (!selection_.any()) return some_;
-    // With a filter the reader parsed only the entries it selects: look
-    // at the first ones of the capture instead.
-    auto reader = ManifestReader::Open(dir_ + "/args_dump.json");
-    if (!reader.ok()) return reader.status();
-    SomeValues some;
-    ManifestEntry e;
-    for (int i = 0; i < 10000; ++i) {
-      absl::StatusOr<bool> got = (*reader)->Next(&e);
-      if (!got.ok()) return got.status();
-      if (!*got) break;
-      some.Add(e);
-    }
-    return some;
+    if (!selection_.any()) return SomeValues();
+    return FirstValues(dir_);
   }
 
  private:
   const std::string dir_;
   std::unique_ptr<ManifestReader> reader_;
   const Selection selection_;
-  SomeValues some_;
-  bool bin_open_ = false;
-  std::string bin_path_;
-  std::ifstream bin_;
-  uint64_t bin_bytes_ = 0;
-  absl::Status bin_error_;
+  PayloadFile payloads_;
+};
+
+// The entries args.index found (index_lookup.h): the same answers as
+// LocalSource's, from the few manifest lines they are on.
+class IndexedSource : public ArgSource {
+ public:
+  IndexedSource(std::string dir, IndexedSelection selected)
+      : dir_(std::move(dir)), selected_(std::move(selected)), payloads_(dir_) {}
+
+  std::string name() const override { return dir_; }
+
+  absl::StatusOr<bool> Next(ManifestEntry* e) override {
+    if (next_ == selected_.entries.size()) return false;
+    *e = selected_.entries[next_++];
+    return true;
+  }
+
+  absl::Status ReadPayload(const ManifestEntry& e, std::string* bytes) override {
+    return payloads_.Read(selected_.summary, e, bytes);
+  }
+
+  std::map<std::string, std::string> Labels() const override { return selected_.summary.labels; }
+
+  std::optional<v1::DeviceCrash> DeviceCrashInfo() const override {
+    return selected_.summary.device_crash;
+  }
+
+  absl::StatusOr<SomeValues> Suggestions() override { return FirstValues(dir_); }
+
+ private:
+  const std::string dir_;
+  const IndexedSelection selected_;
+  size_t next_ = 0;
+  PayloadFile payloads_;
 };
 
 }  // namespace
@@ -135,8 +199,18 @@ std::string CaptureDirOf(const std::string& dir) {
 }
 
 absl::StatusOr<std::unique_ptr<ArgSource>> OpenLocalCapture(const std::string& dir,
-                                                            const Selection& selection) {
+                                                            const Selection& selection,
+                                                            std::string* index_note) {
   const std::string capture = CaptureDirOf(dir);
+  if (IndexCanAnswer(selection)) {
+    absl::StatusOr<IndexedSelection> selected = SelectFromIndex(capture, selection);
+    if (selected.ok()) {
+      return std::unique_ptr<ArgSource>(new IndexedSource(capture, *std::move(selected)));
+    }
+    if (!absl::IsNotFound(selected.status()) && index_note != nullptr) {
+      *index_note = std::string(selected.status().message());
+    }
+  }
   auto reader = ManifestReader::Open(capture + "/args_dump.json");
   if (!reader.ok()) return reader.status();
   (*reader)->set_filter(selection);

@@ -7,7 +7,6 @@
 #define ARGSDUMP_VIEWER_ARG_SOURCE_H_
 
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -56,8 +55,14 @@ class ArgSource {
 
 // DIR is a capture directory (holding args_dump.json) or a folder holding
 // args_dump/. NotFound naming the manifest when there is none.
+// A selection of a task or an index is answered from the capture's
+// args.index when it has one that agrees with the manifest
+// (index_lookup.h); otherwise, and for every other selection, the manifest
+// is streamed. `index_note` (if not null) is set to why an args.index that
+// is there was not used.
 absl::StatusOr<std::unique_ptr<ArgSource>> OpenLocalCapture(const std::string& dir,
-                                                            const Selection& selection);
+                                                            const Selection& selection,
+                                                            std::string* index_note = nullptr);
 
 // Whether `path` is a directory / a regular file (following links).
 bool IsDir(const std::string& path);

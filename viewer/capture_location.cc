@@ -15,7 +15,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/files.h"
-#include "server/capture_store.h"
 #include "viewer/arg_source.h"
 #include "viewer/zip_archive.h"
 

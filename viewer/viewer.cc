@@ -68,17 +68,27 @@ ElementStats FromStored(const ManifestEntry::Stats& s) {
 
 std::string Dims(const std::vector<uint64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ","), "]"); }
 
-std::string Flags(const ManifestEntry& e) {
-  std::vector<std::string> f;
-  if (e.truncated) f.push_back("truncated");
-  if (e.overwritten) f.push_back("overwritten");
-  if (e.arg_index_ambiguous) f.push_back("ambiguous");
-  if (e.in_flight_snapshot) f.push_back("in-flight");
-  if (e.overflow) f.push_back("overflow");
-  if (e.stats && e.stats->has_nonfinite()) f.push_back("nonfinite");
-  if (e.step != 0) f.push_back(absl::StrCat("step=", e.step));
-  if (e.is_tensor() && e.bin_size == 0) f.push_back("no-data");
-  return absl::StrJoin(f, ",");
+// The flags column, appended to `line` (once per listed entry: no
+// allocation).
+void AppendFlags(const ManifestEntry& e, std::string* line) {
+  const size_t start = line->size();
+  auto flag = [&](absl::string_view f) {
+    if (line->size() > start) line->push_back(',');
+    line->append(f.data(), f.size());
+  };
+  if (e.truncated) flag("truncated");
+  if (e.overwritten) flag("overwritten");
+  if (e.arg_index_ambiguous) flag("ambiguous");
+  if (e.in_flight_snapshot) flag("in-flight");
+  if (e.overflow) flag("overflow");
+  if (e.stats && e.stats->has_nonfinite()) flag("nonfinite");
+  if (e.step != 0) {
+    char number[24];
+    const char* end = absl::numbers_internal::FastIntToBuffer(e.step, number);
+    flag("step=");
+    line->append(number, static_cast<size_t>(end - number));
+  }
+  if (e.is_tensor() && e.bin_size == 0) flag("no-data");
 }
 
 // `text` in `width` columns, left- or right-aligned (longer text is kept).
@@ -89,12 +99,11 @@ void Column(std::string* out, absl::string_view text, size_t width, bool right) 
   if (!right) out->append(pad, ' ');
 }
 
-// One listing line (a 10 M-entry listing prints 10 M of these: built by
-// hand, not through a format string):
+// One listing line appended to `line` (a 10 M-entry listing prints 10 M of
+// these: built by hand, not through a format string):
 // "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", trailing
 // blanks trimmed, '\n'. `mark` (a crashed capture's) follows the flags.
 void ListingLine(const ManifestEntry& e, std::string* line, absl::string_view mark = "") {
-  line->clear();
   char number[24];
   auto num = [&](uint64_t v) {
     const char* end = absl::numbers_internal::FastIntToBuffer(v, number);
@@ -115,25 +124,28 @@ void ListingLine(const ManifestEntry& e, std::string* line, absl::string_view ma
   line->append("  ");
   Column(line, DataTypeName(e.dtype).data(), 9, false);
   line->append("  ");
+  // The shape or value column, written in place and padded to 16.
+  const size_t column = line->size();
   if (e.is_scalar()) {
-    Column(line, absl::StrCat("=", e.value), 16, false);
+    line->push_back('=');
+    line->append(e.value);
   } else {
-    std::string dims = "[";
+    line->push_back('[');
     for (size_t i = 0; i < e.shape.size(); ++i) {
-      if (i > 0) dims.push_back(',');
+      if (i > 0) line->push_back(',');
       const absl::string_view d = num(e.shape[i]);
-      dims.append(d.data(), d.size());
+      line->append(d.data(), d.size());
     }
-    dims.push_back(']');
-    Column(line, dims, 16, false);
+    line->push_back(']');
   }
+  if (line->size() - column < 16) line->append(16 - (line->size() - column), ' ');
   line->append("  ");
   Column(line, num(e.bin_size), 10, true);
   line->append("  ");
-  const std::string flags = Flags(e);
-  line->append(flags);
+  const size_t flags = line->size();
+  AppendFlags(e, line);
   if (!mark.empty()) {
-    if (!flags.empty()) line->push_back(' ');
+    if (line->size() > flags) line->push_back(' ');
     line->append(mark.data(), mark.size());
   }
   line->erase(line->find_last_not_of(' ') + 1);
@@ -522,13 +534,21 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
   const bool export_text = o.export_text || o.selection.index.has_value();
   uint64_t matched = 0;
   std::vector<ManifestEntry> selected;  // what needs payloads
-  std::string line;
+  // Lines go out in blocks of about 64 KiB (one write each), not one by
+  // one; on a terminal, line by line as before.
+  constexpr size_t kBlock = 64 << 10;
+  std::string lines;
+  lines.reserve(kBlock + 1024);
   for (; got.ok() && *got; got = source.Next(&e)) {
     ++matched;
     if (export_text || ((o.npy || o.stats) && e.is_tensor())) selected.push_back(e);
-    ListingLine(e, &line, crash ? crash->Mark(e) : "");
-    out << line;
+    ListingLine(e, &lines, crash ? crash->Mark(e) : "");
+    if (lines.size() >= kBlock || o.terminals.out) {
+      out.write(lines.data(), static_cast<std::streamsize>(lines.size()));
+      lines.clear();
+    }
   }
+  out.write(lines.data(), static_cast<std::streamsize>(lines.size()));
   if (!got.ok()) return Fail(err, got.status());
   if (matched == 0 && o.selection.any()) return NoMatch(source, err);
   out << matched << " args\n";
@@ -614,7 +634,12 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   auto open = [&](const std::string& dir, const std::string& capture,
                   const Selection& s) -> absl::StatusOr<std::unique_ptr<ArgSource>> {
-    if (capture.empty()) return OpenLocalCapture(dir, s);
+    if (capture.empty()) {
+      std::string note;
+      auto local = OpenLocalCapture(dir, s, &note);
+      if (!note.empty()) err << "dump_viewer: " << note << "; reading the manifest instead\n";
+      return local;
+    }
     RemoteCapture r = o.remote;
     r.capture = capture;
     return OpenRemoteCapture(r, s);

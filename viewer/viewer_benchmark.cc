@@ -1,8 +1,9 @@
 // dump_viewer on large manifests: listing with a task filter over N
 // entries (the 10 M: <= 10 s, bounded memory), paired in every
 // iteration with a raw read() of the same file, the limit for a streaming
-// reader on this machine; and one text export of a large tensor, paired
-// with the bare element formatting it needs.
+// reader on this machine; a task query (BM_Task) answered from args.index
+// and by streaming a copy without it; and one text export of a large
+// tensor, paired with the bare element formatting it needs.
 //
 //   bazel run -c opt //viewer:viewer_benchmark
 //
@@ -32,6 +33,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "benchmark/benchmark.h"
 #include "server/capture_store.h"
 #include "viewer/text_export.h"
@@ -171,10 +173,64 @@ void BM_List(benchmark::State& state) {
 }
 
 BENCHMARK(BM_List)
-    ->ArgsProduct({{10000, 10000000}, {1, 2, 3, 0}})
+    ->ArgsProduct({{10000, 750000, 1000000, 10000000}, {1, 2, 3, 0}})
     ->UseManualTime()
     ->Iterations(3)
     ->Unit(benchmark::kSecond);
+
+// The capture for `entries` without its args.index (the manifest linked):
+// what the viewer streams.
+std::string EnsureCaptureWithoutIndex(uint64_t entries) {
+  const std::string dir = EnsureCapture(entries);
+  if (dir.empty()) return "";
+  const std::string bare = TempPath(absl::StrCat("argsdump_viewer_bench/", entries,
+                                                 "_noindex/args_dump"));
+  struct stat st;
+  if (::stat((bare + "/args_dump.json").c_str(), &st) == 0) return bare;
+  if (!CreateDirectories(bare).ok()) return "";
+  if (::link((dir + "/args_dump.json").c_str(), (bare + "/args_dump.json").c_str()) != 0) {
+    return "";
+  }
+  return bare;
+}
+
+// dump_viewer DIR -t T, one task of 4 entries near the end (range(0):
+// entries), answered from args.index (range(1) = 1) or by streaming the
+// manifest (0). Counters: list_s (the median), peak_rss_MiB.
+void BM_Task(benchmark::State& state) {
+  const uint64_t entries = state.range(0);
+  const bool with_index = state.range(1) == 1;
+  const std::string dir = with_index ? EnsureCapture(entries) : EnsureCaptureWithoutIndex(entries);
+  if (dir.empty()) {
+    state.SkipWithError("could not write the capture");
+    return;
+  }
+  const std::string task = absl::StrCat(
+      "0x", absl::Hex(0x100000000ull + entries / kRecordsPerTask * 3 / 4, absl::kZeroPad16));
+  const std::vector<std::string> args = {dir, "-t", task};
+  NullBuffer null_buffer;
+  std::ostream null(&null_buffer);
+  std::vector<double> times;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const int code = RunViewer(args, null, null);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (code != 0) {
+      state.SkipWithError("dump_viewer failed");
+      return;
+    }
+    times.push_back(s);
+    state.SetIterationTime(s);
+  }
+  std::sort(times.begin(), times.end());
+  state.counters["list_s"] = times[times.size() / 2];
+  state.counters["peak_rss_MiB"] = PeakRssKiB() / 1024.0;
+}
+
+BENCHMARK(BM_Task)
+    ->ArgsProduct({{10000, 750000, 1000000, 10000000}, {1, 0}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 // One --export text file of a 256 x 256 tensor (range(0): 0 FLOAT32, 1
 // INT32), paired in every iteration with the limit: printing the same

@@ -2,14 +2,14 @@
 // DataLoss (never a crash, never a row the service cannot send); every
 // query over an index that opened must stay in bounds, and every row it
 // hands out must be one RecordFromRow turns into a valid record.
-//   bazel build --config=fuzz //server:capture_index_fuzzer   (tools/fuzz.sh)
+//   bazel build --config=fuzz //format:capture_index_fuzzer   (tools/fuzz.sh)
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "server/capture_index.h"
+#include "format/capture_index.h"
 #include "format/record.h"
 #include "tests/fuzz_scratch.h"
 

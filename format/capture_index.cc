@@ -1,0 +1,344 @@
+#include "format/capture_index.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+
+namespace argsdump {
+namespace {
+
+constexpr char kMagic[4] = {'A', 'D', 'I', 'X'};
+constexpr uint32_t kVersion = 2;
+
+struct IndexHeader {
+  char magic[4];
+  uint32_t version;
+  uint32_t row_bytes;
+  uint32_t info_bytes;
+  uint64_t rows;
+  uint32_t counters_bytes;
+  uint32_t flags;  // bit 0: recovered; bit 1: a StatsRow section follows the task ids
+  uint64_t reserved[4];
+};
+static_assert(sizeof(IndexHeader) == 64, "args.index header is 64 bytes");
+
+uint64_t Pad8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+// Appends to a file through a buffer, in bounded write()s.
+class FileWriter {
+ public:
+  explicit FileWriter(int fd) : fd_(fd) {}
+  bool Append(const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n > 0) {
+      const size_t take = std::min(n, kBuffer - buffer_.size());
+      buffer_.append(c, take);
+      c += take;
+      n -= take;
+      if (buffer_.size() == kBuffer && !Flush()) return false;
+    }
+    return true;
+  }
+  bool Flush() {
+    size_t done = 0;
+    while (done < buffer_.size()) {
+      const ssize_t w = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      done += static_cast<size_t>(w);
+    }
+    buffer_.clear();
+    return true;
+  }
+
+ private:
+  static constexpr size_t kBuffer = 64 << 10;  // as the store's other files
+  int fd_;
+  std::string buffer_;
+};
+
+}  // namespace
+
+absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
+                        const v1::CaptureCounters& counters, bool recovered,
+                        const RecordList& records, const std::vector<uint32_t>& order,
+                        const StatsTable* stats) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("index ", tmp, ": cannot create: ", std::strerror(errno)));
+  }
+  const std::string info_bytes = info.SerializeAsString();
+  const std::string counter_bytes = counters.SerializeAsString();
+  IndexHeader h = {};
+  std::memcpy(h.magic, kMagic, 4);
+  h.version = kVersion;
+  h.row_bytes = sizeof(ManifestRow);
+  h.info_bytes = static_cast<uint32_t>(info_bytes.size());
+  h.counters_bytes = static_cast<uint32_t>(counter_bytes.size());
+  h.rows = order.size();
+  h.flags = (recovered ? 1 : 0) | (stats != nullptr && !stats->empty() ? 2 : 0);
+  FileWriter out(fd);
+  bool ok = out.Append(&h, sizeof(h)) && out.Append(info_bytes.data(), info_bytes.size()) &&
+            out.Append(counter_bytes.data(), counter_bytes.size());
+  const char zeros[8] = {};
+  const uint64_t meta = info_bytes.size() + counter_bytes.size();
+  ok = ok && out.Append(zeros, Pad8(meta) - meta);
+  for (size_t i = 0; ok && i < order.size(); ++i) {
+    ok = out.Append(&records[order[i]], sizeof(ManifestRow));
+  }
+  ok = ok && out.Append(order.data(), order.size() * sizeof(uint32_t));
+  std::vector<uint32_t> position(order.size());
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<uint32_t>(i);
+  ok = ok && out.Append(position.data(), position.size() * sizeof(uint32_t));
+  for (size_t i = 0; ok && i < order.size(); ++i) {
+    ok = out.Append(&records[order[i]].task_id, sizeof(uint64_t));
+  }
+  if (h.flags & 2) {
+    const StatsRow none;
+    for (size_t i = 0; ok && i < order.size(); ++i) {
+      const StatsRow* s = stats->Get(order[i]);
+      ok = out.Append(s != nullptr ? s : &none, sizeof(StatsRow));
+    }
+  }
+  ok = ok && out.Flush();
+  const int saved = errno;
+  ::close(fd);
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return absl::DataLossError(
+        absl::StrCat("index ", tmp, ": write failed: ", std::strerror(saved)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::DataLossError(
+        absl::StrCat("index ", path, ": rename failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& path,
+                                                           IndexChecks checks) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::NotFoundError(absl::StrCat("index ", path, ": cannot open: ", std::strerror(errno)));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return absl::DataLossError(absl::StrCat("index ", path, ": cannot stat"));
+  }
+  const uint64_t bytes = static_cast<uint64_t>(st.st_size);
+  auto bad = [&](const std::string& what) {
+    return absl::DataLossError(absl::StrCat("index ", path, ": ", what));
+  };
+  if (bytes < sizeof(IndexHeader)) {
+    ::close(fd);
+    return bad("shorter than its header");
+  }
+  void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return bad(absl::StrCat("mmap failed: ", std::strerror(errno)));
+  std::unique_ptr<IndexFile> f(new IndexFile());
+  f->map_ = map;
+  f->map_bytes_ = bytes;
+  f->path_ = path;
+  IndexHeader h;
+  std::memcpy(&h, map, sizeof(h));
+  if (std::memcmp(h.magic, kMagic, 4) != 0) return bad("not an args.index (bad magic)");
+  if (h.version != kVersion) return bad(absl::StrCat("version ", h.version, ", expected ", kVersion));
+  if (h.row_bytes != sizeof(ManifestRow)) {
+    return bad(absl::StrCat("rows of ", h.row_bytes, " bytes, expected ", sizeof(ManifestRow)));
+  }
+  if (h.info_bytes > (1u << 24) || h.counters_bytes > (1u << 24)) {
+    return bad(absl::StrCat("capture info of ", h.info_bytes, " bytes or counters of ",
+                            h.counters_bytes, " bytes (at most 16 MiB each)"));
+  }
+  const uint64_t meta = uint64_t{h.info_bytes} + h.counters_bytes;
+  const uint64_t rows_at = sizeof(IndexHeader) + Pad8(meta);
+  // Rows are 120 bytes and the two u32 arrays 8 bytes per row together:
+  // the task_id column starts 8-aligned.
+  const uint64_t tasks_at = rows_at + h.rows * (sizeof(ManifestRow) + 2 * sizeof(uint32_t));
+  const uint64_t stats_at = tasks_at + h.rows * sizeof(uint64_t);
+  const uint64_t stats_bytes = (h.flags & 2) ? h.rows * sizeof(StatsRow) : 0;
+  if (h.rows > (uint64_t{1} << 32) || bytes != stats_at + stats_bytes) {
+    return bad(absl::StrCat(bytes, " bytes do not hold the ", h.rows, " rows it says"));
+  }
+  const char* base = static_cast<const char*>(map);
+  if (!f->info_.ParseFromArray(base + sizeof(IndexHeader), static_cast<int>(h.info_bytes)) ||
+      !f->counters_.ParseFromArray(base + sizeof(IndexHeader) + h.info_bytes,
+                                   static_cast<int>(h.counters_bytes))) {
+    return bad("capture info or counters do not parse");
+  }
+  f->rows_ = h.rows;
+  f->recovered_ = (h.flags & 1) != 0;
+  f->rows_at_ = reinterpret_cast<const ManifestRow*>(base + rows_at);
+  f->record_id_ = reinterpret_cast<const uint32_t*>(base + rows_at + h.rows * sizeof(ManifestRow));
+  f->position_ = f->record_id_ + h.rows;
+  f->task_ids_ = reinterpret_cast<const uint64_t*>(base + tasks_at);
+  if (h.flags & 2) f->stats_at_ = reinterpret_cast<const StatsRow*>(base + stats_at);
+  if (checks == IndexChecks::kRowsRead) return f;
+  // Everything a query will read, checked once before the capture is
+  // served: a row that is not one, ids that are not a permutation, or a
+  // task column out of order would otherwise crash lookups or send
+  // answers clients cannot parse.
+  auto at = [&](const void* p) { return static_cast<const char*>(p) - base; };
+  std::vector<bool> seen(h.rows, false);
+  for (uint64_t i = 0; i < h.rows; ++i) {
+    if (absl::Status s = CheckStoredRow(base + rows_at + i * sizeof(ManifestRow)); !s.ok()) {
+      return bad(absl::StrCat("byte ", rows_at + i * sizeof(ManifestRow), ": row ", i, ": ",
+                              s.message()));
+    }
+    const uint32_t id = f->record_id_[i];
+    if (id >= h.rows || seen[id] || f->position_[id] != i) {
+      return bad(absl::StrCat("byte ", at(&f->record_id_[i]), ": row ", i, " has record id ", id,
+                              ", which is out of range, repeated, or not where position[] puts "
+                              "it"));
+    }
+    seen[id] = true;
+    if (f->task_ids_[i] != f->rows_at_[i].task_id || (i > 0 && f->task_ids_[i - 1] > f->task_ids_[i])) {
+      return bad(absl::StrCat("byte ", at(&f->task_ids_[i]), ": the task_id column at row ", i,
+                              " disagrees with its row or is out of order"));
+    }
+    if (f->stats_at_ != nullptr) {
+      const char* present = base + stats_at + i * sizeof(StatsRow) + offsetof(StatsRow, present);
+      if (static_cast<uint8_t>(*present) > 1) {
+        return bad(absl::StrCat("byte ", present - base, ": stats row ", i, " is not one"));
+      }
+    }
+  }
+  return f;
+}
+
+IndexFile::~IndexFile() {
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+}
+
+QueryPage IndexFile::Query(const ArgFilter& query, uint64_t from, size_t limit,
+                           size_t budget) const {
+  QueryPage page;
+  uint64_t begin = from, end = rows_;
+  if (query.task_id) {
+    // Rows are sorted by task_id first; search the dense column.
+    const uint64_t* first = task_ids_;
+    const uint64_t* last = task_ids_ + rows_;
+    const uint64_t* lo = std::lower_bound(first, last, *query.task_id);
+    const uint64_t* hi = std::upper_bound(lo, last, *query.task_id);
+    begin = std::max<uint64_t>(from, lo - first);
+    end = hi - first;
+  }
+  uint64_t i = begin;
+  for (size_t looked = 0; i < end && page.hits.size() < limit && looked < budget; ++i, ++looked) {
+    const ManifestRow& r = row(i);
+    if (query.Matches(r, stats(i))) {
+      QueryHit hit{record_id_[i], r, i};
+      if (const StatsRow* s = stats(i)) hit.stats = *s;
+      page.hits.push_back(hit);
+    }
+  }
+  if (i < end) page.next = i;
+  return page;
+}
+
+std::optional<ManifestRow> IndexFile::RecordById(uint64_t record_id) const {
+  if (record_id >= rows_) return std::nullopt;
+  return row(position_[record_id]);
+}
+
+std::vector<QueryHit> IndexFile::ByArrival(const ArgFilter& query, uint64_t from,
+                                           uint64_t to) const {
+  std::vector<QueryHit> hits;
+  for (uint64_t id = from; id < std::min(to, rows_); ++id) {
+    const ManifestRow& r = row(position_[id]);
+    if (query.Matches(r, stats(position_[id]))) hits.push_back(QueryHit{id, r});
+  }
+  return hits;
+}
+
+absl::StatusOr<ManifestRow> IndexFile::CheckedRow(uint64_t i) const {
+  const char* base = static_cast<const char*>(map_);
+  const char* raw = reinterpret_cast<const char*>(rows_at_ + i);
+  auto bad = [&](const std::string& what) {
+    return absl::DataLossError(absl::StrCat("index ", path_, ": byte ", raw - base, ": row ", i,
+                                            ": ", what));
+  };
+  if (i >= rows_) return bad(absl::StrCat("out of range (", rows_, " rows)"));
+  if (absl::Status s = CheckStoredRow(raw); !s.ok()) return bad(std::string(s.message()));
+  ManifestRow row;
+  std::memcpy(&row, raw, sizeof(row));
+  if (row.task_id != task_ids_[i]) return bad("disagrees with the task_id column");
+  if (stats_at_ != nullptr) {
+    const char* present = reinterpret_cast<const char*>(stats_at_ + i) + offsetof(StatsRow, present);
+    if (static_cast<uint8_t>(*present) > 1) return bad("its stats row is not one");
+  }
+  return row;
+}
+
+std::optional<StatsRow> IndexFile::StatsOf(uint64_t i) const {
+  if (i >= rows_ || stats_at_ == nullptr) return std::nullopt;
+  StatsRow s;
+  std::memcpy(&s, stats_at_ + i, sizeof(s));  // `present` checked by CheckedRow
+  if (!s.present) return std::nullopt;
+  return s;
+}
+
+absl::StatusOr<IndexRange> IndexFile::TaskRows(uint64_t task_id) const {
+  // The column entry at i, checked against its row (a damaged column or
+  // row sends the search astray only if both agree on the damage).
+  auto task_at = [&](uint64_t i) -> absl::StatusOr<uint64_t> {
+    absl::StatusOr<ManifestRow> row = CheckedRow(i);
+    if (!row.ok()) return row.status();
+    return row->task_id;
+  };
+  // Two binary searches over [0, rows): first >= task_id, first > task_id.
+  // Every probe is checked; the values probed must be ordered as their
+  // positions are (a search over an unordered column gives no answer).
+  auto first_not_below = [&](uint64_t lo, uint64_t hi, bool strictly) -> absl::StatusOr<uint64_t> {
+    while (lo < hi) {
+      const uint64_t mid = lo + (hi - lo) / 2;
+      absl::StatusOr<uint64_t> t = task_at(mid);
+      if (!t.ok()) return t.status();
+      if (strictly ? *t <= task_id : *t < task_id) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  };
+  absl::StatusOr<uint64_t> begin = first_not_below(0, rows_, false);
+  if (!begin.ok()) return begin.status();
+  absl::StatusOr<uint64_t> end = first_not_below(*begin, rows_, true);
+  if (!end.ok()) return end.status();
+  auto out_of_order = [&](uint64_t i) {
+    return absl::DataLossError(absl::StrCat("index ", path_, ": the task_id column is out of "
+                                            "order at row ", i));
+  };
+  // The neighbours are other tasks, on the right sides.
+  if (*begin > 0) {
+    absl::StatusOr<uint64_t> t = task_at(*begin - 1);
+    if (!t.ok()) return t.status();
+    if (*t >= task_id) return out_of_order(*begin - 1);
+  }
+  if (*end < rows_) {
+    absl::StatusOr<uint64_t> t = task_at(*end);
+    if (!t.ok()) return t.status();
+    if (*t <= task_id) return out_of_order(*end);
+  }
+  for (uint64_t i = *begin; i < *end; ++i) {
+    absl::StatusOr<uint64_t> t = task_at(i);
+    if (!t.ok()) return t.status();
+    if (*t != task_id) return out_of_order(i);
+  }
+  return IndexRange{*begin, *end};
+}
+
+}  // namespace argsdump

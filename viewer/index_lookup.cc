@@ -1,0 +1,329 @@
+#include "viewer/index_lookup.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "format/capture_index.h"
+#include "format/names.h"
+#include "format/record.h"
+
+namespace argsdump {
+namespace {
+
+// What starts every entry line of a manifest the store wrote, and the
+// line's task id after it ("0x" already in the pattern).
+constexpr absl::string_view kEntryLine = "\n    {\"task_id\": \"0x";
+constexpr size_t kTaskHexDigits = 16;
+// The head ("...\"args\": [") is small: labels, a crash's tasks, counters.
+constexpr absl::string_view kArgsOpen = "\n  \"args\": [";
+constexpr size_t kMaxHeadBytes = 4 << 20;
+constexpr size_t kChunk = 8 << 10;
+
+// The manifest read with pread, a few pages at a time.
+class ManifestBytes {
+ public:
+  ~ManifestBytes() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  absl::Status Open(const std::string& path) {
+    path_ = path;
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+      return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+    return absl::OkStatus();
+  }
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Bytes [at, at + n) clipped to the file.
+  absl::Status Read(uint64_t at, size_t n, std::string* out) const {
+    out->clear();
+    if (at >= size_) return absl::OkStatus();
+    n = static_cast<size_t>(std::min<uint64_t>(n, size_ - at));
+    out->resize(n);
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t r = ::pread(fd_, &(*out)[done], n - done, static_cast<off_t>(at + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return absl::DataLossError(absl::StrCat(path_, ": read failed at byte ", at));
+      done += static_cast<size_t>(r);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+// An entry line: where its '\n' is, and its task id.
+struct EntryLine {
+  uint64_t at = 0;
+  uint64_t task_id = 0;
+};
+
+// The first entry line starting at or after `pos` (its '\n'), nullopt when
+// there is none before the end.
+absl::StatusOr<std::optional<EntryLine>> EntryLineFrom(const ManifestBytes& m, uint64_t pos) {
+  std::string chunk;
+  const size_t need = kEntryLine.size() + kTaskHexDigits;
+  for (uint64_t at = pos; at < m.size(); at += kChunk) {
+    if (absl::Status s = m.Read(at, kChunk + need, &chunk); !s.ok()) return s;
+    const size_t found = chunk.find(kEntryLine.data(), 0, kEntryLine.size());
+    if (found == std::string::npos || found >= kChunk) continue;
+    if (found + need > chunk.size()) break;
+    uint64_t task = 0;
+    if (!absl::SimpleHexAtoi(absl::string_view(chunk).substr(found + kEntryLine.size(),
+                                                             kTaskHexDigits),
+                             &task)) {
+      return absl::DataLossError(
+          absl::StrCat(m.path(), ": byte ", at + found, ": an entry line without a task id"));
+    }
+    return std::optional<EntryLine>(EntryLine{at + found, task});
+  }
+  return std::optional<EntryLine>();
+}
+
+// The lines of `task_id`'s entries, each without its '\n' and its ',', from
+// the first entry line in [begin, size) of a task at or above it.
+absl::StatusOr<std::vector<std::string>> TaskLines(const ManifestBytes& m, uint64_t begin,
+                                                   uint64_t task_id) {
+  uint64_t lo = begin, hi = m.size();
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    absl::StatusOr<std::optional<EntryLine>> line = EntryLineFrom(m, mid);
+    if (!line.ok()) return line.status();
+    if (*line && (*line)->task_id < task_id) {
+      lo = (*line)->at + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  absl::StatusOr<std::optional<EntryLine>> first = EntryLineFrom(m, lo);
+  if (!first.ok()) return first.status();
+  std::vector<std::string> lines;
+  if (!*first || (*first)->task_id != task_id) return lines;
+  // The task's lines, one after another (a line is at most a few KiB).
+  std::string text;
+  uint64_t at = (*first)->at;
+  for (;;) {
+    size_t nl = std::string::npos;
+    for (size_t want = kChunk; nl == std::string::npos; want *= 2) {
+      if (absl::Status s = m.Read(at, want, &text); !s.ok()) return s;
+      nl = text.find('\n', 1);
+      if (nl == std::string::npos && at + text.size() >= m.size()) nl = text.size();
+      if (want > (64u << 20)) return absl::DataLossError(absl::StrCat(m.path(), ": byte ", at,
+                                                                      ": an endless entry line"));
+    }
+    absl::string_view line = absl::string_view(text).substr(0, nl);
+    uint64_t task = 0;
+    if (!absl::StartsWith(line, kEntryLine) ||
+        !absl::SimpleHexAtoi(line.substr(kEntryLine.size(), kTaskHexDigits), &task) ||
+        task != task_id) {
+      break;
+    }
+    line.remove_prefix(1);
+    if (absl::EndsWith(line, ",")) line.remove_suffix(1);
+    lines.emplace_back(line);
+    at += nl;
+  }
+  return lines;
+}
+
+// Whether an entry read from the manifest says what its index row says.
+// (A single-step manifest writes no "step": its entries read 0, as its rows
+// hold.)
+bool EntryAgrees(const ManifestEntry& e, const ManifestRow& r, const std::optional<StatsRow>& s) {
+  const std::optional<DataType> dtype = FromProtoDType(r.dtype);
+  if (e.task_id != r.task_id || e.role != r.role || e.stage != r.stage || e.kind != r.kind ||
+      !dtype || e.dtype != *dtype || e.step != r.step) {
+    return false;
+  }
+  if (r.func_count == 0 ? e.func_ids != std::vector<int64_t>{-1}
+                        : e.func_ids.size() != r.func_count) {
+    return false;
+  }
+  for (size_t i = 0; i < r.func_count; ++i) {
+    if (e.func_ids[i] != r.func_ids[i]) return false;
+  }
+  if (e.shape.size() != r.ndims || e.strides.size() != r.ndims) return false;
+  for (size_t i = 0; i < r.ndims; ++i) {
+    if (e.shape[i] != r.shape[i] || e.strides[i] != r.strides[i]) return false;
+  }
+#define ARGSDUMP_SAME(id, style, member) \
+  if (e.member != r.member) return false;
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_SAME)
+#undef ARGSDUMP_SAME
+  if (e.is_scalar() != e.has_value) return false;
+  if (e.is_scalar() && e.value != FormatScalarJson(r.dtype, r.scalar_bits)) return false;
+  if (e.stats.has_value() != s.has_value()) return false;
+  if (s) {
+    const ManifestEntry::Stats& m = *e.stats;
+    if (m.count != s->count || m.nan != s->nan || m.pos_inf != s->pos_inf ||
+        m.neg_inf != s->neg_inf || m.zeros != s->zeros || m.min != s->min || m.max != s->max ||
+        m.mean != s->mean || m.l2 != s->l2) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The manifest's head against the index's info and counters.
+absl::Status HeadAgrees(const ManifestSummary& head, const IndexFile& index,
+                        const std::string& name) {
+  const v1::CaptureCounters& c = index.counters();
+  const std::pair<const char*, uint64_t> numbers[] = {
+      {"total_args", index.size()},
+      {"before_dispatch", c.before_dispatch()},
+      {"after_completion", c.after_completion()},
+      {"input_args", c.input_args()},
+      {"output_args", c.output_args()},
+      {"inout_args", c.inout_args()},
+      {"truncated_args", c.truncated_args()},
+      {"dropped_records", c.dropped_records()},
+      {"dropped_overwrite", c.dropped_overwrite()},
+      {"in_flight_snapshots", c.in_flight_snapshots()},
+      {"payload_bytes", c.payload_bytes()},
+      {"dump_args_level", static_cast<uint64_t>(index.info().level())},
+  };
+  for (const auto& [key, want] : numbers) {
+    auto it = head.counters.find(key);
+    if (it == head.counters.end() || it->second < 0 || static_cast<uint64_t>(it->second) != want) {
+      return absl::DataLossError(absl::StrCat(name, ": its ", key, " is not the manifest's"));
+    }
+  }
+  if (c.total_args() != index.size()) {
+    return absl::DataLossError(absl::StrCat(name, ": counts ", c.total_args(), " args in ",
+                                            index.size(), " rows"));
+  }
+  const std::map<std::string, std::string> labels(index.info().labels().begin(),
+                                                  index.info().labels().end());
+  if (labels != head.labels) {
+    return absl::DataLossError(absl::StrCat(name, ": its labels are not the manifest's"));
+  }
+  if (index.info().has_device_crash() != head.device_crash.has_value()) {
+    return absl::DataLossError(absl::StrCat(name, ": its device_crash is not the manifest's"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IndexCanAnswer(const EntryFilter& selection) {
+  return selection.args.task_id.has_value() || selection.index.has_value();
+}
+
+absl::StatusOr<IndexedSelection> SelectFromIndex(const std::string& capture_dir,
+                                                 const EntryFilter& selection) {
+  const std::string index_path = capture_dir + "/args.index";
+  const std::string manifest_path = capture_dir + "/args_dump.json";
+  if (!IndexCanAnswer(selection)) {
+    return absl::InvalidArgumentError("the index answers a task or an index only");
+  }
+  absl::StatusOr<std::unique_ptr<IndexFile>> opened =
+      IndexFile::Open(index_path, IndexChecks::kRowsRead);
+  if (!opened.ok()) return opened.status();
+  const IndexFile& index = **opened;
+  auto disagree = [&](const std::string& what) {
+    return absl::DataLossError(
+        absl::StrCat(index_path, ": does not match ", manifest_path, ": ", what));
+  };
+
+  // The head, and the first entry, as the streaming reader reads them.
+  IndexedSelection answer;
+  {
+    absl::StatusOr<std::unique_ptr<ManifestReader>> reader = ManifestReader::Open(manifest_path);
+    if (!reader.ok()) return reader.status();
+    ManifestEntry first;
+    absl::StatusOr<bool> got = (*reader)->Next(&first);
+    if (!got.ok()) return got.status();
+    answer.summary = (*reader)->summary();
+    if (absl::Status s = HeadAgrees(answer.summary, index, index_path); !s.ok()) return s;
+    if (!*got) {
+      if (index.size() != 0) return disagree("the manifest has no entries");
+      return answer;
+    }
+    if (index.size() == 0) return disagree("the index has no rows");
+    absl::StatusOr<ManifestRow> row0 = index.CheckedRow(0);
+    if (!row0.ok()) return row0.status();
+    if (!EntryAgrees(first, *row0, index.StatsOf(0))) return disagree("entry 0");
+  }
+
+  uint64_t task_id = 0;
+  if (selection.index) {
+    if (*selection.index >= index.size()) return answer;
+    absl::StatusOr<ManifestRow> row = index.CheckedRow(*selection.index);
+    if (!row.ok()) return row.status();
+    task_id = row->task_id;
+    if (selection.args.task_id && *selection.args.task_id != task_id) return answer;
+  } else {
+    task_id = *selection.args.task_id;
+  }
+  absl::StatusOr<IndexRange> range = index.TaskRows(task_id);
+  if (!range.ok()) return range.status();
+
+  // The manifest's lines of that task, found without the index.
+  ManifestBytes m;
+  if (absl::Status s = m.Open(manifest_path); !s.ok()) return s;
+  std::string head;
+  size_t args_open = std::string::npos;
+  for (size_t want = 64 << 10; args_open == std::string::npos && want <= kMaxHeadBytes;
+       want *= 4) {
+    if (absl::Status s = m.Read(0, want, &head); !s.ok()) return s;
+    args_open = head.find(kArgsOpen.data(), 0, kArgsOpen.size());
+    if (head.size() < want) break;  // the whole file
+  }
+  if (args_open == std::string::npos) {
+    return disagree("no \"args\": [ line in the manifest's first 4 MiB (not the store's layout)");
+  }
+  absl::StatusOr<std::vector<std::string>> lines =
+      TaskLines(m, args_open + kArgsOpen.size(), task_id);
+  if (!lines.ok()) return lines.status();
+  const uint64_t rows = range->end - range->begin;
+  if (lines->size() != rows) {
+    return disagree(absl::StrCat("task ", TaskIdHex(task_id), " has ", lines->size(),
+                                 " entry lines in the manifest and ", rows, " rows in the index"));
+  }
+  if (rows == 0) return answer;
+  std::string text = "{\"args\": [";
+  for (size_t i = 0; i < lines->size(); ++i) {
+    if (i > 0) text.push_back(',');
+    text.append((*lines)[i]);
+  }
+  text.append("]}");
+  std::unique_ptr<ManifestReader> reader = ManifestReader::FromBytes(
+      std::move(text), absl::StrCat(manifest_path, " (task ", TaskIdHex(task_id), ")"));
+  ManifestEntry e;
+  for (uint64_t i = range->begin;; ++i) {
+    absl::StatusOr<bool> got = reader->Next(&e);
+    if (!got.ok()) return got.status();
+    if (!*got) {
+      if (i != range->end) return disagree("the task's entries do not parse as its lines");
+      break;
+    }
+    if (i >= range->end) return disagree("the task's entries do not parse as its lines");
+    absl::StatusOr<ManifestRow> row = index.CheckedRow(i);
+    if (!row.ok()) return row.status();
+    if (!EntryAgrees(e, *row, index.StatsOf(i))) {
+      return disagree(absl::StrCat("entry ", i));
+    }
+    e.index = i;
+    if (selection.Matches(e)) answer.entries.push_back(e);
+  }
+  return answer;
+}
+
+}  // namespace argsdump
