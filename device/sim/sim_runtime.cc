@@ -94,7 +94,6 @@ SimRuntime::SimRuntime(SimConfig config, const KernelRegistry& kernels,
   for (uint32_t i = 0; i < config_.scheduler_threads; ++i) {
     scheduler_cv_.push_back(std::make_unique<std::condition_variable>());
   }
-  spin_budget_ = std::max(1u, std::thread::hardware_concurrency() / 2);
 }
 
 SimRuntime::~SimRuntime() {
@@ -702,16 +701,18 @@ namespace {
 // Spins (pause instructions, ~140 cycles each on this machine class) a
 // worker and a scheduler spend looking for their next job / completion
 // before they sleep on a condition variable: up to ~0.1 ms and ~20 us.
-// Measured with sim_runtime_benchmark on 2 cores (4 schedulers, 4 workers):
-// tiny tasks at level 0 went from 118 k to 620-690 k tasks/s, a held step
-// of 10^5 tasks from ~200 k to ~250 k; a longer scheduler spin starves the
-// workers, a shorter worker spin brings the futex hand-offs back. At most
-// half the cores' worth of workers (and of schedulers) spin at once: with
-// every thread spinning, a machine other processes loaded (load 10 on 2
-// cores) ran a step of 10^5 tasks at 37-92 k tasks/s, with one spinner
-// each 77-206 k.
+// Every 16th pause is a sched_yield() instead: with more threads than cores
+// (4 schedulers and 4 workers on 2 cores), or other processes loading the
+// machine, a spinner then lets the thread it waits for run instead of
+// holding the core to the end of its slice. Measured with
+// sim_runtime_benchmark on 2 cores at load 5-9 (other builds running), a
+// held step of 10^5 tasks: level 0 603-700 ms before this dispatch path,
+// 790-1040 ms spinning on pause alone, 233-326 ms yielding every 16th;
+// level 2 700-820, 1210-1840, 335-368 ms. One spinner at a time instead of
+// every idle thread (a budget) was slower: 700-840 ms.
 constexpr int kWorkerSpins = 2000;
 constexpr int kSchedulerSpins = 400;
+constexpr int kYieldEvery = 16;
 
 inline void CpuPause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -719,24 +720,16 @@ inline void CpuPause() {
 #endif
 }
 
-// Spins until `done()` or `spins` pauses have passed, if fewer than
-// `budget` threads counted by `spinning` spin already; returns at once
-// otherwise. Every 64 pauses it yields the core once, so that a spinner
-// on a loaded machine lets the thread it waits for run.
+// Spins until `done()` or `spins` rounds have passed.
 template <typename Done>
-void SpinFor(std::atomic<uint32_t>& spinning, uint32_t budget, int spins, Done done) {
-  if (spinning.fetch_add(1, std::memory_order_relaxed) >= budget) {
-    spinning.fetch_sub(1, std::memory_order_relaxed);
-    return;
-  }
+void SpinFor(int spins, Done done) {
   for (int spin = 1; spin <= spins && !done(); ++spin) {
-    if (spin % 64 == 0) {
+    if (spin % kYieldEvery == 0) {
       std::this_thread::yield();
     } else {
       CpuPause();
     }
   }
-  spinning.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -754,7 +747,7 @@ bool SimRuntime::WaitForWork(SchedulerThread& scheduler, std::vector<Task*>* don
     // A completion usually comes soon: look for one for a moment before
     // sleeping, so the worker's hand-off needs no futex wake.
     lock.unlock();
-    SpinFor(spinning_schedulers_, spin_budget_, kSchedulerSpins, [&] {
+    SpinFor(kSchedulerSpins, [&] {
       return completions_queued_[scheduler.index].load(std::memory_order_relaxed) != 0;
     });
     lock.lock();
@@ -950,8 +943,7 @@ void SimRuntime::WorkerLoop(uint32_t worker) {
       // A job usually follows soon (the scheduler dispatches the next task
       // of the stream as this one's completion is taken): look for a moment
       // before sleeping, so the hand-off needs no futex wake.
-      SpinFor(spinning_workers_, spin_budget_, kWorkerSpins,
-              [&] { return jobs_queued_.load(std::memory_order_relaxed) != 0; });
+      SpinFor(kWorkerSpins, [&] { return jobs_queued_.load(std::memory_order_relaxed) != 0; });
       std::unique_lock<std::mutex> lock(jobs_mu_);
       jobs_cv_.wait(lock, [&] { return jobs_stop_ || !jobs_.empty(); });
       if (jobs_stop_) return;

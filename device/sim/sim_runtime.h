@@ -285,14 +285,6 @@ class SimRuntime {
   // sleeps; a hint only: the queue itself is read under the mutex).
   std::atomic<size_t> jobs_queued_{0};
   bool jobs_stop_ = false;
-  // How many workers / schedulers spin (look for work without sleeping)
-  // right now, and how many may (SpinBudget): a thread that finds the
-  // budget taken sleeps at once, so that spinners never crowd out the
-  // threads that make their work on a machine with fewer cores than
-  // threads, or one other processes load.
-  std::atomic<uint32_t> spinning_workers_{0};
-  std::atomic<uint32_t> spinning_schedulers_{0};
-  uint32_t spin_budget_ = 1;
 
   std::vector<std::thread> schedulers_;
   std::vector<std::thread> workers_;
