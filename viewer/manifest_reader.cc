@@ -94,11 +94,12 @@ absl::StatusOr<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::
   return r;
 }
 
-std::unique_ptr<ManifestReader> ManifestReader::FromBytes(std::string bytes, std::string name) {
+std::unique_ptr<ManifestReader> ManifestReader::FromBytes(std::string bytes, std::string name,
+                                                          size_t buffer_bytes) {
   std::unique_ptr<ManifestReader> r(new ManifestReader(std::move(name), nullptr));
   r->bytes_ = std::move(bytes);
   r->f_ = ::fmemopen(r->bytes_.data(), r->bytes_.size(), "rb");  // null: reads as empty
-  r->buffer_.resize(std::min<size_t>(r->bytes_.size() + 1, 1 << 20));
+  r->buffer_.resize(std::max<size_t>(std::min(r->bytes_.size() + 1, buffer_bytes), 1));
   return r;
 }
 
@@ -650,7 +651,332 @@ absl::Status ManifestReader::ParseScalarValue(ManifestEntry* e, absl::string_vie
   return ParseNumberToken(&e->value, where);
 }
 
+// The store's layout of one args[] entry (server/manifest.cc AppendEntry):
+//   {"task_id": "0x<16 hex digits>", "step": 3, "func_id": [7], ...}
+// the fields in format/manifest_fields.h's order, the kSometimes ones
+// optional, ", " between fields and array elements, ": " after keys,
+// strings without escapes, numbers as std::to_chars writes them. Read
+// straight out of the buffer, with every value taken the way the general
+// parser's functions take it (the same digits, names and tokens give the
+// same values). Anything else - other spacing or order, a duplicate or
+// unknown key, an escape, a number of 20 digits, a name outside the schema,
+// shape and strides of different lengths, the end of the buffer - is a
+// deviation: nothing is consumed and ParseEntry reads the entry with the
+// general parser from its start. So entries, errors and their byte
+// positions do not depend on this path (the fuzz target and
+// manifest_reader_test compare the two).
+class ManifestReader::StoreLayoutScanner {
+ public:
+  enum class Result {
+    kParsed,     // the whole entry, the reader just past its '}'
+    kRejected,   // a field the filter refuses: the reader just past its value
+    kDeviation,  // not the store's layout: nothing consumed
+  };
+
+  StoreLayoutScanner(ManifestReader* r, ManifestEntry* e)
+      : r_(*r), e_(*e), p_(r->buffer_.data() + r->at_), lim_(r->buffer_.data() + r->end_) {}
+
+  Result Scan() {
+    // One step per field, in the list's order; a rejected field ends the
+    // entry where the general parser's filter would.
+#define ARGSDUMP_SCAN_FIELD(id, key, presence)                                         \
+    if (!Field<ManifestField::k##id, FieldPresence::presence>()) return Result::kDeviation; \
+    if (rejected_) return Commit(Result::kRejected);
+    ARGSDUMP_MANIFEST_FIELDS(ARGSDUMP_SCAN_FIELD)
+#undef ARGSDUMP_SCAN_FIELD
+    if (!Lit("}") || e_.shape.size() != e_.strides.size()) return Result::kDeviation;
+    return Commit(Result::kParsed);
+  }
+
+ private:
+  Result Commit(Result r) {
+    r_.at_ = static_cast<size_t>(p_ - r_.buffer_.data());
+    return r;
+  }
+
+  size_t left() const { return static_cast<size_t>(lim_ - p_); }
+  template <size_t N>
+  bool Lit(const char (&text)[N]) {
+    if (left() < N - 1 || std::memcmp(p_, text, N - 1) != 0) return false;
+    p_ += N - 1;
+    return true;
+  }
+  static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+  static bool IsNumberChar(char c) {
+    return IsDigit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+  }
+
+  // `{"key": ` for the first field, `, "key": ` for the others; nothing
+  // consumed when it is not there.
+  template <ManifestField F>
+  bool Key() {
+    constexpr absl::string_view key = InfoOf(F).key;
+    const char* const start = p_;
+    if (!(F == ManifestField::kTaskId ? Lit("{\"") : Lit(", \"")) || left() < key.size() + 3 ||
+        std::memcmp(p_, key.data(), key.size()) != 0 ||
+        std::memcmp(p_ + key.size(), "\": ", 3) != 0) {
+      p_ = start;
+      return false;
+    }
+    p_ += key.size() + 3;
+    return true;
+  }
+
+  template <ManifestField F, FieldPresence P>
+  bool Field() {
+    if (!Key<F>()) return P == FieldPresence::kSometimes;
+    if (!Value<F>()) return false;
+    if constexpr (F <= ManifestField::kDtype) {
+      rejected_ = r_.filter_ && Rejects(*r_.filter_, F, e_);
+    }
+    return true;
+  }
+
+  // 1 to 19 digits followed, in the buffer, by a character that cannot
+  // continue a number: ParseUint's own reading. (A filter may refuse the
+  // entry right after the number, before any literal looks past it.)
+  bool Uint(uint64_t* out) {
+    uint64_t v = 0;
+    size_t n = 0;
+    for (; n < left() && n < 20 && IsDigit(p_[n]); ++n) v = v * 10 + static_cast<uint64_t>(p_[n] - '0');
+    if (n == 0 || n > 19 || n == left() || IsNumberChar(p_[n])) return false;
+    p_ += n;
+    *out = v;
+    return true;
+  }
+  bool Uint32(uint32_t* out) {
+    uint64_t v;
+    if (!Uint(&v) || v > 0xFFFFFFFFull) return false;
+    *out = static_cast<uint32_t>(v);
+    return true;
+  }
+  // An optional '-' and 1 to 18 digits (what SimpleAtoi reads the same).
+  bool Int(int64_t* out) {
+    const bool negative = left() > 0 && *p_ == '-';
+    const char* q = p_ + (negative ? 1 : 0);
+    uint64_t v = 0;  // below 10^19: no overflow
+    size_t n = 0;
+    for (; q + n < lim_ && n < 19 && IsDigit(q[n]); ++n) v = v * 10 + static_cast<uint64_t>(q[n] - '0');
+    if (n == 0 || n > 18 || q + n == lim_ || IsNumberChar(q[n])) return false;
+    p_ = q + n;
+    *out = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+    return true;
+  }
+  bool Bool(bool* out) {
+    if (Lit("true")) {
+      *out = true;
+    } else if (Lit("false")) {
+      *out = false;
+    } else {
+      return false;
+    }
+    return true;
+  }
+  // "text" without escapes or control characters, in place.
+  bool Text(absl::string_view* out) {
+    if (left() < 2 || *p_ != '"') return false;
+    for (const char* q = p_ + 1; q < lim_; ++q) {
+      const unsigned char c = static_cast<unsigned char>(*q);
+      if (c == '"') {
+        *out = absl::string_view(p_ + 1, static_cast<size_t>(q - p_ - 1));
+        p_ = q + 1;
+        return true;
+      }
+      if (c == '\\' || c < 0x20) return false;
+    }
+    return false;
+  }
+  // NumberToken's characters: 1 to sizeof(number_) of them, and then, in
+  // the buffer, one that is not.
+  bool Token(absl::string_view* out) {
+    size_t n = 0;
+    while (n < left() && n <= sizeof(r_.number_) && IsNumberChar(p_[n])) ++n;
+    if (n == 0 || n > sizeof(r_.number_) || n == left()) return false;
+    *out = absl::string_view(p_, n);
+    p_ += n;
+    return true;
+  }
+  // [a, b, ...] of at most 64 (ParseUintArray's bound).
+  bool UintArray(std::vector<uint64_t>* out) {
+    out->clear();
+    if (!Lit("[")) return false;
+    if (Lit("]")) return true;
+    for (;;) {
+      uint64_t v;
+      if (out->size() == 64 || !Uint(&v)) return false;
+      out->push_back(v);
+      if (Lit("]")) return true;
+      if (!Lit(", ")) return false;
+    }
+  }
+  template <typename Enum>
+  bool Name(std::optional<Enum> (*from_name)(absl::string_view), Enum* out) {
+    absl::string_view text;
+    if (!Text(&text)) return false;
+    const std::optional<Enum> v = from_name(text);
+    if (!v) return false;
+    *out = *v;
+    return true;
+  }
+  // A stats number: NumberToken and SimpleAtod, as ParseStats reads it.
+  bool Double(double* out) {
+    absl::string_view token;
+    return Token(&token) && absl::SimpleAtod(token, out);
+  }
+
+  // A simple field (format/manifest_fields.h), as ParseSimple reads it.
+  template <FieldStyle S>
+  bool Simple(typename FieldType<S>::type* out) {
+    if constexpr (S == FieldStyle::kUint32) return Uint32(out);
+    if constexpr (S == FieldStyle::kUint64) return Uint(out);
+    if constexpr (S == FieldStyle::kBool || S == FieldStyle::kTrueFlag) return Bool(out);
+  }
+
+  // One reader per field of format/manifest_fields.h, as ParseField reads
+  // it; a field without one does not build.
+  template <ManifestField F>
+  bool Value() = delete;
+
+  ManifestReader& r_;
+  ManifestEntry& e_;
+  const char* p_;
+  const char* const lim_;
+  bool rejected_ = false;
+};
+
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kTaskId>() {
+  // "0x" and 16 hex digits (ParseTaskIdHex reads them the same).
+  if (left() < 20 || p_[0] != '"' || p_[1] != '0' || p_[2] != 'x' || p_[19] != '"') return false;
+  uint64_t v = 0;
+  for (int i = 3; i < 19; ++i) {
+    const char c = p_[i];
+    const int d = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
+    if (d < 0) return false;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  e_.task_id_text.assign(p_ + 1, 18);
+  e_.task_id = v;
+  p_ += 20;
+  return true;
+}
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kStep>() {
+  return Uint32(&e_.step);
+}
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kFuncId>() {
+  // ParseFuncIds: [] or up to 17 integers; more than 16 is left to it.
+  e_.func_ids.clear();
+  if (!Lit("[")) return false;
+  if (Lit("]")) return true;
+  for (;;) {
+    int64_t v;
+    if (e_.func_ids.size() == 16 || !Int(&v)) return false;
+    e_.func_ids.push_back(v);
+    if (Lit("]")) return true;
+    if (!Lit(", ")) return false;
+  }
+}
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kRole>() {
+  return Name(&RoleFromName, &e_.role);
+}
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kStage>() {
+  return Name(&StageFromName, &e_.stage);
+}
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kKind>() {
+  return Name(&KindFromName, &e_.kind);
+}
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kDtype>() {
+  absl::string_view text;
+  if (!Text(&text)) return false;
+  // Entries mostly repeat a few dtypes: the last name's answer is kept.
+  if (text != r_.scanned_dtype_name_) {
+    const std::optional<DataType> d = DataTypeFromName(std::string_view(text.data(), text.size()));
+    if (!d) return false;
+    r_.scanned_dtype_name_.assign(text.data(), text.size());
+    r_.scanned_dtype_ = *d;
+  }
+  e_.dtype = r_.scanned_dtype_;
+  return true;
+}
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kValue>() {
+  // ParseScalarValue: a string kept with its quotes, true/false, or a
+  // number token as written.
+  e_.has_value = true;
+  if (left() > 0 && *p_ == '"') {
+    absl::string_view text;
+    const char* const start = p_;
+    if (!Text(&text)) return false;
+    e_.value.assign(start, static_cast<size_t>(p_ - start));
+    return true;
+  }
+  if (Lit("true")) {
+    e_.value = "true";
+    return true;
+  }
+  if (Lit("false")) {
+    e_.value = "false";
+    return true;
+  }
+  absl::string_view token;
+  if (!Token(&token)) return false;
+  e_.value.assign(token.data(), token.size());
+  return true;
+}
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kShape>() {
+  return UintArray(&e_.shape);
+}
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kStrides>() {
+  return UintArray(&e_.strides);
+}
+#define ARGSDUMP_SCAN_SIMPLE(id, style, member)                            \
+  template <>                                                              \
+  bool ManifestReader::StoreLayoutScanner::Value<ManifestField::k##id>() { \
+    return Simple<FieldStyle::style>(&e_.member);                          \
+  }
+ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_SCAN_SIMPLE)
+#undef ARGSDUMP_SCAN_SIMPLE
+template <>
+bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kStats>() {
+  // The writer's order (server/manifest.cc Put<kStats>); ParseStats takes
+  // any order, so another one is its to read.
+  ManifestEntry::Stats& s = e_.stats.emplace();
+  return Lit("{\"count\": ") && Uint(&s.count) && Lit(", \"min\": ") && Double(&s.min) &&
+         Lit(", \"max\": ") && Double(&s.max) && Lit(", \"mean\": ") && Double(&s.mean) &&
+         Lit(", \"l2\": ") && Double(&s.l2) && Lit(", \"nan\": ") && Uint(&s.nan) &&
+         Lit(", \"pos_inf\": ") && Uint(&s.pos_inf) && Lit(", \"neg_inf\": ") &&
+         Uint(&s.neg_inf) && Lit(", \"zeros\": ") && Uint(&s.zeros) && Lit("}");
+}
+
 absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
+  if (scan_store_layout_) {
+    SkipSpace();  // what Expect('{') below skips too
+    switch (StoreLayoutScanner(this, e).Scan()) {
+      case StoreLayoutScanner::Result::kParsed:
+        return absl::OkStatus();
+      case StoreLayoutScanner::Result::kRejected:
+        // Not selected: the rest skimmed, as below.
+        skipped_ = true;
+        return SkipRestOfEntry();
+      case StoreLayoutScanner::Result::kDeviation: {
+        const uint64_t index = e->index;
+        ResetEntry(e);  // what the scanner filled in before it stopped
+        e->index = index;
+        break;
+      }
+    }
+  }
   if (absl::Status s = Expect('{', "an args[] entry"); !s.ok()) return s;
   ManifestFieldSet seen = 0;
   SkipSpace();

@@ -94,8 +94,10 @@ class ManifestReader {
   // NotFound naming the file when it cannot be opened.
   static absl::StatusOr<std::unique_ptr<ManifestReader>> Open(const std::string& path);
   // The same over a manifest's bytes in memory, named `name` in errors
-  // (the fuzz target; a manifest read out of a zip).
-  static std::unique_ptr<ManifestReader> FromBytes(std::string bytes, std::string name);
+  // (the fuzz target; a manifest read out of a zip), read `buffer_bytes`
+  // at a time (the fuzz target's small buffers put refills everywhere).
+  static std::unique_ptr<ManifestReader> FromBytes(std::string bytes, std::string name,
+                                                   size_t buffer_bytes = 1 << 20);
   ~ManifestReader();
 
   // Calls `fn` for every entry in order until it returns false. The summary
@@ -112,10 +114,18 @@ class ManifestReader {
   // a selective filter runs at close to scanning speed. Indices still
   // count every entry.
   void set_filter(const EntryFilter& filter) { filter_ = filter; }
+  // Entries in exactly the layout the store writes (server/manifest.cc) are
+  // read by a scanner made for it, any other entry by the general parser;
+  // the results are the same either way. false: the general parser only
+  // (the fuzz target and the tests compare the two).
+  void set_store_layout_scanner(bool enabled) { scan_store_layout_ = enabled; }
   const ManifestSummary& summary() const { return summary_; }
 
  private:
   explicit ManifestReader(std::string path, std::FILE* f) : path_(std::move(path)), f_(f) {}
+  // The scanner of the store's layout (manifest_reader.cc): reads the
+  // buffer and the filter, never refills.
+  class StoreLayoutScanner;
   // The tokenizer over a buffered file (inline: it runs per character).
   int Peek() {
     if (ABSL_PREDICT_FALSE(at_ == end_)) return Refill();
@@ -193,6 +203,10 @@ class ManifestReader {
   bool saw_args_ = false;
   uint64_t next_index_ = 0;
   absl::Status error_;
+  bool scan_store_layout_ = true;
+  // The last dtype name the scanner looked up, and what it is.
+  std::string scanned_dtype_name_;
+  DataType scanned_dtype_ = DataType::kFloat32;
 };
 
 }  // namespace argsdump

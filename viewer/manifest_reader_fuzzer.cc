@@ -1,12 +1,14 @@
 // libFuzzer target: any bytes as a capture directory's args_dump.json and
 // args.bin (input: one byte choosing the command, a little-endian u32
 // length, that many bytes of args.bin, then the manifest). The reader must
-// give entries or DataLoss "<file>: byte N"; dump_viewer, run on the
+// give entries or DataLoss "<file>: byte N", the same with its store-layout
+// scanner as without it (else abort, showing both); dump_viewer, run on the
 // folder, must exit 0, 1 or 2 - never abort or crash - whatever offsets and
 // sizes the entries claim (it checks them against args.bin first).
 //   bazel build --config=fuzz //viewer:manifest_reader_fuzzer   (tools/fuzz.sh)
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "tests/fuzz_scratch.h"
 #include "viewer/manifest_reader.h"
+#include "viewer/manifest_transcript.h"
 #include "viewer/viewer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -23,18 +26,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& bin = parts.first;
   const std::string& manifest = parts.second;
   {
-    auto reader = argsdump::ManifestReader::FromBytes(manifest, "fuzz.json");
-    uint64_t entries = 0;
-    (void)reader->ForEach([&](const argsdump::ManifestEntry&) { return ++entries < 100000; });
-    argsdump::EntryFilter f;
-    f.args.task_id = 0x100000000ull;
-    f.args.role = argsdump::v1::ROLE_OUTPUT;
-    reader = argsdump::ManifestReader::FromBytes(manifest, "fuzz.json");
-    reader->set_filter(f);
-    argsdump::ManifestEntry e;
-    for (int i = 0; i < 1000; ++i) {
-      auto more = reader->Next(&e);
-      if (!more.ok() || !*more) break;
+    // The store-layout scanner must change nothing: the same entries,
+    // errors (and their bytes) and summary with it and without it, read
+    // whole and under filters that drop entries at each of their fields.
+    std::vector<argsdump::EntryFilter> filters(4);
+    filters[1].args.task_id = 0x100000000ull;
+    filters[1].args.role = argsdump::v1::ROLE_OUTPUT;
+    filters[2].args.step = 1;
+    filters[2].args.func_id = 7;
+    filters[2].args.stage = argsdump::v1::STAGE_AFTER_COMPLETION;
+    filters[3].args.arg_index = 1;
+    filters[3].args.kind = argsdump::v1::KIND_SCALAR;
+    filters[3].args.dtype = argsdump::v1::DTYPE_FLOAT32;
+    // The whole manifest in the buffer, and a small buffer (its size from
+    // the input) that ends lines anywhere.
+    const size_t small = 1 + (size * 7 + mode) % 300;
+    for (size_t i = 0; i < 2 * filters.size(); ++i) {
+      const argsdump::EntryFilter& f = filters[i / 2];
+      const size_t buffer = i % 2 == 0 ? size_t{1} << 20 : small;
+      const std::string with = argsdump::ReadTranscript(manifest, f, true, 20000, buffer);
+      const std::string without = argsdump::ReadTranscript(manifest, f, false, 20000, buffer);
+      if (with != without) {
+        std::fprintf(stderr, "the scanner changes what is read\n--- with it:\n%s\n--- without:\n%s\n",
+                     with.c_str(), without.c_str());
+        std::abort();
+      }
     }
   }
   const std::string root = argsdump::FuzzScratch();

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/arg_records.h"
 #include "tests/testing/temp_dir.h"
+#include "viewer/manifest_transcript.h"
 #include "viewer/test_capture.h"
 
 namespace argsdump {
@@ -476,6 +477,220 @@ TEST(ManifestReaderTest, TruncatedAndCorruptedManifestsFailCleanly) {
     check(text, absl::StrCat("byte ", at));
   }
   EXPECT_TRUE(check(good, "unchanged"));
+}
+
+
+namespace scanner {
+
+// A capture the store writes with every optional field somewhere: steps,
+// func ids (one, several, none), 0- to 5-dimensional tensors, scalars of
+// several dtypes (0.5, NaN, a bool, an integer), the three flags, stats.
+std::string StoreManifest(const std::string& name) {
+  const std::string dir = TempPath(name + "/args_dump");
+  TestCapture c;
+  for (uint32_t t = 0; t < 6; ++t) {
+    const uint64_t task = 0x100000000ull + t;
+    std::vector<uint32_t> shape;
+    for (uint32_t d = 0; d < t % 6; ++d) shape.push_back(d + 2);
+    const std::vector<uint32_t> funcs = t % 3 == 0   ? std::vector<uint32_t>{7, 9, 11}
+                                        : t % 3 == 1 ? std::vector<uint32_t>{7}
+                                                     : std::vector<uint32_t>{};
+    const v1::Role roles[] = {v1::ROLE_INPUT, v1::ROLE_OUTPUT, v1::ROLE_INOUT};
+    v1::ArgRecord tensor = TensorRecord(task).Step(t % 3).FuncIds(funcs).Arg(0)
+                               .Role(roles[t % 3])
+                               .Stage(t % 3 == 0 ? v1::STAGE_BEFORE_DISPATCH
+                                                 : v1::STAGE_AFTER_COMPLETION)
+                               .Dtype(v1::DTYPE_FLOAT16).Shape(shape).Contiguous()
+                               .Truncated(t == 1).InFlightSnapshot(t == 2).Overflow(t == 3);
+    if (t == 4) {
+      v1::TensorStats* s = tensor.mutable_stats();
+      s->set_count(24);
+      s->set_min(-1.25);
+      s->set_max(3e300);
+      s->set_mean(0.1);
+      s->set_l2(7);
+      s->set_nan(1);
+      s->set_zeros(2);
+    }
+    uint64_t bytes = 2;
+    for (uint32_t d : shape) bytes *= d;
+    c.Add(tensor, std::string(t == 1 ? bytes - 2 : bytes, 'x'));
+    const v1::DType dtypes[] = {v1::DTYPE_FLOAT32, v1::DTYPE_BOOL,    v1::DTYPE_FLOAT32,
+                                v1::DTYPE_FLOAT32, v1::DTYPE_BOOL, v1::DTYPE_INT64};
+    c.Add(ScalarRecord(task).Step(t % 3).Arg(1).Dtype(dtypes[t])
+              .ScalarBits(t == 2 ? 0x7FC00000u : t == 0 ? 0x3F000000u : 1)
+              .AmbiguousArgIndex(t == 5),
+          "");
+  }
+  const absl::Status written = c.WriteTo(dir, name);
+  EXPECT_TRUE(written.ok()) << written;
+  return Slurp(dir + "/args_dump.json");
+}
+
+// The filters the reader drops entries early on, one per field it checks
+// (format/manifest_fields.h up to dtype), and none.
+std::vector<EntryFilter> Filters() {
+  std::vector<EntryFilter> f(8);
+  f[1].args.task_id = 0x100000002ull;
+  f[2].args.step = 1;
+  f[3].args.func_id = 9;
+  f[4].args.role = v1::ROLE_OUTPUT;
+  f[5].args.stage = v1::STAGE_AFTER_COMPLETION;
+  f[6].args.arg_index = 1;
+  f[6].args.kind = v1::KIND_SCALAR;
+  f[7].args.dtype = v1::DTYPE_FLOAT16;
+  return f;
+}
+
+// The same transcript with the scanner and without, for every filter and
+// buffers from 1 byte to the whole file.
+void ExpectSameReading(const std::string& manifest, const std::string& what) {
+  for (const EntryFilter& f : Filters()) {
+    for (size_t buffer : {size_t{1} << 20, size_t{1}, size_t{61}, size_t{200}, size_t{333}}) {
+      const std::string with = ReadTranscript(manifest, f, true, 1000, buffer);
+      const std::string without = ReadTranscript(manifest, f, false, 1000, buffer);
+      ASSERT_EQ(with, without) << what << ", buffer " << buffer << ", filter "
+                               << f.args.Describe();
+    }
+  }
+}
+
+// `text` with the first `from` replaced by `to` (which must be there).
+std::string With(const std::string& text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at == std::string::npos) return text;
+  return text.substr(0, at) + to + text.substr(at + from.size());
+}
+
+}  // namespace scanner
+
+TEST(ManifestReaderTest, StoreLayoutScannerReadsTheStoresOutputAsTheParserDoes) {
+  const std::string manifest = scanner::StoreManifest("scanner_store");
+  // The fields the capture is meant to have are there.
+  for (const char* field : {"\"step\": 1", "\"func_id\": [7, 9, 11]", "\"func_id\": [-1]",
+                            "\"in_flight_snapshot\": true", "\"overflow\": true",
+                            "\"arg_index_ambiguous\": true", "\"stats\": {\"count\": 24",
+                            "\"value\": \"NaN\"", "\"value\": true", "\"shape\": [2, 3, 4, 5, 6]"}) {
+    EXPECT_NE(manifest.find(field), std::string::npos) << field << " in\n" << manifest;
+  }
+  const std::string transcript = ReadTranscript(manifest, EntryFilter(), true, 1000);
+  EXPECT_NE(transcript.find("\nend\n"), std::string::npos) << transcript;
+  scanner::ExpectSameReading(manifest, "the store's manifest");
+  // A large one: 1 MiB buffers end in the middle of lines.
+  std::string big = manifest;
+  const size_t open = big.find("\"args\": [\n") + 10, close = big.rfind("\n  ]");
+  const std::string entries = big.substr(open, close - open);
+  std::string many;
+  while (many.size() < (3u << 20)) many += entries + ",\n";
+  big = big.substr(0, open) + many + entries + big.substr(close);
+  for (const EntryFilter& f : scanner::Filters()) {
+    EXPECT_EQ(ReadTranscript(big, f, true, 1 << 20), ReadTranscript(big, f, false, 1 << 20));
+  }
+}
+
+// Hand-made deviations from the store's layout, each in one entry: the
+// scanner gives way to the parser there, which reads them (or refuses them,
+// naming the byte) as it always did.
+TEST(ManifestReaderTest, StoreLayoutScannerGivesWayToTheParserOnEveryDeviation) {
+  const std::string m = scanner::StoreManifest("scanner_deviations");
+  const std::string first = "{\"task_id\": \"0x0000000100000000\"";
+  const std::vector<std::pair<std::string, std::string>> deviations = {
+      // reordered keys
+      {"\"role\": \"input\", \"stage\": \"before_dispatch\"",
+       "\"stage\": \"before_dispatch\", \"role\": \"input\""},
+      {first + ", \"step\": 0", "{\"step\": 0, \"task_id\": \"0x0000000100000000\""},
+      {first + ", \"step\": 0", first},
+      {first + ", \"step\": 0", first + ", \"step\": 0, \"step\": 1"},
+      // other spacing
+      {first, "{ \"task_id\": \"0x0000000100000000\""},
+      {first, "{\"task_id\":\"0x0000000100000000\""},
+      {first, "{\"task_id\" :  \"0x0000000100000000\""},
+      {"\"numel\": ", "\"numel\":\t"},
+      {"\"shape\": [2, 3]", "\"shape\": [ 2,3 ]"},
+      {"\"bin_size\": 12}", "\"bin_size\": 12 }"},
+      {"},\n    {", "}  ,\n\n{"},
+      // escapes and control characters in strings
+      {"\"role\": \"input\"", "\"role\": \"in\\u0070ut\""},
+      {"\"dtype\": \"FLOAT16\"", "\"dtype\": \"FLOAT\\u00316\""},
+      {"\"dtype\": \"FLOAT16\"", "\"dtype\": \"float16\""},
+      {"\"dtype\": \"FLOAT16\"", "\"dtype\": \"FLOAT17\""},
+      {"\"task_id\": \"0x0000000100000000\"", "\"task_id\": \"0x000000010000000\\u0030\""},
+      {"\"task_id\": \"0x0000000100000000\"", "\"task_id\": \"0X0000000100000000\""},
+      {"\"task_id\": \"0x0000000100000000\"", "\"task_id\": \"0x00000001000000AB\""},
+      {"\"task_id\": \"0x0000000100000000\"", "\"task_id\": \"0x1\""},
+      {"\"task_id\": \"0x0000000100000000\"", "\"task_id\": \"0x00000001000000000\""},
+      {"\"task_id\": \"0x0000000100000000\"", "\"task_id\": \"0x00000001000000g0\""},
+      {"\"role\": \"input\"", "\"role\": \"in\tput\""},
+      {"\"role\": \"input\"", "\"role\": \"inpu"},
+      {"\"value\": \"NaN\"", "\"value\": \"N\\u0061N\""},
+      // numbers: huge, signed, with leading zeros, fractions, not numbers
+      {"\"bin_size\": 12", "\"bin_size\": 18446744073709551615"},
+      {"\"bin_size\": 12", "\"bin_size\": 18446744073709551616"},
+      {"\"bin_size\": 12", "\"bin_size\": 1234567890123456789"},
+      {"\"bin_size\": 12", "\"bin_size\": 00000000000000000000012"},
+      {"\"bin_size\": 12", "\"bin_size\": 012"},
+      {"\"bin_size\": 12", "\"bin_size\": -12"},
+      {"\"bin_size\": 12", "\"bin_size\": 12.0"},
+      {"\"bin_size\": 12", "\"bin_size\": 1e3"},
+      {"\"bin_size\": 12", "\"bin_size\": null"},
+      {"\"arg_index\": 0", "\"arg_index\": 4294967295"},
+      {"\"arg_index\": 0", "\"arg_index\": 4294967296"},
+      {"\"step\": 0", "\"step\": 99999999999999999999"},
+      {"\"func_id\": [7, 9, 11]", "\"func_id\": [-7, 922337203685477580, 9223372036854775807]"},
+      {"\"func_id\": [7, 9, 11]", "\"func_id\": [9223372036854775808]"},
+      {"\"func_id\": [7, 9, 11]", "\"func_id\": [-0, +3]"},
+      {"\"func_id\": [7, 9, 11]", "\"func_id\": []"},
+      {"\"func_id\": [7, 9, 11]", "\"func_id\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]"},
+      {"\"func_id\": [7, 9, 11]", "\"func_id\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18]"},
+      {"\"value\": 0.5", "\"value\": -1.5e-300"},
+      {"\"value\": 0.5", "\"value\": 1e5e5--"},
+      {"\"value\": 0.5", "\"value\": " + std::string(64, '9')},
+      {"\"value\": 0.5", "\"value\": " + std::string(65, '9')},
+      {"\"value\": 0.5", "\"value\": false"},
+      {"\"value\": 0.5", "\"value\": null"},
+      {"\"value\": 0.5", "\"value\": [1]"},
+      {"\"is_contiguous\": true", "\"is_contiguous\": 1"},
+      {"\"is_contiguous\": true", "\"is_contiguous\": tru"},
+      {"\"truncated\": false", "\"truncated\": falsey"},
+      {"\"truncated\": false", "\"overflow\": false, \"truncated\": false"},
+      {"\"shape\": [2, 3]", "\"shape\": [2, 3, 4]"},
+      {"\"stats\": {\"count\": 24, \"min\": -1.25", "\"stats\": {\"min\": -1.25, \"count\": 24"},
+      {"\"stats\": {\"count\": 24", "\"stats\": {\"count\": 24, \"extra\": [{}]"},
+      {"\"min\": -1.25", "\"min\": -1.25e400"},
+      {"\"min\": -1.25", "\"min\": 1.2.3"},
+      // missing fields, required and not
+      {"\"role\": \"input\", ", ""},
+      {"\"kind\": \"tensor\", ", ""},
+      {"\"shape\": [2, 3], ", ""},
+      {"\"numel\": 6, ", ""},
+      {", \"bin_size\": 12}", "}"},
+      {first, "{"},
+      // duplicate and unknown keys
+      {"\"numel\": 6", "\"numel\": 6, \"numel\": 7"},
+      {"\"bin_size\": 12", "\"bin_size\": 12, \"bin_size\": 13"},
+      {"\"kind\": \"tensor\"", "\"kind\": \"tensor\", \"kind\": \"scalar\""},
+      {"\"bin_size\": 12", "\"bin_size\": 12, \"stats\": {\"count\": 1}"},
+      {"\"numel\": 6", "\"numel\": 6, \"later\": {\"a\": [1, \"}\"]}"},
+      {"\"bin_size\": 12", "\"bin_size\": 12, \"z\": \"\\\"}\""},
+  };
+  for (const auto& [from, to] : deviations) {
+    const std::string changed = scanner::With(m, from, to);
+    scanner::ExpectSameReading(changed, to);
+  }
+  // A deviation is read as the parser reads it, not refused for it.
+  const std::string lower = scanner::With(m, "\"dtype\": \"FLOAT16\"", "\"dtype\": \"float16\"");
+  EXPECT_NE(ReadTranscript(lower, EntryFilter(), true, 1000).find("\nend\n"), std::string::npos);
+  // Truncated anywhere in the first entries: the same error at the same byte.
+  const size_t begin = m.find(first);
+  for (size_t cut = begin; cut < begin + 1200 && cut < m.size(); ++cut) {
+    scanner::ExpectSameReading(m.substr(0, cut), absl::StrCat("cut at ", cut));
+  }
+  // And an error names the file and the byte.
+  const std::string bad = scanner::With(m, "\"arg_index\": 0", "\"arg_index\": 4294967296");
+  const std::string t = ReadTranscript(bad, EntryFilter(), true, 1000);
+  EXPECT_NE(t.find("fuzz.json: byte "), std::string::npos) << t;
+  EXPECT_NE(t.find("field \"arg_index\": out of range"), std::string::npos) << t;
 }
 
 }  // namespace

@@ -68,13 +68,41 @@ ElementStats FromStored(const ManifestEntry::Stats& s) {
 
 std::string Dims(const std::vector<uint64_t>& v) { return absl::StrCat("[", absl::StrJoin(v, ","), "]"); }
 
-// The flags column, appended to `line` (once per listed entry: no
-// allocation).
-void AppendFlags(const ManifestEntry& e, std::string* line) {
-  const size_t start = line->size();
+// A listing line written through a char* into room reserved for all of it
+// (ListingLineBound): no size checks or reallocation per piece.
+struct LineWriter {
+  char* p;
+  void Str(absl::string_view text) {
+    std::memcpy(p, text.data(), text.size());
+    p += text.size();
+  }
+  void Blanks(size_t n) {
+    std::memset(p, ' ', n);
+    p += n;
+  }
+  void Push(char c) { *p++ = c; }
+  // FastIntToBuffer's digits (it also writes a NUL after them, in the room).
+  void Uint(uint64_t v) { p = absl::numbers_internal::FastIntToBuffer(v, p); }
+  // `text` in `width` columns, left- or right-aligned (longer text is kept).
+  void Column(absl::string_view text, size_t width, bool right) {
+    const size_t pad = text.size() < width ? width - text.size() : 0;
+    if (right) Blanks(pad);
+    Str(text);
+    if (!right) Blanks(pad);
+  }
+  void RightUint(uint64_t v, size_t width) {
+    char number[24];
+    const char* end = absl::numbers_internal::FastIntToBuffer(v, number);
+    Column(absl::string_view(number, static_cast<size_t>(end - number)), width, true);
+  }
+};
+
+// The flags column.
+void AppendFlags(const ManifestEntry& e, LineWriter& w) {
+  const char* const start = w.p;
   auto flag = [&](absl::string_view f) {
-    if (line->size() > start) line->push_back(',');
-    line->append(f.data(), f.size());
+    if (w.p > start) w.Push(',');
+    w.Str(f);
   };
   if (e.truncated) flag("truncated");
   if (e.overwritten) flag("overwritten");
@@ -83,73 +111,69 @@ void AppendFlags(const ManifestEntry& e, std::string* line) {
   if (e.overflow) flag("overflow");
   if (e.stats && e.stats->has_nonfinite()) flag("nonfinite");
   if (e.step != 0) {
-    char number[24];
-    const char* end = absl::numbers_internal::FastIntToBuffer(e.step, number);
     flag("step=");
-    line->append(number, static_cast<size_t>(end - number));
+    w.Uint(e.step);
   }
   if (e.is_tensor() && e.bin_size == 0) flag("no-data");
 }
 
-// `text` in `width` columns, left- or right-aligned (longer text is kept).
-void Column(std::string* out, absl::string_view text, size_t width, bool right) {
-  const size_t pad = text.size() < width ? width - text.size() : 0;
-  if (right) out->append(pad, ' ');
-  out->append(text.data(), text.size());
-  if (!right) out->append(pad, ' ');
+// At least the bytes ListingLine writes for `e` and `mark`: the columns
+// of bounded width (numbers of up to 20 digits, the vocabulary's names,
+// the flags) and the three of any length.
+size_t ListingLineBound(const ManifestEntry& e, absl::string_view mark) {
+  return 512 + e.value.size() + 21 * e.shape.size() + mark.size();
 }
 
-// One listing line appended to `line` (a 10 M-entry listing prints 10 M of
-// these: built by hand, not through a format string):
+// One listing line written at `out` (a 10 M-entry listing prints 10 M of
+// these: built by hand, not through a format string), its end returned:
 // "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", trailing
 // blanks trimmed, '\n'. `mark` (a crashed capture's) follows the flags.
-void ListingLine(const ManifestEntry& e, std::string* line, absl::string_view mark = "") {
-  char number[24];
-  auto num = [&](uint64_t v) {
-    const char* end = absl::numbers_internal::FastIntToBuffer(v, number);
-    return absl::string_view(number, static_cast<size_t>(end - number));
-  };
-  Column(line, num(e.index), 7, true);
-  line->append("  0x");
+// `out` has room for ListingLineBound(e, mark) bytes.
+char* ListingLine(const ManifestEntry& e, char* out, absl::string_view mark = "") {
+  LineWriter w{out};
+  w.RightUint(e.index, 7);
+  w.Str("  0x");
   static constexpr char kHex[] = "0123456789abcdef";
-  for (int shift = 60; shift >= 0; shift -= 4) line->push_back(kHex[(e.task_id >> shift) & 0xF]);
-  line->append("  ");
-  Column(line, StageShortName(e.stage), 6, false);
-  line->append("  ");
-  Column(line, RoleName(e.role), 6, false);
-  line->append("  ");
-  Column(line, num(e.arg_index), 3, true);
-  line->append("  ");
-  Column(line, KindName(e.kind), 6, false);
-  line->append("  ");
-  Column(line, DataTypeName(e.dtype).data(), 9, false);
-  line->append("  ");
+  for (int shift = 60; shift >= 0; shift -= 4) w.Push(kHex[(e.task_id >> shift) & 0xF]);
+  w.Str("  ");
+  w.Column(StageShortName(e.stage), 6, false);
+  w.Str("  ");
+  w.Column(RoleName(e.role), 6, false);
+  w.Str("  ");
+  w.RightUint(e.arg_index, 3);
+  w.Str("  ");
+  w.Column(KindName(e.kind), 6, false);
+  w.Str("  ");
+  const std::string_view dtype = DataTypeName(e.dtype);
+  w.Column(absl::string_view(dtype.data(), dtype.size()), 9, false);
+  w.Str("  ");
   // The shape or value column, written in place and padded to 16.
-  const size_t column = line->size();
+  const char* const column = w.p;
   if (e.is_scalar()) {
-    line->push_back('=');
-    line->append(e.value);
+    w.Push('=');
+    w.Str(e.value);
   } else {
-    line->push_back('[');
+    w.Push('[');
     for (size_t i = 0; i < e.shape.size(); ++i) {
-      if (i > 0) line->push_back(',');
-      const absl::string_view d = num(e.shape[i]);
-      line->append(d.data(), d.size());
+      if (i > 0) w.Push(',');
+      w.Uint(e.shape[i]);
     }
-    line->push_back(']');
+    w.Push(']');
   }
-  if (line->size() - column < 16) line->append(16 - (line->size() - column), ' ');
-  line->append("  ");
-  Column(line, num(e.bin_size), 10, true);
-  line->append("  ");
-  const size_t flags = line->size();
-  AppendFlags(e, line);
+  const size_t width = static_cast<size_t>(w.p - column);
+  if (width < 16) w.Blanks(16 - width);
+  w.Str("  ");
+  w.RightUint(e.bin_size, 10);
+  w.Str("  ");
+  const char* const flags = w.p;
+  AppendFlags(e, w);
   if (!mark.empty()) {
-    if (line->size() > flags) line->push_back(' ');
-    line->append(mark.data(), mark.size());
+    if (w.p > flags) w.Push(' ');
+    w.Str(mark);
   }
-  line->erase(line->find_last_not_of(' ') + 1);
-  line->push_back('\n');
+  while (w.p > out && w.p[-1] == ' ') --w.p;
+  w.Push('\n');
+  return w.p;
 }
 
 std::string StatsLine(const ManifestEntry& e, const ElementStats& st) {
@@ -537,18 +561,25 @@ int List(ArgSource& source, const Options& o, const std::string& export_root, st
   // Lines go out in blocks of about 64 KiB (one write each), not one by
   // one; on a terminal, line by line as before.
   constexpr size_t kBlock = 64 << 10;
-  std::string lines;
-  lines.reserve(kBlock + 1024);
+  std::vector<char> lines(kBlock);
+  size_t used = 0;
+  auto flush = [&] {
+    out.write(lines.data(), static_cast<std::streamsize>(used));
+    used = 0;
+  };
   for (; got.ok() && *got; got = source.Next(&e)) {
     ++matched;
     if (export_text || ((o.npy || o.stats) && e.is_tensor())) selected.push_back(e);
-    ListingLine(e, &lines, crash ? crash->Mark(e) : "");
-    if (lines.size() >= kBlock || o.terminals.out) {
-      out.write(lines.data(), static_cast<std::streamsize>(lines.size()));
-      lines.clear();
+    const absl::string_view mark = crash ? crash->Mark(e) : "";
+    const size_t bound = ListingLineBound(e, mark);
+    if (used + bound > lines.size()) {
+      flush();
+      if (bound > lines.size()) lines.resize(bound);
     }
+    used = static_cast<size_t>(ListingLine(e, lines.data() + used, mark) - lines.data());
+    if (o.terminals.out) flush();
   }
-  out.write(lines.data(), static_cast<std::streamsize>(lines.size()));
+  flush();
   if (!got.ok()) return Fail(err, got.status());
   if (matched == 0 && o.selection.any()) return NoMatch(source, err);
   out << matched << " args\n";
