@@ -156,9 +156,10 @@ bool ThreadRecorder::PublishCurrent(abi::DropCause cause) {
   // records are counted as dropped (host gone) instead of published.
   if (region_.host_gone() || !WaitFor([&] { return ready_.HasSpace(); })) {
     // Lost: the records never reach the host; their payloads were never
-    // published, so the arena space is reclaimed at the next wrap.
+    // published, so their arena space is reused without a wait.
     records_written_ -= buffer_count_;
     state_->records_written.store(records_written_, std::memory_order_relaxed);
+    pending_first_start_ = kNoStart;  // never published: nothing to wait for
     Drop(cause, buffer_count_);
     buffer_count_ = 0;
     buffer_payloads_ = 0;
@@ -169,6 +170,10 @@ bool ThreadRecorder::PublishCurrent(abi::DropCause cause) {
   buffer_header_->sequence = published_buffers_++;
   buffer_header_->payload_records = buffer_payloads_;
   published_payloads_ += buffer_payloads_;
+  if (buffer_payloads_ > 0 && pending_first_start_ != kNoStart) {
+    extents_.push_back(Extent{pending_first_start_, published_payloads_});
+  }
+  pending_first_start_ = kNoStart;
   state_->published_payload_count.store(published_payloads_, std::memory_order_release);
   state_->published_buffer_count.store(published_buffers_, std::memory_order_relaxed);
   ready_.TryPush(buffer_);  // has space: only this thread pushes
@@ -184,21 +189,40 @@ bool ThreadRecorder::PublishCurrent(abi::DropCause cause) {
 
 uint8_t* ThreadRecorder::ReserveArena(uint64_t bytes) {
   if (cursor_ + bytes > cycle_start_ + arena_bytes_) {
-    // The rest of this cycle is too small: every payload of the cycle must be
-    // on the host's side before the arena is reused from its start.
-    ++arena_waits_;
-    state_->arena_waits.store(arena_waits_, std::memory_order_relaxed);
+    // The rest of this cycle is too small: the next payload goes at the
+    // arena's start (the tail is skipped), in a buffer of its own, so that
+    // a buffer's payloads never cross the arena's end.
     if (buffer_payloads_ > 0) PublishCurrent(abi::DropCause::kReadyQueueFull);
-    const uint64_t target = published_payloads_;
-    if (!WaitFor([&] {
-          return state_->completed_payload_count.load(std::memory_order_acquire) >= target;
-        })) {
-      Drop(abi::DropCause::kArenaAckTimeout, 1);
-      return nullptr;
-    }
     cycle_start_ += arena_bytes_;
     cursor_ = cycle_start_;
   }
+  // Every published payload that lay where [cursor_, cursor_ + bytes) goes,
+  // one cycle ago, must be on the host's side first: the buffers whose
+  // first payload started before end - arena (a buffer's payloads are
+  // contiguous and never cross the arena's end).
+  const uint64_t end = cursor_ + bytes;
+  uint64_t target = 0;
+  size_t covered = 0;
+  for (const Extent& e : extents_) {
+    if (e.first_start + arena_bytes_ >= end) break;
+    target = e.payloads_through;
+    ++covered;
+  }
+  if (covered > 0) {
+    auto acked = [&] {
+      return state_->completed_payload_count.load(std::memory_order_acquire) >= target;
+    };
+    if (!acked()) {
+      ++arena_waits_;
+      state_->arena_waits.store(arena_waits_, std::memory_order_relaxed);
+      if (!WaitFor(acked)) {
+        Drop(abi::DropCause::kArenaAckTimeout, 1);
+        return nullptr;
+      }
+    }
+    extents_.erase(extents_.begin(), extents_.begin() + covered);
+  }
+  if (pending_first_start_ == kNoStart) pending_first_start_ = cursor_;
   uint8_t* dst = arena_ + (cursor_ - cycle_start_);
   cursor_ += bytes;
   state_->arena_write_offset.store(cursor_, std::memory_order_relaxed);

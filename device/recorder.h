@@ -36,6 +36,7 @@
 #define ARGSDUMP_DEVICE_RECORDER_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -148,6 +149,18 @@ class ThreadRecorder {
   uint64_t cursor_ = 0;       // monotonic arena cursor
   uint64_t cycle_start_ = 0;  // cursor at the start of this arena cycle
   uint64_t published_payloads_ = 0;
+  // The arena is a ring: space is reused once the host acknowledged the
+  // payloads the previous cycle put there, not the whole cycle's. Per
+  // published buffer with payloads, where its first payload starts and how
+  // many payloads the host must have acknowledged to have all of its own
+  // (oldest first; dropped as the ring passes them).
+  struct Extent {
+    uint64_t first_start;
+    uint64_t payloads_through;
+  };
+  std::deque<Extent> extents_;
+  static constexpr uint64_t kNoStart = ~uint64_t{0};
+  uint64_t pending_first_start_ = kNoStart;  // of payloads reserved since the last publish
   uint64_t published_buffers_ = 0;
   // A bound expired with no progress from the host (reset on progress).
   bool host_unresponsive_ = false;

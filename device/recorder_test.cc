@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 #include <thread>
+#include <map>
 #include <vector>
 
 #include "device/region.h"
@@ -308,6 +309,57 @@ TEST(RecorderTest, ArenaWrapNeedsThisThreadsOwnAck) {
     }
   }
   EXPECT_EQ(t0, (std::vector<uint64_t>{10, 11, 12, 13, 15}));
+}
+
+// The arena is a ring: a payload that wraps waits only for the payloads
+// that lay where it goes (acknowledged ones are overwritten at once, under
+// the drop policy too), never for the rest of the cycle; and it never goes
+// over a payload the host has not acknowledged.
+TEST(RecorderTest, ArenaRingReusesWhatTheHostAcknowledged) {
+  DumpRegionConfig c = SmallConfig(DumpLevel::kFull, 1);
+  c.arena_bytes = 4096;  // four 1 KiB payloads; each fills a quarter, so each is a buffer
+  c.full_policy = abi::FullPolicy::kDrop;
+  auto region = MakeRegion(c);
+  DumpRecorder recorder(*region);
+  TestHost host(*region);
+  ThreadRecorder& rec = recorder.thread(0);
+  std::vector<std::vector<float>> blocks;
+  for (int i = 0; i < 8; ++i) blocks.emplace_back(256, float(i));
+  auto record = [&](int i) {
+    std::vector<DumpTensorArg> t = {Arg(Flat(blocks[i]), ArgRole::kInput, 0)};
+    rec.RecordTask(Task(10 + i, t), Stage::kBeforeDispatch);
+  };
+  auto dropped = [&] {
+    return region->thread_state(0).dropped_by_cause[uint32_t(DropCause::kArenaAckTimeout)].load();
+  };
+  record(0);  // [0, 1K)
+  host.DrainOnce(0);
+  EXPECT_EQ(host.acked(0), 1u);
+  host.SetAck(0, false);
+  record(1);  // [1K, 2K)
+  record(2);  // [2K, 3K)
+  record(3);  // [3K, 4K)
+  host.DrainOnce(0);
+  EXPECT_EQ(host.acked(0), 1u);
+  record(4);  // wraps onto task 10's acknowledged space: no wait
+  EXPECT_EQ(dropped(), 0u);
+  EXPECT_EQ(region->thread_state(0).arena_waits.load(), 0u);
+  record(5);  // would go over task 11's unacknowledged payload: dropped
+  EXPECT_EQ(dropped(), 1u);
+  EXPECT_EQ(region->thread_state(0).arena_waits.load(), 1u);
+  host.SetAck(0, true);  // tasks 11-13 (drained) and 14 (published) acknowledged
+  host.DrainOnce(0);
+  record(6);  // now goes where task 11 was
+  EXPECT_EQ(dropped(), 1u);
+  rec.Flush();
+  std::vector<CapturedArg> got = DrainAll(host);
+  std::map<uint64_t, uint64_t> offset;
+  for (const CapturedArg& a : got) {
+    offset[a.record.task_id] = a.record.payload_offset;
+    EXPECT_EQ(As<float>(a.payload), blocks[a.record.task_id - 10]) << a.record.task_id;
+  }
+  EXPECT_EQ(offset, (std::map<uint64_t, uint64_t>{
+                        {10, 0}, {11, 1024}, {12, 2048}, {13, 3072}, {14, 4096}, {16, 5120}}));
 }
 
 // With the stall policy the device waits for the ack, and resumes as soon as

@@ -196,13 +196,13 @@ TEST(SimCaptureTest, TenThousandTasksAtLevelTwoMatchTheKernels) {
   for (uint32_t b = 0; b < whole.size(); ++b) {
     for (uint32_t i = 0; i < ref[b].size(); ++i) ASSERT_EQ(whole[b].Get<float>(i), ref[b][i]);
   }
-  uint64_t dropped = 0, waits = 0;
+  uint64_t dropped = 0, wrapped = 0;
   for (uint32_t t = 0; t < 4; ++t) {
     dropped += region->thread_state(t).dropped_records.load();
-    waits += region->thread_state(t).arena_waits.load();
+    wrapped += region->thread_state(t).arena_write_offset.load() > region->arena_bytes();
   }
   EXPECT_EQ(dropped, 0u);
-  EXPECT_GT(waits, 0u);  // the arenas wrapped under load
+  EXPECT_GT(wrapped, 0u);  // the arenas wrapped (a ring reused under load)
 }
 
 }  // namespace
