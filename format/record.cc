@@ -38,8 +38,11 @@ void StatsRowToProto(const StatsRow& row, v1::TensorStats* s) {
 
 void StatsTable::Add(uint64_t record_id, const v1::ArgRecord& r) {
   if (!r.has_stats() && rows_.empty()) return;
+  Add(record_id, r.has_stats() ? StatsRowFromProto(r.stats()) : StatsRow());
+}
+
+void StatsTable::Add(uint64_t record_id, const StatsRow& row) {
   if (rows_.size() < record_id) rows_.resize(record_id);
-  const StatsRow row = r.has_stats() ? StatsRowFromProto(r.stats()) : StatsRow();
   if (rows_.size() == record_id) {
     rows_.push_back(row);
   } else {

@@ -137,6 +137,8 @@ class StatsTable {
  public:
   // Records in arrival order, every one of them (ids 0, 1, ...).
   void Add(uint64_t record_id, const v1::ArgRecord& record);
+  // The same for a record that carries stats, as a row (present = true).
+  void Add(uint64_t record_id, const StatsRow& row);
   const StatsRow* Get(uint64_t record_id) const {
     return record_id < rows_.size() && rows_[record_id].present ? &rows_[record_id] : nullptr;
   }

@@ -255,20 +255,21 @@ void Capture::NotifyWatchers() {
   for (auto& poke : pokes) poke();
 }
 
-absl::StatusOr<std::vector<absl::string_view>> AppendJob::Payloads() const {
+std::vector<absl::string_view> AppendJob::Payload() const {
   std::vector<absl::string_view> out;
-  out.reserve(records.size());
-  uint64_t at = 0;
-  for (const v1::ArgRecord& r : records) {
-    if (r.bin_size() > bytes.size() - at) break;
-    out.emplace_back(bytes.data() + at, r.bin_size());
-    at += r.bin_size();
-  }
-  if (out.size() != static_cast<size_t>(records.size()) || at != bytes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        bytes.size(), " payload bytes for ", records.size(), " records that do not claim them all"));
+  out.reserve(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    absl::string_view c = chunks[i];
+    if (i == 0) c.remove_prefix(std::min(skip, c.size()));
+    if (!c.empty()) out.push_back(c);
   }
   return out;
+}
+
+uint64_t AppendJob::bytes() const {
+  uint64_t n = 0;
+  for (absl::string_view c : Payload()) n += c.size();
+  return n;
 }
 
 void Capture::Append(AppendJob job, DoneCallback done) {
@@ -349,12 +350,10 @@ bool Capture::RunJob(Job job, std::shared_ptr<CaptureStore> store) {
 
 void Capture::RunAppend(Job job, CaptureStore& store) {
   absl::Status s;
-  const uint64_t bytes = job.append.bytes.size();
-  absl::StatusOr<std::vector<absl::string_view>> payloads = job.append.Payloads();
-  if (!payloads.ok()) {
-    s = absl::InvalidArgumentError(
-        absl::StrCat("capture ", name_, ": ", payloads.status().message()));
-  } else if (store.records() != job.append.first_record) {
+  const std::vector<absl::string_view> payload = job.append.Payload();
+  uint64_t bytes = 0;
+  for (absl::string_view p : payload) bytes += p.size();
+  if (store.records() != job.append.first_record) {
     // An earlier job of this stream failed: keep ids dense, append nothing.
     s = absl::FailedPreconditionError(absl::StrCat("capture ", name_, ": records from ",
                                                    job.append.first_record,
@@ -365,10 +364,7 @@ void Capture::RunAppend(Job job, CaptureStore& store) {
         " bytes, over the server's quota of ", max_bytes_, " bytes per capture (",
         store.bin_bytes(), " stored)"));
   } else {
-    std::vector<const v1::ArgRecord*> records;
-    records.reserve(job.append.records.size());
-    for (const auto& r : job.append.records) records.push_back(&r);
-    s = store.AppendBatch(records, *payloads);
+    s = store.AppendPrepared(job.append.records, payload);
   }
   Watermark w;
   {

@@ -44,17 +44,19 @@ namespace argsdump {
 // InvalidArgument saying why otherwise (a name must not leave the root).
 absl::Status ValidateCaptureName(const std::string& name);
 
-// Records and their payload bytes, in args.bin order, ready to append:
-// `bytes` holds each record's bin_size bytes one after the other. (No views
-// into it travel with the job: a moved short string moves its bytes.)
+// Records, checked and encoded (PreparedRecords), and their payload bytes
+// in args.bin order, ready to append: the bytes are `chunks` back to back,
+// the first from byte `skip` on, each moved in from a message as it came
+// (cut where a record ends only when that copies less than half a chunk).
 struct AppendJob {
-  uint64_t first_record = 0;  // the id records[0] gets: refused unless next
-  google::protobuf::RepeatedPtrField<v1::ArgRecord> records;
-  std::string bytes;
+  uint64_t first_record = 0;  // the id the first record gets: refused unless next
+  PreparedRecords records;
+  std::vector<std::string> chunks;
+  size_t skip = 0;
 
-  // Each record's payload, viewing `bytes`; InvalidArgument when the
-  // bytes are not exactly the records' bin_size bytes one after another.
-  absl::StatusOr<std::vector<absl::string_view>> Payloads() const;
+  // The payload bytes, as views of `chunks`.
+  std::vector<absl::string_view> Payload() const;
+  uint64_t bytes() const;
 };
 
 // Where a live capture's durable data ends.

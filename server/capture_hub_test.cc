@@ -34,10 +34,10 @@ AppendJob Job(uint64_t first_record, uint64_t first_task, int n, uint64_t* bin_o
   AppendJob job;
   job.first_record = first_record;
   for (int i = 0; i < n; ++i) {
-    *job.records.Add() = TensorRecord(first_task + i).Shape({16}).BinOffset(*bin_offset);
+    EXPECT_TRUE(job.records.Add(TensorRecord(first_task + i).Shape({16}).BinOffset(*bin_offset)).ok());
     *bin_offset += 64;
-    job.bytes.append(64, static_cast<char>(first_task + i));
-    *job.records.Add() = ScalarRecord(first_task + i).Arg(1);
+    job.chunks.emplace_back(64, static_cast<char>(first_task + i));
+    EXPECT_TRUE(job.records.Add(ScalarRecord(first_task + i).Arg(1)).ok());
   }
   return job;
 }

@@ -158,44 +158,105 @@ absl::Status CaptureStore::Append(const v1::ArgRecord& record, absl::string_view
   return AppendBatch({&record}, {payload});
 }
 
+absl::Status PreparedRecords::Add(const v1::ArgRecord& record) {
+  auto row = RowFromRecord(record);
+  if (!row.ok()) return row.status();
+  const size_t size = record.ByteSizeLong();
+  if (size > kMaxJournalEntryBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "record of task ", TaskIdHex(record.task_id()), " is ", size,
+        " bytes serialized, over the journal's ", kMaxJournalEntryBytes, "-byte entries"));
+  }
+  if (record.has_stats()) stats_.emplace_back(rows_.size(), StatsRowFromProto(record.stats()));
+  rows_.push_back(*row);
+  JournalWriter::FrameWith(&journal_, JournalEntryType::kRecord, size, [&](char* out) {
+    record.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out));
+  });
+  ends_.push_back(journal_.size());
+  return absl::OkStatus();
+}
+
+void PreparedRecords::MoveFront(size_t n, PreparedRecords* out) {
+  if (n == 0) return;
+  if (out->empty() && n == size()) {
+    std::swap(rows_, out->rows_);
+    std::swap(stats_, out->stats_);
+    std::swap(journal_, out->journal_);
+    std::swap(ends_, out->ends_);
+    Clear();
+    return;
+  }
+  const size_t base = out->rows_.size();
+  const size_t journal_base = out->journal_.size();
+  const size_t cut = ends_[n - 1];
+  out->rows_.insert(out->rows_.end(), rows_.begin(), rows_.begin() + n);
+  out->journal_.append(journal_, 0, cut);
+  for (size_t i = 0; i < n; ++i) out->ends_.push_back(journal_base + ends_[i]);
+  size_t kept = 0;
+  for (const auto& [i, row] : stats_) {
+    if (i < n) {
+      out->stats_.emplace_back(base + i, row);
+    } else {
+      stats_[kept++] = {i - n, row};
+    }
+  }
+  stats_.resize(kept);
+  rows_.erase(rows_.begin(), rows_.begin() + n);
+  journal_.erase(0, cut);
+  ends_.erase(ends_.begin(), ends_.begin() + n);
+  for (size_t& e : ends_) e -= cut;
+}
+
+void PreparedRecords::Clear() {
+  rows_.clear();
+  stats_.clear();
+  journal_.clear();
+  ends_.clear();
+}
+
 absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& records,
                                        const std::vector<absl::string_view>& payloads) {
   if (finished_) return absl::FailedPreconditionError("capture store: already finished");
   if (records.size() != payloads.size()) {
     return absl::InvalidArgumentError("capture store: one payload per record");
   }
-  uint64_t expected = bin_bytes_;
-  uint64_t payload_bytes = 0;
-  rows_.clear();  // this batch's rows, kept only once it is written
+  prepared_.Clear();
   for (size_t i = 0; i < records.size(); ++i) {
     const v1::ArgRecord& record = *records[i];
     if (payloads[i].size() != record.bin_size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "capture store: record of task ", TaskIdHex(record.task_id()), " says bin_size ",
-          record.bin_size(), " but carries ", payloads[i].size(), " payload bytes"));
+          record.bin_size(), " but came with ", payloads[i].size(), " payload bytes"));
     }
-    if (record.bin_size() > 0 && record.bin_offset() != expected) {
+    if (absl::Status s = prepared_.Add(record); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("capture store: ", s.message()));
+    }
+  }
+  return AppendPrepared(prepared_, payloads);
+}
+
+absl::Status CaptureStore::AppendPrepared(const PreparedRecords& prepared,
+                                          const std::vector<absl::string_view>& payload) {
+  if (finished_) return absl::FailedPreconditionError("capture store: already finished");
+  uint64_t expected = bin_bytes_;
+  for (const ManifestRow& row : prepared.rows_) {
+    if (row.bin_size > 0 && row.bin_offset != expected) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "capture store: record of task ", TaskIdHex(record.task_id()), " has bin_offset ",
-          record.bin_offset(), ", args.bin is ", expected,
-          " bytes (pairs must arrive in order)"));
+          "capture store: record of task ", TaskIdHex(row.task_id), " has bin_offset ",
+          row.bin_offset, ", args.bin is ", expected, " bytes (pairs must arrive in order)"));
     }
-    if (record.ByteSizeLong() > kMaxJournalEntryBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "capture store: record of task ", TaskIdHex(record.task_id()), " is ",
-          record.ByteSizeLong(), " bytes serialized, over the journal's ",
-          kMaxJournalEntryBytes, "-byte entries"));
-    }
-    expected += record.bin_size();
-    payload_bytes += record.bin_size();
-    auto row = RowFromRecord(record);
-    if (!row.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("capture store: ", row.status().message()));
-    }
-    rows_.push_back(*row);
+    expected += row.bin_size;
+  }
+  const uint64_t payload_bytes = expected - bin_bytes_;
+  uint64_t given = 0;
+  for (absl::string_view p : payload) given += p.size();
+  if (given != payload_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("capture store: ", given,
+                                                   " payload bytes for records that claim ",
+                                                   payload_bytes));
   }
 
-  if (records.empty()) return absl::OkStatus();
+  if (prepared.empty()) return absl::OkStatus();
   if (journal_ == nullptr) {
     if (auto s = CreateFiles(); !s.ok()) return s;
   }
@@ -203,35 +264,27 @@ absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& 
     if (bin_fd_ < 0) {
       if (auto s = OpenBin(); !s.ok()) return s;
     }
-    if (auto s = WritePayloads(payloads); !s.ok()) return s;
+    if (auto s = WritePayloads(payload); !s.ok()) return s;
   }
   // The payloads are in args.bin; a batch whose records are not journaled
-  // after all cuts args.bin back and stages nothing, so the two stay
-  // consistent and the next batch starts where this one did.
-  auto undo = [&](absl::Status s) {
-    journal_->DiscardStaged();
+  // after all cuts args.bin back, so the two stay consistent and the next
+  // batch starts where this one did.
+  if (auto s = journal_->AppendFramed(prepared.journal_); !s.ok()) {
     if (bin_fd_ >= 0 && ::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_)) == 0) {
       ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
     }
     return s;
-  };
-  for (const v1::ArgRecord* record : records) {
-    const size_t size = record->ByteSizeLong();
-    auto s = journal_->StageWith(JournalEntryType::kRecord, size, [&](char* out) {
-      record->SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out));
-    });
-    if (!s.ok()) return undo(s);
   }
-  if (auto s = journal_->Flush(); !s.ok()) return undo(s);
   bin_bytes_ += payload_bytes;
   {
     std::unique_lock<std::shared_mutex> lock(rows_mu_);
     const uint64_t first_id = records_.size();
-    records_.insert(records_.end(), rows_.begin(), rows_.end());
-    for (size_t i = 0; i < rows_.size(); ++i) {
-      stats_.Add(first_id + i, *records[i]);
-      tally_.Add(rows_[i]);
-      if (task_index_on_) IndexRow(rows_[i].task_id, static_cast<uint32_t>(first_id + i));
+    records_.insert(records_.end(), prepared.rows_.begin(), prepared.rows_.end());
+    for (const auto& [i, row] : prepared.stats_) stats_.Add(first_id + i, row);
+    for (size_t i = 0; i < prepared.rows_.size(); ++i) {
+      const ManifestRow& row = prepared.rows_[i];
+      tally_.Add(row);
+      if (task_index_on_) IndexRow(row.task_id, static_cast<uint32_t>(first_id + i));
     }
   }
   return absl::OkStatus();

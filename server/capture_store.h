@@ -57,6 +57,33 @@ struct RecoveryReport {
   std::string Describe() const;
 };
 
+// Records checked (RowFromRecord, the journal's entry size) and encoded as
+// journal entries ahead of the store, so that appending them is writing:
+// the ingest stream prepares a batch on its own thread while the capture's
+// writer appends the one before. Holds no message: what the store keeps of
+// a record is its row, its stats and its journal entry.
+class PreparedRecords {
+ public:
+  // Checks `record` and adds it; InvalidArgument ("record of task ...:
+  // why"), and nothing added, for a record the store would refuse.
+  absl::Status Add(const v1::ArgRecord& record);
+  size_t size() const { return rows_.size(); }
+  bool empty() const { return rows_.empty(); }
+  const std::vector<ManifestRow>& rows() const { return rows_; }
+  // Moves the first `n` records to the end of `out`.
+  void MoveFront(size_t n, PreparedRecords* out);
+  // Moves every record to the end of `out`.
+  void MoveAll(PreparedRecords* out) { MoveFront(size(), out); }
+  void Clear();
+
+ private:
+  friend class CaptureStore;
+  std::vector<ManifestRow> rows_;
+  std::vector<std::pair<size_t, StatsRow>> stats_;  // (index, stats) of those that carry stats
+  std::string journal_;       // one framed kRecord entry per record
+  std::vector<size_t> ends_;  // where each record's entry ends in journal_
+};
+
 class CaptureStore {
  public:
   // `dir` is the args_dump directory; its parents are created as needed.
@@ -83,6 +110,12 @@ class CaptureStore {
   // InvalidArgument for any bad pair, before anything is written.
   absl::Status AppendBatch(const std::vector<const v1::ArgRecord*>& records,
                            const std::vector<absl::string_view>& payloads);
+
+  // The same for records prepared ahead: `payload` is their payloads back
+  // to back, cut anywhere (exactly the sum of their bin_size bytes). One
+  // writev for the payload and one write for the journal; all or nothing.
+  absl::Status AppendPrepared(const PreparedRecords& records,
+                              const std::vector<absl::string_view>& payload);
 
   // What is known only at the end, from `end`: its labels are added to the
   // capture's (a key already there is replaced), such as the SDK's step
@@ -136,6 +169,7 @@ class CaptureStore {
   absl::Status CreateFiles();
   absl::Status OpenBin();
   absl::Status WritePayloads(const std::vector<absl::string_view>& payloads);
+  PreparedRecords prepared_;  // AppendBatch's, kept for its capacity
 
   const std::string dir_;
   v1::CaptureInfo info_;
@@ -160,7 +194,6 @@ class CaptureStore {
   TaskChain* last_chain_ = nullptr;  // chain is kept at hand (tasks arrive in runs)
   v1::CaptureCounters final_counters_;
   bool counters_final_ = false;
-  std::vector<ManifestRow> rows_;  // the batch being appended
   bool finished_ = false;
 };
 

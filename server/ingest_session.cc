@@ -181,7 +181,7 @@ absl::Status IngestSession::BatchLocked(v1::IngestBatch* batch) {
 void IngestSession::SubmitCompleteLocked() {
   AppendJob job;
   if (!stream_.TakeComplete(&job)) return;
-  const uint64_t bytes = job.bytes.size();
+  const uint64_t bytes = job.bytes();
   queued_bytes_ += bytes;
   submitted_.records += static_cast<uint64_t>(job.records.size());
   submitted_.bin_bytes += bytes;

@@ -16,7 +16,9 @@ void IngestStream::Start(const Watermark& w) {
   received_bytes_ = w.bin_bytes;
   assigned_bytes_ = w.bin_bytes;
   pending_records_.Clear();
-  pending_bytes_.clear();
+  pending_chunks_.clear();
+  pending_skip_ = 0;
+  pending_bytes_ = 0;
 }
 
 absl::Status IngestStream::Batch(v1::IngestBatch* batch) {
@@ -33,8 +35,9 @@ absl::Status IngestStream::Batch(v1::IngestBatch* batch) {
   }
   // Validate everything before keeping anything.
   uint64_t assigned = assigned_bytes_;
+  batch_records_.Clear();
   for (const v1::ArgRecord& r : batch->records()) {
-    if (absl::Status s = ValidateRecord(r); !s.ok()) {
+    if (absl::Status s = batch_records_.Add(r); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("ingest: ", s.message()));
     }
     if (r.bin_size() > kMaxPendingBytes) {
@@ -60,59 +63,64 @@ absl::Status IngestStream::Batch(v1::IngestBatch* batch) {
         absl::StrCat("ingest: ", received_bytes_ + batch->payload().size() - assigned,
                      " payload bytes belong to no record"));
   }
-  if (pending_bytes_.size() + batch->payload().size() > kMaxPendingBytes) {
+  if (pending_bytes_ + batch->payload().size() > kMaxPendingBytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "ingest: more than ", kMaxPendingBytes,
         " payload bytes waiting for their record to complete"));
   }
   assigned_bytes_ = assigned;
-  const int n_new = batch->records_size();
   received_records_ += batch->records_size();
   received_bytes_ += batch->payload().size();
-  if (pending_records_.empty()) {
-    pending_records_.Swap(batch->mutable_records());
-  } else {
-    while (!batch->records().empty()) {
-      pending_records_.AddAllocated(batch->mutable_records()->ReleaseLast());
-    }
-    // ReleaseLast took them last-first: put this batch's part in order.
-    std::reverse(pending_records_.pointer_begin() + (pending_records_.size() - n_new),
-                 pending_records_.pointer_end());
-  }
-  if (pending_bytes_.empty()) {
-    pending_bytes_.swap(*batch->mutable_payload());
-  } else {
-    pending_bytes_.append(batch->payload());
+  batch_records_.MoveAll(&pending_records_);
+  if (!batch->payload().empty()) {
+    pending_bytes_ += batch->payload().size();
+    pending_chunks_.push_back(std::move(*batch->mutable_payload()));
+    batch->mutable_payload()->clear();
   }
   return absl::OkStatus();
 }
 
-// The common case (a batch carries its records' bytes) moves the whole
-// repeated field, not record by record.
+// The common case (a batch carries its records' bytes) moves the records
+// and the message's bytes whole; a record that ends inside a message costs
+// a copy of the smaller part of that message's bytes.
 bool IngestStream::TakeComplete(AppendJob* job) {
   *job = AppendJob();
   job->first_record = received_records_ - pending_records_.size();
+  const std::vector<ManifestRow>& rows = pending_records_.rows();
   uint64_t bytes = 0;
-  int n = 0;
-  while (n < pending_records_.size() &&
-         bytes + pending_records_.Get(n).bin_size() <= pending_bytes_.size()) {
-    bytes += pending_records_.Get(n).bin_size();
+  size_t n = 0;
+  while (n < rows.size() && bytes + rows[n].bin_size <= pending_bytes_) {
+    bytes += rows[n].bin_size;
     ++n;
   }
   if (n == 0) return false;
-  if (n == pending_records_.size()) {
-    job->records.Swap(&pending_records_);
-  } else {
-    std::vector<v1::ArgRecord*> taken(n);
-    pending_records_.ExtractSubrange(0, n, taken.data());
-    for (v1::ArgRecord* r : taken) job->records.AddAllocated(r);
-  }
-  if (bytes == pending_bytes_.size()) {
-    job->bytes.swap(pending_bytes_);
-    pending_bytes_.clear();
-  } else {
-    job->bytes = pending_bytes_.substr(0, bytes);
-    pending_bytes_.erase(0, bytes);
+  pending_records_.MoveFront(n, &job->records);
+  pending_bytes_ -= bytes;
+  while (bytes > 0) {
+    std::string& front = pending_chunks_.front();
+    const uint64_t available = front.size() - pending_skip_;
+    if (available <= bytes) {  // the whole rest of this chunk
+      if (job->chunks.empty()) job->skip = pending_skip_;
+      job->chunks.push_back(std::move(front));
+      pending_chunks_.pop_front();
+      pending_skip_ = 0;
+      bytes -= available;
+      continue;
+    }
+    // The job ends inside this chunk: copy the smaller part.
+    const size_t take = static_cast<size_t>(bytes);
+    if (take <= available - take) {
+      job->chunks.push_back(front.substr(pending_skip_, take));
+      pending_skip_ += take;
+    } else {
+      std::string rest = front.substr(pending_skip_ + take);
+      if (job->chunks.empty()) job->skip = pending_skip_;
+      front.resize(pending_skip_ + take);
+      job->chunks.push_back(std::move(front));
+      front = std::move(rest);
+      pending_skip_ = 0;
+    }
+    bytes = 0;
   }
   return true;
 }

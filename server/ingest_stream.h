@@ -7,6 +7,7 @@
 #define ARGSDUMP_SERVER_INGEST_STREAM_H_
 
 #include <cstdint>
+#include <deque>
 #include <string>
 
 #include "absl/status/status.h"
@@ -47,8 +48,16 @@ class IngestStream {
   uint64_t received_records_ = 0;  // ids of records received so far
   uint64_t received_bytes_ = 0;    // payload bytes received so far
   uint64_t assigned_bytes_ = 0;    // payload bytes the records received claim
-  google::protobuf::RepeatedPtrField<v1::ArgRecord> pending_records_;  // waiting for bytes
-  std::string pending_bytes_;
+  // Records are checked and encoded as they come (the writer only writes),
+  // and the batch's messages keep no record: the transport's next read
+  // parses into the same message objects.
+  PreparedRecords batch_records_;    // the batch being checked
+  PreparedRecords pending_records_;  // waiting for bytes
+  // Payload bytes not handed out yet: the messages' payloads as they came
+  // (moved, not copied), the first from byte pending_skip_.
+  std::deque<std::string> pending_chunks_;
+  size_t pending_skip_ = 0;
+  uint64_t pending_bytes_ = 0;
   bool finishing_ = false;
 };
 

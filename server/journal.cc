@@ -87,13 +87,13 @@ absl::Status JournalWriter::Stage(JournalEntryType type, absl::string_view paylo
                    [&](char* out) { std::memcpy(out, payload.data(), payload.size()); });
 }
 
-char* JournalWriter::StageBegin(size_t size) {
-  const size_t at = frame_.size();
-  frame_.resize(at + kJournalHeaderBytes + size);
-  return &frame_[at];
+char* JournalWriter::FrameBegin(std::string* out, size_t size) {
+  const size_t at = out->size();
+  out->resize(at + kJournalHeaderBytes + size);
+  return &(*out)[at];
 }
 
-void JournalWriter::StageEnd(char* entry, JournalEntryType type, size_t size) {
+void JournalWriter::FrameEnd(char* entry, JournalEntryType type, size_t size) {
   const auto t = static_cast<uint8_t>(type);
   const uint32_t length = static_cast<uint32_t>(size);
   PutU32(entry, kJournalSync);
@@ -108,9 +108,23 @@ absl::Status JournalWriter::TooLarge(size_t size) const {
 }
 
 absl::Status JournalWriter::Flush() {
+  const absl::Status s = WriteAll(frame_.data(), frame_.size());
+  frame_.clear();
+  return s;
+}
+
+absl::Status JournalWriter::AppendFramed(absl::string_view entries) {
+  if (!frame_.empty()) {  // a new file's header (or staged entries) first
+    frame_.append(entries.data(), entries.size());
+    return Flush();
+  }
+  return WriteAll(entries.data(), entries.size());
+}
+
+absl::Status JournalWriter::WriteAll(const char* data, size_t size) {
   size_t done = 0;
-  while (done < frame_.size()) {
-    const ssize_t n = ::write(fd_, frame_.data() + done, std::min(frame_.size() - done, kFileWriteBytes));
+  while (done < size) {
+    const ssize_t n = ::write(fd_, data + done, std::min(size - done, kFileWriteBytes));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const std::string why = std::strerror(errno);
@@ -118,13 +132,11 @@ absl::Status JournalWriter::Flush() {
       if (::ftruncate(fd_, static_cast<off_t>(bytes_)) == 0) {
         ::lseek(fd_, static_cast<off_t>(bytes_), SEEK_SET);
       }
-      frame_.clear();
       return absl::DataLossError(absl::StrCat("journal ", path_, ": write failed: ", why));
     }
     done += static_cast<size_t>(n);
   }
-  bytes_ += frame_.size();
-  frame_.clear();
+  bytes_ += size;
   return absl::OkStatus();
 }
 

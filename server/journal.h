@@ -78,12 +78,23 @@ class JournalWriter {
   template <typename Fill>
   absl::Status StageWith(JournalEntryType type, size_t size, Fill fill) {
     if (size > kMaxJournalEntryBytes) return TooLarge(size);
-    char* entry = StageBegin(size);
-    fill(entry + kJournalHeaderBytes);
-    StageEnd(entry, type, size);
+    FrameWith(&frame_, type, size, fill);
     return absl::OkStatus();
   }
+  // Frames one entry of `size` (at most kMaxJournalEntryBytes) bytes that
+  // `fill(char* out)` writes in place at the end of `out`: the bytes Stage
+  // would stage, made on another thread for AppendFramed.
+  template <typename Fill>
+  static void FrameWith(std::string* out, JournalEntryType type, size_t size, Fill fill) {
+    char* entry = FrameBegin(out, size);
+    fill(entry + kJournalHeaderBytes);
+    FrameEnd(entry, type, size);
+  }
   absl::Status Flush();
+  // Writes whole entries framed by FrameWith, back to back, after what is
+  // staged (one write() per kFileWriteBytes); durable when it returns. On
+  // failure the file is cut back to where it was.
+  absl::Status AppendFramed(absl::string_view entries);
   // Forgets the staged entries (a batch that failed before its Flush); a
   // new file's header, staged by Open until the first entry, stays.
   void DiscardStaged() {
@@ -92,8 +103,10 @@ class JournalWriter {
   uint64_t bytes() const { return bytes_; }
 
  private:
-  char* StageBegin(size_t size);
-  void StageEnd(char* entry, JournalEntryType type, size_t size);
+  static char* FrameBegin(std::string* out, size_t size);
+  static void FrameEnd(char* entry, JournalEntryType type, size_t size);
+  // Writes [data, data + size) whole, or cuts the file back to bytes_.
+  absl::Status WriteAll(const char* data, size_t size);
   absl::Status TooLarge(size_t size) const;
   JournalWriter(int fd, std::string path, uint64_t bytes)
       : fd_(fd), path_(std::move(path)), bytes_(bytes) {}
