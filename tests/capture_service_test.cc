@@ -213,6 +213,46 @@ TEST_F(CaptureServiceTest, IngestWritesTheSameFilesAsTheLocalStore) {
   EXPECT_FALSE(ReadWholeFile(remote + "/args_dump.json").empty());
 }
 
+// Small messages: records end at every kind of place in a message (the
+// server keeps a message's bytes whole or copies the smaller part), some
+// carry stats; args.bin, the manifest and args.index are the local store's
+// byte for byte.
+TEST_F(CaptureServiceTest, ManySmallMessagesWriteTheSameFilesAsTheLocalStore) {
+  StartServer("small_messages");
+  Pairs p = MakePairs(30);
+  for (size_t i = 0; i < p.records.size(); i += 4) {
+    if (p.records[i].kind() != v1::KIND_TENSOR) continue;
+    v1::TensorStats* st = p.records[i].mutable_stats();
+    st->set_count(p.records[i].numel());
+    st->set_nan(i % 3);
+    st->set_min(-1.5);
+    st->set_max(static_cast<double>(i));
+    st->set_mean(0.25);
+  }
+  GrpcSinkOptions o;
+  o.target = target_;
+  o.capture = "small";
+  o.info = Info("small");
+  o.ack_timeout = std::chrono::milliseconds(20000);
+  o.max_message_bytes = 3000;  // a few records, or a part of one payload
+  auto sink = GrpcSink::Connect(o);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  const size_t n = p.records.size();
+  for (size_t from = 0; from < n; from += 7) {
+    const size_t to = std::min(n, from + 7);
+    ASSERT_TRUE((*sink)->WriteBatch(p.RecordPtrs(from, to), p.Payloads(from, to)).ok());
+  }
+  ASSERT_TRUE((*sink)->Finish(DeviceCounters()).ok());
+  EXPECT_EQ((*sink)->finished().records(), n);
+  const std::string local = WriteLocally("small", p);
+  const std::string remote = root_ + "/small/args_dump";
+  for (const char* file : {"args.bin", "args_dump.json", "args.index"}) {
+    const std::string want = ReadWholeFile(local + "/" + file);
+    EXPECT_FALSE(want.empty()) << file;
+    EXPECT_TRUE(ReadWholeFile(remote + "/" + file) == want) << file << " differs";
+  }
+}
+
 TEST_F(CaptureServiceTest, ResumesAfterTheStreamBreaksWithoutLossOrDuplicates) {
   StartServer("resume");
   const Pairs p = MakePairs(40);
