@@ -255,6 +255,21 @@ void Capture::NotifyWatchers() {
   for (auto& poke : pokes) poke();
 }
 
+void ChunkPool::Put(std::string chunk) {
+  if (chunk.capacity() < (64 << 10)) return;  // small ones are cheap to allocate
+  chunk.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (free_.size() < kMaxChunks) free_.push_back(std::move(chunk));
+}
+
+bool ChunkPool::Take(std::string* chunk) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (free_.empty()) return false;
+  *chunk = std::move(free_.back());
+  free_.pop_back();
+  return true;
+}
+
 std::vector<absl::string_view> AppendJob::Payload() const {
   std::vector<absl::string_view> out;
   out.reserve(chunks.size());
@@ -365,6 +380,9 @@ void Capture::RunAppend(Job job, CaptureStore& store) {
         store.bin_bytes(), " stored)"));
   } else {
     s = store.AppendPrepared(job.append.records, payload);
+  }
+  if (job.append.pool != nullptr) {
+    for (std::string& c : job.append.chunks) job.append.pool->Put(std::move(c));
   }
   Watermark w;
   {

@@ -207,6 +207,12 @@ void PreparedRecords::MoveFront(size_t n, PreparedRecords* out) {
   for (size_t& e : ends_) e -= cut;
 }
 
+void PreparedRecords::Reserve(size_t records, size_t bytes) {
+  rows_.reserve(rows_.size() + records);
+  ends_.reserve(ends_.size() + records);
+  journal_.reserve(journal_.size() + bytes);
+}
+
 void PreparedRecords::Clear() {
   rows_.clear();
   stats_.clear();
@@ -221,6 +227,7 @@ absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& 
     return absl::InvalidArgumentError("capture store: one payload per record");
   }
   prepared_.Clear();
+  prepared_.Reserve(records.size(), records.size() * PreparedRecords::kRecordEntryGuess);
   for (size_t i = 0; i < records.size(); ++i) {
     const v1::ArgRecord& record = *records[i];
     if (payloads[i].size() != record.bin_size()) {

@@ -64,6 +64,9 @@ struct RecoveryReport {
 // a record is its row, its stats and its journal entry.
 class PreparedRecords {
  public:
+  // Journal bytes of a typical record's entry, to reserve by.
+  static constexpr size_t kRecordEntryGuess = kJournalHeaderBytes + 96;
+
   // Checks `record` and adds it; InvalidArgument ("record of task ...:
   // why"), and nothing added, for a record the store would refuse.
   absl::Status Add(const v1::ArgRecord& record);
@@ -75,6 +78,8 @@ class PreparedRecords {
   // Moves every record to the end of `out`.
   void MoveAll(PreparedRecords* out) { MoveFront(size(), out); }
   void Clear();
+  // Room for `records` more records of about `bytes` journal bytes.
+  void Reserve(size_t records, size_t bytes);
 
  private:
   friend class CaptureStore;

@@ -36,6 +36,8 @@ absl::Status IngestStream::Batch(v1::IngestBatch* batch) {
   // Validate everything before keeping anything.
   uint64_t assigned = assigned_bytes_;
   batch_records_.Clear();
+  batch_records_.Reserve(batch->records_size(),
+                         batch->records_size() * PreparedRecords::kRecordEntryGuess);
   for (const v1::ArgRecord& r : batch->records()) {
     if (absl::Status s = batch_records_.Add(r); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("ingest: ", s.message()));
@@ -76,6 +78,8 @@ absl::Status IngestStream::Batch(v1::IngestBatch* batch) {
     pending_bytes_ += batch->payload().size();
     pending_chunks_.push_back(std::move(*batch->mutable_payload()));
     batch->mutable_payload()->clear();
+    std::string spare;
+    if (pool_->Take(&spare)) batch->mutable_payload()->swap(spare);
   }
   return absl::OkStatus();
 }
@@ -85,6 +89,7 @@ absl::Status IngestStream::Batch(v1::IngestBatch* batch) {
 // a copy of the smaller part of that message's bytes.
 bool IngestStream::TakeComplete(AppendJob* job) {
   *job = AppendJob();
+  job->pool = pool_;
   job->first_record = received_records_ - pending_records_.size();
   const std::vector<ManifestRow>& rows = pending_records_.rows();
   uint64_t bytes = 0;

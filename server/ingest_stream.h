@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -58,6 +59,9 @@ class IngestStream {
   std::deque<std::string> pending_chunks_;
   size_t pending_skip_ = 0;
   uint64_t pending_bytes_ = 0;
+  // Buffers back from the writer: each message's payload moved out is
+  // replaced by one, for the next message to be parsed into.
+  std::shared_ptr<ChunkPool> pool_ = std::make_shared<ChunkPool>();
   bool finishing_ = false;
 };
 
