@@ -9,6 +9,7 @@
 #include "format/element_stats.h"
 #include "format/names.h"
 #include "collector/abi_convert.h"
+#include "server/capture_store.h"
 
 namespace argsdump {
 namespace {
@@ -315,11 +316,36 @@ void Collector::AssignBinOffsets(Collected* collected) {
   }
 }
 
+void Collector::Prepare(Collected* collected) {
+  auto prepared = std::make_unique<PreparedRecords>();
+  prepared->Reserve(collected->pairs.size(),
+                    collected->pairs.size() * PreparedRecords::kRecordEntryGuess);
+  collected->payloads.clear();
+  for (const Pair& p : collected->pairs) {
+    if (p.record == nullptr) continue;
+    if (!prepared->Add(*p.record).ok()) {
+      collected->payloads.clear();
+      return;  // as messages: the sink says what it refuses
+    }
+    collected->payloads.push_back(p.payload);
+  }
+  collected->prepared = std::move(prepared);
+}
+
 void Collector::SubmitPairs(Collected collected) {
+  const bool prepare = sink_->TakesPrepared();
+  Collected* queued = nullptr;
   {
     std::lock_guard<std::mutex> lock(writer_mu_);
     AssignBinOffsets(&collected);
+    collected.ready = !prepare;
     writer_queue_.push_back(std::move(collected));
+    queued = &writer_queue_.back();  // stays put: the writer takes ready entries only
+  }
+  if (prepare) {
+    Prepare(queued);
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    queued->ready = true;
   }
   writer_cv_.notify_one();
 }
@@ -352,6 +378,7 @@ void Collector::WriteNow(Collected collected) {
     std::lock_guard<std::mutex> lock(writer_mu_);
     AssignBinOffsets(&collected);
   }
+  if (sink_->TakesPrepared()) Prepare(&collected);
   batch.push_back(std::move(collected));
   WriteBatch(batch);
 }
@@ -360,10 +387,18 @@ void Collector::WriterLoop() {
   for (;;) {
     std::deque<Collected> batch;
     {
+      // Buffers are written in the order their bin offsets were given:
+      // the ready ones at the front (a shard may still prepare the next).
       std::unique_lock<std::mutex> lock(writer_mu_);
-      writer_cv_.wait(lock, [&] { return writer_stop_ || !writer_queue_.empty(); });
+      writer_cv_.wait(lock, [&] {
+        return (writer_stop_ && writer_queue_.empty()) ||
+               (!writer_queue_.empty() && writer_queue_.front().ready);
+      });
       if (writer_queue_.empty()) return;
-      batch.swap(writer_queue_);
+      while (!writer_queue_.empty() && writer_queue_.front().ready) {
+        batch.push_back(std::move(writer_queue_.front()));
+        writer_queue_.pop_front();
+      }
     }
     WriteBatch(batch);
   }
@@ -372,18 +407,29 @@ void Collector::WriterLoop() {
 void Collector::WriteBatch(std::deque<Collected>& batch) {
   std::vector<const v1::ArgRecord*> records;
   std::vector<absl::string_view> payloads;
+  // Acknowledge even a failed write: the bytes are lost either way, and
+  // the device must not wait for them forever.
+  auto write_messages = [&] {
+    if (records.empty()) return;
+    if (absl::Status s = sink_->WriteBatch(records, payloads); !s.ok()) NoteError(s);
+    records.clear();
+    payloads.clear();
+  };
   for (const Collected& c : batch) {
+    if (c.prepared != nullptr) {
+      write_messages();  // what came before, in order
+      if (!c.prepared->empty()) {
+        if (absl::Status s = sink_->WritePrepared(*c.prepared, c.payloads); !s.ok()) NoteError(s);
+      }
+      continue;
+    }
     for (const Pair& p : c.pairs) {
       if (p.record == nullptr) continue;
       records.push_back(p.record);
       payloads.push_back(p.payload);
     }
   }
-  if (!records.empty()) {
-    // Acknowledge even a failed write: the bytes are lost either way, and
-    // the device must not wait for them forever.
-    if (absl::Status s = sink_->WriteBatch(records, payloads); !s.ok()) NoteError(s);
-  }
+  write_messages();
   bool any = false;
   {
     std::lock_guard<std::mutex> lock(ack_mu_);

@@ -36,6 +36,7 @@
 #include "device/recorder.h"
 #include "device/region.h"
 #include "proto/argsdump/v1/record.pb.h"
+#include "server/capture_store.h"
 
 namespace argsdump {
 
@@ -140,12 +141,23 @@ class Collector {
   struct Collected {
     std::unique_ptr<google::protobuf::Arena> arena;
     std::vector<Pair> pairs;
+    // For a sink that TakesPrepared: the pairs' records prepared (once
+    // their bin offsets are assigned) and their payloads; `ready` once
+    // that is done (under writer_mu_). Empty `prepared` with `ready`: the
+    // records go as messages (a sink that takes those, or a record the
+    // preparation refused, which the sink then refuses in its own words).
+    std::unique_ptr<PreparedRecords> prepared;
+    std::vector<absl::string_view> payloads;
+    bool ready = true;
   };
   Collected CollectBuffer(RegionTransport& transport, uint32_t thread, uint32_t buffer);
   // Gives the pairs' payloads the next args.bin offsets; writer_mu_ held.
   void AssignBinOffsets(Collected* collected);
-  // Assigns bin offsets in order under the narrow lock and queues the pairs.
+  // Assigns bin offsets in order under the narrow lock and queues the
+  // pairs; prepares them (Prepare) on the calling thread, outside the lock.
   void SubmitPairs(Collected collected);
+  // Fills collected->prepared for a sink that TakesPrepared.
+  void Prepare(Collected* collected);
   void WriteBatch(std::deque<Collected>& batch);
   // After Stop (the writer thread is gone): one buffer's pairs, written on
   // this thread through the same path.

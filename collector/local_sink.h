@@ -28,6 +28,11 @@ class LocalSink : public CaptureSink {
                           const std::vector<absl::string_view>& payloads) override {
     return store_->AppendBatch(records, payloads);
   }
+  bool TakesPrepared() const override { return true; }
+  absl::Status WritePrepared(const PreparedRecords& records,
+                             const std::vector<absl::string_view>& payloads) override {
+    return store_->AppendPrepared(records, payloads);
+  }
   absl::Status Amend(const v1::CaptureInfo& end) override { return store_->Amend(end); }
   absl::Status Finish(const v1::CaptureCounters& losses) override {
     return store_->Finish(losses);

@@ -13,6 +13,8 @@
 
 namespace argsdump {
 
+class PreparedRecords;  // server/capture_store.h
+
 class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
@@ -24,6 +26,15 @@ class CaptureSink {
       if (absl::Status s = Write(*records[i], payloads[i]); !s.ok()) return s;
     }
     return absl::OkStatus();
+  }
+  // A sink that stores records itself (the local store) takes them
+  // prepared (PreparedRecords: checked and encoded as journal entries), so
+  // that the collector's shard threads do that work side by side and its
+  // one writer only writes. `payloads`: the records' payloads, in order.
+  virtual bool TakesPrepared() const { return false; }
+  virtual absl::Status WritePrepared(const PreparedRecords& records,
+                                     const std::vector<absl::string_view>& payloads) {
+    return absl::UnimplementedError("this sink takes records, not prepared records");
   }
   // What is known only at the end, stored with the capture by Finish
   // (CaptureStore::Amend): labels (the SDK's step count; a key already
