@@ -317,7 +317,15 @@ void Collector::AssignBinOffsets(Collected* collected) {
 }
 
 void Collector::Prepare(Collected* collected) {
-  auto prepared = std::make_unique<PreparedRecords>();
+  std::unique_ptr<PreparedRecords> prepared;
+  {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    if (!prepared_pool_.empty()) {
+      prepared = std::move(prepared_pool_.back());
+      prepared_pool_.pop_back();
+    }
+  }
+  if (prepared == nullptr) prepared = std::make_unique<PreparedRecords>();
   prepared->Reserve(collected->pairs.size(),
                     collected->pairs.size() * PreparedRecords::kRecordEntryGuess);
   collected->payloads.clear();
@@ -430,6 +438,16 @@ void Collector::WriteBatch(std::deque<Collected>& batch) {
     }
   }
   write_messages();
+  // Their prepared records back to the pool, a bounded few.
+  constexpr size_t kPooled = 32;
+  {
+    std::lock_guard<std::mutex> lock(writer_mu_);
+    for (Collected& c : batch) {
+      if (c.prepared == nullptr || prepared_pool_.size() >= kPooled) continue;
+      c.prepared->Clear();
+      prepared_pool_.push_back(std::move(c.prepared));
+    }
+  }
   bool any = false;
   {
     std::lock_guard<std::mutex> lock(ack_mu_);

@@ -179,6 +179,9 @@ class Collector {
   std::mutex writer_mu_;  // the narrow lock: bin offsets + queue order
   std::condition_variable writer_cv_;
   std::deque<Collected> writer_queue_;  // one entry per buffer
+  // Written PreparedRecords, cleared, for the shards to fill again (their
+  // capacity kept: no allocation per buffer, nor a free on another thread).
+  std::vector<std::unique_ptr<PreparedRecords>> prepared_pool_;
   uint64_t next_bin_offset_ = 0;
   bool writer_stop_ = false;
 

@@ -36,11 +36,10 @@ const Tables& GetTables() {
 #if defined(__x86_64__)
 __attribute__((target("sse4.2"))) uint32_t Crc32cSse42(uint32_t crc, const uint8_t* p,
                                                         size_t n) {
+  // Unaligned 8-byte loads (x86 takes them at full speed) and a 4/2/1-byte
+  // tail: journal entries are tens of bytes, where aligning first cost as
+  // many byte steps (3 cycles each) as the 8-byte ones.
   uint64_t c = ~crc;
-  while (n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0) {
-    c = _mm_crc32_u8(static_cast<uint32_t>(c), *p++);
-    --n;
-  }
   while (n >= 8) {
     uint64_t v;
     std::memcpy(&v, p, 8);
@@ -48,11 +47,23 @@ __attribute__((target("sse4.2"))) uint32_t Crc32cSse42(uint32_t crc, const uint8
     p += 8;
     n -= 8;
   }
-  while (n > 0) {
-    c = _mm_crc32_u8(static_cast<uint32_t>(c), *p++);
-    --n;
+  uint32_t c32 = static_cast<uint32_t>(c);
+  if (n >= 4) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    c32 = _mm_crc32_u32(c32, v);
+    p += 4;
+    n -= 4;
   }
-  return ~static_cast<uint32_t>(c);
+  if (n >= 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    c32 = _mm_crc32_u16(c32, v);
+    p += 2;
+    n -= 2;
+  }
+  if (n > 0) c32 = _mm_crc32_u8(c32, *p);
+  return ~c32;
 }
 
 bool HaveSse42() {
