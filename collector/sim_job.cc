@@ -48,6 +48,7 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   SimProgressSampler* const progress = options.progress;
   if (progress != nullptr) wiring.device_finished = [progress] { progress->Stop(); };
   session.device_process = options.device_process;
+  session.keep_journal = options.keep_journal;
   // The sampler starts once the device runs (after the fork: no thread may
   // exist before it).
   SimSession* opened_session = nullptr;

@@ -65,6 +65,7 @@ struct SimJobOptions {
   // SessionOptions::device_process). The fork needs a process with no
   // other thread. Results then hold no tensors (they are the device's).
   bool device_process = false;
+  bool keep_journal = false;  // SessionOptions::keep_journal (--keep-journal)
   // Set (not owned): started once the device runs, stopped when the
   // device finished (the progress line ends before the flush lines).
   SimProgressSampler* progress = nullptr;

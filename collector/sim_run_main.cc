@@ -72,6 +72,9 @@ ABSL_FLAG(std::string, recover, "",
 ABSL_FLAG(bool, in_process, false,
           "run the simulated device in this process (by default it runs in a child process "
           "over shared memory, so a kernel that crashes it loses nothing recorded before)");
+ABSL_FLAG(bool, keep_journal, false,
+          "keep args.journal beside a finished local capture (by default it is removed once "
+          "the manifest is in place: its only use is recovering a run that died)");
 ABSL_FLAG(bool, progress, false,
           "show tasks done / submitted, records, payload bytes and rates on stderr while the "
           "workload runs, a few times a second (default: when stderr is a terminal, once the "
@@ -298,6 +301,7 @@ int Main(int argc, char** argv) {
   const std::unique_ptr<SimProgressSampler> progress = MakeProgress(line);
   o.progress = progress.get();
   o.device_process = !absl::GetFlag(FLAGS_in_process);
+  o.keep_journal = absl::GetFlag(FLAGS_keep_journal);
   auto result = RunSimJob(*workload, kernels, o);
   if (!result.ok()) return Fail(result.status().ToString());
   std::printf("%s", SummarizeSimJob(*result, o).c_str());

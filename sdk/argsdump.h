@@ -146,6 +146,10 @@ struct SessionOptions {
   // memory stays in the device process; the function's captures must be
   // valid there (a fork copies them). One RunDevice per session.
   bool device_process = false;
+  // A local capture keeps args.journal once it is finished (by default it
+  // is removed with the manifest in place: its only use is recovering a
+  // capture that never finished). sim_run --keep-journal.
+  bool keep_journal = false;
 };
 
 // What a finished session leaves behind.

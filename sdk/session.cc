@@ -579,7 +579,7 @@ absl::Status SimSession::Impl::MakeSink() {
     }
   }
   if (sink == nullptr) {
-    auto local = LocalSink::Create(dump_dir, info);
+    auto local = LocalSink::Create(dump_dir, info, options.keep_journal);
     if (!local.ok()) return local.status();
     local_sink = local->get();
     sink = std::move(local).value();

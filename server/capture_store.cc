@@ -516,6 +516,9 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
     return s;
   }
   finished_ = true;
+  // The open writer keeps its descriptor; the name goes (the bytes with it
+  // once the store closes).
+  if (!keep_journal_) ::unlink((dir_ + "/" + kJournalName).c_str());
   return absl::OkStatus();
 }
 

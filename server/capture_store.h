@@ -133,7 +133,12 @@ class CaptureStore {
   absl::Status Amend(const v1::CaptureInfo& end);
 
   // Writes the manifest, sorted, with the device's loss counters merged in.
+  // Once the manifest is in place, args.journal is removed unless
+  // set_keep_journal(true) (the service keeps it: it rebuilds a damaged
+  // args.index from it); its only other use is recovering a capture that
+  // never finished. A journal that cannot be removed is left, not an error.
   absl::Status Finish(const v1::CaptureCounters& losses);
+  void set_keep_journal(bool keep) { keep_journal_ = keep; }
 
   // For a directory with a journal and no manifest (or no args.index):
   // writes them from the journal. Keeps every intact journal entry (past
@@ -200,6 +205,7 @@ class CaptureStore {
   v1::CaptureCounters final_counters_;
   bool counters_final_ = false;
   bool finished_ = false;
+  bool keep_journal_ = true;
 };
 
 }  // namespace argsdump

@@ -422,6 +422,37 @@ TEST(CaptureStoreTest, AFailedIndexLeavesNoManifest) {
   EXPECT_TRUE(S_ISREG(st.st_mode));
 }
 
+// A finished capture keeps args.journal only when asked to (the service
+// does; the embedded default does not), and Finish removes it only once the
+// manifest and the index are in place.
+TEST(CaptureStoreTest, FinishRemovesTheJournalUnlessKept) {
+  struct stat st;
+  for (const bool keep : {false, true}) {
+    const std::string dir = CaptureDir(keep ? "journal_kept" : "journal_dropped");
+    auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+    ASSERT_TRUE(store.ok());
+    (*store)->set_keep_journal(keep);
+    ASSERT_TRUE(AppendTask(store->get(), 0).ok());
+    EXPECT_EQ(::stat((dir + "/args.journal").c_str(), &st), 0);
+    ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+    EXPECT_EQ(::stat((dir + "/args.journal").c_str(), &st) == 0, keep) << dir;
+    EXPECT_EQ(ParseManifest(dir).total_args(), 2u);
+    EXPECT_EQ(::stat((dir + "/args.index").c_str(), &st), 0);
+  }
+  // A finish that fails (no manifest) leaves the journal, whatever the choice.
+  const std::string dir = CaptureDir("journal_failed_finish");
+  auto store = CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));
+  ASSERT_TRUE(store.ok());
+  (*store)->set_keep_journal(false);
+  ASSERT_TRUE(AppendTask(store->get(), 0).ok());
+  ASSERT_EQ(::mkdir((dir + "/args_dump.json").c_str(), 0755), 0);
+  EXPECT_FALSE((*store)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_EQ(::stat((dir + "/args.journal").c_str(), &st), 0);
+  ASSERT_EQ(::rmdir((dir + "/args_dump.json").c_str()), 0);
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_NE(::stat((dir + "/args.journal").c_str(), &st), 0);
+}
+
 TEST(CaptureStoreTest, BatchOfMixedPayloadSizesIsWrittenExactly) {
   const std::string dir = CaptureDir("mixed_sizes");
   auto store = *CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL));

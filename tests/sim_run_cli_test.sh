@@ -49,8 +49,9 @@ check "hang returns non-zero with a capture" 1 "scheduler timeout" -- \
 grep -q '"in_flight_snapshot": true' "$tmp/hang/args_dump/args_dump.json" \
   || { echo "FAIL hang: no in-flight snapshot"; fails=$((fails + 1)); }
 
-# A run that died before its manifest: the journal brings every record back.
-cp -r "$tmp/full" "$tmp/died"
+# A run that died before its manifest: the journal brings every record back
+# (--keep-journal keeps the journal of a finished run to stand for one).
+"$sim_run" --dump-args 2 --keep-journal --output-prefix "$tmp/died" >/dev/null 2>&1
 rm "$tmp/died/args_dump/args_dump.json"
 check "recover" 0 "capture: $tmp/died/args_dump/args_dump.json" -- "$sim_run" --recover "$tmp/died/args_dump"
 grep -q '"total_args": 6' "$tmp/died/args_dump/args_dump.json" \
@@ -105,7 +106,17 @@ check "buffers that cannot be allocated" 2 "buffers\[0\] 'big': FLOAT64 42948362
 
 # --recover: 0 when nothing acknowledged was lost, 1 when a damaged journal
 # cost entries (named), 2 when nothing can be recovered.
-"$sim_run" --dump-args 2 --workload mixed_example --output-prefix "$tmp/rec" >/dev/null 2>&1
+# A finished capture drops its journal, unless --keep-journal (these keep it
+# to stand for a run that died before its manifest).
+"$sim_run" --dump-args 2 --workload mixed_example --output-prefix "$tmp/nojournal" >/dev/null 2>&1
+if [ -e "$tmp/nojournal/args_dump/args.journal" ] || [ ! -e "$tmp/nojournal/args_dump/args.index" ]; then
+  echo "FAIL a finished capture: args.journal left or args.index missing"; fails=$((fails + 1))
+fi
+"$sim_run" --dump-args 2 --workload mixed_example --keep-journal --output-prefix "$tmp/rec" >/dev/null 2>&1
+[ -s "$tmp/rec/args_dump/args.journal" ] || { echo "FAIL --keep-journal: no args.journal"; fails=$((fails + 1)); }
+cmp -s "$tmp/rec/args_dump/args.bin" "$tmp/nojournal/args_dump/args.bin" ||
+  [ "$(wc -c < "$tmp/rec/args_dump/args.bin")" = "$(wc -c < "$tmp/nojournal/args_dump/args.bin")" ] ||
+  { echo "FAIL --keep-journal changed args.bin"; fails=$((fails + 1)); }
 cp -r "$tmp/rec" "$tmp/rec_clean"
 rm -f "$tmp/rec_clean/args_dump/args_dump.json" "$tmp/rec_clean/args_dump/args.index"
 check "recover a whole journal" 0 "^capture: $tmp/rec_clean/args_dump/args_dump.json" -- \
