@@ -27,6 +27,9 @@ absl::Status WriteStringToFile(const std::string& path, absl::string_view bytes)
 // exists and is not a folder.
 absl::Status CreateDirectories(const std::string& path);
 
+// Whether `path` names a directory (following symlinks).
+bool IsDirectory(const std::string& path);
+
 // The bearer token a --auth_token_file names: the file's first line,
 // which must not be empty. InvalidArgument "cannot read a token from
 // <path>: <why>" otherwise.

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -17,11 +18,6 @@
 
 namespace argsdump {
 namespace {
-
-bool IsDir(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -109,7 +105,59 @@ void Capture::JoinWriter() {
   writer_.join();
 }
 
+namespace {
+
+// What the regular files of `dir` take on disk (allocated blocks).
+uint64_t DiskBytes(const std::string& dir) {
+  uint64_t bytes = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  while (struct dirent* e = ::readdir(d)) {
+    struct stat st;
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+      bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+  }
+  ::closedir(d);
+  return bytes;
+}
+
+// When a finished capture's manifest was written (its age for retention;
+// the epoch when it has none, a damaged capture: the first to go).
+std::chrono::system_clock::time_point FinishedAt(const std::string& dir) {
+  struct stat st;
+  if (::stat((dir + "/" + kManifestName).c_str(), &st) != 0) return {};
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+}
+
+// Removes a capture's files and folders; the first failure, naming it.
+absl::Status RemoveCaptureFiles(const std::string& dir) {
+  absl::Status first;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (::unlinkat(::dirfd(d), e->d_name, 0) != 0 && first.ok()) {
+        first = absl::InternalError(
+            absl::StrCat("cannot remove ", dir, "/", name, ": ", std::strerror(errno)));
+      }
+    }
+    ::closedir(d);
+  }
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && first.ok()) {
+    first = absl::InternalError(absl::StrCat("cannot remove ", dir, ": ", std::strerror(errno)));
+  }
+  const std::string parent = dir.substr(0, dir.rfind('/'));  // <root>/<name>
+  ::rmdir(parent.c_str());  // only when nothing else is in it
+  return first;
+}
+
+}  // namespace
+
 v1::CaptureSummary Capture::Summary() const {
+  const uint64_t disk_bytes = DiskBytes(dir_);
   std::lock_guard<std::mutex> lock(mu_);
   v1::CaptureSummary s;
   s.set_capture(name_);
@@ -127,6 +175,7 @@ v1::CaptureSummary Capture::Summary() const {
   s.set_records(durable_.records);
   s.set_bin_bytes(durable_.bin_bytes);
   s.set_attached(attached_);
+  s.set_disk_bytes(disk_bytes);
   return s;
 }
 
@@ -468,7 +517,8 @@ absl::StatusOr<std::unique_ptr<CaptureHub>> CaptureHub::Open(Options options) {
   std::unique_ptr<CaptureHub> hub(new CaptureHub(std::move(options)));
   hub->lock_fd_ = lock;
   if (auto s = hub->Load(); !s.ok()) return s;
-  if (hub->options_.live_idle_timeout.count() > 0) {
+  if (auto s = hub->MakeRoom(); !s.ok() && !absl::IsResourceExhausted(s)) return s;
+  if (hub->options_.live_idle_timeout.count() > 0 || hub->options_.retain_for.count() > 0) {
     CaptureHub* h = hub.get();
     hub->reaper_ = std::thread([h] { h->ReapLoop(); });
   }
@@ -484,7 +534,7 @@ absl::Status CaptureHub::Load() {
   std::vector<std::string> names;
   while (struct dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (ValidateCaptureName(name).ok() && IsDir(options_.root + "/" + name + "/args_dump")) {
+    if (ValidateCaptureName(name).ok() && IsDirectory(options_.root + "/" + name + "/args_dump")) {
       names.push_back(name);
     }
   }
@@ -567,7 +617,7 @@ CaptureHub::~CaptureHub() {
 
 absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& open) {
   if (auto s = ValidateCaptureName(open.capture()); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = captures_.find(open.capture());
   if (open.resume()) {
     if (it == captures_.end()) {
@@ -583,6 +633,16 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
   if (it != captures_.end()) {
     return absl::AlreadyExistsError(absl::StrCat(
         "capture ", open.capture(), " exists; pick another name or resume it"));
+  }
+  if (options_.max_total_bytes > 0 || options_.retain_for.count() > 0) {
+    lock.unlock();  // eviction removes files: not under the hub's lock
+    if (absl::Status s = MakeRoom(); !s.ok()) return s;
+    lock.lock();
+    it = captures_.find(open.capture());
+    if (it != captures_.end()) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "capture ", open.capture(), " exists; pick another name or resume it"));
+    }
   }
   if (open.level() == v1::DUMP_LEVEL_OFF || !v1::DumpLevel_IsValid(open.level())) {
     return absl::InvalidArgumentError(
@@ -677,14 +737,108 @@ absl::Status CaptureHub::FinishDetached(const std::string& name, Capture::DoneCa
   return (*c)->SealIfDetached(std::move(done));
 }
 
+absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::string& why) {
+  std::shared_ptr<Capture> gone;  // released after the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = captures_.find(name);
+    if (it == captures_.end()) return absl::NotFoundError(absl::StrCat("no capture named ", name));
+    if (!it->second->finished()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "capture ", name, " is live; finish it first (FinishCapture), then delete it"));
+    }
+    gone = std::move(it->second);
+    captures_.erase(it);
+  }
+  const uint64_t bytes = DiskBytes(gone->dir_);
+  absl::Status removed = RemoveCaptureFiles(gone->dir_);
+  Log(absl::StrCat("capture ", name, " ", why, " (", bytes, " bytes on disk)",
+                   removed.ok() ? "" : absl::StrCat("; ", removed.message())));
+  if (!removed.ok()) return removed;
+  return bytes;
+}
+
+uint64_t CaptureHub::RootDiskBytes() const {
+  std::vector<std::string> dirs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, c] : captures_) dirs.push_back(c->dir_);
+  }
+  uint64_t total = 0;
+  for (const std::string& d : dirs) total += DiskBytes(d);
+  return total;
+}
+
+absl::Status CaptureHub::MakeRoom() {
+  struct Held {
+    std::string name;
+    std::string dir;
+    bool finished;
+    std::chrono::system_clock::time_point finished_at;
+    uint64_t bytes;
+  };
+  std::vector<Held> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, c] : captures_) held.push_back({name, c->dir_, c->finished(), {}, 0});
+  }
+  uint64_t total = 0;
+  size_t live = 0;
+  for (Held& h : held) {
+    h.bytes = DiskBytes(h.dir);
+    if (h.finished) h.finished_at = FinishedAt(h.dir);
+    total += h.bytes;
+    live += h.finished ? 0 : 1;
+  }
+  // Oldest finished first.
+  std::sort(held.begin(), held.end(), [](const Held& a, const Held& b) {
+    if (a.finished != b.finished) return a.finished;
+    return a.finished_at != b.finished_at ? a.finished_at < b.finished_at : a.name < b.name;
+  });
+  const auto now = std::chrono::system_clock::now();
+  for (const Held& h : held) {
+    if (!h.finished) break;
+    const bool expired =
+        options_.retain_for.count() > 0 && h.finished_at + options_.retain_for <= now;
+    const bool over = options_.max_total_bytes > 0 && total >= options_.max_total_bytes;
+    if (!expired && !over) continue;
+    const std::string why =
+        expired ? absl::StrCat("evicted: finished more than --retain_for=",
+                               options_.retain_for.count(), "s ago")
+                : absl::StrCat("evicted, oldest finished first: the root held ", total,
+                               " bytes on disk, at or over --max_total_bytes=",
+                               options_.max_total_bytes);
+    auto freed = Delete(h.name, why);
+    if (freed.ok()) total -= std::min(total, *freed);
+  }
+  if (options_.max_total_bytes > 0 && total >= options_.max_total_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "capture service: the root holds ", total, " bytes on disk in ", live,
+        " live capture(s), at or over --max_total_bytes=", options_.max_total_bytes,
+        ", and no finished capture is left to evict; finish or delete some, or raise the limit"));
+  }
+  return absl::OkStatus();
+}
+
 void CaptureHub::ReapLoop() {
   const auto timeout = options_.live_idle_timeout;
+  // Retention is looked at every minute at most (and at every open).
+  const std::chrono::milliseconds retention_period = std::min<std::chrono::milliseconds>(
+      options_.retain_for, std::chrono::minutes(1));
   std::unique_lock<std::mutex> lock(mu_);
   while (!reap_stop_) {
+    if (options_.retain_for.count() > 0) {
+      lock.unlock();
+      MakeRoom().IgnoreError();  // ResourceExhausted is for a new capture, not here
+      lock.lock();
+      if (reap_stop_) break;
+    }
     std::vector<std::shared_ptr<Capture>> idle;
-    auto next = std::chrono::steady_clock::now() + timeout;
     const auto now = std::chrono::steady_clock::now();
+    auto next = now + (timeout.count() > 0 ? timeout : retention_period);
+    if (options_.retain_for.count() > 0) next = std::min(next, now + retention_period);
     for (auto& [name, c] : captures_) {
+      if (timeout.count() == 0) break;
       if (!c->damage_.ok() || c->finished() || c->attached()) continue;
       const auto due = c->last_activity() + timeout;
       if (due <= now) {

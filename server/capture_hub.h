@@ -209,6 +209,15 @@ class CaptureHub {
     // long without activity (0: never). Restarts and broken streams keep
     // captures live; this is what ends the ones no client comes back to.
     std::chrono::milliseconds live_idle_timeout{0};
+    // Retention. When the captures under the root take this many bytes on
+    // disk or more (0: no limit), opening a new capture first evicts the
+    // finished ones, oldest manifest first, until they take less; a live
+    // capture is never evicted, and when only live ones are left the new
+    // capture is refused (ResourceExhausted with the numbers).
+    uint64_t max_total_bytes = 0;
+    // Finished captures whose manifest is older than this are evicted (at
+    // startup, when a capture is opened, and by the reaper); 0: kept.
+    std::chrono::seconds retain_for{0};
   };
   // Creates the root if needed, locks it (FailedPrecondition naming the
   // holder's pid when another hub has it), lists its captures: finished
@@ -237,12 +246,24 @@ class CaptureHub {
   // its manifest is written.
   absl::Status FinishDetached(const std::string& name, Capture::DoneCallback done);
   const Options& options() const { return options_; }
+  // Removes a finished capture and its files; what they took on disk.
+  // NotFound, or FailedPrecondition for a live capture (FinishCapture it
+  // first). Readers holding it finish what they are doing; later lookups
+  // are NotFound. `why` goes into the log line.
+  absl::StatusOr<uint64_t> Delete(const std::string& name, const std::string& why);
+  // What every capture under the root takes on disk, now.
+  uint64_t RootDiskBytes() const;
 
  private:
   explicit CaptureHub(Options options) : options_(std::move(options)) {}
   absl::Status Load();
-  // Seals live captures idle past options_.live_idle_timeout.
+  // Seals live captures idle past options_.live_idle_timeout; evicts
+  // finished ones past options_.retain_for.
   void ReapLoop();
+  // Evicts finished captures past retain_for, then, over max_total_bytes,
+  // the oldest finished ones; ResourceExhausted when only live captures
+  // are left and they still take max_total_bytes or more.
+  absl::Status MakeRoom();
   const Options options_;
   int lock_fd_ = -1;  // flock(LOCK_EX) on <root>/.capture_server.lock
   mutable std::mutex mu_;

@@ -3,6 +3,9 @@
 // TSan (the gRPC tests cannot: Debian's gRPC is not instrumented).
 #include "server/capture_hub.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -11,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "gtest/gtest.h"
 #include "tests/testing/arg_records.h"
 #include "tests/testing/temp_dir.h"
@@ -367,6 +372,125 @@ TEST(CaptureHubTest, TheLastReferenceMayGoOnTheCapturesWriterThread) {
   EXPECT_NE(answered[0].message.find("capture short_lived is gone"), std::string::npos)
       << answered[0];
   EXPECT_TRUE(weak.expired());
+}
+
+// A finished capture of `n` tasks under `hub`'s root, its manifest dated
+// `age` ago (retention orders and ages captures by it).
+void FinishedCapture(CaptureHub* hub, const std::string& name, int n,
+                     std::chrono::seconds age) {
+  auto c = std::move(hub->Open(OpenRequest(name)).value());
+  Waiter w;
+  uint64_t bin = 0;
+  c->Append(Job(0, 1, n, &bin), w.Callback());
+  w.Wait();
+  c->Detach();
+  Waiter f;
+  ASSERT_TRUE(hub->FinishDetached(name, f.Callback()).ok());
+  for (const Outcome& out : f.Wait()) ASSERT_TRUE(out.ok()) << out;
+  const std::string manifest = hub->options().root + "/" + name + "/args_dump/args_dump.json";
+  const auto when = std::chrono::system_clock::now() - age;
+  struct timespec times[2];
+  times[0].tv_sec = times[1].tv_sec = std::chrono::system_clock::to_time_t(when);
+  times[0].tv_nsec = times[1].tv_nsec = 0;
+  ASSERT_EQ(::utimensat(AT_FDCWD, manifest.c_str(), times, 0), 0);
+}
+
+// Over --max_total_bytes, the oldest finished captures go first, only as
+// many as needed, never a live one; with only live ones left a new capture
+// is ResourceExhausted with the numbers. Sizes are the files' blocks.
+TEST(CaptureHubTest, RetentionEvictsTheOldestFinishedFirstAndNeverALiveOne) {
+  CaptureHub::Options o;
+  o.root = Root("retention");
+  uint64_t a_bytes = 0, total = 0;
+  {
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    FinishedCapture(hub.get(), "b", 40, std::chrono::hours(2));
+    FinishedCapture(hub.get(), "a", 40, std::chrono::hours(3));  // the oldest, made second
+    FinishedCapture(hub.get(), "c", 40, std::chrono::hours(1));
+    auto live = std::move(hub->Open(OpenRequest("live")).value());
+    Waiter w;
+    uint64_t bin = 0;
+    live->Append(Job(0, 1, 40, &bin), w.Callback());
+    w.Wait();
+    a_bytes = (*hub->Find("a"))->Summary().disk_bytes();
+    EXPECT_GT(a_bytes, 40u * 64);
+    total = hub->RootDiskBytes();
+    uint64_t sum = 0;
+    for (const char* n : {"a", "b", "c", "live"}) sum += (*hub->Find(n))->Summary().disk_bytes();
+    EXPECT_EQ(total, sum);
+  }
+  // Room for all but the oldest: a goes, at startup, and only a.
+  o.max_total_bytes = total - a_bytes + 1;
+  {
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    EXPECT_EQ(hub->Find("a").status().code(), absl::StatusCode::kNotFound);
+    EXPECT_FALSE(IsDirectory(o.root + "/a"));
+    for (const char* n : {"b", "c", "live"}) EXPECT_TRUE(hub->Find(n).ok()) << n;
+    EXPECT_EQ(hub->RootDiskBytes(), total - a_bytes);
+  }
+  // Room for nothing: every finished capture goes, the live one stays, and
+  // a new capture is refused with the numbers.
+  o.max_total_bytes = 1;
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  EXPECT_EQ(hub->Find("b").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(hub->Find("c").status().code(), absl::StatusCode::kNotFound);
+  auto live = hub->Find("live");
+  ASSERT_TRUE(live.ok());
+  EXPECT_FALSE((*live)->finished());
+  auto refused = hub->Open(OpenRequest("new"));
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  const std::string want = absl::StrCat("holds ", hub->RootDiskBytes(),
+                                        " bytes on disk in 1 live capture(s), at or over "
+                                        "--max_total_bytes=1");
+  EXPECT_NE(std::string(refused.status().message()).find(want), std::string::npos)
+      << refused.status();
+  EXPECT_EQ(hub->Find("new").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(IsDirectory(o.root + "/new"));
+}
+
+// --retain_for: a finished capture older than it goes when a capture is
+// opened (and by the reaper); younger ones and live ones stay.
+TEST(CaptureHubTest, RetainForEvictsFinishedCapturesPastTheirAge) {
+  CaptureHub::Options o;
+  o.root = Root("retain_for");
+  {
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    FinishedCapture(hub.get(), "old", 4, std::chrono::hours(50));
+    FinishedCapture(hub.get(), "young", 4, std::chrono::hours(1));
+  }
+  o.retain_for = std::chrono::hours(48);
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  auto fresh = hub->Open(OpenRequest("fresh"));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(hub->Find("old").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(IsDirectory(o.root + "/old"));
+  EXPECT_TRUE(hub->Find("young").ok());
+  EXPECT_TRUE(hub->Find("fresh").ok());
+}
+
+// Delete: a finished capture and its files go (what they took is returned);
+// a live one is refused; a reader that holds the capture still reads it.
+TEST(CaptureHubTest, DeleteRemovesAFinishedCaptureAndRefusesALiveOne) {
+  CaptureHub::Options o;
+  o.root = Root("delete");
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  FinishedCapture(hub.get(), "done", 6, std::chrono::seconds(0));
+  auto live = std::move(hub->Open(OpenRequest("live")).value());
+  EXPECT_EQ(hub->Delete("live", "deleted").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(hub->Delete("nope", "deleted").status().code(), absl::StatusCode::kNotFound);
+  auto held = std::move(hub->Find("done").value());
+  const uint64_t bytes = held->Summary().disk_bytes();
+  auto freed = hub->Delete("done", "deleted");
+  ASSERT_TRUE(freed.ok()) << freed.status();
+  EXPECT_EQ(*freed, bytes);
+  EXPECT_FALSE(IsDirectory(o.root + "/done"));
+  EXPECT_EQ(hub->Find("done").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(hub->Delete("done", "deleted").status().code(), absl::StatusCode::kNotFound);
+  // The holder's index stays mapped: its rows read as before.
+  ArgFilter all;
+  EXPECT_EQ(held->Query(all, 0, 100, 1000).hits.size(), 12u);
+  // The name is free again.
+  EXPECT_TRUE(hub->Open(OpenRequest("done")).ok());
 }
 
 TEST(CaptureHubTest, NamesStayUnderTheRoot) {

@@ -11,6 +11,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "base/files.h"
 #include "grpc/health/v1/health.pb.h"
 #include "server/capture_service.h"
@@ -21,6 +22,13 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
 ABSL_FLAG(std::string, root, "captures", "folder holding the captures (<root>/<name>/args_dump)");
 ABSL_FLAG(uint64_t, max_capture_bytes, 0,
           "args.bin bytes one capture may hold (0: no limit); more is RESOURCE_EXHAUSTED");
+ABSL_FLAG(uint64_t, max_total_bytes, 0,
+          "bytes on disk all captures under --root may take (0: no limit): a new capture first "
+          "evicts finished ones, oldest first, never a live one; RESOURCE_EXHAUSTED when only "
+          "live ones are left");
+ABSL_FLAG(absl::Duration, retain_for, absl::ZeroDuration(),
+          "evict finished captures whose manifest is older than this (e.g. 168h, 30m; 0: keep "
+          "them)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: serve TLS (with --tls_key)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
 ABSL_FLAG(std::string, auth_token_file, "",
@@ -72,6 +80,17 @@ int Main(const CommandLine& line) {
     return Fail(absl::StrCat(line.Spelling("live_idle_timeout_ms"), ": ", idle, " is negative"));
   }
   o.hub.live_idle_timeout = std::chrono::milliseconds(idle);
+  o.hub.max_total_bytes = absl::GetFlag(FLAGS_max_total_bytes);
+  const absl::Duration retain = absl::GetFlag(FLAGS_retain_for);
+  if (retain < absl::ZeroDuration()) {
+    return Fail(absl::StrCat(line.Spelling("retain_for"), ": ", absl::FormatDuration(retain),
+                             " is negative"));
+  }
+  if (retain > absl::ZeroDuration() && retain < absl::Seconds(1)) {
+    return Fail(absl::StrCat(line.Spelling("retain_for"), ": ", absl::FormatDuration(retain),
+                             " is under a second"));
+  }
+  o.hub.retain_for = std::chrono::seconds(absl::ToInt64Seconds(retain));
   if (absl::GetFlag(FLAGS_shutdown_grace_ms) < 0) {
     return Fail(absl::StrCat(line.Spelling("shutdown_grace_ms"), ": negative"));
   }

@@ -372,6 +372,18 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::ListCaptures(grpc::CallbackServerC
       hub_->List(labels, request->state(), *after, PageSize(request->page_size()), &more);
   for (const auto& c : captures) *response->add_captures() = c->Summary();
   if (more && !captures.empty()) response->set_next_page_token(NameToken(captures.back()->name()));
+  response->set_root_disk_bytes(hub_->RootDiskBytes());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* CaptureServiceImpl::DeleteCapture(
+    grpc::CallbackServerContext* context, const v1::DeleteCaptureRequest* request,
+    v1::DeleteCaptureResponse* response) {
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  if (absl::Status s = ValidateCaptureName(request->capture()); !s.ok()) return Done(context, s);
+  auto freed = hub_->Delete(request->capture(), "deleted (DeleteCapture)");
+  if (!freed.ok()) return Done(context, freed.status());
+  response->set_freed_bytes(*freed);
   return Done(context, absl::OkStatus());
 }
 

@@ -55,6 +55,9 @@ class CaptureServiceImpl final : public v1::CaptureService::CallbackService {
   grpc::ServerUnaryReactor* FinishCapture(grpc::CallbackServerContext* context,
                                           const v1::FinishCaptureRequest* request,
                                           v1::CaptureSummary* response) override;
+  grpc::ServerUnaryReactor* DeleteCapture(grpc::CallbackServerContext* context,
+                                          const v1::DeleteCaptureRequest* request,
+                                          v1::DeleteCaptureResponse* response) override;
   grpc::ServerUnaryReactor* GetCapture(grpc::CallbackServerContext* context,
                                        const v1::GetCaptureRequest* request,
                                        v1::CaptureSummary* response) override;

@@ -2,13 +2,17 @@
 // and grpc_cli call do: list, describe, call with messages built from the
 // served descriptors alone), SIGKILL mid-capture then restart (every acked
 // record is there), SIGTERM (live captures get their manifest).
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <thread>
 #include <future>
@@ -432,6 +436,96 @@ std::pair<int, std::string> RunToExit(const std::vector<std::string>& flags) {
 
 // One server per root, and per port: a second one exits 2 saying why
 // instead of answering every other call.
+// What the files of a capture's args_dump take on disk (as the server counts).
+uint64_t CaptureDiskBytes(const std::string& dir) {
+  uint64_t bytes = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  while (struct dirent* e = ::readdir(d)) {
+    struct stat st;
+    if (::stat((dir + "/" + e->d_name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+  }
+  ::closedir(d);
+  return bytes;
+}
+
+// --max_total_bytes on a real server: at startup the oldest finished
+// capture goes first, with an INFO line naming it and the numbers; with
+// only a live capture left a new stream is refused RESOURCE_EXHAUSTED, and
+// the live one streams on.
+TEST(CaptureServerProcessTest, MaxTotalBytesEvictsOldestFinishedFirstAndSaysSo) {
+  const std::string root = TempPath("retention_root");
+  {
+    ServerProcess server;
+    ASSERT_NO_FATAL_FAILURE(server.Start(root));
+    for (const char* name : {"first", "second"}) {
+      auto sink = Connect(server.target(), name);
+      ASSERT_NE(sink, nullptr);
+      uint64_t offset = 0;
+      ASSERT_TRUE(Send(sink.get(), MakeBatch(1, 10, &offset)).ok());
+      ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
+    }
+    server.Signal(SIGTERM);
+    EXPECT_EQ(server.Wait(), 0);
+  }
+  // "first" is the older one: its manifest was written first (and is dated
+  // an hour back, so that the order does not hang on a timestamp's grain).
+  struct timespec old[2] = {{std::time(nullptr) - 3600, 0}, {std::time(nullptr) - 3600, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (root + "/first/args_dump/args_dump.json").c_str(), old, 0), 0);
+  const uint64_t first = CaptureDiskBytes(root + "/first/args_dump");
+  const uint64_t second = CaptureDiskBytes(root + "/second/args_dump");
+  ASSERT_GT(first, 0u);
+  ASSERT_GT(second, 0u);
+  ServerProcess server;
+  server.PipeLog();
+  // Room for the younger one only.
+  const std::string limit = absl::StrCat(second + 1);
+  ASSERT_NO_FATAL_FAILURE(server.Start(root, "127.0.0.1:0", {"--max_total_bytes=" + limit}));
+  const std::string evicted = server.WaitForLogLine("evicted");
+  EXPECT_EQ(evicted, absl::StrCat("capture_server: capture first evicted, oldest finished first: "
+                                  "the root held ", first + second,
+                                  " bytes on disk, at or over --max_total_bytes=", limit, " (",
+                                  first, " bytes on disk)"));
+  auto stub = v1::CaptureService::NewStub(
+      grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials()));
+  auto get = [&](const std::string& name) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    v1::GetCaptureRequest req;
+    req.set_capture(name);
+    v1::CaptureSummary s;
+    return stub->GetCapture(&ctx, req, &s).error_code();
+  };
+  EXPECT_EQ(get("first"), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(get("second"), grpc::StatusCode::OK);
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.Wait(), 0);
+  // One byte of room: "second" goes as a live capture opens; then the live
+  // one alone is over the limit, and the next capture is refused.
+  ServerProcess tight;
+  ASSERT_NO_FATAL_FAILURE(tight.Start(root, "127.0.0.1:0", {"--max_total_bytes=1"}));
+  auto live = Connect(tight.target(), "live");
+  ASSERT_NE(live, nullptr);
+  uint64_t offset = 0;
+  ASSERT_TRUE(Send(live.get(), MakeBatch(1, 10, &offset)).ok());
+  GrpcSinkOptions o;
+  o.target = tight.target();
+  o.capture = "refused";
+  o.info.set_name("refused");
+  o.info.set_level(v1::DUMP_LEVEL_FULL);
+  auto refused = GrpcSink::Connect(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_NE(refused.status().message().find("--max_total_bytes=1"), absl::string_view::npos)
+      << refused.status();
+  ASSERT_TRUE(Send(live.get(), MakeBatch(11, 10, &offset)).ok());
+  EXPECT_TRUE(live->Finish(v1::CaptureCounters()).ok());
+  tight.Signal(SIGTERM);
+  EXPECT_EQ(tight.Wait(), 0);
+}
+
 TEST(CaptureServerProcessTest, ASecondServerOnTheSameRootOrPortExitsTwo) {
   const std::string root = TempPath("one_per_root");
   ServerProcess first;
@@ -454,6 +548,15 @@ TEST(CaptureServerProcessTest, ASecondServerOnTheSameRootOrPortExitsTwo) {
   const auto [grace, grace_err] = RunToExit({"--shutdown_grace_ms=soon"});
   EXPECT_EQ(grace, 2) << grace_err;
   EXPECT_NE(grace_err.find("--shutdown_grace_ms: 'soon'"), std::string::npos) << grace_err;
+  const auto [retain, retain_err] = RunToExit({"--retain_for=a week"});
+  EXPECT_EQ(retain, 2) << retain_err;
+  EXPECT_NE(retain_err.find("--retain_for: 'a week'"), std::string::npos) << retain_err;
+  const auto [negative, negative_err] = RunToExit({"--retain_for=-1h"});
+  EXPECT_EQ(negative, 2) << negative_err;
+  EXPECT_NE(negative_err.find("--retain_for: -1h is negative"), std::string::npos) << negative_err;
+  const auto [total, total_err] = RunToExit({"--max_total_bytes=lots"});
+  EXPECT_EQ(total, 2) << total_err;
+  EXPECT_NE(total_err.find("--max_total_bytes: 'lots'"), std::string::npos) << total_err;
   first.Signal(SIGTERM);
   EXPECT_EQ(first.Wait(), 0);
   // Once it is gone, the root is free again.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "collector/grpc_sink.h"
 #include "tests/capture_reader.h"
 #include "collector/local_sink.h"
@@ -766,6 +767,67 @@ TEST_F(CaptureServiceTest, FinishCaptureSealsADetachedLiveCapture) {
   req.set_capture("nope");
   EXPECT_EQ(stub_->FinishCapture(Ctx("s3cret").get(), req, &s).error_code(),
             grpc::StatusCode::NOT_FOUND);
+}
+
+// DeleteCapture: token-protected like the rest; a live capture is refused
+// (finish it first), a finished one goes with its files, and the service
+// says what every capture takes on disk before and after.
+TEST_F(CaptureServiceTest, DeleteCaptureRemovesAFinishedCaptureWithItsFiles) {
+  StartServer("delete_rpc", 0, "s3cret");
+  const Pairs p = MakePairs(6);
+  auto done = Sink("done", "s3cret");
+  ASSERT_NE(done, nullptr);
+  ASSERT_TRUE(done->WriteBatch(p.RecordPtrs(0, 9), p.Payloads(0, 9)).ok());
+  ASSERT_TRUE(done->Finish(v1::CaptureCounters()).ok());
+  auto live = Sink("live", "s3cret");
+  ASSERT_NE(live, nullptr);
+  ASSERT_TRUE(live->WriteBatch(p.RecordPtrs(0, 9), p.Payloads(0, 9)).ok());
+
+  v1::ListCapturesRequest list;
+  v1::ListCapturesResponse before;
+  ASSERT_TRUE(stub_->ListCaptures(Ctx("s3cret").get(), list, &before).ok());
+  ASSERT_EQ(before.captures_size(), 2);
+  const uint64_t done_bytes = before.captures(0).disk_bytes();  // by name: "done" first
+  EXPECT_EQ(before.captures(0).capture(), "done");
+  EXPECT_GT(done_bytes, 0u);
+  EXPECT_GT(before.captures(1).disk_bytes(), 0u);
+  EXPECT_EQ(before.root_disk_bytes(), done_bytes + before.captures(1).disk_bytes());
+
+  v1::DeleteCaptureRequest req;
+  v1::DeleteCaptureResponse resp;
+  req.set_capture("done");
+  EXPECT_EQ(stub_->DeleteCapture(Ctx().get(), req, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(stub_->DeleteCapture(Ctx("wrong").get(), req, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_TRUE(IsDirectory(root_ + "/done/args_dump"));  // what a refused call leaves
+  req.set_capture("live");
+  grpc::Status refused = stub_->DeleteCapture(Ctx("s3cret").get(), req, &resp);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(refused.error_message().find("FinishCapture"), std::string::npos)
+      << refused.error_message();
+  req.set_capture("../etc");
+  EXPECT_EQ(stub_->DeleteCapture(Ctx("s3cret").get(), req, &resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  req.set_capture("done");
+  ASSERT_TRUE(stub_->DeleteCapture(Ctx("s3cret").get(), req, &resp).ok());
+  EXPECT_EQ(resp.freed_bytes(), done_bytes);
+  EXPECT_FALSE(IsDirectory(root_ + "/done"));
+  EXPECT_EQ(stub_->DeleteCapture(Ctx("s3cret").get(), req, &resp).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  v1::GetCaptureRequest get;
+  get.set_capture("done");
+  v1::CaptureSummary s;
+  EXPECT_EQ(stub_->GetCapture(Ctx("s3cret").get(), get, &s).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  v1::ListCapturesResponse after;
+  ASSERT_TRUE(stub_->ListCaptures(Ctx("s3cret").get(), list, &after).ok());
+  ASSERT_EQ(after.captures_size(), 1);
+  EXPECT_EQ(after.captures(0).capture(), "live");
+  EXPECT_EQ(after.root_disk_bytes(), after.captures(0).disk_bytes());
+  // The live capture streams on and finishes as if nothing happened.
+  ASSERT_TRUE(live->WriteBatch(p.RecordPtrs(9, 18), p.Payloads(9, 18)).ok());
+  EXPECT_TRUE(live->Finish(v1::CaptureCounters()).ok());
 }
 
 // The finish message's step levels (the dynamic switch): checked, then the
