@@ -112,6 +112,7 @@ absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
   info.set_level(v1::DUMP_LEVEL_FULL);
   auto store = CaptureStore::Create(dir, info);
   if (!store.ok()) return store.status();
+  (*store)->set_keep_journal(false);  // written whole, in one go: never recovered
   std::vector<uint32_t> funcs(f.func_ids.begin(), f.func_ids.end());
   std::sort(funcs.begin(), funcs.end());
   uint64_t offset = 0;

@@ -70,6 +70,8 @@ TEST(ExceptionDumpTest, WritesTheFolderUnderItsName) {
   }
   struct stat st;
   EXPECT_EQ(::stat((*dir + "/args_dump.json").c_str(), &st), 0);
+  EXPECT_EQ(::stat((*dir + "/args.index").c_str(), &st), 0);
+  EXPECT_NE(::stat((*dir + "/args.journal").c_str(), &st), 0);  // a finished dump keeps none
 }
 
 }  // namespace

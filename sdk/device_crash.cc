@@ -289,6 +289,7 @@ absl::StatusOr<std::string> WriteCrashDump(const std::string& root, const std::s
   *info.mutable_device_crash() = a.crash;
   auto store = CaptureStore::Create(dir, info);
   if (!store.ok()) return store.status();
+  (*store)->set_keep_journal(false);  // written whole, in one go: never recovered
   uint64_t offset = 0;
   for (const TaskRecord& t : before) {
     v1::ArgRecord r = t.record;

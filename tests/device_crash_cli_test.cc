@@ -259,6 +259,11 @@ TEST_P(DeviceCrashCliTest, ExitsThreeAndKeepsWhatWasRecorded) {
   const std::string context = Slurp(dir + "/context.json");
   EXPECT_THAT(context, HasSubstr("\"scenario\": \"crash\""));
   EXPECT_THAT(context, HasSubstr("\"task_id\": \"0x0000000100000003\""));
+  struct stat st;
+  EXPECT_NE(::stat((dir + "/args.journal").c_str(), &st), 0) << "a finished dump keeps no journal";
+  if (!c.remote) {
+    EXPECT_NE(::stat((root + "/crash/args_dump/args.journal").c_str(), &st), 0);
+  }
   auto dumped = Capture::Open(dir);
   ASSERT_TRUE(dumped.ok()) << dumped.status();
   EXPECT_EQ(TaskPrints(*dumped, Task(3), testing::Stage::kBeforeDispatch),
