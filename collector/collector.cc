@@ -328,14 +328,10 @@ void Collector::Prepare(Collected* collected) {
   if (prepared == nullptr) prepared = std::make_unique<PreparedRecords>();
   prepared->Reserve(collected->pairs.size(),
                     collected->pairs.size() * PreparedRecords::kRecordEntryGuess);
-  collected->payloads.clear();
   for (const Pair& p : collected->pairs) {
-    if (p.record == nullptr) continue;
-    if (!prepared->Add(*p.record).ok()) {
-      collected->payloads.clear();
+    if (p.record != nullptr && !prepared->Add(*p.record).ok()) {
       return;  // as messages: the sink says what it refuses
     }
-    collected->payloads.push_back(p.payload);
   }
   collected->prepared = std::move(prepared);
 }
@@ -424,17 +420,17 @@ void Collector::WriteBatch(std::deque<Collected>& batch) {
     payloads.clear();
   };
   for (const Collected& c : batch) {
-    if (c.prepared != nullptr) {
-      write_messages();  // what came before, in order
-      if (!c.prepared->empty()) {
-        if (absl::Status s = sink_->WritePrepared(*c.prepared, c.payloads); !s.ok()) NoteError(s);
-      }
-      continue;
-    }
+    if (c.prepared != nullptr) write_messages();  // what came before, in order
     for (const Pair& p : c.pairs) {
       if (p.record == nullptr) continue;
-      records.push_back(p.record);
+      if (c.prepared == nullptr) records.push_back(p.record);
       payloads.push_back(p.payload);
+    }
+    if (c.prepared != nullptr) {
+      if (!c.prepared->empty()) {
+        if (absl::Status s = sink_->WritePrepared(*c.prepared, payloads); !s.ok()) NoteError(s);
+      }
+      payloads.clear();
     }
   }
   write_messages();

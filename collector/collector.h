@@ -142,12 +142,11 @@ class Collector {
     std::unique_ptr<google::protobuf::Arena> arena;
     std::vector<Pair> pairs;
     // For a sink that TakesPrepared: the pairs' records prepared (once
-    // their bin offsets are assigned) and their payloads; `ready` once
-    // that is done (under writer_mu_). Empty `prepared` with `ready`: the
-    // records go as messages (a sink that takes those, or a record the
-    // preparation refused, which the sink then refuses in its own words).
+    // their bin offsets are assigned); `ready` once that is done (under
+    // writer_mu_). Null `prepared` with `ready`: the records go as
+    // messages (a sink that takes those, or a record the preparation
+    // refused, which the sink then refuses in its own words).
     std::unique_ptr<PreparedRecords> prepared;
-    std::vector<absl::string_view> payloads;
     bool ready = true;
   };
   Collected CollectBuffer(RegionTransport& transport, uint32_t thread, uint32_t buffer);

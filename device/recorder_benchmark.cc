@@ -4,50 +4,20 @@
 // size as the arena. A host thread recycles buffers and acknowledges
 // payloads without copying, so what is timed is the device side.
 //   bazel run -c opt //device:recorder_benchmark
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "device/host_endpoint.h"
 #include "device/recorder.h"
 #include "device/region.h"
+#include "device/testing/null_host.h"
 
 namespace argsdump {
 namespace {
 
 constexpr uint64_t kArenaBytes = 64ull << 20;
-
-// Returns buffers and acks payloads as fast as it can; no copies.
-class Recycler {
- public:
-  explicit Recycler(const DumpRegion& region) : endpoint_(region) {
-    thread_ = std::thread([this] {
-      while (!stop_.load(std::memory_order_relaxed)) {
-        uint32_t buffer = 0;
-        auto popped = endpoint_.PopReady(0, &buffer);
-        if (!popped.ok() || !*popped) {
-          std::this_thread::yield();
-          continue;
-        }
-        endpoint_.AckPayloads(0, endpoint_.region().buffer_header(buffer).payload_records);
-        endpoint_.ReturnBuffer(0, buffer);
-      }
-    });
-  }
-  ~Recycler() {
-    stop_.store(true);
-    thread_.join();
-  }
-
- private:
-  HostEndpoint endpoint_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 std::unique_ptr<DumpRegion> Region(abi::DumpLevel level) {
   DumpRegionConfig c;
@@ -95,7 +65,7 @@ void RunTask(benchmark::State& state, abi::DumpLevel level, TensorView view,
              uint64_t bytes_per_task) {
   auto region = Region(level);
   DumpRecorder recorder(*region);
-  Recycler host(*region);
+  NullHost host(*region);
   DumpTensorArg arg;
   arg.view = view;
   DumpTask task;
@@ -125,7 +95,7 @@ BENCHMARK(BM_RecordMetadata);
 void BM_RecordScalar(benchmark::State& state) {
   auto region = Region(abi::DumpLevel::kFull);
   DumpRecorder recorder(*region);
-  Recycler host(*region);
+  NullHost host(*region);
   DumpScalarArg arg;
   arg.dtype = DataType::kFloat64;
   DumpTask task;

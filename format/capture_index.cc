@@ -284,9 +284,12 @@ absl::StatusOr<ManifestRow> IndexFile::CheckedRow(uint64_t i) const {
 
 std::optional<StatsRow> IndexFile::StatsOf(uint64_t i) const {
   if (i >= rows_ || stats_at_ == nullptr) return std::nullopt;
+  // `present` is read as a byte before the row becomes a StatsRow (a bool
+  // that is neither 0 nor 1 is no bool): not one, no stats.
+  const char* present = reinterpret_cast<const char*>(stats_at_ + i) + offsetof(StatsRow, present);
+  if (static_cast<uint8_t>(*present) != 1) return std::nullopt;
   StatsRow s;
-  std::memcpy(&s, stats_at_ + i, sizeof(s));  // `present` checked by CheckedRow
-  if (!s.present) return std::nullopt;
+  std::memcpy(&s, stats_at_ + i, sizeof(s));
   return s;
 }
 

@@ -332,8 +332,8 @@ std::vector<absl::string_view> AppendJob::Payload() const {
 
 uint64_t AppendJob::bytes() const {
   uint64_t n = 0;
-  for (absl::string_view c : Payload()) n += c.size();
-  return n;
+  for (const std::string& c : chunks) n += c.size();
+  return n - std::min<uint64_t>(skip, chunks.empty() ? 0 : chunks.front().size());
 }
 
 void Capture::Append(AppendJob job, DoneCallback done) {
@@ -415,8 +415,7 @@ bool Capture::RunJob(Job job, std::shared_ptr<CaptureStore> store) {
 void Capture::RunAppend(Job job, CaptureStore& store) {
   absl::Status s;
   const std::vector<absl::string_view> payload = job.append.Payload();
-  uint64_t bytes = 0;
-  for (absl::string_view p : payload) bytes += p.size();
+  const uint64_t bytes = job.append.bytes();
   if (store.records() != job.append.first_record) {
     // An earlier job of this stream failed: keep ids dense, append nothing.
     s = absl::FailedPreconditionError(absl::StrCat("capture ", name_, ": records from ",

@@ -78,13 +78,10 @@ absl::StatusOr<std::unique_ptr<JournalWriter>> JournalWriter::Open(const std::st
 JournalWriter::~JournalWriter() { ::close(fd_); }
 
 absl::Status JournalWriter::Append(JournalEntryType type, absl::string_view payload) {
-  if (absl::Status s = Stage(type, payload); !s.ok()) return s;
+  if (payload.size() > kMaxJournalEntryBytes) return TooLarge(payload.size());
+  FrameWith(&frame_, type, payload.size(),
+            [&](char* out) { std::memcpy(out, payload.data(), payload.size()); });
   return Flush();
-}
-
-absl::Status JournalWriter::Stage(JournalEntryType type, absl::string_view payload) {
-  return StageWith(type, payload.size(),
-                   [&](char* out) { std::memcpy(out, payload.data(), payload.size()); });
 }
 
 char* JournalWriter::FrameBegin(std::string* out, size_t size) {
@@ -114,7 +111,7 @@ absl::Status JournalWriter::Flush() {
 }
 
 absl::Status JournalWriter::AppendFramed(absl::string_view entries) {
-  if (!frame_.empty()) {  // a new file's header (or staged entries) first
+  if (!frame_.empty()) {  // a new file's header first
     frame_.append(entries.data(), entries.size());
     return Flush();
   }

@@ -70,39 +70,26 @@ class JournalWriter {
 
   // One entry; durable against a crash of this process when it returns.
   absl::Status Append(JournalEntryType type, absl::string_view payload);
-  // Frames an entry in memory; Flush() writes every staged entry with one
-  // write() (durable when Flush returns).
-  absl::Status Stage(JournalEntryType type, absl::string_view payload);
-  // Stage() of `size` bytes that `fill(char* out)` writes in place (a
-  // message serialized straight into the frame, without a copy).
-  template <typename Fill>
-  absl::Status StageWith(JournalEntryType type, size_t size, Fill fill) {
-    if (size > kMaxJournalEntryBytes) return TooLarge(size);
-    FrameWith(&frame_, type, size, fill);
-    return absl::OkStatus();
-  }
   // Frames one entry of `size` (at most kMaxJournalEntryBytes) bytes that
-  // `fill(char* out)` writes in place at the end of `out`: the bytes Stage
-  // would stage, made on another thread for AppendFramed.
+  // `fill(char* out)` writes in place at the end of `out` (a message
+  // serialized straight into the frame, without a copy), on any thread,
+  // for AppendFramed.
   template <typename Fill>
   static void FrameWith(std::string* out, JournalEntryType type, size_t size, Fill fill) {
     char* entry = FrameBegin(out, size);
     fill(entry + kJournalHeaderBytes);
     FrameEnd(entry, type, size);
   }
-  absl::Status Flush();
-  // Writes whole entries framed by FrameWith, back to back, after what is
-  // staged (one write() per kFileWriteBytes); durable when it returns. On
-  // failure the file is cut back to where it was.
+  // Writes whole entries framed by FrameWith, back to back (one write()
+  // per kFileWriteBytes); durable when it returns. On failure the file is
+  // cut back to where it was.
   absl::Status AppendFramed(absl::string_view entries);
-  // Forgets the staged entries (a batch that failed before its Flush); a
-  // new file's header, staged by Open until the first entry, stays.
-  void DiscardStaged() {
-    frame_.resize(bytes_ == 0 ? std::min<size_t>(frame_.size(), kJournalFileHeaderBytes) : 0);
-  }
   uint64_t bytes() const { return bytes_; }
 
  private:
+  // Writes frame_ (a new file's header, staged by Open until the first
+  // entry, and what follows it).
+  absl::Status Flush();
   static char* FrameBegin(std::string* out, size_t size);
   static void FrameEnd(char* entry, JournalEntryType type, size_t size);
   // Writes [data, data + size) whole, or cuts the file back to bytes_.

@@ -77,6 +77,15 @@ struct EntryLine {
 
 // The first entry line starting at or after `pos` (its '\n'), nullopt when
 // there is none before the end.
+// The task of an entry line (`line` starts where the line does), as the
+// manifest reader parses it; nullopt for anything else.
+std::optional<uint64_t> LineTask(absl::string_view line) {
+  if (!absl::StartsWith(line, kEntryLine) || line.size() < kEntryLine.size() + kTaskHexDigits) {
+    return std::nullopt;
+  }
+  return ParseTaskIdHex(line.substr(kEntryLine.size(), kTaskHexDigits));
+}
+
 absl::StatusOr<std::optional<EntryLine>> EntryLineFrom(const ManifestBytes& m, uint64_t pos) {
   std::string chunk;
   const size_t need = kEntryLine.size() + kTaskHexDigits;
@@ -85,14 +94,12 @@ absl::StatusOr<std::optional<EntryLine>> EntryLineFrom(const ManifestBytes& m, u
     const size_t found = chunk.find(kEntryLine.data(), 0, kEntryLine.size());
     if (found == std::string::npos || found >= kChunk) continue;
     if (found + need > chunk.size()) break;
-    uint64_t task = 0;
-    if (!absl::SimpleHexAtoi(absl::string_view(chunk).substr(found + kEntryLine.size(),
-                                                             kTaskHexDigits),
-                             &task)) {
+    const std::optional<uint64_t> task = LineTask(absl::string_view(chunk).substr(found));
+    if (!task) {
       return absl::DataLossError(
           absl::StrCat(m.path(), ": byte ", at + found, ": an entry line without a task id"));
     }
-    return std::optional<EntryLine>(EntryLine{at + found, task});
+    return std::optional<EntryLine>(EntryLine{at + found, *task});
   }
   return std::optional<EntryLine>();
 }
@@ -129,12 +136,7 @@ absl::StatusOr<std::vector<std::string>> TaskLines(const ManifestBytes& m, uint6
                                                                       ": an endless entry line"));
     }
     absl::string_view line = absl::string_view(text).substr(0, nl);
-    uint64_t task = 0;
-    if (!absl::StartsWith(line, kEntryLine) ||
-        !absl::SimpleHexAtoi(line.substr(kEntryLine.size(), kTaskHexDigits), &task) ||
-        task != task_id) {
-      break;
-    }
+    if (LineTask(line) != task_id) break;
     line.remove_prefix(1);
     if (absl::EndsWith(line, ",")) line.remove_suffix(1);
     lines.emplace_back(line);

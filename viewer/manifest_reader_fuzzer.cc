@@ -1,6 +1,7 @@
 // libFuzzer target: any bytes as a capture directory's args_dump.json and
-// args.bin (input: one byte choosing the command, a little-endian u32
-// length, that many bytes of args.bin, then the manifest). The reader must
+// args.bin or args.index (input: one byte choosing the command and the
+// file, a little-endian u32 length, that many bytes of that file, then the
+// manifest). The reader must
 // give entries or DataLoss "<file>: byte N", the same with its store-layout
 // scanner as without it (else abort, showing both); dump_viewer, run on the
 // folder, must exit 0, 1 or 2 - never abort or crash - whatever offsets and
@@ -58,7 +59,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string dir = root + "/args_dump";
   if (::mkdir(dir.c_str(), 0755) != 0) std::abort();
   argsdump::PutFile(dir + "/args_dump.json", manifest.data(), manifest.size());
-  if (mode & 0x80) argsdump::PutFile(dir + "/args.bin", bin.data(), bin.size());
+  // The first part is args.bin, or (bit 6) args.index: a --task or
+  // --index query then goes through the index lookup (IndexFile's checks
+  // as rows are read, the manifest's entry lines found by their offsets).
+  argsdump::PutFile(dir + ((mode & 0x40) ? "/args.index" : "/args.bin"), bin.data(), bin.size());
   const std::string out = root + "/out";
   std::vector<std::vector<std::string>> commands = {
       {dir},
@@ -67,9 +71,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       {dir, "--npy", "--out", out},
       {dir, "--first-nonfinite"},
       {dir, "--compare", dir},
+      {dir, "-t", "0x0000000100000000"},
+      {dir, "-i", "3", "--stats"},
   };
   std::ostringstream o, err;
-  const int rc = argsdump::RunViewer(commands[(mode & 0x7f) % commands.size()], o, err);
+  const int rc = argsdump::RunViewer(commands[(mode & 0x3f) % commands.size()], o, err);
   if (rc < 0 || rc > 2) std::abort();
   argsdump::EmptyFolder(root);
   return 0;

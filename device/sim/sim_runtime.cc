@@ -89,7 +89,7 @@ SimRuntime::SimRuntime(SimConfig config, const KernelRegistry& kernels,
   step_dump_.warnings.clear();
   step_levels_.push_back({0, step_dump_.on ? static_cast<uint32_t>(step_dump_.config.level) : 0});
   completions_.resize(config_.scheduler_threads);
-  waiting_.assign(config_.scheduler_threads, kNotWaiting);
+  waiting_with_room_.assign(config_.scheduler_threads, 0);
   completions_queued_ = std::make_unique<std::atomic<uint32_t>[]>(config_.scheduler_threads);
   for (uint32_t i = 0; i < config_.scheduler_threads; ++i) {
     scheduler_cv_.push_back(std::make_unique<std::condition_variable>());
@@ -616,9 +616,9 @@ void SimRuntime::MakeReady(Task* task) {
   // One scheduler that can take it; the next ready task wakes another. If
   // none waits with room, the busy ones see ready_ before they wait, and a
   // full one takes it after its next completion.
-  for (size_t i = 0; i < waiting_.size(); ++i) {
-    if (waiting_[i] == kWaitingWithRoom) {
-      waiting_[i] = kNotWaiting;
+  for (size_t i = 0; i < waiting_with_room_.size(); ++i) {
+    if (waiting_with_room_[i] != 0) {
+      waiting_with_room_[i] = 0;
       scheduler_cv_[i]->notify_one();
       return;
     }
@@ -759,16 +759,16 @@ bool SimRuntime::WaitForWork(SchedulerThread& scheduler, std::vector<Task*>* don
   }
   // Marked waiting before every sleep (MakeReady clears the mark of the one
   // it wakes, so that the next ready task wakes another).
-  const uint8_t mark = scheduler.inflight.size() < max_inflight ? kWaitingWithRoom : kWaitingFull;
+  const uint8_t room = scheduler.inflight.size() < max_inflight ? 1 : 0;
   while (!wake()) {
-    waiting_[scheduler.index] = mark;
+    waiting_with_room_[scheduler.index] = room;
     if (scheduler.inflight.empty()) {
       cv.wait(lock);
     } else if (cv.wait_until(lock, deadline) == std::cv_status::timeout) {
       break;
     }
   }
-  waiting_[scheduler.index] = kNotWaiting;
+  waiting_with_room_[scheduler.index] = 0;
   if (stop_ || hang_ || failed_) return false;
   done->swap(completions_[scheduler.index]);
   completions_queued_[scheduler.index].store(0, std::memory_order_relaxed);

@@ -249,12 +249,11 @@ class SimRuntime {
   std::deque<Task*> ready_;
   std::vector<std::vector<Task*>> completions_;  // per scheduler
   std::vector<std::unique_ptr<std::condition_variable>> scheduler_cv_;
-  // Per scheduler, while it waits in WaitForWork: kWaitingWithRoom when it
-  // could dispatch another task, kWaitingFull when it waits for completions
-  // only. MakeReady wakes one scheduler with room, not every scheduler (a
-  // scheduler not waiting looks at ready_ before it waits).
-  enum : uint8_t { kNotWaiting = 0, kWaitingFull = 1, kWaitingWithRoom = 2 };
-  std::vector<uint8_t> waiting_;
+  // Per scheduler, 1 while it sleeps in WaitForWork with room for another
+  // task. MakeReady wakes one such scheduler, not every scheduler, and
+  // clears its mark so that the next ready task wakes another (a scheduler
+  // not sleeping looks at ready_ before it sleeps).
+  std::vector<uint8_t> waiting_with_room_;
   // Per scheduler, 1 while completions_ holds some (a hint its spin reads
   // without mu_; set and cleared under mu_).
   std::unique_ptr<std::atomic<uint32_t>[]> completions_queued_;

@@ -7,17 +7,15 @@
 #include <cstdlib>
 #include <vector>
 
-#include <atomic>
 #include <memory>
-#include <thread>
 
 #include "benchmark/benchmark.h"
-#include "device/host_endpoint.h"
 #include "device/recorder.h"
 #include "device/region.h"
 #include "device/sim/kernels.h"
 #include "device/sim/sim_runtime.h"
 #include "device/sim/tiny_tasks.h"
+#include "device/testing/null_host.h"
 
 namespace argsdump {
 namespace {
@@ -26,39 +24,6 @@ void BM_SimLevel0(benchmark::State& state) {
   TinyTasksBenchmark<SimRuntime, SimConfig>(state);
 }
 BENCHMARK(BM_SimLevel0)->Arg(20000)->Unit(benchmark::kMillisecond)->UseRealTime();
-
-// A host that takes every published buffer of every recording thread and
-// gives it back at once (acknowledging its payloads, copying nothing): the
-// device side of the dump is what a level > 0 run times.
-class NullHost {
- public:
-  explicit NullHost(const DumpRegion& region) : endpoint_(region) {
-    thread_ = std::thread([this] {
-      const uint32_t n = endpoint_.region().num_threads();
-      while (!stop_.load(std::memory_order_relaxed)) {
-        bool any = false;
-        for (uint32_t t = 0; t < n; ++t) {
-          uint32_t buffer = 0;
-          auto popped = endpoint_.PopReady(t, &buffer);
-          if (!popped.ok() || !*popped) continue;
-          any = true;
-          endpoint_.AckPayloads(t, endpoint_.region().buffer_header(buffer).payload_records);
-          endpoint_.ReturnBuffer(t, buffer);
-        }
-        if (!any) std::this_thread::yield();
-      }
-    });
-  }
-  ~NullHost() {
-    stop_.store(true);
-    thread_.join();
-  }
-
- private:
-  HostEndpoint endpoint_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 // One step of `n` tasks queued while dispatch is held (as sim_run submits a
 // step), then run, at dump level arg 1 (0: no recorder; 2: every arg, 64-byte
