@@ -82,6 +82,7 @@ absl::Status GrpcSink::OpenStream(bool resume) {
   open->set_platform(options_.info.platform());
   *open->mutable_labels() = options_.info.labels();
   open->set_resume(resume);
+  open->set_no_payload_dedup(!options_.payload_dedup);
   stream_->Write(req);
   std::unique_lock<std::mutex> lock(mu_);
   const bool got = cv_.wait_for(lock, options_.ack_timeout, [&] { return opened_ || broken_; });

@@ -31,6 +31,7 @@ struct GrpcSinkOptions {
   std::string target;   // host:port of the capture service
   std::string capture;  // the capture's name on the service
   v1::CaptureInfo info;  // level, platform, labels
+  bool payload_dedup = true;  // false: IngestOpen.no_payload_dedup
   std::shared_ptr<grpc::ChannelCredentials> credentials;  // null: insecure
   std::string auth_token;  // sent as "authorization: Bearer <token>" when set
   // How long to wait for the ack of a batch (or for `opened`) before the

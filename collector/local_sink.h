@@ -16,14 +16,20 @@
 
 namespace argsdump {
 
+struct LocalSinkOptions {
+  // args.journal stays beside the finished capture (CaptureStore::Finish
+  // removes it otherwise).
+  bool keep_journal = false;
+  // Equal payloads are stored once (CaptureStore::set_payload_dedup).
+  bool payload_dedup = true;
+};
+
 // The embedded default: a CaptureStore writing <dir> directly.
 class LocalSink : public CaptureSink {
  public:
-  // `keep_journal`: args.journal stays beside the finished capture
-  // (CaptureStore::Finish removes it otherwise).
   static absl::StatusOr<std::unique_ptr<LocalSink>> Create(const std::string& dir,
                                                            const v1::CaptureInfo& info,
-                                                           bool keep_journal = false);
+                                                           LocalSinkOptions options = {});
   absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) override {
     return store_->Append(record, payload);
   }

@@ -75,6 +75,10 @@ ABSL_FLAG(bool, in_process, false,
 ABSL_FLAG(bool, keep_journal, false,
           "keep args.journal beside a finished local capture (by default it is removed once "
           "the manifest is in place: its only use is recovering a run that died)");
+ABSL_FLAG(bool, dedup, true,
+          "store a payload equal to one already in the capture once (its entries share the "
+          "bytes in args.bin); --dedup=false writes every payload (the dump config's \"dedup\" "
+          "item, ARGSDUMP_DEDUP)");
 ABSL_FLAG(bool, progress, false,
           "show tasks done / submitted, records, payload bytes and rates on stderr while the "
           "workload runs, a few times a second (default: when stderr is a terminal, once the "
@@ -205,6 +209,7 @@ void SetDump(const CommandLine& line, const std::string& workload, SimJobOptions
   std::vector<DumpLog> logs;
   DumpConfigEntry api;
   if (line.Given("dump_args")) api.level = absl::GetFlag(FLAGS_dump_args);
+  if (line.Given("dedup")) api.dedup = absl::GetFlag(FLAGS_dedup);
   if (!absl::GetFlag(FLAGS_output_prefix).empty()) {
     api.path = FromUserDir(absl::GetFlag(FLAGS_output_prefix));
   }

@@ -105,7 +105,8 @@ std::string DumpConfig::Describe() const {
                       " overflow=", overflow ? "on" : "off",
                       capture_server.empty() ? "" : absl::StrCat(" capture_server=", capture_server),
                       auth_token_file.empty() ? "" : absl::StrCat(" auth_token_file=", auth_token_file),
-                      labels.empty() ? "" : absl::StrCat(" labels=", LabelsText(labels)));
+                      labels.empty() ? "" : absl::StrCat(" labels=", LabelsText(labels)),
+                      dedup ? "" : " dedup=off");
 }
 
 std::string FormatDumpLog(const DumpLog& log) {
@@ -254,6 +255,13 @@ bool SetOverflow(DumpConfigEntry* e, const std::string& v) {
   return true;
 }
 
+bool SetDedup(DumpConfigEntry* e, const std::string& v) {
+  bool b;
+  if (!ParseBool(v, &b)) return false;
+  e->dedup = b;
+  return true;
+}
+
 bool SetCaptureServer(DumpConfigEntry* e, const std::string& v) {
   if (!IsHostPort(v)) return false;
   e->capture_server = v;
@@ -287,6 +295,7 @@ constexpr Item kItems[] = {
     {"auth_token_file", "ARGSDUMP_AUTH_TOKEN_FILE",
      "a readable file whose first line is the bearer token", SetAuthTokenFile},
     {"labels", "ARGSDUMP_LABELS", "key=value pairs, comma-separated", SetLabels},
+    {"dedup", "ARGSDUMP_DEDUP", "true or false", SetDedup},
 };
 
 
@@ -306,6 +315,7 @@ std::vector<std::string> Describe(const DumpConfigEntry& e) {
   if (e.capture_server) out.push_back(absl::StrCat("capture_server=", *e.capture_server));
   if (e.auth_token_file) out.push_back(absl::StrCat("auth_token_file=", *e.auth_token_file));
   if (e.labels) out.push_back(absl::StrCat("labels=", LabelsText(*e.labels)));
+  if (e.dedup) out.push_back(absl::StrCat("dedup=", *e.dedup ? "true" : "false"));
   return out;
 }
 
@@ -439,6 +449,7 @@ DumpConfigEntry DumpConfigFromText(const std::string& text, const std::string& s
       root.has_capture_server() ? &root.capture_server() : nullptr,
       root.has_auth_token_file() ? &root.auth_token_file() : nullptr,
       root.has_labels() ? &root.labels() : nullptr,
+      root.has_dedup() ? &root.dedup() : nullptr,
   };
   static_assert(sizeof(values) / sizeof(values[0]) == sizeof(kItems) / sizeof(kItems[0]));
   for (size_t k = 0; k < sizeof(kItems) / sizeof(kItems[0]); ++k) {
@@ -649,6 +660,7 @@ DumpConfig ResolveDumpConfig(const std::vector<DumpConfigSource>& sources,
   ARGSDUMP_PICK(capture_server)
   ARGSDUMP_PICK(auth_token_file)
   ARGSDUMP_PICK(labels)
+  ARGSDUMP_PICK(dedup)
 #undef ARGSDUMP_PICK
   Log(logs, DumpLog::kInfo, absl::StrCat("dump config: ", c.Describe()));
   return c;

@@ -23,6 +23,8 @@
 //   auth_token_file  ARGSDUMP_AUTH_TOKEN_FILE  "auth_token_file"  the service's
 //                                         bearer token, in a readable file
 //   labels       ARGSDUMP_LABELS        "labels"       key=value,... for the capture
+//   dedup        ARGSDUMP_DEDUP         "dedup"        true/false: equal payloads of
+//                                         a capture stored once (default true)
 // Lists in the environment are comma-separated; in the file, a JSON array
 // of strings or the same comma-separated string.
 //
@@ -83,6 +85,7 @@ struct DumpConfigEntry {
   std::optional<std::string> capture_server;
   std::optional<std::string> auth_token_file;
   std::optional<std::vector<std::pair<std::string, std::string>>> labels;
+  std::optional<bool> dedup;
 };
 
 // The resolved configuration (defaults: level 0, mode all, every func,
@@ -99,6 +102,9 @@ struct DumpConfig {
   std::string capture_server;   // empty: the capture stays local
   std::string auth_token_file;  // empty: no token is sent
   std::vector<std::pair<std::string, std::string>> labels;  // in the order given
+  // Equal payloads within the capture are stored once: entries share the
+  // bytes in args.bin (DESIGN.md §11). Off: every payload is written.
+  bool dedup = true;
 
   // Whether a kernel (by name and type) is selected by the lists: not
   // blocked by name or type, and allowed when there is an allow list.

@@ -550,6 +550,7 @@ absl::Status SimSession::Impl::MakeSink() {
                     : RemoteName(wiring.test_labels ? Env("TEST_TARGET") : "", name);
     info.set_name(g.capture);
     g.info = info;
+    g.payload_dedup = config.dedup;
     g.auth_token = wiring.auth_token;
     if (g.auth_token.empty() && !config.auth_token_file.empty()) {
       // Checked when the configuration was resolved; unreadable now: none.
@@ -579,7 +580,8 @@ absl::Status SimSession::Impl::MakeSink() {
     }
   }
   if (sink == nullptr) {
-    auto local = LocalSink::Create(dump_dir, info, options.keep_journal);
+    auto local = LocalSink::Create(dump_dir, info,
+                                   LocalSinkOptions{options.keep_journal, config.dedup});
     if (!local.ok()) return local.status();
     local_sink = local->get();
     sink = std::move(local).value();

@@ -173,7 +173,12 @@ v1::CaptureSummary Capture::Summary() const {
     s.set_recovered(index_->recovered());
   }
   s.set_records(durable_.records);
-  s.set_bin_bytes(durable_.bin_bytes);
+  // args.bin's bytes: fewer than the stream's when payloads are shared (a
+  // capture written before sharing existed counts no stored bytes).
+  const v1::CaptureCounters& c = s.counters();
+  s.set_bin_bytes(c.payload_bytes_stored() > 0 || c.payload_bytes() == 0
+                      ? c.payload_bytes_stored()
+                      : durable_.bin_bytes);
   s.set_attached(attached_);
   s.set_disk_bytes(disk_bytes);
   return s;
@@ -437,7 +442,7 @@ void Capture::RunAppend(Job job, CaptureStore& store) {
     std::lock_guard<std::mutex> lock(mu_);
     if (s.ok()) {
       durable_.records = store.records();
-      durable_.bin_bytes = store.bin_bytes();
+      durable_.bin_bytes = store.stream_bytes();
     }
     w = durable_;
   }
@@ -551,7 +556,7 @@ absl::Status CaptureHub::Load() {
         (*store)->EnableTaskIndex();
         c->info_ = (*store)->info();
         c->durable_.records = (*store)->records();
-        c->durable_.bin_bytes = (*store)->bin_bytes();
+        c->durable_.bin_bytes = (*store)->stream_bytes();
         c->store_ = std::move(store).value();
         c->StartWriter();
         Log(absl::StrCat("capture ", name, " is live after a restart: ", c->durable_.records,
@@ -655,6 +660,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
   *info.mutable_labels() = open.labels();
   auto store = CaptureStore::Create(dir, info);
   if (!store.ok()) return store.status();
+  (*store)->set_payload_dedup(options_.payload_dedup && !open.no_payload_dedup());
   (*store)->EnableTaskIndex();
   std::shared_ptr<Capture> c(new Capture(open.capture(), dir, options_.max_capture_bytes));
   c->info_ = info;

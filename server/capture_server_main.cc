@@ -22,6 +22,9 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
 ABSL_FLAG(std::string, root, "captures", "folder holding the captures (<root>/<name>/args_dump)");
 ABSL_FLAG(uint64_t, max_capture_bytes, 0,
           "args.bin bytes one capture may hold (0: no limit); more is RESOURCE_EXHAUSTED");
+ABSL_FLAG(bool, payload_dedup, true,
+          "store a payload equal to one already in the same capture once (entries share its "
+          "bin_offset); --payload_dedup=false stores every payload as sent");
 ABSL_FLAG(uint64_t, max_total_bytes, 0,
           "bytes on disk all captures under --root may take (0: no limit): a new capture first "
           "evicts finished ones, oldest first, never a live one; RESOURCE_EXHAUSTED when only "
@@ -75,6 +78,7 @@ int Main(const CommandLine& line) {
   o.listen = absl::GetFlag(FLAGS_listen);
   o.hub.root = absl::GetFlag(FLAGS_root);
   o.hub.max_capture_bytes = absl::GetFlag(FLAGS_max_capture_bytes);
+  o.hub.payload_dedup = absl::GetFlag(FLAGS_payload_dedup);
   const int64_t idle = absl::GetFlag(FLAGS_live_idle_timeout_ms);
   if (idle < 0) {
     return Fail(absl::StrCat(line.Spelling("live_idle_timeout_ms"), ": ", idle, " is negative"));

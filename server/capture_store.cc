@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -33,6 +34,94 @@ bool Exists(const std::string& path) {
 
 bool EagerBin(v1::DumpLevel level) { return level != v1::DUMP_LEVEL_HYBRID; }
 
+// A journal read back in order, every intact entry (past damaged regions
+// too), each record's payload placed in args.bin: by the batch's payload
+// map once the journal has maps, where the stream put it before that.
+struct Replay {
+  v1::CaptureInfo info;
+  bool have_info = false;
+  std::vector<v1::ArgRecord> records;  // bin_offset: where the bytes are in args.bin
+  std::vector<bool> shared;            // per record: placed on bytes stored before it
+  v1::CaptureCounters counters;
+  bool have_counters = false;  // the last counters entry parsed, and no record follows it
+  bool finished = false;       // a counters entry no record follows
+  bool maps = false;           // the journal places payloads with kPayloadMap entries
+  uint64_t unparsed = 0;       // record entries that do not parse (or do not check)
+  uint64_t unplaced = 0;       // records whose batch's map is not there
+  // For going on appending: stream offsets follow each other, and every
+  // payload written (not shared) starts where the one before ended.
+  bool in_order = true;
+  uint64_t stream_end = 0;
+  uint64_t stored_end = 0;
+  uint64_t shared_count = 0;
+};
+
+Replay ReplayJournal(JournalReader& reader) {
+  Replay r;
+  std::optional<PayloadMap> map;
+  JournalEntryType type;
+  std::string payload;
+  while (reader.Next(&type, &payload)) {
+    switch (type) {
+      case JournalEntryType::kCaptureInfo: {
+        v1::CaptureInfo i;
+        if (i.ParseFromString(payload)) {
+          r.info = std::move(i);
+          r.have_info = true;
+        }
+        break;
+      }
+      case JournalEntryType::kCounters:
+        r.have_counters = r.counters.ParseFromString(payload);
+        r.finished = true;
+        break;
+      case JournalEntryType::kPayloadMap: {
+        r.maps = true;
+        auto m = PayloadMap::Parse(payload);
+        map.reset();
+        if (m.ok()) map = std::move(m).value();
+        break;
+      }
+      case JournalEntryType::kRecord: {
+        v1::ArgRecord rec;
+        if (!rec.ParseFromString(payload) || !RowFromRecord(rec).ok()) {
+          ++r.unparsed;
+          break;
+        }
+        r.have_counters = r.finished = false;  // a finish that failed, then more records
+        bool shared = false;
+        if (rec.bin_size() > 0) {
+          const uint64_t stream = rec.bin_offset(), size = rec.bin_size();
+          r.in_order = r.in_order && stream == r.stream_end;
+          r.stream_end = stream + size;  // RowFromRecord: no overflow
+          uint64_t stored = stream;
+          if (r.maps) {
+            std::optional<uint64_t> at =
+                map.has_value() ? map->Place(stream, size, &shared) : std::nullopt;
+            if (!at.has_value()) {
+              ++r.unplaced;
+              break;
+            }
+            stored = *at;
+            rec.set_bin_offset(stored);
+          }
+          if (shared) {
+            r.in_order = r.in_order && stored + size <= r.stored_end;
+            ++r.shared_count;
+          } else {
+            r.in_order = r.in_order && stored == r.stored_end;
+            r.stored_end = stored + size;
+          }
+        }
+        r.records.push_back(std::move(rec));
+        r.shared.push_back(shared);
+        break;
+      }
+    }
+  }
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Create(std::string dir,
@@ -51,6 +140,7 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Create(std::string d
 
 CaptureStore::~CaptureStore() {
   if (bin_fd_ >= 0) ::close(bin_fd_);
+  if (bin_read_fd_ >= 0) ::close(bin_read_fd_);
 }
 
 absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::string& dir) {
@@ -62,44 +152,20 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::st
   const std::string journal_path = dir + "/" + kJournalName;
   auto reader = JournalReader::Open(journal_path);
   if (!reader.ok()) return reader.status();
-  JournalEntryType type;
-  std::string payload;
-  v1::CaptureInfo info;
-  bool have_info = false;
-  std::vector<v1::ArgRecord> records;
-  bool counted = false;  // a counters entry no record follows: a finish
-  while ((*reader)->Next(&type, &payload)) {
-    if (type == JournalEntryType::kCaptureInfo) {
-      v1::CaptureInfo i;
-      if (!i.ParseFromString(payload)) return refuse("a journaled capture header does not parse");
-      info = std::move(i);
-      have_info = true;
-    } else if (type == JournalEntryType::kRecord) {
-      v1::ArgRecord r;
-      if (!r.ParseFromString(payload) || !RowFromRecord(r).ok()) {
-        return refuse("a journaled record does not parse");
-      }
-      records.push_back(std::move(r));
-      counted = false;
-    } else if (type == JournalEntryType::kCounters) {
-      counted = true;
-    }
-  }
-  if (counted) return refuse("its journal says it finished");
+  Replay r = ReplayJournal(**reader);
+  if (r.finished) return refuse("its journal says it finished");
   if ((*reader)->version() != 2) return refuse("a version 1 journal");
   for (const JournalReader::Damage& d : (*reader)->damage()) {
     if (!d.tail) return refuse(absl::StrCat("its journal is damaged (", (*reader)->reason(), ")"));
   }
-  if (!have_info) return refuse("its journal has no capture header");
+  if (!r.have_info) return refuse("its journal has no capture header");
+  if (r.unparsed > 0) return refuse("a journaled record does not parse");
+  if (r.unplaced > 0) return refuse("a journaled payload has no map placing it in args.bin");
+  if (!r.in_order) return refuse("journaled payloads are not in args.bin order");
   const std::string bin = dir + "/" + kBinName;
   struct stat st;
   const uint64_t bin_size = ::stat(bin.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-  uint64_t bin_end = 0;
-  for (const v1::ArgRecord& r : records) {
-    if (r.bin_size() == 0) continue;
-    if (r.bin_offset() != bin_end) return refuse("journaled payloads are not in args.bin order");
-    bin_end += r.bin_size();
-  }
+  const uint64_t bin_end = r.stored_end;
   if (bin_end > bin_size) {
     return refuse(absl::StrCat("args.bin holds ", bin_size, " bytes, the journal needs ", bin_end));
   }
@@ -110,7 +176,7 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::st
     return absl::UnavailableError(
         absl::StrCat("capture store: ", dir, ": cannot cut back: ", std::strerror(errno)));
   }
-  std::unique_ptr<CaptureStore> store(new CaptureStore(dir, std::move(info)));
+  std::unique_ptr<CaptureStore> store(new CaptureStore(dir, std::move(r.info)));
   auto journal = JournalWriter::Open(journal_path, /*append=*/true);
   if (!journal.ok()) return journal.status();
   store->journal_ = std::move(journal).value();
@@ -121,10 +187,33 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::st
           absl::StrCat("capture store: cannot open ", bin, ": ", std::strerror(errno)));
     }
   }
-  store->bin_bytes_ = bin_end;
-  for (size_t i = 0; i < records.size(); ++i) {
-    const ManifestRow row = *RowFromRecord(records[i]);
-    store->stats_.Add(i, records[i]);
+  store->maps_ = store->dedup_ = r.maps;
+  if (store->dedup_ && bin_end > 0) {
+    // The payload index as it was: every payload written (not shared)
+    // remembered in order, as the writer did, so that the capture goes on
+    // sharing exactly as if it had never stopped (the same files).
+    const int fd = store->ReadBin();
+    void* map = fd < 0 ? MAP_FAILED : ::mmap(nullptr, bin_end, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+      return absl::UnavailableError(
+          absl::StrCat("capture store: cannot map ", bin, ": ", std::strerror(errno)));
+    }
+    const char* bytes = static_cast<const char*>(map);
+    for (size_t i = 0; i < r.records.size(); ++i) {
+      const uint64_t size = r.records[i].bin_size();
+      if (r.shared[i] || size < PayloadIndex::kMinBytes) continue;
+      const uint64_t at = r.records[i].bin_offset();
+      const absl::string_view piece(bytes + at, size);
+      store->payload_index_.Remember(PayloadIndex::KeyOf(PayloadPieces(&piece, 1), size), at);
+    }
+    ::munmap(map, bin_end);
+  }
+  store->bin_bytes_ = store->stored_bytes_ = bin_end;
+  store->stream_bytes_ = r.stream_end;
+  store->deduplicated_ = r.shared_count;
+  for (size_t i = 0; i < r.records.size(); ++i) {
+    const ManifestRow row = *RowFromRecord(r.records[i]);
+    store->stats_.Add(i, r.records[i]);
     store->tally_.Add(row);
     store->records_.push_back(row);
   }
@@ -140,8 +229,19 @@ absl::Status CaptureStore::CreateFiles() {
       !s.ok()) {
     return s;
   }
+  if (dedup_) {
+    // An empty map says from here on every payload is placed by one.
+    if (auto s = journal_->Append(JournalEntryType::kPayloadMap, PayloadMap().Encode()); !s.ok()) {
+      return s;
+    }
+    maps_ = true;
+  }
   if (EagerBin(info_.level())) return OpenBin();
   return absl::OkStatus();
+}
+
+void CaptureStore::set_payload_dedup(bool on) {
+  if (journal_ == nullptr) dedup_ = on;
 }
 
 absl::Status CaptureStore::OpenBin() {
@@ -245,16 +345,17 @@ absl::Status CaptureStore::AppendBatch(const std::vector<const v1::ArgRecord*>& 
 absl::Status CaptureStore::AppendPrepared(const PreparedRecords& prepared,
                                           const std::vector<absl::string_view>& payload) {
   if (finished_) return absl::FailedPreconditionError("capture store: already finished");
-  uint64_t expected = bin_bytes_;
+  uint64_t expected = stream_bytes_;
   for (const ManifestRow& row : prepared.rows_) {
     if (row.bin_size > 0 && row.bin_offset != expected) {
       return absl::InvalidArgumentError(absl::StrCat(
           "capture store: record of task ", TaskIdHex(row.task_id), " has bin_offset ",
-          row.bin_offset, ", args.bin is ", expected, " bytes (pairs must arrive in order)"));
+          row.bin_offset, ", the capture's payloads so far are ", expected,
+          " bytes (pairs must arrive in order)"));
     }
     expected += row.bin_size;
   }
-  const uint64_t payload_bytes = expected - bin_bytes_;
+  const uint64_t payload_bytes = expected - stream_bytes_;
   uint64_t given = 0;
   for (absl::string_view p : payload) given += p.size();
   if (given != payload_bytes) {
@@ -267,36 +368,162 @@ absl::Status CaptureStore::AppendPrepared(const PreparedRecords& prepared,
   if (journal_ == nullptr) {
     if (auto s = CreateFiles(); !s.ok()) return s;
   }
+  const bool mapped = maps_ && payload_bytes > 0;
+  batch_shared_ = 0;
+  batch_stored_end_ = bin_bytes_ + payload_bytes;
   if (payload_bytes > 0) {
     if (bin_fd_ < 0) {
       if (auto s = OpenBin(); !s.ok()) return s;
     }
-    if (auto s = WritePayloads(payload); !s.ok()) return s;
+    const std::vector<absl::string_view>* to_write = &payload;
+    if (mapped) PlacePayloads(prepared, payload, &to_write);
+    if (auto s = WritePayloads(*to_write); !s.ok()) return s;
   }
   // The payloads are in args.bin; a batch whose records are not journaled
   // after all cuts args.bin back, so the two stay consistent and the next
   // batch starts where this one did.
-  if (auto s = journal_->AppendFramed(prepared.journal_); !s.ok()) {
+  absl::Status journaled = mapped ? journal_->AppendFramed(map_frame_, prepared.journal_)
+                                  : journal_->AppendFramed(prepared.journal_);
+  if (!journaled.ok()) {
     if (bin_fd_ >= 0 && ::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_)) == 0) {
       ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
     }
-    return s;
+    return journaled;
   }
-  bin_bytes_ += payload_bytes;
+  stream_bytes_ += payload_bytes;
+  bin_bytes_ = batch_stored_end_;
   {
     std::unique_lock<std::shared_mutex> lock(rows_mu_);
     const uint64_t first_id = records_.size();
     records_.insert(records_.end(), prepared.rows_.begin(), prepared.rows_.end());
+    if (mapped) {
+      for (size_t i = 0; i < prepared.rows_.size(); ++i) {
+        if (prepared.rows_[i].bin_size > 0) records_[first_id + i].bin_offset = stored_offsets_[i];
+      }
+    }
     for (const auto& [i, row] : prepared.stats_) stats_.Add(first_id + i, row);
     for (size_t i = 0; i < prepared.rows_.size(); ++i) {
       const ManifestRow& row = prepared.rows_[i];
       tally_.Add(row);
       if (task_index_on_) IndexRow(row.task_id, static_cast<uint32_t>(first_id + i));
     }
+    stored_bytes_ = bin_bytes_;
+    deduplicated_ += batch_shared_;
   }
   return absl::OkStatus();
 }
 
+void CaptureStore::PlacePayloads(const PreparedRecords& prepared,
+                                 const std::vector<absl::string_view>& payload,
+                                 const std::vector<absl::string_view>** to_write) {
+  const std::vector<ManifestRow>& rows = prepared.rows_;
+  // Each record's payload as pieces of `payload` (cut anywhere).
+  pieces_.clear();
+  piece_range_.assign(rows.size(), {0, 0});
+  size_t view = 0, at = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const size_t begin = pieces_.size();
+    for (uint64_t left = rows[i].bin_size; left > 0;) {
+      while (at == payload[view].size()) {
+        ++view;
+        at = 0;
+      }
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(left, payload[view].size() - at));
+      pieces_.push_back(payload[view].substr(at, take));
+      at += take;
+      left -= take;
+    }
+    piece_range_[i] = {begin, pieces_.size()};
+  }
+  auto pieces_of = [&](size_t i) {
+    return PayloadPieces(pieces_.data() + piece_range_[i].first,
+                         piece_range_[i].second - piece_range_[i].first);
+  };
+
+  PayloadMap map;
+  map.stream_begin = stream_bytes_;
+  map.stream_end = stream_bytes_;
+  map.stored_begin = bin_bytes_;
+  stored_offsets_.assign(rows.size(), 0);
+  written_.clear();
+  to_write_.clear();
+  uint64_t next = bin_bytes_;
+  bool any_shared = false;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const uint64_t size = rows[i].bin_size;
+    if (size == 0) continue;
+    map.stream_end += size;
+    const PayloadPieces pieces = pieces_of(i);
+    std::optional<uint64_t> shared;
+    if (dedup_ && size >= PayloadIndex::kMinBytes) {
+      const PayloadIndex::Key key = PayloadIndex::KeyOf(pieces, size);
+      // The fingerprint names a candidate; only equal bytes share it.
+      if (std::optional<uint64_t> c = payload_index_.Find(key)) {
+        if (*c <= bin_bytes_ && size <= bin_bytes_ - *c) {  // stored by an earlier batch
+          if (StoredEquals(*c, pieces)) shared = c;
+        } else if (*c >= bin_bytes_) {  // written by this batch (or a refused one)
+          auto w = std::lower_bound(written_.begin(), written_.end(), std::make_pair(*c, size_t{0}));
+          if (w != written_.end() && w->first == *c && SamePayload(pieces_of(w->second), pieces)) {
+            shared = c;
+          }
+        }
+      }
+      if (!shared) payload_index_.Remember(key, next);
+    }
+    if (shared) {
+      if (!any_shared) {  // from here on, only what is not shared is written
+        any_shared = true;
+        to_write_.assign(pieces_.begin(), pieces_.begin() + piece_range_[i].first);
+      }
+      stored_offsets_[i] = *shared;
+      map.shared.push_back({rows[i].bin_offset, size, *shared});
+      ++batch_shared_;
+      continue;
+    }
+    stored_offsets_[i] = next;
+    written_.emplace_back(next, i);
+    next += size;
+    if (any_shared) to_write_.insert(to_write_.end(), pieces.begin(), pieces.end());
+  }
+  batch_stored_end_ = next;
+  if (any_shared) *to_write = &to_write_;
+  const std::string entry = map.Encode();
+  map_frame_.clear();
+  JournalWriter::FrameWith(&map_frame_, JournalEntryType::kPayloadMap, entry.size(),
+                           [&](char* out) { std::memcpy(out, entry.data(), entry.size()); });
+}
+
+int CaptureStore::ReadBin() {
+  if (bin_read_fd_ < 0) {
+    // Non-blocking: args.bin may be something other than a file (a FIFO
+    // with no reader; the writer's open is what waits for one).
+    bin_read_fd_ = ::open((dir_ + "/" + kBinName).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  }
+  return bin_read_fd_;
+}
+
+bool CaptureStore::StoredEquals(uint64_t offset, PayloadPieces pieces) {
+  const int fd = ReadBin();
+  if (fd < 0) return false;
+  compare_.resize(kFileWriteBytes);
+  size_t piece = 0, at = 0;
+  while (piece < pieces.size()) {
+    if (at == pieces[piece].size()) {
+      ++piece;
+      at = 0;
+      continue;
+    }
+    const size_t want = std::min(compare_.size(), pieces[piece].size() - at);
+    const ssize_t n = ::pread(fd, &compare_[0], want, static_cast<off_t>(offset));
+    if (n <= 0) return false;  // not there after all (or unreadable): not shared
+    if (std::memcmp(compare_.data(), pieces[piece].data() + at, static_cast<size_t>(n)) != 0) {
+      return false;
+    }
+    at += static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
 
 void CaptureStore::EnableTaskIndex() {
   std::unique_lock<std::shared_mutex> lock(rows_mu_);
@@ -328,6 +555,8 @@ v1::CaptureCounters CaptureStore::counters() const {
   if (counters_final_) return final_counters_;
   v1::CaptureCounters c;
   tally_.FillInto(&c);
+  c.set_payload_bytes_stored(stored_bytes_);
+  c.set_deduplicated_args(deduplicated_);
   return c;
 }
 
@@ -485,6 +714,8 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
   // counters entry again too: recovery takes the last one).
   v1::CaptureCounters counters = losses;
   tally_.FillInto(&counters);
+  counters.set_payload_bytes_stored(bin_bytes_);
+  counters.set_deduplicated_args(deduplicated_);
   if (auto s = journal_->Append(JournalEntryType::kCounters, counters.SerializeAsString());
       !s.ok()) {
     return s;
@@ -523,7 +754,7 @@ absl::Status CaptureStore::Finish(const v1::CaptureCounters& losses) {
 }
 
 bool RecoveryReport::lossy() const {
-  if (records_without_payload > 0) return true;
+  if (records_without_payload > 0 || records_unplaced > 0) return true;
   for (const JournalReader::Damage& d : damage) {
     if (!d.tail) return true;
   }
@@ -542,6 +773,11 @@ std::string RecoveryReport::Describe() const {
                                  absl::StrCat("args.bin (", bin_bytes, " bytes)"),
                                  " does not hold"));
   }
+  if (records_unplaced > 0) {
+    parts.push_back(absl::StrCat("dropped ", records_unplaced,
+                                 " records whose payload map (where their bytes are in args.bin)"
+                                 " was in a damaged journal region"));
+  }
   if (bin_cut) parts.push_back("cut args.bin back to the last kept payload");
   return absl::StrJoin(parts, "; ");
 }
@@ -556,31 +792,14 @@ absl::Status CaptureStore::Recover(const std::string& dir, RecoveryReport* out) 
   if (!reader.ok()) {
     return absl::NotFoundError(absl::StrCat("capture store: no journal in ", dir));
   }
-  JournalEntryType type;
-  std::string payload;
-  v1::CaptureInfo info;
-  v1::CaptureCounters counters;
-  bool have_info = false, have_counters = false;
-  std::vector<v1::ArgRecord> journaled;
-  // Every intact entry, in journal order, past damaged regions too.
-  while ((*reader)->Next(&type, &payload)) {
-    if (type == JournalEntryType::kCaptureInfo) {
-      v1::CaptureInfo i;
-      if (i.ParseFromString(payload)) {
-        info = std::move(i);
-        have_info = true;
-      }
-    } else if (type == JournalEntryType::kRecord) {
-      v1::ArgRecord r;
-      if (r.ParseFromString(payload) && RowFromRecord(r).ok()) journaled.push_back(std::move(r));
-      have_counters = false;  // a finish that failed, then more records: not final
-    } else if (type == JournalEntryType::kCounters) {
-      have_counters = counters.ParseFromString(payload);
-    }
-  }
+  Replay replay = ReplayJournal(**reader);
+  const v1::CaptureInfo& info = replay.info;
+  v1::CaptureCounters counters = replay.counters;
+  const bool have_counters = replay.have_counters;
+  report.records_unplaced = replay.unplaced;
   report.damage = (*reader)->damage();
   report.journal_bytes = (*reader)->good_bytes() + (*reader)->dropped_bytes();
-  if (!have_info) {
+  if (!replay.have_info) {
     return absl::DataLossError(absl::StrCat("capture store: journal in ", dir,
                                             " has no capture header (",
                                             (*reader)->reason().empty() ? "empty"
@@ -594,14 +813,16 @@ absl::Status CaptureStore::Recover(const std::string& dir, RecoveryReport* out) 
   report.bin_bytes = report.bin_missing ? 0 : static_cast<uint64_t>(st.st_size);
   RecordList records;
   StatsTable stats;
-  uint64_t bin_end = 0;
-  for (const v1::ArgRecord& r : journaled) {
+  uint64_t bin_end = 0, shared = 0;
+  for (size_t i = 0; i < replay.records.size(); ++i) {
+    const v1::ArgRecord& r = replay.records[i];
     const uint64_t end = r.bin_offset() + r.bin_size();
     if (r.bin_size() > 0 && (report.bin_missing || end < r.bin_offset() || end > report.bin_bytes)) {
       ++report.records_without_payload;
       continue;
     }
     bin_end = std::max(bin_end, end);
+    shared += replay.shared[i] ? 1 : 0;
     stats.Add(records.size(), r);
     records.push_back(*RowFromRecord(r));
   }
@@ -618,7 +839,11 @@ absl::Status CaptureStore::Recover(const std::string& dir, RecoveryReport* out) 
     }
     report.bin_cut = true;
   }
-  if (!have_counters) CountRecords(records, &counters);
+  if (!have_counters) {
+    CountRecords(records, &counters);
+    counters.set_payload_bytes_stored(bin_end);
+    counters.set_deduplicated_args(shared);
+  }
   const std::vector<uint32_t> order = ManifestOrder(records);
   // The index first, the manifest (the "finished" mark) last.
   ManifestContents m;
@@ -629,7 +854,9 @@ absl::Status CaptureStore::Recover(const std::string& dir, RecoveryReport* out) 
   m.records = &records;
   m.order = &order;
   m.stats = stats.empty() ? nullptr : &stats;
-  if (!report.damage.empty() || report.records_without_payload > 0) m.recovery = &report;
+  if (!report.damage.empty() || report.records_without_payload > 0 || report.records_unplaced > 0) {
+    m.recovery = &report;
+  }
   if (auto s = WriteIndexAndManifest(
           [&] {
             return WriteIndex(dir + "/" + kIndexName, info, counters, !have_counters, records,

@@ -2,7 +2,11 @@
 // from (record, payload) pairs that arrive in args.bin order:
 //   args.bin        payloads, appended; eager at levels 1/2 (created with the
 //                   first record), lazy at level 3 (created with the first
-//                   payload; absent and bin_file null when there is none)
+//                   payload; absent and bin_file null when there is none).
+//                   Equal payloads are stored once (payload_dedup.h): a
+//                   record arrives with its stream offset (the capture's
+//                   payload bytes before it) and is stored with the offset
+//                   of its bytes in args.bin, which may be shared
 //   args.journal    every record after its payload is written (journal.h)
 //   args.index      rows in manifest order for queries (capture_index.h),
 //                   written by Finish() just before
@@ -31,6 +35,7 @@
 #include "server/capture_index.h"
 #include "server/journal.h"
 #include "server/manifest.h"
+#include "server/payload_dedup.h"
 #include "format/record.h"
 
 namespace argsdump {
@@ -47,6 +52,9 @@ struct RecoveryReport {
   uint64_t journal_bytes = 0;
   std::vector<JournalReader::Damage> damage;  // journal regions not read
   uint64_t records_without_payload = 0;  // dropped: args.bin does not hold them
+  // Dropped: the journal's map of where their batch's payloads went was in
+  // a damaged region (captures that share equal payloads).
+  uint64_t records_unplaced = 0;
   uint64_t bin_bytes = 0;           // args.bin as found
   bool bin_missing = false;
   bool bin_cut = false;             // args.bin was cut back to the last kept payload
@@ -105,9 +113,15 @@ class CaptureStore {
   CaptureStore(const CaptureStore&) = delete;
   CaptureStore& operator=(const CaptureStore&) = delete;
 
-  // One pair, in order: record.bin_offset must be the current size of
-  // args.bin when record.bin_size > 0, and payload.size() == bin_size.
-  // InvalidArgument otherwise, and nothing is written.
+  // Whether a payload equal to one already stored is shared instead of
+  // written again (on by default). Before the first Append; a reopened
+  // capture goes on as it began.
+  void set_payload_dedup(bool on);
+
+  // One pair, in order: record.bin_offset must be stream_bytes() when
+  // record.bin_size > 0, and payload.size() == bin_size. InvalidArgument
+  // otherwise, and nothing is written. The record is stored with the
+  // offset of its bytes in args.bin (shared, or where they were written).
   absl::Status Append(const v1::ArgRecord& record, absl::string_view payload);
 
   // Many pairs at once, in order (payloads[i] belongs to records[i]): one
@@ -158,7 +172,10 @@ class CaptureStore {
   const v1::CaptureInfo& info() const { return info_; }
   // Records appended so far (their ids are 0 .. records() - 1).
   uint64_t records() const;
+  // The writer's: args.bin's size; the payload bytes appended, shared ones
+  // included (the next record's bin_offset, and a stream's watermark).
   uint64_t bin_bytes() const { return bin_bytes_; }
+  uint64_t stream_bytes() const { return stream_bytes_; }
   // The counters that follow from the records so far; after Finish, the
   // manifest's (device loss counters included).
   v1::CaptureCounters counters() const;
@@ -179,16 +196,46 @@ class CaptureStore {
   absl::Status CreateFiles();
   absl::Status OpenBin();
   absl::Status WritePayloads(const std::vector<absl::string_view>& payloads);
+  // For a journal with payload maps: where each payload of the batch goes
+  // (stored_offsets_), the batch's map (map_frame_, framed), and the bytes
+  // to write (`to_write`: `payload` itself unless something was shared).
+  void PlacePayloads(const PreparedRecords& prepared,
+                     const std::vector<absl::string_view>& payload,
+                     const std::vector<absl::string_view>** to_write);
+  // Whether args.bin holds `pieces` at `offset`.
+  bool StoredEquals(uint64_t offset, PayloadPieces pieces);
+  // args.bin opened for reading (compares, the reopened index); -1: cannot.
+  int ReadBin();
   PreparedRecords prepared_;  // AppendBatch's, kept for its capacity
 
   const std::string dir_;
   v1::CaptureInfo info_;
   std::unique_ptr<JournalWriter> journal_;
   int bin_fd_ = -1;
+  int bin_read_fd_ = -1;
   uint64_t bin_bytes_ = 0;
+  uint64_t stream_bytes_ = 0;
+  // Sharing: maps_ says the journal places payloads with kPayloadMap
+  // entries (set when the files are created with dedup on, or reopened
+  // from such a journal); dedup_ whether this store shares.
+  bool dedup_ = true;
+  bool maps_ = false;
+  PayloadIndex payload_index_;
+  // PlacePayloads' scratch, kept for its capacity.
+  std::vector<uint64_t> stored_offsets_;       // per row of the batch
+  std::vector<absl::string_view> pieces_;      // the batch's payloads, per record
+  std::vector<std::pair<size_t, size_t>> piece_range_;  // per row: [begin, end) of pieces_
+  std::vector<std::pair<uint64_t, size_t>> written_;    // (stored offset, row) written by the batch
+  std::vector<absl::string_view> to_write_;
+  std::string map_frame_;
+  std::string compare_;
+  uint64_t batch_shared_ = 0;
+  uint64_t batch_stored_end_ = 0;
   mutable std::shared_mutex rows_mu_;  // records_, tally_, task_index_
   RecordList records_;
   RecordTally tally_;  // of records_
+  uint64_t stored_bytes_ = 0;   // bin_bytes_, published with records_
+  uint64_t deduplicated_ = 0;   // records whose payload is shared
   StatsTable stats_;   // by record id (the stats dump mode)
   // The live task index: each task's records as a chain through next_in_task_
   // (first and last id per task), no allocation per task.

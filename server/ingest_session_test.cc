@@ -92,7 +92,10 @@ class Records {
     b->set_payload_offset(bytes_.size());
     for (int i = 0; i < n; ++i) {
       *b->add_records() = Tensor(next_, 16, bytes_.size());
-      const std::string payload(64, static_cast<char>('A' + next_ % 50));
+      // Unique (each record's index in it): this suite checks args.bin as
+      // the stream sent it, which a shared payload would not be.
+      std::string payload(64, static_cast<char>('A' + next_ % 50));
+      payload.replace(0, 8, absl::StrCat(next_ + 10000000));
       b->mutable_payload()->append(payload);
       bytes_ += payload;
       ++next_;

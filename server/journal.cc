@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,7 +42,7 @@ uint32_t CrcV1(uint8_t type, absl::string_view payload) {
   return Crc32c(Crc32c(0, &type, 1), payload.data(), payload.size());
 }
 
-bool KnownType(uint8_t t) { return t >= 1 && t <= 3; }
+bool KnownType(uint8_t t) { return t >= 1 && t <= 4; }
 
 }  // namespace
 
@@ -118,10 +119,37 @@ absl::Status JournalWriter::AppendFramed(absl::string_view entries) {
   return WriteAll(entries.data(), entries.size());
 }
 
+absl::Status JournalWriter::AppendFramed(absl::string_view first, absl::string_view entries) {
+  if (!frame_.empty()) {  // a new file's header first
+    frame_.append(first.data(), first.size());
+    frame_.append(entries.data(), entries.size());
+    return Flush();
+  }
+  return WriteAll(first, entries);
+}
+
 absl::Status JournalWriter::WriteAll(const char* data, size_t size) {
+  return WriteAll(absl::string_view(data, size), absl::string_view());
+}
+
+absl::Status JournalWriter::WriteAll(absl::string_view a, absl::string_view b) {
+  const size_t size = a.size() + b.size();
   size_t done = 0;
   while (done < size) {
-    const ssize_t n = ::write(fd_, data + done, std::min(size - done, kFileWriteBytes));
+    // Up to kFileWriteBytes from where `done` is, across the two parts.
+    struct iovec iov[2];
+    int count = 0;
+    size_t room = kFileWriteBytes;
+    if (done < a.size()) {
+      const size_t take = std::min(room, a.size() - done);
+      iov[count++] = {const_cast<char*>(a.data() + done), take};
+      room -= take;
+    }
+    const size_t in_b = done > a.size() ? done - a.size() : 0;
+    if (room > 0 && in_b < b.size()) {
+      iov[count++] = {const_cast<char*>(b.data() + in_b), std::min(room, b.size() - in_b)};
+    }
+    const ssize_t n = ::writev(fd_, iov, count);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const std::string why = std::strerror(errno);

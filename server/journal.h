@@ -39,6 +39,9 @@ enum class JournalEntryType : uint8_t {
   kCaptureInfo = 1,  // argsdump.v1.CaptureInfo
   kRecord = 2,       // argsdump.v1.ArgRecord, after its payload is in args.bin
   kCounters = 3,     // argsdump.v1.CaptureCounters, at the end of a capture
+  // Where a batch's payloads went in args.bin (server/payload_dedup.h),
+  // ahead of the batch's records, in captures that share equal payloads.
+  kPayloadMap = 4,
 };
 
 inline constexpr uint32_t kJournalFileHeaderBytes = 8;
@@ -84,6 +87,8 @@ class JournalWriter {
   // per kFileWriteBytes); durable when it returns. On failure the file is
   // cut back to where it was.
   absl::Status AppendFramed(absl::string_view entries);
+  // `first`, then `entries`, in one go (one write() per kFileWriteBytes).
+  absl::Status AppendFramed(absl::string_view first, absl::string_view entries);
   uint64_t bytes() const { return bytes_; }
 
  private:
@@ -94,6 +99,7 @@ class JournalWriter {
   static void FrameEnd(char* entry, JournalEntryType type, size_t size);
   // Writes [data, data + size) whole, or cuts the file back to bytes_.
   absl::Status WriteAll(const char* data, size_t size);
+  absl::Status WriteAll(absl::string_view a, absl::string_view b);
   absl::Status TooLarge(size_t size) const;
   JournalWriter(int fd, std::string path, uint64_t bytes)
       : fd_(fd), path_(std::move(path)), bytes_(bytes) {}

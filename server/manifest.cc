@@ -387,6 +387,7 @@ RowSummary SummarizeRows(const ManifestContents& m) {
 void AppendRecovery(const RecoveryReport& r, std::string* out) {
   absl::StrAppend(out, "  \"recovery\": {\"records_kept\": ", r.records,
                   ", \"records_without_payload\": ", r.records_without_payload,
+                  ", \"records_unplaced\": ", r.records_unplaced,
                   ", \"bin_bytes\": ", r.bin_bytes, ", \"bin_missing\": ",
                   r.bin_missing ? "true" : "false", ", \"journal_bytes\": ", r.journal_bytes,
                   ", \"journal_damage\": [");
@@ -471,7 +472,9 @@ std::string ManifestHead(const ManifestContents& m, const RowSummary& sum) {
       "  \"in_flight_snapshots\": ", c.in_flight_snapshots(), ",\n",
       "  \"device_waits\": {\"arena\": ", c.arena_waits(), ", \"gate\": ", c.gate_waits(),
       "},\n",
-      "  \"payload_bytes\": ", c.payload_bytes(), ",\n");
+      "  \"payload_bytes\": ", c.payload_bytes(), ",\n",
+      "  \"payload_bytes_stored\": ", c.payload_bytes_stored(), ",\n",
+      "  \"deduplicated_args\": ", c.deduplicated_args(), ",\n");
   if (m.recovered) out.append("  \"recovered_from_journal\": true,\n");
   if (m.recovery != nullptr) AppendRecovery(*m.recovery, &out);
   if (sum.first_overflow) {
