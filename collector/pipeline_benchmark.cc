@@ -3,13 +3,15 @@
 // of the same bytes, in the same chunk sizes, to the same disk.
 //   bazel run -c opt //collector:pipeline_benchmark
 // BM_PipelineMetadata  records/s of metadata-only records (scalars)
-// BM_PipelinePayload   payload bytes/s of 64 KiB tensors
+// BM_PipelinePayload   payload bytes/s of 64 KiB tensors (never equal: stamped
+//                      per task, so that none is shared)
 // BM_RawWrite          write() of the same payload sizes to one file
 // BM_PayloadRatios     pipeline / raw write and pipeline / two-copy bound,
 //                      paired per iteration (the numbers the goal is in)
 // BM_DeviceProcessRatios  the same pipelines with the device threads in a
 //                      forked process over the shared region (issue 14),
 //                      paired per iteration with the in-process run
+// BM_DedupRatios       sharing equal payloads on vs off, paired per iteration
 // BM_SimJob*           a whole sim workload run at a level (for reference)
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -82,8 +84,20 @@ constexpr uint32_t kDeviceThreads = 2;
 // into a fresh capture directory (removed and synced afterwards, untimed).
 // `device_process`: the device threads run in a child forked before the
 // collector starts (the region is shared memory), as sim_run runs them.
+// `unique`: each device thread records its tensors from a copy of its own,
+// stamped with the task's number every 4 KiB before the task is recorded,
+// so that no two payloads are equal (data that never repeats); otherwise
+// every task records the same bytes. `dedup`: the store shares equal
+// payloads (the default).
+struct PipelineKnobs {
+  bool device_process = false;
+  bool unique = false;
+  bool dedup = true;
+};
+
 PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::DumpLevel level,
-                         uint64_t per_thread, bool device_process = false) {
+                         uint64_t per_thread, PipelineKnobs knobs = {}) {
+  const bool device_process = knobs.device_process;
   PipelineRun run;
   const std::string dir = Scratch("pipeline");
   RemoveTreeAndSync(dir);
@@ -96,7 +110,9 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
   v1::CaptureInfo info;
   info.set_name("bench");
   info.set_level(static_cast<v1::DumpLevel>(level));
-  auto sink = *LocalSink::Create(dir + "/args_dump", info);
+  LocalSinkOptions sink_options;
+  sink_options.payload_dedup = knobs.dedup;
+  auto sink = *LocalSink::Create(dir + "/args_dump", info, sink_options);
   DumpRecorder recorder(*region);
   const uint64_t f0 = MinorFaults();
   const double c0 = ProcessCpuSeconds();
@@ -107,8 +123,23 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
       device.emplace_back([&, t] {
         ::pthread_setname_np(::pthread_self(), "ad-device");
         DumpTask mine = task;
+        std::vector<DumpTensorArg> tensors(task.tensors, task.tensors + task.tensor_count);
+        std::vector<std::vector<uint8_t>> own;
+        if (knobs.unique) {
+          for (DumpTensorArg& a : tensors) {
+            const auto* from = static_cast<const uint8_t*>(a.view.data);
+            own.emplace_back(from, from + a.view.shape[0] * 4);
+            a.view.data = own.back().data();
+          }
+          mine.tensors = tensors.data();
+        }
         for (uint64_t i = 0; i < per_thread; ++i) {
           mine.task_id = (uint64_t{t} << 40) | i;
+          for (std::vector<uint8_t>& bytes : own) {
+            for (size_t at = 0; at + 8 <= bytes.size(); at += 4096) {
+              std::memcpy(bytes.data() + at, &mine.task_id, 8);
+            }
+          }
           recorder.thread(t).RecordTask(mine, abi::Stage::kBeforeDispatch);
         }
         recorder.thread(t).Flush();
@@ -161,7 +192,9 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
   uint64_t records = 0, bytes = 0, gate_waits = 0, arena_waits = 0;
   double streaming_seconds = 0, export_seconds = 0, seconds = 0, cpu = 0, export_cpu = 0;
   for (auto _ : state) {
-    const PipelineRun run = PipelineOnce(task, records_per_task, level, per_thread);
+    PipelineKnobs unique;
+    unique.unique = true;
+    const PipelineRun run = PipelineOnce(task, records_per_task, level, per_thread, unique);
     if (!run.ok) state.SkipWithError("pipeline failed or lost records");
     state.SetIterationTime(run.streaming_seconds + run.export_seconds);
     seconds += run.streaming_seconds + run.export_seconds;
@@ -303,7 +336,9 @@ void BM_PayloadRatios(benchmark::State& state) {
   for (auto _ : state) {
     const double raw = RawWriteOnce(chunks, false);
     const double bound = RawWriteOnce(chunks, true);
-    const PipelineRun run = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread);
+    PipelineKnobs unique;
+    unique.unique = true;
+    const PipelineRun run = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread, unique);
     if (!run.ok) state.SkipWithError("pipeline failed or lost records");
     const double pipeline = run.streaming_seconds + run.export_seconds;
     state.SetIterationTime(pipeline);
@@ -317,6 +352,40 @@ void BM_PayloadRatios(benchmark::State& state) {
   state.counters["bound_to_raw"] = Median(bound_to_raw);
 }
 BENCHMARK(BM_PayloadRatios)->Arg(64)->Arg(4096)->Iterations(7)->Unit(benchmark::kMillisecond)->UseManualTime();
+
+// The cost of sharing equal payloads (issue 16): the payload pipeline with
+// the store's dedup on vs off, paired per iteration (alternating which
+// runs first), on data that never repeats (every payload fingerprinted and
+// remembered, none shared: the goal is >= 0.95x) and, for reference, on
+// data that always repeats (every payload after the first shared).
+void BM_DedupRatios(benchmark::State& state) {
+  const uint64_t per_thread = state.range(0);
+  const PayloadTask payload;
+  std::vector<double> unique_ratio, repeating_ratio;
+  uint64_t n = 0;
+  for (auto _ : state) {
+    double seconds[2][2];  // [unique][dedup]
+    for (int unique = 1; unique >= 0; --unique) {
+      for (int k = 0; k < 2; ++k) {
+        const bool dedup = (k + n) % 2 == 0;
+        PipelineKnobs knobs;
+        knobs.unique = unique == 1;
+        knobs.dedup = dedup;
+        const PipelineRun run = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread, knobs);
+        if (!run.ok) state.SkipWithError("pipeline failed or lost records");
+        seconds[unique][dedup] = run.streaming_seconds + run.export_seconds;
+      }
+    }
+    ++n;
+    state.SetIterationTime(seconds[1][1]);
+    unique_ratio.push_back(seconds[1][0] / seconds[1][1]);
+    repeating_ratio.push_back(seconds[0][0] / seconds[0][1]);
+  }
+  state.SetBytesProcessed(state.iterations() * kDeviceThreads * per_thread * kPayload);
+  state.counters["on_to_off_unique"] = Median(unique_ratio);
+  state.counters["on_to_off_repeating"] = Median(repeating_ratio);
+}
+BENCHMARK(BM_DedupRatios)->Arg(64)->Arg(4096)->Iterations(7)->Unit(benchmark::kMillisecond)->UseManualTime();
 
 // The device in its own process (issue 14): the same pipeline with the
 // device threads forked off over the shared region, paired per iteration
@@ -368,9 +437,12 @@ int PipelineRunMain(const char* spec) {
   unsigned long long per_thread = 0;
   if (std::sscanf(spec, "%d,%llu,%d", &payload_case, &per_thread, &isolated) != 3) return 2;
   const PipelineCase c;
+  PipelineKnobs knobs;
+  knobs.device_process = isolated != 0;
+  knobs.unique = true;
   const PipelineRun run = PipelineOnce(payload_case ? c.payload.task : c.metadata.task,
                                        payload_case ? 1 : c.metadata.scalars.size(),
-                                       abi::DumpLevel::kFull, per_thread, isolated != 0);
+                                       abi::DumpLevel::kFull, per_thread, knobs);
   std::printf("%d %.9f %.9f %.9f %.9f %llu %llu %llu\n", run.ok ? 1 : 0, run.streaming_seconds,
               run.export_seconds, run.streaming_cpu, run.export_cpu,
               static_cast<unsigned long long>(run.records),
@@ -388,9 +460,12 @@ void BM_DeviceProcessRatios(benchmark::State& state) {
   const PipelineCase c;
   auto run = [&](bool isolated) {
     if (fresh) return PipelineInFreshProcess(payload_case, per_thread, isolated);
+    PipelineKnobs knobs;
+    knobs.device_process = isolated;
+    knobs.unique = true;
     return PipelineOnce(payload_case ? c.payload.task : c.metadata.task,
                         payload_case ? 1 : c.metadata.scalars.size(), abi::DumpLevel::kFull, per_thread,
-                        isolated);
+                        knobs);
   };
   std::vector<double> ratios;
   double in_s = 0, out_s = 0, in_faults = 0, out_faults = 0, in_cpu = 0, out_cpu = 0;
@@ -452,9 +527,11 @@ void BM_StatsRatios(benchmark::State& state) {
   stats_only.tensor_flags = abi::kFlagStats | abi::kFlagStatsOnly;
   std::vector<double> on_to_off, only_to_off;
   for (auto _ : state) {
-    const PipelineRun off = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread);
-    const PipelineRun on = PipelineOnce(with_stats, 1, abi::DumpLevel::kFull, per_thread);
-    const PipelineRun only = PipelineOnce(stats_only, 1, abi::DumpLevel::kFull, per_thread);
+    PipelineKnobs unique;
+    unique.unique = true;
+    const PipelineRun off = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread, unique);
+    const PipelineRun on = PipelineOnce(with_stats, 1, abi::DumpLevel::kFull, per_thread, unique);
+    const PipelineRun only = PipelineOnce(stats_only, 1, abi::DumpLevel::kFull, per_thread, unique);
     if (!off.ok || !on.ok || !only.ok) state.SkipWithError("pipeline failed or lost records");
     auto seconds = [](const PipelineRun& r) { return r.streaming_seconds + r.export_seconds; };
     state.SetIterationTime(seconds(on));

@@ -58,10 +58,18 @@ struct Replay {
 
 Replay ReplayJournal(JournalReader& reader) {
   Replay r;
+  r.maps = reader.version() == static_cast<int>(kJournalVersionWithMaps);
   std::optional<PayloadMap> map;
+  size_t damage_seen = 0;
   JournalEntryType type;
   std::string payload;
   while (reader.Next(&type, &payload)) {
+    if (reader.damage().size() != damage_seen) {
+      // Entries were lost before this one: maybe the map of the batch it
+      // belongs to. The map before the damage places nothing after it.
+      damage_seen = reader.damage().size();
+      map.reset();
+    }
     switch (type) {
       case JournalEntryType::kCaptureInfo: {
         v1::CaptureInfo i;
@@ -122,6 +130,34 @@ Replay ReplayJournal(JournalReader& reader) {
   return r;
 }
 
+// Remembers every written payload of `r` (bytes from `bin`, mapped) in
+// `index`, in order.
+absl::Status RebuildPayloadIndex(const std::string& bin, const Replay& r, uint64_t bin_end,
+                                 PayloadIndex* index) {
+  const int fd = ::open(bin.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0) ::close(fd);
+    return absl::OkStatus();  // not a file: nothing is compared with it either
+  }
+  void* map = ::mmap(nullptr, bin_end, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) {
+    return absl::UnavailableError(
+        absl::StrCat("capture store: cannot map ", bin, ": ", std::strerror(errno)));
+  }
+  const char* bytes = static_cast<const char*>(map);
+  for (size_t i = 0; i < r.records.size(); ++i) {
+    const uint64_t size = r.records[i].bin_size();
+    if (r.shared[i] || size < PayloadIndex::kMinBytes) continue;
+    const uint64_t at = r.records[i].bin_offset();
+    const absl::string_view piece(bytes + at, size);
+    index->Remember(PayloadIndex::KeyOf(PayloadPieces(&piece, 1), size), at);
+  }
+  ::munmap(map, bin_end);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Create(std::string dir,
@@ -154,7 +190,7 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::st
   if (!reader.ok()) return reader.status();
   Replay r = ReplayJournal(**reader);
   if (r.finished) return refuse("its journal says it finished");
-  if ((*reader)->version() != 2) return refuse("a version 1 journal");
+  if ((*reader)->version() == 1) return refuse("a version 1 journal");
   for (const JournalReader::Damage& d : (*reader)->damage()) {
     if (!d.tail) return refuse(absl::StrCat("its journal is damaged (", (*reader)->reason(), ")"));
   }
@@ -168,6 +204,14 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::st
   const uint64_t bin_end = r.stored_end;
   if (bin_end > bin_size) {
     return refuse(absl::StrCat("args.bin holds ", bin_size, " bytes, the journal needs ", bin_end));
+  }
+  // The payload index as it was: every payload written (not shared)
+  // remembered in order, as the writer did, so that the capture goes on
+  // sharing exactly as if it had never stopped (the same files). Before
+  // anything is cut: a failure here leaves the files as they were.
+  PayloadIndex index;
+  if (r.maps && bin_end > 0) {
+    if (absl::Status s = RebuildPayloadIndex(bin, r, bin_end, &index); !s.ok()) return s;
   }
   // What never became durable goes: the torn entry, the payload bytes
   // written before a record that never reached the journal.
@@ -188,26 +232,7 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::st
     }
   }
   store->maps_ = store->dedup_ = r.maps;
-  if (store->dedup_ && bin_end > 0) {
-    // The payload index as it was: every payload written (not shared)
-    // remembered in order, as the writer did, so that the capture goes on
-    // sharing exactly as if it had never stopped (the same files).
-    const int fd = store->ReadBin();
-    void* map = fd < 0 ? MAP_FAILED : ::mmap(nullptr, bin_end, PROT_READ, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) {
-      return absl::UnavailableError(
-          absl::StrCat("capture store: cannot map ", bin, ": ", std::strerror(errno)));
-    }
-    const char* bytes = static_cast<const char*>(map);
-    for (size_t i = 0; i < r.records.size(); ++i) {
-      const uint64_t size = r.records[i].bin_size();
-      if (r.shared[i] || size < PayloadIndex::kMinBytes) continue;
-      const uint64_t at = r.records[i].bin_offset();
-      const absl::string_view piece(bytes + at, size);
-      store->payload_index_.Remember(PayloadIndex::KeyOf(PayloadPieces(&piece, 1), size), at);
-    }
-    ::munmap(map, bin_end);
-  }
+  store->payload_index_ = std::move(index);
   store->bin_bytes_ = store->stored_bytes_ = bin_end;
   store->stream_bytes_ = r.stream_end;
   store->deduplicated_ = r.shared_count;
@@ -222,7 +247,8 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::st
 
 absl::Status CaptureStore::CreateFiles() {
   if (auto s = CreateDirectories(dir_); !s.ok()) return s;
-  auto journal = JournalWriter::Open(dir_ + "/" + kJournalName, /*append=*/false);
+  auto journal = JournalWriter::Open(dir_ + "/" + kJournalName, /*append=*/false,
+                                     dedup_ ? kJournalVersionWithMaps : kJournalVersion);
   if (!journal.ok()) return journal.status();
   journal_ = std::move(journal).value();
   if (auto s = journal_->Append(JournalEntryType::kCaptureInfo, info_.SerializeAsString());
@@ -377,7 +403,10 @@ absl::Status CaptureStore::AppendPrepared(const PreparedRecords& prepared,
     }
     const std::vector<absl::string_view>* to_write = &payload;
     if (mapped) PlacePayloads(prepared, payload, &to_write);
-    if (auto s = WritePayloads(*to_write); !s.ok()) return s;
+    if (auto s = WritePayloads(*to_write); !s.ok()) {
+      ForgetBatch();
+      return s;
+    }
   }
   // The payloads are in args.bin; a batch whose records are not journaled
   // after all cuts args.bin back, so the two stay consistent and the next
@@ -385,9 +414,11 @@ absl::Status CaptureStore::AppendPrepared(const PreparedRecords& prepared,
   absl::Status journaled = mapped ? journal_->AppendFramed(map_frame_, prepared.journal_)
                                   : journal_->AppendFramed(prepared.journal_);
   if (!journaled.ok()) {
-    if (bin_fd_ >= 0 && ::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_)) == 0) {
-      ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
+    if (bin_fd_ >= 0) {
+      (void)::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_));
+      ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);  // the next batch starts here
     }
+    if (mapped) ForgetBatch();
     return journaled;
   }
   stream_bytes_ += payload_bytes;
@@ -447,6 +478,10 @@ void CaptureStore::PlacePayloads(const PreparedRecords& prepared,
   stored_offsets_.assign(rows.size(), 0);
   written_.clear();
   to_write_.clear();
+  remembered_.clear();
+  // A map's entry stays within the journal's: past this many shared
+  // payloads (each at most 30 bytes of varints), the rest are written.
+  constexpr size_t kMaxSharedPerBatch = (kMaxJournalEntryBytes - 64) / 30;
   uint64_t next = bin_bytes_;
   bool any_shared = false;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -455,7 +490,7 @@ void CaptureStore::PlacePayloads(const PreparedRecords& prepared,
     map.stream_end += size;
     const PayloadPieces pieces = pieces_of(i);
     std::optional<uint64_t> shared;
-    if (dedup_ && size >= PayloadIndex::kMinBytes) {
+    if (dedup_ && size >= PayloadIndex::kMinBytes && map.shared.size() < kMaxSharedPerBatch) {
       const PayloadIndex::Key key = PayloadIndex::KeyOf(pieces, size);
       // The fingerprint names a candidate; only equal bytes share it.
       if (std::optional<uint64_t> c = payload_index_.Find(key)) {
@@ -468,7 +503,7 @@ void CaptureStore::PlacePayloads(const PreparedRecords& prepared,
           }
         }
       }
-      if (!shared) payload_index_.Remember(key, next);
+      if (!shared) remembered_.emplace_back(key, payload_index_.Remember(key, next));
     }
     if (shared) {
       if (!any_shared) {  // from here on, only what is not shared is written
@@ -494,12 +529,25 @@ void CaptureStore::PlacePayloads(const PreparedRecords& prepared,
 }
 
 int CaptureStore::ReadBin() {
-  if (bin_read_fd_ < 0) {
-    // Non-blocking: args.bin may be something other than a file (a FIFO
-    // with no reader; the writer's open is what waits for one).
-    bin_read_fd_ = ::open((dir_ + "/" + kBinName).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (bin_read_tried_) return bin_read_fd_;
+  bin_read_tried_ = true;
+  struct stat written, read;
+  if (bin_fd_ < 0 || ::fstat(bin_fd_, &written) != 0 || !S_ISREG(written.st_mode)) return -1;
+  const int fd = ::open((dir_ + "/" + kBinName).c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (::fstat(fd, &read) != 0 || read.st_dev != written.st_dev || read.st_ino != written.st_ino) {
+    ::close(fd);  // the name is another file now: compare with nothing
+    return -1;
   }
+  bin_read_fd_ = fd;
   return bin_read_fd_;
+}
+
+void CaptureStore::ForgetBatch() {
+  for (auto it = remembered_.rbegin(); it != remembered_.rend(); ++it) {
+    payload_index_.Restore(it->first, it->second);
+  }
+  remembered_.clear();
 }
 
 bool CaptureStore::StoredEquals(uint64_t offset, PayloadPieces pieces) {
@@ -515,6 +563,7 @@ bool CaptureStore::StoredEquals(uint64_t offset, PayloadPieces pieces) {
     }
     const size_t want = std::min(compare_.size(), pieces[piece].size() - at);
     const ssize_t n = ::pread(fd, &compare_[0], want, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;  // not there after all (or unreadable): not shared
     if (std::memcmp(compare_.data(), pieces[piece].data() + at, static_cast<size_t>(n)) != 0) {
       return false;
@@ -603,10 +652,10 @@ absl::Status CaptureStore::WritePayloads(const std::vector<absl::string_view>& p
   size_t consumed = 0; // bytes of payloads[next] already in an iovec
   uint64_t written = 0;
   auto fail = [&](int err) {
-    // Cut back what this batch wrote so args.bin stays consistent.
-    if (::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_)) == 0) {
-      ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
-    }
+    // Cut back what this batch wrote so args.bin stays consistent; the
+    // next batch writes from where this one began either way.
+    (void)::ftruncate(bin_fd_, static_cast<off_t>(bin_bytes_));
+    ::lseek(bin_fd_, static_cast<off_t>(bin_bytes_), SEEK_SET);
     return absl::ResourceExhaustedError(absl::StrCat(
         "capture store: writing ", dir_, "/", kBinName, " failed after ", written,
         " bytes: ", std::strerror(err)));
@@ -832,6 +881,7 @@ absl::Status CaptureStore::Recover(const std::string& dir, RecoveryReport* out) 
   // was damaged before its tail (they may be the payloads of lost entries).
   bool damaged = false;
   for (const JournalReader::Damage& d : report.damage) damaged = damaged || !d.tail;
+  damaged = damaged || report.records_unplaced > 0;  // their bytes may be past the end
   if (!report.bin_missing && !damaged && report.bin_bytes > bin_end) {
     if (::truncate(bin.c_str(), static_cast<off_t>(bin_end)) != 0) {
       return absl::DataLossError(absl::StrCat("capture store: cannot cut ", bin, " back: ",

@@ -204,7 +204,9 @@ class CaptureStore {
                      const std::vector<absl::string_view>** to_write);
   // Whether args.bin holds `pieces` at `offset`.
   bool StoredEquals(uint64_t offset, PayloadPieces pieces);
-  // args.bin opened for reading (compares, the reopened index); -1: cannot.
+  // args.bin opened for reading (compares): the file being written, when
+  // it is a regular file; -1 otherwise (nothing is compared with what was
+  // stored before: a FIFO, a device).
   int ReadBin();
   PreparedRecords prepared_;  // AppendBatch's, kept for its capacity
 
@@ -213,6 +215,7 @@ class CaptureStore {
   std::unique_ptr<JournalWriter> journal_;
   int bin_fd_ = -1;
   int bin_read_fd_ = -1;
+  bool bin_read_tried_ = false;
   uint64_t bin_bytes_ = 0;
   uint64_t stream_bytes_ = 0;
   // Sharing: maps_ says the journal places payloads with kPayloadMap
@@ -229,6 +232,10 @@ class CaptureStore {
   std::vector<absl::string_view> to_write_;
   std::string map_frame_;
   std::string compare_;
+  // The batch's Remembers, undone when it is not written after all (so the
+  // index is what a reopened store rebuilds: the same sharing, the same files).
+  std::vector<std::pair<PayloadIndex::Key, std::optional<uint64_t>>> remembered_;
+  void ForgetBatch();
   uint64_t batch_shared_ = 0;
   uint64_t batch_stored_end_ = 0;
   mutable std::shared_mutex rows_mu_;  // records_, tally_, task_index_

@@ -1,6 +1,11 @@
 // Content dedup in the capture store (DESIGN.md §11): which payloads are
 // shared, that every entry still reads its own bytes, and that the journal,
 // Reopen and Recover place shared payloads right.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -277,6 +282,96 @@ TEST(CaptureStoreDedupTest, ADamagedMapDropsItsBatchAndSaysSo) {
   }
   auto reopened = CaptureStore::Reopen(dir);
   EXPECT_FALSE(reopened.ok());
+}
+
+// Every kept entry of a recovered capture at `dir` reads its own arg's
+// bytes (args of Chain: record i is task i / 2, stage i % 2); returns how
+// many the index holds.
+size_t ExpectKeptEntriesRight(const std::string& dir, const std::vector<Arg>& args) {
+  const std::string bin = ReadFile(dir + "/args.bin");
+  auto index = IndexFile::Open(dir + "/args.index");
+  EXPECT_TRUE(index.ok()) << index.status();
+  if (!index.ok()) return 0;
+  for (uint64_t i = 0; i < (*index)->size(); ++i) {
+    const ManifestRow row = *(*index)->RecordById(i);
+    const size_t arg = row.task_id * 2 + (row.stage == v1::STAGE_AFTER_COMPLETION ? 1 : 0);
+    EXPECT_LE(row.bin_offset + row.bin_size, bin.size()) << arg;
+    EXPECT_TRUE(bin.substr(row.bin_offset, row.bin_size) == args[arg].bytes) << arg;
+  }
+  return (*index)->size();
+}
+
+// A batch cut short by a crash leaves its map covering stream bytes no
+// record of it holds; after Reopen the next batch has its own map, and
+// when that one is lost to damage, its records are dropped, never placed
+// by the torn batch's map.
+TEST(CaptureStoreDedupTest, ATornBatchsMapPlacesNothingAfterIt) {
+  const std::vector<Arg> args = Chain(6, 512);  // 12 records
+  const std::vector<Arg> first(args.begin(), args.begin() + 8);
+  const std::string dir = TempPath("torn_map/args_dump");
+  Write(dir, first, true, 4, /*finish=*/false).reset();
+  // Tear the last record: batch 2's map covers records 4..7, 7 is gone.
+  std::string journal = ReadFile(dir + "/args.journal");
+  std::ofstream(dir + "/args.journal", std::ios::binary | std::ios::trunc)
+      << journal.substr(0, journal.size() - 5);
+  auto reopened = CaptureStore::Reopen(dir);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  ASSERT_EQ((*reopened)->records(), 7u);
+  RecordBatch rest((*reopened)->stream_bytes());
+  for (size_t i = 7; i < args.size(); ++i) rest.Add(RecordOf(args[i], i % 4), args[i].bytes);
+  ASSERT_TRUE((*reopened)->AppendBatch(rest.RecordPtrs(), rest.PayloadViews()).ok());
+  reopened->reset();  // the writer dies again
+  journal = ReadFile(dir + "/args.journal");
+  std::vector<size_t> maps;
+  for (const auto& [at, type] : Entries(journal)) {
+    if (type == static_cast<int>(JournalEntryType::kPayloadMap)) maps.push_back(at);
+  }
+  ASSERT_EQ(maps.size(), 4u);
+  journal[maps.back() + kJournalHeaderBytes] ^= 0x01;
+  std::ofstream(dir + "/args.journal", std::ios::binary | std::ios::trunc) << journal;
+  RecoveryReport report;
+  EXPECT_EQ(CaptureStore::Recover(dir, &report).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(report.records_unplaced, args.size() - 7);
+  EXPECT_EQ(ExpectKeptEntriesRight(dir, args), 7u);
+}
+
+// A batch that could not be written (args.bin over the file size limit)
+// leaves the payload index as it was: a payload equal to one stored before
+// it is still shared afterwards, as a reopened store would share it.
+TEST(CaptureStoreDedupTest, AFailedBatchLeavesTheIndexAsItWas) {
+  const std::string p1 = Unique(4096, 1);
+  std::string p2 = p1;
+  p2[100] ^= 1;  // the same fingerprint, other bytes
+  const std::string dir = TempPath("failed_batch/args_dump");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = std::move(CaptureStore::Create(dir, Info())).value();
+    RecordBatch batch;
+    batch.Add(RecordOf({1, v1::STAGE_BEFORE_DISPATCH, v1::ROLE_INPUT, p1}, 0), p1);
+    if (!store->AppendBatch(batch.RecordPtrs(), batch.PayloadViews()).ok()) ::_exit(10);
+    // The next batch does not fit: it is refused whole.
+    std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit = {4096 + 1000, RLIM_INFINITY};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    RecordBatch big(batch.end_bin_offset());
+    big.Add(RecordOf({2, v1::STAGE_BEFORE_DISPATCH, v1::ROLE_INPUT, p2}, 0), p2);
+    if (store->AppendBatch(big.RecordPtrs(), big.PayloadViews()).ok()) ::_exit(11);
+    limit.rlim_cur = RLIM_INFINITY;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    RecordBatch again(batch.end_bin_offset());
+    again.Add(RecordOf({3, v1::STAGE_BEFORE_DISPATCH, v1::ROLE_INPUT, p1}, 0), p1);
+    if (!store->AppendBatch(again.RecordPtrs(), again.PayloadViews()).ok()) ::_exit(12);
+    if (store->RecordById(1)->bin_offset != 0) ::_exit(13);  // shared with p1
+    if (store->bin_bytes() != 4096) ::_exit(14);
+    if (!store->Finish(v1::CaptureCounters()).ok()) ::_exit(15);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(ReadFile(dir + "/args.bin").size(), 4096u);
 }
 
 // Sharing off: no maps in the journal, args.bin as sent (the files of a

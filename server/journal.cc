@@ -18,7 +18,9 @@ namespace argsdump {
 namespace {
 
 constexpr char kFileMagic[4] = {'A', 'D', 'J', '2'};
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = kJournalVersion;
+
+bool KnownVersion(uint32_t v) { return v == kJournalVersion || v == kJournalVersionWithMaps; }
 
 uint32_t GetU32(const char* p) {
   uint32_t v = 0;
@@ -47,7 +49,8 @@ bool KnownType(uint8_t t) { return t >= 1 && t <= 4; }
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<JournalWriter>> JournalWriter::Open(const std::string& path,
-                                                                   bool append) {
+                                                                   bool append,
+                                                                   uint32_t version) {
   const int flags = O_RDWR | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
   const int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) {
@@ -60,7 +63,7 @@ absl::StatusOr<std::unique_ptr<JournalWriter>> JournalWriter::Open(const std::st
   if (size == 0) {
     char header[kJournalFileHeaderBytes];
     std::memcpy(header, kFileMagic, 4);
-    PutU32(header + 4, kVersion);
+    PutU32(header + 4, KnownVersion(version) ? version : kVersion);
     // Staged, not written: the first entry (the capture header) goes out
     // with it in one write, so no crash leaves a journal of a file header
     // alone (a capture that can be neither reopened nor recovered).
@@ -69,9 +72,10 @@ absl::StatusOr<std::unique_ptr<JournalWriter>> JournalWriter::Open(const std::st
   }
   char header[kJournalFileHeaderBytes] = {};
   if (::pread(fd, header, sizeof(header), 0) != static_cast<ssize_t>(sizeof(header)) ||
-      std::memcmp(header, kFileMagic, 4) != 0 || GetU32(header + 4) != kVersion) {
+      std::memcmp(header, kFileMagic, 4) != 0 || !KnownVersion(GetU32(header + 4))) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "journal ", path, ": not a version ", kVersion, " journal; it cannot be appended to"));
+        "journal ", path, ": not a version ", kJournalVersion, " or ", kJournalVersionWithMaps,
+        " journal; it cannot be appended to"));
   }
   return w;
 }
@@ -180,7 +184,8 @@ std::unique_ptr<JournalReader> JournalReader::FromBytes(std::string data) {
 JournalReader::JournalReader(std::string data) : data_(std::move(data)) {
   const bool magic = data_.size() >= 4 && std::memcmp(data_.data(), kFileMagic, 4) == 0;
   if (magic && data_.size() >= kJournalFileHeaderBytes &&
-      GetU32(data_.data() + 4) == kVersion) {
+      KnownVersion(GetU32(data_.data() + 4))) {
+    version_ = static_cast<int>(GetU32(data_.data() + 4));
     offset_ = good_ = kJournalFileHeaderBytes;
     return;
   }

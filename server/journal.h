@@ -2,7 +2,7 @@
 // (version 2, little endian):
 //
 //   file    = header *entry
-//   header  = "ADJ2" u32 version (= 2)                           8 bytes
+//   header  = "ADJ2" u32 version (2, or 3: payloads placed by maps) 8 bytes
 //   entry   = u32 sync (0x4C4E4A41, "AJNL")                      13 bytes +
 //             u32 length   bytes of payload                      payload
 //             u32 crc      CRC-32C of (length, type, payload)
@@ -45,6 +45,12 @@ enum class JournalEntryType : uint8_t {
 };
 
 inline constexpr uint32_t kJournalFileHeaderBytes = 8;
+// The header's version: 2, or 3 for a capture that shares equal payloads
+// (the same entries; every batch's payloads are placed by a kPayloadMap
+// entry, so a reader that does not know maps must refuse the file rather
+// than read records at their stream offsets).
+inline constexpr uint32_t kJournalVersion = 2;
+inline constexpr uint32_t kJournalVersionWithMaps = 3;
 inline constexpr uint32_t kJournalHeaderBytes = 13;  // per entry
 inline constexpr uint32_t kJournalSync = 0x4C4E4A41;
 
@@ -62,11 +68,11 @@ inline constexpr uint32_t kMaxJournalEntryBytes = 64u << 20;
 
 class JournalWriter {
  public:
-  // Creates (truncates) `path` with a version 2 header, or appends to it:
+  // Creates (truncates) `path` with a `version` header, or appends to it:
   // FailedPrecondition for a version 1 journal (sealed by recovery instead)
   // or a file that is not a journal.
-  static absl::StatusOr<std::unique_ptr<JournalWriter>> Open(const std::string& path,
-                                                             bool append);
+  static absl::StatusOr<std::unique_ptr<JournalWriter>> Open(
+      const std::string& path, bool append, uint32_t version = kJournalVersion);
   ~JournalWriter();
   JournalWriter(const JournalWriter&) = delete;
   JournalWriter& operator=(const JournalWriter&) = delete;

@@ -123,13 +123,23 @@ std::optional<uint64_t> PayloadIndex::Find(const Key& key) const {
   return it->second;
 }
 
-void PayloadIndex::Remember(const Key& key, uint64_t stored_offset) {
-  if (stored_.size() >= kMaxEntries) {
-    auto it = stored_.find(key);
-    if (it != stored_.end()) it->second = stored_offset;
-    return;
+std::optional<uint64_t> PayloadIndex::Remember(const Key& key, uint64_t stored_offset) {
+  auto it = stored_.find(key);
+  if (it != stored_.end()) {
+    const uint64_t before = it->second;
+    it->second = stored_offset;
+    return before;
   }
-  stored_[key] = stored_offset;
+  if (stored_.size() < kMaxEntries) stored_.emplace(key, stored_offset);
+  return std::nullopt;
+}
+
+void PayloadIndex::Restore(const Key& key, std::optional<uint64_t> before) {
+  if (before.has_value()) {
+    stored_[key] = *before;
+  } else {
+    stored_.erase(key);
+  }
 }
 
 std::string PayloadMap::Encode() const {
@@ -162,8 +172,9 @@ absl::StatusOr<PayloadMap> PayloadMap::Parse(absl::string_view in) {
     return bad("stored range overflows 64 bits");
   }
   if (count > in.size() / 3) return bad(absl::StrCat(count, " shared payloads in ", in.size(), " bytes"));
-  m.shared.reserve(count);
-  m.shared_before_.reserve(count);
+  // Not reserved by `count`: it is untrusted until the entries check out.
+  m.shared.reserve(std::min<uint64_t>(count, 4096));
+  m.shared_before_.reserve(std::min<uint64_t>(count, 4096));
   uint64_t stream_at = m.stream_begin;  // where the last shared payload ended
   uint64_t skipped = 0;
   for (uint64_t i = 0; i < count; ++i) {

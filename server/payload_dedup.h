@@ -58,7 +58,10 @@ class PayloadIndex {
 
   // The stored offset of the payload last remembered with `key`, if any.
   std::optional<uint64_t> Find(const Key& key) const;
-  void Remember(const Key& key, uint64_t stored_offset);
+  // Returns what `key` named before (for Restore).
+  std::optional<uint64_t> Remember(const Key& key, uint64_t stored_offset);
+  // Undoes a Remember (a batch that was not written after all).
+  void Restore(const Key& key, std::optional<uint64_t> before);
   size_t size() const { return stored_.size(); }
 
  private:

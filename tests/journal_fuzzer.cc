@@ -3,12 +3,15 @@
 // the journal). Reading the journal, reopening the capture live (server
 // start) and recovering it (sim_run --recover) must never crash; a
 // recovery that wrote files must leave a capture that reads back whole:
-// its index opens and its manifest parses with as many entries as it kept.
+// its index opens and its manifest parses with as many entries as it kept,
+// each pointing inside args.bin (payload maps placing shared payloads).
 //   bazel build --config=fuzz //server:journal_fuzzer   (tools/fuzz.sh)
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#include <sys/stat.h>
 
 #include "server/capture_index.h"
 #include "server/capture_store.h"
@@ -45,7 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto live = argsdump::CaptureStore::Reopen(dir);
     if (live.ok()) {
       (void)(*live)->records();
-      (void)(*live)->bin_bytes();
+      // What a live capture's stream counts, shared payloads included, is
+      // never less than what args.bin holds.
+      if ((*live)->bin_bytes() > (*live)->stream_bytes()) std::abort();
     }
   }
   write_files();
@@ -62,6 +67,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();  // our own manifest must parse
     }
     if (entries != (*index)->size() || entries != report.records) std::abort();
+    // Every entry kept points inside args.bin (shared payloads included).
+    struct stat st;
+    const uint64_t bin_size =
+        ::stat((dir + "/" + argsdump::kBinName).c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+    for (uint64_t i = 0; i < (*index)->size(); ++i) {
+      const argsdump::ManifestRow row = *(*index)->RecordById(i);
+      if (row.bin_size > 0 && row.bin_offset + row.bin_size > bin_size) std::abort();
+    }
   }
   (void)s;
   argsdump::EmptyFolder(argsdump::FuzzScratch());

@@ -2,6 +2,7 @@
 // runs written locally, and a live query while a run is still streaming.
 #include <condition_variable>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -103,6 +104,72 @@ TEST_F(SimGrpcTest, BothSinksWriteTheSameCapture) {
     }
   }
   EXPECT_GE(compared, 4);
+}
+
+// Sharing equal payloads (DESIGN.md §11), on and off, to either sink: every
+// entry reads the same bytes as it does with sharing off, the local and the
+// remote capture of a run are the same files, and sharing saves exactly
+// the bytes of the entries it shares.
+TEST_F(SimGrpcTest, SharedPayloadsReadTheSameInBothSinks) {
+  for (const char* workload : {"vector_example", "mixed_example"}) {
+    SCOPED_TRACE(workload);
+    const auto w = BuiltinWorkload(workload);
+    ASSERT_TRUE(w.ok());
+    std::map<std::string, CaptureFiles> runs;
+    for (bool dedup : {true, false}) {
+      for (bool remote : {false, true}) {
+        const std::string name =
+            absl::StrCat(workload, dedup ? "_shared" : "_plain", remote ? "_remote" : "_local");
+        SimJobOptions o = Options(2, name);
+        o.dump.dedup = dedup;
+        if (remote) {
+          o.capture_server = target_;
+          o.capture_name = name;
+        }
+        auto r = RunSimJob(*w, BuiltinKernels(), o);
+        ASSERT_TRUE(r.ok()) << r.status();
+        runs[name] = ReadCapture(remote ? root_ + "/" + name + "/args_dump"
+                                        : o.output_prefix + "/args_dump");
+      }
+    }
+    const CaptureFiles& plain = runs[absl::StrCat(workload, "_plain_local")];
+    for (const auto& [name, c] : runs) {
+      SCOPED_TRACE(name);
+      ASSERT_EQ(c.entries.size(), plain.entries.size());
+      for (size_t i = 0; i < c.entries.size(); ++i) {
+        EXPECT_EQ(c.entries[i].Key(), plain.entries[i].Key());
+        EXPECT_TRUE(c.entries[i].payload == plain.entries[i].payload) << i;
+      }
+      EXPECT_EQ(c.manifest.payload_bytes(), plain.manifest.payload_bytes());
+      EXPECT_EQ(c.manifest.payload_bytes_stored(), c.bin.size());
+      // What sharing saved is the shared entries' bytes.
+      std::map<uint64_t, uint64_t> stored;  // bin_offset -> bin_size, written once each
+      for (const v1::ManifestEntry& e : c.manifest.args()) {
+        if (e.bin_size() > 0) stored.emplace(e.bin_offset(), e.bin_size());
+      }
+      uint64_t unique = 0;
+      for (const auto& [offset, size] : stored) unique += size;
+      EXPECT_EQ(unique, c.bin.size());
+    }
+    EXPECT_EQ(plain.manifest.deduplicated_args(), 0u);
+    EXPECT_EQ(plain.bin.size(), plain.manifest.payload_bytes());
+    const CaptureFiles& shared = runs[absl::StrCat(workload, "_shared_local")];
+    EXPECT_GT(shared.manifest.deduplicated_args(), 0u);
+    EXPECT_LT(shared.bin.size(), plain.bin.size());
+    std::printf("%s level 2: args.bin %zu bytes shared, %zu plain (%.1f%% saved, %lu entries "
+                "shared)\n",
+                workload, shared.bin.size(), plain.bin.size(),
+                100.0 * (1.0 - double(shared.bin.size()) / double(plain.bin.size())),
+                static_cast<unsigned long>(shared.manifest.deduplicated_args()));
+    if (std::string(workload) == "vector_example") {  // a chain: one order
+      for (const char* mode : {"_shared", "_plain"}) {
+        const CaptureFiles& l = runs[absl::StrCat(workload, mode, "_local")];
+        const CaptureFiles& r = runs[absl::StrCat(workload, mode, "_remote")];
+        EXPECT_TRUE(l.bin == r.bin) << mode;
+        EXPECT_EQ(l.manifest_text, r.manifest_text) << mode;
+      }
+    }
+  }
 }
 
 // A kernel that blocks until the test opens the gate: the run is provably

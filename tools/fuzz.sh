@@ -16,6 +16,7 @@ targets=(
   "tests:journal_fuzzer tests/testdata/journal_corpus"
   "tests:ingest_stream_fuzzer tests/testdata/ingest_corpus"
   "server:page_token_fuzzer server/testdata/page_token_corpus"
+  "server:payload_map_fuzzer server/testdata/payload_map_corpus"
   "device:workload_fuzzer device/testdata/workload_corpus"
   "device:dump_config_fuzzer device/testdata/dump_config_corpus"
   "device:flight_fuzzer device/testdata/flight_corpus"
