@@ -622,7 +622,7 @@ TEST_F(CaptureServiceTest, OnlyAFinishMessageEndsACapture) {
     ASSERT_TRUE(ReadUntilAcked(in, 6));
     v1::IngestRequest big;
     big.mutable_batch()->set_first_record(6);
-    big.mutable_batch()->set_payload_offset(Get("huge").bin_bytes());
+    big.mutable_batch()->set_payload_offset(Get("huge").counters().payload_bytes());
     big.mutable_batch()->mutable_payload()->assign(5 << 20, 'x');
     in.Send(big);
     EXPECT_FALSE(in.End().ok());

@@ -38,6 +38,17 @@ for t in "${targets[@]}"; do
   if [ ! -f "$zip" ]; then bad "$t left no outputs.zip"; continue; fi
   if out=$("$viewer" "$zip" 2>&1) && grep -qE '^[0-9]+ args$' <<<"$out"; then
     ok "$t: $(grep -E '^[0-9]+ args$' <<<"$out") in $(grep -m1 '^capture:' <<<"$out" | sed 's/ (.*//')"
+    # What sharing equal payloads saved there (the manifest's counters).
+    python3 - "$zip" <<'PY' || true
+import json, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+for n in z.namelist():
+    if n.endswith("args_dump/args_dump.json"):
+        m = json.loads(z.read(n))
+        p, s = m.get("payload_bytes", 0), m.get("payload_bytes_stored", 0)
+        print("example:   %s: payload bytes %d, stored %d (%.0f %% saved, %d args shared)"
+              % (n, p, s, 100.0 * (p - s) / p if p else 0, m.get("deduplicated_args", 0)))
+PY
   else
     bad "$t: dump_viewer on its outputs.zip: $out"
   fi
