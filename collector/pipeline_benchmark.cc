@@ -84,14 +84,15 @@ constexpr uint32_t kDeviceThreads = 2;
 // into a fresh capture directory (removed and synced afterwards, untimed).
 // `device_process`: the device threads run in a child forked before the
 // collector starts (the region is shared memory), as sim_run runs them.
-// `unique`: each device thread records its tensors from a copy of its own,
-// stamped with the task's number every 4 KiB before the task is recorded,
-// so that no two payloads are equal (data that never repeats); otherwise
-// every task records the same bytes. `dedup`: the store shares equal
-// payloads (the default).
+// `unique` (the default): each device thread records its tensors from a
+// copy of its own, stamped with the task's number every 4 KiB before the
+// task is recorded, so that no two payloads are equal (data that never
+// repeats; with a constant tensor the store would share them all);
+// otherwise every task records the same bytes. `dedup`: the store shares
+// equal payloads (the default).
 struct PipelineKnobs {
   bool device_process = false;
-  bool unique = false;
+  bool unique = true;
   bool dedup = true;
 };
 
@@ -192,9 +193,7 @@ void RunPipeline(benchmark::State& state, const DumpTask& task, uint64_t records
   uint64_t records = 0, bytes = 0, gate_waits = 0, arena_waits = 0;
   double streaming_seconds = 0, export_seconds = 0, seconds = 0, cpu = 0, export_cpu = 0;
   for (auto _ : state) {
-    PipelineKnobs unique;
-    unique.unique = true;
-    const PipelineRun run = PipelineOnce(task, records_per_task, level, per_thread, unique);
+    const PipelineRun run = PipelineOnce(task, records_per_task, level, per_thread);
     if (!run.ok) state.SkipWithError("pipeline failed or lost records");
     state.SetIterationTime(run.streaming_seconds + run.export_seconds);
     seconds += run.streaming_seconds + run.export_seconds;
@@ -336,9 +335,7 @@ void BM_PayloadRatios(benchmark::State& state) {
   for (auto _ : state) {
     const double raw = RawWriteOnce(chunks, false);
     const double bound = RawWriteOnce(chunks, true);
-    PipelineKnobs unique;
-    unique.unique = true;
-    const PipelineRun run = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread, unique);
+    const PipelineRun run = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread);
     if (!run.ok) state.SkipWithError("pipeline failed or lost records");
     const double pipeline = run.streaming_seconds + run.export_seconds;
     state.SetIterationTime(pipeline);
@@ -439,7 +436,6 @@ int PipelineRunMain(const char* spec) {
   const PipelineCase c;
   PipelineKnobs knobs;
   knobs.device_process = isolated != 0;
-  knobs.unique = true;
   const PipelineRun run = PipelineOnce(payload_case ? c.payload.task : c.metadata.task,
                                        payload_case ? 1 : c.metadata.scalars.size(),
                                        abi::DumpLevel::kFull, per_thread, knobs);
@@ -462,8 +458,7 @@ void BM_DeviceProcessRatios(benchmark::State& state) {
     if (fresh) return PipelineInFreshProcess(payload_case, per_thread, isolated);
     PipelineKnobs knobs;
     knobs.device_process = isolated;
-    knobs.unique = true;
-    return PipelineOnce(payload_case ? c.payload.task : c.metadata.task,
+      return PipelineOnce(payload_case ? c.payload.task : c.metadata.task,
                         payload_case ? 1 : c.metadata.scalars.size(), abi::DumpLevel::kFull, per_thread,
                         knobs);
   };
@@ -527,11 +522,9 @@ void BM_StatsRatios(benchmark::State& state) {
   stats_only.tensor_flags = abi::kFlagStats | abi::kFlagStatsOnly;
   std::vector<double> on_to_off, only_to_off;
   for (auto _ : state) {
-    PipelineKnobs unique;
-    unique.unique = true;
-    const PipelineRun off = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread, unique);
-    const PipelineRun on = PipelineOnce(with_stats, 1, abi::DumpLevel::kFull, per_thread, unique);
-    const PipelineRun only = PipelineOnce(stats_only, 1, abi::DumpLevel::kFull, per_thread, unique);
+    const PipelineRun off = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread);
+    const PipelineRun on = PipelineOnce(with_stats, 1, abi::DumpLevel::kFull, per_thread);
+    const PipelineRun only = PipelineOnce(stats_only, 1, abi::DumpLevel::kFull, per_thread);
     if (!off.ok || !on.ok || !only.ok) state.SkipWithError("pipeline failed or lost records");
     auto seconds = [](const PipelineRun& r) { return r.streaming_seconds + r.export_seconds; };
     state.SetIterationTime(seconds(on));

@@ -107,6 +107,32 @@ TEST(DumpConfigTest, EachEntryAloneSetsWhatItSays) {
   EXPECT_FALSE(none.overflow);
 }
 
+// dedup (sharing equal payloads): on unless an entry says false; a value
+// that is not a yes/no is a WARNING naming it, and the default stays.
+TEST(DumpConfigTest, DedupIsOnUnlessAnEntrySaysFalse) {
+  std::vector<DumpLog> logs;
+  EXPECT_TRUE(ResolveDumpConfig({}, {}, {}, &logs).dedup);
+  EXPECT_EQ(ResolveDumpConfig({}, {}, {}, &logs).Describe().find("dedup"), std::string::npos);
+  logs.clear();
+  const DumpConfigEntry env = DumpConfigFromEnvironment({{"ARGSDUMP_DEDUP", "false"}}, &logs);
+  const DumpConfig from_env = ResolveDumpConfig({}, env, {}, &logs);
+  EXPECT_FALSE(from_env.dedup);
+  EXPECT_NE(from_env.Describe().find("dedup=off"), std::string::npos);
+  EXPECT_EQ(Count(logs, DumpLog::kInfo, "environment: dedup=false"), 1) << All(logs);
+  logs.clear();
+  const std::string f = File("dedup.json", R"({"dedup": false})");
+  EXPECT_FALSE(ResolveDumpConfig({}, {}, DumpConfigFromFile(f, &logs), &logs).dedup);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, ""), 0) << All(logs);
+  logs.clear();
+  const DumpConfigEntry bad = DumpConfigFromEnvironment({{"ARGSDUMP_DEDUP", "maybe"}}, &logs);
+  EXPECT_TRUE(ResolveDumpConfig({}, bad, {}, &logs).dedup);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "ARGSDUMP_DEDUP"), 1) << All(logs);
+  logs.clear();
+  DumpConfigEntry api;
+  api.dedup = true;
+  EXPECT_TRUE(ResolveDumpConfig(CheckApiEntry(api, &logs), env, {}, &logs).dedup);
+}
+
 // Every combination of the three entries setting the level: the highest
 // one present wins; every lower one that differs is an ERROR naming both.
 TEST(DumpConfigTest, PriorityIsApiThenEnvironmentThenFileForEveryCombination) {

@@ -53,7 +53,6 @@ struct Replay {
   bool in_order = true;
   uint64_t stream_end = 0;
   uint64_t stored_end = 0;
-  uint64_t shared_count = 0;
 };
 
 Replay ReplayJournal(JournalReader& reader) {
@@ -115,7 +114,6 @@ Replay ReplayJournal(JournalReader& reader) {
           }
           if (shared) {
             r.in_order = r.in_order && stored + size <= r.stored_end;
-            ++r.shared_count;
           } else {
             r.in_order = r.in_order && stored == r.stored_end;
             r.stored_end = stored + size;
@@ -235,7 +233,7 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Reopen(const std::st
   store->payload_index_ = std::move(index);
   store->bin_bytes_ = store->stored_bytes_ = bin_end;
   store->stream_bytes_ = r.stream_end;
-  store->deduplicated_ = r.shared_count;
+  store->deduplicated_ = std::count(r.shared.begin(), r.shared.end(), true);
   for (size_t i = 0; i < r.records.size(); ++i) {
     const ManifestRow row = *RowFromRecord(r.records[i]);
     store->stats_.Add(i, r.records[i]);
@@ -395,14 +393,13 @@ absl::Status CaptureStore::AppendPrepared(const PreparedRecords& prepared,
     if (auto s = CreateFiles(); !s.ok()) return s;
   }
   const bool mapped = maps_ && payload_bytes > 0;
-  batch_shared_ = 0;
-  batch_stored_end_ = bin_bytes_ + payload_bytes;
+  Placed placed{bin_bytes_ + payload_bytes, 0};
   if (payload_bytes > 0) {
     if (bin_fd_ < 0) {
       if (auto s = OpenBin(); !s.ok()) return s;
     }
     const std::vector<absl::string_view>* to_write = &payload;
-    if (mapped) PlacePayloads(prepared, payload, &to_write);
+    if (mapped) placed = PlacePayloads(prepared, payload, &to_write);
     if (auto s = WritePayloads(*to_write); !s.ok()) {
       ForgetBatch();
       return s;
@@ -422,7 +419,7 @@ absl::Status CaptureStore::AppendPrepared(const PreparedRecords& prepared,
     return journaled;
   }
   stream_bytes_ += payload_bytes;
-  bin_bytes_ = batch_stored_end_;
+  bin_bytes_ = placed.stored_end;
   {
     std::unique_lock<std::shared_mutex> lock(rows_mu_);
     const uint64_t first_id = records_.size();
@@ -439,14 +436,14 @@ absl::Status CaptureStore::AppendPrepared(const PreparedRecords& prepared,
       if (task_index_on_) IndexRow(row.task_id, static_cast<uint32_t>(first_id + i));
     }
     stored_bytes_ = bin_bytes_;
-    deduplicated_ += batch_shared_;
+    deduplicated_ += placed.shared;
   }
   return absl::OkStatus();
 }
 
-void CaptureStore::PlacePayloads(const PreparedRecords& prepared,
-                                 const std::vector<absl::string_view>& payload,
-                                 const std::vector<absl::string_view>** to_write) {
+CaptureStore::Placed CaptureStore::PlacePayloads(const PreparedRecords& prepared,
+                                                 const std::vector<absl::string_view>& payload,
+                                                 const std::vector<absl::string_view>** to_write) {
   const std::vector<ManifestRow>& rows = prepared.rows_;
   // Each record's payload as pieces of `payload` (cut anywhere).
   pieces_.clear();
@@ -512,7 +509,6 @@ void CaptureStore::PlacePayloads(const PreparedRecords& prepared,
       }
       stored_offsets_[i] = *shared;
       map.shared.push_back({rows[i].bin_offset, size, *shared});
-      ++batch_shared_;
       continue;
     }
     stored_offsets_[i] = next;
@@ -520,12 +516,12 @@ void CaptureStore::PlacePayloads(const PreparedRecords& prepared,
     next += size;
     if (any_shared) to_write_.insert(to_write_.end(), pieces.begin(), pieces.end());
   }
-  batch_stored_end_ = next;
   if (any_shared) *to_write = &to_write_;
   const std::string entry = map.Encode();
   map_frame_.clear();
   JournalWriter::FrameWith(&map_frame_, JournalEntryType::kPayloadMap, entry.size(),
                            [&](char* out) { std::memcpy(out, entry.data(), entry.size()); });
+  return {next, map.shared.size()};
 }
 
 int CaptureStore::ReadBin() {

@@ -199,9 +199,13 @@ class CaptureStore {
   // For a journal with payload maps: where each payload of the batch goes
   // (stored_offsets_), the batch's map (map_frame_, framed), and the bytes
   // to write (`to_write`: `payload` itself unless something was shared).
-  void PlacePayloads(const PreparedRecords& prepared,
-                     const std::vector<absl::string_view>& payload,
-                     const std::vector<absl::string_view>** to_write);
+  struct Placed {
+    uint64_t stored_end;  // args.bin's size once the batch is written
+    uint64_t shared;      // payloads of the batch that share stored bytes
+  };
+  Placed PlacePayloads(const PreparedRecords& prepared,
+                       const std::vector<absl::string_view>& payload,
+                       const std::vector<absl::string_view>** to_write);
   // Whether args.bin holds `pieces` at `offset`.
   bool StoredEquals(uint64_t offset, PayloadPieces pieces);
   // args.bin opened for reading (compares): the file being written, when
@@ -236,8 +240,6 @@ class CaptureStore {
   // index is what a reopened store rebuilds: the same sharing, the same files).
   std::vector<std::pair<PayloadIndex::Key, std::optional<uint64_t>>> remembered_;
   void ForgetBatch();
-  uint64_t batch_shared_ = 0;
-  uint64_t batch_stored_end_ = 0;
   mutable std::shared_mutex rows_mu_;  // records_, tally_, task_index_
   RecordList records_;
   RecordTally tally_;  // of records_

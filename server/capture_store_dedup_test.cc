@@ -335,6 +335,22 @@ TEST(CaptureStoreDedupTest, ATornBatchsMapPlacesNothingAfterIt) {
   EXPECT_EQ(ExpectKeptEntriesRight(dir, args), 7u);
 }
 
+// A damaged version byte in the journal's header: the entries are read all
+// the same, and the map written right after the header still says that
+// every payload is placed by one (none is read at its stream offset).
+TEST(CaptureStoreDedupTest, ADamagedHeaderStillPlacesSharedPayloads) {
+  const std::vector<Arg> args = Chain(6, 512);
+  const std::string dir = TempPath("damaged_header/args_dump");
+  Write(dir, args, true, 4, /*finish=*/false).reset();
+  std::string journal = ReadFile(dir + "/args.journal");
+  journal[4] ^= 0x7F;
+  std::ofstream(dir + "/args.journal", std::ios::binary | std::ios::trunc) << journal;
+  RecoveryReport report;
+  EXPECT_EQ(CaptureStore::Recover(dir, &report).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(report.records_unplaced, 0u);
+  EXPECT_EQ(ExpectKeptEntriesRight(dir, args), args.size());
+}
+
 // A batch that could not be written (args.bin over the file size limit)
 // leaves the payload index as it was: a payload equal to one stored before
 // it is still shared afterwards, as a reopened store would share it.
