@@ -253,6 +253,19 @@ std::optional<ManifestRow> IndexFile::RecordById(uint64_t record_id) const {
   return row(position_[record_id]);
 }
 
+absl::StatusOr<QueryHit> IndexFile::HitById(uint64_t record_id) const {
+  if (record_id >= rows_) {
+    return absl::NotFoundError(absl::StrCat("no record ", record_id, " (", rows_, " records)"));
+  }
+  const uint64_t position = position_[record_id];
+  absl::StatusOr<ManifestRow> row = CheckedRow(position);  // also position < rows_
+  if (!row.ok()) return row.status();
+  QueryHit hit{record_id, *row};
+  hit.manifest_index = position;
+  hit.stats = StatsOf(position);
+  return hit;
+}
+
 std::vector<QueryHit> IndexFile::ByArrival(const ArgFilter& query, uint64_t from,
                                            uint64_t to) const {
   std::vector<QueryHit> hits;

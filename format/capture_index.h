@@ -96,6 +96,9 @@ class IndexFile {
   QueryPage Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget) const;
   // The row of a record id; nullopt when out of range.
   std::optional<ManifestRow> RecordById(uint64_t record_id) const;
+  // The record `record_id` with its manifest index and stats, its row
+  // checked (CheckedRow); NotFound out of range, DataLoss naming the byte.
+  absl::StatusOr<QueryHit> HitById(uint64_t record_id) const;
   // Record ids [from, to) in arrival order, filtered (WatchCapture replay).
   std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
 

@@ -215,6 +215,24 @@ std::optional<ManifestRow> Capture::RecordById(uint64_t record_id) const {
   return std::nullopt;
 }
 
+absl::StatusOr<QueryHit> Capture::HitById(uint64_t record_id) const {
+  const auto [store, index] = Sources();
+  auto missing = [&](uint64_t records) {
+    return absl::NotFoundError(
+        absl::StrCat("capture ", name_, " has no record ", record_id, " (", records, " records)"));
+  };
+  if (store) {
+    std::optional<QueryHit> hit = store->HitById(record_id);
+    if (!hit) return missing(durable().records);
+    return *std::move(hit);
+  }
+  if (index) {
+    if (record_id >= index->size()) return missing(index->size());
+    return index->HitById(record_id);
+  }
+  return missing(0);
+}
+
 std::vector<QueryHit> Capture::ByArrival(const ArgFilter& query, uint64_t from,
                                          uint64_t to) const {
   const auto [store, index] = Sources();

@@ -106,6 +106,9 @@ class Capture : public std::enable_shared_from_this<Capture> {
   QueryPage Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget,
                   bool* live = nullptr) const;
   std::optional<ManifestRow> RecordById(uint64_t record_id) const;
+  // GetArg: the record with its stats and (finished) manifest index;
+  // NotFound past the durable records, DataLoss for a damaged index row.
+  absl::StatusOr<QueryHit> HitById(uint64_t record_id) const;
   std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
   std::string bin_path() const;
 

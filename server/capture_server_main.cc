@@ -37,6 +37,12 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
 ABSL_FLAG(std::string, auth_token_file, "",
           "file holding a bearer token every CaptureService call must present "
           "('authorization: Bearer <token>')");
+ABSL_FLAG(std::string, http_listen, "",
+          "host:port to serve the HTTP/JSON API and the web view on as well (port 0: any "
+          "free port, printed at start; empty: off). Same --tls_cert/--tls_key and "
+          "--auth_token_file as gRPC");
+ABSL_FLAG(uint64_t, http_max_tensor_elements, 1 << 18,
+          "elements a .../tensor answer may hold as JSON numbers without fit= (more: 413)");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
           "how long running calls get at SIGINT/SIGTERM (then they are cancelled; live "
           "captures stay live on disk, resumable after a restart)");
@@ -52,7 +58,7 @@ CommandLineSpec CaptureServerSpec() {
   spec.program = "capture_server";
   spec.synopsis =
       "capture_server: the argsdump capture service (gRPC) over a folder of captures.\n"
-      "  capture_server [--root DIR] [--listen HOST:PORT] [flags]\n"
+      "  capture_server [--root DIR] [--listen HOST:PORT] [--http_listen HOST:PORT] [flags]\n"
       "Prints \"capture_server listening on <host>:<port>\" once it accepts calls;\n"
       "SIGINT/SIGTERM stops it (exit 0). Exit status 2: a bad flag, an unreadable token\n"
       "file, a root another server holds, a port in use.";
@@ -98,6 +104,11 @@ int Main(const CommandLine& line) {
   if (absl::GetFlag(FLAGS_shutdown_grace_ms) < 0) {
     return Fail(absl::StrCat(line.Spelling("shutdown_grace_ms"), ": negative"));
   }
+  o.http.listen = absl::GetFlag(FLAGS_http_listen);
+  o.http.tensor.max_elements = absl::GetFlag(FLAGS_http_max_tensor_elements);
+  if (o.http.tensor.max_elements == 0) {
+    return Fail(absl::StrCat(line.Spelling("http_max_tensor_elements"), ": 0"));
+  }
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   const std::string token_file = absl::GetFlag(FLAGS_auth_token_file);
@@ -108,12 +119,15 @@ int Main(const CommandLine& line) {
     }
     o.auth_token = *std::move(token);
   }
-  if (!IsLoopback(o.listen) && (o.auth_token.empty() || o.tls_cert_file.empty())) {
-    std::fprintf(stderr,
-                 "capture_server: warning: %s is not a loopback address and %s; anyone who "
-                 "reaches it can read and write captures\n",
-                 o.listen.c_str(),
-                 o.auth_token.empty() ? "no --auth_token_file is set" : "there is no TLS");
+  for (const std::string& address : {o.listen, o.http.listen}) {
+    if (address.empty() || IsLoopback(address)) continue;
+    if (o.auth_token.empty() || o.tls_cert_file.empty()) {
+      std::fprintf(stderr,
+                   "capture_server: warning: %s is not a loopback address and %s; anyone who "
+                   "reaches it can read and write captures\n",
+                   address.c_str(),
+                   o.auth_token.empty() ? "no --auth_token_file is set" : "there is no TLS");
+    }
   }
   // Signals are taken by sigwait below, not by handlers.
   sigset_t signals;
@@ -127,6 +141,11 @@ int Main(const CommandLine& line) {
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
   std::printf("capture_server listening on %s:%d root=%s\n", host.c_str(), (*server)->port(),
               o.hub.root.c_str());
+  if ((*server)->http_port() != 0) {
+    const std::string http_host = o.http.listen.substr(0, o.http.listen.rfind(':'));
+    std::printf("capture_server http on %s://%s:%d/\n", o.tls_cert_file.empty() ? "http" : "https",
+                http_host.c_str(), (*server)->http_port());
+  }
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);

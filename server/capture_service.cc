@@ -455,6 +455,25 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerCont
   return reactor;
 }
 
+grpc::ServerUnaryReactor* CaptureServiceImpl::GetArg(grpc::CallbackServerContext* context,
+                                                     const v1::GetArgRequest* request,
+                                                     v1::CapturedArg* response) {
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  auto capture = hub_->Find(request->capture());
+  if (!capture.ok()) return Done(context, capture.status());
+  auto* reactor = context->DefaultReactor();
+  // A finished capture's row is read from its mapped index: off the
+  // reaction thread, as QueryArgs.
+  std::shared_ptr<Capture> c = *capture;
+  const uint64_t id = request->record_id();
+  io_.Run([c, id, response, reactor] {
+    absl::StatusOr<QueryHit> hit = c->HitById(id);
+    if (hit.ok()) Fill(*hit, response);
+    reactor->Finish(ToGrpcStatus(hit.status()));
+  });
+  return reactor;
+}
+
 grpc::ServerWriteReactor<v1::PayloadChunk>* CaptureServiceImpl::ReadPayload(
     grpc::CallbackServerContext* context, const v1::ReadPayloadRequest* request) {
   return new PayloadReactor(this, context, request);
@@ -510,12 +529,24 @@ absl::StatusOr<std::unique_ptr<CaptureServer>> CaptureServer::Start(CaptureServe
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("capture server: cannot listen on ", options.listen));
   }
+  if (!options.http.listen.empty()) {
+    HttpGatewayOptions http = options.http;
+    http.tls_cert_file = options.tls_cert_file;
+    http.tls_key_file = options.tls_key_file;
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    auto gateway = HttpGateway::Start(http, server->server_->InProcessChannel(args));
+    if (!gateway.ok()) return gateway.status();  // ~CaptureServer stops the gRPC side
+    server->http_ = *std::move(gateway);
+  }
   return server;
 }
 
 void CaptureServer::Shutdown(std::chrono::milliseconds grace) {
   if (shut_down_) return;
   shut_down_ = true;
+  // HTTP requests are calls on the server: they end first.
+  if (http_ != nullptr) http_->Shutdown();
   if (server_ != nullptr) {  // null when Start failed
     server_->Shutdown(std::chrono::system_clock::now() + grace);
     server_->Wait();

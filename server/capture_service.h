@@ -23,6 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "server/capture_hub.h"
+#include "server/http_gateway.h"
 
 namespace argsdump {
 
@@ -64,6 +65,9 @@ class CaptureServiceImpl final : public v1::CaptureService::CallbackService {
   grpc::ServerUnaryReactor* QueryArgs(grpc::CallbackServerContext* context,
                                       const v1::QueryArgsRequest* request,
                                       v1::QueryArgsResponse* response) override;
+  grpc::ServerUnaryReactor* GetArg(grpc::CallbackServerContext* context,
+                                   const v1::GetArgRequest* request,
+                                   v1::CapturedArg* response) override;
   grpc::ServerWriteReactor<v1::PayloadChunk>* ReadPayload(
       grpc::CallbackServerContext* context, const v1::ReadPayloadRequest* request) override;
   grpc::ServerWriteReactor<v1::WatchCaptureResponse>* WatchCapture(
@@ -89,6 +93,9 @@ struct CaptureServerOptions {
   std::string tls_key_file;
   // Non-empty: every CaptureService call needs "authorization: Bearer <token>".
   std::string auth_token;
+  // http.listen non-empty: the HTTP/JSON face and web view too (its calls go
+  // to this server in-process; TLS with the files above, the same token).
+  HttpGatewayOptions http;
 };
 
 class CaptureServer {
@@ -96,6 +103,8 @@ class CaptureServer {
   static absl::StatusOr<std::unique_ptr<CaptureServer>> Start(CaptureServerOptions options);
   ~CaptureServer();
   int port() const { return port_; }
+  // The HTTP face's port (0 when it is off).
+  int http_port() const { return http_ != nullptr ? http_->port() : 0; }
   CaptureHub& hub() { return *hub_; }
   // Stops accepting calls and cancels what is still running after `grace`
   // (watches and ingest streams end with a status). Live captures stay live
@@ -107,6 +116,7 @@ class CaptureServer {
   std::unique_ptr<CaptureHub> hub_;
   std::unique_ptr<CaptureServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpGateway> http_;
   int port_ = 0;
   bool shut_down_ = false;
 };

@@ -627,6 +627,14 @@ std::optional<ManifestRow> CaptureStore::RecordById(uint64_t record_id) const {
   return records_[record_id];
 }
 
+std::optional<QueryHit> CaptureStore::HitById(uint64_t record_id) const {
+  std::shared_lock<std::shared_mutex> lock(rows_mu_);
+  if (record_id >= records_.size()) return std::nullopt;
+  QueryHit hit{record_id, records_[record_id]};
+  if (const StatsRow* s = stats_.Get(record_id)) hit.stats = *s;
+  return hit;
+}
+
 std::vector<QueryHit> CaptureStore::ByArrival(const ArgFilter& query, uint64_t from,
                                               uint64_t to) const {
   std::shared_lock<std::shared_mutex> lock(rows_mu_);

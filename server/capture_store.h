@@ -187,6 +187,8 @@ class CaptureStore {
   void EnableTaskIndex();
   QueryPage Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget) const;
   std::optional<ManifestRow> RecordById(uint64_t record_id) const;
+  // The record with its stats (no manifest index: the order is not fixed).
+  std::optional<QueryHit> HitById(uint64_t record_id) const;
   std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
   bool created() const { return journal_ != nullptr; }
 

@@ -351,6 +351,12 @@ void RecordTally::FillInto(v1::CaptureCounters* c) const {
   c->set_dropped_overwrite(overwritten_);
   c->set_payload_bytes(bytes_);
   c->set_in_flight_snapshots(in_flight_);
+  c->set_overflow_args(overflow_);
+  if (overflow_ > 0) {
+    c->set_first_overflow_task(first_overflow_);
+  } else {
+    c->clear_first_overflow_task();
+  }
 }
 
 void CountRecords(const RecordList& records, v1::CaptureCounters* c) {

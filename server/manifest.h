@@ -19,7 +19,7 @@ namespace argsdump {
 struct RecoveryReport;  // capture_store.h
 
 // The counters that follow from the records (totals, stages, roles,
-// truncated, overwritten, payload bytes, in-flight snapshots), kept as rows
+// truncated, overwritten, payload bytes, in-flight snapshots, overflow), kept as rows
 // are appended so that the export does not walk every row again.
 class RecordTally {
  public:
@@ -33,13 +33,18 @@ class RecordTally {
     overwritten_ += r.overwritten;
     bytes_ += r.bin_size;
     in_flight_ += r.in_flight_snapshot;
+    if (r.overflow) {
+      ++overflow_;
+      if (overflow_ == 1 || r.task_id < first_overflow_) first_overflow_ = r.task_id;
+    }
   }
   // Sets them in `counters`, keeping its device loss counters.
   void FillInto(v1::CaptureCounters* counters) const;
 
  private:
   uint64_t total_ = 0, before_ = 0, input_ = 0, output_ = 0, inout_ = 0, truncated_ = 0,
-           overwritten_ = 0, bytes_ = 0, in_flight_ = 0;
+           overwritten_ = 0, bytes_ = 0, in_flight_ = 0, overflow_ = 0;
+  uint64_t first_overflow_ = 0;  // the lowest overflow task id, once overflow_ > 0
 };
 
 // RecordTally over `records`, into `counters`.

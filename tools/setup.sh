@@ -22,6 +22,8 @@ packages=(
   zlib1g-dev     # the viewer reads those zips
   clang-14       # tools/fuzz.sh: libFuzzer targets (--config=fuzz)
   libclang-rt-14-dev
+  libcpp-httplib-dev  # capture_server --http_listen (pulls libssl-dev, libbrotli-dev)
+  chromium       # tests:web_view_test opens the web page in headless Chromium
 )
 
 missing=()

@@ -1,0 +1,690 @@
+#include "server/http_gateway.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/files.h"
+#include "format/names.h"
+#include "httplib.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "proto/grpc_status.h"
+#include "server/manifest.h"
+#include "server/proto_json.h"
+#include "server/web_assets.h"
+
+namespace argsdump {
+
+int HttpStatusFor(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return 200;
+    case grpc::StatusCode::CANCELLED: return 499;
+    case grpc::StatusCode::INVALID_ARGUMENT: return 400;
+    case grpc::StatusCode::FAILED_PRECONDITION: return 400;
+    case grpc::StatusCode::OUT_OF_RANGE: return 400;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return 504;
+    case grpc::StatusCode::NOT_FOUND: return 404;
+    case grpc::StatusCode::ALREADY_EXISTS: return 409;
+    case grpc::StatusCode::ABORTED: return 409;
+    case grpc::StatusCode::PERMISSION_DENIED: return 403;
+    case grpc::StatusCode::UNAUTHENTICATED: return 401;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return 429;
+    case grpc::StatusCode::UNIMPLEMENTED: return 501;
+    case grpc::StatusCode::UNAVAILABLE: return 503;
+    default: return 500;  // UNKNOWN, INTERNAL, DATA_LOSS
+  }
+}
+
+namespace {
+
+constexpr auto kCallTimeout = std::chrono::seconds(60);
+constexpr uint32_t kMaxUint32 = 0xffffffffu;
+
+const char* CodeName(grpc::StatusCode code) {
+  static const char* const kNames[] = {
+      "OK",        "CANCELLED",         "UNKNOWN",         "INVALID_ARGUMENT",
+      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",  "PERMISSION_DENIED",
+      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+      "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",     "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  const int i = static_cast<int>(code);
+  return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
+}
+
+// The error body every failed request gets.
+void SendError(httplib::Response& res, int http_status, grpc::StatusCode code,
+               absl::string_view message) {
+  std::string body = absl::StrCat("{\"code\": ", static_cast<int>(code), ", \"status\": \"",
+                                  CodeName(code), "\", \"message\": ");
+  AppendJsonString(message, &body);
+  body.append("}\n");
+  res.status = http_status;
+  if (http_status == 401) res.set_header("WWW-Authenticate", "Bearer realm=\"argsdump\"");
+  res.set_content(body, "application/json");
+}
+
+void SendStatus(httplib::Response& res, const grpc::Status& s) {
+  SendError(res, HttpStatusFor(s.error_code()), s.error_code(), s.error_message());
+}
+
+void BadRequest(httplib::Response& res, absl::string_view message) {
+  SendError(res, 400, grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+void SendJson(httplib::Response& res, const std::string& json) {
+  res.status = 200;
+  res.set_content(json + "\n", "application/json");
+}
+
+// The query string, checked: every parameter known, single ones given once,
+// values parsed with errors that name the parameter.
+class Params {
+ public:
+  Params(const httplib::Request& req, std::vector<std::string> known)
+      : req_(req), known_(known.begin(), known.end()) {}
+
+  // The first problem found, in order of the calls; empty when none.
+  const std::string& error() const { return error_; }
+
+  // Unknown parameters are an error too.
+  bool Finish() {
+    for (const auto& [name, value] : req_.params) {
+      if (known_.count(name) == 0) {
+        Fail(absl::StrCat("unknown parameter '", name, "' (this endpoint takes ",
+                          absl::StrJoin(known_, ", "), ")"));
+        break;
+      }
+    }
+    return error_.empty();
+  }
+
+  std::optional<std::string> Single(const std::string& name) {
+    const size_t n = req_.params.count(name);
+    if (n == 0) return std::nullopt;
+    if (n > 1) {
+      Fail(absl::StrCat("parameter '", name, "' is given ", n, " times"));
+      return std::nullopt;
+    }
+    return req_.params.find(name)->second;
+  }
+
+  std::vector<std::string> All(const std::string& name) const {
+    std::vector<std::string> out;
+    auto range = req_.params.equal_range(name);
+    for (auto it = range.first; it != range.second; ++it) out.push_back(it->second);
+    return out;
+  }
+
+  std::optional<uint64_t> Uint(const std::string& name, uint64_t max) {
+    std::optional<std::string> v = Single(name);
+    if (!v) return std::nullopt;
+    uint64_t out = 0;
+    if (v->empty() || !absl::ascii_isdigit(static_cast<unsigned char>((*v)[0])) ||
+        !absl::SimpleAtoi(*v, &out) || out > max) {
+      Fail(absl::StrCat(name, "=", *v, ": not an integer in 0..", max));
+      return std::nullopt;
+    }
+    return out;
+  }
+
+  std::optional<bool> Bool(const std::string& name) {
+    std::optional<std::string> v = Single(name);
+    if (!v) return std::nullopt;
+    if (*v == "true" || *v == "1") return true;
+    if (*v == "false" || *v == "0") return false;
+    Fail(absl::StrCat(name, "=", *v, ": not true or false"));
+    return std::nullopt;
+  }
+
+  // "0x..." hex (the manifest's spelling) or decimal.
+  std::optional<uint64_t> TaskId(const std::string& name) {
+    std::optional<std::string> v = Single(name);
+    if (!v) return std::nullopt;
+    uint64_t out = 0;
+    if (absl::StartsWithIgnoreCase(*v, "0x")) {
+      if (std::optional<uint64_t> hex = ParseTaskIdHex(absl::AsciiStrToLower(*v))) return hex;
+    } else if (!v->empty() && absl::ascii_isdigit(static_cast<unsigned char>((*v)[0])) &&
+               absl::SimpleAtoi(*v, &out)) {
+      return out;
+    }
+    Fail(absl::StrCat(name, "=", *v, ": not a task id (0x + up to 16 hex digits, or decimal)"));
+    return std::nullopt;
+  }
+
+  // An enum value by its name ("STAGE_BEFORE_DISPATCH") or the part after
+  // the prefix in any case ("before_dispatch"); UNSPECIFIED is refused.
+  template <typename Enum>
+  std::optional<Enum> EnumValue(const std::string& name,
+                                const google::protobuf::EnumDescriptor* descriptor,
+                                absl::string_view prefix) {
+    std::optional<std::string> v = Single(name);
+    if (!v) return std::nullopt;
+    std::string upper = absl::AsciiStrToUpper(*v);
+    if (!absl::StartsWith(upper, prefix)) upper = absl::StrCat(prefix, upper);
+    const google::protobuf::EnumValueDescriptor* value = descriptor->FindValueByName(upper);
+    if (value == nullptr || value->number() == 0) {
+      std::vector<std::string> names;
+      for (int i = 1; i < descriptor->value_count(); ++i) {
+        names.push_back(absl::AsciiStrToLower(descriptor->value(i)->name().substr(prefix.size())));
+      }
+      Fail(absl::StrCat(name, "=", *v, ": not one of ", absl::StrJoin(names, ", ")));
+      return std::nullopt;
+    }
+    return static_cast<Enum>(value->number());
+  }
+
+  void Fail(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+  }
+
+ private:
+  const httplib::Request& req_;
+  std::set<std::string> known_;
+  std::string error_;
+};
+
+// "a,b,c" of non-negative integers (the tensor's leading indices).
+bool ParseIndexList(const std::string& text, std::vector<uint64_t>* out) {
+  if (text.empty()) return true;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    uint64_t v = 0;
+    if (part.empty() || !absl::ascii_isdigit(static_cast<unsigned char>(part[0])) ||
+        !absl::SimpleAtoi(part, &v)) {
+      return false;
+    }
+    out->push_back(v);
+  }
+  return true;
+}
+
+// What the request's path captured (httplib's regex groups).
+std::string Group(const httplib::Request& req, int i) { return req.matches[i].str(); }
+
+bool ParseRecordId(const std::string& text, uint64_t* id) {
+  return !text.empty() && absl::ascii_isdigit(static_cast<unsigned char>(text[0])) &&
+         absl::SimpleAtoi(text, id);
+}
+
+// A ReadPayload stream kept open across httplib's content-provider calls.
+struct PayloadStream {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<v1::PayloadChunk>> reader;
+  v1::PayloadChunk chunk;
+  bool have_chunk = false;  // `chunk` read and not yet sent
+  bool finished = false;
+  ~PayloadStream() {
+    if (reader != nullptr && !finished) {
+      context.TryCancel();
+      reader->Finish();
+    }
+  }
+};
+
+}  // namespace
+
+class HttpGateway::Routes {
+ public:
+  Routes(const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel)
+      : options_(options), stub_(v1::CaptureService::NewStub(std::move(channel))) {}
+
+  void Install(httplib::Server* http) {
+    // The Range header means something only to /payload: elsewhere httplib
+    // would cut the JSON by it.
+    http->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+      if (req.path.find("/payload") == std::string::npos) {
+        const_cast<httplib::Request&>(req).ranges.clear();
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    for (const WebAsset& asset : WebAssets()) {
+      auto serve = [&asset](const httplib::Request&, httplib::Response& res) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Content-Type-Options", "nosniff");
+        res.set_header("Content-Security-Policy",
+                       "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
+                       "data: blob:; frame-ancestors 'none'");
+        res.set_content(std::string(asset.bytes), asset.content_type);
+      };
+      http->Get(asset.path, serve);
+      if (asset.path == "/index.html") http->Get("/", serve);
+    }
+    const std::string name = "([A-Za-z0-9._-]+)";
+    http->Get("/v1/captures", [this](const auto& req, auto& res) { ListCaptures(req, res); });
+    http->Get("/v1/captures/" + name,
+              [this](const auto& req, auto& res) { GetCapture(req, res); });
+    http->Post("/v1/captures/" + name + ":finish",
+               [this](const auto& req, auto& res) { FinishCapture(req, res); });
+    http->Delete("/v1/captures/" + name,
+                 [this](const auto& req, auto& res) { DeleteCapture(req, res); });
+    http->Get("/v1/captures/" + name + "/args",
+              [this](const auto& req, auto& res) { QueryArgs(req, res); });
+    http->Get("/v1/captures/" + name + "/args/([^/]+)",
+              [this](const auto& req, auto& res) { GetArg(req, res); });
+    http->Get("/v1/captures/" + name + "/args/([^/]+)/payload",
+              [this](const auto& req, auto& res) { Payload(req, res); });
+    http->Get("/v1/captures/" + name + "/args/([^/]+)/tensor",
+              [this](const auto& req, auto& res) { Tensor(req, res); });
+    http->Post("/v1/rpc/([A-Za-z]+)", [this](const auto& req, auto& res) { Rpc(req, res); });
+    http->set_error_handler(httplib::Server::HandlerWithResponse(
+        [](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      const int status = res.status;
+      const std::string what =
+          status == 404   ? absl::StrCat("no such endpoint: ", req.method, " ", req.path,
+                                         " (the API is under /v1/captures; see the README)")
+          : status == 413 ? std::string("request body too large")
+                          : absl::StrCat("HTTP ", status);
+      SendError(res, status,
+                status == 404   ? grpc::StatusCode::NOT_FOUND
+                : status == 413 ? grpc::StatusCode::RESOURCE_EXHAUSTED
+                                : grpc::StatusCode::INVALID_ARGUMENT,
+                what);
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    http->set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
+          std::string what = "internal error";
+          try {
+            if (e) std::rethrow_exception(e);
+          } catch (const std::exception& x) {
+            what = x.what();
+          } catch (...) {
+          }
+          SendError(res, 500, grpc::StatusCode::INTERNAL, what);
+        });
+  }
+
+ private:
+  template <typename Req, typename Resp>
+  using Method = grpc::Status (v1::CaptureService::Stub::*)(grpc::ClientContext*, const Req&,
+                                                            Resp*);
+
+  // The call's metadata from the request: its bearer token, a deadline.
+  // False (and an error sent) for a header gRPC cannot carry.
+  bool Prepare(const httplib::Request& req, httplib::Response& res,
+               grpc::ClientContext* context) {
+    context->set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    if (!req.has_header("Authorization")) return true;
+    const std::string value = req.get_header_value("Authorization");
+    for (char c : value) {
+      if (c < 0x20 || c > 0x7e) {
+        SendError(res, 401, grpc::StatusCode::UNAUTHENTICATED,
+                  "the Authorization header holds a byte that is not printable ASCII");
+        return false;
+      }
+    }
+    context->AddMetadata("authorization", value);
+    return true;
+  }
+
+  // One unary call, its answer in JSON.
+  template <typename Req, typename Resp>
+  void Unary(const httplib::Request& http_req, httplib::Response& res, Method<Req, Resp> method,
+             const Req& request) {
+    grpc::ClientContext context;
+    if (!Prepare(http_req, res, &context)) return;
+    Resp response;
+    const grpc::Status s = (stub_.get()->*method)(&context, request, &response);
+    if (!s.ok()) return SendStatus(res, s);
+    SendJson(res, ProtoToJson(response));
+  }
+
+  // The record behind /args/ID..., or false with the error sent.
+  bool FetchArg(const httplib::Request& req, httplib::Response& res, v1::CapturedArg* arg) {
+    v1::GetArgRequest request;
+    request.set_capture(Group(req, 1));
+    uint64_t id = 0;
+    if (!ParseRecordId(Group(req, 2), &id)) {
+      BadRequest(res, absl::StrCat("record id '", Group(req, 2),
+                                   "' is not a number (CapturedArg.record_id)"));
+      return false;
+    }
+    request.set_record_id(id);
+    grpc::ClientContext context;
+    if (!Prepare(req, res, &context)) return false;
+    const grpc::Status s = stub_->GetArg(&context, request, arg);
+    if (!s.ok()) {
+      SendStatus(res, s);
+      return false;
+    }
+    return true;
+  }
+
+  void ListCaptures(const httplib::Request& req, httplib::Response& res) {
+    Params p(req, {"state", "label", "page_size", "page_token"});
+    v1::ListCapturesRequest request;
+    if (auto v = p.EnumValue<v1::CaptureState>("state", v1::CaptureState_descriptor(),
+                                               "CAPTURE_STATE_")) {
+      request.set_state(*v);
+    }
+    for (const std::string& label : p.All("label")) {
+      // key:value (a '=' in a query value must be sent as %3D).
+      const size_t eq = label.find_first_of(":=");
+      if (eq == std::string::npos || eq == 0) {
+        p.Fail(absl::StrCat("label=", label, ": not key:value"));
+        break;
+      }
+      (*request.mutable_labels())[label.substr(0, eq)] = label.substr(eq + 1);
+    }
+    if (auto v = p.Uint("page_size", kMaxUint32)) request.set_page_size(*v);
+    if (auto v = p.Single("page_token")) request.set_page_token(*v);
+    if (!p.Finish()) return BadRequest(res, p.error());
+    Unary(req, res, &v1::CaptureService::Stub::ListCaptures, request);
+  }
+
+  void GetCapture(const httplib::Request& req, httplib::Response& res) {
+    Params p(req, {});
+    if (!p.Finish()) return BadRequest(res, p.error());
+    v1::GetCaptureRequest request;
+    request.set_capture(Group(req, 1));
+    Unary(req, res, &v1::CaptureService::Stub::GetCapture, request);
+  }
+
+  void FinishCapture(const httplib::Request& req, httplib::Response& res) {
+    v1::FinishCaptureRequest request;
+    request.set_capture(Group(req, 1));
+    Unary(req, res, &v1::CaptureService::Stub::FinishCapture, request);
+  }
+
+  void DeleteCapture(const httplib::Request& req, httplib::Response& res) {
+    v1::DeleteCaptureRequest request;
+    request.set_capture(Group(req, 1));
+    Unary(req, res, &v1::CaptureService::Stub::DeleteCapture, request);
+  }
+
+  void QueryArgs(const httplib::Request& req, httplib::Response& res) {
+    Params p(req, {"task_id", "stage", "role", "kind", "arg_index", "func_id", "dtype", "step",
+                   "overflow", "has_nonfinite", "func_unknown", "page_size", "page_token"});
+    v1::QueryArgsRequest request;
+    request.set_capture(Group(req, 1));
+    v1::ArgFilter* f = request.mutable_filter();
+    if (auto v = p.TaskId("task_id")) f->set_task_id(*v);
+    if (auto v = p.EnumValue<v1::Stage>("stage", v1::Stage_descriptor(), "STAGE_")) {
+      f->set_stage(*v);
+    }
+    if (auto v = p.EnumValue<v1::Role>("role", v1::Role_descriptor(), "ROLE_")) f->set_role(*v);
+    if (auto v = p.EnumValue<v1::Kind>("kind", v1::Kind_descriptor(), "KIND_")) f->set_kind(*v);
+    if (auto v = p.EnumValue<v1::DType>("dtype", v1::DType_descriptor(), "DTYPE_")) {
+      f->set_dtype(*v);
+    }
+    if (auto v = p.Uint("arg_index", kMaxUint32)) f->set_arg_index(*v);
+    if (auto v = p.Uint("func_id", kMaxUint32)) f->set_func_id(*v);
+    if (auto v = p.Uint("step", kMaxUint32)) f->set_step(*v);
+    if (auto v = p.Bool("overflow")) f->set_overflow(*v);
+    if (auto v = p.Bool("has_nonfinite")) f->set_has_nonfinite(*v);
+    if (auto v = p.Bool("func_unknown")) f->set_func_unknown(*v);
+    if (auto v = p.Uint("page_size", kMaxUint32)) request.set_page_size(*v);
+    if (auto v = p.Single("page_token")) request.set_page_token(*v);
+    if (!p.Finish()) return BadRequest(res, p.error());
+    Unary(req, res, &v1::CaptureService::Stub::QueryArgs, request);
+  }
+
+  void GetArg(const httplib::Request& req, httplib::Response& res) {
+    Params p(req, {});
+    if (!p.Finish()) return BadRequest(res, p.error());
+    v1::CapturedArg arg;
+    if (FetchArg(req, res, &arg)) SendJson(res, ProtoToJson(arg));
+  }
+
+  // The payload's bytes: all of them, one Range (206), or ?offset=&length=.
+  void Payload(const httplib::Request& req, httplib::Response& res) {
+    auto& ranges = const_cast<httplib::Request&>(req).ranges;
+    Params p(req, {"offset", "length"});
+    const std::optional<uint64_t> offset_param = p.Uint("offset", UINT64_MAX);
+    const std::optional<uint64_t> length_param = p.Uint("length", UINT64_MAX);
+    if (!p.Finish()) {
+      ranges.clear();
+      return BadRequest(res, p.error());
+    }
+    v1::CapturedArg arg;
+    if (!FetchArg(req, res, &arg)) {
+      ranges.clear();
+      return;
+    }
+    const uint64_t size = arg.record().bin_size();
+    auto unsatisfiable = [&](const std::string& why) {
+      ranges.clear();
+      res.set_header("Content-Range", absl::StrCat("bytes */", size));
+      SendError(res, 416, grpc::StatusCode::OUT_OF_RANGE, why);
+    };
+    uint64_t begin = 0, length = size;  // of the payload
+    uint64_t provided = size;            // bytes the content provider covers
+    if ((offset_param || length_param) && !ranges.empty()) {
+      ranges.clear();
+      return BadRequest(res, "give a Range header or offset=/length=, not both");
+    }
+    if (offset_param || length_param) {
+      begin = offset_param.value_or(0);
+      if (begin > size) {
+        return BadRequest(res, absl::StrCat("offset=", begin, " is past the payload's ", size,
+                                            " bytes"));
+      }
+      length = std::min(length_param.value_or(0) == 0 ? size - begin : *length_param,
+                        size - begin);
+      provided = length;
+    } else if (ranges.size() > 1) {
+      return unsatisfiable("one byte range per request");
+    } else if (ranges.size() == 1) {
+      const auto [first, last] = ranges[0];
+      if (first < 0) {  // the last `last` bytes
+        length = std::min<uint64_t>(static_cast<uint64_t>(last), size);
+        begin = size - length;
+      } else {
+        begin = static_cast<uint64_t>(first);
+        if (begin >= size || (last >= 0 && last < first)) {
+          return unsatisfiable(absl::StrCat("the range starts past the payload's ", size,
+                                            " bytes"));
+        }
+        const uint64_t end = last < 0 ? size : std::min<uint64_t>(last + 1, size);
+        length = end - begin;
+      }
+      if (length == 0) return unsatisfiable("the range is empty");
+      // httplib cuts the provider's bytes by this (and answers 206).
+      ranges[0] = {static_cast<ssize_t>(begin), static_cast<ssize_t>(begin + length - 1)};
+    }
+    res.set_header("Accept-Ranges", "bytes");
+    if (length == 0) {
+      res.status = 200;
+      res.set_content("", "application/octet-stream");
+      return;
+    }
+    // The stream starts here so that an error reading args.bin is a status,
+    // not a connection cut after the headers.
+    auto stream = std::make_shared<PayloadStream>();
+    if (!Prepare(req, res, &stream->context)) return;
+    v1::ReadPayloadRequest request;
+    request.set_capture(Group(req, 1));
+    request.set_record_id(arg.record_id());
+    request.set_offset(begin);
+    request.set_length(length);
+    stream->reader = stub_->ReadPayload(&stream->context, request);
+    if (!stream->reader->Read(&stream->chunk)) {
+      stream->finished = true;
+      const grpc::Status s = stream->reader->Finish();
+      ranges.clear();
+      return SendStatus(res, s.ok() ? grpc::Status(grpc::StatusCode::DATA_LOSS,
+                                                   "the payload ended before its first byte")
+                                    : s);
+    }
+    stream->have_chunk = true;
+    // Provider offsets: of the whole payload with a Range, else of the part.
+    const uint64_t shift = ranges.empty() ? begin : 0;
+    res.set_content_provider(
+        provided, "application/octet-stream",
+        [stream, shift](size_t offset, size_t, httplib::DataSink& sink) {
+          if (!stream->have_chunk) {
+            if (stream->finished || !stream->reader->Read(&stream->chunk)) {
+              stream->finished = true;
+              const grpc::Status s = stream->reader->Finish();
+              std::fprintf(stderr, "capture_server: http payload: stream ended early: %s\n",
+                           s.error_message().c_str());
+              return false;  // the connection is cut: the length was promised
+            }
+          }
+          stream->have_chunk = false;
+          if (stream->chunk.offset() != offset + shift) return false;
+          const std::string& data = stream->chunk.data();
+          return sink.write(data.data(), data.size());
+        },
+        [stream](bool success) {
+          if (!success) stream->context.TryCancel();
+        });
+  }
+
+  void Tensor(const httplib::Request& req, httplib::Response& res) {
+    Params p(req, {"index", "fit"});
+    std::vector<uint64_t> index;
+    if (auto v = p.Single("index"); v && !ParseIndexList(*v, &index)) {
+      p.Fail(absl::StrCat("index=", *v, ": not a comma-separated list of indices"));
+    }
+    const uint64_t fit = p.Uint("fit", options_.tensor.max_elements).value_or(0);
+    if (!p.Finish()) return BadRequest(res, p.error());
+    if (req.has_param("fit") && fit == 0) return BadRequest(res, "fit=0: give at least 1 cell");
+    v1::CapturedArg arg;
+    if (!FetchArg(req, res, &arg)) return;
+    absl::StatusOr<TensorSlicePlan> plan =
+        PlanTensorSlice(arg.record(), index, fit, options_.tensor);
+    if (!plan.ok()) {
+      const bool too_big = absl::IsResourceExhausted(plan.status());
+      return SendError(res, too_big ? 413 : 400,
+                       too_big ? grpc::StatusCode::RESOURCE_EXHAUSTED
+                               : grpc::StatusCode::INVALID_ARGUMENT,
+                       plan.status().message());
+    }
+    std::string bytes;
+    if (plan->read_length > 0) {
+      grpc::ClientContext context;
+      if (!Prepare(req, res, &context)) return;
+      v1::ReadPayloadRequest request;
+      request.set_capture(Group(req, 1));
+      request.set_record_id(arg.record_id());
+      request.set_offset(plan->read_offset);
+      request.set_length(plan->read_length);
+      bytes.reserve(plan->read_length);
+      auto reader = stub_->ReadPayload(&context, request);
+      v1::PayloadChunk chunk;
+      while (reader->Read(&chunk)) bytes.append(chunk.data());
+      const grpc::Status s = reader->Finish();
+      if (!s.ok()) return SendStatus(res, s);
+    }
+    SendJson(res, TensorSliceJson(arg.record_id(), arg.record(), *plan, bytes));
+  }
+
+  // POST /v1/rpc/METHOD: the request message as JSON in the body.
+  void Rpc(const httplib::Request& req, httplib::Response& res) {
+    const std::string method = Group(req, 1);
+    auto call = [&](auto request, auto stub_method) {
+      if (absl::Status s = ProtoFromJson(req.body.empty() ? "{}" : req.body, &request); !s.ok()) {
+        return BadRequest(res, s.message());
+      }
+      Unary(req, res, stub_method, request);
+    };
+    using Stub = v1::CaptureService::Stub;
+    if (method == "ListCaptures") return call(v1::ListCapturesRequest(), &Stub::ListCaptures);
+    if (method == "GetCapture") return call(v1::GetCaptureRequest(), &Stub::GetCapture);
+    if (method == "QueryArgs") return call(v1::QueryArgsRequest(), &Stub::QueryArgs);
+    if (method == "GetArg") return call(v1::GetArgRequest(), &Stub::GetArg);
+    if (method == "FinishCapture") return call(v1::FinishCaptureRequest(), &Stub::FinishCapture);
+    if (method == "DeleteCapture") return call(v1::DeleteCaptureRequest(), &Stub::DeleteCapture);
+    SendError(res, 404, grpc::StatusCode::UNIMPLEMENTED,
+              absl::StrCat("no unary method ", method,
+                           " (ListCaptures, GetCapture, QueryArgs, GetArg, FinishCapture, "
+                           "DeleteCapture; ReadPayload is GET .../args/ID/payload)"));
+  }
+
+  const HttpGatewayOptions options_;
+  std::unique_ptr<v1::CaptureService::Stub> stub_;
+};
+
+absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
+    const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel) {
+  const size_t colon = options.listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(options.listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http_listen ", options.listen, ": not host:port"));
+  }
+  std::string host = options.listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  std::unique_ptr<HttpGateway> gateway(new HttpGateway());
+  if (!options.tls_cert_file.empty()) {
+    // httplib says only "not valid": name the file that is not readable.
+    for (const std::string* f : {&options.tls_cert_file, &options.tls_key_file}) {
+      if (auto bytes = ReadFileToString(*f); !bytes.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("HTTPS: cannot read ", *f, ": ",
+                                                       bytes.status().message()));
+      }
+    }
+    gateway->http_ = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
+                                                          options.tls_key_file.c_str());
+  } else {
+    gateway->http_ = std::make_unique<httplib::Server>();
+  }
+  if (!gateway->http_->is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "HTTPS: ", options.tls_cert_file, " and ", options.tls_key_file,
+        " are not a PEM certificate chain and its private key"));
+  }
+  const int threads = std::max(2, options.threads);
+  gateway->http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  gateway->http_->set_keep_alive_max_count(1000);
+  gateway->http_->set_keep_alive_timeout(5);
+  gateway->http_->set_read_timeout(10);
+  gateway->http_->set_write_timeout(60);
+  gateway->http_->set_payload_max_length(1 << 20);  // request bodies: /v1/rpc JSON
+  // httplib sets SO_REUSEPORT by default: a second server on the same port
+  // would start and take half the connections. SO_REUSEADDR only (a
+  // restart binds while old connections linger in TIME_WAIT).
+  gateway->http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  gateway->routes_ = std::make_unique<Routes>(options, std::move(channel));
+  gateway->routes_->Install(gateway->http_.get());
+  if (port == 0) {
+    port = gateway->http_->bind_to_any_port(host);
+  } else if (!gateway->http_->bind_to_port(host, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--http_listen ", options.listen, ": cannot listen (in use, or no such address)"));
+  }
+  gateway->port_ = port;
+  httplib::Server* http = gateway->http_.get();
+  auto exited = std::make_shared<std::atomic<bool>>(false);
+  gateway->listener_ = std::thread([http, exited] {
+    http->listen_after_bind();
+    exited->store(true);
+  });
+  // httplib's stop() does nothing until its accept loop runs; the socket is
+  // bound and listening already, so this is a moment.
+  while (!http->is_running() && !exited->load()) std::this_thread::yield();
+  return gateway;
+}
+
+void HttpGateway::Shutdown() {
+  if (http_ == nullptr) return;
+  http_->stop();
+  if (listener_.joinable()) listener_.join();
+}
+
+HttpGateway::~HttpGateway() { Shutdown(); }
+
+}  // namespace argsdump

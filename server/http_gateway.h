@@ -1,0 +1,84 @@
+// The HTTP/JSON face of the capture service (capture_server --http_listen,
+// DESIGN.md §12) and the web view it serves at "/".
+//
+// Every /v1/ request is one call of argsdump.v1.CaptureService on the
+// server's in-process channel: the same handlers, the same checks, the same
+// bearer token (the request's "Authorization" header is the call's
+// metadata), the same answers, printed with protobuf's JSON mapping
+// (server/proto_json.h). No query is implemented twice. Errors are the
+// call's status: an HTTP status code (HttpStatusFor) and
+//   {"code": 5, "status": "NOT_FOUND", "message": "..."}.
+//
+//   GET    /v1/captures[?state=&label=k:v&page_size=&page_token=]  ListCaptures
+//   GET    /v1/captures/NAME                                      GetCapture
+//   POST   /v1/captures/NAME:finish                               FinishCapture
+//   DELETE /v1/captures/NAME                                      DeleteCapture
+//   GET    /v1/captures/NAME/args[?task_id=&stage=&role=&kind=&dtype=&arg_index=
+//            &func_id=&step=&overflow=&has_nonfinite=&func_unknown=&page_size=
+//            &page_token=]                                        QueryArgs
+//   GET    /v1/captures/NAME/args/ID                              GetArg
+//   GET    /v1/captures/NAME/args/ID/payload   (Range: bytes=)    ReadPayload
+//   GET    /v1/captures/NAME/args/ID/tensor[?index=&fit=]         GetArg + ReadPayload
+//   POST   /v1/rpc/METHOD  (body: the request message in JSON)   any unary method
+//   GET    /  /app.js  /style.css                                 the web view
+#ifndef ARGSDUMP_SERVER_HTTP_GATEWAY_H_
+#define ARGSDUMP_SERVER_HTTP_GATEWAY_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "server/tensor_view.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace argsdump {
+
+struct HttpGatewayOptions {
+  // host:port ("[::1]:port" for IPv6); port 0 picks a free one.
+  std::string listen;
+  // Both set: HTTPS with this certificate chain and private key (PEM).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Threads that serve connections (each keeps its connection while it is
+  // kept alive; a browser opens up to six).
+  int threads = 16;
+  TensorViewLimits tensor;
+};
+
+// The HTTP status for a gRPC status code (the usual mapping: NOT_FOUND 404,
+// INVALID_ARGUMENT / FAILED_PRECONDITION / OUT_OF_RANGE 400,
+// UNAUTHENTICATED 401, PERMISSION_DENIED 403, ALREADY_EXISTS / ABORTED 409,
+// RESOURCE_EXHAUSTED 429, CANCELLED 499, UNIMPLEMENTED 501, UNAVAILABLE
+// 503, DEADLINE_EXCEEDED 504, others 500).
+int HttpStatusFor(grpc::StatusCode code);
+
+class HttpGateway {
+ public:
+  // `channel`: the capture server's in-process channel. Listens once this
+  // returns (InvalidArgument for a bad --http_listen or TLS files,
+  // Unavailable when the port cannot be bound).
+  static absl::StatusOr<std::unique_ptr<HttpGateway>> Start(
+      const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel);
+  ~HttpGateway();
+  int port() const { return port_; }
+  // Stops listening and waits for the requests being served (before the
+  // gRPC server shuts down: they are calls on it).
+  void Shutdown();
+
+ private:
+  class Routes;
+  HttpGateway() = default;
+  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<Routes> routes_;
+  std::thread listener_;
+  int port_ = 0;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_SERVER_HTTP_GATEWAY_H_

@@ -1,0 +1,478 @@
+// The HTTP face against a real capture_server (in this process) on
+// 127.0.0.1 port 0, over real sockets with an HTTP client: every endpoint,
+// its answers compared with the gRPC answers to the same queries, paging,
+// ranges, errors, auth, TLS, and a live capture queried while it grows.
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "base/files.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "server/capture_service.h"
+#include "server/http_test_capture.h"
+#include "server/proto_json.h"
+#include "tests/testing/temp_dir.h"
+
+namespace argsdump {
+namespace {
+
+class HttpGatewayTest : public ::testing::Test {
+ protected:
+  void Start(const std::string& name, const std::string& token = "",
+             const std::string& cert = "", const std::string& key = "") {
+    CaptureServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.hub.root = FreshTempDir(name);
+    o.auth_token = token;
+    o.tls_cert_file = cert;
+    o.tls_key_file = key;
+    o.http.listen = "127.0.0.1:0";
+    o.http.tensor.max_elements = 300;  // the 16x32 tensor is over it
+    auto server = CaptureServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    ASSERT_GT(server_->http_port(), 0);
+    auto creds = grpc::InsecureChannelCredentials();
+    if (!cert.empty()) {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = *ReadFileToString(cert);
+      creds = grpc::SslCredentials(ssl);
+    }
+    stub_ = v1::CaptureService::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()), creds));
+    if (cert.empty()) {
+      http_ = std::make_unique<httplib::ClientImpl>("127.0.0.1", server_->http_port());
+    } else {
+      auto tls = std::make_unique<httplib::SSLClient>("127.0.0.1", server_->http_port());
+      tls->set_ca_cert_path(cert.c_str());
+      tls->enable_server_certificate_verification(true);
+      http_ = std::move(tls);
+    }
+    token_ = token;
+  }
+
+  std::unique_ptr<grpc::ClientContext> Ctx() {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    if (!token_.empty()) ctx->AddMetadata("authorization", "Bearer " + token_);
+    return ctx;
+  }
+
+  // A GET with the test's token; the status and body.
+  httplib::Result Get(const std::string& path, httplib::Headers headers = {}) {
+    if (!token_.empty() && headers.count("Authorization") == 0) {
+      headers.emplace("Authorization", "Bearer " + token_);
+    }
+    return http_->Get(path.c_str(), headers);
+  }
+
+  // GET `path` must be 200 with exactly the JSON of `grpc_answer`.
+  void ExpectSameAnswer(const std::string& path, const google::protobuf::Message& grpc_answer) {
+    auto res = Get(path);
+    ASSERT_TRUE(res) << path << ": " << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200) << path << ": " << res->body;
+    EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+    EXPECT_EQ(res->body, ProtoToJson(grpc_answer) + "\n") << path;
+  }
+
+  void ExpectError(const std::string& path, int status, const std::string& code,
+                   const std::string& message_part, httplib::Headers headers = {}) {
+    auto res = Get(path, headers);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, status) << path << ": " << res->body;
+    EXPECT_NE(res->body.find("\"status\": \"" + code + "\""), std::string::npos)
+        << path << ": " << res->body;
+    EXPECT_NE(res->body.find(message_part), std::string::npos) << path << ": " << res->body;
+  }
+
+  std::string GrpcPayload(const std::string& capture, uint64_t id) {
+    v1::ReadPayloadRequest req;
+    req.set_capture(capture);
+    req.set_record_id(id);
+    auto ctx = Ctx();
+    auto reader = stub_->ReadPayload(ctx.get(), req);
+    std::string out;
+    v1::PayloadChunk chunk;
+    while (reader->Read(&chunk)) out += chunk.data();
+    EXPECT_TRUE(reader->Finish().ok());
+    return out;
+  }
+
+  void WriteScene(const std::string& name) {
+    const SceneRecords s = SceneCapture();
+    SceneIngest in(stub_.get(), name, token_);
+    ASSERT_TRUE(in.Send(s, 0, s.records.size()));
+    ASSERT_TRUE(in.Finish());
+  }
+
+  std::unique_ptr<CaptureServer> server_;
+  std::unique_ptr<v1::CaptureService::Stub> stub_;
+  std::unique_ptr<httplib::ClientImpl> http_;
+  std::string token_;
+};
+
+TEST_F(HttpGatewayTest, EveryQueryAnswersWhatGrpcAnswers) {
+  Start("same_answers");
+  WriteScene("scene");
+  WriteScene("other");
+
+  v1::ListCapturesRequest list;
+  v1::ListCapturesResponse captures;
+  ASSERT_TRUE(stub_->ListCaptures(Ctx().get(), list, &captures).ok());
+  ExpectSameAnswer("/v1/captures", captures);
+  // Paging: one per page, the token from the JSON answer.
+  list.set_page_size(1);
+  ASSERT_TRUE(stub_->ListCaptures(Ctx().get(), list, &captures).ok());
+  ExpectSameAnswer("/v1/captures?page_size=1", captures);
+  ASSERT_FALSE(captures.next_page_token().empty());
+  list.set_page_token(captures.next_page_token());
+  ASSERT_TRUE(stub_->ListCaptures(Ctx().get(), list, &captures).ok());
+  ExpectSameAnswer("/v1/captures?page_size=1&page_token=" + list.page_token(), captures);
+  EXPECT_EQ(captures.captures(0).capture(), "scene");
+  (*list.mutable_labels())["case"] = "http";
+  list.set_state(v1::CAPTURE_STATE_FINISHED);
+  list.clear_page_token();
+  ASSERT_TRUE(stub_->ListCaptures(Ctx().get(), list, &captures).ok());
+  ExpectSameAnswer("/v1/captures?page_size=1&label=case:http&state=finished", captures);
+
+  v1::GetCaptureRequest get;
+  get.set_capture("scene");
+  v1::CaptureSummary summary;
+  ASSERT_TRUE(stub_->GetCapture(Ctx().get(), get, &summary).ok());
+  ExpectSameAnswer("/v1/captures/scene", summary);
+  EXPECT_EQ(summary.records(), 7u);
+
+  // QueryArgs: the shorthands, every filter field, pages.
+  struct Case {
+    std::string query;
+    v1::QueryArgsRequest request;
+  };
+  std::vector<Case> cases;
+  auto add = [&](std::string q, auto fill) {
+    Case c{std::move(q), {}};
+    c.request.set_capture("scene");
+    fill(c.request.mutable_filter(), &c.request);
+    cases.push_back(std::move(c));
+  };
+  add("", [](v1::ArgFilter*, v1::QueryArgsRequest*) {});
+  add("task_id=0x0000000100000001", [](v1::ArgFilter* f, auto) { f->set_task_id(kSceneTask + 1); });
+  add("task_id=4294967297", [](v1::ArgFilter* f, auto) { f->set_task_id(kSceneTask + 1); });
+  add("stage=after_completion&role=ROLE_OUTPUT", [](v1::ArgFilter* f, auto) {
+    f->set_stage(v1::STAGE_AFTER_COMPLETION);
+    f->set_role(v1::ROLE_OUTPUT);
+  });
+  add("kind=scalar", [](v1::ArgFilter* f, auto) { f->set_kind(v1::KIND_SCALAR); });
+  add("dtype=float32&arg_index=0", [](v1::ArgFilter* f, auto) {
+    f->set_dtype(v1::DTYPE_FLOAT32);
+    f->set_arg_index(0);
+  });
+  add("func_id=4&step=0", [](v1::ArgFilter* f, auto) {
+    f->set_func_id(4);
+    f->set_step(0);
+  });
+  add("overflow=false&has_nonfinite=false", [](v1::ArgFilter* f, auto) {
+    f->set_overflow(false);
+    f->set_has_nonfinite(false);
+  });
+  add("func_unknown=true", [](v1::ArgFilter* f, auto) { f->set_func_unknown(true); });
+  add("page_size=2", [](v1::ArgFilter*, v1::QueryArgsRequest* r) { r->set_page_size(2); });
+  for (Case& c : cases) {
+    // Every page, each one's token taken from the previous JSON answer.
+    for (int page = 0; page < 10; ++page) {
+      v1::QueryArgsResponse answer;
+      ASSERT_TRUE(stub_->QueryArgs(Ctx().get(), c.request, &answer).ok()) << c.query;
+      std::string path = "/v1/captures/scene/args?" + c.query;
+      if (!c.request.page_token().empty()) {
+        path += (c.query.empty() ? "" : "&") + std::string("page_token=") +
+                httplib::detail::encode_query_param(c.request.page_token());
+      }
+      ExpectSameAnswer(path, answer);
+      if (answer.next_page_token().empty()) break;
+      c.request.set_page_token(answer.next_page_token());
+    }
+  }
+  // The generic mirror takes the request in JSON.
+  v1::QueryArgsRequest q;
+  q.set_capture("scene");
+  q.mutable_filter()->set_role(v1::ROLE_INOUT);
+  v1::QueryArgsResponse inout;
+  ASSERT_TRUE(stub_->QueryArgs(Ctx().get(), q, &inout).ok());
+  EXPECT_EQ(inout.args_size(), 2);
+  auto rpc = http_->Post("/v1/rpc/QueryArgs", ProtoToJson(q), "application/json");
+  ASSERT_TRUE(rpc);
+  EXPECT_EQ(rpc->body, ProtoToJson(inout) + "\n");
+
+  // GetArg (a record with its manifest index) and the payload bytes.
+  for (uint64_t id = 0; id < 7; ++id) {
+    v1::GetArgRequest g;
+    g.set_capture("scene");
+    g.set_record_id(id);
+    v1::CapturedArg arg;
+    ASSERT_TRUE(stub_->GetArg(Ctx().get(), g, &arg).ok());
+    EXPECT_TRUE(arg.has_manifest_index());
+    ExpectSameAnswer(absl::StrCat("/v1/captures/scene/args/", id), arg);
+    auto payload = Get(absl::StrCat("/v1/captures/scene/args/", id, "/payload"));
+    ASSERT_TRUE(payload);
+    EXPECT_EQ(payload->status, 200);
+    EXPECT_EQ(payload->body, GrpcPayload("scene", id)) << id;
+    EXPECT_EQ(payload->body.size(), arg.record().bin_size());
+  }
+}
+
+TEST_F(HttpGatewayTest, PayloadRangesAreBytesOfThePayload) {
+  Start("ranges");
+  WriteScene("scene");
+  const std::string all = GrpcPayload("scene", 0);  // 16x32 floats
+  ASSERT_EQ(all.size(), 2048u);
+  const std::string path = "/v1/captures/scene/args/0/payload";
+  struct Case {
+    std::string range;
+    size_t begin, length;
+  };
+  for (const Case& c : {Case{"bytes=0-0", 0, 1}, Case{"bytes=100-199", 100, 100},
+                        Case{"bytes=2000-", 2000, 48}, Case{"bytes=-16", 2032, 16},
+                        Case{"bytes=1000-99999", 1000, 1048}}) {
+    auto res = Get(path, {{"Range", c.range}});
+    ASSERT_TRUE(res) << c.range;
+    EXPECT_EQ(res->status, 206) << c.range;
+    EXPECT_EQ(res->body, all.substr(c.begin, c.length)) << c.range;
+    EXPECT_EQ(res->get_header_value("Content-Range"),
+              absl::StrCat("bytes ", c.begin, "-", c.begin + c.length - 1, "/2048"))
+        << c.range;
+  }
+  auto part = Get(path + "?offset=10&length=20");
+  ASSERT_TRUE(part);
+  EXPECT_EQ(part->status, 200);
+  EXPECT_EQ(part->body, all.substr(10, 20));
+  auto tail = Get(path + "?offset=2040");
+  ASSERT_TRUE(tail);
+  EXPECT_EQ(tail->body, all.substr(2040));
+  ExpectError(path, 416, "OUT_OF_RANGE", "past the payload's 2048 bytes",
+              {{"Range", "bytes=2048-"}});
+  ExpectError(path, 416, "OUT_OF_RANGE", "one byte range", {{"Range", "bytes=0-1,5-6"}});
+  ExpectError(path + "?offset=1", 400, "INVALID_ARGUMENT", "not both", {{"Range", "bytes=0-1"}});
+  ExpectError(path + "?offset=4096", 400, "INVALID_ARGUMENT", "past the payload");
+  // A scalar has no payload: an empty body.
+  auto scalar = Get("/v1/captures/scene/args/4/payload");
+  ASSERT_TRUE(scalar);
+  EXPECT_EQ(scalar->status, 200);
+  EXPECT_TRUE(scalar->body.empty());
+}
+
+TEST_F(HttpGatewayTest, TensorsComeAsJsonNumbersWithinTheBound) {
+  Start("tensors");
+  WriteScene("scene");
+  // 16x32 = 512 elements, over this server's bound of 300: 413 unless fit.
+  ExpectError("/v1/captures/scene/args/0/tensor", 413, "RESOURCE_EXHAUSTED", "fit=");
+  auto fitted = Get("/v1/captures/scene/args/0/tensor?fit=128");
+  ASSERT_TRUE(fitted);
+  ASSERT_EQ(fitted->status, 200) << fitted->body;
+  EXPECT_NE(fitted->body.find("\"grid_rows\": 8, \"grid_cols\": 16"), std::string::npos)
+      << fitted->body.substr(0, 300);
+  EXPECT_NE(fitted->body.find("\"NaN\""), std::string::npos);
+  EXPECT_NE(fitted->body.find("\"Infinity\""), std::string::npos);
+  EXPECT_NE(fitted->body.find("\"-Infinity\""), std::string::npos);
+  EXPECT_NE(fitted->body.find("\"nan\":\"1\",\"pos_inf\":\"1\",\"neg_inf\":\"1\""),
+            std::string::npos)
+      << fitted->body.substr(fitted->body.find("stats"), 200);
+  // The inout pair, exact: 64 values each.
+  auto before = Get("/v1/captures/scene/args/2/tensor");
+  ASSERT_TRUE(before);
+  EXPECT_EQ(before->status, 200);
+  EXPECT_NE(before->body.find("\"rows\": 8, \"cols\": 8, \"grid_rows\": 8"), std::string::npos);
+  // A 3-D tensor: the slice at index 1.
+  auto slice = Get("/v1/captures/scene/args/5/tensor?index=1");
+  ASSERT_TRUE(slice);
+  EXPECT_EQ(slice->status, 200) << slice->body;
+  EXPECT_NE(slice->body.find("\"index\": [1], \"rows\": 4, \"cols\": 8"), std::string::npos);
+  ExpectError("/v1/captures/scene/args/5/tensor?index=2", 400, "INVALID_ARGUMENT",
+              "index[0] = 2 is past dimension 0's 2 entries");
+  ExpectError("/v1/captures/scene/args/5/tensor?index=0,0", 400, "INVALID_ARGUMENT",
+              "2 values for a rank 3 tensor");
+  // Truncated: 25 of 64 elements captured, the rest null.
+  auto cut = Get("/v1/captures/scene/args/6/tensor");
+  ASSERT_TRUE(cut);
+  EXPECT_NE(cut->body.find("\"captured\": 25"), std::string::npos) << cut->body.substr(0, 300);
+  EXPECT_NE(cut->body.find("null"), std::string::npos);
+  ExpectError("/v1/captures/scene/args/4/tensor", 400, "INVALID_ARGUMENT", "not a tensor");
+  ExpectError("/v1/captures/scene/args/0/tensor?fit=0", 400, "INVALID_ARGUMENT", "fit=0");
+  ExpectError("/v1/captures/scene/args/0/tensor?fit=x", 400, "INVALID_ARGUMENT", "fit=x");
+}
+
+TEST_F(HttpGatewayTest, BadRequestsGetAStatusAndAMessage) {
+  Start("bad");
+  WriteScene("scene");
+  ExpectError("/v1/captures/nope", 404, "NOT_FOUND", "nope");
+  ExpectError("/v1/captures/nope/args", 404, "NOT_FOUND", "nope");
+  ExpectError("/v1/captures/scene/args/99", 404, "NOT_FOUND", "no record 99");
+  ExpectError("/v1/captures/scene/args/99/payload", 404, "NOT_FOUND", "no record 99");
+  ExpectError("/v1/captures/scene/args/x1", 400, "INVALID_ARGUMENT", "record id 'x1'");
+  ExpectError("/v1/captures/scene/args/-1", 400, "INVALID_ARGUMENT", "record id '-1'");
+  ExpectError("/v1/nothing", 404, "NOT_FOUND", "no such endpoint");
+  const std::string args = "/v1/captures/scene/args?";
+  ExpectError(args + "stage=bogus", 400, "INVALID_ARGUMENT",
+              "stage=bogus: not one of before_dispatch, after_completion");
+  ExpectError(args + "stage=unspecified", 400, "INVALID_ARGUMENT", "stage=unspecified");
+  ExpectError(args + "role=in", 400, "INVALID_ARGUMENT", "role=in");
+  ExpectError(args + "task_id=0xzz", 400, "INVALID_ARGUMENT", "task_id=0xzz");
+  ExpectError(args + "task_id=-5", 400, "INVALID_ARGUMENT", "task_id=-5");
+  ExpectError(args + "arg_index=4294967296", 400, "INVALID_ARGUMENT", "arg_index=4294967296");
+  ExpectError(args + "page_size=-1", 400, "INVALID_ARGUMENT", "page_size=-1");
+  ExpectError(args + "overflow=maybe", 400, "INVALID_ARGUMENT", "overflow=maybe");
+  ExpectError(args + "step=1&step=2", 400, "INVALID_ARGUMENT", "'step' is given 2 times");
+  ExpectError(args + "tsk=1", 400, "INVALID_ARGUMENT", "unknown parameter 'tsk'");
+  ExpectError(args + "page_token=garbage", 400, "INVALID_ARGUMENT", "page");
+  ExpectError("/v1/captures?state=done", 400, "INVALID_ARGUMENT", "state=done");
+  ExpectError("/v1/captures?label=nokey", 400, "INVALID_ARGUMENT", "label=nokey");
+  ExpectError("/v1/captures?label=:v", 400, "INVALID_ARGUMENT", "not key:value");
+  ExpectError("/v1/captures/scene?x=1", 400, "INVALID_ARGUMENT", "unknown parameter 'x'");
+  auto rpc = http_->Post("/v1/rpc/QueryArgs", "{\"capture\": 5", "application/json");
+  ASSERT_TRUE(rpc);
+  EXPECT_EQ(rpc->status, 400);
+  EXPECT_NE(rpc->body.find("argsdump.v1.QueryArgsRequest"), std::string::npos) << rpc->body;
+  rpc = http_->Post("/v1/rpc/QueryArgs", "{\"captur\": \"scene\"}", "application/json");
+  ASSERT_TRUE(rpc);
+  EXPECT_EQ(rpc->status, 400) << rpc->body;
+  rpc = http_->Post("/v1/rpc/Ingest", "{}", "application/json");
+  ASSERT_TRUE(rpc);
+  EXPECT_EQ(rpc->status, 404);
+  EXPECT_NE(rpc->body.find("UNIMPLEMENTED"), std::string::npos);
+  // DELETE of a finished capture: its files are freed, then it is gone.
+  auto del = http_->Delete("/v1/captures/scene");
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 200) << del->body;
+  EXPECT_NE(del->body.find("freed_bytes"), std::string::npos);
+  ExpectError("/v1/captures/scene", 404, "NOT_FOUND", "scene");
+  // Nothing above hurt the server: gRPC still answers.
+  v1::ListCapturesResponse list;
+  EXPECT_TRUE(stub_->ListCaptures(Ctx().get(), v1::ListCapturesRequest(), &list).ok());
+}
+
+TEST_F(HttpGatewayTest, TheBearerTokenIsTheServices) {
+  Start("auth", "s3cret");
+  WriteScene("scene");
+  const std::string path = "/v1/captures/scene";
+  auto none = http_->Get(path.c_str());
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_NE(none->body.find("UNAUTHENTICATED"), std::string::npos);
+  EXPECT_EQ(none->get_header_value("WWW-Authenticate"), "Bearer realm=\"argsdump\"");
+  for (const char* wrong : {"Bearer nope", "Bearer s3cret2", "s3cret", "Basic czNjcmV0"}) {
+    auto res = http_->Get(path.c_str(), {{"Authorization", wrong}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 401) << wrong;
+  }
+  EXPECT_EQ(Get(path)->status, 200);
+  EXPECT_EQ(Get(path + "/args/0/payload")->status, 200);
+  auto payload = http_->Get((path + "/args/0/payload").c_str());
+  ASSERT_TRUE(payload);
+  EXPECT_EQ(payload->status, 401);
+  auto tensor = http_->Get((path + "/args/2/tensor").c_str());
+  ASSERT_TRUE(tensor);
+  EXPECT_EQ(tensor->status, 401);
+  auto rpc = http_->Post("/v1/rpc/GetCapture", "{\"capture\": \"scene\"}", "application/json");
+  ASSERT_TRUE(rpc);
+  EXPECT_EQ(rpc->status, 401);
+  // The page itself holds no data: it loads without a token and asks for one.
+  auto page = http_->Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(page->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find("app.js"), std::string::npos);
+  for (const char* asset : {"/app.js", "/style.css", "/index.html"}) {
+    auto res = http_->Get(asset);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << asset;
+    EXPECT_FALSE(res->body.empty()) << asset;
+  }
+}
+
+TEST_F(HttpGatewayTest, ALiveCaptureIsQueriedWhileItGrows) {
+  Start("live");
+  const SceneRecords s = SceneCapture();
+  SceneIngest in(stub_.get(), "growing");
+  ASSERT_TRUE(in.Send(s, 0, 2));
+  auto first = Get("/v1/captures/growing");
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->body.find("\"state\":\"CAPTURE_STATE_LIVE\""), std::string::npos);
+  EXPECT_NE(first->body.find("\"records\":\"2\""), std::string::npos) << first->body;
+  v1::QueryArgsRequest q;
+  q.set_capture("growing");
+  v1::QueryArgsResponse live;
+  ASSERT_TRUE(stub_->QueryArgs(Ctx().get(), q, &live).ok());
+  EXPECT_EQ(live.args_size(), 2);
+  ExpectSameAnswer("/v1/captures/growing/args", live);
+  auto tensor = Get("/v1/captures/growing/args/0/tensor?fit=64");
+  ASSERT_TRUE(tensor);
+  EXPECT_EQ(tensor->status, 200) << tensor->body;
+  ExpectError("/v1/captures/growing/args/2", 404, "NOT_FOUND", "no record 2");
+
+  ASSERT_TRUE(in.Send(s, 2, 5));
+  ASSERT_TRUE(stub_->QueryArgs(Ctx().get(), q, &live).ok());
+  EXPECT_EQ(live.args_size(), 5);
+  ExpectSameAnswer("/v1/captures/growing/args", live);
+  auto arg = Get("/v1/captures/growing/args/4");
+  ASSERT_TRUE(arg);
+  EXPECT_EQ(arg->status, 200);
+  EXPECT_EQ(arg->body.find("manifest_index"), std::string::npos) << "live: no manifest order yet";
+
+  ASSERT_TRUE(in.Send(s, 5, s.records.size()));
+  ASSERT_TRUE(in.Finish());
+  auto done = Get("/v1/captures/growing");
+  ASSERT_TRUE(done);
+  EXPECT_NE(done->body.find("\"state\":\"CAPTURE_STATE_FINISHED\""), std::string::npos);
+  EXPECT_NE(done->body.find("\"records\":\"7\""), std::string::npos);
+}
+
+TEST_F(HttpGatewayTest, HttpsWithTheServersCertificateAndToken) {
+  const std::string dir = FreshTempDir("tls_files");
+  const std::string cert = dir + "/cert.pem", key = dir + "/key.pem";
+  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost"
+                          " -addext subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " +
+                          cert + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl (tools/setup.sh installs it)";
+  Start("tls", "t0ken", cert, key);
+  WriteScene("secure");
+  auto res = Get("/v1/captures/secure");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  // Plain HTTP to the HTTPS port gets no answer.
+  httplib::Client plain("127.0.0.1", server_->http_port());
+  plain.set_connection_timeout(5);
+  plain.set_read_timeout(5);
+  auto cleartext = plain.Get("/v1/captures/secure", {{"Authorization", "Bearer t0ken"}});
+  EXPECT_TRUE(!cleartext || cleartext->status != 200);
+}
+
+TEST(HttpGatewayStartTest, BadOptionsAreErrorsNotCrashes) {
+  for (const char* listen : {"nohost", "127.0.0.1:x", "127.0.0.1:70000", ":80"}) {
+    CaptureServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.hub.root = FreshTempDir("start_bad");
+    o.http.listen = listen;
+    auto server = CaptureServer::Start(o);
+    ASSERT_FALSE(server.ok()) << listen;
+    EXPECT_NE(server.status().message().find("--http_listen"), std::string::npos)
+        << server.status();
+  }
+  // The HTTP port taken: an error naming it.
+  CaptureServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.hub.root = FreshTempDir("start_first");
+  o.http.listen = "127.0.0.1:0";
+  auto first = CaptureServer::Start(o);
+  ASSERT_TRUE(first.ok());
+  CaptureServerOptions again = o;
+  again.hub.root = FreshTempDir("start_second");
+  again.http.listen = absl::StrCat("127.0.0.1:", (*first)->http_port());
+  auto second = CaptureServer::Start(again);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("cannot listen"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace argsdump

@@ -1,0 +1,235 @@
+#include "server/tensor_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "format/names.h"
+#include "server/proto_json.h"
+
+namespace argsdump {
+namespace {
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }
+
+// a * b, or false when it does not fit 64 bits.
+bool MulFits(uint64_t a, uint64_t b, uint64_t* out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+
+// The grid: blocks of br x bc elements, at most `fit` cells.
+void FitGrid(uint64_t fit, TensorSlicePlan* p) {
+  const uint64_t n = p->rows * p->cols;
+  p->grid_rows = p->rows;
+  p->grid_cols = p->cols;
+  if (fit == 0 || n <= fit) return;
+  uint64_t br = static_cast<uint64_t>(std::ceil(std::sqrt(static_cast<double>(n) / fit)));
+  br = std::max<uint64_t>({br, 1, CeilDiv(p->rows, fit)});
+  br = std::min(br, p->rows);
+  const uint64_t gr = CeilDiv(p->rows, br);  // <= fit
+  const uint64_t gc_max = std::max<uint64_t>(1, fit / gr);
+  const uint64_t bc = CeilDiv(p->cols, gc_max);
+  p->block_rows = br;
+  p->block_cols = bc;
+  p->grid_rows = gr;
+  p->grid_cols = CeilDiv(p->cols, bc);
+}
+
+void AppendNumber(double v, bool wide, std::string* out) {
+  if (std::isnan(v)) {
+    out->append("\"NaN\"");
+  } else if (std::isinf(v)) {
+    out->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+  } else {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, wide ? "%.17g" : "%.9g", v);
+    out->append(buf);
+  }
+}
+
+// Dtypes whose values need more than float32's 9 digits to round-trip.
+bool Wide(DataType t) {
+  switch (t) {
+    case DataType::kFloat64:
+    case DataType::kInt32:
+    case DataType::kUint32:
+    case DataType::kInt64:
+    case DataType::kUint64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct Cell {
+  double sum = 0;
+  uint64_t finite = 0, captured = 0;
+  bool nan = false, pos_inf = false, neg_inf = false;
+};
+
+}  // namespace
+
+absl::StatusOr<TensorSlicePlan> PlanTensorSlice(const v1::ArgRecord& r,
+                                                const std::vector<uint64_t>& index, uint64_t fit,
+                                                const TensorViewLimits& limits) {
+  if (r.kind() != v1::KIND_TENSOR) {
+    return absl::InvalidArgumentError("the record is not a tensor (its value is scalar_bits)");
+  }
+  const std::optional<DataType> dtype = FromProtoDType(r.dtype());
+  if (!dtype) {
+    return absl::InvalidArgumentError(absl::StrCat("the record's dtype ", DTypeName(r.dtype()),
+                                                   " has no element format"));
+  }
+  TensorSlicePlan p;
+  p.dtype = *dtype;
+  const int rank = r.shape_size();
+  uint64_t numel = 1;
+  for (uint32_t d : r.shape()) {
+    if (!MulFits(numel, d, &numel)) {
+      return absl::InvalidArgumentError("the record's shape overflows 64 bits");
+    }
+  }
+  if (numel != r.numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("the record's shape [",
+                                                   absl::StrJoin(r.shape(), ", "), "] holds ",
+                                                   numel, " elements but numel is ", r.numel()));
+  }
+  const size_t leading = rank > 2 ? static_cast<size_t>(rank - 2) : 0;
+  if (!index.empty() && index.size() != leading) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "index: ", index.size(), " values for a rank ", rank, " tensor (it takes ", leading,
+        leading == 0 ? ": a rank <= 2 tensor is one slice)" : ", one per leading dimension)"));
+  }
+  p.index = index.empty() ? std::vector<uint64_t>(leading, 0) : index;
+  if (rank >= 2) {
+    p.rows = r.shape(rank - 2);
+    p.cols = r.shape(rank - 1);
+  } else if (rank == 1) {
+    p.cols = r.shape(0);
+  }
+  // Row-major: the slice starts at sum(index[k] * prod(shape[k+1:])).
+  uint64_t first = 0;
+  uint64_t stride = p.rows * p.cols;  // fits: it divides numel
+  for (size_t k = leading; k-- > 0;) {
+    const uint64_t i = p.index[k];
+    if (i >= r.shape(static_cast<int>(k))) {
+      return absl::InvalidArgumentError(absl::StrCat("index[", k, "] = ", i,
+                                                     " is past dimension ", k, "'s ",
+                                                     r.shape(static_cast<int>(k)), " entries"));
+    }
+    first += i * stride;
+    stride *= r.shape(static_cast<int>(k));
+  }
+  const uint64_t n = p.rows * p.cols;
+  if (fit == 0 && n > limits.max_elements) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the slice has ", n, " elements; at most ", limits.max_elements,
+        " come as JSON numbers: pass fit=N for a grid of at most N cells (block means, "
+        "non-finite values kept), index= for another slice, or read /payload"));
+  }
+  // Bits, then bytes (FP4 packs two elements in a byte).
+  const uint64_t bits = ElementBits(p.dtype);
+  const uint64_t captured_elements = r.bin_size() * 8 / bits;
+  p.captured = first >= captured_elements ? 0 : std::min(n, captured_elements - first);
+  const uint64_t begin_byte = first * bits / 8;
+  const uint64_t end_byte = CeilDiv((first + p.captured) * bits, 8);
+  p.read_offset = begin_byte;
+  p.read_length = p.captured == 0 ? 0 : end_byte - begin_byte;
+  p.first_in_read = first - begin_byte * 8 / bits;
+  if (p.read_length > limits.max_read_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the slice is ", p.read_length, " payload bytes; at most ", limits.max_read_bytes,
+        " are read for one answer: pick a smaller slice with index=, or read /payload"));
+  }
+  FitGrid(fit, &p);
+  return p;
+}
+
+std::string TensorSliceJson(uint64_t record_id, const v1::ArgRecord& r,
+                            const TensorSlicePlan& p, absl::string_view bytes) {
+  const uint64_t bits = ElementBits(p.dtype);
+  // Elements the bytes hold from the slice's first one on.
+  const uint64_t have_elements = bytes.size() * 8 / bits;
+  const uint64_t captured =
+      have_elements <= p.first_in_read ? 0 : std::min(p.captured, have_elements - p.first_in_read);
+  const auto* base = reinterpret_cast<const uint8_t*>(bytes.data());
+  std::vector<Cell> cells(p.grid_rows * p.grid_cols);
+  v1::TensorStats stats;
+  double min = 0, max = 0, sum = 0, sq = 0;
+  uint64_t finite = 0;
+  for (uint64_t i = 0; i < captured; ++i) {
+    const double v = ElementAsDouble(p.dtype, base, p.first_in_read + i);
+    Cell& cell = cells[(i / p.cols / p.block_rows) * p.grid_cols + (i % p.cols) / p.block_cols];
+    ++cell.captured;
+    if (std::isnan(v)) {
+      cell.nan = true;
+      stats.set_nan(stats.nan() + 1);
+    } else if (std::isinf(v)) {
+      (v > 0 ? cell.pos_inf : cell.neg_inf) = true;
+      if (v > 0) {
+        stats.set_pos_inf(stats.pos_inf() + 1);
+      } else {
+        stats.set_neg_inf(stats.neg_inf() + 1);
+      }
+    } else {
+      cell.sum += v;
+      ++cell.finite;
+      min = finite == 0 ? v : std::min(min, v);
+      max = finite == 0 ? v : std::max(max, v);
+      sum += v;
+      sq += v * v;
+      ++finite;
+      if (v == 0) stats.set_zeros(stats.zeros() + 1);
+    }
+  }
+  stats.set_count(captured);
+  stats.set_min(min);
+  stats.set_max(max);
+  stats.set_mean(finite > 0 ? sum / finite : 0);
+  stats.set_l2(std::sqrt(sq));
+  std::vector<uint64_t> histogram(kHistogramBins, 0);
+  if (finite > 0) {
+    const double width = (max - min) / kHistogramBins;
+    for (uint64_t i = 0; i < captured; ++i) {
+      const double v = ElementAsDouble(p.dtype, base, p.first_in_read + i);
+      if (!std::isfinite(v)) continue;
+      int bin = width > 0 ? static_cast<int>((v - min) / width) : 0;
+      histogram[std::clamp(bin, 0, kHistogramBins - 1)]++;
+    }
+  }
+  const bool wide = Wide(p.dtype);
+  std::string out = absl::StrCat("{\"record_id\": \"", record_id, "\", \"dtype\": \"",
+                                 v1::DType_Name(r.dtype()), "\", \"shape\": [",
+                                 absl::StrJoin(r.shape(), ", "), "], \"index\": [",
+                                 absl::StrJoin(p.index, ", "), "], \"rows\": ", p.rows,
+                                 ", \"cols\": ", p.cols, ", \"grid_rows\": ", p.grid_rows,
+                                 ", \"grid_cols\": ", p.grid_cols, ", \"block_rows\": ",
+                                 p.block_rows, ", \"block_cols\": ", p.block_cols,
+                                 ", \"captured\": ", captured, ", \"values\": [");
+  out.reserve(out.size() + cells.size() * 12);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) out.append(",");
+    const Cell& c = cells[i];
+    if (c.captured == 0) {
+      out.append("null");
+    } else if (c.nan) {
+      out.append("\"NaN\"");
+    } else if (c.pos_inf) {
+      out.append("\"Infinity\"");
+    } else if (c.neg_inf) {
+      out.append("\"-Infinity\"");
+    } else {
+      AppendNumber(c.finite == 1 ? c.sum : c.sum / c.finite, wide && c.finite == 1, &out);
+    }
+  }
+  absl::StrAppend(&out, "], \"stats\": ", ProtoToJson(stats), ", \"histogram\": {\"min\": ");
+  AppendNumber(min, wide, &out);
+  out.append(", \"max\": ");
+  AppendNumber(max, wide, &out);
+  absl::StrAppend(&out, ", \"counts\": [", absl::StrJoin(histogram, ","), "]}}");
+  return out;
+}
+
+}  // namespace argsdump

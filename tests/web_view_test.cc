@@ -1,0 +1,242 @@
+// The web view in a real browser: a capture_server (in this process) with
+// its HTTP face on 127.0.0.1 port 0, and Debian's headless Chromium
+// (tools/setup.sh installs it) started by the test, one run per page load.
+// The test reads the rendered DOM (--dump-dom) and a screenshot
+// (--screenshot, a PNG decoded here) of the same page.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/files.h"
+#include "gtest/gtest.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "server/capture_service.h"
+#include "server/http_test_capture.h"
+#include "tests/testing/temp_dir.h"
+#include "zlib.h"
+
+namespace argsdump {
+namespace {
+
+constexpr int kWidth = 1400, kHeight = 1000;
+
+// One headless Chromium run over `url`; `mode` is "--dump-dom" (the DOM
+// on stdout, returned) or "--screenshot=<file>".
+std::string RunChromium(const std::string& url, const std::string& mode) {
+  const std::string profile = FreshTempDir("chromium_profile");
+  const std::string cmd = absl::StrCat(
+      "HOME=", profile, " timeout 120 chromium --headless --no-sandbox --disable-gpu ",
+      "--disable-dev-shm-usage --no-first-run --hide-scrollbars --user-data-dir=", profile,
+      " --window-size=", kWidth, ",", kHeight, " --virtual-time-budget=10000 ", mode, " '", url,
+      "' 2>", profile, "/stderr");
+  FILE* out = popen(cmd.c_str(), "r");
+  if (out == nullptr) return "";
+  std::string text;
+  char buf[65536];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, out)) > 0;) text.append(buf, n);
+  const int status = pclose(out);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "chromium (tools/setup.sh installs it): " << cmd << "\n"
+      << ReadFileToString(profile + "/stderr").value_or("");
+  return text;
+}
+
+// The value of attribute `attr` on the element with id `id` in a DOM dump.
+std::string Attribute(const std::string& dom, const std::string& id, const std::string& attr) {
+  const std::regex tag("<[a-z]+[^>]*\\bid=\"" + id + "\"[^>]*>");
+  std::smatch m;
+  if (!std::regex_search(dom, m, tag)) return "";
+  const std::string t = m.str();
+  const std::regex value("\\b" + attr + "=\"([^\"]*)\"");
+  std::smatch v;
+  return std::regex_search(t, v, value) ? v[1].str() : "";
+}
+
+struct Image {
+  int width = 0, height = 0;
+  std::vector<uint8_t> rgb;  // 3 bytes a pixel
+  const uint8_t* at(int x, int y) const { return &rgb[(static_cast<size_t>(y) * width + x) * 3]; }
+};
+
+uint32_t BigEndian(const uint8_t* p) {
+  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
+}
+
+// An 8-bit RGB or RGBA, non-interlaced PNG (what Chromium writes).
+bool DecodePng(const std::string& file, Image* out) {
+  const std::string& b = file;
+  if (b.size() < 8 || b.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0) return false;
+  std::string idat;
+  int channels = 0;
+  for (size_t at = 8; at + 12 <= b.size();) {
+    const auto* p = reinterpret_cast<const uint8_t*>(b.data() + at);
+    const uint32_t length = BigEndian(p);
+    const std::string type = b.substr(at + 4, 4);
+    if (at + 12 + length > b.size()) return false;
+    const std::string data = b.substr(at + 8, length);
+    if (type == "IHDR") {
+      const auto* h = reinterpret_cast<const uint8_t*>(data.data());
+      out->width = static_cast<int>(BigEndian(h));
+      out->height = static_cast<int>(BigEndian(h + 4));
+      if (h[8] != 8 || h[12] != 0) return false;  // bit depth, interlace
+      channels = h[9] == 2 ? 3 : h[9] == 6 ? 4 : 0;
+      if (channels == 0) return false;
+    } else if (type == "IDAT") {
+      idat += data;
+    }
+    at += 12 + length;
+  }
+  const size_t stride = static_cast<size_t>(out->width) * channels;
+  std::vector<uint8_t> raw((stride + 1) * out->height);
+  uLongf raw_size = raw.size();
+  if (uncompress(raw.data(), &raw_size, reinterpret_cast<const Bytef*>(idat.data()),
+                 idat.size()) != Z_OK ||
+      raw_size != raw.size()) {
+    return false;
+  }
+  std::vector<uint8_t> prev(stride, 0), cur(stride);
+  out->rgb.resize(static_cast<size_t>(out->width) * out->height * 3);
+  for (int y = 0; y < out->height; ++y) {
+    const uint8_t filter = raw[y * (stride + 1)];
+    const uint8_t* line = &raw[y * (stride + 1) + 1];
+    for (size_t i = 0; i < stride; ++i) {
+      const int a = i >= static_cast<size_t>(channels) ? cur[i - channels] : 0;
+      const int up = prev[i];
+      const int c = i >= static_cast<size_t>(channels) ? prev[i - channels] : 0;
+      int pred = 0;
+      switch (filter) {
+        case 0: pred = 0; break;
+        case 1: pred = a; break;
+        case 2: pred = up; break;
+        case 3: pred = (a + up) / 2; break;
+        case 4: {
+          const int pa = std::abs(up - c), pb = std::abs(a - c), pc = std::abs(a + up - 2 * c);
+          pred = pa <= pb && pa <= pc ? a : pb <= pc ? up : c;
+          break;
+        }
+        default: return false;
+      }
+      cur[i] = static_cast<uint8_t>(line[i] + pred);
+    }
+    for (int x = 0; x < out->width; ++x) {
+      std::memcpy(&out->rgb[(static_cast<size_t>(y) * out->width + x) * 3], &cur[x * channels], 3);
+    }
+    std::swap(prev, cur);
+  }
+  return true;
+}
+
+struct Rect {
+  int x = 0, y = 0, w = 0, h = 0;
+};
+
+bool ParseRect(const std::string& text, Rect* r) {
+  return std::sscanf(text.c_str(), "%d,%d,%d,%d", &r->x, &r->y, &r->w, &r->h) == 4 && r->w > 0 &&
+         r->h > 0;
+}
+
+class WebViewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CaptureServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.hub.root = FreshTempDir("web_view");
+    o.http.listen = "127.0.0.1:0";
+    auto server = CaptureServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    stub_ = v1::CaptureService::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", server_->port()), grpc::InsecureChannelCredentials()));
+    base_ = absl::StrCat("http://127.0.0.1:", server_->http_port(), "/");
+    const SceneRecords s = SceneCapture();
+    SceneIngest done(stub_.get(), "scene");
+    ASSERT_TRUE(done.Send(s, 0, s.records.size()));
+    ASSERT_TRUE(done.Finish());
+    // A live one, held open while the browser looks.
+    live_ = std::make_unique<SceneIngest>(stub_.get(), "growing");
+    ASSERT_TRUE(live_->Send(s, 0, 3));
+  }
+
+  void TearDown() override {
+    live_.reset();
+    if (server_ != nullptr) server_->Shutdown(std::chrono::milliseconds(500));
+  }
+
+  std::unique_ptr<CaptureServer> server_;
+  std::unique_ptr<v1::CaptureService::Stub> stub_;
+  std::unique_ptr<SceneIngest> live_;
+  std::string base_;
+};
+
+TEST_F(WebViewTest, ListsCapturesFiltersByTaskAndDrawsAnInout) {
+  const std::string dom = RunChromium(
+      base_ + "#capture=scene&task_id=0x0000000100000001&record=2", "--dump-dom");
+  ASSERT_FALSE(dom.empty());
+  EXPECT_EQ(Attribute(dom, "status", "class").find("error"), std::string::npos);
+  // Both captures, the live one as live.
+  EXPECT_NE(dom.find("data-capture=\"scene\""), std::string::npos);
+  EXPECT_NE(dom.find("data-capture=\"growing\""), std::string::npos);
+  EXPECT_NE(dom.find("live"), std::string::npos);
+  // The args table holds exactly the task's two records (the inout pair).
+  const std::regex row("<tr[^>]*data-record-id=\"([0-9]+)\"[^>]*data-task-id=\"([^\"]+)\"");
+  std::vector<std::string> ids;
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), row); it != std::sregex_iterator();
+       ++it) {
+    EXPECT_EQ((*it)[2].str(), "0x0000000100000001");
+    ids.push_back((*it)[1].str());
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"2", "3"}));
+  // The tensor view: heatmap, histogram and the before/after difference drawn.
+  for (const char* canvas : {"heatmap", "histogram", "diff"}) {
+    EXPECT_GT(std::atoi(Attribute(dom, canvas, "data-drawn").c_str()), 0) << canvas;
+  }
+  // after - before: the first 32 of 64 elements changed (by 1).
+  const std::regex summary("id=\"diff-summary\"[^>]*>([^<]*)<");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dom, m, summary));
+  EXPECT_NE(m[1].str().find("32 of 64"), std::string::npos) << m[1].str();
+  const std::regex body_error("<body[^>]*data-error=\"([^\"]*)\"");
+  if (std::regex_search(dom, m, body_error)) {
+    EXPECT_EQ(m[1].str(), "");
+  }
+}
+
+TEST_F(WebViewTest, TheHeatmapMarksNaNAndTheHistogramIsDrawn) {
+  const std::string url = base_ + "#capture=scene&record=0";
+  const std::string dom = RunChromium(url, "--dump-dom");
+  Rect heat, hist;
+  ASSERT_TRUE(ParseRect(Attribute(dom, "heatmap", "data-rect"), &heat)) << dom.substr(0, 2000);
+  ASSERT_TRUE(ParseRect(Attribute(dom, "histogram", "data-rect"), &hist));
+  const std::string png = FreshTempDir("shot") + "/page.png";
+  RunChromium(url, "--screenshot=" + png);
+  Image image;
+  ASSERT_TRUE(DecodePng(ReadFileToString(png).value_or(""), &image)) << png;
+  ASSERT_EQ(image.width, kWidth);
+  ASSERT_EQ(image.height, kHeight);
+  auto count = [&](const Rect& r, auto pixel_test) {
+    int n = 0;
+    for (int y = r.y; y < r.y + r.h && y < image.height; ++y) {
+      for (int x = r.x; x < r.x + r.w && x < image.width; ++x) n += pixel_test(image.at(x, y));
+    }
+    return n;
+  };
+  auto not_white = [](const uint8_t* p) { return p[0] < 245 || p[1] < 245 || p[2] < 245; };
+  auto magenta = [](const uint8_t* p) { return p[0] > 230 && p[1] < 30 && p[2] > 230; };
+  const int heat_area = heat.w * heat.h;
+  // A 16x32 tensor of sines: every cell coloured; the NaN cell magenta
+  // (one of 512 cells: ~1/512 of the area).
+  EXPECT_GT(count(heat, not_white), heat_area * 9 / 10) << "heatmap " << heat.x << "," << heat.y;
+  const int nan_pixels = count(heat, magenta);
+  EXPECT_GT(nan_pixels, heat_area / 1024) << "the NaN cell is not marked";
+  EXPECT_LT(nan_pixels, heat_area / 128);
+  EXPECT_GT(count(hist, not_white), hist.w * hist.h / 50) << "histogram";
+}
+
+}  // namespace
+}  // namespace argsdump
