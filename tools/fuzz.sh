@@ -17,6 +17,7 @@ targets=(
   "tests:ingest_stream_fuzzer tests/testdata/ingest_corpus"
   "server:page_token_fuzzer server/testdata/page_token_corpus"
   "server:payload_map_fuzzer server/testdata/payload_map_corpus"
+  "server:tensor_view_fuzzer server/testdata/tensor_view_corpus"
   "device:workload_fuzzer device/testdata/workload_corpus"
   "device:dump_config_fuzzer device/testdata/dump_config_corpus"
   "device:flight_fuzzer device/testdata/flight_corpus"

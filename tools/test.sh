@@ -46,8 +46,8 @@ if [ "${1:-}" != "--plain" ]; then
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   passed=$((passed + $(grep -c '^example: ok:' "$log.example")))
   failed=$((failed + $(grep -c '^example: FAILED:' "$log.example")))
-  echo "=== libFuzzer targets (tools/fuzz.sh 20)"
-  if bash tools/fuzz.sh 20; then passed=$((passed + 1)); else failed=$((failed + 1)); rc=1; fi
+  echo "=== libFuzzer targets (tools/fuzz.sh 10)"
+  if bash tools/fuzz.sh 10; then passed=$((passed + 1)); else failed=$((failed + 1)); rc=1; fi
   rm -f "$log.example"
 fi
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build error
