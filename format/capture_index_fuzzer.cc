@@ -63,8 +63,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto row = f.RecordById(id);
     if (!row) std::abort();  // every id below size() has a row
     Check(*row);
+    // GetArg's read: a checked row (or DataLoss), its manifest position in range.
+    auto hit = f.HitById(id);
+    if (hit.ok() && (!hit->manifest_index || *hit->manifest_index >= n)) std::abort();
   }
   if (f.RecordById(n)) std::abort();
+  if (!absl::IsNotFound(f.HitById(n).status())) std::abort();
   argsdump::ArgFilter all;
   uint64_t from = 0;
   for (int page = 0; page < 64; ++page) {

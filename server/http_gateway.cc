@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -50,22 +51,13 @@ namespace {
 constexpr auto kCallTimeout = std::chrono::seconds(60);
 constexpr uint32_t kMaxUint32 = 0xffffffffu;
 
-const char* CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {
-      "OK",        "CANCELLED",         "UNKNOWN",         "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",  "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",     "DATA_LOSS",
-      "UNAUTHENTICATED"};
-  const int i = static_cast<int>(code);
-  return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
-}
 
 // The error body every failed request gets.
 void SendError(httplib::Response& res, int http_status, grpc::StatusCode code,
                absl::string_view message) {
   std::string body = absl::StrCat("{\"code\": ", static_cast<int>(code), ", \"status\": \"",
-                                  CodeName(code), "\", \"message\": ");
+                                  absl::StatusCodeToString(static_cast<absl::StatusCode>(code)),
+                                  "\", \"message\": ");
   AppendJsonString(message, &body);
   body.append("}\n");
   res.status = http_status;
@@ -213,6 +205,17 @@ std::string Group(const httplib::Request& req, int i) { return req.matches[i].st
 bool ParseRecordId(const std::string& text, uint64_t* id) {
   return !text.empty() && absl::ascii_isdigit(static_cast<unsigned char>(text[0])) &&
          absl::SimpleAtoi(text, id);
+}
+
+// ReadPayload of bytes [offset, offset + length) of record `id`.
+v1::ReadPayloadRequest PayloadRange(const std::string& capture, uint64_t id, uint64_t offset,
+                                    uint64_t length) {
+  v1::ReadPayloadRequest request;
+  request.set_capture(capture);
+  request.set_record_id(id);
+  request.set_offset(offset);
+  request.set_length(length);
+  return request;
 }
 
 // A ReadPayload stream kept open across httplib's content-provider calls.
@@ -502,12 +505,8 @@ class HttpGateway::Routes {
     // not a connection cut after the headers.
     auto stream = std::make_shared<PayloadStream>();
     if (!Prepare(req, res, &stream->context)) return;
-    v1::ReadPayloadRequest request;
-    request.set_capture(Group(req, 1));
-    request.set_record_id(arg.record_id());
-    request.set_offset(begin);
-    request.set_length(length);
-    stream->reader = stub_->ReadPayload(&stream->context, request);
+    stream->reader = stub_->ReadPayload(
+        &stream->context, PayloadRange(Group(req, 1), arg.record_id(), begin, length));
     if (!stream->reader->Read(&stream->chunk)) {
       stream->finished = true;
       const grpc::Status s = stream->reader->Finish();
@@ -565,13 +564,10 @@ class HttpGateway::Routes {
     if (plan->read_length > 0) {
       grpc::ClientContext context;
       if (!Prepare(req, res, &context)) return;
-      v1::ReadPayloadRequest request;
-      request.set_capture(Group(req, 1));
-      request.set_record_id(arg.record_id());
-      request.set_offset(plan->read_offset);
-      request.set_length(plan->read_length);
       bytes.reserve(plan->read_length);
-      auto reader = stub_->ReadPayload(&context, request);
+      auto reader = stub_->ReadPayload(
+          &context, PayloadRange(Group(req, 1), arg.record_id(), plan->read_offset,
+                                 plan->read_length));
       v1::PayloadChunk chunk;
       while (reader->Read(&chunk)) bytes.append(chunk.data());
       const grpc::Status s = reader->Finish();
