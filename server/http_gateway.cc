@@ -647,6 +647,10 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   // httplib sets SO_REUSEPORT by default: a second server on the same port
   // would start and take half the connections. SO_REUSEADDR only (a
   // restart binds while old connections linger in TIME_WAIT).
+  // An answer goes out as two writes (headers, body): with Nagle on, the
+  // body waits for the ACK of the headers, which a keep-alive client delays
+  // by 40 ms (the second query on a connection took 42 ms instead of 1).
+  gateway->http_->set_tcp_nodelay(true);
   gateway->http_->set_socket_options([](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));

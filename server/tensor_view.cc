@@ -135,9 +135,13 @@ absl::StatusOr<TensorSlicePlan> PlanTensorSlice(const v1::ArgRecord& r,
   p.captured = first >= captured_elements ? 0 : std::min(n, captured_elements - first);
   const uint64_t begin_byte = first * bits / 8;
   const uint64_t end_byte = CeilDiv((first + p.captured) * bits, 8);
-  p.read_offset = begin_byte;
-  p.read_length = p.captured == 0 ? 0 : end_byte - begin_byte;
-  p.first_in_read = first - begin_byte * 8 / bits;
+  // A slice wholly past what was captured reads nothing (its cells are null):
+  // the plan then names no offset either, so no caller reads past the end.
+  if (p.captured > 0) {
+    p.read_offset = begin_byte;
+    p.read_length = end_byte - begin_byte;
+    p.first_in_read = first - begin_byte * 8 / bits;
+  }
   if (p.read_length > limits.max_read_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the slice is ", p.read_length, " payload bytes; at most ", limits.max_read_bytes,

@@ -81,6 +81,21 @@ TEST(TensorViewTest, HigherRanksAreSlicedAndTruncatedPayloadsAreNull) {
   EXPECT_FALSE(PlanTensorSlice(r, {0, 0}, 0, TensorViewLimits()).ok());
 }
 
+TEST(TensorViewTest, ASliceWhollyPastTheCapturedBytesReadsNothing) {
+  v1::ArgRecord r = Tensor({3, 2, 2});
+  r.set_bin_size(8);  // 2 of 12 elements: slices 1 and 2 were not captured
+  r.set_truncated(true);
+  for (uint64_t slice : {1, 2}) {
+    auto plan = PlanTensorSlice(r, {slice}, 0, TensorViewLimits());
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(plan->captured, 0u);
+    EXPECT_EQ(plan->read_length, 0u);
+    EXPECT_LE(plan->read_offset, r.bin_size());  // nothing past the end is named
+    const std::string json = TensorSliceJson(0, r, *plan, "");
+    EXPECT_NE(json.find("\"values\": [null,null,null,null]"), std::string::npos) << json;
+  }
+}
+
 TEST(TensorViewTest, Fp4SlicesStartMidByte) {
   const v1::ArgRecord r = Tensor({3, 1}, v1::DTYPE_FP4E2M1, 0);
   v1::ArgRecord packed = r;

@@ -4,8 +4,9 @@
 //   bazel run -c opt //tests:capture_service_benchmark
 // BM_IngestRatios/0        metadata-only records: real / null, paired per iteration
 // BM_IngestRatios/1        1 MiB tensors: real / null, and bytes/s
-// BM_QueryByTask/N         QueryArgs by task_id on a finished N-record capture
-//                          (p50/p99 latency) and the server's resident memory
+// BM_QueryByTask/N/F       QueryArgs by task_id on a finished N-record capture
+//                          (p50/p99 latency) and the server's resident memory;
+//                          F: 0 gRPC, 1 gRPC with the HTTP face on, 2 HTTP/JSON
 #include <malloc.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <string>
@@ -24,7 +26,9 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "collector/grpc_sink.h"
+#include "httplib.h"
 #include "server/capture_service.h"
+#include "server/proto_json.h"
 #include "tests/testing/arg_records.h"
 #include "tests/testing/temp_dir.h"
 
@@ -246,9 +250,12 @@ void BM_IngestRatios(benchmark::State& state) {
 BENCHMARK(BM_IngestRatios)->Arg(0)->Arg(1)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // A finished capture of `records` scalar records (8 per task), written with
-// the store directly, then served; QueryArgs by random task_ids.
-void BM_QueryByTask(benchmark::State& state) {
-  const uint64_t records = state.range(0);
+// the store directly once per size and kept for every benchmark that
+// queries it (the 10 M one takes a while to write); removed at exit.
+const std::string& QueryCapture(uint64_t records) {
+  static std::map<uint64_t, std::string>* roots = new std::map<uint64_t, std::string>;
+  auto it = roots->find(records);
+  if (it != roots->end()) return it->second;
   const std::string root = Scratch(absl::StrCat("query_", records));
   RemoveTreeAndSync(root);
   {
@@ -270,28 +277,68 @@ void BM_QueryByTask(benchmark::State& state) {
     }
     if (!store->Finish(v1::CaptureCounters()).ok()) std::abort();
   }
+  static const bool cleanup = [] {
+    std::atexit([] {
+      for (const auto& [records, root] : *roots) RemoveTreeAndSync(root);
+    });
+    return true;
+  }();
+  (void)cleanup;
+  return roots->emplace(records, root).first->second;
+}
+
+// How BM_QueryByTask asks.
+enum QueryFace : int64_t {
+  kGrpc = 0,             // gRPC, the HTTP face off
+  kGrpcWithHttpOn = 1,   // gRPC, the HTTP face listening (idle)
+  kHttp = 2,             // GET /v1/captures/big/args?task_id=0x... (keep-alive),
+                         // the JSON parsed back into a QueryArgsResponse
+};
+
+// QueryArgs by random task_ids on a finished capture: p50/p99 latency and
+// the server's resident memory. Run the faces side by side: /0 against /1
+// is what the HTTP face costs the gRPC path when it is merely on, /2
+// against /0 what a dashboard pays for HTTP and JSON.
+void BM_QueryByTask(benchmark::State& state) {
+  const uint64_t records = state.range(0);
+  const auto face = static_cast<QueryFace>(state.range(1));
+  const std::string& root = QueryCapture(records);
   ::malloc_trim(0);  // hand the writer's freed rows back before measuring
   const double anon_before = StatusMiB("RssAnon");
   CaptureServerOptions o;
   o.listen = "127.0.0.1:0";
   o.hub.root = root;
+  if (face != kGrpc) o.http.listen = "127.0.0.1:0";
   auto server = std::move(CaptureServer::Start(o)).value();
   auto stub = v1::CaptureService::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", server->port()), grpc::InsecureChannelCredentials()));
+  httplib::Client http("127.0.0.1", face == kGrpc ? 1 : server->http_port());
+  http.set_keep_alive(true);
   std::mt19937_64 rng(1);
   std::vector<double> latencies;
   for (auto _ : state) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    v1::QueryArgsRequest q;
-    q.set_capture("big");
-    q.set_task_id(0x100000000ull + rng() % (records / 8));
+    const uint64_t task = 0x100000000ull + rng() % (records / 8);
     v1::QueryArgsResponse resp;
+    bool ok = false;
     const auto t0 = std::chrono::steady_clock::now();
-    const grpc::Status s = stub->QueryArgs(&ctx, q, &resp);
+    if (face == kHttp) {
+      const auto got = http.Get(absl::StrCat("/v1/captures/big/args?task_id=0x",
+                                             absl::Hex(task)).c_str());
+      ok = got && got->status == 200 && ProtoFromJson(got->body, &resp).ok();
+    } else {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      v1::QueryArgsRequest q;
+      q.set_capture("big");
+      q.set_task_id(task);
+      ok = stub->QueryArgs(&ctx, q, &resp).ok();
+    }
     latencies.push_back(
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    if (!s.ok() || resp.args_size() != 8) state.SkipWithError("wrong answer");
+    if (!ok || resp.args_size() != 8 || resp.args(0).record().task_id() != task) {
+      state.SkipWithError("wrong answer");
+      break;
+    }
   }
   std::sort(latencies.begin(), latencies.end());
   state.counters["p50_us"] = latencies[latencies.size() / 2];
@@ -300,11 +347,15 @@ void BM_QueryByTask(benchmark::State& state) {
   // (file-backed: the on-disk index, reclaimable by the kernel).
   state.counters["anon_growth_mib"] = StatusMiB("RssAnon") - anon_before;
   state.counters["index_file_rss_mib"] = StatusMiB("RssFile");
+  http.stop();
   server->Shutdown(std::chrono::milliseconds(1000));
   server.reset();
-  RemoveTreeAndSync(root);
 }
-BENCHMARK(BM_QueryByTask)->Arg(1 << 20)->Arg(10 << 20)->Iterations(20000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_QueryByTask)
+    ->ArgNames({"records", "face"})
+    ->ArgsProduct({{1 << 20, 10 << 20}, {kGrpc, kGrpcWithHttpOn, kHttp, kGrpc}})
+    ->Iterations(20000)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace argsdump

@@ -24,7 +24,7 @@ for config in "${configs[@]}"; do
   # tools no test runs are built once, in the plain pass): the cold ASan
   # build was the longest phase of CI.
   [ "$config" != plain ] && flags=(--config="$config" --build_tests_only)
-  echo "=== bazel test //... ($config)"
+  echo "=== bazel test //... ($config) at ${SECONDS}s"
   bazel test "${flags[@]}" //... 2>&1 | tee -a "$log" | grep -E '^//|^Executed|^ERROR|^FAIL' 
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   # What a failed test said, so a CI log alone tells why (its test.log is
@@ -41,15 +41,16 @@ done
 passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
 failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD|INCOMPLETE)' "$log")
 if [ "${1:-}" != "--plain" ]; then
-  echo "=== examples/custom_kernels (a workspace of its own on the SDK)"
+  echo "=== examples/custom_kernels (a workspace of its own on the SDK) at ${SECONDS}s"
   bash tools/test_example.sh | tee "$log.example" | grep -E '^===|^example:|^ERROR|FAILED'
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
   passed=$((passed + $(grep -c '^example: ok:' "$log.example")))
   failed=$((failed + $(grep -c '^example: FAILED:' "$log.example")))
-  echo "=== libFuzzer targets (tools/fuzz.sh 10)"
+  echo "=== libFuzzer targets (tools/fuzz.sh 10) at ${SECONDS}s"
   if bash tools/fuzz.sh 10; then passed=$((passed + 1)); else failed=$((failed + 1)); rc=1; fi
   rm -f "$log.example"
 fi
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build error
+echo "=== done at ${SECONDS}s"
 echo "$passed passed, $failed failed"
 exit "$rc"
