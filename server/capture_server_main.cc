@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -41,6 +42,10 @@ ABSL_FLAG(std::string, http_listen, "",
           "host:port to serve the HTTP/JSON API and the web view on as well (port 0: any "
           "free port, printed at start; empty: off). Same --tls_cert/--tls_key and "
           "--auth_token_file as gRPC");
+ABSL_FLAG(std::vector<std::string>, http_cors_origin, {},
+          "origins (comma-separated, e.g. https://grafana.example:3000; * for any) whose "
+          "pages may call the HTTP API from a browser (CORS; empty: none, the built-in page "
+          "needs none)");
 ABSL_FLAG(uint64_t, http_max_tensor_elements, 1 << 18,
           "elements a .../tensor answer may hold as JSON numbers without fit= (more: 413)");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
@@ -106,6 +111,7 @@ int Main(const CommandLine& line) {
   }
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
   o.http.tensor.max_elements = absl::GetFlag(FLAGS_http_max_tensor_elements);
+  o.http.cors_origins = absl::GetFlag(FLAGS_http_cors_origin);
   if (o.http.tensor.max_elements == 0) {
     return Fail(absl::StrCat(line.Spelling("http_max_tensor_elements"), ": 0"));
   }

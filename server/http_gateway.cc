@@ -1,5 +1,6 @@
 #include "server/http_gateway.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/files.h"
 #include "format/names.h"
 #include "httplib.h"
@@ -199,6 +201,25 @@ bool ParseIndexList(const std::string& text, std::vector<uint64_t>* out) {
   return true;
 }
 
+// Why `origin` is not what a browser sends as Origin (scheme://host[:port]),
+// or "" when it is (or is "*").
+std::string BadOrigin(absl::string_view origin) {
+  if (origin == "*") return "";
+  absl::string_view rest = origin;
+  if (!absl::ConsumePrefix(&rest, "http://") && !absl::ConsumePrefix(&rest, "https://")) {
+    return "not http:// or https://";
+  }
+  if (rest.empty()) return "no host";
+  for (char c : rest) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) &&
+        absl::string_view("-.:[]").find(c) == absl::string_view::npos) {
+      return absl::StrCat("'", std::string(1, c), "' is not in a host[:port] (no path, no "
+                          "trailing '/')");
+    }
+  }
+  return "";
+}
+
 // What the request's path captured (httplib's regex groups).
 std::string Group(const httplib::Request& req, int i) { return req.matches[i].str(); }
 
@@ -241,13 +262,14 @@ class HttpGateway::Routes {
       : options_(options), stub_(v1::CaptureService::NewStub(std::move(channel))) {}
 
   void Install(httplib::Server* http) {
-    // The Range header means something only to /payload: elsewhere httplib
-    // would cut the JSON by it.
-    http->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    http->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      // The Range header means something only to /payload: elsewhere
+      // httplib would cut the JSON by it.
       if (req.path.find("/payload") == std::string::npos) {
         const_cast<httplib::Request&>(req).ranges.clear();
       }
-      return httplib::Server::HandlerResponse::Unhandled;
+      return Cors(req, res) ? httplib::Server::HandlerResponse::Handled
+                            : httplib::Server::HandlerResponse::Unhandled;
     });
     for (const WebAsset& asset : WebAssets()) {
       auto serve = [&asset](const httplib::Request&, httplib::Response& res) {
@@ -311,6 +333,31 @@ class HttpGateway::Routes {
   template <typename Req, typename Resp>
   using Method = grpc::Status (v1::CaptureService::Stub::*)(grpc::ClientContext*, const Req&,
                                                             Resp*);
+
+  // CORS for /v1/: an allowed Origin gets Access-Control-Allow-Origin on
+  // every answer (errors too, so a dashboard can read their message), and
+  // its preflight (OPTIONS) is answered here: true when it was.
+  bool Cors(const httplib::Request& req, httplib::Response& res) const {
+    if (options_.cors_origins.empty() || req.path.rfind("/v1/", 0) != 0) return false;
+    const std::string origin = req.get_header_value("Origin");
+    const auto& allowed = options_.cors_origins;
+    const bool any = std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
+    if (origin.empty() ||
+        !(any || std::find(allowed.begin(), allowed.end(), origin) != allowed.end())) {
+      return false;
+    }
+    res.set_header("Access-Control-Allow-Origin", any ? "*" : origin);
+    if (!any) res.set_header("Vary", "Origin");
+    res.set_header("Access-Control-Expose-Headers", "Content-Range, Content-Length, Accept-Ranges");
+    if (req.method != "OPTIONS" || !req.has_header("Access-Control-Request-Method")) {
+      return false;
+    }
+    res.status = 204;
+    res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE");
+    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, Range");
+    res.set_header("Access-Control-Max-Age", "600");
+    return true;
+  }
 
   // The call's metadata from the request: its bearer token, a deadline.
   // False (and an error sent) for a header gRPC cannot carry.
@@ -617,6 +664,11 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   }
   if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
     return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  for (const std::string& origin : options.cors_origins) {
+    if (auto bad = BadOrigin(origin); !bad.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--http_cors_origin ", origin, ": ", bad));
+    }
   }
   std::unique_ptr<HttpGateway> gateway(new HttpGateway());
   if (!options.tls_cert_file.empty()) {

@@ -21,12 +21,14 @@
 //   GET    /v1/captures/NAME/args/ID/tensor[?index=&fit=]         GetArg + ReadPayload
 //   POST   /v1/rpc/METHOD  (body: the request message in JSON)   any unary method
 //   GET    /  /app.js  /style.css                                 the web view
+//   OPTIONS /v1/...  a CORS preflight from an origin in cors_origins
 #ifndef ARGSDUMP_SERVER_HTTP_GATEWAY_H_
 #define ARGSDUMP_SERVER_HTTP_GATEWAY_H_
 
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
@@ -48,6 +50,12 @@ struct HttpGatewayOptions {
   // kept alive; a browser opens up to six).
   int threads = 16;
   TensorViewLimits tensor;
+  // Origins ("https://grafana.example:3000", or "*" for any) whose pages
+  // may call /v1/ from a browser (CORS: the answers carry
+  // Access-Control-Allow-Origin, preflights are answered). Empty: none
+  // (the page at "/" is same-origin and needs none). Each one is checked
+  // by Start (scheme://host[:port], no path).
+  std::vector<std::string> cors_origins;
 };
 
 // The HTTP status for a gRPC status code (the usual mapping: NOT_FOUND 404,

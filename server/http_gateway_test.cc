@@ -32,6 +32,7 @@ class HttpGatewayTest : public ::testing::Test {
     o.tls_key_file = key;
     o.http.listen = "127.0.0.1:0";
     o.http.tensor.max_elements = 300;  // the 16x32 tensor is over it
+    o.http.cors_origins = cors_;
     auto server = CaptureServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -113,6 +114,7 @@ class HttpGatewayTest : public ::testing::Test {
   std::unique_ptr<v1::CaptureService::Stub> stub_;
   std::unique_ptr<httplib::ClientImpl> http_;
   std::string token_;
+  std::vector<std::string> cors_;  // set before Start
 };
 
 TEST_F(HttpGatewayTest, EveryQueryAnswersWhatGrpcAnswers) {
@@ -367,6 +369,11 @@ TEST_F(HttpGatewayTest, TheBearerTokenIsTheServices) {
     EXPECT_EQ(res->status, 401) << wrong;
   }
   EXPECT_EQ(Get(path)->status, 200);
+  // No --http_cors_origin: no page from elsewhere may read an answer.
+  auto cross = Get(path, {{"Origin", "https://dash.example"}});
+  ASSERT_TRUE(cross);
+  EXPECT_EQ(cross->status, 200);
+  EXPECT_FALSE(cross->has_header("Access-Control-Allow-Origin"));
   EXPECT_EQ(Get(path + "/args/0/payload")->status, 200);
   auto payload = http_->Get((path + "/args/0/payload").c_str());
   ASSERT_TRUE(payload);
@@ -389,6 +396,67 @@ TEST_F(HttpGatewayTest, TheBearerTokenIsTheServices) {
     EXPECT_EQ(res->status, 200) << asset;
     EXPECT_FALSE(res->body.empty()) << asset;
   }
+}
+
+TEST_F(HttpGatewayTest, PagesFromTheGivenOriginsMayCallTheApi) {
+  const std::string dash = "https://dash.example:3000";
+  cors_ = {dash, "http://127.0.0.1:8080"};
+  Start("cors", "s3cret");
+  WriteScene("scene");
+  for (const std::string path : {"/v1/captures", "/v1/captures/scene/args?task_id=0x100000001",
+                                 "/v1/captures/scene/args/0/payload"}) {
+    auto res = Get(path, {{"Origin", dash}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << path;
+    EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), dash) << path;
+    EXPECT_EQ(res->get_header_value("Vary"), "Origin") << path;
+    EXPECT_NE(res->get_header_value("Access-Control-Expose-Headers").find("Content-Range"),
+              std::string::npos);
+  }
+  // Errors too, so that the dashboard can show their message.
+  for (const auto& [path, status] : std::vector<std::pair<std::string, int>>{
+           {"/v1/captures/nope", 404}, {"/v1/captures/scene/args?stage=X", 400}}) {
+    auto res = Get(path, {{"Origin", dash}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, status) << path;
+    EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), dash) << path;
+  }
+  auto no_token = http_->Get("/v1/captures", {{"Origin", dash}});
+  ASSERT_TRUE(no_token);
+  EXPECT_EQ(no_token->status, 401);
+  EXPECT_EQ(no_token->get_header_value("Access-Control-Allow-Origin"), dash);
+  // The preflight a browser sends before a GET with a token and a Range
+  // carries no token itself: answered, not refused.
+  const httplib::Headers preflight = {{"Origin", dash},
+                                      {"Access-Control-Request-Method", "GET"},
+                                      {"Access-Control-Request-Headers", "authorization,range"}};
+  auto pre = http_->Options("/v1/captures/scene/args/0/payload", preflight);
+  ASSERT_TRUE(pre);
+  EXPECT_EQ(pre->status, 204);
+  EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Origin"), dash);
+  EXPECT_NE(pre->get_header_value("Access-Control-Allow-Methods").find("GET"), std::string::npos);
+  const std::string allowed = pre->get_header_value("Access-Control-Allow-Headers");
+  EXPECT_NE(allowed.find("Authorization"), std::string::npos) << allowed;
+  EXPECT_NE(allowed.find("Range"), std::string::npos) << allowed;
+  // Another origin, or the origin with another port or scheme: nothing
+  // that lets its page read the answer.
+  for (const char* other : {"https://evil.example", "https://dash.example:3001",
+                            "http://dash.example:3000", "null"}) {
+    auto res = Get("/v1/captures", {{"Origin", other}});
+    ASSERT_TRUE(res);
+    EXPECT_FALSE(res->has_header("Access-Control-Allow-Origin")) << other;
+    httplib::Headers h = preflight;
+    h.erase("Origin");
+    h.emplace("Origin", other);
+    auto p = http_->Options("/v1/captures", h);
+    ASSERT_TRUE(p);
+    EXPECT_NE(p->status, 204) << other;
+    EXPECT_FALSE(p->has_header("Access-Control-Allow-Origin")) << other;
+  }
+  // The page and its files are same-origin only.
+  auto page = http_->Get("/", {{"Origin", dash}});
+  ASSERT_TRUE(page);
+  EXPECT_FALSE(page->has_header("Access-Control-Allow-Origin"));
 }
 
 TEST_F(HttpGatewayTest, ALiveCaptureIsQueriedWhileItGrows) {
@@ -458,6 +526,35 @@ TEST(HttpGatewayStartTest, BadOptionsAreErrorsNotCrashes) {
     ASSERT_FALSE(server.ok()) << listen;
     EXPECT_NE(server.status().message().find("--http_listen"), std::string::npos)
         << server.status();
+  }
+  for (const char* origin : {"dash.example", "https://dash.example/", "https://",
+                             "https://dash.example/path", "ftp://dash.example"}) {
+    CaptureServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.hub.root = FreshTempDir("start_bad_origin");
+    o.http.listen = "127.0.0.1:0";
+    o.http.cors_origins = {"https://ok.example", origin};
+    auto server = CaptureServer::Start(o);
+    ASSERT_FALSE(server.ok()) << origin;
+    EXPECT_NE(server.status().message().find(absl::StrCat("--http_cors_origin ", origin)),
+              std::string::npos)
+        << server.status();
+  }
+  {
+    // "*": any page, and the answer says "*" (the token is a header, not a
+    // cookie, so no credentials mode is needed).
+    CaptureServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.hub.root = FreshTempDir("start_any_origin");
+    o.http.listen = "127.0.0.1:0";
+    o.http.cors_origins = {"*"};
+    auto server = CaptureServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status();
+    httplib::Client http("127.0.0.1", (*server)->http_port());
+    auto res = http.Get("/v1/captures", {{"Origin", "https://anywhere.example"}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_EQ(res->get_header_value("Access-Control-Allow-Origin"), "*");
   }
   // The HTTP port taken: an error naming it.
   CaptureServerOptions o;
