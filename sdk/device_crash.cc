@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/files.h"
+#include "base/utf8.h"
 #include "collector/abi_convert.h"
 #include "collector/exception_dump.h"
 #include "format/arg_filter.h"
@@ -38,27 +39,14 @@ std::string JsonString(const std::string& s) {
 std::string Utf8(const std::string& s, size_t max) {
   std::string out;
   for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = n > 0 && i + n <= s.size();
-    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
-    if (ok && n == 2) ok = c >= 0xC2;  // no overlong forms
-    if (ok && n == 3) {
-      const unsigned char d = static_cast<unsigned char>(s[i + 1]);
-      ok = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d >= 0xA0);  // no overlong, no surrogates
-    }
-    if (ok && n == 4) {
-      const unsigned char d = static_cast<unsigned char>(s[i + 1]);
-      ok = c <= 0xF4 && !(c == 0xF0 && d < 0x90) && !(c == 0xF4 && d >= 0x90);
-    }
-    if (!ok) n = 1;
-    if (out.size() + (ok ? n : 1) > max) break;
-    if (ok) {
+    const size_t n = Utf8SequenceLength(absl::string_view(s).substr(i));
+    if (out.size() + std::max<size_t>(n, 1) > max) break;
+    if (n > 0) {
       out.append(s, i, n);
     } else {
       out.push_back('?');
     }
-    i += n;
+    i += std::max<size_t>(n, 1);
   }
   return out;
 }

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/utf8.h"
 #include "server/capture_store.h"
 #include "server/journal.h"
 #include "format/device_crash.h"
@@ -135,17 +136,10 @@ void AppendJsonString(absl::string_view text, std::string* out) {
       out->push_back(static_cast<char>(c));
       ++p;
     } else {
-      // A UTF-8 sequence: its length from the lead byte, its continuation
-      // bytes checked, overlong forms and surrogates refused.
-      const int n = c >= 0xF0 ? (c <= 0xF4 ? 4 : 0) : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-      bool valid = n > 0 && end - p >= n;
-      for (int k = 1; valid && k < n; ++k) valid = (p[k] & 0xC0) == 0x80;
-      if (valid && n == 3) {
-        valid = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] >= 0xA0);
-      }
-      if (valid && n == 4) valid = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] >= 0x90);
-      if (valid) {
-        out->append(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+      const size_t n = Utf8SequenceLength(
+          absl::string_view(reinterpret_cast<const char*>(p), static_cast<size_t>(end - p)));
+      if (n > 0) {
+        out->append(reinterpret_cast<const char*>(p), n);
         p += n;
       } else {
         out->append("\\ufffd");
