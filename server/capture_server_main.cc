@@ -46,6 +46,9 @@ ABSL_FLAG(std::vector<std::string>, http_cors_origin, {},
           "origins (comma-separated, e.g. https://grafana.example:3000; * for any) whose "
           "pages may call the HTTP API from a browser (CORS; empty: none, the built-in page "
           "needs none)");
+ABSL_FLAG(int, http_max_connections, 256,
+          "HTTP connections served at once (a thread each while open); more wait for one to "
+          "end");
 ABSL_FLAG(uint64_t, http_max_tensor_elements, 1 << 18,
           "elements a .../tensor answer may hold as JSON numbers without fit= (more: 413)");
 ABSL_FLAG(int, shutdown_grace_ms, 5000,
@@ -112,6 +115,11 @@ int Main(const CommandLine& line) {
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
   o.http.tensor.max_elements = absl::GetFlag(FLAGS_http_max_tensor_elements);
   o.http.cors_origins = absl::GetFlag(FLAGS_http_cors_origin);
+  o.http.max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  if (o.http.max_connections < 1 || o.http.max_connections > 65536) {
+    return Fail(absl::StrCat(line.Spelling("http_max_connections"), ": ",
+                             o.http.max_connections, " is not in 1..65536"));
+  }
   if (o.http.tensor.max_elements == 0) {
     return Fail(absl::StrCat(line.Spelling("http_max_tensor_elements"), ": 0"));
   }

@@ -546,7 +546,7 @@ void CaptureServer::Shutdown(std::chrono::milliseconds grace) {
   if (shut_down_) return;
   shut_down_ = true;
   // HTTP requests are calls on the server: they end first.
-  if (http_ != nullptr) http_->Shutdown();
+  if (http_ != nullptr) http_->Shutdown(grace);
   if (server_ != nullptr) {  // null when Start failed
     server_->Shutdown(std::chrono::system_clock::now() + grace);
     server_->Wait();

@@ -18,10 +18,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/files.h"
+#include "base/utf8.h"
 #include "format/names.h"
 #include "httplib.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "proto/grpc_status.h"
+#include "server/connection_threads.h"
 #include "server/manifest.h"
 #include "server/proto_json.h"
 #include "server/web_assets.h"
@@ -51,6 +53,8 @@ int HttpStatusFor(grpc::StatusCode code) {
 namespace {
 
 constexpr auto kCallTimeout = std::chrono::seconds(60);
+// Request bodies: /v1/rpc's JSON.
+constexpr uint64_t kMaxRequestBody = 1 << 20;
 constexpr uint32_t kMaxUint32 = 0xffffffffu;
 
 
@@ -82,10 +86,58 @@ void SendJson(httplib::Response& res, const std::string& json) {
 
 // The query string, checked: every parameter known, single ones given once,
 // values parsed with errors that name the parameter.
+// Digits only (SimpleAtoi alone takes "+1" and " 1 "), within 64 bits.
+bool ParseDecimal(absl::string_view text, uint64_t* out) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(),
+                     [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) &&
+         absl::SimpleAtoi(text, out);
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A query name as httplib decodes it: %XX and '+'.
+std::string DecodeQueryPart(absl::string_view part) {
+  std::string out;
+  for (size_t i = 0; i < part.size(); ++i) {
+    int hi = 0, lo = 0;
+    if (part[i] == '%' && i + 2 < part.size() && (hi = HexDigit(part[i + 1])) >= 0 &&
+        (lo = HexDigit(part[i + 2])) >= 0) {
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out.push_back(part[i] == '+' ? ' ' : part[i]);
+    }
+  }
+  return out;
+}
+
 class Params {
  public:
   Params(const httplib::Request& req, std::vector<std::string> known)
-      : req_(req), known_(known.begin(), known.end()) {}
+      : req_(req), known_(known.begin(), known.end()) {
+    // httplib keeps one of identical pairs ("state=live&state=live"): the
+    // raw query says how often each name came.
+    const size_t q = req.target.find('?');
+    if (q != std::string::npos) {
+      for (absl::string_view part :
+           absl::StrSplit(absl::string_view(req.target).substr(q + 1), '&', absl::SkipEmpty())) {
+        ++given_[DecodeQueryPart(part.substr(0, part.find('=')))];
+      }
+    }
+    for (const auto& [name, value] : req.params) {
+      if (!IsValidUtf8(name) || !IsValidUtf8(value)) {
+        Fail(absl::StrCat("parameter '", IsValidUtf8(name) ? name : "?",
+                          "': its value is not UTF-8 (percent-encode UTF-8 bytes)"));
+        break;
+      }
+    }
+  }
 
   // The first problem found, in order of the calls; empty when none.
   const std::string& error() const { return error_; }
@@ -95,7 +147,7 @@ class Params {
     for (const auto& [name, value] : req_.params) {
       if (known_.count(name) == 0) {
         Fail(absl::StrCat("unknown parameter '", name, "' (this endpoint takes ",
-                          absl::StrJoin(known_, ", "), ")"));
+                          known_.empty() ? "none" : absl::StrJoin(known_, ", "), ")"));
         break;
       }
     }
@@ -103,7 +155,7 @@ class Params {
   }
 
   std::optional<std::string> Single(const std::string& name) {
-    const size_t n = req_.params.count(name);
+    const size_t n = std::max(req_.params.count(name), Given(name));
     if (n == 0) return std::nullopt;
     if (n > 1) {
       Fail(absl::StrCat("parameter '", name, "' is given ", n, " times"));
@@ -123,8 +175,7 @@ class Params {
     std::optional<std::string> v = Single(name);
     if (!v) return std::nullopt;
     uint64_t out = 0;
-    if (v->empty() || !absl::ascii_isdigit(static_cast<unsigned char>((*v)[0])) ||
-        !absl::SimpleAtoi(*v, &out) || out > max) {
+    if (!ParseDecimal(*v, &out) || out > max) {
       Fail(absl::StrCat(name, "=", *v, ": not an integer in 0..", max));
       return std::nullopt;
     }
@@ -147,8 +198,7 @@ class Params {
     uint64_t out = 0;
     if (absl::StartsWithIgnoreCase(*v, "0x")) {
       if (std::optional<uint64_t> hex = ParseTaskIdHex(absl::AsciiStrToLower(*v))) return hex;
-    } else if (!v->empty() && absl::ascii_isdigit(static_cast<unsigned char>((*v)[0])) &&
-               absl::SimpleAtoi(*v, &out)) {
+    } else if (ParseDecimal(*v, &out)) {
       return out;
     }
     Fail(absl::StrCat(name, "=", *v, ": not a task id (0x + up to 16 hex digits, or decimal)"));
@@ -182,8 +232,14 @@ class Params {
   }
 
  private:
+  size_t Given(const std::string& name) const {
+    auto it = given_.find(name);
+    return it == given_.end() ? 0 : it->second;
+  }
+
   const httplib::Request& req_;
   std::set<std::string> known_;
+  std::map<std::string, size_t> given_;  // from the raw query
   std::string error_;
 };
 
@@ -192,10 +248,7 @@ bool ParseIndexList(const std::string& text, std::vector<uint64_t>* out) {
   if (text.empty()) return true;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     uint64_t v = 0;
-    if (part.empty() || !absl::ascii_isdigit(static_cast<unsigned char>(part[0])) ||
-        !absl::SimpleAtoi(part, &v)) {
-      return false;
-    }
+    if (!ParseDecimal(part, &v)) return false;
     out->push_back(v);
   }
   return true;
@@ -223,10 +276,7 @@ std::string BadOrigin(absl::string_view origin) {
 // What the request's path captured (httplib's regex groups).
 std::string Group(const httplib::Request& req, int i) { return req.matches[i].str(); }
 
-bool ParseRecordId(const std::string& text, uint64_t* id) {
-  return !text.empty() && absl::ascii_isdigit(static_cast<unsigned char>(text[0])) &&
-         absl::SimpleAtoi(text, id);
-}
+bool ParseRecordId(const std::string& text, uint64_t* id) { return ParseDecimal(text, id); }
 
 // ReadPayload of bytes [offset, offset + length) of record `id`.
 v1::ReadPayloadRequest PayloadRange(const std::string& capture, uint64_t id, uint64_t offset,
@@ -265,11 +315,12 @@ class HttpGateway::Routes {
     http->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       // The Range header means something only to /payload: elsewhere
       // httplib would cut the JSON by it.
-      if (req.path.find("/payload") == std::string::npos) {
-        const_cast<httplib::Request&>(req).ranges.clear();
+      auto& mutable_req = const_cast<httplib::Request&>(req);
+      if (req.path.find("/payload") == std::string::npos) mutable_req.ranges.clear();
+      if (Cors(req, res) || !CheckBody(mutable_req, res)) {
+        return httplib::Server::HandlerResponse::Handled;
       }
-      return Cors(req, res) ? httplib::Server::HandlerResponse::Handled
-                            : httplib::Server::HandlerResponse::Unhandled;
+      return httplib::Server::HandlerResponse::Unhandled;
     });
     for (const WebAsset& asset : WebAssets()) {
       auto serve = [&asset](const httplib::Request&, httplib::Response& res) {
@@ -304,10 +355,17 @@ class HttpGateway::Routes {
         [](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
       const int status = res.status;
+      // httplib answers these before routing, from the request's head.
       const std::string what =
           status == 404   ? absl::StrCat("no such endpoint: ", req.method, " ", req.path,
                                          " (the API is under /v1/captures; see the README)")
-          : status == 413 ? std::string("request body too large")
+          : status == 413 ? absl::StrCat("request body over ", kMaxRequestBody, " bytes")
+          : status == 414 ? std::string("request target (path and query) too long")
+          : status == 416 ? absl::StrCat("Range: '", req.get_header_value("Range"),
+                                         "' is not a byte range this server reads (bytes=FIRST-"
+                                         "LAST, bytes=FIRST- or bytes=-SUFFIX; /payload only)")
+          : status == 400 ? std::string("malformed HTTP request (its request line, a header, "
+                                        "or the body's framing)")
                           : absl::StrCat("HTTP ", status);
       SendError(res, status,
                 status == 404   ? grpc::StatusCode::NOT_FOUND
@@ -359,6 +417,48 @@ class HttpGateway::Routes {
     return true;
   }
 
+  // Before httplib reads a request's body (pre-routing): a POST or DELETE
+  // without Content-Length or Transfer-Encoding has none (RFC 9112 6.3;
+  // httplib would read until the client closed: `curl -X POST` waited 10 s
+  // for a 400), a bad or too large length is refused before its bytes
+  // are waited for, and a JSON body is not parsed as a form (httplib caps
+  // those at 8 KiB: `curl -d` sends that content type). False when refused
+  // (a body sent anyway then reads as a malformed request: httplib answers
+  // 400 and closes).
+  bool CheckBody(httplib::Request& req, httplib::Response& res) const {
+    if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS") return true;
+    auto refuse = [&](int status, grpc::StatusCode code, std::string message) {
+      SendError(res, status, code, message);
+      return false;
+    };
+    const size_t lengths = req.get_header_value_count("Content-Length");
+    if (lengths == 0) {
+      if (!req.has_header("Transfer-Encoding")) req.set_header("Content-Length", "0");
+    } else {
+      uint64_t length = 0;
+      for (size_t i = 0; i < lengths; ++i) {
+        const std::string value = req.get_header_value("Content-Length", i);
+        uint64_t v = 0;
+        if (!ParseDecimal(value, &v) || (i > 0 && v != length)) {
+          return refuse(400, grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("Content-Length: '", value, "'",
+                                     i > 0 ? " differs from the first one"
+                                           : " is not a byte count"));
+        }
+        length = v;
+      }
+      if (length > kMaxRequestBody) {
+        return refuse(413, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      absl::StrCat("request body of ", length, " bytes; at most ",
+                                   kMaxRequestBody, " are read"));
+      }
+    }
+    if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+      req.headers.erase("Content-Type");
+    }
+    return true;
+  }
+
   // The call's metadata from the request: its bearer token, a deadline.
   // False (and an error sent) for a header gRPC cannot carry.
   bool Prepare(const httplib::Request& req, httplib::Response& res,
@@ -373,7 +473,11 @@ class HttpGateway::Routes {
         return false;
       }
     }
-    context->AddMetadata("authorization", value);
+    // The scheme is case-insensitive (RFC 9110 11.1); the service compares
+    // "Bearer <token>" exactly.
+    const bool bearer = value.size() > 7 && absl::EqualsIgnoreCase(value.substr(0, 7), "bearer ");
+    context->AddMetadata("authorization",
+                         bearer ? absl::StrCat("Bearer ", value.substr(7)) : value);
     return true;
   }
 
@@ -552,6 +656,10 @@ class HttpGateway::Routes {
     // not a connection cut after the headers.
     auto stream = std::make_shared<PayloadStream>();
     if (!Prepare(req, res, &stream->context)) return;
+    // No deadline for the whole download (a slow client's 32 MiB was cut
+    // after 60 s): a client that stops reading is cut by the write timeout,
+    // and shutdown cuts the rest (Shutdown).
+    stream->context.set_deadline(std::chrono::system_clock::time_point::max());
     stream->reader = stub_->ReadPayload(
         &stream->context, PayloadRange(Group(req, 1), arg.record_id(), begin, length));
     if (!stream->reader->Read(&stream->chunk)) {
@@ -689,23 +797,28 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
         "HTTPS: ", options.tls_cert_file, " and ", options.tls_key_file,
         " are not a PEM certificate chain and its private key"));
   }
-  const int threads = std::max(2, options.threads);
-  gateway->http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  gateway->connections_ =
+      std::make_unique<ConnectionThreads>(static_cast<size_t>(std::max(2, options.max_connections)));
+  gateway->http_->new_task_queue = [threads = gateway->connections_.get()] {
+    return threads->NewTaskQueue();
+  };
   gateway->http_->set_keep_alive_max_count(1000);
   gateway->http_->set_keep_alive_timeout(5);
   gateway->http_->set_read_timeout(10);
   gateway->http_->set_write_timeout(60);
-  gateway->http_->set_payload_max_length(1 << 20);  // request bodies: /v1/rpc JSON
-  // httplib sets SO_REUSEPORT by default: a second server on the same port
-  // would start and take half the connections. SO_REUSEADDR only (a
-  // restart binds while old connections linger in TIME_WAIT).
+  gateway->http_->set_payload_max_length(kMaxRequestBody);
   // An answer goes out as two writes (headers, body): with Nagle on, the
   // body waits for the ACK of the headers, which a keep-alive client delays
   // by 40 ms (the second query on a connection took 42 ms instead of 1).
   gateway->http_->set_tcp_nodelay(true);
-  gateway->http_->set_socket_options([](socket_t sock) {
+  // httplib sets SO_REUSEPORT by default: a second server on the same port
+  // would start and take half the connections. SO_REUSEADDR only (a
+  // restart binds while old connections linger in TIME_WAIT).
+  auto listening = std::make_shared<int>(-1);
+  gateway->http_->set_socket_options([listening](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    *listening = sock;
   });
   gateway->routes_ = std::make_unique<Routes>(options, std::move(channel));
   gateway->routes_->Install(gateway->http_.get());
@@ -719,6 +832,11 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
         absl::StrCat("--http_listen ", options.listen, ": cannot listen (in use, or no such address)"));
   }
   gateway->port_ = port;
+  // httplib listens with a backlog of 5: a burst of connections (a page's
+  // six, a dashboard's fan-out) overflowed it while the accept loop started
+  // threads, and the dropped SYNs were retried a second later. Listening
+  // again on the bound socket raises the backlog.
+  if (*listening >= 0) ::listen(*listening, SOMAXCONN);
   httplib::Server* http = gateway->http_.get();
   auto exited = std::make_shared<std::atomic<bool>>(false);
   gateway->listener_ = std::thread([http, exited] {
@@ -731,12 +849,18 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   return gateway;
 }
 
-void HttpGateway::Shutdown() {
-  if (http_ == nullptr) return;
-  http_->stop();
-  if (listener_.joinable()) listener_.join();
+void HttpGateway::Shutdown(std::chrono::milliseconds grace) {
+  if (http_ == nullptr || !listener_.joinable()) return;
+  http_->stop();  // no new connections; kept-alive ones close after their request
+  // A request still arriving (a client that trickles its head), a download
+  // a slow client reads, an idle kept-alive connection: cut after the grace,
+  // so a SIGTERM ends the server whatever its clients do.
+  if (!connections_->WaitIdle(std::chrono::steady_clock::now() + grace)) {
+    ConnectionThreads::CutConnections(port_);
+  }
+  listener_.join();
 }
 
-HttpGateway::~HttpGateway() { Shutdown(); }
+HttpGateway::~HttpGateway() { Shutdown(std::chrono::milliseconds(0)); }
 
 }  // namespace argsdump

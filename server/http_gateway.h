@@ -25,6 +25,7 @@
 #ifndef ARGSDUMP_SERVER_HTTP_GATEWAY_H_
 #define ARGSDUMP_SERVER_HTTP_GATEWAY_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -40,15 +41,18 @@ class Server;
 
 namespace argsdump {
 
+class ConnectionThreads;
+
 struct HttpGatewayOptions {
   // host:port ("[::1]:port" for IPv6); port 0 picks a free one.
   std::string listen;
   // Both set: HTTPS with this certificate chain and private key (PEM).
   std::string tls_cert_file;
   std::string tls_key_file;
-  // Threads that serve connections (each keeps its connection while it is
-  // kept alive; a browser opens up to six).
-  int threads = 16;
+  // Connections served at once, a thread each while it is open (kept
+  // alive, or its request still arriving); more wait for one to end. A
+  // browser opens up to six.
+  int max_connections = 256;
   TensorViewLimits tensor;
   // Origins ("https://grafana.example:3000", or "*" for any) whose pages
   // may call /v1/ from a browser (CORS: the answers carry
@@ -74,14 +78,17 @@ class HttpGateway {
       const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel);
   ~HttpGateway();
   int port() const { return port_; }
-  // Stops listening and waits for the requests being served (before the
-  // gRPC server shuts down: they are calls on it).
-  void Shutdown();
+  // Stops listening, gives the requests being served `grace` to end, then
+  // cuts the connections still open, and waits for their threads (before
+  // the gRPC server shuts down: they are calls on it). The destructor
+  // shuts down with no grace.
+  void Shutdown(std::chrono::milliseconds grace);
 
  private:
   class Routes;
   HttpGateway() = default;
   std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<ConnectionThreads> connections_;
   std::unique_ptr<Routes> routes_;
   std::thread listener_;
   int port_ = 0;

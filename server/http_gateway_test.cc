@@ -2,9 +2,17 @@
 // 127.0.0.1 port 0, over real sockets with an HTTP client: every endpoint,
 // its answers compared with the gRPC answers to the same queries, paging,
 // ranges, errors, auth, TLS, and a live capture queried while it grows.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
@@ -19,6 +27,56 @@
 
 namespace argsdump {
 namespace {
+
+// A raw connection to 127.0.0.1:port, for what an HTTP client library
+// would not send (a head never finished, no Content-Length). Reads give
+// up after 30 s (a failure, not a pace the test relies on).
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval limit{30, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~RawConnection() { ::close(fd_); }
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // An answer's head and its Content-Length bytes of body; "" when the
+  // connection ended first.
+  std::string ReadAnswer() {
+    std::string got;
+    size_t body_at = std::string::npos, length = 0;
+    for (;;) {
+      if (body_at == std::string::npos && (body_at = got.find("\r\n\r\n")) != std::string::npos) {
+        body_at += 4;
+        const size_t h = got.find("Content-Length: ");
+        if (h != std::string::npos && h < body_at) length = std::strtoull(&got[h + 16], nullptr, 10);
+      }
+      if (body_at != std::string::npos && got.size() >= body_at + length) return got;
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return "";
+      got.append(buf, static_cast<size_t>(n));
+    }
+  }
+  // True when the server closed the connection (a read sees its end).
+  bool ClosedByServer() {
+    char c;
+    const ssize_t n = ::recv(fd_, &c, 1, 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+};
 
 class HttpGatewayTest : public ::testing::Test {
  protected:
@@ -331,7 +389,28 @@ TEST_F(HttpGatewayTest, BadRequestsGetAStatusAndAMessage) {
   ExpectError("/v1/captures?state=done", 400, "INVALID_ARGUMENT", "state=done");
   ExpectError("/v1/captures?label=nokey", 400, "INVALID_ARGUMENT", "label=nokey");
   ExpectError("/v1/captures?label=:v", 400, "INVALID_ARGUMENT", "not key:value");
-  ExpectError("/v1/captures/scene?x=1", 400, "INVALID_ARGUMENT", "unknown parameter 'x'");
+  ExpectError("/v1/captures/scene?x=1", 400, "INVALID_ARGUMENT",
+              "unknown parameter 'x' (this endpoint takes none)");
+  // Identical pairs too (httplib keeps one of them).
+  ExpectError(args + "step=1&step=1", 400, "INVALID_ARGUMENT", "'step' is given 2 times");
+  ExpectError("/v1/captures?state=live&st%61te=live", 400, "INVALID_ARGUMENT",
+              "'state' is given 2 times");
+  // Numbers are digits: no sign, no spaces.
+  ExpectError(args + "task_id=1%20", 400, "INVALID_ARGUMENT", "task_id=1 ");
+  ExpectError(args + "task_id=+1", 400, "INVALID_ARGUMENT", "task_id=+1");
+  ExpectError(args + "page_size=%2010", 400, "INVALID_ARGUMENT", "page_size= 10");
+  ExpectError("/v1/captures/scene/args/1%20", 400, "INVALID_ARGUMENT", "record id '1 '");
+  ExpectError("/v1/captures/scene/args/0/tensor?index=%201", 400, "INVALID_ARGUMENT", "index=");
+  // Values that are not UTF-8 (a proto3 string must be): the parameter
+  // named, not an empty 501.
+  ExpectError("/v1/captures?page_token=%ff", 400, "INVALID_ARGUMENT", "'page_token'");
+  ExpectError("/v1/captures?label=case:%c3", 400, "INVALID_ARGUMENT", "'label'");
+  ExpectError(args + "page_token=%ed%a0%80", 400, "INVALID_ARGUMENT", "not UTF-8");
+  // A Range header httplib cannot read, on any endpoint: it is named.
+  auto range = Get("/v1/captures", {{"Range", "items=0-5"}});
+  ASSERT_TRUE(range);
+  EXPECT_EQ(range->status, 416);
+  EXPECT_NE(range->body.find("Range: 'items=0-5'"), std::string::npos) << range->body;
   auto rpc = http_->Post("/v1/rpc/QueryArgs", "{\"capture\": 5", "application/json");
   ASSERT_TRUE(rpc);
   EXPECT_EQ(rpc->status, 400);
@@ -343,6 +422,12 @@ TEST_F(HttpGatewayTest, BadRequestsGetAStatusAndAMessage) {
   ASSERT_TRUE(rpc);
   EXPECT_EQ(rpc->status, 404);
   EXPECT_NE(rpc->body.find("UNIMPLEMENTED"), std::string::npos);
+  // A JSON body sent as a form (curl -d) is still JSON, past 8 KiB too.
+  rpc = http_->Post("/v1/rpc/QueryArgs",
+                    absl::StrCat("{\"capture\": \"scene\"", std::string(20000, ' '), "}"),
+                    "application/x-www-form-urlencoded");
+  ASSERT_TRUE(rpc);
+  EXPECT_EQ(rpc->status, 200) << rpc->body.substr(0, 300);
   // DELETE of a finished capture: its files are freed, then it is gone.
   auto del = http_->Delete("/v1/captures/scene");
   ASSERT_TRUE(del);
@@ -354,6 +439,72 @@ TEST_F(HttpGatewayTest, BadRequestsGetAStatusAndAMessage) {
   EXPECT_TRUE(stub_->ListCaptures(Ctx().get(), v1::ListCapturesRequest(), &list).ok());
 }
 
+TEST_F(HttpGatewayTest, RequestBodiesAreFramedOrRefusedAtOnce) {
+  Start("framing");
+  WriteScene("scene");
+  // No Content-Length and no Transfer-Encoding: no body (it used to wait
+  // for the client to close). The connection stays open for the next one.
+  RawConnection c(server_->http_port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("POST /v1/rpc/GetCapture HTTP/1.1\r\nHost: x\r\n\r\n"));
+  std::string answer = c.ReadAnswer();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;  // GetCapture of ""
+  EXPECT_NE(answer.find("capture"), std::string::npos) << answer;
+  ASSERT_TRUE(c.Send("POST /v1/rpc/ListCaptures HTTP/1.1\r\nHost: x\r\n\r\n"));
+  answer = c.ReadAnswer();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_NE(answer.find("\"scene\""), std::string::npos) << answer;
+  // A length that is no number, two that differ, one over the limit: an
+  // answer naming it before any body byte is sent (httplib waited 10 s for
+  // the bytes, then said "HTTP 400" or read "abc" as 0).
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"Content-Length: abc\r\n", "400"},
+      {"Content-Length: -5\r\n", "400"},
+      {"Content-Length: 2\r\nContent-Length: 3\r\n", "400"},
+      {"Content-Length: 99999999999999999999\r\n", "400"},
+      {"Content-Length: 1048577\r\n", "413"},
+  };
+  for (const auto& [headers, status] : bad) {
+    RawConnection r(server_->http_port());
+    ASSERT_TRUE(r.Send("POST /v1/rpc/ListCaptures HTTP/1.1\r\nHost: x\r\n" + headers + "\r\n"));
+    const std::string got = r.ReadAnswer();
+    EXPECT_EQ(got.rfind("HTTP/1.1 " + status, 0), 0u) << headers << got;
+    EXPECT_TRUE(got.find("Content-Length: '") != std::string::npos ||
+                got.find("request body of 1048577 bytes") != std::string::npos)
+        << headers << got;
+  }
+}
+
+TEST_F(HttpGatewayTest, SlowClientsDoNotStopTheOthers) {
+  Start("slow");
+  WriteScene("scene");
+  // 40 clients that never finish their request's head (more than a fixed
+  // pool had threads).
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  for (int i = 0; i < 40; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(server_->http_port()));
+    ASSERT_TRUE(slow.back()->connected());
+    ASSERT_TRUE(slow.back()->Send("GET /v1/captures/scene HTTP/1.1\r\nHost: x\r\n"));
+  }
+  // Another client is answered while they wait...
+  auto res = Get("/v1/captures/scene");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  // ...and so are they once their heads end: none was dropped meanwhile.
+  for (auto& c : slow) {
+    ASSERT_TRUE(c->Send("\r\n"));
+    const std::string answer = c->ReadAnswer();
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  }
+  // Shutdown does not wait for clients that keep a connection open.
+  for (int i = 0; i < 8; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(server_->http_port()));
+    ASSERT_TRUE(slow.back()->Send("GET /v1/captures HTTP/1.1\r\n"));
+  }
+  server_->Shutdown(std::chrono::milliseconds(100));
+  for (auto& c : slow) EXPECT_TRUE(c->ClosedByServer());
+}
+
 TEST_F(HttpGatewayTest, TheBearerTokenIsTheServices) {
   Start("auth", "s3cret");
   WriteScene("scene");
@@ -363,7 +514,14 @@ TEST_F(HttpGatewayTest, TheBearerTokenIsTheServices) {
   EXPECT_EQ(none->status, 401);
   EXPECT_NE(none->body.find("UNAUTHENTICATED"), std::string::npos);
   EXPECT_EQ(none->get_header_value("WWW-Authenticate"), "Bearer realm=\"argsdump\"");
-  for (const char* wrong : {"Bearer nope", "Bearer s3cret2", "s3cret", "Basic czNjcmV0"}) {
+  // The scheme in any case (RFC 9110), the token exactly.
+  for (const char* scheme : {"bearer", "BEARER", "BeArEr"}) {
+    auto res = http_->Get(path.c_str(), {{"Authorization", absl::StrCat(scheme, " s3cret")}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << scheme;
+  }
+  for (const char* wrong : {"Bearer nope", "Bearer s3cret2", "s3cret", "Basic czNjcmV0",
+                            "bearer S3CRET", "Bearer  s3cret", "Bearer"}) {
     auto res = http_->Get(path.c_str(), {{"Authorization", wrong}});
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 401) << wrong;

@@ -30,11 +30,13 @@ void FitGrid(uint64_t fit, TensorSlicePlan* p) {
   br = std::min(br, p->rows);
   const uint64_t gr = CeilDiv(p->rows, br);  // <= fit
   const uint64_t gc_max = std::max<uint64_t>(1, fit / gr);
-  const uint64_t bc = CeilDiv(p->cols, gc_max);
-  p->block_rows = br;
-  p->block_cols = bc;
-  p->grid_rows = gr;
-  p->grid_cols = CeilDiv(p->cols, bc);
+  const uint64_t gc = CeilDiv(p->cols, CeilDiv(p->cols, gc_max));
+  // Even blocks for that grid (8 rows in 2 are 4 and 4, not 7 and 1); never
+  // more cells than before.
+  p->block_rows = CeilDiv(p->rows, gr);
+  p->block_cols = CeilDiv(p->cols, gc);
+  p->grid_rows = CeilDiv(p->rows, p->block_rows);
+  p->grid_cols = CeilDiv(p->cols, p->block_cols);
 }
 
 void AppendNumber(double v, bool wide, std::string* out) {

@@ -81,6 +81,36 @@ TEST(TensorViewTest, HigherRanksAreSlicedAndTruncatedPayloadsAreNull) {
   EXPECT_FALSE(PlanTensorSlice(r, {0, 0}, 0, TensorViewLimits()).ok());
 }
 
+TEST(TensorViewTest, FitGridsHaveEvenBlocks) {
+  // 8 rows in 2 blocks are 4 and 4 (they were 7 and 1).
+  auto plan = PlanTensorSlice(Tensor({8, 16}), {}, 3, TensorViewLimits());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->grid_rows * plan->grid_cols, 2u);
+  EXPECT_EQ(plan->block_rows, 4u);
+  EXPECT_EQ(plan->block_cols, 16u);
+  plan = PlanTensorSlice(Tensor({8, 8}), {}, 2, TensorViewLimits());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->block_rows, 4u);
+  EXPECT_EQ(plan->grid_rows, 2u);
+  // Every shape and fit: at most fit cells, each element in one, no empty
+  // row or column of cells.
+  for (uint32_t rows = 1; rows <= 24; ++rows) {
+    for (uint32_t cols = 1; cols <= 24; ++cols) {
+      for (uint64_t fit = 1; fit <= 40; ++fit) {
+        plan = PlanTensorSlice(Tensor({rows, cols}), {}, fit, TensorViewLimits());
+        ASSERT_TRUE(plan.ok());
+        const std::string at = absl::StrCat(rows, "x", cols, " fit ", fit);
+        EXPECT_LE(plan->grid_rows * plan->grid_cols, std::max<uint64_t>(fit, 1)) << at;
+        EXPECT_EQ(plan->grid_rows, (rows + plan->block_rows - 1) / plan->block_rows) << at;
+        EXPECT_EQ(plan->grid_cols, (cols + plan->block_cols - 1) / plan->block_cols) << at;
+        if (static_cast<uint64_t>(rows) * cols <= fit) {
+          EXPECT_EQ(plan->grid_rows * plan->grid_cols, static_cast<uint64_t>(rows) * cols) << at;
+        }
+      }
+    }
+  }
+}
+
 TEST(TensorViewTest, ASliceWhollyPastTheCapturedBytesReadsNothing) {
   v1::ArgRecord r = Tensor({3, 2, 2});
   r.set_bin_size(8);  // 2 of 12 elements: slices 1 and 2 were not captured

@@ -557,6 +557,19 @@ TEST(CaptureServerProcessTest, ASecondServerOnTheSameRootOrPortExitsTwo) {
   const auto [total, total_err] = RunToExit({"--max_total_bytes=lots"});
   EXPECT_EQ(total, 2) << total_err;
   EXPECT_NE(total_err.find("--max_total_bytes: 'lots'"), std::string::npos) << total_err;
+  // The HTTP face's flags, each refused by name before anything listens.
+  for (const auto& [flag, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--http_listen=nohost", "--http_listen nohost: not host:port"},
+           {"--http_max_connections=0", "--http_max_connections: 0 is not in 1..65536"},
+           {"--http_max_connections=many", "--http_max_connections: 'many'"},
+           {"--http_max_tensor_elements=0", "--http_max_tensor_elements: 0"},
+           {"--http_cors_origin=https://dash.example/", "--http_cors_origin https://dash.example/"},
+       }) {
+    const auto [code, err] = RunToExit({"--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
+                                        "--root=" + TempPath("http_flags"), flag});
+    EXPECT_EQ(code, 2) << flag << ": " << err;
+    EXPECT_NE(err.find(says), std::string::npos) << flag << ": " << err;
+  }
   first.Signal(SIGTERM);
   EXPECT_EQ(first.Wait(), 0);
   // Once it is gone, the root is free again.

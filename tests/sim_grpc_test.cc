@@ -18,7 +18,9 @@
 #include "tests/testing/sim_jobs.h"
 #include "tests/testing/temp_dir.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
+#include "httplib.h"
 #include "server/capture_service.h"
+#include "server/proto_json.h"
 
 namespace argsdump {
 namespace {
@@ -28,6 +30,7 @@ class SimGrpcTest : public ::testing::Test {
   void SetUp() override {
     CaptureServerOptions o;
     o.listen = "127.0.0.1:0";
+    o.http.listen = "127.0.0.1:0";  // the same captures over HTTP/JSON
     o.hub.root = TempPath(absl::StrCat(
         "root_", ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     root_ = o.hub.root;
@@ -258,6 +261,26 @@ TEST_F(SimGrpcTest, QueriesALiveCaptureWhileTheRunStreams) {
     ASSERT_EQ(qr.args_size(), 1);
     EXPECT_EQ(qr.args(0).record().role(), v1::ROLE_OUTPUT);
     EXPECT_EQ(qr.args(0).record().bin_size(), 256u);
+    // The same live capture over HTTP, while the run is held mid-stream:
+    // the same answer, byte for byte, and the payload's bytes.
+    httplib::Client http("127.0.0.1", server_->http_port());
+    auto live = http.Get("/v1/captures/gated");
+    ASSERT_TRUE(live);
+    EXPECT_EQ(live->status, 200);
+    EXPECT_NE(live->body.find("\"state\":\"CAPTURE_STATE_LIVE\""), std::string::npos)
+        << live->body;
+    auto args = http.Get(absl::StrCat("/v1/captures/gated/args?task_id=0x",
+                                      absl::Hex(gate_input.task_id() - 1),
+                                      "&stage=after_completion")
+                             .c_str());
+    ASSERT_TRUE(args);
+    EXPECT_EQ(args->status, 200) << args->body;
+    EXPECT_EQ(args->body, ProtoToJson(qr) + "\n");
+    auto payload = http.Get(
+        absl::StrCat("/v1/captures/gated/args/", qr.args(0).record_id(), "/payload").c_str());
+    ASSERT_TRUE(payload);
+    EXPECT_EQ(payload->status, 200);
+    EXPECT_EQ(payload->body.size(), 256u);
   }
   {
     std::lock_guard<std::mutex> lock(gate_mu);
