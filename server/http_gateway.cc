@@ -855,8 +855,13 @@ void HttpGateway::Shutdown(std::chrono::milliseconds grace) {
   // A request still arriving (a client that trickles its head), a download
   // a slow client reads, an idle kept-alive connection: cut after the grace,
   // so a SIGTERM ends the server whatever its clients do.
+  // Again until all are gone: one accepted as the listener closed is cut
+  // on the next round.
   if (!connections_->WaitIdle(std::chrono::steady_clock::now() + grace)) {
-    ConnectionThreads::CutConnections(port_);
+    do {
+      ConnectionThreads::CutConnections(port_);
+    } while (!connections_->WaitIdle(std::chrono::steady_clock::now() +
+                                     std::chrono::milliseconds(100)));
   }
   listener_.join();
 }
