@@ -24,6 +24,7 @@ struct State {
   const size_t max;
   std::mutex mu;
   std::condition_variable idle;
+  std::condition_variable slot;  // a thread ended or a waiting one was taken
   size_t running = 0;  // threads serving (each ends when nothing waits)
   std::deque<std::function<void()>> waiting;
 };
@@ -42,10 +43,12 @@ void Serve(const std::shared_ptr<State>& state, std::function<void()> fn) {
     std::lock_guard<std::mutex> lock(state->mu);
     if (state->waiting.empty()) {
       if (--state->running == 0) state->idle.notify_all();
+      state->slot.notify_all();
       return;
     }
     fn = std::move(state->waiting.front());
     state->waiting.pop_front();
+    state->slot.notify_all();
   }
 }
 
@@ -53,8 +56,16 @@ class Queue : public httplib::TaskQueue {
  public:
   explicit Queue(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
+  // Called on httplib's accept loop. With every thread busy and as many
+  // connections waiting, it waits for a slot: the loop stops accepting, so
+  // a flood of idle connections stays in the kernel's backlog instead of
+  // taking this process's descriptors (10 000 of them had left gRPC unable
+  // to accept at all: EMFILE).
   void enqueue(std::function<void()> fn) override {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->slot.wait(lock, [this] {
+      return state_->running < state_->max || state_->waiting.size() < state_->max;
+    });
     if (state_->running >= state_->max) {
       state_->waiting.push_back(std::move(fn));
       return;
@@ -91,8 +102,13 @@ bool ConnectionThreads::WaitIdle(std::chrono::steady_clock::time_point deadline)
 }
 
 void ConnectionThreads::CutConnections(int port) {
+  for (int fd : Connections(port)) ::shutdown(fd, SHUT_RDWR);
+}
+
+std::vector<int> ConnectionThreads::Connections(int port) {
+  std::vector<int> out;
   DIR* d = ::opendir("/proc/self/fd");
-  if (d == nullptr) return;
+  if (d == nullptr) return out;
   while (const dirent* e = ::readdir(d)) {
     int fd = -1;
     if (!absl::SimpleAtoi(e->d_name, &fd) || fd == ::dirfd(d)) continue;
@@ -100,8 +116,11 @@ void ConnectionThreads::CutConnections(int port) {
     socklen_t type_len = sizeof type;
     sockaddr_storage local{};
     socklen_t len = sizeof local;
+    int listening = 0;
+    socklen_t listening_len = sizeof listening;
     if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 || type != SOCK_STREAM ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+        ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &listening_len) != 0 ||
+        listening != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
       continue;
     }
     int local_port = -1;
@@ -110,9 +129,10 @@ void ConnectionThreads::CutConnections(int port) {
     } else if (local.ss_family == AF_INET6) {
       local_port = ntohs(reinterpret_cast<const sockaddr_in6*>(&local)->sin6_port);
     }
-    if (local_port == port) ::shutdown(fd, SHUT_RDWR);
+    if (local_port == port) out.push_back(fd);
   }
   ::closedir(d);
+  return out;
 }
 
 }  // namespace argsdump

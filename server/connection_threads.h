@@ -4,13 +4,15 @@
 // read): with its fixed pool of N threads, N clients sending a header line
 // every few seconds stopped the face for everyone else. Here a connection
 // gets a thread of its own when it is accepted, up to `max` at once; past
-// that, a connection waits for one to end.
+// that, up to `max` more wait for one to end, and then no more are
+// accepted until one does (they wait in the kernel's listen backlog).
 #ifndef ARGSDUMP_SERVER_CONNECTION_THREADS_H_
 #define ARGSDUMP_SERVER_CONNECTION_THREADS_H_
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 namespace httplib {
 class TaskQueue;
@@ -39,6 +41,8 @@ class ConnectionThreads {
   // whose local port is `port`: the ones a server on it accepted (httplib
   // does not hand them out). Their threads then see the end and finish.
   static void CutConnections(int port);
+  // The descriptors of those connections.
+  static std::vector<int> Connections(int port);
 
  private:
   std::shared_ptr<connection_threads_internal::State> state_;

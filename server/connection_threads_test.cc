@@ -130,6 +130,31 @@ TEST(ConnectionThreadsTest, HalfRequestsHoldNoOneElseUp) {
   }
 }
 
+TEST(ConnectionThreadsTest, PastTheBoundAndAsManyWaitingNoMoreAreAccepted) {
+  ServerOnThreads server(2);
+  // Connections that send nothing: 2 served, 2 waiting, then the accept
+  // loop holds the next one and the rest stay in the kernel's backlog.
+  std::vector<int> idle;
+  for (int i = 0; i < 40; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(server.port()));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    idle.push_back(fd);
+  }
+  // 2 + 2, and the one the accept loop holds.
+  EXPECT_LE(ConnectionThreads::Connections(server.port()).size(), 5u);
+  // Once they go, the server accepts again.
+  for (int fd : idle) ::close(fd);
+  httplib::Client http("127.0.0.1", server.port());
+  http.set_read_timeout(60);
+  auto res = http.Get("/x");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+}
+
 TEST(ConnectionThreadsTest, StopCutsWhatIsStillOpenWhileClientsAreBusy) {
   auto server = std::make_unique<ServerOnThreads>(256);
   std::vector<int> held;
