@@ -132,8 +132,10 @@ class Params {
     }
     for (const auto& [name, value] : req.params) {
       if (!IsValidUtf8(name) || !IsValidUtf8(value)) {
-        Fail(absl::StrCat("parameter '", IsValidUtf8(name) ? name : "?",
-                          "': its value is not UTF-8 (percent-encode UTF-8 bytes)"));
+        Fail(IsValidUtf8(name)
+                 ? absl::StrCat("parameter '", name,
+                                "': its value is not UTF-8 (percent-encode UTF-8 bytes)")
+                 : std::string("a parameter's name is not UTF-8"));
         break;
       }
     }

@@ -406,6 +406,7 @@ TEST_F(HttpGatewayTest, BadRequestsGetAStatusAndAMessage) {
   ExpectError("/v1/captures?page_token=%ff", 400, "INVALID_ARGUMENT", "'page_token'");
   ExpectError("/v1/captures?label=case:%c3", 400, "INVALID_ARGUMENT", "'label'");
   ExpectError(args + "page_token=%ed%a0%80", 400, "INVALID_ARGUMENT", "not UTF-8");
+  ExpectError("/v1/captures?%ff=1", 400, "INVALID_ARGUMENT", "a parameter's name is not UTF-8");
   // A Range header httplib cannot read, on any endpoint: it is named.
   auto range = Get("/v1/captures", {{"Range", "items=0-5"}});
   ASSERT_TRUE(range);
