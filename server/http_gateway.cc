@@ -84,8 +84,6 @@ void SendJson(httplib::Response& res, const std::string& json) {
   res.set_content(json + "\n", "application/json");
 }
 
-// The query string, checked: every parameter known, single ones given once,
-// values parsed with errors that name the parameter.
 // Digits only (SimpleAtoi alone takes "+1" and " 1 "), within 64 bits.
 bool ParseDecimal(absl::string_view text, uint64_t* out) {
   return !text.empty() &&
@@ -94,29 +92,8 @@ bool ParseDecimal(absl::string_view text, uint64_t* out) {
          absl::SimpleAtoi(text, out);
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// A query name as httplib decodes it: %XX and '+'.
-std::string DecodeQueryPart(absl::string_view part) {
-  std::string out;
-  for (size_t i = 0; i < part.size(); ++i) {
-    int hi = 0, lo = 0;
-    if (part[i] == '%' && i + 2 < part.size() && (hi = HexDigit(part[i + 1])) >= 0 &&
-        (lo = HexDigit(part[i + 2])) >= 0) {
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else {
-      out.push_back(part[i] == '+' ? ' ' : part[i]);
-    }
-  }
-  return out;
-}
-
+// The query string, checked: every parameter known, single ones given once,
+// values parsed with errors that name the parameter.
 class Params {
  public:
   Params(const httplib::Request& req, std::vector<std::string> known)
@@ -127,7 +104,8 @@ class Params {
     if (q != std::string::npos) {
       for (absl::string_view part :
            absl::StrSplit(absl::string_view(req.target).substr(q + 1), '&', absl::SkipEmpty())) {
-        ++given_[DecodeQueryPart(part.substr(0, part.find('=')))];
+        // Decoded as httplib decodes the names of req.params.
+        ++given_[httplib::detail::decode_url(std::string(part.substr(0, part.find('='))), true)];
       }
     }
     for (const auto& [name, value] : req.params) {
@@ -277,8 +255,6 @@ std::string BadOrigin(absl::string_view origin) {
 
 // What the request's path captured (httplib's regex groups).
 std::string Group(const httplib::Request& req, int i) { return req.matches[i].str(); }
-
-bool ParseRecordId(const std::string& text, uint64_t* id) { return ParseDecimal(text, id); }
 
 // ReadPayload of bytes [offset, offset + length) of record `id`.
 v1::ReadPayloadRequest PayloadRange(const std::string& capture, uint64_t id, uint64_t offset,
@@ -500,7 +476,7 @@ class HttpGateway::Routes {
     v1::GetArgRequest request;
     request.set_capture(Group(req, 1));
     uint64_t id = 0;
-    if (!ParseRecordId(Group(req, 2), &id)) {
+    if (!ParseDecimal(Group(req, 2), &id)) {
       BadRequest(res, absl::StrCat("record id '", Group(req, 2),
                                    "' is not a number (CapturedArg.record_id)"));
       return false;
