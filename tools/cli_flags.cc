@@ -88,6 +88,7 @@ class Parser {
       }
       if (absl::Status s = Flag(arg); !s.ok()) return s;
     }
+    if (absl::Status s = Quantities(); !s.ok()) return s;
     return std::move(line_);
   }
 
@@ -136,6 +137,23 @@ class Parser {
     }
     if (i_ + 1 >= args_.size()) return Bad(absl::StrCat(typed, " needs a value"));
     return Set(*flag, typed, args_[++i_]);
+  }
+
+  // Every quantity flag's text (as given, or its default) through the one
+  // parser.
+  absl::Status Quantities() {
+    for (const auto& [name, quantity] : spec_.quantities) {
+      CommandLineFlag* flag = FindToolFlag(spec_, name);
+      if (flag == nullptr || !flag->IsOfType<std::string>()) {
+        return absl::InternalError(absl::StrCat(spec_.program, ": quantity flag ", name,
+                                                " is not a string flag of ", spec_.flags_file));
+      }
+      const std::string text = *flag->TryGet<std::string>();
+      absl::StatusOr<int64_t> value = ParseQuantity(text, quantity);
+      if (!value.ok()) return Bad(absl::StrCat(line_.Spelling(name), ": ", value.status().message()));
+      line_.quantities[name] = *value;
+    }
+    return absl::OkStatus();
   }
 
   void Note(const CommandLineFlag& flag, const std::string& typed) {
@@ -191,6 +209,16 @@ std::string CommandLine::Spelling(absl::string_view name) const {
   return it != given.end() ? it->second : absl::StrCat("--", Dashed(name));
 }
 
+int64_t CommandLine::Quantity(absl::string_view name) const {
+  auto it = quantities.find(std::string(name));
+  if (it == quantities.end()) {
+    std::fprintf(stderr, "CommandLine::Quantity: %s is not a quantity flag of the spec\n",
+                 std::string(name).c_str());
+    std::abort();
+  }
+  return it->second;
+}
+
 absl::StatusOr<CommandLine> ParseCommandLineFlags(const CommandLineSpec& spec,
                                                   const std::vector<std::string>& args) {
   return Parser(spec, args).Run();
@@ -213,15 +241,20 @@ std::string CommandLineHelp(const CommandLineSpec& spec) {
     const std::string name(flag->Name());
     std::string head = "  ";
     if (auto s = short_of.find(name); s != short_of.end()) absl::StrAppend(&head, "-", std::string(1, s->second), ", ");
+    auto quantity = spec.quantities.find(name);
+    const bool is_quantity = quantity != spec.quantities.end();
     if (flag->IsOfType<bool>()) {
       absl::StrAppend(&head, "--[no]", Dashed(name));
     } else {
-      absl::StrAppend(&head, "--", Dashed(name), "=VALUE");
+      absl::StrAppend(&head, "--", Dashed(name), "=",
+                      is_quantity ? QuantityPlaceholder(quantity->second.kind) : "VALUE");
     }
     // A yes/no flag is off unless it says otherwise; an empty default is none.
     const std::string def = flag->DefaultValue();
     if (!def.empty() && def != "false") absl::StrAppend(&head, "  (default: ", def, ")");
-    absl::StrAppend(&out, head, "\n", Wrapped(flag->Help(), "      ", 72));
+    std::string help = flag->Help();
+    if (is_quantity) absl::StrAppend(&help, " [range ", DescribeRange(quantity->second), "]");
+    absl::StrAppend(&out, head, "\n", Wrapped(help, "      ", 72));
   }
   absl::StrAppend(&out, "  -h, --help\n      this text\n");
   return out;

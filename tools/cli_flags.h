@@ -6,7 +6,10 @@
 // "--" ends the flags. --help lists every flag with its meaning.
 // A bad flag or value is an InvalidArgument naming the flag as typed: the
 // tools exit 2 on it (absl's own parser exits 1, which our tools use for a
-// hang or a found difference).
+// hang or a found difference). A duration, byte size or count flag is a
+// string flag the spec lists in `quantities`: its text goes through the one
+// parser (tools/quantity.h), --help states its unit and range, a value out
+// of range is an error naming the flag and the maximum.
 #ifndef ARGSDUMP_TOOLS_CLI_FLAGS_H_
 #define ARGSDUMP_TOOLS_CLI_FLAGS_H_
 
@@ -16,6 +19,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "tools/quantity.h"
 
 namespace argsdump {
 
@@ -30,6 +35,9 @@ struct CommandLineSpec {
   // (sim_run: a bare --dump-args is 1). The next argument is their value
   // only when the flag reads it.
   std::map<std::string, std::string> bare_values;
+  // Numeric flags (each an ABSL_FLAG(std::string, ...) of flags_file), by
+  // name: what they take. Given or not, each is parsed (its default too).
+  std::map<std::string, Quantity> quantities;
 };
 
 struct CommandLine {
@@ -39,10 +47,17 @@ struct CommandLine {
   // as the user wrote it.
   std::map<std::string, std::string> given;
   bool help = false;  // --help or -h: the caller prints CommandLineHelp
+  // Every quantity flag of the spec, parsed: in milliseconds, bytes, items.
+  std::map<std::string, int64_t> quantities;
 
   bool Given(absl::string_view name) const { return given.count(std::string(name)) > 0; }
   // How the flag was typed, or "--<name with dashes>" when it was not.
   std::string Spelling(absl::string_view name) const;
+  // A quantity flag's value in its base unit (a name the spec does not list
+  // is a programming error: it aborts).
+  int64_t Quantity(absl::string_view name) const;
+  // A duration flag's value.
+  absl::Duration Duration(absl::string_view name) const { return absl::Milliseconds(Quantity(name)); }
 };
 
 // Sets the spec's flags from `args` (argv without argv[0]); flags not in

@@ -13,6 +13,7 @@ ABSL_FLAG(bool, export_text, false, "write each arg as a text file");
 ABSL_FLAG(int, level, 0, "dump level (a bare --level is 1)");
 ABSL_FLAG(std::vector<std::string>, label, {}, "key=value labels, comma separated");
 ABSL_FLAG(double, tolerance, 0.5, "how close is close enough");
+ABSL_FLAG(std::string, wait_ms, "500", "how long to wait");
 
 namespace argsdump {
 namespace {
@@ -24,6 +25,7 @@ CommandLineSpec Spec() {
   spec.flags_file = __FILE__;
   spec.short_names = {{'e', "export_text"}, {'w', "worker_count"}};
   spec.bare_values = {{"level", "1"}};
+  spec.quantities = {{"wait_ms", Quantity::Milliseconds(0, 3600000, "never")}};
   return spec;
 }
 
@@ -37,6 +39,23 @@ std::string Parse(const std::vector<std::string>& args, CommandLine* line = null
   }
   if (line != nullptr) *line = *parsed;
   return "";
+}
+
+// A quantity flag: its text through the one parser, given or not; errors
+// name the flag as typed and the range; --help states the range.
+TEST(CliFlagsTest, QuantityFlagsAreParsedAndRangeChecked) {
+  CommandLine line;
+  ASSERT_EQ(Parse({}, &line), "");
+  EXPECT_EQ(line.Quantity("wait_ms"), 500);
+  ASSERT_EQ(Parse({"--wait-ms", "90s"}, &line), "");
+  EXPECT_EQ(line.Quantity("wait_ms"), 90000);
+  EXPECT_EQ(line.Duration("wait_ms"), absl::Seconds(90));
+  EXPECT_EQ(Parse({"--wait-ms=3600001"}),
+            "--wait-ms: '3600001' is over the maximum of 1h; it takes 0..1h; 0: never");
+  EXPECT_EQ(Parse({"--wait_ms=inf"}).rfind("--wait_ms: 'inf' is not a number", 0), 0u);
+  const std::string help = CommandLineHelp(Spec());
+  EXPECT_NE(help.find("--wait-ms=DURATION  (default: 500)"), std::string::npos) << help;
+  EXPECT_NE(help.find("[range 0..1h; 0: never]"), std::string::npos) << help;
 }
 
 TEST(CliFlagsTest, DashesAndUnderscoresNameOneFlag) {
