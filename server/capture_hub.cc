@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <atomic>
 #include <cstring>
 
 #include <cstdio>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 
@@ -124,13 +126,23 @@ uint64_t DiskBytes(const std::string& dir) {
 
 // When a finished capture's manifest was written (its age for retention;
 // the epoch when it has none, a damaged capture: the first to go).
-std::chrono::system_clock::time_point FinishedAt(const std::string& dir) {
+absl::Time FinishedAt(const std::string& dir) {
   struct stat st;
-  if (::stat((dir + "/" + kManifestName).c_str(), &st) != 0) return {};
-  return std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+  if (::stat((dir + "/" + kManifestName).c_str(), &st) != 0) return absl::UnixEpoch();
+  return absl::TimeFromTimespec(st.st_mtim);
 }
+
+// A duration that is set and finite: 0 and InfiniteDuration both mean "no
+// such deadline".
+bool IsDeadline(absl::Duration d) {
+  return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
+}
+
+// A capture folder being deleted is first renamed to <args_dump><this><n>
+// beside it, so that a new capture of the same name starts in a fresh
+// folder. '~' is not a capture-name character: such a folder is never
+// taken for a capture.
+constexpr char kDeletingMark[] = "~deleting~";
 
 // Removes a capture's files and folders; the first failure, naming it.
 absl::Status RemoveCaptureFiles(const std::string& dir) {
@@ -262,7 +274,7 @@ absl::Status Capture::Attach() {
 }
 
 absl::Status Capture::SealIfDetached(DoneCallback done,
-                                     std::optional<std::chrono::milliseconds> idle_for) {
+                                     std::optional<absl::Duration> idle_for) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!store_ || sealing_) {
@@ -272,7 +284,10 @@ absl::Status Capture::SealIfDetached(DoneCallback done,
       return absl::FailedPreconditionError(absl::StrCat(
           "capture ", name_, " is attached to an ingest stream: its client finishes it"));
     }
-    if (idle_for && std::chrono::steady_clock::now() < last_activity_ + *idle_for) {
+    // How long it has been idle (a difference of two clock readings, which
+    // cannot overflow) against `idle_for`, which may be any duration.
+    if (idle_for &&
+        absl::FromChrono(std::chrono::steady_clock::now() - last_activity_) < *idle_for) {
       return absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is not idle"));
     }
     sealing_ = true;
@@ -539,8 +554,11 @@ absl::StatusOr<std::unique_ptr<CaptureHub>> CaptureHub::Open(Options options) {
   std::unique_ptr<CaptureHub> hub(new CaptureHub(std::move(options)));
   hub->lock_fd_ = lock;
   if (auto s = hub->Load(); !s.ok()) return s;
-  if (auto s = hub->MakeRoom(); !s.ok() && !absl::IsResourceExhausted(s)) return s;
-  if (hub->options_.live_idle_timeout.count() > 0 || hub->options_.retain_for.count() > 0) {
+  {
+    std::lock_guard<std::mutex> evicting(hub->evict_mu_);
+    if (auto s = hub->MakeRoom(); !s.ok() && !absl::IsResourceExhausted(s)) return s;
+  }
+  if (IsDeadline(hub->options_.live_idle_timeout) || hub->Retains()) {
     CaptureHub* h = hub.get();
     hub->reaper_ = std::thread([h] { h->ReapLoop(); });
   }
@@ -553,14 +571,32 @@ absl::Status CaptureHub::Load() {
     return absl::UnavailableError(
         absl::StrCat("capture hub: cannot list ", options_.root, ": ", std::strerror(errno)));
   }
-  std::vector<std::string> names;
+  std::vector<std::string> names, folders;
   while (struct dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (ValidateCaptureName(name).ok() && IsDirectory(options_.root + "/" + name + "/args_dump")) {
-      names.push_back(name);
-    }
+    if (!ValidateCaptureName(name).ok()) continue;
+    folders.push_back(name);
+    if (IsDirectory(options_.root + "/" + name + "/args_dump")) names.push_back(name);
   }
   ::closedir(d);
+  // Deletions a stop interrupted: their folders were renamed away first.
+  for (const std::string& folder : folders) {
+    const std::string parent = options_.root + "/" + folder;
+    DIR* p = ::opendir(parent.c_str());
+    if (p == nullptr) continue;
+    std::vector<std::string> leftovers;
+    while (struct dirent* e = ::readdir(p)) {
+      if (absl::StartsWith(e->d_name, absl::StrCat("args_dump", kDeletingMark))) {
+        leftovers.push_back(parent + "/" + e->d_name);
+      }
+    }
+    ::closedir(p);
+    for (const std::string& left : leftovers) {
+      absl::Status removed = RemoveCaptureFiles(left);
+      Log(absl::StrCat("removed ", left, ", left by a deletion that did not end",
+                       removed.ok() ? "" : absl::StrCat(": ", removed.message())));
+    }
+  }
   for (const std::string& name : names) {
     const std::string dir = options_.root + "/" + name + "/args_dump";
     std::shared_ptr<Capture> c(new Capture(name, dir, options_.max_capture_bytes));
@@ -639,6 +675,12 @@ CaptureHub::~CaptureHub() {
 
 absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& open) {
   if (auto s = ValidateCaptureName(open.capture()); !s.ok()) return s;
+  // A new capture is checked for room and created under evict_mu_: opens
+  // over the limit evict one at a time, each seeing the captures opened
+  // before it, as if they came one after another.
+  const bool evicts = !open.resume() && (options_.max_total_bytes > 0 || Retains());
+  std::unique_lock<std::mutex> evicting(evict_mu_, std::defer_lock);
+  if (evicts) evicting.lock();
   std::unique_lock<std::mutex> lock(mu_);
   auto it = captures_.find(open.capture());
   if (open.resume()) {
@@ -656,7 +698,12 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
     return absl::AlreadyExistsError(absl::StrCat(
         "capture ", open.capture(), " exists; pick another name or resume it"));
   }
-  if (options_.max_total_bytes > 0 || options_.retain_for.count() > 0) {
+  // Checked before anything is evicted for it.
+  if (open.level() == v1::DUMP_LEVEL_OFF || !v1::DumpLevel_IsValid(open.level())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("capture ", open.capture(), ": level must be 1, 2 or 3"));
+  }
+  if (evicts) {
     lock.unlock();  // eviction removes files: not under the hub's lock
     if (absl::Status s = MakeRoom(); !s.ok()) return s;
     lock.lock();
@@ -665,10 +712,6 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
       return absl::AlreadyExistsError(absl::StrCat(
           "capture ", open.capture(), " exists; pick another name or resume it"));
     }
-  }
-  if (open.level() == v1::DUMP_LEVEL_OFF || !v1::DumpLevel_IsValid(open.level())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("capture ", open.capture(), ": level must be 1, 2 or 3"));
   }
   const std::string dir = options_.root + "/" + open.capture() + "/args_dump";
   v1::CaptureInfo info;
@@ -761,7 +804,9 @@ absl::Status CaptureHub::FinishDetached(const std::string& name, Capture::DoneCa
 }
 
 absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::string& why) {
+  static std::atomic<uint64_t> deletions{0};
   std::shared_ptr<Capture> gone;  // released after the lock
+  std::string doomed;             // its folder, renamed out of the name's way
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = captures_.find(name);
@@ -770,11 +815,18 @@ absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::
       return absl::FailedPreconditionError(absl::StrCat(
           "capture ", name, " is live; finish it first (FinishCapture), then delete it"));
     }
+    // Renamed while the name is still taken: a capture opened under it once
+    // the lock is let go gets a fresh folder, which nothing here touches.
+    doomed = absl::StrCat(it->second->dir_, kDeletingMark, ::getpid(), ".", deletions++);
+    if (::rename(it->second->dir_.c_str(), doomed.c_str()) != 0 && errno != ENOENT) {
+      return absl::InternalError(absl::StrCat("cannot delete capture ", name, ": renaming ",
+                                              it->second->dir_, ": ", std::strerror(errno)));
+    }
     gone = std::move(it->second);
     captures_.erase(it);
   }
-  const uint64_t bytes = DiskBytes(gone->dir_);
-  absl::Status removed = RemoveCaptureFiles(gone->dir_);
+  const uint64_t bytes = DiskBytes(doomed);
+  absl::Status removed = RemoveCaptureFiles(doomed);
   Log(absl::StrCat("capture ", name, " ", why, " (", bytes, " bytes on disk)",
                    removed.ok() ? "" : absl::StrCat("; ", removed.message())));
   if (!removed.ok()) return removed;
@@ -792,82 +844,108 @@ uint64_t CaptureHub::RootDiskBytes() const {
   return total;
 }
 
+bool CaptureHub::Retains() const { return IsDeadline(options_.retain_for); }
+
 absl::Status CaptureHub::MakeRoom() {
   struct Held {
     std::string name;
     std::string dir;
     bool finished;
-    std::chrono::system_clock::time_point finished_at;
+    absl::Time finished_at;
     uint64_t bytes;
   };
   std::vector<Held> held;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, c] : captures_) held.push_back({name, c->dir_, c->finished(), {}, 0});
+    for (const auto& [name, c] : captures_) {
+      held.push_back({name, c->dir_, c->finished(), absl::UnixEpoch(), 0});
+    }
   }
-  uint64_t total = 0;
+  uint64_t total = 0, live_bytes = 0;
   size_t live = 0;
   for (Held& h : held) {
     h.bytes = DiskBytes(h.dir);
     if (h.finished) h.finished_at = FinishedAt(h.dir);
     total += h.bytes;
-    live += h.finished ? 0 : 1;
+    if (!h.finished) {
+      live_bytes += h.bytes;
+      ++live;
+    }
   }
   // Oldest finished first.
   std::sort(held.begin(), held.end(), [](const Held& a, const Held& b) {
     if (a.finished != b.finished) return a.finished;
     return a.finished_at != b.finished_at ? a.finished_at < b.finished_at : a.name < b.name;
   });
-  const auto now = std::chrono::system_clock::now();
+  const uint64_t limit = options_.max_total_bytes;
+  // Evicting every finished capture would still leave the root at or over
+  // the limit: evict none for room, refuse the new capture.
+  const bool room_possible = limit == 0 || live_bytes < limit;
+  const absl::Time now = absl::Now();
   for (const Held& h : held) {
     if (!h.finished) break;
-    const bool expired =
-        options_.retain_for.count() > 0 && h.finished_at + options_.retain_for <= now;
-    const bool over = options_.max_total_bytes > 0 && total >= options_.max_total_bytes;
+    // Saturating: a retention of centuries (or InfiniteDuration) is never
+    // reached, it does not wrap into the past.
+    const bool expired = Retains() && h.finished_at + options_.retain_for <= now;
+    const bool over = room_possible && limit > 0 && total >= limit;
     if (!expired && !over) continue;
     const std::string why =
         expired ? absl::StrCat("evicted: finished more than --retain_for=",
-                               options_.retain_for.count(), "s ago")
+                               absl::FormatDuration(options_.retain_for), " ago")
                 : absl::StrCat("evicted, oldest finished first: the root held ", total,
-                               " bytes on disk, at or over --max_total_bytes=",
-                               options_.max_total_bytes);
-    auto freed = Delete(h.name, why);
-    if (freed.ok()) total -= std::min(total, *freed);
+                               " bytes on disk, at or over --max_total_bytes=", limit);
+    Delete(h.name, why).IgnoreError();
+    // What is no longer on disk is freed, whoever removed it (a DeleteCapture
+    // may have come first: NotFound here, its bytes gone all the same).
+    const uint64_t left = DiskBytes(h.dir);
+    total -= std::min(total, h.bytes - std::min(h.bytes, left));
   }
-  if (options_.max_total_bytes > 0 && total >= options_.max_total_bytes) {
+  if (limit > 0 && total >= limit) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "capture service: the root holds ", total, " bytes on disk in ", live,
-        " live capture(s), at or over --max_total_bytes=", options_.max_total_bytes,
-        ", and no finished capture is left to evict; finish or delete some, or raise the limit"));
+        "capture service: the root holds ", total, " bytes on disk, ", live_bytes, " of them in ",
+        live, " live capture(s), at or over --max_total_bytes=", limit,
+        room_possible ? ""
+                      : absl::StrCat("; evicting the ", total - live_bytes,
+                                     " bytes of finished captures would not make room, so none "
+                                     "was evicted"),
+        "; finish or delete some, or raise the limit"));
   }
   return absl::OkStatus();
 }
 
 void CaptureHub::ReapLoop() {
-  const auto timeout = options_.live_idle_timeout;
+  const absl::Duration timeout = options_.live_idle_timeout;
+  const bool idle_sealing = IsDeadline(timeout);
   // Retention is looked at every minute at most (and at every open).
-  const std::chrono::milliseconds retention_period = std::min<std::chrono::milliseconds>(
-      options_.retain_for, std::chrono::minutes(1));
+  const absl::Duration retention_period = std::min(options_.retain_for, absl::Minutes(1));
   std::unique_lock<std::mutex> lock(mu_);
   while (!reap_stop_) {
-    if (options_.retain_for.count() > 0) {
+    if (Retains()) {
       lock.unlock();
-      MakeRoom().IgnoreError();  // ResourceExhausted is for a new capture, not here
+      {
+        std::lock_guard<std::mutex> evicting(evict_mu_);
+        MakeRoom().IgnoreError();  // ResourceExhausted is for a new capture, not here
+      }
       lock.lock();
       if (reap_stop_) break;
     }
     std::vector<std::shared_ptr<Capture>> idle;
+    // How long until the next thing to do (infinite: nothing ever is). A
+    // capture detached from now on is due a whole timeout later at the
+    // soonest.
+    absl::Duration wait = std::min(Retains() ? retention_period : absl::InfiniteDuration(),
+                                   idle_sealing ? timeout : absl::InfiniteDuration());
     const auto now = std::chrono::steady_clock::now();
-    auto next = now + (timeout.count() > 0 ? timeout : retention_period);
-    if (options_.retain_for.count() > 0) next = std::min(next, now + retention_period);
     for (auto& [name, c] : captures_) {
-      if (timeout.count() == 0) break;
+      if (!idle_sealing) break;
       if (!c->damage_.ok() || c->finished() || c->attached()) continue;
-      const auto due = c->last_activity() + timeout;
-      if (due <= now) {
+      // Idle so far: a difference of clock readings; what is left of the
+      // timeout: a subtraction of durations. Neither overflows.
+      const absl::Duration left = timeout - absl::FromChrono(now - c->last_activity());
+      if (left <= absl::ZeroDuration()) {
         idle.push_back(c);
       } else {
-        next = std::min(next, due);
+        wait = std::min(wait, left);
       }
     }
     lock.unlock();
@@ -879,13 +957,20 @@ void CaptureHub::ReapLoop() {
           },
           timeout);
       if (sealing.ok()) {
-        Log(absl::StrCat(c->name(), " was idle for ", timeout.count(),
-                         " ms with no stream: finishing it"));
+        Log(absl::StrCat(c->name(), " was idle for ", absl::FormatDuration(timeout),
+                         " with no stream: finishing it"));
       }
     }
     idle.clear();  // before the lock: never the last reference on a writer thread
     lock.lock();
-    reap_cv_.wait_until(lock, next, [&] { return reap_stop_; });
+    if (wait == absl::InfiniteDuration()) {
+      reap_cv_.wait(lock, [&] { return reap_stop_; });
+    } else {
+      // At most a day at a time: a wait_for of centuries would overflow the
+      // clock's arithmetic inside the standard library.
+      const absl::Duration bounded = std::min(wait, absl::Hours(24));
+      reap_cv_.wait_for(lock, absl::ToChronoNanoseconds(bounded), [&] { return reap_stop_; });
+    }
   }
 }
 

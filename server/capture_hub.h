@@ -32,6 +32,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "proto/argsdump/v1/capture.pb.h"
 #include "proto/argsdump/v1/record.pb.h"
@@ -136,8 +137,9 @@ class Capture : public std::enable_shared_from_this<Capture> {
   // none was for that long - checked and sealed at once, so a resume that
   // comes in between is refused instead of attaching to a capture being
   // finished. FailedPrecondition (attached, not idle, finished) otherwise.
+  // `idle_for` may be any duration (InfiniteDuration: never idle).
   absl::Status SealIfDetached(DoneCallback done,
-                              std::optional<std::chrono::milliseconds> idle_for = std::nullopt);
+                              std::optional<absl::Duration> idle_for = std::nullopt);
 
   // Watchers: `poke` runs (on the writer thread) after records become
   // durable and when the capture finishes. Returns an id for RemoveWatcher.
@@ -212,18 +214,22 @@ class CaptureHub {
     // unless this is off or the client's IngestOpen asks for no sharing.
     bool payload_dedup = true;
     // A live capture no stream is attached to gets its manifest after this
-    // long without activity (0: never). Restarts and broken streams keep
-    // captures live; this is what ends the ones no client comes back to.
-    std::chrono::milliseconds live_idle_timeout{0};
+    // long without activity (0 or InfiniteDuration: never). Restarts and
+    // broken streams keep captures live; this is what ends the ones no
+    // client comes back to. Any value: time arithmetic saturates.
+    absl::Duration live_idle_timeout = absl::ZeroDuration();
     // Retention. When the captures under the root take this many bytes on
     // disk or more (0: no limit), opening a new capture first evicts the
-    // finished ones, oldest manifest first, until they take less; a live
-    // capture is never evicted, and when only live ones are left the new
-    // capture is refused (ResourceExhausted with the numbers).
+    // finished ones, oldest manifest first, until they take less, one
+    // opening at a time; a live capture is never evicted. When the live
+    // ones alone take this much, evicting cannot make room: nothing is
+    // evicted and the new capture is refused (ResourceExhausted with the
+    // numbers).
     uint64_t max_total_bytes = 0;
     // Finished captures whose manifest is older than this are evicted (at
-    // startup, when a capture is opened, and by the reaper); 0: kept.
-    std::chrono::seconds retain_for{0};
+    // startup, when a capture is opened, and by the reaper); 0 or
+    // InfiniteDuration: kept. Any value: time arithmetic saturates.
+    absl::Duration retain_for = absl::ZeroDuration();
   };
   // Creates the root if needed, locks it (FailedPrecondition naming the
   // holder's pid when another hub has it), lists its captures: finished
@@ -255,7 +261,9 @@ class CaptureHub {
   // Removes a finished capture and its files; what they took on disk.
   // NotFound, or FailedPrecondition for a live capture (FinishCapture it
   // first). Readers holding it finish what they are doing; later lookups
-  // are NotFound. `why` goes into the log line.
+  // are NotFound. `why` goes into the log line. A new capture opened under
+  // the same name while the files go is left whole: its own files are not
+  // touched, and the answer is still what the deleted one took.
   absl::StatusOr<uint64_t> Delete(const std::string& name, const std::string& why);
   // What every capture under the root takes on disk, now.
   uint64_t RootDiskBytes() const;
@@ -267,11 +275,17 @@ class CaptureHub {
   // finished ones past options_.retain_for.
   void ReapLoop();
   // Evicts finished captures past retain_for, then, over max_total_bytes,
-  // the oldest finished ones; ResourceExhausted when only live captures
-  // are left and they still take max_total_bytes or more.
+  // the oldest finished ones until the root takes less; ResourceExhausted,
+  // evicting none for room, when the live captures alone take
+  // max_total_bytes or more. The caller holds evict_mu_.
   absl::Status MakeRoom();
+  bool Retains() const;  // retain_for is finite and not 0
   const Options options_;
   int lock_fd_ = -1;  // flock(LOCK_EX) on <root>/.capture_server.lock
+  // Held while eviction decides and deletes, and by an Open that creates a
+  // capture from its room check until the capture is listed: evictions see
+  // every capture opened before them, one at a time (taken before mu_).
+  std::mutex evict_mu_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Capture>> captures_;
   std::condition_variable reap_cv_;  // with mu_

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <limits>
 #include <condition_variable>
 #include <mutex>
 #include <ostream>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "base/files.h"
 #include "gtest/gtest.h"
 #include "tests/testing/arg_records.h"
@@ -241,7 +243,7 @@ TEST(CaptureHubTest, ReopeningTheRootKeepsLiveCapturesLive) {
 TEST(CaptureHubTest, IdleLiveCapturesAreSealedAndExplicitFinishWorks) {
   CaptureHub::Options o;
   o.root = Root("idle");
-  o.live_idle_timeout = std::chrono::milliseconds(50);
+  o.live_idle_timeout = absl::Milliseconds(50);
   auto hub = std::move(CaptureHub::Open(o)).value();
   auto idle = std::move(hub->Open(OpenRequest("idle")).value());
   auto busy = std::move(hub->Open(OpenRequest("busy")).value());
@@ -428,24 +430,129 @@ TEST(CaptureHubTest, RetentionEvictsTheOldestFinishedFirstAndNeverALiveOne) {
     for (const char* n : {"b", "c", "live"}) EXPECT_TRUE(hub->Find(n).ok()) << n;
     EXPECT_EQ(hub->RootDiskBytes(), total - a_bytes);
   }
-  // Room for nothing: every finished capture goes, the live one stays, and
-  // a new capture is refused with the numbers.
-  o.max_total_bytes = 1;
+  // The live capture alone is over the limit: evicting every finished
+  // capture would not make room, so none goes, and a new capture is refused
+  // with the numbers.
+  const uint64_t live_bytes = [&] {
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    return (*hub->Find("live"))->Summary().disk_bytes();
+  }();
+  ASSERT_GT(live_bytes, 0u);
+  for (const uint64_t limit : {uint64_t{1}, live_bytes}) {
+    o.max_total_bytes = limit;
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    for (const char* n : {"b", "c", "live"}) EXPECT_TRUE(hub->Find(n).ok()) << n << " " << limit;
+    auto refused = hub->Open(OpenRequest("new"));
+    ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+    const uint64_t held = hub->RootDiskBytes();
+    const std::string want = absl::StrCat(
+        "holds ", held, " bytes on disk, ", live_bytes,
+        " of them in 1 live capture(s), at or over --max_total_bytes=", limit, "; evicting the ",
+        held - live_bytes, " bytes of finished captures would not make room, so none was evicted");
+    EXPECT_NE(std::string(refused.status().message()).find(want), std::string::npos)
+        << refused.status();
+    for (const char* n : {"b", "c", "live"}) EXPECT_TRUE(hub->Find(n).ok()) << n << " " << limit;
+    EXPECT_EQ(hub->Find("new").status().code(), absl::StatusCode::kNotFound);
+    EXPECT_FALSE(IsDirectory(o.root + "/new"));
+  }
+  // One byte more than the live one takes: both finished captures have to
+  // go, and then the new capture fits.
+  o.max_total_bytes = live_bytes + 1;
   auto hub = std::move(CaptureHub::Open(o)).value();
   EXPECT_EQ(hub->Find("b").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(hub->Find("c").status().code(), absl::StatusCode::kNotFound);
-  auto live = hub->Find("live");
-  ASSERT_TRUE(live.ok());
-  EXPECT_FALSE((*live)->finished());
-  auto refused = hub->Open(OpenRequest("new"));
-  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
-  const std::string want = absl::StrCat("holds ", hub->RootDiskBytes(),
-                                        " bytes on disk in 1 live capture(s), at or over "
-                                        "--max_total_bytes=1");
-  EXPECT_NE(std::string(refused.status().message()).find(want), std::string::npos)
-      << refused.status();
-  EXPECT_EQ(hub->Find("new").status().code(), absl::StatusCode::kNotFound);
-  EXPECT_FALSE(IsDirectory(o.root + "/new"));
+  EXPECT_FALSE((*hub->Find("live"))->finished());
+  EXPECT_TRUE(hub->Open(OpenRequest("new")).ok());
+}
+
+// The names of the captures `hub` lists.
+std::vector<std::string> Names(const CaptureHub& hub) {
+  bool more = false;
+  std::vector<std::string> names;
+  for (const auto& c : hub.List({}, v1::CAPTURE_STATE_UNSPECIFIED, "", 1000, &more)) {
+    names.push_back(c->name());
+  }
+  return names;
+}
+
+// A hub whose root is over its --max_total_bytes by more than its oldest
+// finished capture and less than its two oldest: six finished captures c0
+// (the oldest) .. c5, and a live one, "grower", that took the root over
+// the limit after they were made.
+std::unique_ptr<CaptureHub> HubOverByTwoCaptures(const std::string& root,
+                                                 std::shared_ptr<Capture>* grower) {
+  uint64_t each = 0;
+  {
+    CaptureHub::Options probe;
+    probe.root = root + "_probe";
+    auto hub = std::move(CaptureHub::Open(probe)).value();
+    FinishedCapture(hub.get(), "probe", 40, std::chrono::hours(1));
+    each = (*hub->Find("probe"))->Summary().disk_bytes();
+  }
+  CaptureHub::Options o;
+  o.root = root;
+  o.max_total_bytes = 6 * each + 1;
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  for (int i = 0; i < 6; ++i) {
+    FinishedCapture(hub.get(), absl::StrCat("c", i), 40, std::chrono::hours(6 - i));
+    EXPECT_EQ((*hub->Find(absl::StrCat("c", i)))->Summary().disk_bytes(), each);
+  }
+  *grower = std::move(hub->Open(OpenRequest("grower")).value());
+  uint64_t bin = 0, records = 0;
+  for (int task = 1; (*grower)->Summary().disk_bytes() <= each; task += 10) {
+    Waiter w;
+    (*grower)->Append(Job(records, task, 10, &bin), w.Callback());
+    for (const Outcome& out : w.Wait()) EXPECT_TRUE(out.ok()) << out;
+    records += 20;
+  }
+  const uint64_t grown = (*grower)->Summary().disk_bytes();
+  EXPECT_LE(grown, 2 * each) << "the live capture grew past two finished ones";
+  EXPECT_EQ(hub->RootDiskBytes(), 6 * each + grown);
+  return hub;
+}
+
+// Eight opens at once over --max_total_bytes evict exactly what the same
+// eight opens evict one after another: the two oldest, no more (each
+// eviction sees the others' deletions, not a shared snapshot). Three
+// rounds: a race that over-evicts shows in one of them.
+TEST(CaptureHubTest, ConcurrentOpensEvictWhatSequentialOpensEvict) {
+  constexpr int kOpens = 8;
+  const std::vector<std::string> want = {"c2",   "c3",   "c4",   "c5",   "grower",
+                                         "new0", "new1", "new2", "new3", "new4",
+                                         "new5", "new6", "new7"};
+  {
+    std::shared_ptr<Capture> grower;
+    auto hub = HubOverByTwoCaptures(Root("evict_sequential"), &grower);
+    for (int i = 0; i < kOpens; ++i) {
+      auto opened = hub->Open(OpenRequest(absl::StrCat("new", i)));
+      ASSERT_TRUE(opened.ok()) << opened.status();
+    }
+    EXPECT_EQ(Names(*hub), want);
+  }
+  for (int round = 0; round < 3; ++round) {
+    std::shared_ptr<Capture> grower;
+    auto hub = HubOverByTwoCaptures(Root(absl::StrCat("evict_concurrent_", round)), &grower);
+    std::mutex mu;
+    std::condition_variable cv;
+    int ready = 0;
+    std::vector<absl::StatusCode> codes(kOpens);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kOpens; ++i) {
+      threads.emplace_back([&, i] {
+        {
+          // All start together.
+          std::unique_lock<std::mutex> lock(mu);
+          ++ready;
+          cv.notify_all();
+          cv.wait(lock, [&] { return ready == kOpens; });
+        }
+        codes[i] = hub->Open(OpenRequest(absl::StrCat("new", i))).status().code();
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int i = 0; i < kOpens; ++i) EXPECT_EQ(codes[i], absl::StatusCode::kOk) << i;
+    EXPECT_EQ(Names(*hub), want) << "round " << round;
+  }
 }
 
 // --retain_for: a finished capture older than it goes when a capture is
@@ -458,7 +565,7 @@ TEST(CaptureHubTest, RetainForEvictsFinishedCapturesPastTheirAge) {
     FinishedCapture(hub.get(), "old", 4, std::chrono::hours(50));
     FinishedCapture(hub.get(), "young", 4, std::chrono::hours(1));
   }
-  o.retain_for = std::chrono::hours(48);
+  o.retain_for = absl::Hours(48);
   auto hub = std::move(CaptureHub::Open(o)).value();
   auto fresh = hub->Open(OpenRequest("fresh"));
   ASSERT_TRUE(fresh.ok()) << fresh.status();
@@ -466,6 +573,128 @@ TEST(CaptureHubTest, RetainForEvictsFinishedCapturesPastTheirAge) {
   EXPECT_FALSE(IsDirectory(o.root + "/old"));
   EXPECT_TRUE(hub->Find("young").ok());
   EXPECT_TRUE(hub->Find("fresh").ok());
+}
+
+// A retention of centuries, or for ever, keeps finished captures: at
+// startup, when a capture opens, and as the reaper looks (time arithmetic
+// saturates instead of wrapping into the past).
+TEST(CaptureHubTest, AHugeOrInfiniteRetentionKeepsEverything) {
+  for (const absl::Duration retain :
+       {absl::Hours(24 * 365 * 300), absl::Seconds(std::numeric_limits<int64_t>::max()),
+        absl::InfiniteDuration(), absl::Hours(24 * 36500)}) {
+    CaptureHub::Options o;
+    o.root = Root(absl::StrCat("retain_huge_", absl::ToInt64Hours(retain)));
+    {
+      auto hub = std::move(CaptureHub::Open(o)).value();
+      FinishedCapture(hub.get(), "old", 4, std::chrono::hours(24 * 365 * 30));
+      FinishedCapture(hub.get(), "young", 4, std::chrono::seconds(0));
+    }
+    o.retain_for = retain;
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    for (const char* name : {"old", "young"}) {
+      EXPECT_TRUE(hub->Find(name).ok()) << name << " " << retain;
+    }
+    // An open (which applies retention) and a capture finishing.
+    FinishedCapture(hub.get(), "fresh", 4, std::chrono::seconds(0));
+    for (const char* name : {"old", "young", "fresh"}) {
+      EXPECT_TRUE(hub->Find(name).ok()) << name << " " << retain;
+      EXPECT_TRUE(IsDirectory(o.root + "/" + name + "/args_dump")) << name;
+    }
+  }
+}
+
+// A huge idle timeout never comes: a detached live capture is not idle, and
+// stays live (resumable) for as long as the hub runs.
+TEST(CaptureHubTest, AHugeIdleTimeoutNeverSealsALiveCapture) {
+  for (const absl::Duration timeout :
+       {absl::Milliseconds(10000000000000), absl::Hours(24 * 365 * 300),
+        absl::Seconds(std::numeric_limits<int64_t>::max()), absl::InfiniteDuration()}) {
+    CaptureHub::Options o;
+    o.root = Root("idle_huge");
+    o.live_idle_timeout = timeout;
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    const std::string name = absl::StrCat("c", absl::ToInt64Hours(timeout) % 1000);
+    auto c = std::move(hub->Open(OpenRequest(name)).value());
+    Waiter w;
+    uint64_t bin = 0;
+    c->Append(Job(0, 1, 2, &bin), w.Callback());
+    w.Wait();
+    c->Detach();
+    Waiter none;
+    EXPECT_EQ(c->SealIfDetached(none.Callback(), timeout).code(),
+              absl::StatusCode::kFailedPrecondition)
+        << timeout;
+    EXPECT_FALSE(c->finished()) << timeout;
+    // Resumed as the client comes back.
+    auto resumed = hub->Open(OpenRequest(name, /*resume=*/true));
+    ASSERT_TRUE(resumed.ok()) << resumed.status();
+    EXPECT_EQ((*resumed)->durable().records, 4u);
+    (*resumed)->Detach();
+    ASSERT_TRUE(hub->FinishDetached(name, w.Callback()).ok());
+    for (const Outcome& out : w.Wait()) EXPECT_TRUE(out.ok()) << out;
+  }
+}
+
+// DeleteCapture racing a new capture of the same name: the delete answers
+// OK (what the deleted capture took), never an internal error, and the new
+// capture is whole: every record it was sent is in it once it finishes.
+TEST(CaptureHubTest, DeleteRacingANewCaptureOfTheSameNameLeavesTheNewOneWhole) {
+  CaptureHub::Options o;
+  o.root = Root("delete_race");
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  for (int round = 0; round < 20; ++round) {
+    FinishedCapture(hub.get(), "x", 30, std::chrono::seconds(0));
+    // Files beside the capture's own widen the window in which the old
+    // folder is being emptied while the new capture writes.
+    for (int i = 0; i < 400; ++i) {
+      ASSERT_TRUE(WriteStringToFile(absl::StrCat(o.root, "/x/args_dump/scratch_", i), "s").ok());
+    }
+    const uint64_t old_bytes = (*hub->Find("x"))->Summary().disk_bytes();
+    absl::StatusCode deleted = absl::StatusCode::kUnknown;
+    std::string delete_message;
+    uint64_t freed = 0;
+    std::atomic<bool> go{false};
+    std::thread deleter([&] {
+      while (!go.load()) {
+      }
+      auto d = hub->Delete("x", "deleted (test)");
+      deleted = d.status().code();
+      delete_message = std::string(d.status().message());
+      if (d.ok()) freed = *d;
+    });
+    go = true;
+    // The new capture: opened as soon as the name is free, written at once.
+    std::shared_ptr<Capture> fresh;
+    for (;;) {
+      auto opened = hub->Open(OpenRequest("x"));
+      if (opened.ok()) {
+        fresh = std::move(opened).value();
+        break;
+      }
+      ASSERT_EQ(opened.status().code(), absl::StatusCode::kAlreadyExists) << opened.status();
+    }
+    Waiter w;
+    uint64_t bin = 0;
+    fresh->Append(Job(0, 1, 5, &bin), w.Callback());
+    for (const Outcome& out : w.Wait()) ASSERT_TRUE(out.ok()) << out;
+    deleter.join();
+    ASSERT_EQ(deleted, absl::StatusCode::kOk) << "round " << round << ": " << delete_message;
+    EXPECT_EQ(freed, old_bytes);
+    fresh->Detach();
+    Waiter f;
+    ASSERT_TRUE(hub->FinishDetached("x", f.Callback()).ok());
+    for (const Outcome& out : f.Wait()) ASSERT_TRUE(out.ok()) << "round " << round << ": " << out;
+    ArgFilter all;
+    EXPECT_EQ(fresh->Query(all, 0, 100, 1000).hits.size(), 10u) << "round " << round;
+    for (const char* file : {"args_dump.json", "args.bin", "args.index"}) {
+      struct stat st;
+      EXPECT_EQ(::stat((o.root + "/x/args_dump/" + file).c_str(), &st), 0)
+          << "round " << round << ": " << file;
+    }
+    ASSERT_TRUE(hub->Delete("x", "deleted (test, next round)").ok());
+  }
+  // Nothing was left behind by the deletions.
+  EXPECT_FALSE(IsDirectory(o.root + "/x"));
 }
 
 // Delete: a finished capture and its files go (what they took is returned);

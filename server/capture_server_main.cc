@@ -21,18 +21,19 @@
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port to listen on (port 0: any free port, printed at start)");
 ABSL_FLAG(std::string, root, "captures", "folder holding the captures (<root>/<name>/args_dump)");
-ABSL_FLAG(uint64_t, max_capture_bytes, 0,
-          "args.bin bytes one capture may hold (0: no limit); more is RESOURCE_EXHAUSTED");
+ABSL_FLAG(std::string, max_capture_bytes, "0",
+          "args.bin bytes one capture may hold (such as 4096 or 64GiB); more is "
+          "RESOURCE_EXHAUSTED");
 ABSL_FLAG(bool, payload_dedup, true,
           "store a payload equal to one already in the same capture once (entries share its "
           "bin_offset); --payload_dedup=false stores every payload as sent");
-ABSL_FLAG(uint64_t, max_total_bytes, 0,
-          "bytes on disk all captures under --root may take (0: no limit): a new capture first "
-          "evicts finished ones, oldest first, never a live one; RESOURCE_EXHAUSTED when only "
-          "live ones are left");
-ABSL_FLAG(absl::Duration, retain_for, absl::ZeroDuration(),
-          "evict finished captures whose manifest is older than this (e.g. 168h, 30m; 0: keep "
-          "them)");
+ABSL_FLAG(std::string, max_total_bytes, "0",
+          "bytes on disk all captures under --root may take (such as 500GiB): a new capture "
+          "first evicts finished ones, oldest first, only as many as it takes, never a live "
+          "one; RESOURCE_EXHAUSTED (deleting nothing) when that cannot make room");
+ABSL_FLAG(std::string, retain_for, "0",
+          "evict finished captures whose manifest is older than this (a unit is needed: 168h, "
+          "30m, 7d)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain: serve TLS (with --tls_key)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
 ABSL_FLAG(std::string, auth_token_file, "",
@@ -46,17 +47,17 @@ ABSL_FLAG(std::vector<std::string>, http_cors_origin, {},
           "origins (comma-separated, e.g. https://grafana.example:3000; * for any) whose "
           "pages may call the HTTP API from a browser (CORS; empty: none, the built-in page "
           "needs none)");
-ABSL_FLAG(int, http_max_connections, 256,
+ABSL_FLAG(std::string, http_max_connections, "256",
           "HTTP connections served at once (a thread each while open); more wait for one to "
           "end");
-ABSL_FLAG(uint64_t, http_max_tensor_elements, 1 << 18,
+ABSL_FLAG(std::string, http_max_tensor_elements, "262144",
           "elements a .../tensor answer may hold as JSON numbers without fit= (more: 413)");
-ABSL_FLAG(int, shutdown_grace_ms, 5000,
-          "how long running calls get at SIGINT/SIGTERM (then they are cancelled; live "
-          "captures stay live on disk, resumable after a restart)");
-ABSL_FLAG(int64_t, live_idle_timeout_ms, 600000,
+ABSL_FLAG(std::string, shutdown_grace_ms, "5000",
+          "how long running calls get at SIGINT/SIGTERM, in ms or with a unit (then they are "
+          "cancelled; live captures stay live on disk, resumable after a restart)");
+ABSL_FLAG(std::string, live_idle_timeout_ms, "600000",
           "a live capture no stream is attached to gets its manifest after this long without "
-          "activity (0: never)");
+          "activity, in ms or with a unit (30m)");
 
 namespace argsdump {
 namespace {
@@ -71,6 +72,17 @@ CommandLineSpec CaptureServerSpec() {
       "SIGINT/SIGTERM stops it (exit 0). Exit status 2: a bad flag, an unreadable token\n"
       "file, a root another server holds, a port in use.";
   spec.flags_file = __FILE__;
+  constexpr int64_t kPiB = int64_t{1} << 50;
+  constexpr int64_t kCentury = 36500 * kMillisecondsPerDay;
+  spec.quantities = {
+      {"max_capture_bytes", Quantity::Bytes(0, kPiB, "no limit")},
+      {"max_total_bytes", Quantity::Bytes(0, kPiB, "no limit")},
+      {"retain_for", Quantity::Duration(0, kCentury, "keep them")},
+      {"live_idle_timeout_ms", Quantity::Milliseconds(0, kCentury, "never")},
+      {"shutdown_grace_ms", Quantity::Milliseconds(0, 3600 * 1000, "cancel at once")},
+      {"http_max_connections", Quantity::Count(1, 65536)},
+      {"http_max_tensor_elements", Quantity::Count(1, int64_t{1} << 24)},
+  };
   return spec;
 }
 
@@ -91,37 +103,19 @@ int Main(const CommandLine& line) {
   CaptureServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
   o.hub.root = absl::GetFlag(FLAGS_root);
-  o.hub.max_capture_bytes = absl::GetFlag(FLAGS_max_capture_bytes);
+  // Every number was range-checked by the parser (spec.quantities).
+  o.hub.max_capture_bytes = static_cast<uint64_t>(line.Quantity("max_capture_bytes"));
   o.hub.payload_dedup = absl::GetFlag(FLAGS_payload_dedup);
-  const int64_t idle = absl::GetFlag(FLAGS_live_idle_timeout_ms);
-  if (idle < 0) {
-    return Fail(absl::StrCat(line.Spelling("live_idle_timeout_ms"), ": ", idle, " is negative"));
-  }
-  o.hub.live_idle_timeout = std::chrono::milliseconds(idle);
-  o.hub.max_total_bytes = absl::GetFlag(FLAGS_max_total_bytes);
-  const absl::Duration retain = absl::GetFlag(FLAGS_retain_for);
-  if (retain < absl::ZeroDuration()) {
-    return Fail(absl::StrCat(line.Spelling("retain_for"), ": ", absl::FormatDuration(retain),
-                             " is negative"));
-  }
-  if (retain > absl::ZeroDuration() && retain < absl::Seconds(1)) {
-    return Fail(absl::StrCat(line.Spelling("retain_for"), ": ", absl::FormatDuration(retain),
-                             " is under a second"));
-  }
-  o.hub.retain_for = std::chrono::seconds(absl::ToInt64Seconds(retain));
-  if (absl::GetFlag(FLAGS_shutdown_grace_ms) < 0) {
-    return Fail(absl::StrCat(line.Spelling("shutdown_grace_ms"), ": negative"));
-  }
+  o.hub.live_idle_timeout = line.Duration("live_idle_timeout_ms");
+  o.hub.max_total_bytes = static_cast<uint64_t>(line.Quantity("max_total_bytes"));
+  o.hub.retain_for = line.Duration("retain_for");
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
-  o.http.tensor.max_elements = absl::GetFlag(FLAGS_http_max_tensor_elements);
+  o.http.tensor.max_elements = static_cast<uint64_t>(line.Quantity("http_max_tensor_elements"));
   o.http.cors_origins = absl::GetFlag(FLAGS_http_cors_origin);
-  o.http.max_connections = absl::GetFlag(FLAGS_http_max_connections);
-  if (o.http.max_connections < 1 || o.http.max_connections > 65536) {
-    return Fail(absl::StrCat(line.Spelling("http_max_connections"), ": ",
-                             o.http.max_connections, " is not in 1..65536"));
-  }
-  if (o.http.tensor.max_elements == 0) {
-    return Fail(absl::StrCat(line.Spelling("http_max_tensor_elements"), ": 0"));
+  o.http.max_connections = static_cast<int>(line.Quantity("http_max_connections"));
+  if (!o.http.cors_origins.empty() && o.http.listen.empty()) {
+    return Fail(absl::StrCat(line.Spelling("http_cors_origin"),
+                             ": the HTTP face is off; it needs --http_listen"));
   }
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
@@ -164,7 +158,7 @@ int Main(const CommandLine& line) {
   int sig = 0;
   sigwait(&signals, &sig);
   std::fprintf(stderr, "capture_server: signal %d, shutting down\n", sig);
-  (*server)->Shutdown(std::chrono::milliseconds(absl::GetFlag(FLAGS_shutdown_grace_ms)));
+  (*server)->Shutdown(std::chrono::milliseconds(line.Quantity("shutdown_grace_ms")));
   return 0;
 }
 

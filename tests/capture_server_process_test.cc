@@ -553,16 +553,16 @@ TEST(CaptureServerProcessTest, ASecondServerOnTheSameRootOrPortExitsTwo) {
   EXPECT_NE(retain_err.find("--retain_for: 'a week'"), std::string::npos) << retain_err;
   const auto [negative, negative_err] = RunToExit({"--retain_for=-1h"});
   EXPECT_EQ(negative, 2) << negative_err;
-  EXPECT_NE(negative_err.find("--retain_for: -1h is negative"), std::string::npos) << negative_err;
+  EXPECT_NE(negative_err.find("--retain_for: '-1h' is negative"), std::string::npos) << negative_err;
   const auto [total, total_err] = RunToExit({"--max_total_bytes=lots"});
   EXPECT_EQ(total, 2) << total_err;
   EXPECT_NE(total_err.find("--max_total_bytes: 'lots'"), std::string::npos) << total_err;
   // The HTTP face's flags, each refused by name before anything listens.
   for (const auto& [flag, says] : std::vector<std::pair<std::string, std::string>>{
            {"--http_listen=nohost", "--http_listen nohost: not host:port"},
-           {"--http_max_connections=0", "--http_max_connections: 0 is not in 1..65536"},
+           {"--http_max_connections=0", "--http_max_connections: '0' is under the minimum of 1"},
            {"--http_max_connections=many", "--http_max_connections: 'many'"},
-           {"--http_max_tensor_elements=0", "--http_max_tensor_elements: 0"},
+           {"--http_max_tensor_elements=0", "--http_max_tensor_elements: '0' is under the minimum"},
            {"--http_cors_origin=https://dash.example/", "--http_cors_origin https://dash.example/"},
        }) {
     const auto [code, err] = RunToExit({"--listen=127.0.0.1:0", "--http_listen=127.0.0.1:0",
@@ -570,6 +570,14 @@ TEST(CaptureServerProcessTest, ASecondServerOnTheSameRootOrPortExitsTwo) {
     EXPECT_EQ(code, 2) << flag << ": " << err;
     EXPECT_NE(err.find(says), std::string::npos) << flag << ": " << err;
   }
+  // A CORS origin is for the HTTP face: without --http_listen it is a
+  // mistake, not something to ignore.
+  const auto [cors, cors_err] = RunToExit({"--listen=127.0.0.1:0", "--root=" + TempPath("cors"),
+                                           "--http-cors-origin=https://dash.example"});
+  EXPECT_EQ(cors, 2) << cors_err;
+  EXPECT_NE(cors_err.find("--http-cors-origin: the HTTP face is off; it needs --http_listen"),
+            std::string::npos)
+      << cors_err;
   first.Signal(SIGTERM);
   EXPECT_EQ(first.Wait(), 0);
   // Once it is gone, the root is free again.
