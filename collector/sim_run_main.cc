@@ -37,16 +37,18 @@ ABSL_FLAG(std::string, output_prefix, "",
           "outputs/<workload>_<YYYYMMDD_HHMMSS>");
 ABSL_FLAG(std::string, platform, "a2a3sim",
           "host transport: a2a3sim (shared region) or a5sim (host shadow + copies)");
-ABSL_FLAG(int, schedulers, 4, "scheduler (AICPU) threads = recording threads");
-ABSL_FLAG(int, workers, 4, "worker (AICore) threads");
-ABSL_FLAG(int, records_per_buffer, 256, "records per metadata buffer");
-ABSL_FLAG(int, buffers_per_thread, 8, "metadata buffers per recording thread");
-ABSL_FLAG(int, ready_queue_depth, 8, "ready queue depth per recording thread");
-ABSL_FLAG(int64_t, arena_bytes, 128ll << 20, "payload arena bytes per recording thread");
-ABSL_FLAG(int, wait_bound_ms, 30000,
-          "how long the device waits for the host before dropping records");
-ABSL_FLAG(int, drain_threads, 1, "collector drain threads");
-ABSL_FLAG(int, collector_shards, 2, "collector shard threads");
+ABSL_FLAG(std::string, schedulers, "4", "scheduler (AICPU) threads = recording threads");
+ABSL_FLAG(std::string, workers, "4", "worker (AICore) threads");
+ABSL_FLAG(std::string, records_per_buffer, "256", "records per metadata buffer");
+ABSL_FLAG(std::string, buffers_per_thread, "8", "metadata buffers per recording thread");
+ABSL_FLAG(std::string, ready_queue_depth, "8", "ready queue depth per recording thread");
+ABSL_FLAG(std::string, arena_bytes, "128MiB",
+          "payload arena bytes per recording thread (such as 134217728 or 128MiB)");
+ABSL_FLAG(std::string, wait_bound_ms, "30000",
+          "how long the device waits for the host before dropping records, in ms or with a "
+          "unit (30s)");
+ABSL_FLAG(std::string, drain_threads, "1", "collector drain threads");
+ABSL_FLAG(std::string, collector_shards, "2", "collector shard threads");
 ABSL_FLAG(bool, list_workloads, false, "print the built-in workloads and exit");
 ABSL_FLAG(std::string, capture_server, "",
           "host:port of a capture service: stream the capture there instead of writing "
@@ -62,10 +64,11 @@ ABSL_FLAG(std::string, dump_config, "",
           "a JSON dump config file (level, path, mode, funcs, block_funcs, steps, ...); "
           "the environment (ARGSDUMP_*) overrides it and the flags override both; with "
           "--steps it is read again between steps, so editing it switches the dump");
-ABSL_FLAG(int64_t, capture_retry_deadline_ms, 60000,
+ABSL_FLAG(std::string, capture_retry_deadline_ms, "60000",
           "with --capture-server: how long a broken stream is retried (with backoff) through "
-          "a service restart before the run gives up; acknowledged records stay either way");
-ABSL_FLAG(int, steps, 1, "run the workload this many times (steps) in one process");
+          "a service restart before the run gives up, in ms or with a unit (2m); acknowledged "
+          "records stay either way");
+ABSL_FLAG(std::string, steps, "1", "run the workload this many times (steps) in one process");
 ABSL_FLAG(std::string, recover, "",
           "rebuild the manifest of a capture directory (.../args_dump) whose run died: "
           "every record in its journal is kept");
@@ -100,6 +103,21 @@ CommandLineSpec SimRunSpec() {
       "outputs and the crashing task's exception dump are still written).";
   spec.flags_file = __FILE__;
   spec.bare_values = {{"dump_args", "1"}};  // as in the seed
+  // Every number and its range (the one parser: tools/quantity.h).
+  spec.quantities = {
+      {"schedulers", Quantity::Count(1, 64)},
+      {"workers", Quantity::Count(1, 256)},
+      {"records_per_buffer", Quantity::Count(1, 1 << 20)},
+      {"buffers_per_thread", Quantity::Count(1, 1 << 16)},
+      {"ready_queue_depth", Quantity::Count(1, 1 << 16)},
+      {"arena_bytes", Quantity::Bytes(64, int64_t{1} << 40)},
+      {"wait_bound_ms", Quantity::Milliseconds(1, 7 * kMillisecondsPerDay)},
+      {"drain_threads", Quantity::Count(1, 64)},
+      {"collector_shards", Quantity::Count(1, 64)},
+      {"steps", Quantity::Count(1, 1000000)},
+      {"capture_retry_deadline_ms",
+       Quantity::Milliseconds(0, kMillisecondsPerDay, "no retry")},
+  };
   return spec;
 }
 
@@ -157,43 +175,23 @@ absl::Status SetRunShape(const CommandLine& line, SimJobOptions* o) {
     const int level = absl::GetFlag(FLAGS_dump_args);
     if (level < 0 || level > 3) return bad("dump_args", level, " is not 0, 1, 2 or 3");
   }
-  const int steps = absl::GetFlag(FLAGS_steps);
-  if (steps < 1 || steps > 1000000) return bad("steps", steps, " is outside 1..1000000");
-  o->steps = static_cast<uint32_t>(steps);
+  // The numbers were range-checked as they were parsed (spec.quantities).
+  auto count = [&](absl::string_view flag) { return static_cast<uint32_t>(line.Quantity(flag)); };
+  o->steps = count("steps");
   auto platform = PlatformFromName(absl::GetFlag(FLAGS_platform));
   if (!platform) {
     return bad("platform", "'", absl::GetFlag(FLAGS_platform), "' (expected a2a3sim or a5sim)");
   }
   o->platform = *platform;
-  struct InRange {
-    const char* flag;
-    int64_t value;
-    int64_t max;
-  };
-  const InRange checks[] = {
-      {"schedulers", absl::GetFlag(FLAGS_schedulers), 64},
-      {"workers", absl::GetFlag(FLAGS_workers), 256},
-      {"records_per_buffer", absl::GetFlag(FLAGS_records_per_buffer), 1 << 20},
-      {"buffers_per_thread", absl::GetFlag(FLAGS_buffers_per_thread), 1 << 16},
-      {"ready_queue_depth", absl::GetFlag(FLAGS_ready_queue_depth), 1 << 16},
-      {"arena_bytes", absl::GetFlag(FLAGS_arena_bytes), int64_t{1} << 40},
-      {"wait_bound_ms", absl::GetFlag(FLAGS_wait_bound_ms), 1 << 30},
-      {"drain_threads", absl::GetFlag(FLAGS_drain_threads), 64},
-      {"collector_shards", absl::GetFlag(FLAGS_collector_shards), 64},
-  };
-  for (const InRange& c : checks) {
-    if (c.value < 1 || c.value > c.max) return bad(c.flag, c.value, " is outside 1..", c.max);
-  }
-  if (absl::GetFlag(FLAGS_arena_bytes) < 64) return bad("arena_bytes", "at least 64");
-  o->sim.scheduler_threads = absl::GetFlag(FLAGS_schedulers);
-  o->sim.worker_threads = absl::GetFlag(FLAGS_workers);
-  o->region.records_per_buffer = absl::GetFlag(FLAGS_records_per_buffer);
-  o->region.buffers_per_thread = absl::GetFlag(FLAGS_buffers_per_thread);
-  o->region.ready_queue_depth = absl::GetFlag(FLAGS_ready_queue_depth);
-  o->region.arena_bytes = absl::GetFlag(FLAGS_arena_bytes);
-  o->region.wait_bound_ms = absl::GetFlag(FLAGS_wait_bound_ms);
-  o->drain_threads = absl::GetFlag(FLAGS_drain_threads);
-  o->collector_shards = absl::GetFlag(FLAGS_collector_shards);
+  o->sim.scheduler_threads = count("schedulers");
+  o->sim.worker_threads = count("workers");
+  o->region.records_per_buffer = count("records_per_buffer");
+  o->region.buffers_per_thread = count("buffers_per_thread");
+  o->region.ready_queue_depth = count("ready_queue_depth");
+  o->region.arena_bytes = static_cast<uint64_t>(line.Quantity("arena_bytes"));
+  o->region.wait_bound_ms = count("wait_bound_ms");
+  o->drain_threads = count("drain_threads");
+  o->collector_shards = count("collector_shards");
   return absl::OkStatus();
 }
 
@@ -241,12 +239,8 @@ void SetDump(const CommandLine& line, const std::string& workload, SimJobOptions
 // --capture-server and what goes with it: name, labels, token, retries.
 absl::Status SetCaptureService(const CommandLine& line, SimJobOptions* o) {
   o->capture_server = absl::GetFlag(FLAGS_capture_server);
-  const int64_t retry = absl::GetFlag(FLAGS_capture_retry_deadline_ms);
-  if (retry < 0 || retry > int64_t{24} * 3600 * 1000) {
-    return absl::InvalidArgumentError(absl::StrCat(line.Spelling("capture_retry_deadline_ms"),
-                                                   ": ", retry, " is outside 0..86400000"));
-  }
-  o->capture_retry_deadline = std::chrono::milliseconds(retry);
+  o->capture_retry_deadline =
+      std::chrono::milliseconds(line.Quantity("capture_retry_deadline_ms"));
   o->capture_name = absl::GetFlag(FLAGS_capture_name);
   for (const std::string& label : absl::GetFlag(FLAGS_labels)) {
     const size_t eq = label.find('=');

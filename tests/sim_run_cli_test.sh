@@ -29,7 +29,7 @@ check "level 0 writes nothing" 0 "dump: off" -- "$sim_run" --dump-args 0 --outpu
 check "a5sim" 0 "on a5sim" -- "$sim_run" --dump-args 3 --platform a5sim --workload mixed_example --output-prefix "$tmp/a5"
 check "bad level" 2 "--dump-args: 7" -- "$sim_run" --dump-args 7
 check "bad platform" 2 "--platform: 'a9'" -- "$sim_run" --platform a9
-check "bad arena" 2 "--arena-bytes: 0" -- "$sim_run" --dump-args 2 --arena-bytes 0
+check "bad arena" 2 "--arena-bytes: '0' is under the minimum of 64B" -- "$sim_run" --dump-args 2 --arena-bytes 0
 check "unknown workload" 2 "no built-in workload 'nope'" -- "$sim_run" --workload nope
 check "missing file" 2 "workload file $tmp/missing.json: cannot open" -- "$sim_run" --workload "$tmp/missing.json"
 printf '{"buffers": [{"name": "a", "dtype": "FLOAT32", "shape": [4]}],\n "tasks": [{"func": "relu", "args": [{"tensor": "q", "role": "input"}]}]}' > "$tmp/bad_ref.json"
@@ -81,7 +81,7 @@ grep -q '"step": 2' "$tmp/steps/args_dump/args_dump.json" \
   || { echo "FAIL steps: no step 2 in the manifest"; fails=$((fails + 1)); }
 check "step list from the environment" 0 "records: 12 " -- \
   env ARGSDUMP_STEPS="0|2" "$sim_run" --dump-args 2 --steps 3 --output-prefix "$tmp/steps2"
-check "bad steps flag" 2 "--steps: 0" -- "$sim_run" --steps 0
+check "bad steps flag" 2 "--steps: '0' is under the minimum of 1" -- "$sim_run" --steps 0
 printf '{"name": "failing", "buffers": [{"name": "a", "dtype": "FLOAT32", "shape": [8], "init": {"fill": 2}},\n {"name": "b", "dtype": "FLOAT32", "shape": [8]}, {"name": "c", "dtype": "FLOAT32", "shape": [8]}],\n "tasks": [{"func": "relu", "args": [{"tensor": "a", "role": "input"}, {"tensor": "b", "role": "output"}]},\n {"func": "fail", "args": [{"tensor": "b", "role": "input"}, {"tensor": "c", "role": "output"}]},\n {"func": "relu", "args": [{"tensor": "c", "role": "input"}, {"tensor": "a", "role": "output"}]}]}' > "$tmp/failing.json"
 check "a failing kernel stops the run with an exception dump" 1 "exception dump: $tmp/exc/exception_dump/exception_failing_fail_test_0_[0-9]+_0x0000000100000001 " -- \
   "$sim_run" --workload "$tmp/failing.json" --dump-args 2 --output-prefix "$tmp/exc"
@@ -98,7 +98,7 @@ grep -q '"task_id": "0x0000000100000000"' "$tmp/exc/args_dump/args_dump.json" \
 check "unknown flag" 2 "--no_such_flag=1: no such flag" -- "$sim_run" --no_such_flag=1
 check "bad flag value" 2 "--schedulers: 'many'" -- "$sim_run" --schedulers=many
 check "flag without its value" 2 "--workers needs a value" -- "$sim_run" --workers
-check "a negative retry deadline" 2 "--capture-retry-deadline-ms: -1 is outside" -- "$sim_run" --capture-retry-deadline-ms=-1
+check "a negative retry deadline" 2 "--capture-retry-deadline-ms: '-1' is negative" -- "$sim_run" --capture-retry-deadline-ms=-1
 check "workload is a directory" 2 "workload file $tmp: is a directory" -- "$sim_run" --workload "$tmp"
 printf '{"name": "huge", "buffers": [{"name": "big", "dtype": "FLOAT64", "shape": [65535, 65535]}, {"name": "also", "dtype": "FLOAT64", "shape": [65535, 65535]}], "tasks": []}' > "$tmp/huge.json"
 check "buffers that cannot be allocated" 2 "buffers\[0\] 'big': FLOAT64 4294836225 elements: device buffer: out of memory for 34358689856 bytes" -- \
