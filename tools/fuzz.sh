@@ -21,6 +21,7 @@ targets=(
   "device:workload_fuzzer device/testdata/workload_corpus"
   "device:dump_config_fuzzer device/testdata/dump_config_corpus"
   "device:flight_fuzzer device/testdata/flight_corpus"
+  "tools:quantity_fuzzer tools/testdata/quantity_corpus"
 )
 labels=()
 for t in "${targets[@]}"; do labels+=("//${t%% *}"); done
