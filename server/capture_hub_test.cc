@@ -697,6 +697,31 @@ TEST(CaptureHubTest, DeleteRacingANewCaptureOfTheSameNameLeavesTheNewOneWhole) {
   EXPECT_FALSE(IsDirectory(o.root + "/x"));
 }
 
+// A deletion cut short (the server killed while removing files) left its
+// renamed folder: the next start removes it, and nothing else.
+TEST(CaptureHubTest, AnInterruptedDeletionIsFinishedAtStartup) {
+  CaptureHub::Options o;
+  o.root = Root("interrupted_delete");
+  {
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    FinishedCapture(hub.get(), "kept", 3, std::chrono::seconds(0));
+    FinishedCapture(hub.get(), "gone", 3, std::chrono::seconds(0));
+  }
+  // "gone" was being deleted; "kept" has a new capture beside such a folder.
+  ASSERT_EQ(::rename((o.root + "/gone/args_dump").c_str(),
+                     (o.root + "/gone/args_dump~deleting~1.0").c_str()),
+            0);
+  ASSERT_TRUE(CreateDirectories(o.root + "/kept/args_dump~deleting~1.1").ok());
+  ASSERT_TRUE(WriteStringToFile(o.root + "/kept/args_dump~deleting~1.1/args.bin", "x").ok());
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  EXPECT_EQ(hub->Find("gone").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(IsDirectory(o.root + "/gone"));
+  EXPECT_FALSE(IsDirectory(o.root + "/kept/args_dump~deleting~1.1"));
+  ASSERT_TRUE(hub->Find("kept").ok());
+  ArgFilter all;
+  EXPECT_EQ((*hub->Find("kept"))->Query(all, 0, 100, 1000).hits.size(), 6u);
+}
+
 // Delete: a finished capture and its files go (what they took is returned);
 // a live one is refused; a reader that holds the capture still reads it.
 TEST(CaptureHubTest, DeleteRemovesAFinishedCaptureAndRefusesALiveOne) {
