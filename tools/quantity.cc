@@ -58,9 +58,12 @@ std::string Grammar(const Quantity& q) {
   return "";
 }
 
-// The value of one "<digits><unit>" term, saturated; false when `unit` is
-// not one of `units` (or is missing where one is needed).
-bool Term(uint64_t number, absl::string_view unit, const Quantity& q, uint64_t* out) {
+// The value of one "<digits><unit>" term, saturated, and the unit's size in
+// *unit_size; false when `unit` is not one of the kind's (or is missing
+// where one is needed).
+bool Term(uint64_t number, absl::string_view unit, const Quantity& q, uint64_t* out,
+          uint64_t* unit_size) {
+  *unit_size = 0;
   if (unit.empty()) {
     if (q.kind == Quantity::kDuration) {
       if (q.plain_unit_ms == 0) return number == 0 && (*out = 0, true);
@@ -72,7 +75,7 @@ bool Term(uint64_t number, absl::string_view unit, const Quantity& q, uint64_t* 
   }
   if (q.kind == Quantity::kDuration) {
     for (const Unit& u : kDurationUnits) {
-      if (unit == u.name) return *out = SaturatingMul(number, u.size), true;
+      if (unit == u.name) return *unit_size = u.size, *out = SaturatingMul(number, u.size), true;
     }
   } else if (q.kind == Quantity::kBytes) {
     for (const Unit& u : kByteUnits) {
@@ -131,8 +134,9 @@ absl::StatusOr<int64_t> ParseQuantity(absl::string_view text, const Quantity& q)
     return bad(absl::StrCat("is not a number: give the maximum, ",
                             FormatQuantity(q.max, q.kind), ", for the longest or largest"));
   }
-  // One or more "<digits><unit>" terms (durations only take several).
-  uint64_t total = 0;
+  // One or more "<digits><unit>" terms (durations only take several, each
+  // unit smaller than the one before: 1h30m, not 30m1h or 1h1h).
+  uint64_t total = 0, previous_unit = 0;
   size_t i = 0, terms = 0;
   while (i < text.size()) {
     const size_t digits_start = i;
@@ -144,13 +148,15 @@ absl::StatusOr<int64_t> ParseQuantity(absl::string_view text, const Quantity& q)
     const size_t unit_start = i;
     while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     const absl::string_view unit = text.substr(unit_start, i - unit_start);
-    uint64_t value = 0;
+    uint64_t value = 0, unit_size = 0;
     ++terms;
     const bool several_allowed = q.kind == Quantity::kDuration;
     if (unit_start == digits_start || (terms > 1 && (!several_allowed || unit.empty())) ||
-        !Term(number, unit, q, &value)) {
+        !Term(number, unit, q, &value, &unit_size) ||
+        (terms > 1 && unit_size >= previous_unit)) {
       return bad(absl::StrCat("is not ", KindName(q.kind), " (", Grammar(q), ")"));
     }
+    previous_unit = unit_size;
     total = SaturatingAdd(total, value);
   }
   if (total > static_cast<uint64_t>(q.max)) {

@@ -7,7 +7,8 @@
 // when the maximum is a century or less.
 //
 //   duration  "250" (in the flag's plain unit, ms for *_ms flags), "30s",
-//             "168h", "1h30m"; units ms, s, m, h, d
+//             "168h", "1h30m"; units ms, s, m, h, d, each term's smaller
+//             than the one before
 //   bytes     "4096", "64KiB", "4GiB"; units B, KiB, MiB, GiB, TiB, PiB
 //   count     "16"
 #ifndef ARGSDUMP_TOOLS_QUANTITY_H_

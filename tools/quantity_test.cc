@@ -25,7 +25,8 @@ TEST(QuantityTest, DurationsInUnitsOrPlainMilliseconds) {
   int64_t v = -1;
   for (const auto& [text, want] : std::vector<std::pair<std::string, int64_t>>{
            {"0", 0}, {"250", 250}, {"30s", 30000}, {"2m", 120000}, {"168h", 168 * 3600000LL},
-           {"1h30m", 5400000}, {"1d", kMillisecondsPerDay}, {"36500d", kCentury},
+           {"1h30m", 5400000}, {"1d", kMillisecondsPerDay}, {"1d2h3m4s5ms", 93784005},
+           {"36500d", kCentury},
            {"3153600000000", kCentury}}) {
     ASSERT_EQ(Parse(text, ms, &v), "") << text;
     EXPECT_EQ(v, want) << text;
@@ -57,6 +58,8 @@ TEST(QuantityTest, OverTheMaximumInfNegativeAndGarbageAreRefusedWithTheRange) {
            {"1.5h", "is not a duration"},
            {"1 h", "is not a duration"},
            {"1h30", "is not a duration"},
+           {"1d1d", "is not a duration"},
+           {"30m1h", "is not a duration"},
            {"h", "is not a duration"},
            {"1y", "is not a duration"},
            {"+1h", "is not a duration"},
