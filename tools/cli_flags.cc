@@ -150,7 +150,9 @@ class Parser {
       }
       const std::string text = *flag->TryGet<std::string>();
       absl::StatusOr<int64_t> value = ParseQuantity(text, quantity);
-      if (!value.ok()) return Bad(absl::StrCat(line_.Spelling(name), ": ", value.status().message()));
+      if (!value.ok()) {
+        return Bad(absl::StrCat(line_.Spelling(name), ": ", value.status().message()));
+      }
       line_.quantities[name] = *value;
     }
     return absl::OkStatus();

@@ -57,7 +57,9 @@ struct CommandLine {
   // is a programming error: it aborts).
   int64_t Quantity(absl::string_view name) const;
   // A duration flag's value.
-  absl::Duration Duration(absl::string_view name) const { return absl::Milliseconds(Quantity(name)); }
+  absl::Duration Duration(absl::string_view name) const {
+    return absl::Milliseconds(Quantity(name));
+  }
 };
 
 // Sets the spec's flags from `args` (argv without argv[0]); flags not in

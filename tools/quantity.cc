@@ -102,7 +102,8 @@ std::string FormatQuantity(int64_t value, Quantity::Kind kind) {
 }
 
 std::string DescribeRange(const Quantity& q) {
-  std::string range = absl::StrCat(FormatQuantity(q.min, q.kind), "..", FormatQuantity(q.max, q.kind));
+  std::string range =
+      absl::StrCat(FormatQuantity(q.min, q.kind), "..", FormatQuantity(q.max, q.kind));
   if (q.kind == Quantity::kDuration && q.max % 1000 == 0 && q.max >= kMillisecondsPerDay) {
     absl::StrAppend(&range, " (", q.max, "ms)");
   }
