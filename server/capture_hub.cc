@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 
 #include <cstdio>
@@ -138,8 +138,8 @@ bool IsDeadline(absl::Duration d) {
   return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
 }
 
-// A capture folder being deleted is first renamed to <args_dump><this><n>
-// beside it, so that a new capture of the same name starts in a fresh
+// A capture folder being deleted is first renamed beside itself, to
+// args_dump~deleting~<pid>.<n>, so that a new capture of the same name starts in a fresh
 // folder. '~' is not a capture-name character: such a folder is never
 // taken for a capture.
 constexpr char kDeletingMark[] = "~deleting~";
