@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,7 +23,7 @@ std::string Reason() { return std::strerror(errno); }
 
 absl::Status Refuse(absl::string_view name, absl::string_view why, size_t at) {
   return absl::InvalidArgumentError(
-      absl::StrCat("'", absl::CHexEscape(name), "' ", why, " (byte ", at, ")"));
+      absl::StrCat("'", absl::CHexEscape(name), "' ", why, " at its byte ", at));
 }
 
 ConfinedEntry KindOf(const struct stat& st) {
@@ -243,6 +244,14 @@ absl::StatusOr<ConfinedEntry> ConfinedDir::EntryAt(absl::string_view name) const
     return absl::UnavailableError(absl::StrCat(PathOf(name), ": ", Reason()));
   }
   return KindOf(st);
+}
+
+absl::StatusOr<uint64_t> ConfinedDir::FreeBytes() const {
+  struct statvfs vfs;
+  if (::fstatvfs(fd_.get(), &vfs) != 0) {
+    return absl::UnavailableError(absl::StrCat(path_, ": cannot tell the free space: ", Reason()));
+  }
+  return static_cast<uint64_t>(vfs.f_bavail) * static_cast<uint64_t>(vfs.f_frsize);
 }
 
 }  // namespace argsdump

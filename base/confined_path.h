@@ -10,6 +10,7 @@
 #ifndef ARGSDUMP_BASE_CONFINED_PATH_H_
 #define ARGSDUMP_BASE_CONFINED_PATH_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -27,7 +28,7 @@ inline constexpr size_t kMaxConfinedPartBytes = 255;
 // not empty (no leading, trailing or doubled '/'), not "." or "..", no NUL,
 // no control byte (below 0x20, 0x7F), no backslash (a separator to
 // Windows and to zip tools that convert it), at most the lengths above.
-// InvalidArgument "'<name>' <why> (byte N)" otherwise (the name escaped).
+// InvalidArgument "'<name>' <why> at its byte N" otherwise (the name escaped).
 absl::Status CheckConfinedName(absl::string_view name);
 
 // A descriptor closed when it goes out of scope.
@@ -84,6 +85,10 @@ class ConfinedDir {
   absl::Status WriteFile(absl::string_view name, absl::string_view bytes) const;
   // What `name` is (kNone when it, or a folder above it, does not exist).
   absl::StatusOr<ConfinedEntry> EntryAt(absl::string_view name) const;
+
+  // The bytes an unprivileged user may still write on this folder's file
+  // system (statvfs's f_bavail blocks).
+  absl::StatusOr<uint64_t> FreeBytes() const;
 
   // The path of this folder, and of `name` in it, for messages.
   const std::string& path() const { return path_; }

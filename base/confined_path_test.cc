@@ -44,22 +44,22 @@ TEST(CheckConfinedNameTest, EveryWayOutIsRefusedNamingTheByte) {
   struct Case {
     std::string name, why;
   } cases[] = {
-      {"", "is empty (byte 0)"},
-      {"/etc/passwd", "is absolute (byte 0)"},
-      {"..", "has a '..' part (byte 0)"},
-      {"../x", "has a '..' part (byte 0)"},
-      {"a/../../x", "has a '..' part (byte 2)"},
-      {"a/b/..", "has a '..' part (byte 4)"},
-      {".", "has a '.' part (byte 0)"},
-      {"a/./b", "has a '.' part (byte 2)"},
-      {"a//b", "has an empty part (byte 2)"},
-      {"a/", "has an empty part (byte 2)"},
-      {std::string("a\0/../b", 7), "holds a NUL byte (byte 1)"},
-      {"a\n.bashrc", "holds a control byte (byte 1)"},
-      {"a\x7f", "holds a control byte (byte 1)"},
-      {"..\\..\\x", "holds a backslash (byte 2)"},
-      {"a/" + std::string(256, 'b'), "has a part longer than 255 bytes (byte 2)"},
-      {std::string(4096, 'a'), "is longer than 4095 bytes (byte 4095)"},
+      {"", "is empty at its byte 0"},
+      {"/etc/passwd", "is absolute at its byte 0"},
+      {"..", "has a '..' part at its byte 0"},
+      {"../x", "has a '..' part at its byte 0"},
+      {"a/../../x", "has a '..' part at its byte 2"},
+      {"a/b/..", "has a '..' part at its byte 4"},
+      {".", "has a '.' part at its byte 0"},
+      {"a/./b", "has a '.' part at its byte 2"},
+      {"a//b", "has an empty part at its byte 2"},
+      {"a/", "has an empty part at its byte 2"},
+      {std::string("a\0/../b", 7), "holds a NUL byte at its byte 1"},
+      {"a\n.bashrc", "holds a control byte at its byte 1"},
+      {"a\x7f", "holds a control byte at its byte 1"},
+      {"..\\..\\x", "holds a backslash at its byte 2"},
+      {"a/" + std::string(256, 'b'), "has a part longer than 255 bytes at its byte 2"},
+      {std::string(4096, 'a'), "is longer than 4095 bytes at its byte 4095"},
   };
   for (const Case& c : cases) {
     const absl::Status s = CheckConfinedName(c.name);
