@@ -157,7 +157,7 @@ absl::StatusOr<std::pair<ConfinedDir, std::string>> ConfinedDir::Parent(absl::st
   return std::make_pair(*std::move(dir), std::move(last));
 }
 
-absl::StatusOr<OwnedFd> ConfinedDir::OpenFile(absl::string_view name) const {
+absl::StatusOr<OwnedFd> ConfinedDir::OpenFile(absl::string_view name, LastLink last_link) const {
   auto parent = Parent(name, Missing::kFail);
   if (!parent.ok()) return parent.status();
   const ConfinedDir& dir = parent->first;
@@ -166,16 +166,22 @@ absl::StatusOr<OwnedFd> ConfinedDir::OpenFile(absl::string_view name) const {
   // Looked at before it is opened: opening a device or a FIFO can have
   // effects (or block), so only a regular file is.
   struct stat before;
-  if (::fstatat(dir.fd_.get(), last.c_str(), &before, AT_SYMLINK_NOFOLLOW) != 0) {
+  const bool follow = last_link == LastLink::kFollow;
+  if (::fstatat(dir.fd_.get(), last.c_str(), &before, follow ? 0 : AT_SYMLINK_NOFOLLOW) != 0) {
     const std::string why = absl::StrCat(path, ": cannot open: ", Reason());
     return errno == ENOENT ? absl::NotFoundError(why) : absl::UnavailableError(why);
   }
   if (!S_ISREG(before.st_mode)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, " is ", KindName(before), ", not a regular file (not opened)"));
+    struct stat link;
+    const bool through_link =
+        follow && ::fstatat(dir.fd_.get(), last.c_str(), &link, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISLNK(link.st_mode);
+    return absl::FailedPreconditionError(absl::StrCat(path, through_link ? " leads to " : " is ",
+                                                      KindName(before),
+                                                      ", not a regular file (not opened)"));
   }
   OwnedFd fd(::openat(dir.fd_.get(), last.c_str(),
-                      O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+                      O_RDONLY | (follow ? 0 : O_NOFOLLOW) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ELOOP) return NotA(dir.fd_.get(), last, path, "a regular file");
     return absl::UnavailableError(absl::StrCat(path, ": cannot open: ", Reason()));

@@ -73,8 +73,13 @@ class ConfinedDir {
 
   // The folder `name` (each missing part made, 0755, with kCreate).
   absl::StatusOr<ConfinedDir> Subdir(absl::string_view name, Missing missing) const;
-  // The regular file `name`, open for reading.
-  absl::StatusOr<OwnedFd> OpenFile(absl::string_view name) const;
+  // The regular file `name`, open for reading. With kFollow a symbolic
+  // link as the last part is followed, to a regular file only: links the
+  // folder's owner made, such as Bazel's runfiles, where every data file
+  // is a link. Folder parts are never followed.
+  enum class LastLink { kRefuse, kFollow };
+  absl::StatusOr<OwnedFd> OpenFile(absl::string_view name,
+                                   LastLink last_link = LastLink::kRefuse) const;
   // Writes the file `name` whole (mode 0644; its folders made): `fill`
   // writes to a new temporary file beside it, which then replaces `name`
   // (rename), so no one sees half a file and a link or special file there

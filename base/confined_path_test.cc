@@ -174,6 +174,23 @@ TEST(ConfinedDirTest, FifosAndDevicesAreNeitherOpenedNorReplaced) {
   EXPECT_NE(zero.status().message().find("/dev/zero is a device"), std::string::npos)
       << zero.status();
   EXPECT_EQ(dir->OpenFile("").status().code(), absl::StatusCode::kInvalidArgument);
+  // Followed as the last part when asked (runfiles): to a regular file
+  // only, never through a folder link.
+  std::ofstream(root + "/real") << "data";
+  ASSERT_EQ(::mkdir((root + "/sub").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink((root + "/real").c_str(), (root + "/sub/link").c_str()), 0);
+  ASSERT_EQ(::symlink("/dev/null", (root + "/null").c_str()), 0);
+  ASSERT_EQ(::symlink((root + "/sub").c_str(), (root + "/sublink").c_str()), 0);
+  using L = ConfinedDir::LastLink;
+  EXPECT_TRUE(dir->OpenFile("sub/link", L::kFollow).ok());
+  EXPECT_EQ(dir->OpenFile("sub/link").status().code(), absl::StatusCode::kFailedPrecondition);
+  const auto null = dir->OpenFile("null", L::kFollow);
+  EXPECT_NE(null.status().message().find("null leads to a device"), std::string::npos)
+      << null.status();
+  EXPECT_NE(dir->OpenFile("fifo", L::kFollow).status().message().find("fifo is a FIFO"),
+            std::string::npos);
+  EXPECT_EQ(dir->OpenFile("sublink/link", L::kFollow).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

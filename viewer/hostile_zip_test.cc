@@ -401,5 +401,58 @@ TEST_F(HostileZipCorpus, AHalfExtractedFolderIsNeverTakenAsComplete) {
   EXPECT_THAT(err2.str(), HasSubstr("fails its CRC-32 check"));
 }
 
+
+// --export and --npy write below a folder the user named (the capture's,
+// --out) or, for a zip, ./<its capture folder>: a link found on the way,
+// or as the file itself, is refused (exit 2, naming it), never followed.
+TEST_F(HostileZipCorpus, ExportsNeverFollowALinkInTheirWay) {
+  const CaptureFiles& c = capture_;
+  const std::string zip = t_ + "/good.zip";
+  Put(zip, MakeTestZip({{"Suite.Case/args_dump/args_dump.json", c.manifest, true},
+                        {"Suite.Case/args_dump/args.bin", c.bin}}));
+  const std::string cwd = t_ + "/cwd";
+  ASSERT_EQ(::mkdir(cwd.c_str(), 0755), 0);
+  char old[4096];
+  ASSERT_NE(::getcwd(old, sizeof(old)), nullptr);
+  auto run = [&](const std::vector<std::string>& args, const std::string& what) {
+    const auto before = OutsideCache(t_);
+    ASSERT_EQ(::chdir(cwd.c_str()), 0);
+    std::ostringstream out, err;
+    const int code = RunViewer(args, out, err);
+    ASSERT_EQ(::chdir(old), 0);
+    EXPECT_EQ(code, 2) << what << ": " << out.str() << err.str();
+    EXPECT_THAT(err.str(), HasSubstr("is a symbolic link")) << what;
+    EXPECT_EQ(OutsideCache(t_), before) << what;
+    EXPECT_EQ(Slurp(t_ + "/outside/victim"), "precious\n") << what;
+  };
+  // ./Suite.Case a link to a folder outside.
+  ASSERT_EQ(::symlink((t_ + "/outside").c_str(), (cwd + "/Suite.Case").c_str()), 0);
+  run({zip, "--export"}, "the capture's export folder");
+  run({zip, "--npy"}, "the capture's export folder, npy");
+  // ./Suite.Case/txt a link.
+  ASSERT_EQ(::unlink((cwd + "/Suite.Case").c_str()), 0);
+  ASSERT_EQ(::mkdir((cwd + "/Suite.Case").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink((t_ + "/outside").c_str(), (cwd + "/Suite.Case/txt").c_str()), 0);
+  run({zip, "--export"}, "txt/");
+  // A file to be written already a link to the victim (a local capture
+  // folder, --index 0's file).
+  const std::string local = t_ + "/local_capture";
+  ASSERT_TRUE(ViewerScene(false).WriteTo(local).ok());
+  std::ostringstream out, err;
+  ASSERT_EQ(RunViewer({local, "--index", "0"}, out, err), 0) << err.str();
+  const std::string saved = out.str().substr(out.str().find("Saved: ") + 7);
+  const std::string file = saved.substr(0, saved.find('\n'));
+  ASSERT_EQ(::unlink(file.c_str()), 0) << file;
+  ASSERT_EQ(::symlink((t_ + "/outside/victim").c_str(), file.c_str()), 0);
+  run({local, "--index", "0"}, "a link as the file");
+  // --out through a link is the user's choice: followed.
+  ASSERT_EQ(::symlink((t_ + "/outside").c_str(), (t_ + "/out_link").c_str()), 0);
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunViewer({local, "--index", "0", "--out", t_ + "/out_link"}, out2, err2), 0)
+      << err2.str();
+  struct stat st;
+  EXPECT_EQ(::stat((t_ + "/outside/txt").c_str(), &st), 0);
+}
+
 }  // namespace
 }  // namespace argsdump
