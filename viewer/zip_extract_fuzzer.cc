@@ -25,7 +25,7 @@
 
 namespace {
 
-// Every path below `dir` (links not followed): kind, size, first bytes.
+// Every path below `dir` (links not followed): mode, size, first bytes.
 void List(const std::string& dir, const std::string& rel, std::map<std::string, std::string>* out) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;
@@ -35,7 +35,9 @@ void List(const std::string& dir, const std::string& rel, std::map<std::string, 
     const std::string path = dir + "/" + name, key = rel + "/" + name;
     struct stat st;
     if (::lstat(path.c_str(), &st) != 0) continue;
-    std::string what = std::to_string(st.st_mode) + " " + std::to_string(st.st_size);
+    // A folder's size changes with its entries: compared by its mode.
+    std::string what = std::to_string(st.st_mode);
+    if (!S_ISDIR(st.st_mode)) what += " " + std::to_string(st.st_size);
     if (S_ISREG(st.st_mode)) {
       char head[64] = {};
       if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
