@@ -200,6 +200,14 @@ absl::StatusOr<LocatedCapture> FromZip(const std::string& zip_path, const std::s
   auto dir = Extract(**zip, pick.inner);
   if (!dir.ok()) return dir.status();
   found.dir = *dir;
+  std::string folder = pick.inner;
+  if (folder == "args_dump") folder.clear();
+  if (absl::EndsWith(folder, "/args_dump")) folder.resize(folder.size() - 10);
+  if (folder.empty()) {
+    folder = zip_path.substr(zip_path.find_last_of('/') + 1);
+    if (absl::EndsWith(folder, ".zip") && folder.size() > 4) folder.resize(folder.size() - 4);
+  }
+  found.zip_capture_name = folder.substr(folder.find_last_of('/') + 1);
   found.name = pick.inner.empty() ? shown : absl::StrCat(shown, "/", pick.inner);
   found.note = note;
   return found;

@@ -22,6 +22,10 @@ struct LocatedCapture {
   std::string name;  // how to call it: the path given, or ZIP/inner
   std::string note;  // "" when the path named exactly one capture
   bool from_zip = false;
+  // From a zip: a name for the capture made of its folder there (less a
+  // last "args_dump"), else of the zip's file name less ".zip". One plain
+  // name part; it comes from the archive.
+  std::string zip_capture_name;
 };
 
 // NotFound naming the path when it names no capture; DataLoss for a

@@ -209,6 +209,19 @@ TEST_F(CaptureLocationTest, ViewerOnAZipExportsToTheWorkingFolder) {
   EXPECT_THAT(out.str(), HasSubstr("\nExported 3 arg(s) to Suite.Old/txt\n"));
   struct stat st;
   EXPECT_EQ(::stat((cwd + "/Suite.Old/txt").c_str(), &st), 0);
+  // A capture at the zip's root (or in a bare args_dump/): named after
+  // the zip file.
+  const std::string root_src = TempPath("export_root_src");
+  Sh("rm -rf '" + root_src + "' && mkdir -p '" + root_src + "'");
+  ASSERT_TRUE(ViewerScene(false).WriteTo(root_src + "/args_dump").ok());
+  const std::string root_zip = TempPath("export_logs/at_root.zip");
+  Sh("rm -f '" + root_zip + "' && cd '" + root_src + "' && zip -qr '" + root_zip + "' args_dump");
+  ASSERT_EQ(::chdir(cwd.c_str()), 0);
+  std::ostringstream root_out, root_err;
+  const int root_code = RunViewer({root_zip, "-t", "0x100000000", "--export"}, root_out, root_err);
+  ASSERT_EQ(::chdir(old), 0);
+  EXPECT_EQ(root_code, 0) << root_err.str();
+  EXPECT_THAT(root_out.str(), HasSubstr("\nExported 3 arg(s) to at_root/txt\n"));
   // Two zipped captures compared: the variant differs at task 1's output.
   EXPECT_EQ(cmp, 1) << cmp_err.str();
   EXPECT_THAT(cmp_out.str(), HasSubstr("first divergence: task 0x0000000100000001 after output "

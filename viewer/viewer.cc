@@ -675,11 +675,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
                            : "")
           << ")\n";
     }
-    if (at->from_zip) {
-      std::string base = CaptureDirOf(at->dir);
-      if (absl::EndsWith(base, "/args_dump")) base.resize(base.size() - 10);
-      zip_name = base.substr(base.find_last_of('/') + 1);
-    }
+    if (at->from_zip) zip_name = at->zip_capture_name;
     o.dir = at->dir;
   }
   // --first-nonfinite reads whole tasks (their inputs too); the selection
