@@ -130,8 +130,8 @@ uint64_t Fnv1a(const std::string& text) {
 }
 
 // The cache folder, open. The fallback under /tmp is shared with other
-// users: it must be ours, a folder (not a link someone left there) and
-// closed to others, or it is not used.
+// users: it must be ours and a folder (not a link someone left there), or
+// it is not used; it is made closed to others.
 absl::StatusOr<ConfinedDir> OpenCacheDir() {
   const std::string dir = CaptureCacheDir();
   const std::string tmp_base = absl::StrCat("/tmp/argsdump-", ::getuid());
@@ -141,11 +141,15 @@ absl::StatusOr<ConfinedDir> OpenCacheDir() {
           absl::StrCat("cannot create ", tmp_base, ": ", std::strerror(errno)));
     }
     struct stat st;
-    if (::lstat(tmp_base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
-        (st.st_mode & 0077) != 0) {
+    if (::lstat(tmp_base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          tmp_base, " is not a folder of this user closed to others (a link, or made by "
-          "someone else?): not used as the extraction cache; set XDG_CACHE_HOME"));
+          tmp_base, " is not a folder of this user (a link, or made by someone else?): not used "
+          "as the extraction cache; set XDG_CACHE_HOME"));
+    }
+    // Ours (and /tmp is sticky: no one else can swap it): closed to others.
+    if ((st.st_mode & 0077) != 0 && ::chmod(tmp_base.c_str(), 0700) != 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot close ", tmp_base, " to others: ", std::strerror(errno)));
     }
   }
   return ConfinedDir::Open(dir, ConfinedDir::Missing::kCreate);

@@ -254,6 +254,15 @@ TEST_F(HostileZipCorpus, SymbolicLinkMembers) {
                 MakeTestZip({{"cap", t_ + "/outside", false, false, 0120777},
                              {"cap/args_dump.json", c.manifest, true}}),
                 {"member 'cap' is a symbolic link"});
+  // A FIFO and a character device: never made, refused.
+  ExpectRefused("fifo.zip",
+                MakeTestZip({{"cap/args_dump.json", c.manifest, true},
+                             {"cap/args.bin", "", false, false, 010644}}),
+                {"member 'cap/args.bin' is a FIFO, device or socket"});
+  ExpectRefused("device.zip",
+                MakeTestZip({{"cap/args_dump.json", c.manifest, true},
+                             {"cap/args.bin", "", false, false, 020666}}),
+                {"member 'cap/args.bin' is a FIFO, device or socket"});
   // A regular file made on Unix (mode 0100644) is fine.
   Put(t_ + "/unix.zip", MakeTestZip({{"cap/args_dump.json", c.manifest, true, false, 0100644},
                                      {"cap/args.bin", c.bin, false, false, 0100644}}));

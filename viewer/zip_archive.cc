@@ -33,7 +33,8 @@ constexpr uint64_t kMaxMembers = 1 << 22;
 // Hosts of the "version made by" field whose external attributes hold a
 // Unix mode in their high 16 bits: Unix and OS X.
 constexpr uint8_t kHostUnix = 3, kHostDarwin = 19;
-constexpr uint32_t kUnixTypeMask = 0170000, kUnixSymlink = 0120000;
+constexpr uint32_t kUnixTypeMask = 0170000, kUnixSymlink = 0120000, kUnixFile = 0100000,
+                   kUnixFolder = 0040000;
 
 uint16_t U16(const std::string& b, size_t at) {
   return static_cast<uint16_t>(static_cast<uint8_t>(b[at]) |
@@ -192,10 +193,14 @@ absl::Status ZipArchive::Parse() {
     }
     if (flags & 0x1) return Error(here, absl::StrCat("member ", e, " is encrypted (not read)"));
     m.name = cd.substr(at + kCentralBytes, name_len);
-    if ((host == kHostUnix || host == kHostDarwin) &&
-        ((external >> 16) & kUnixTypeMask) == kUnixSymlink) {
-      return Error(here, absl::StrCat("member '", absl::CHexEscape(m.name),
-                                      "' is a symbolic link (not extracted, not read)"));
+    if (host == kHostUnix || host == kHostDarwin) {
+      const uint32_t type = (external >> 16) & kUnixTypeMask;
+      if (type != 0 && type != kUnixFile && type != kUnixFolder) {
+        return Error(here, absl::StrCat("member '", absl::CHexEscape(m.name), "' is ",
+                                        type == kUnixSymlink ? "a symbolic link"
+                                                             : "a FIFO, device or socket",
+                                        " (not extracted, not read)"));
+      }
     }
     // Zip64 sizes and offset, for the fields that say 0xFFFFFFFF.
     size_t x = at + kCentralBytes + name_len;

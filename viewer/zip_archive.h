@@ -26,7 +26,8 @@
 // extracted to (CheckConfinedName: "..", absolute, empty parts, NUL,
 // control bytes, backslashes), when two members have the same name (which
 // one would win differs between tools), when a member is a symbolic link
-// (Unix mode S_IFLNK in the external attributes), or when members' data
+// or a FIFO, device or socket (its Unix mode in the external attributes;
+// only regular files and folders are read), or when members' data
 // overlap (the overlapping-member zip bomb, where every member inflates
 // the same bytes).
 #ifndef ARGSDUMP_VIEWER_ZIP_ARCHIVE_H_
