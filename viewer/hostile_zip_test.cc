@@ -337,11 +337,13 @@ TEST_F(HostileZipCorpus, CapsOnTotalRatioFilesAndFreeSpace) {
   files.max_files = 1;
   auto f = ExtractZipFolder(**zip, "cap", *root, files);
   EXPECT_THAT(std::string(f.status().message()), HasSubstr("holds more than 1 files"));
-  // Free space: a claim past what the file system has (ratio unchecked).
+  // Free space: a claim far past what the file system has (others write
+  // to it meanwhile), the ratio unchecked.
   auto free = root->FreeBytes();
   ASSERT_TRUE(free.ok());
   auto liar = ZipArchive::FromBytes(
-      MakeTestZip({{"cap/a", "x", false, false, std::nullopt, *free + 1}}), "liar.zip");
+      MakeTestZip({{"cap/a", "x", false, false, std::nullopt, 2 * *free + (uint64_t{1} << 40)}}),
+      "liar.zip");
   ASSERT_TRUE(liar.ok()) << liar.status();
   ZipExtractLimits no_ratio;
   no_ratio.max_ratio = UINT64_MAX;

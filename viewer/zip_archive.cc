@@ -242,8 +242,8 @@ absl::Status ZipArchive::CheckMembers(const std::vector<uint64_t>& central_at,
     if (m.is_dir()) name.remove_suffix(1);
     if (absl::Status s = CheckConfinedName(name); !s.ok()) {
       return Error(central_at[i],
-                   absl::StrCat("member ", s.message(), ": a name that could leave the folder it "
-                                "is extracted to (not read)"));
+                   absl::StrCat("member ", s.message(), " (not read: a member's name must be "
+                                "relative and stay in its folder)"));
     }
     auto [it, added] = seen.emplace(name, i);
     if (!added) {
