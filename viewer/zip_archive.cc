@@ -69,7 +69,8 @@ ZipArchive::~ZipArchive() {
 absl::StatusOr<std::unique_ptr<ZipArchive>> ZipArchive::Open(const std::string& path) {
   std::unique_ptr<ZipArchive> z(new ZipArchive);
   z->path_ = path;
-  z->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO under a zip's name is refused below, not waited on.
+  z->fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (z->fd_ < 0) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
@@ -77,6 +78,7 @@ absl::StatusOr<std::unique_ptr<ZipArchive>> ZipArchive::Open(const std::string& 
   if (::fstat(z->fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
     return absl::NotFoundError(absl::StrCat(path, ": not a regular file"));
   }
+  ::fcntl(z->fd_, F_SETFL, ::fcntl(z->fd_, F_GETFL) & ~O_NONBLOCK);
   z->size_ = static_cast<uint64_t>(st.st_size);
   if (absl::Status s = z->Parse(); !s.ok()) return s;
   return z;

@@ -179,6 +179,13 @@ TEST(ZipArchiveTest, HostileArchives) {
                  "text.zip");
   EXPECT_EQ(ZipArchive::Open(TempPath("no_such.zip")).status().code(),
             absl::StatusCode::kNotFound);
+  // A FIFO by a zip's name: refused at once, not waited on for a writer.
+  const std::string fifo = TempPath("fifo.zip");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const auto from_fifo = ZipArchive::Open(fifo);
+  EXPECT_EQ(from_fifo.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(from_fifo.status().message().find("not a regular file"), std::string::npos);
 }
 
 // Random archives made of pieces of a good one never crash the reader
