@@ -168,7 +168,10 @@ absl::StatusOr<std::string> Extract(const ZipArchive& zip, const std::string& in
   auto cache = OpenCacheDir();
   if (!cache.ok()) return cache.status();
   auto entry = cache->Subdir(key, ConfinedDir::Missing::kCreate);
-  if (!entry.ok()) return entry.status();
+  if (!entry.ok()) {
+    return absl::Status(entry.status().code(),
+                        absl::StrCat(zip.path(), ": extracting: ", entry.status().message()));
+  }
   return ExtractZipFolder(zip, inner, *entry);
 }
 

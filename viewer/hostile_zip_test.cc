@@ -371,6 +371,7 @@ TEST_F(HostileZipCorpus, LinksAlreadyInTheCacheAreNotFollowed) {
     std::ostringstream out, err;
     EXPECT_EQ(RunViewer({zip + "/cap"}, out, err), 2) << what << ": " << out.str();
     EXPECT_THAT(err.str(), HasSubstr("is a symbolic link")) << what;
+    EXPECT_THAT(err.str(), HasSubstr(zip)) << what;
     EXPECT_EQ(OutsideCache(t_), before) << what;
     EXPECT_EQ(Slurp(t_ + "/outside/victim"), "precious\n") << what;
   };

@@ -38,16 +38,17 @@ absl::StatusOr<std::string> ExtractZipFolder(const ZipArchive& zip, const std::s
           absl::StrCat(zip.path(), ": folder ", s.message(), " (not extracted)"));
     }
   }
+  // The cache's own errors (a link or special file in the way) say which
+  // zip was being extracted.
+  auto in_cache = [&](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat(zip.path(), ": extracting folder '",
+                                               absl::CHexEscape(inner), "': ", s.message()));
+  };
   // Extracted before: nothing to do.
-  if (!inner.empty()) {
-    auto done = root.EntryAt(absl::StrCat(inner, "/", kExtractedMark));
-    if (!done.ok()) return done.status();
-    if (*done == ConfinedEntry::kFile) return root.PathOf(inner);
-  } else {
-    auto done = root.EntryAt(kExtractedMark);
-    if (!done.ok()) return done.status();
-    if (*done == ConfinedEntry::kFile) return root.path();
-  }
+  const std::string mark = inner.empty() ? kExtractedMark : absl::StrCat(inner, "/", kExtractedMark);
+  auto done = root.EntryAt(mark);
+  if (!done.ok()) return in_cache(done.status());
+  if (*done == ConfinedEntry::kFile) return inner.empty() ? root.path() : root.PathOf(inner);
   // What would be written, checked against the caps before anything is.
   const std::string prefix = inner.empty() ? "" : inner + "/";
   std::vector<const ZipMember*> files;
@@ -94,7 +95,7 @@ absl::StatusOr<std::string> ExtractZipFolder(const ZipArchive& zip, const std::s
   std::optional<ConfinedDir> made;
   if (!inner.empty()) {
     auto dir = root.Subdir(inner, ConfinedDir::Missing::kCreate);
-    if (!dir.ok()) return dir.status();
+    if (!dir.ok()) return in_cache(dir.status());
     made.emplace(*std::move(dir));
   }
   const ConfinedDir& dir = made ? *made : root;
@@ -116,7 +117,9 @@ absl::StatusOr<std::string> ExtractZipFolder(const ZipArchive& zip, const std::s
     });
     if (!s.ok()) return AboutMember(zip, *m, s);
   }
-  if (absl::Status s = dir.WriteFile(kExtractedMark, zip.path() + "\n"); !s.ok()) return s;
+  if (absl::Status s = dir.WriteFile(kExtractedMark, zip.path() + "\n"); !s.ok()) {
+    return in_cache(s);
+  }
   return dir.path();
 }
 
