@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -170,7 +171,16 @@ TEST_F(ViewerRemoteTest, ExportsTheSameFiles) {
   const Result here = Viewer(Cat(Remote("exported"), {"-i", "5", "--npy"}));
   EXPECT_EQ(here.code, 0) << here.err;
   EXPECT_NE(here.out.find("wrote 1 .npy files to exported/npy/"), std::string::npos) << here.out;
+  // The capture's name comes from the service: a link in its way is
+  // refused, not followed.
+  const std::string elsewhere = FreshTempDir("export_elsewhere");
+  ASSERT_EQ(std::system("rm -rf exported/npy"), 0);
+  ASSERT_EQ(::symlink(elsewhere.c_str(), "exported/npy"), 0);
+  const Result linked = Viewer(Cat(Remote("exported"), {"-i", "5", "--npy"}));
   ASSERT_EQ(::chdir(old), 0);
+  EXPECT_EQ(linked.code, 2) << linked.out;
+  EXPECT_NE(linked.err.find("exported/npy is a symbolic link"), std::string::npos) << linked.err;
+  EXPECT_EQ(std::system(("test -z \"$(ls -A '" + elsewhere + "')\"").c_str()), 0);
 }
 
 TEST_F(ViewerRemoteTest, ComparesCapturesOnTheServiceAndAgainstLocalOnes) {

@@ -11,6 +11,7 @@ seconds=${1:-30}
 # target (package:name) and its seed folder
 targets=(
   "viewer:zip_archive_fuzzer viewer/testdata/zip_corpus"
+  "viewer:zip_extract_fuzzer viewer/testdata/zip_extract_corpus"
   "viewer:manifest_reader_fuzzer viewer/testdata/manifest_corpus"
   "format:capture_index_fuzzer format/testdata/index_corpus"
   "tests:journal_fuzzer tests/testdata/journal_corpus"

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/confined_path.h"
 #include "viewer/index_lookup.h"
 
 namespace argsdump {
@@ -52,13 +54,27 @@ class PayloadFile {
       const std::string name = s.has_bin_file ? s.bin_file : "args.bin";
       path_ = absl::StrCat(dir_, "/", name);
       opened_ = true;
-      if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
-        error_ = absl::DataLossError(absl::StrCat(
-            dir_, "/args_dump.json: bin_file '", name, "' is not a file of the capture folder"));
-      } else {
-        fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+      // A name from the manifest: one regular file of the capture folder
+      // (a link there is followed to a regular file only: Bazel's runfiles
+      // are links; never to a FIFO or a device).
+      absl::StatusOr<OwnedFd> fd = absl::InvalidArgumentError("holds a '/'");
+      absl::StatusOr<ConfinedDir> dir = ConfinedDir::Open(dir_, ConfinedDir::Missing::kFail);
+      if (!dir.ok()) {
+        fd = dir.status();
+      } else if (name.find('/') == std::string::npos) {
+        fd = dir->OpenFile(name, ConfinedDir::LastLink::kFollow);
+      }
+      if (fd.ok()) {
+        fd_ = fd->release();
         struct stat st;
-        if (fd_ >= 0 && ::fstat(fd_, &st) == 0) bytes_ = static_cast<uint64_t>(st.st_size);
+        if (::fstat(fd_, &st) == 0) bytes_ = static_cast<uint64_t>(st.st_size);
+      } else if (absl::IsInvalidArgument(fd.status())) {
+        error_ = absl::DataLossError(absl::StrCat(dir_, "/args_dump.json: bin_file '",
+                                                  absl::CHexEscape(name),
+                                                  "' is not a file of the capture folder (",
+                                                  fd.status().message(), ")"));
+      } else if (!absl::IsNotFound(fd.status())) {
+        error_ = fd.status();
       }
     }
     if (!error_.ok()) return error_;

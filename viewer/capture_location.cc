@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -14,16 +17,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/confined_path.h"
 #include "base/files.h"
 #include "viewer/arg_source.h"
 #include "viewer/zip_archive.h"
+#include "viewer/zip_extract.h"
 
 namespace argsdump {
 namespace {
 
 constexpr char kManifest[] = "args_dump.json";
-// Marks an extracted capture folder as complete.
-constexpr char kExtractedMark[] = ".argsdump_extracted";
 
 struct Stat {
   bool exists = false, dir = false, file = false;
@@ -120,50 +123,56 @@ std::vector<Candidate> CapturesInZip(const ZipArchive& zip) {
   return out;
 }
 
-// A member name that stays inside the folder it is extracted to.
-bool SafeRelative(const std::string& name) {
-  if (name.empty() || name[0] == '/') return false;
-  for (absl::string_view part : absl::StrSplit(name, '/')) {
-    if (part == ".." || part == ".") return false;
-  }
-  return true;
-}
-
 uint64_t Fnv1a(const std::string& text) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
   return h;
 }
 
+// The cache folder, open. The fallback under /tmp is shared with other
+// users: it must be ours and a folder (not a link someone left there), or
+// it is not used; it is made closed to others.
+absl::StatusOr<ConfinedDir> OpenCacheDir() {
+  const std::string dir = CaptureCacheDir();
+  const std::string tmp_base = absl::StrCat("/tmp/argsdump-", ::getuid());
+  if (absl::StartsWith(dir, tmp_base + "/")) {
+    if (::mkdir(tmp_base.c_str(), 0700) != 0 && errno != EEXIST) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot create ", tmp_base, ": ", std::strerror(errno)));
+    }
+    struct stat st;
+    if (::lstat(tmp_base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          tmp_base, " is not a folder of this user (a link, or made by someone else?): not used "
+          "as the extraction cache; set XDG_CACHE_HOME"));
+    }
+    // Ours (and /tmp is sticky: no one else can swap it): closed to others.
+    if ((st.st_mode & 0077) != 0 && ::chmod(tmp_base.c_str(), 0700) != 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot close ", tmp_base, " to others: ", std::strerror(errno)));
+    }
+  }
+  return ConfinedDir::Open(dir, ConfinedDir::Missing::kCreate);
+}
+
 // Extracts the files of capture folder `inner` of `zip` (not its
-// subfolders: exports) into the cache, once; returns the folder.
+// subfolders: exports) into the cache, once; returns the folder. The
+// cache entry's name is ours (a hash of the zip's path, size and time);
+// everything below it comes from the archive and is confined to it.
 absl::StatusOr<std::string> Extract(const ZipArchive& zip, const std::string& inner) {
   char real[PATH_MAX];
   const std::string zip_path = ::realpath(zip.path().c_str(), real) != nullptr ? real : zip.path();
   const Stat st = StatOf(zip.path());
   const std::string key = absl::StrCat(
       absl::Hex(Fnv1a(absl::StrCat(zip_path, "|", st.size, "|", st.mtime_ns)), absl::kZeroPad16));
-  const std::string dir =
-      absl::StrCat(CaptureCacheDir(), "/", key, inner.empty() ? "" : "/", inner);
-  if (StatOf(dir + "/" + kExtractedMark).file) return dir;
-  if (absl::Status s = CreateDirectories(dir); !s.ok()) return s;
-  const std::string prefix = inner.empty() ? "" : inner + "/";
-  for (const ZipMember& m : zip.members()) {
-    if (m.is_dir() || !absl::StartsWith(m.name, prefix)) continue;
-    const std::string rest = m.name.substr(prefix.size());
-    if (rest.find('/') != std::string::npos || !SafeRelative(rest)) continue;
-    const std::string tmp = absl::StrCat(dir, "/", rest, ".part");
-    if (absl::Status s = zip.ExtractTo(m, tmp); !s.ok()) return s;
-    if (::rename(tmp.c_str(), absl::StrCat(dir, "/", rest).c_str()) != 0) {
-      return absl::UnavailableError(absl::StrCat("cannot write ", dir, "/", rest));
-    }
+  auto cache = OpenCacheDir();
+  if (!cache.ok()) return cache.status();
+  auto entry = cache->Subdir(key, ConfinedDir::Missing::kCreate);
+  if (!entry.ok()) {
+    return absl::Status(entry.status().code(),
+                        absl::StrCat(zip.path(), ": extracting: ", entry.status().message()));
   }
-  std::FILE* mark = std::fopen((dir + "/" + kExtractedMark).c_str(), "w");
-  if (mark != nullptr) {
-    std::fprintf(mark, "%s\n", zip_path.c_str());
-    std::fclose(mark);
-  }
-  return dir;
+  return ExtractZipFolder(zip, inner, *entry);
 }
 
 absl::StatusOr<LocatedCapture> FromZip(const std::string& zip_path, const std::string& inner_asked,
@@ -198,6 +207,14 @@ absl::StatusOr<LocatedCapture> FromZip(const std::string& zip_path, const std::s
   auto dir = Extract(**zip, pick.inner);
   if (!dir.ok()) return dir.status();
   found.dir = *dir;
+  std::string folder = pick.inner;
+  if (folder == "args_dump") folder.clear();
+  if (absl::EndsWith(folder, "/args_dump")) folder.resize(folder.size() - 10);
+  if (folder.empty()) {
+    folder = zip_path.substr(zip_path.find_last_of('/') + 1);
+    if (absl::EndsWith(folder, ".zip") && folder.size() > 4) folder.resize(folder.size() - 4);
+  }
+  found.zip_capture_name = folder.substr(folder.find_last_of('/') + 1);
   found.name = pick.inner.empty() ? shown : absl::StrCat(shown, "/", pick.inner);
   found.note = note;
   return found;

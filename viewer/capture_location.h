@@ -5,7 +5,8 @@
 // outputs.zip (what Bazel 4 makes of a test's undeclared outputs), or a
 // path inside a zip (bazel-testlogs/pkg/t/test.outputs/outputs.zip/Suite.Case).
 // A capture inside a zip is extracted once into a cache folder (keyed by
-// the zip's path, size and time) and opened from there. Where there is a
+// the zip's path, size and time) and opened from there; nothing of the
+// archive is written outside that folder (viewer/zip_extract.h). Where there is a
 // choice, the newest capture is picked and the note says which and how to
 // pick another.
 #ifndef ARGSDUMP_VIEWER_CAPTURE_LOCATION_H_
@@ -22,10 +23,17 @@ struct LocatedCapture {
   std::string name;  // how to call it: the path given, or ZIP/inner
   std::string note;  // "" when the path named exactly one capture
   bool from_zip = false;
+  // From a zip: a name for the capture made of its folder there (less a
+  // last "args_dump"), else of the zip's file name less ".zip". One plain
+  // name part; it comes from the archive.
+  std::string zip_capture_name;
 };
 
 // NotFound naming the path when it names no capture; DataLoss for a
-// damaged zip (file and byte); Unavailable when the cache cannot be written.
+// damaged or hostile zip (file, member and byte: viewer/zip_archive.h);
+// the errors of ExtractZipFolder (viewer/zip_extract.h: caps exceeded, a
+// link or special file in the cache); Unavailable when the cache cannot
+// be written.
 absl::StatusOr<LocatedCapture> LocateCapture(const std::string& path);
 
 // Nothing named: the newest capture under ./outputs/ (sim_run's, the SDK's

@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
+#include "base/confined_path.h"
 #include "base/files.h"
 #include "format/device_crash.h"
 #include "format/dtype.h"
@@ -448,16 +449,40 @@ int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
 
 // --- listing, --export, --npy, --stats -----------------------------------------
 
+// Where --export and --npy write: a folder the user named, and below it
+// (when not empty) a name that comes from data.
+struct ExportRoot {
+  std::string trusted;
+  std::string from_data;
+  std::string Shown() const {
+    if (from_data.empty()) return trusted;
+    return trusted == "." ? from_data : absl::StrCat(trusted, "/", from_data);
+  }
+};
+
 // --export, --npy and --stats over the selected args, in one pass: each
 // payload is read once, for the text file, the .npy file and the stats
 // line alike. `export_text`: --export, or --index (which always exports).
 int WriteSelected(ArgSource& source, const Options& o, bool export_text,
-                  const std::vector<ManifestEntry>& selected, const std::string& export_root,
+                  const std::vector<ManifestEntry>& selected, const ExportRoot& export_root,
                   std::ostream& out, std::ostream& err) {
-  const std::string txt = export_root + "/txt", npy = export_root + "/npy";
-  for (const std::string& d : {export_root, export_text ? txt : "", o.npy ? npy : ""}) {
-    if (d.empty() || selected.empty()) continue;
-    if (absl::Status s = CreateDirectories(d); !s.ok()) return Fail(err, s);
+  // txt/ and npy/ below the root; every file name (made of manifest
+  // fields) resolved through them, so none can leave.
+  std::optional<ConfinedDir> txt, npy;
+  if (!selected.empty() && (export_text || o.npy)) {
+    absl::StatusOr<ConfinedDir> root = ConfinedDir::Open(export_root.trusted,
+                                                         ConfinedDir::Missing::kCreate);
+    if (root.ok() && !export_root.from_data.empty()) {
+      root = root->Subdir(export_root.from_data, ConfinedDir::Missing::kCreate);
+    }
+    if (!root.ok()) return Fail(err, root.status());
+    for (auto [on, name, dir] : {std::make_tuple(export_text, "txt", &txt),
+                                 std::make_tuple(o.npy, "npy", &npy)}) {
+      if (!on) continue;
+      absl::StatusOr<ConfinedDir> made = root->Subdir(name, ConfinedDir::Missing::kCreate);
+      if (!made.ok()) return Fail(err, made.status());
+      dir->emplace(*std::move(made));
+    }
   }
   uint64_t total_bytes = 0;
   for (const ManifestEntry& s : selected) total_bytes += s.bin_size;
@@ -467,8 +492,8 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
                     {"", ProgressUnit::kBytes, total_bytes}});
   std::string stats_table, npy_notes;
   uint64_t npy_files = 0;
-  auto write = [&](const std::string& path, const std::string& bytes) {
-    absl::Status written = WriteStringToFile(path, bytes);
+  auto write = [&](const ConfinedDir& dir, const std::string& name, const std::string& bytes) {
+    absl::Status written = dir.WriteFile(name, bytes);
     if (!written.ok()) Fail(err, written);
     return written.ok();
   };
@@ -476,16 +501,16 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
     std::string bytes;
     if (absl::Status st = source.ReadPayload(s, &bytes); !st.ok()) return Fail(err, st);
     if (export_text) {
-      const std::string path = absl::StrCat(txt, "/", TextFileName(s));
-      if (!write(path, FormatArgText(s, bytes))) return 2;
-      Say(o, *progress, out, absl::StrCat("Saved: ", path, "\n"));
+      const std::string name = TextFileName(s);
+      if (!write(*txt, name, FormatArgText(s, bytes))) return 2;
+      Say(o, *progress, out, absl::StrCat("Saved: ", txt->PathOf(name), "\n"));
     }
     if (o.npy && s.is_tensor()) {
       absl::StatusOr<std::string> file = EncodeNpy(s, bytes);
       if (!file.ok()) {
         absl::StrAppend(&npy_notes, "  index ", s.index, " not exported: ",
                         file.status().message(), "\n");
-      } else if (!write(npy + "/" + NpyFileName(s), *file)) {
+      } else if (!write(*npy, NpyFileName(s), *file)) {
         return 2;
       } else {
         ++npy_files;
@@ -502,9 +527,13 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
   progress->Finish();
   // The reference's closing line (its path as pathlib prints it: no "/").
   if (export_text && !selected.empty()) {
-    out << "\nExported " << selected.size() << " arg(s) to " << txt << "\n";
+    out << "\nExported " << selected.size() << " arg(s) to " << txt->path() << "\n";
   }
-  if (o.npy) out << "wrote " << npy_files << " .npy files to " << npy << "/\n" << npy_notes;
+  if (o.npy) {
+    out << "wrote " << npy_files << " .npy files to "
+        << (npy ? npy->path() : export_root.Shown() + "/npy") << "/\n"
+        << npy_notes;
+  }
   if (o.stats) {
     out << absl::StrFormat("%7s  %14s  %14s  %14s  %14s  %6s  %6s  %6s  %8s\n", "index", "min",
                            "max", "mean", "abs_max", "nan", "+inf", "-inf", "zeros")
@@ -539,7 +568,7 @@ class CrashMarks {
   std::set<uint64_t> executing_;
 };
 
-int List(ArgSource& source, const Options& o, const std::string& export_root, std::ostream& out,
+int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std::ostream& out,
          std::ostream& err) {
   // The first entry is read before anything is printed: a crash summary
   // (known then, see ArgSource::DeviceCrashInfo) comes first.
@@ -646,11 +675,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
                            : "")
           << ")\n";
     }
-    if (at->from_zip) {
-      std::string base = CaptureDirOf(at->dir);
-      if (absl::EndsWith(base, "/args_dump")) base.resize(base.size() - 10);
-      zip_name = base.substr(base.find_last_of('/') + 1);
-    }
+    if (at->from_zip) zip_name = at->zip_capture_name;
     o.dir = at->dir;
   }
   // --first-nonfinite reads whole tasks (their inputs too); the selection
@@ -711,8 +736,18 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (!g.ok()) return Fail(err, g.status());
     return CompareCaptures(**source, **g, o, out, err);
   }
-  std::string root = o.out_dir;
-  if (root.empty()) root = remote ? o.remote.capture : !zip_name.empty() ? zip_name : CaptureDirOf(o.dir);
+  // --out and a capture's own folder were named by the user; a service's
+  // capture name and a zip's capture folder come from data, and become a
+  // folder of the working folder that cannot leave it.
+  ExportRoot root;
+  if (!o.out_dir.empty()) {
+    root.trusted = o.out_dir;
+  } else if (remote || !zip_name.empty()) {
+    root.trusted = ".";
+    root.from_data = remote ? o.remote.capture : zip_name;
+  } else {
+    root.trusted = CaptureDirOf(o.dir);
+  }
   return List(**source, o, root, out, err);
 }
 

@@ -244,6 +244,21 @@ TEST(ViewerTest, HostileSizesShapesAndPathsAreErrorsNotAborts) {
   EXPECT_NE(escape.err.find("bin_file '../../../../etc/passwd' is not a file of the capture folder"),
             std::string::npos)
       << escape.err;
+  // A name of the folder, but a FIFO (reading it would wait forever for a
+  // writer), a device through a link: refused. (A link to a regular file
+  // is read: Bazel's runfiles are links.)
+  ASSERT_EQ(::mkfifo((dir + "/fifo.bin").c_str(), 0644), 0);
+  ASSERT_EQ(::symlink("/dev/zero", (dir + "/zero.bin").c_str()), 0);
+  ASSERT_EQ(::symlink(dir.c_str(), (dir + "/self").c_str()), 0);
+  for (const auto& [name, why] :
+       {std::make_pair("fifo.bin", "fifo.bin is a FIFO, not a regular file"),
+        std::make_pair("zero.bin", "zero.bin leads to a device, not a regular file"),
+        std::make_pair("self", "self leads to a folder, not a regular file")}) {
+    with("\"bin_file\": \"args.bin\"", absl::StrCat("\"bin_file\": \"", name, "\""));
+    const Result r = Viewer({dir, "-e"});
+    EXPECT_EQ(r.code, 2) << name;
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+  }
 }
 
 TEST(ViewerTest, PicksTheNewestCaptureUnderOutputs) {

@@ -10,7 +10,10 @@
 #include <cstring>
 #include <ctime>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/confined_path.h"
 
 namespace argsdump {
 namespace {
@@ -27,6 +30,11 @@ constexpr size_t kPiece = 1 << 20;
 // More members than any test's outputs hold; bounds the central directory
 // read for a damaged count.
 constexpr uint64_t kMaxMembers = 1 << 22;
+// Hosts of the "version made by" field whose external attributes hold a
+// Unix mode in their high 16 bits: Unix and OS X.
+constexpr uint8_t kHostUnix = 3, kHostDarwin = 19;
+constexpr uint32_t kUnixTypeMask = 0170000, kUnixSymlink = 0120000, kUnixFile = 0100000,
+                   kUnixFolder = 0040000;
 
 uint16_t U16(const std::string& b, size_t at) {
   return static_cast<uint16_t>(static_cast<uint8_t>(b[at]) |
@@ -61,7 +69,8 @@ ZipArchive::~ZipArchive() {
 absl::StatusOr<std::unique_ptr<ZipArchive>> ZipArchive::Open(const std::string& path) {
   std::unique_ptr<ZipArchive> z(new ZipArchive);
   z->path_ = path;
-  z->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO under a zip's name is refused below, not waited on.
+  z->fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (z->fd_ < 0) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
@@ -69,6 +78,7 @@ absl::StatusOr<std::unique_ptr<ZipArchive>> ZipArchive::Open(const std::string& 
   if (::fstat(z->fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
     return absl::NotFoundError(absl::StrCat(path, ": not a regular file"));
   }
+  ::fcntl(z->fd_, F_SETFL, ::fcntl(z->fd_, F_GETFL) & ~O_NONBLOCK);
   z->size_ = static_cast<uint64_t>(st.st_size);
   if (absl::Status s = z->Parse(); !s.ok()) return s;
   return z;
@@ -161,12 +171,16 @@ absl::Status ZipArchive::Parse() {
   if (absl::Status s = ReadAt(cd_offset, static_cast<size_t>(cd_size), &cd); !s.ok()) return s;
   size_t at = 0;
   members_.reserve(static_cast<size_t>(entries));
+  std::vector<uint64_t> central_at;
+  central_at.reserve(static_cast<size_t>(entries));
   for (uint64_t e = 0; e < entries; ++e) {
     const uint64_t here = cd_offset + at;
     if (cd.size() - at < kCentralBytes || U32(cd, at) != kCentralSignature) {
       return Error(here, absl::StrCat("central directory entry ", e, " is not one"));
     }
     ZipMember m;
+    const uint8_t host = static_cast<uint8_t>(U16(cd, at + 4) >> 8);
+    const uint32_t external = U32(cd, at + 38);
     const uint16_t flags = U16(cd, at + 8);
     m.method = U16(cd, at + 10);
     m.mtime = DosTime(U16(cd, at + 12), U16(cd, at + 14));
@@ -181,6 +195,15 @@ absl::Status ZipArchive::Parse() {
     }
     if (flags & 0x1) return Error(here, absl::StrCat("member ", e, " is encrypted (not read)"));
     m.name = cd.substr(at + kCentralBytes, name_len);
+    if (host == kHostUnix || host == kHostDarwin) {
+      const uint32_t type = (external >> 16) & kUnixTypeMask;
+      if (type != 0 && type != kUnixFile && type != kUnixFolder) {
+        return Error(here, absl::StrCat("member '", absl::CHexEscape(m.name), "' is ",
+                                        type == kUnixSymlink ? "a symbolic link"
+                                                             : "a FIFO, device or socket",
+                                        " (not extracted, not read)"));
+      }
+    }
     // Zip64 sizes and offset, for the fields that say 0xFFFFFFFF.
     size_t x = at + kCentralBytes + name_len;
     const size_t x_end = x + extra_len;
@@ -206,7 +229,54 @@ absl::Status ZipArchive::Parse() {
       return Error(here, absl::StrCat("member '", m.name, "' points past the archive"));
     }
     members_.push_back(std::move(m));
+    central_at.push_back(here);
     at += kCentralBytes + name_len + extra_len + comment_len;
+  }
+  return CheckMembers(central_at, cd_offset);
+}
+
+absl::Status ZipArchive::CheckMembers(const std::vector<uint64_t>& central_at,
+                                      uint64_t cd_offset) const {
+  absl::flat_hash_map<absl::string_view, size_t> seen;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const ZipMember& m = members_[i];
+    absl::string_view name = m.name;
+    if (m.is_dir()) name.remove_suffix(1);
+    if (absl::Status s = CheckConfinedName(name); !s.ok()) {
+      return Error(central_at[i],
+                   absl::StrCat("member ", s.message(), " (not read: a member's name must be "
+                                "relative and stay in its folder)"));
+    }
+    auto [it, added] = seen.emplace(name, i);
+    if (!added) {
+      return Error(central_at[i],
+                   absl::StrCat("member '", absl::CHexEscape(m.name), "' is there twice (also at byte ",
+                                central_at[it->second], "): which one is meant is not known"));
+    }
+  }
+  // Each member's local header and data, at the least 30 bytes, its name
+  // and its compressed size, lie before the next member's and before the
+  // central directory: members that share bytes are refused.
+  std::vector<size_t> order(members_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return members_[a].local_header_offset < members_[b].local_header_offset;
+  });
+  for (size_t k = 0; k < order.size(); ++k) {
+    const ZipMember& m = members_[order[k]];
+    const uint64_t end = m.local_header_offset + kLocalBytes + m.name.size() + m.compressed_size;
+    const bool last = k + 1 == order.size();
+    const uint64_t limit = last ? cd_offset : members_[order[k + 1]].local_header_offset;
+    if (end > limit) {
+      return Error(central_at[order[k]],
+                   absl::StrCat("member '", absl::CHexEscape(m.name), "' (", m.compressed_size,
+                                " bytes at byte ", m.local_header_offset, ") overlaps ",
+                                last ? "the central directory"
+                                     : absl::StrCat("member '",
+                                                    absl::CHexEscape(members_[order[k + 1]].name),
+                                                    "'"),
+                                ": members that share their data are a zip bomb (not read)"));
+    }
   }
   return absl::OkStatus();
 }
@@ -299,31 +369,6 @@ absl::Status ZipArchive::Read(const ZipMember& m,
     return Error(data_at, absl::StrCat("'", m.name, "' fails its CRC-32 check"));
   }
   return absl::OkStatus();
-}
-
-absl::Status ZipArchive::ExtractTo(const ZipMember& member, const std::string& path) const {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
-  }
-  absl::Status s = Read(member, [&](absl::string_view piece) -> absl::Status {
-    size_t done = 0;
-    while (done < piece.size()) {
-      const ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ",
-                                                   std::strerror(errno)));
-      }
-      done += static_cast<size_t>(n);
-    }
-    return absl::OkStatus();
-  });
-  if (::close(fd) != 0 && s.ok()) {
-    s = absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-  }
-  if (!s.ok()) ::unlink(path.c_str());
-  return s;
 }
 
 }  // namespace argsdump

@@ -21,6 +21,15 @@
 // The archive is untrusted: every size and offset is checked against the
 // file before it is used, and a damaged archive is a DataLoss naming the
 // file, the byte and what is wrong, never a crash or an unbounded read.
+// An archive is refused whole (DataLoss naming the member and the byte of
+// its central entry) when a member's name could leave the folder it is
+// extracted to (CheckConfinedName: "..", absolute, empty parts, NUL,
+// control bytes, backslashes), when two members have the same name (which
+// one would win differs between tools), when a member is a symbolic link
+// or a FIFO, device or socket (its Unix mode in the external attributes;
+// only regular files and folders are read), or when members' data
+// overlap (the overlapping-member zip bomb, where every member inflates
+// the same bytes).
 #ifndef ARGSDUMP_VIEWER_ZIP_ARCHIVE_H_
 #define ARGSDUMP_VIEWER_ZIP_ARCHIVE_H_
 
@@ -67,8 +76,6 @@ class ZipArchive {
   // stops the read and is returned.
   absl::Status Read(const ZipMember& member,
                     const std::function<absl::Status(absl::string_view)>& sink) const;
-  // Read into a file (created or replaced; removed again on an error).
-  absl::Status ExtractTo(const ZipMember& member, const std::string& path) const;
 
  private:
   ZipArchive() = default;
@@ -76,6 +83,9 @@ class ZipArchive {
   // Reads `n` bytes at `at` into `out`; DataLoss when the file ends first.
   absl::Status ReadAt(uint64_t at, size_t n, std::string* out) const;
   absl::Status Parse();
+  // The refusals above, over the parsed members; `central_at` is where
+  // each member's central entry starts.
+  absl::Status CheckMembers(const std::vector<uint64_t>& central_at, uint64_t cd_offset) const;
 
   std::string path_;
   int fd_ = -1;         // or:
