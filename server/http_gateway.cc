@@ -23,6 +23,7 @@
 #include "httplib.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "proto/grpc_status.h"
+#include "server/bearer_token.h"
 #include "server/connection_threads.h"
 #include "server/manifest.h"
 #include "server/proto_json.h"
@@ -295,7 +296,7 @@ class HttpGateway::Routes {
       // httplib would cut the JSON by it.
       auto& mutable_req = const_cast<httplib::Request&>(req);
       if (req.path.find("/payload") == std::string::npos) mutable_req.ranges.clear();
-      if (Cors(req, res) || !CheckBody(mutable_req, res)) {
+      if (Cors(req, res) || !Authorize(req, res) || !CheckBody(mutable_req, res)) {
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;
@@ -330,9 +331,11 @@ class HttpGateway::Routes {
               [this](const auto& req, auto& res) { Tensor(req, res); });
     http->Post("/v1/rpc/([A-Za-z]+)", [this](const auto& req, auto& res) { Rpc(req, res); });
     http->set_error_handler(httplib::Server::HandlerWithResponse(
-        [](const httplib::Request& req, httplib::Response& res) {
+        [this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
       const int status = res.status;
+      // httplib refuses a bad Range before routing: the token comes first.
+      if (status == 416 && !Authorize(req, res)) return httplib::Server::HandlerResponse::Handled;
       // httplib answers these before routing, from the request's head.
       const std::string what =
           status == 404   ? absl::StrCat("no such endpoint: ", req.method, " ", req.path,
@@ -437,26 +440,49 @@ class HttpGateway::Routes {
     return true;
   }
 
-  // The call's metadata from the request: its bearer token, a deadline.
-  // False (and an error sent) for a header gRPC cannot carry.
-  bool Prepare(const httplib::Request& req, httplib::Response& res,
-               grpc::ClientContext* context) {
+  // The call's metadata from the request: its bearer token (checked
+  // already, by Authorize), a deadline.
+  void Prepare(const httplib::Request& req, grpc::ClientContext* context) {
     context->set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    if (!req.has_header("Authorization")) return true;
+    absl::StatusOr<std::optional<std::string>> authorization = Authorization(req);
+    if (authorization.ok() && authorization->has_value()) {
+      context->AddMetadata("authorization", **authorization);
+    }
+  }
+
+  // The Authorization header as the service's metadata (the scheme is
+  // case-insensitive, RFC 9110 11.1; the service compares "Bearer <token>"
+  // exactly); Unauthenticated for a byte gRPC metadata cannot carry.
+  static absl::StatusOr<std::optional<std::string>> Authorization(const httplib::Request& req) {
+    if (!req.has_header("Authorization")) return std::nullopt;
     const std::string value = req.get_header_value("Authorization");
     for (char c : value) {
       if (c < 0x20 || c > 0x7e) {
-        SendError(res, 401, grpc::StatusCode::UNAUTHENTICATED,
-                  "the Authorization header holds a byte that is not printable ASCII");
-        return false;
+        return absl::UnauthenticatedError(
+            "the Authorization header holds a byte that is not printable ASCII");
       }
     }
-    // The scheme is case-insensitive (RFC 9110 11.1); the service compares
-    // "Bearer <token>" exactly.
     const bool bearer = value.size() > 7 && absl::EqualsIgnoreCase(value.substr(0, 7), "bearer ");
-    context->AddMetadata("authorization",
-                         bearer ? absl::StrCat("Bearer ", value.substr(7)) : value);
-    return true;
+    return bearer ? absl::StrCat("Bearer ", value.substr(7)) : value;
+  }
+
+  // Every /v1/ request shows its token before anything else in it is
+  // looked at (its parameters, body, record id, range): a client without
+  // it gets 401, never a 400 that tells it about the request. False (and
+  // the 401 sent) when it does not.
+  bool Authorize(const httplib::Request& req, httplib::Response& res) const {
+    if (req.path.rfind("/v1/", 0) != 0) return true;  // the page holds no data
+    absl::StatusOr<std::optional<std::string>> authorization = Authorization(req);
+    absl::Status s = authorization.status();
+    if (s.ok()) {
+      s = CheckBearerToken(authorization->has_value()
+                               ? std::optional<absl::string_view>(**authorization)
+                               : std::nullopt,
+                           options_.auth_token);
+    }
+    if (s.ok()) return true;
+    SendError(res, 401, grpc::StatusCode::UNAUTHENTICATED, s.message());
+    return false;
   }
 
   // One unary call, its answer in JSON.
@@ -464,7 +490,7 @@ class HttpGateway::Routes {
   void Unary(const httplib::Request& http_req, httplib::Response& res, Method<Req, Resp> method,
              const Req& request) {
     grpc::ClientContext context;
-    if (!Prepare(http_req, res, &context)) return;
+    Prepare(http_req, &context);
     Resp response;
     const grpc::Status s = (stub_.get()->*method)(&context, request, &response);
     if (!s.ok()) return SendStatus(res, s);
@@ -483,7 +509,7 @@ class HttpGateway::Routes {
     }
     request.set_record_id(id);
     grpc::ClientContext context;
-    if (!Prepare(req, res, &context)) return false;
+    Prepare(req, &context);
     const grpc::Status s = stub_->GetArg(&context, request, arg);
     if (!s.ok()) {
       SendStatus(res, s);
@@ -633,7 +659,7 @@ class HttpGateway::Routes {
     // The stream starts here so that an error reading args.bin is a status,
     // not a connection cut after the headers.
     auto stream = std::make_shared<PayloadStream>();
-    if (!Prepare(req, res, &stream->context)) return;
+    Prepare(req, &stream->context);
     // No deadline for the whole download (a slow client's 32 MiB was cut
     // after 60 s): a client that stops reading is cut by the write timeout,
     // and shutdown cuts the rest (Shutdown).
@@ -696,7 +722,7 @@ class HttpGateway::Routes {
     std::string bytes;
     if (plan->read_length > 0) {
       grpc::ClientContext context;
-      if (!Prepare(req, res, &context)) return;
+      Prepare(req, &context);
       bytes.reserve(plan->read_length);
       auto reader = stub_->ReadPayload(
           &context, PayloadRange(Group(req, 1), arg.record_id(), plan->read_offset,

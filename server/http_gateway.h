@@ -60,6 +60,10 @@ struct HttpGatewayOptions {
   // (the page at "/" is same-origin and needs none). Each one is checked
   // by Start (scheme://host[:port], no path).
   std::vector<std::string> cors_origins;
+  // Non-empty: every /v1/ request needs "Authorization: Bearer <token>"
+  // (the capture service's token; checked before anything else in the
+  // request, then again by the service).
+  std::string auth_token;
 };
 
 // The HTTP status for a gRPC status code (the usual mapping: NOT_FOUND 404,

@@ -528,6 +528,37 @@ TEST_F(HttpGatewayTest, TheBearerTokenIsTheServices) {
     EXPECT_EQ(res->status, 401) << wrong;
   }
   EXPECT_EQ(Get(path)->status, 200);
+  // The token comes before anything else in the request: without it, a
+  // bad parameter, record id, body, range or endpoint is a 401 too, and
+  // the answer says nothing about the request.
+  for (const std::string bad :
+       {"/v1/captures?bogus=1", "/v1/captures?state=nope", "/v1/captures?page_size=x",
+        "/v1/captures/scene/args?stage=nope", "/v1/captures/scene/args?task_id=zz",
+        "/v1/captures/scene/args/xyz", "/v1/captures/scene/args/0/payload?offset=x",
+        "/v1/captures/scene/args/2/tensor?fit=0", "/v1/captures/scene/args/2/tensor?index=a",
+        "/v1/captures/scene?x=%FF", "/v1/nothing/here", "/v1/captures/no%20such"}) {
+    for (const char* authorization : {"", "Bearer nope"}) {
+      httplib::Headers headers;
+      if (*authorization != '\0') headers.emplace("Authorization", authorization);
+      auto res = http_->Get(bad.c_str(), headers);
+      ASSERT_TRUE(res) << bad;
+      EXPECT_EQ(res->status, 401) << bad << " " << authorization << ": " << res->body;
+      EXPECT_EQ(res->body.find("parameter"), std::string::npos) << bad << ": " << res->body;
+      EXPECT_EQ(res->body.find("="), std::string::npos) << bad << ": " << res->body;
+    }
+    // With it, the same request is refused for what it is.
+    auto res = Get(bad);
+    ASSERT_TRUE(res) << bad;
+    EXPECT_NE(res->status, 401) << bad;
+    EXPECT_NE(res->status, 200) << bad;
+  }
+  auto bad_range = http_->Get((path + "/args/0/payload").c_str(), {{"Range", "bytes=zz"}});
+  ASSERT_TRUE(bad_range);
+  EXPECT_EQ(bad_range->status, 401) << bad_range->body;
+  EXPECT_EQ(Get(path + "/args/0/payload", {{"Range", "bytes=zz"}})->status, 416);
+  auto bad_body = http_->Post("/v1/rpc/GetCapture", "{\"capture\": 7}", "application/json");
+  ASSERT_TRUE(bad_body);
+  EXPECT_EQ(bad_body->status, 401) << bad_body->body;
   // No --http_cors_origin: no page from elsewhere may read an answer.
   auto cross = Get(path, {{"Origin", "https://dash.example"}});
   ASSERT_TRUE(cross);
