@@ -25,6 +25,7 @@
 #include "proto/grpc_status.h"
 #include "server/bearer_token.h"
 #include "server/connection_threads.h"
+#include "server/http_listener.h"
 #include "server/manifest.h"
 #include "server/proto_json.h"
 #include "server/web_assets.h"
@@ -54,6 +55,7 @@ int HttpStatusFor(grpc::StatusCode code) {
 namespace {
 
 constexpr auto kCallTimeout = std::chrono::seconds(60);
+constexpr int kKeepAliveSeconds = 5;
 // Request bodies: /v1/rpc's JSON.
 constexpr uint64_t kMaxRequestBody = 1 << 20;
 constexpr uint32_t kMaxUint32 = 0xffffffffu;
@@ -297,6 +299,11 @@ class HttpGateway::Routes {
       auto& mutable_req = const_cast<httplib::Request&>(req);
       if (req.path.find("/payload") == std::string::npos) mutable_req.ranges.clear();
       if (Cors(req, res) || !Authorize(req, res) || !CheckBody(mutable_req, res)) {
+        // A body not read would be taken for the next request.
+        if (req.get_header_value("Content-Length", 0) != "0" ||
+            req.has_header("Transfer-Encoding")) {
+          HttpListener::CloseAfterAnswer();
+        }
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;
@@ -333,6 +340,25 @@ class HttpGateway::Routes {
     http->set_error_handler(httplib::Server::HandlerWithResponse(
         [this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      // The listener stopped reading the request (408, 503): its
+      // connection closes after this answer.
+      switch (HttpListener::RequestCut()) {
+        case HttpListener::Cut::kNone:
+          break;
+        case HttpListener::Cut::kTimedOut:
+          res.set_header("Connection", "close");
+          SendError(res, 408, grpc::StatusCode::DEADLINE_EXCEEDED,
+                    absl::StrCat("the request (its head and body) did not arrive within ",
+                                 options_.request_timeout.count(), " ms"));
+          return httplib::Server::HandlerResponse::Handled;
+        case HttpListener::Cut::kEvicted:
+          res.set_header("Connection", "close");
+          res.set_header("Retry-After", "1");
+          SendError(res, 503, grpc::StatusCode::UNAVAILABLE,
+                    "every connection slot was taken, and this connection had kept the server "
+                    "waiting longest for its request: retry");
+          return httplib::Server::HandlerResponse::Handled;
+      }
       const int status = res.status;
       // httplib refuses a bad Range before routing: the token comes first.
       if (status == 416 && !Authorize(req, res)) return httplib::Server::HandlerResponse::Handled;
@@ -784,32 +810,31 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   }
   std::unique_ptr<HttpGateway> gateway(new HttpGateway());
   if (!options.tls_cert_file.empty()) {
-    // httplib says only "not valid": name the file that is not readable.
+    // OpenSSL says only "not valid": name the file that is not readable.
     for (const std::string* f : {&options.tls_cert_file, &options.tls_key_file}) {
       if (auto bytes = ReadFileToString(*f); !bytes.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("HTTPS: cannot read ", *f, ": ",
                                                        bytes.status().message()));
       }
     }
-    gateway->http_ = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
-                                                          options.tls_key_file.c_str());
-  } else {
-    gateway->http_ = std::make_unique<httplib::Server>();
   }
+  HttpListenerLimits limits;
+  limits.max_connections = static_cast<size_t>(std::max(2, options.max_connections));
+  limits.request_timeout = options.request_timeout;
+  limits.write_stall_timeout = options.write_stall_timeout;
+  limits.evict_after = options.evict_after;
+  limits.send_buffer_bytes = options.send_buffer_bytes;
+  limits.keep_alive_timeout = std::chrono::seconds(kKeepAliveSeconds);
+  gateway->http_ =
+      std::make_unique<HttpListener>(limits, options.tls_cert_file, options.tls_key_file);
   if (!gateway->http_->is_valid()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "HTTPS: ", options.tls_cert_file, " and ", options.tls_key_file,
         " are not a PEM certificate chain and its private key"));
   }
-  gateway->connections_ =
-      std::make_unique<ConnectionThreads>(static_cast<size_t>(std::max(2, options.max_connections)));
-  gateway->http_->new_task_queue = [threads = gateway->connections_.get()] {
-    return threads->NewTaskQueue();
-  };
-  gateway->http_->set_keep_alive_max_count(1000);
-  gateway->http_->set_keep_alive_timeout(5);
-  gateway->http_->set_read_timeout(10);
-  gateway->http_->set_write_timeout(60);
+  // What the answers' Keep-Alive header says (the listener closes an idle
+  // connection after as long).
+  gateway->http_->set_keep_alive_timeout(kKeepAliveSeconds);
   gateway->http_->set_payload_max_length(kMaxRequestBody);
   // An answer goes out as two writes (headers, body): with Nagle on, the
   // body waits for the ACK of the headers, which a keep-alive client delays
@@ -841,7 +866,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   // threads, and the dropped SYNs were retried a second later. Listening
   // again on the bound socket raises the backlog.
   if (*listening >= 0) ::listen(*listening, SOMAXCONN);
-  httplib::Server* http = gateway->http_.get();
+  HttpListener* http = gateway->http_.get();
   auto exited = std::make_shared<std::atomic<bool>>(false);
   gateway->listener_ = std::thread([http, exited] {
     http->listen_after_bind();
@@ -861,11 +886,12 @@ void HttpGateway::Shutdown(std::chrono::milliseconds grace) {
   // so a SIGTERM ends the server whatever its clients do.
   // Again until all are gone: one accepted as the listener closed is cut
   // on the next round.
-  if (!connections_->WaitIdle(std::chrono::steady_clock::now() + grace)) {
+  ConnectionThreads& connections = http_->threads();
+  if (!connections.WaitIdle(std::chrono::steady_clock::now() + grace)) {
     do {
       ConnectionThreads::CutConnections(port_);
-    } while (!connections_->WaitIdle(std::chrono::steady_clock::now() +
-                                     std::chrono::milliseconds(100)));
+    } while (!connections.WaitIdle(std::chrono::steady_clock::now() +
+                                   std::chrono::milliseconds(100)));
   }
   listener_.join();
 }
