@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -270,8 +273,88 @@ v1::ReadPayloadRequest PayloadRange(const std::string& capture, uint64_t id, uin
   return request;
 }
 
+// The bytes payload and tensor answers hold across requests: read chunks,
+// a tensor's grid, an answer not yet sent. A request reserves what it will
+// hold before it reads, and gives it back when its answer is gone.
+class ByteBudget {
+ public:
+  explicit ByteBudget(uint64_t total) : total_(std::max<uint64_t>(total, 1)) {}
+
+  class Reservation {
+   public:
+    Reservation(ByteBudget* budget, uint64_t bytes) : budget_(budget), bytes_(bytes) {}
+    Reservation(Reservation&& other) noexcept
+        : budget_(std::exchange(other.budget_, nullptr)), bytes_(other.bytes_) {}
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    Reservation& operator=(Reservation&&) = delete;
+    ~Reservation() {
+      if (budget_ != nullptr) budget_->Release(bytes_);
+    }
+
+   private:
+    ByteBudget* budget_;
+    uint64_t bytes_;
+  };
+
+  // `bytes` (at most the whole budget) once they are free, waiting up to
+  // `wait` for other requests to give theirs back; nullopt after that.
+  std::optional<Reservation> Reserve(uint64_t bytes, std::chrono::milliseconds wait) {
+    bytes = std::min(bytes, total_);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!freed_.wait_for(lock, wait, [&] { return used_ + bytes <= total_; })) {
+      return std::nullopt;
+    }
+    used_ += bytes;
+    return std::optional<Reservation>(std::in_place, this, bytes);
+  }
+
+  uint64_t total() const { return total_; }
+  uint64_t used() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return used_;
+  }
+
+ private:
+  void Release(uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    used_ -= bytes;
+    freed_.notify_all();
+  }
+
+  const uint64_t total_;
+  mutable std::mutex mu_;
+  std::condition_variable freed_;
+  uint64_t used_ = 0;
+};
+
+// What ReadPayload sends in one message (the service reads args.bin in
+// pieces of this size): a reader holds one, the service one more.
+constexpr uint64_t kPayloadChunkBytes = 1 << 20;
+
+uint64_t ChunkBytesFor(uint64_t length) { return 2 * std::min(length, kPayloadChunkBytes); }
+
+// A JSON answer that holds its reservation until it is sent (or its
+// connection is cut).
+void SendJsonHolding(httplib::Response& res, std::string json, ByteBudget::Reservation held) {
+  json.append("\n");
+  struct Answer {
+    std::string json;
+    ByteBudget::Reservation held;
+  };
+  auto answer = std::make_shared<Answer>(Answer{std::move(json), std::move(held)});
+  res.status = 200;
+  res.set_content_provider(
+      answer->json.size(), "application/json",
+      [answer](size_t offset, size_t length, httplib::DataSink& sink) {
+        return sink.write(answer->json.data() + offset, length);
+      });
+}
+
 // A ReadPayload stream kept open across httplib's content-provider calls.
 struct PayloadStream {
+  explicit PayloadStream(ByteBudget::Reservation held) : held(std::move(held)) {}
+  ByteBudget::Reservation held;  // its chunks' bytes, until the answer is gone
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReader<v1::PayloadChunk>> reader;
   v1::PayloadChunk chunk;
@@ -682,13 +765,18 @@ class HttpGateway::Routes {
       res.set_content("", "application/octet-stream");
       return;
     }
+    std::optional<ByteBudget::Reservation> held = Reserve(res, ChunkBytesFor(length));
+    if (!held) {
+      ranges.clear();
+      return;
+    }
     // The stream starts here so that an error reading args.bin is a status,
     // not a connection cut after the headers.
-    auto stream = std::make_shared<PayloadStream>();
+    auto stream = std::make_shared<PayloadStream>(*std::move(held));
     Prepare(req, &stream->context);
     // No deadline for the whole download (a slow client's 32 MiB was cut
-    // after 60 s): a client that stops reading is cut by the write timeout,
-    // and shutdown cuts the rest (Shutdown).
+    // after 60 s): a client that stops reading is cut by the listener's
+    // write stall bound, and shutdown cuts the rest (Shutdown).
     stream->context.set_deadline(std::chrono::system_clock::time_point::max());
     stream->reader = stub_->ReadPayload(
         &stream->context, PayloadRange(Group(req, 1), arg.record_id(), begin, length));
@@ -745,20 +833,79 @@ class HttpGateway::Routes {
                                : grpc::StatusCode::INVALID_ARGUMENT,
                        plan.status().message());
     }
-    std::string bytes;
+    // What the answer holds: the reducer's grid, the answer, the chunks
+    // being read; never the slice.
+    std::optional<ByteBudget::Reservation> held =
+        Reserve(res, TensorSliceReducer::HeldBytes(*plan) + TensorSliceReducer::AnswerBytes(*plan) +
+                         ChunkBytesFor(plan->read_length));
+    if (!held) return;
+    TensorSliceReducer reducer(*plan);
     if (plan->read_length > 0) {
-      grpc::ClientContext context;
-      Prepare(req, &context);
-      bytes.reserve(plan->read_length);
-      auto reader = stub_->ReadPayload(
-          &context, PayloadRange(Group(req, 1), arg.record_id(), plan->read_offset,
-                                 plan->read_length));
-      v1::PayloadChunk chunk;
-      while (reader->Read(&chunk)) bytes.append(chunk.data());
-      const grpc::Status s = reader->Finish();
+      // One read of a single chunk serves both passes; a longer slice is
+      // read twice (the histogram's bins need its min and max first).
+      v1::PayloadChunk only;
+      uint64_t chunks = 0;
+      grpc::Status s = ReadSlice(req, arg, *plan, [&](v1::PayloadChunk& chunk) {
+        reducer.AddValues(chunk.data());
+        if (chunks++ == 0) {
+          only.Swap(&chunk);
+        } else {
+          only.Clear();
+        }
+      });
+      if (s.ok() && reducer.NeedsHistogramPass()) {
+        if (chunks == 1) {
+          reducer.AddHistogram(only.data());
+        } else {
+          s = ReadSlice(req, arg, *plan,
+                        [&](v1::PayloadChunk& chunk) { reducer.AddHistogram(chunk.data()); });
+        }
+      }
+      if (s.ok() && !reducer.histogram_complete()) {
+        s = grpc::Status(grpc::StatusCode::DATA_LOSS,
+                         "the payload's second read ended before its first had");
+      }
       if (!s.ok()) return SendStatus(res, s);
     }
-    SendJson(res, TensorSliceJson(arg.record_id(), arg.record(), *plan, bytes));
+    SendJsonHolding(res, reducer.Json(arg.record_id(), arg.record()), *std::move(held));
+  }
+
+  // Bytes [plan.read_offset, + read_length) of the record's payload, chunk
+  // by chunk, in order.
+  grpc::Status ReadSlice(const httplib::Request& req, const v1::CapturedArg& arg,
+                         const TensorSlicePlan& plan,
+                         const std::function<void(v1::PayloadChunk&)>& take) {
+    grpc::ClientContext context;
+    Prepare(req, &context);
+    auto reader = stub_->ReadPayload(
+        &context, PayloadRange(Group(req, 1), arg.record_id(), plan.read_offset, plan.read_length));
+    v1::PayloadChunk chunk;
+    uint64_t next = plan.read_offset;
+    while (reader->Read(&chunk)) {
+      if (chunk.offset() != next) {
+        context.TryCancel();
+        reader->Finish();
+        return grpc::Status(grpc::StatusCode::DATA_LOSS,
+                            absl::StrCat("the payload came out of order (byte ", chunk.offset(),
+                                         " where ", next, " was due)"));
+      }
+      next += chunk.data().size();
+      take(chunk);
+    }
+    return reader->Finish();
+  }
+
+  // `bytes` of the in-flight budget, or a 503 with Retry-After sent.
+  std::optional<ByteBudget::Reservation> Reserve(httplib::Response& res, uint64_t bytes) {
+    std::optional<ByteBudget::Reservation> held = budget_.Reserve(bytes, options_.budget_wait);
+    if (!held) {
+      res.set_header("Retry-After", "1");
+      SendError(res, 503, grpc::StatusCode::UNAVAILABLE,
+                absl::StrCat("busy: payload and tensor answers in flight hold ", budget_.used(),
+                             " of their ", budget_.total(), " bytes and this one needs ",
+                             std::min(bytes, budget_.total()), "; retry"));
+    }
+    return held;
   }
 
   // POST /v1/rpc/METHOD: the request message as JSON in the body.
@@ -785,6 +932,7 @@ class HttpGateway::Routes {
 
   const HttpGatewayOptions options_;
   std::unique_ptr<v1::CaptureService::Stub> stub_;
+  ByteBudget budget_{options_.inflight_budget_bytes};
 };
 
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(

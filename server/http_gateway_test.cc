@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <string>
@@ -33,6 +34,7 @@
 #include "server/capture_service.h"
 #include "server/http_test_capture.h"
 #include "server/proto_json.h"
+#include "server/tensor_view.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
@@ -54,6 +56,7 @@ class RawConnection {
   }
   ~RawConnection() { ::close(fd_); }
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   bool Send(const std::string& bytes) {
     return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
            static_cast<ssize_t>(bytes.size());
@@ -373,6 +376,76 @@ TEST_F(HttpGatewayTest, TensorsComeAsJsonNumbersWithinTheBound) {
   ExpectError("/v1/captures/scene/args/4/tensor", 400, "INVALID_ARGUMENT", "not a tensor");
   ExpectError("/v1/captures/scene/args/0/tensor?fit=0", 400, "INVALID_ARGUMENT", "fit=0");
   ExpectError("/v1/captures/scene/args/0/tensor?fit=x", 400, "INVALID_ARGUMENT", "fit=x");
+}
+
+// A slice of several ReadPayload chunks is reduced as they come (twice: the
+// histogram's bins need the min and max), in a budget smaller than it, and
+// answers what the whole slice does.
+TEST_F(HttpGatewayTest, ALargeSliceIsReducedAsItIsReadWithinTheBudget) {
+  configure_ = [](HttpGatewayOptions* o) {
+    o->inflight_budget_bytes = 3 << 20;  // the slice is 4 MB
+    o->tensor.max_elements = 1 << 20;
+  };
+  Start("large_slice");
+  SceneRecords big;
+  std::vector<float> values = Ramp(1000 * 1000, 0.001f, 0);
+  values[4321] = std::numeric_limits<float>::quiet_NaN();
+  values[999 * 1000 + 998] = std::numeric_limits<float>::infinity();
+  big.Add(TensorRecord(kSceneTask).FuncIds({1}).Arg(0).Shape({1000, 1000}).Contiguous(), values);
+  {
+    SceneIngest in(stub_.get(), "big");
+    ASSERT_TRUE(in.Send(big, 0, 1));
+    ASSERT_TRUE(in.Finish());
+  }
+  const std::string payload = GrpcPayload("big", 0);
+  ASSERT_EQ(payload.size(), 4000000u);
+  for (uint64_t fit : {1, 100, 10000, 1000000}) {
+    auto res = Get(absl::StrCat("/v1/captures/big/args/0/tensor?fit=", fit));
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body.substr(0, 300);
+    auto plan = PlanTensorSlice(big.records[0], {}, fit, TensorViewLimits{1 << 20, 64 << 20});
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(res->body, TensorSliceJson(0, big.records[0], *plan, payload) + "\n") << "fit " << fit;
+  }
+}
+
+// The bytes payload and tensor answers hold are one budget across requests:
+// past it a request waits, then gets 503 with Retry-After.
+TEST_F(HttpGatewayTest, PastTheInFlightBudgetAnswersAre503) {
+  configure_ = [](HttpGatewayOptions* o) {
+    o->inflight_budget_bytes = 600 << 10;
+    o->budget_wait = std::chrono::milliseconds(300);
+    o->send_buffer_bytes = 32 << 10;  // the download below stalls
+  };
+  Start("budget");
+  SceneRecords big;
+  big.Add(TensorRecord(kSceneTask).FuncIds({1}).Arg(0).Shape({256, 256}).Contiguous(),
+          Ramp(256 * 256, 0.01f, 0));
+  {
+    SceneIngest in(stub_.get(), "big");
+    ASSERT_TRUE(in.Send(big, 0, 1));
+    ASSERT_TRUE(in.Finish());
+  }
+  // A download not read holds its chunks (512 KiB of the 600).
+  auto download = std::make_unique<RawConnection>(server_->http_port());
+  ASSERT_TRUE(download->Send("GET /v1/captures/big/args/0/payload HTTP/1.1\r\nHost: x\r\n\r\n"));
+  // Its answer's head arrives: it holds them now.
+  char head[16];
+  ASSERT_EQ(::recv(download->fd(), head, sizeof head, MSG_WAITALL), 16);
+  auto busy = Get("/v1/captures/big/args/0/tensor?fit=16");
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->status, 503) << busy->body;
+  EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
+  EXPECT_NE(busy->body.find("UNAVAILABLE"), std::string::npos) << busy->body;
+  EXPECT_NE(busy->body.find("of their 614400 bytes"), std::string::npos) << busy->body;
+  // Small answers need none of it.
+  EXPECT_EQ(Get("/v1/captures/big")->status, 200);
+  // The download gone, its bytes are back (the next request waits for
+  // them if the server has not seen the end yet).
+  download.reset();
+  auto answered = Get("/v1/captures/big/args/0/tensor?fit=16");
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->status, 200) << answered->body;
 }
 
 TEST_F(HttpGatewayTest, BadRequestsGetAStatusAndAMessage) {
