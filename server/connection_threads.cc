@@ -181,6 +181,11 @@ void ConnectionThreads::Client::Resumed() {
   entry_->since = Clock::time_point::max();
 }
 
+void ConnectionThreads::Client::EvictDue() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (!state_->waiting.empty()) EvictFor(*state_, state_->waiting.size(), Clock::now());
+}
+
 bool ConnectionThreads::Client::evicted() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return entry_->evicted;

@@ -59,6 +59,11 @@ class ConnectionThreads {
     void Resumed();
     // True once its slot was taken (its socket shut down).
     bool evicted() const;
+    // Takes the slots due to connections that wait for one from the
+    // clients the server has waited on for evict_after (maybe this one):
+    // a client's thread calls it once its own wait has lasted that long,
+    // since the accept loop evicts only when it accepts.
+    void EvictDue();
 
    private:
     std::shared_ptr<connection_threads_internal::State> state_;

@@ -169,6 +169,9 @@ class BoundedStream : public httplib::Stream {
   bool Wait(short events, Clock::time_point deadline, bool for_answer, bool mark_timeout) {
     const Clock::time_point since = for_answer ? Clock::now() : request_started_;
     client_->Waiting(since, for_answer);
+    // Once this wait makes the client evictable, a look at whether a
+    // connection waits for its slot (none may be accepted meanwhile).
+    Clock::time_point evictable = since + limits_.evict_after;
     bool ready = false;
     for (;;) {
       const Clock::time_point now = Clock::now();
@@ -176,7 +179,13 @@ class BoundedStream : public httplib::Stream {
         if (mark_timeout && cut_ == HttpListener::Cut::kNone) cut_ = HttpListener::Cut::kTimedOut;
         break;
       }
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+      if (now >= evictable) {
+        client_->EvictDue();  // when it is this one, its socket is shut down: poll returns
+        evictable = Clock::time_point::max();
+      }
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+                            std::min(deadline, evictable) - now)
+                            .count();
       pollfd p{fd_, static_cast<short>(events | POLLRDHUP), 0};
       const int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
       if (r < 0 && errno == EINTR) continue;
