@@ -972,7 +972,14 @@ TEST_F(HttpGatewayTest, HttpsWithTheServersCertificateAndToken) {
                           " -addext subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " +
                           cert + " 2>/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl (tools/setup.sh installs it)";
+  configure_ = [](HttpGatewayOptions* o) {
+    o->request_timeout = std::chrono::milliseconds(500);
+  };
   Start("tls", "t0ken", cert, key);
+  // A handshake that never ends (a ClientHello's first bytes) is under
+  // the request deadline too: the connection ends, no HTTP answer.
+  RawConnection stalled(server_->http_port());
+  ASSERT_TRUE(stalled.Send(std::string("\x16\x03\x01\x02", 4)));
   WriteScene("secure");
   auto res = Get("/v1/captures/secure");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
@@ -983,6 +990,7 @@ TEST_F(HttpGatewayTest, HttpsWithTheServersCertificateAndToken) {
   plain.set_read_timeout(5);
   auto cleartext = plain.Get("/v1/captures/secure", {{"Authorization", "Bearer t0ken"}});
   EXPECT_TRUE(!cleartext || cleartext->status != 200);
+  EXPECT_EQ(stalled.ReadAnswer(), "");  // ended before any answer
 }
 
 TEST(HttpGatewayStartTest, BadOptionsAreErrorsNotCrashes) {

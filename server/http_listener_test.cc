@@ -126,6 +126,18 @@ TEST(HttpListenerTest, ARequestThatDoesNotArriveInTimeIsAnsweredAndClosed) {
   for (int fd : {silent, head, body}) ::close(fd);
 }
 
+TEST(HttpListenerTest, PipelinedRequestsAreAnsweredInOrder) {
+  Listener server(HttpListenerLimits{});
+  const int fd = Connect(server.port());
+  // Both in one write: the second waits in the listener's read buffer.
+  ASSERT_TRUE(Send(fd, "GET /x HTTP/1.1\r\n\r\nGET /x HTTP/1.1\r\nConnection: close\r\n\r\n"));
+  const std::string answers = ReadToEnd(fd);
+  const size_t second = answers.find("HTTP/1.1 200", 1);
+  EXPECT_EQ(answers.rfind("HTTP/1.1 200", 0), 0u) << answers;
+  EXPECT_NE(second, std::string::npos) << answers;
+  ::close(fd);
+}
+
 TEST(HttpListenerTest, AnAnswerNotTakenIsCutWithAReset) {
   HttpListenerLimits limits;
   limits.write_stall_timeout = std::chrono::milliseconds(200);
