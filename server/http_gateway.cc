@@ -843,19 +843,19 @@ class HttpGateway::Routes {
     if (plan->read_length > 0) {
       // One read of a single chunk serves both passes; a longer slice is
       // read twice (the histogram's bins need its min and max first).
-      v1::PayloadChunk only;
+      std::string only;  // the first chunk, while it is the only one
       uint64_t chunks = 0;
       grpc::Status s = ReadSlice(req, arg, *plan, [&](v1::PayloadChunk& chunk) {
         reducer.AddValues(chunk.data());
         if (chunks++ == 0) {
-          only.Swap(&chunk);
+          only.swap(*chunk.mutable_data());
         } else {
-          only.Clear();
+          std::string().swap(only);  // its memory too
         }
       });
       if (s.ok() && reducer.NeedsHistogramPass()) {
         if (chunks == 1) {
-          reducer.AddHistogram(only.data());
+          reducer.AddHistogram(only);
         } else {
           s = ReadSlice(req, arg, *plan,
                         [&](v1::PayloadChunk& chunk) { reducer.AddHistogram(chunk.data()); });
