@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "proto/grpc_status.h"
+#include "server/bearer_token.h"
 #include "server/ingest_session.h"
 #include "server/page_token.h"
 #include "grpcpp/alarm.h"
@@ -343,16 +344,12 @@ CaptureServiceImpl::CaptureServiceImpl(CaptureHub* hub, std::string auth_token)
 CaptureServiceImpl::~CaptureServiceImpl() = default;
 
 absl::Status CaptureServiceImpl::CheckAuth(const grpc::CallbackServerContext* context) const {
-  if (auth_token_.empty()) return absl::OkStatus();
   const auto& md = context->client_metadata();
   auto it = md.find("authorization");
-  const std::string want = "Bearer " + auth_token_;
-  if (it == md.end() || std::string(it->second.data(), it->second.size()) != want) {
-    return absl::UnauthenticatedError(it == md.end()
-                                          ? "missing 'authorization: Bearer <token>' metadata"
-                                          : "wrong bearer token");
-  }
-  return absl::OkStatus();
+  return CheckBearerToken(it == md.end() ? std::nullopt
+                                         : std::optional<absl::string_view>(absl::string_view(
+                                               it->second.data(), it->second.size())),
+                          auth_token_);
 }
 
 grpc::ServerBidiReactor<v1::IngestRequest, v1::IngestResponse>* CaptureServiceImpl::Ingest(
@@ -533,6 +530,7 @@ absl::StatusOr<std::unique_ptr<CaptureServer>> CaptureServer::Start(CaptureServe
     HttpGatewayOptions http = options.http;
     http.tls_cert_file = options.tls_cert_file;
     http.tls_key_file = options.tls_key_file;
+    http.auth_token = options.auth_token;
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     auto gateway = HttpGateway::Start(http, server->server_->InProcessChannel(args));

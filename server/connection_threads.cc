@@ -3,12 +3,15 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -19,21 +22,56 @@ namespace argsdump {
 
 namespace connection_threads_internal {
 
+struct ClientEntry {
+  int fd = -1;
+  // When the server began to wait on the client; max while it does not.
+  ConnectionThreads::Clock::time_point since = ConnectionThreads::Clock::time_point::max();
+  bool for_answer = false;
+  bool evicted = false;
+};
+
 struct State {
-  explicit State(size_t max) : max(max) {}
+  State(size_t max, std::chrono::milliseconds evict_after) : max(max), evict_after(evict_after) {}
   const size_t max;
+  const std::chrono::milliseconds evict_after;
   std::mutex mu;
   std::condition_variable idle;
-  std::condition_variable slot;  // a thread ended or a waiting one was taken
+  std::condition_variable slot;  // a thread ended, a waiting one was taken, a client waits
   size_t running = 0;  // threads serving (each ends when nothing waits)
   std::deque<std::function<void()>> waiting;
+  std::set<ClientEntry*> clients;  // the connections being served
+  size_t evicting = 0;             // clients evicted and not yet gone
 };
 
 }  // namespace connection_threads_internal
 
 namespace {
 
+using connection_threads_internal::ClientEntry;
 using connection_threads_internal::State;
+using Clock = ConnectionThreads::Clock;
+
+// Evicts clients until `wanted` slots are being freed, the one the server
+// has waited on longest first, and only once it has waited `evict_after`.
+// Returns when the next one may be evicted (max: none is waited on).
+Clock::time_point EvictFor(State& s, size_t wanted, Clock::time_point now) {
+  while (s.evicting < wanted) {
+    ClientEntry* oldest = nullptr;
+    for (ClientEntry* c : s.clients) {
+      if (!c->evicted && c->since != Clock::time_point::max() &&
+          (oldest == nullptr || c->since < oldest->since)) {
+        oldest = c;
+      }
+    }
+    if (oldest == nullptr) return Clock::time_point::max();
+    if (now - oldest->since < s.evict_after) return oldest->since + s.evict_after;
+    oldest->evicted = true;
+    ++s.evicting;
+    // Its thread wakes: a read sees the end, a write fails.
+    ::shutdown(oldest->fd, oldest->for_answer ? SHUT_RDWR : SHUT_RD);
+  }
+  return Clock::time_point::max();
+}
 
 // Runs `fn`, then whatever waits, then ends (the last one says so).
 void Serve(const std::shared_ptr<State>& state, std::function<void()> fn) {
@@ -63,18 +101,34 @@ class Queue : public httplib::TaskQueue {
   // to accept at all: EMFILE).
   void enqueue(std::function<void()> fn) override {
     std::unique_lock<std::mutex> lock(state_->mu);
-    state_->slot.wait(lock, [this] {
-      return state_->running < state_->max || state_->waiting.size() < state_->max;
-    });
-    if (state_->running >= state_->max) {
-      state_->waiting.push_back(std::move(fn));
-      return;
+    for (;;) {
+      if (state_->running < state_->max) break;
+      // Every slot taken: one freed for this connection and each that
+      // waits, from clients that keep the server waiting.
+      const Clock::time_point next =
+          EvictFor(*state_, state_->waiting.size() + 1, Clock::now());
+      if (state_->waiting.size() < state_->max) {
+        state_->waiting.push_back(std::move(fn));
+        return;
+      }
+      if (next == Clock::time_point::max()) {
+        state_->slot.wait(lock);
+      } else {
+        state_->slot.wait_until(lock, next);
+      }
     }
     ++state_->running;
     // Detached: the thread holds the state, and httplib's listen returns
     // (and its server may go) only after shutdown() saw every one end.
-    std::thread([state = state_, fn = std::move(fn)]() mutable { Serve(state, std::move(fn)); })
-        .detach();
+    std::thread([state = state_, fn = std::move(fn)]() mutable {
+      // A write to a connection the client closed fails (EPIPE) instead of
+      // killing the process (TLS writes through OpenSSL's socket BIO).
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+      Serve(state, std::move(fn));
+    }).detach();
   }
 
   // httplib's listen ends with this: every accepted connection served.
@@ -89,16 +143,52 @@ class Queue : public httplib::TaskQueue {
 
 }  // namespace
 
-ConnectionThreads::ConnectionThreads(size_t max)
-    : state_(std::make_shared<connection_threads_internal::State>(max < 1 ? 1 : max)) {}
+ConnectionThreads::ConnectionThreads(size_t max, std::chrono::milliseconds evict_after)
+    : state_(std::make_shared<State>(max < 1 ? 1 : max, evict_after)) {}
 
 ConnectionThreads::~ConnectionThreads() = default;
 
 httplib::TaskQueue* ConnectionThreads::NewTaskQueue() const { return new Queue(state_); }
 
-bool ConnectionThreads::WaitIdle(std::chrono::steady_clock::time_point deadline) const {
+bool ConnectionThreads::WaitIdle(Clock::time_point deadline) const {
   std::unique_lock<std::mutex> lock(state_->mu);
   return state_->idle.wait_until(lock, deadline, [this] { return state_->running == 0; });
+}
+
+ConnectionThreads::Client::Client(const ConnectionThreads& threads, int fd)
+    : state_(threads.state_), entry_(std::make_unique<ClientEntry>()) {
+  entry_->fd = fd;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->clients.insert(entry_.get());
+}
+
+ConnectionThreads::Client::~Client() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->clients.erase(entry_.get());
+  if (entry_->evicted) --state_->evicting;
+}
+
+void ConnectionThreads::Client::Waiting(Clock::time_point since, bool for_answer) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  entry_->since = since;
+  entry_->for_answer = for_answer;
+  // The accept loop may be waiting for a client to evict.
+  if (!state_->waiting.empty()) state_->slot.notify_all();
+}
+
+void ConnectionThreads::Client::Resumed() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  entry_->since = Clock::time_point::max();
+}
+
+void ConnectionThreads::Client::EvictDue() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (!state_->waiting.empty()) EvictFor(*state_, state_->waiting.size(), Clock::now());
+}
+
+bool ConnectionThreads::Client::evicted() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return entry_->evicted;
 }
 
 void ConnectionThreads::CutConnections(int port) {

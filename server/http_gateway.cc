@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,7 +26,9 @@
 #include "httplib.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "proto/grpc_status.h"
+#include "server/bearer_token.h"
 #include "server/connection_threads.h"
+#include "server/http_listener.h"
 #include "server/manifest.h"
 #include "server/proto_json.h"
 #include "server/web_assets.h"
@@ -53,6 +58,7 @@ int HttpStatusFor(grpc::StatusCode code) {
 namespace {
 
 constexpr auto kCallTimeout = std::chrono::seconds(60);
+constexpr int kKeepAliveSeconds = 5;
 // Request bodies: /v1/rpc's JSON.
 constexpr uint64_t kMaxRequestBody = 1 << 20;
 constexpr uint32_t kMaxUint32 = 0xffffffffu;
@@ -267,8 +273,88 @@ v1::ReadPayloadRequest PayloadRange(const std::string& capture, uint64_t id, uin
   return request;
 }
 
+// The bytes payload and tensor answers hold across requests: read chunks,
+// a tensor's grid, an answer not yet sent. A request reserves what it will
+// hold before it reads, and gives it back when its answer is gone.
+class ByteBudget {
+ public:
+  explicit ByteBudget(uint64_t total) : total_(std::max<uint64_t>(total, 1)) {}
+
+  class Reservation {
+   public:
+    Reservation(ByteBudget* budget, uint64_t bytes) : budget_(budget), bytes_(bytes) {}
+    Reservation(Reservation&& other) noexcept
+        : budget_(std::exchange(other.budget_, nullptr)), bytes_(other.bytes_) {}
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    Reservation& operator=(Reservation&&) = delete;
+    ~Reservation() {
+      if (budget_ != nullptr) budget_->Release(bytes_);
+    }
+
+   private:
+    ByteBudget* budget_;
+    uint64_t bytes_;
+  };
+
+  // `bytes` (at most the whole budget) once they are free, waiting up to
+  // `wait` for other requests to give theirs back; nullopt after that.
+  std::optional<Reservation> Reserve(uint64_t bytes, std::chrono::milliseconds wait) {
+    bytes = std::min(bytes, total_);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!freed_.wait_for(lock, wait, [&] { return used_ + bytes <= total_; })) {
+      return std::nullopt;
+    }
+    used_ += bytes;
+    return std::optional<Reservation>(std::in_place, this, bytes);
+  }
+
+  uint64_t total() const { return total_; }
+  uint64_t used() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return used_;
+  }
+
+ private:
+  void Release(uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    used_ -= bytes;
+    freed_.notify_all();
+  }
+
+  const uint64_t total_;
+  mutable std::mutex mu_;
+  std::condition_variable freed_;
+  uint64_t used_ = 0;
+};
+
+// What ReadPayload sends in one message (the service reads args.bin in
+// pieces of this size): a reader holds one, the service one more.
+constexpr uint64_t kPayloadChunkBytes = 1 << 20;
+
+uint64_t ChunkBytesFor(uint64_t length) { return 2 * std::min(length, kPayloadChunkBytes); }
+
+// A JSON answer that holds its reservation until it is sent (or its
+// connection is cut).
+void SendJsonHolding(httplib::Response& res, std::string json, ByteBudget::Reservation held) {
+  json.append("\n");
+  struct Answer {
+    std::string json;
+    ByteBudget::Reservation held;
+  };
+  auto answer = std::make_shared<Answer>(Answer{std::move(json), std::move(held)});
+  res.status = 200;
+  res.set_content_provider(
+      answer->json.size(), "application/json",
+      [answer](size_t offset, size_t length, httplib::DataSink& sink) {
+        return sink.write(answer->json.data() + offset, length);
+      });
+}
+
 // A ReadPayload stream kept open across httplib's content-provider calls.
 struct PayloadStream {
+  explicit PayloadStream(ByteBudget::Reservation held) : held(std::move(held)) {}
+  ByteBudget::Reservation held;  // its chunks' bytes, until the answer is gone
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReader<v1::PayloadChunk>> reader;
   v1::PayloadChunk chunk;
@@ -295,7 +381,12 @@ class HttpGateway::Routes {
       // httplib would cut the JSON by it.
       auto& mutable_req = const_cast<httplib::Request&>(req);
       if (req.path.find("/payload") == std::string::npos) mutable_req.ranges.clear();
-      if (Cors(req, res) || !CheckBody(mutable_req, res)) {
+      if (Cors(req, res) || !Authorize(req, res) || !CheckBody(mutable_req, res)) {
+        // A body not read would be taken for the next request.
+        if (req.get_header_value("Content-Length", 0) != "0" ||
+            req.has_header("Transfer-Encoding")) {
+          HttpListener::CloseAfterAnswer();
+        }
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;
@@ -330,9 +421,30 @@ class HttpGateway::Routes {
               [this](const auto& req, auto& res) { Tensor(req, res); });
     http->Post("/v1/rpc/([A-Za-z]+)", [this](const auto& req, auto& res) { Rpc(req, res); });
     http->set_error_handler(httplib::Server::HandlerWithResponse(
-        [](const httplib::Request& req, httplib::Response& res) {
+        [this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      // The listener stopped reading the request (408, 503): its
+      // connection closes after this answer.
+      switch (HttpListener::RequestCut()) {
+        case HttpListener::Cut::kNone:
+          break;
+        case HttpListener::Cut::kTimedOut:
+          res.set_header("Connection", "close");
+          SendError(res, 408, grpc::StatusCode::DEADLINE_EXCEEDED,
+                    absl::StrCat("the request (its head and body) did not arrive within ",
+                                 options_.request_timeout.count(), " ms"));
+          return httplib::Server::HandlerResponse::Handled;
+        case HttpListener::Cut::kEvicted:
+          res.set_header("Connection", "close");
+          res.set_header("Retry-After", "1");
+          SendError(res, 503, grpc::StatusCode::UNAVAILABLE,
+                    "every connection slot was taken, and this connection had kept the server "
+                    "waiting longest for its request: retry");
+          return httplib::Server::HandlerResponse::Handled;
+      }
       const int status = res.status;
+      // httplib refuses a bad Range before routing: the token comes first.
+      if (status == 416 && !Authorize(req, res)) return httplib::Server::HandlerResponse::Handled;
       // httplib answers these before routing, from the request's head.
       const std::string what =
           status == 404   ? absl::StrCat("no such endpoint: ", req.method, " ", req.path,
@@ -437,26 +549,49 @@ class HttpGateway::Routes {
     return true;
   }
 
-  // The call's metadata from the request: its bearer token, a deadline.
-  // False (and an error sent) for a header gRPC cannot carry.
-  bool Prepare(const httplib::Request& req, httplib::Response& res,
-               grpc::ClientContext* context) {
+  // The call's metadata from the request: its bearer token (checked
+  // already, by Authorize), a deadline.
+  void Prepare(const httplib::Request& req, grpc::ClientContext* context) {
     context->set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    if (!req.has_header("Authorization")) return true;
+    absl::StatusOr<std::optional<std::string>> authorization = Authorization(req);
+    if (authorization.ok() && authorization->has_value()) {
+      context->AddMetadata("authorization", **authorization);
+    }
+  }
+
+  // The Authorization header as the service's metadata (the scheme is
+  // case-insensitive, RFC 9110 11.1; the service compares "Bearer <token>"
+  // exactly); Unauthenticated for a byte gRPC metadata cannot carry.
+  static absl::StatusOr<std::optional<std::string>> Authorization(const httplib::Request& req) {
+    if (!req.has_header("Authorization")) return std::nullopt;
     const std::string value = req.get_header_value("Authorization");
     for (char c : value) {
       if (c < 0x20 || c > 0x7e) {
-        SendError(res, 401, grpc::StatusCode::UNAUTHENTICATED,
-                  "the Authorization header holds a byte that is not printable ASCII");
-        return false;
+        return absl::UnauthenticatedError(
+            "the Authorization header holds a byte that is not printable ASCII");
       }
     }
-    // The scheme is case-insensitive (RFC 9110 11.1); the service compares
-    // "Bearer <token>" exactly.
     const bool bearer = value.size() > 7 && absl::EqualsIgnoreCase(value.substr(0, 7), "bearer ");
-    context->AddMetadata("authorization",
-                         bearer ? absl::StrCat("Bearer ", value.substr(7)) : value);
-    return true;
+    return bearer ? absl::StrCat("Bearer ", value.substr(7)) : value;
+  }
+
+  // Every /v1/ request shows its token before anything else in it is
+  // looked at (its parameters, body, record id, range): a client without
+  // it gets 401, never a 400 that tells it about the request. False (and
+  // the 401 sent) when it does not.
+  bool Authorize(const httplib::Request& req, httplib::Response& res) const {
+    if (req.path.rfind("/v1/", 0) != 0) return true;  // the page holds no data
+    absl::StatusOr<std::optional<std::string>> authorization = Authorization(req);
+    absl::Status s = authorization.status();
+    if (s.ok()) {
+      s = CheckBearerToken(authorization->has_value()
+                               ? std::optional<absl::string_view>(**authorization)
+                               : std::nullopt,
+                           options_.auth_token);
+    }
+    if (s.ok()) return true;
+    SendError(res, 401, grpc::StatusCode::UNAUTHENTICATED, s.message());
+    return false;
   }
 
   // One unary call, its answer in JSON.
@@ -464,7 +599,7 @@ class HttpGateway::Routes {
   void Unary(const httplib::Request& http_req, httplib::Response& res, Method<Req, Resp> method,
              const Req& request) {
     grpc::ClientContext context;
-    if (!Prepare(http_req, res, &context)) return;
+    Prepare(http_req, &context);
     Resp response;
     const grpc::Status s = (stub_.get()->*method)(&context, request, &response);
     if (!s.ok()) return SendStatus(res, s);
@@ -483,7 +618,7 @@ class HttpGateway::Routes {
     }
     request.set_record_id(id);
     grpc::ClientContext context;
-    if (!Prepare(req, res, &context)) return false;
+    Prepare(req, &context);
     const grpc::Status s = stub_->GetArg(&context, request, arg);
     if (!s.ok()) {
       SendStatus(res, s);
@@ -630,13 +765,18 @@ class HttpGateway::Routes {
       res.set_content("", "application/octet-stream");
       return;
     }
+    std::optional<ByteBudget::Reservation> held = Reserve(res, ChunkBytesFor(length));
+    if (!held) {
+      ranges.clear();
+      return;
+    }
     // The stream starts here so that an error reading args.bin is a status,
     // not a connection cut after the headers.
-    auto stream = std::make_shared<PayloadStream>();
-    if (!Prepare(req, res, &stream->context)) return;
+    auto stream = std::make_shared<PayloadStream>(*std::move(held));
+    Prepare(req, &stream->context);
     // No deadline for the whole download (a slow client's 32 MiB was cut
-    // after 60 s): a client that stops reading is cut by the write timeout,
-    // and shutdown cuts the rest (Shutdown).
+    // after 60 s): a client that stops reading is cut by the listener's
+    // write stall bound, and shutdown cuts the rest (Shutdown).
     stream->context.set_deadline(std::chrono::system_clock::time_point::max());
     stream->reader = stub_->ReadPayload(
         &stream->context, PayloadRange(Group(req, 1), arg.record_id(), begin, length));
@@ -693,20 +833,79 @@ class HttpGateway::Routes {
                                : grpc::StatusCode::INVALID_ARGUMENT,
                        plan.status().message());
     }
-    std::string bytes;
+    // What the answer holds: the reducer's grid, the answer, the chunks
+    // being read; never the slice.
+    std::optional<ByteBudget::Reservation> held =
+        Reserve(res, TensorSliceReducer::HeldBytes(*plan) + TensorSliceReducer::AnswerBytes(*plan) +
+                         ChunkBytesFor(plan->read_length));
+    if (!held) return;
+    TensorSliceReducer reducer(*plan);
     if (plan->read_length > 0) {
-      grpc::ClientContext context;
-      if (!Prepare(req, res, &context)) return;
-      bytes.reserve(plan->read_length);
-      auto reader = stub_->ReadPayload(
-          &context, PayloadRange(Group(req, 1), arg.record_id(), plan->read_offset,
-                                 plan->read_length));
-      v1::PayloadChunk chunk;
-      while (reader->Read(&chunk)) bytes.append(chunk.data());
-      const grpc::Status s = reader->Finish();
+      // One read of a single chunk serves both passes; a longer slice is
+      // read twice (the histogram's bins need its min and max first).
+      std::string only;  // the first chunk, while it is the only one
+      uint64_t chunks = 0;
+      grpc::Status s = ReadSlice(req, arg, *plan, [&](v1::PayloadChunk& chunk) {
+        reducer.AddValues(chunk.data());
+        if (chunks++ == 0) {
+          only.swap(*chunk.mutable_data());
+        } else {
+          std::string().swap(only);  // its memory too
+        }
+      });
+      if (s.ok() && reducer.NeedsHistogramPass()) {
+        if (chunks == 1) {
+          reducer.AddHistogram(only);
+        } else {
+          s = ReadSlice(req, arg, *plan,
+                        [&](v1::PayloadChunk& chunk) { reducer.AddHistogram(chunk.data()); });
+        }
+      }
+      if (s.ok() && !reducer.histogram_complete()) {
+        s = grpc::Status(grpc::StatusCode::DATA_LOSS,
+                         "the payload's second read ended before its first had");
+      }
       if (!s.ok()) return SendStatus(res, s);
     }
-    SendJson(res, TensorSliceJson(arg.record_id(), arg.record(), *plan, bytes));
+    SendJsonHolding(res, reducer.Json(arg.record_id(), arg.record()), *std::move(held));
+  }
+
+  // Bytes [plan.read_offset, + read_length) of the record's payload, chunk
+  // by chunk, in order.
+  grpc::Status ReadSlice(const httplib::Request& req, const v1::CapturedArg& arg,
+                         const TensorSlicePlan& plan,
+                         const std::function<void(v1::PayloadChunk&)>& take) {
+    grpc::ClientContext context;
+    Prepare(req, &context);
+    auto reader = stub_->ReadPayload(
+        &context, PayloadRange(Group(req, 1), arg.record_id(), plan.read_offset, plan.read_length));
+    v1::PayloadChunk chunk;
+    uint64_t next = plan.read_offset;
+    while (reader->Read(&chunk)) {
+      if (chunk.offset() != next) {
+        context.TryCancel();
+        reader->Finish();
+        return grpc::Status(grpc::StatusCode::DATA_LOSS,
+                            absl::StrCat("the payload came out of order (byte ", chunk.offset(),
+                                         " where ", next, " was due)"));
+      }
+      next += chunk.data().size();
+      take(chunk);
+    }
+    return reader->Finish();
+  }
+
+  // `bytes` of the in-flight budget, or a 503 with Retry-After sent.
+  std::optional<ByteBudget::Reservation> Reserve(httplib::Response& res, uint64_t bytes) {
+    std::optional<ByteBudget::Reservation> held = budget_.Reserve(bytes, options_.budget_wait);
+    if (!held) {
+      res.set_header("Retry-After", "1");
+      SendError(res, 503, grpc::StatusCode::UNAVAILABLE,
+                absl::StrCat("busy: payload and tensor answers in flight hold ", budget_.used(),
+                             " of their ", budget_.total(), " bytes and this one needs ",
+                             std::min(bytes, budget_.total()), "; retry"));
+    }
+    return held;
   }
 
   // POST /v1/rpc/METHOD: the request message as JSON in the body.
@@ -733,6 +932,7 @@ class HttpGateway::Routes {
 
   const HttpGatewayOptions options_;
   std::unique_ptr<v1::CaptureService::Stub> stub_;
+  ByteBudget budget_{options_.inflight_budget_bytes};
 };
 
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
@@ -758,32 +958,31 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   }
   std::unique_ptr<HttpGateway> gateway(new HttpGateway());
   if (!options.tls_cert_file.empty()) {
-    // httplib says only "not valid": name the file that is not readable.
+    // OpenSSL says only "not valid": name the file that is not readable.
     for (const std::string* f : {&options.tls_cert_file, &options.tls_key_file}) {
       if (auto bytes = ReadFileToString(*f); !bytes.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("HTTPS: cannot read ", *f, ": ",
                                                        bytes.status().message()));
       }
     }
-    gateway->http_ = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
-                                                          options.tls_key_file.c_str());
-  } else {
-    gateway->http_ = std::make_unique<httplib::Server>();
   }
+  HttpListenerLimits limits;
+  limits.max_connections = static_cast<size_t>(std::max(2, options.max_connections));
+  limits.request_timeout = options.request_timeout;
+  limits.write_stall_timeout = options.write_stall_timeout;
+  limits.evict_after = options.evict_after;
+  limits.send_buffer_bytes = options.send_buffer_bytes;
+  limits.keep_alive_timeout = std::chrono::seconds(kKeepAliveSeconds);
+  gateway->http_ =
+      std::make_unique<HttpListener>(limits, options.tls_cert_file, options.tls_key_file);
   if (!gateway->http_->is_valid()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "HTTPS: ", options.tls_cert_file, " and ", options.tls_key_file,
         " are not a PEM certificate chain and its private key"));
   }
-  gateway->connections_ =
-      std::make_unique<ConnectionThreads>(static_cast<size_t>(std::max(2, options.max_connections)));
-  gateway->http_->new_task_queue = [threads = gateway->connections_.get()] {
-    return threads->NewTaskQueue();
-  };
-  gateway->http_->set_keep_alive_max_count(1000);
-  gateway->http_->set_keep_alive_timeout(5);
-  gateway->http_->set_read_timeout(10);
-  gateway->http_->set_write_timeout(60);
+  // What the answers' Keep-Alive header says (the listener closes an idle
+  // connection after as long).
+  gateway->http_->set_keep_alive_timeout(kKeepAliveSeconds);
   gateway->http_->set_payload_max_length(kMaxRequestBody);
   // An answer goes out as two writes (headers, body): with Nagle on, the
   // body waits for the ACK of the headers, which a keep-alive client delays
@@ -815,7 +1014,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   // threads, and the dropped SYNs were retried a second later. Listening
   // again on the bound socket raises the backlog.
   if (*listening >= 0) ::listen(*listening, SOMAXCONN);
-  httplib::Server* http = gateway->http_.get();
+  HttpListener* http = gateway->http_.get();
   auto exited = std::make_shared<std::atomic<bool>>(false);
   gateway->listener_ = std::thread([http, exited] {
     http->listen_after_bind();
@@ -835,11 +1034,12 @@ void HttpGateway::Shutdown(std::chrono::milliseconds grace) {
   // so a SIGTERM ends the server whatever its clients do.
   // Again until all are gone: one accepted as the listener closed is cut
   // on the next round.
-  if (!connections_->WaitIdle(std::chrono::steady_clock::now() + grace)) {
+  ConnectionThreads& connections = http_->threads();
+  if (!connections.WaitIdle(std::chrono::steady_clock::now() + grace)) {
     do {
       ConnectionThreads::CutConnections(port_);
-    } while (!connections_->WaitIdle(std::chrono::steady_clock::now() +
-                                     std::chrono::milliseconds(100)));
+    } while (!connections.WaitIdle(std::chrono::steady_clock::now() +
+                                   std::chrono::milliseconds(100)));
   }
   listener_.join();
 }

@@ -8,13 +8,24 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <limits>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "base/files.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -23,6 +34,7 @@
 #include "server/capture_service.h"
 #include "server/http_test_capture.h"
 #include "server/proto_json.h"
+#include "server/tensor_view.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
@@ -44,6 +56,7 @@ class RawConnection {
   }
   ~RawConnection() { ::close(fd_); }
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   bool Send(const std::string& bytes) {
     return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
            static_cast<ssize_t>(bytes.size());
@@ -91,6 +104,7 @@ class HttpGatewayTest : public ::testing::Test {
     o.http.listen = "127.0.0.1:0";
     o.http.tensor.max_elements = 300;  // the 16x32 tensor is over it
     o.http.cors_origins = cors_;
+    if (configure_) configure_(&o.http);
     auto server = CaptureServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -173,6 +187,7 @@ class HttpGatewayTest : public ::testing::Test {
   std::unique_ptr<httplib::ClientImpl> http_;
   std::string token_;
   std::vector<std::string> cors_;  // set before Start
+  std::function<void(HttpGatewayOptions*)> configure_;  // set before Start
 };
 
 TEST_F(HttpGatewayTest, EveryQueryAnswersWhatGrpcAnswers) {
@@ -363,6 +378,76 @@ TEST_F(HttpGatewayTest, TensorsComeAsJsonNumbersWithinTheBound) {
   ExpectError("/v1/captures/scene/args/0/tensor?fit=x", 400, "INVALID_ARGUMENT", "fit=x");
 }
 
+// A slice of several ReadPayload chunks is reduced as they come (twice: the
+// histogram's bins need the min and max), in a budget smaller than it, and
+// answers what the whole slice does.
+TEST_F(HttpGatewayTest, ALargeSliceIsReducedAsItIsReadWithinTheBudget) {
+  configure_ = [](HttpGatewayOptions* o) {
+    o->inflight_budget_bytes = 3 << 20;  // the slice is 4 MB
+    o->tensor.max_elements = 1 << 20;
+  };
+  Start("large_slice");
+  SceneRecords big;
+  std::vector<float> values = Ramp(1000 * 1000, 0.001f, 0);
+  values[4321] = std::numeric_limits<float>::quiet_NaN();
+  values[999 * 1000 + 998] = std::numeric_limits<float>::infinity();
+  big.Add(TensorRecord(kSceneTask).FuncIds({1}).Arg(0).Shape({1000, 1000}).Contiguous(), values);
+  {
+    SceneIngest in(stub_.get(), "big");
+    ASSERT_TRUE(in.Send(big, 0, 1));
+    ASSERT_TRUE(in.Finish());
+  }
+  const std::string payload = GrpcPayload("big", 0);
+  ASSERT_EQ(payload.size(), 4000000u);
+  for (uint64_t fit : {1, 100, 10000, 1000000}) {
+    auto res = Get(absl::StrCat("/v1/captures/big/args/0/tensor?fit=", fit));
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body.substr(0, 300);
+    auto plan = PlanTensorSlice(big.records[0], {}, fit, TensorViewLimits{1 << 20, 64 << 20});
+    ASSERT_TRUE(plan.ok());
+    EXPECT_EQ(res->body, TensorSliceJson(0, big.records[0], *plan, payload) + "\n") << "fit " << fit;
+  }
+}
+
+// The bytes payload and tensor answers hold are one budget across requests:
+// past it a request waits, then gets 503 with Retry-After.
+TEST_F(HttpGatewayTest, PastTheInFlightBudgetAnswersAre503) {
+  configure_ = [](HttpGatewayOptions* o) {
+    o->inflight_budget_bytes = 600 << 10;
+    o->budget_wait = std::chrono::milliseconds(300);
+    o->send_buffer_bytes = 32 << 10;  // the download below stalls
+  };
+  Start("budget");
+  SceneRecords big;
+  big.Add(TensorRecord(kSceneTask).FuncIds({1}).Arg(0).Shape({256, 256}).Contiguous(),
+          Ramp(256 * 256, 0.01f, 0));
+  {
+    SceneIngest in(stub_.get(), "big");
+    ASSERT_TRUE(in.Send(big, 0, 1));
+    ASSERT_TRUE(in.Finish());
+  }
+  // A download not read holds its chunks (512 KiB of the 600).
+  auto download = std::make_unique<RawConnection>(server_->http_port());
+  ASSERT_TRUE(download->Send("GET /v1/captures/big/args/0/payload HTTP/1.1\r\nHost: x\r\n\r\n"));
+  // Its answer's head arrives: it holds them now.
+  char head[16];
+  ASSERT_EQ(::recv(download->fd(), head, sizeof head, MSG_WAITALL), 16);
+  auto busy = Get("/v1/captures/big/args/0/tensor?fit=16");
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->status, 503) << busy->body;
+  EXPECT_EQ(busy->get_header_value("Retry-After"), "1");
+  EXPECT_NE(busy->body.find("UNAVAILABLE"), std::string::npos) << busy->body;
+  EXPECT_NE(busy->body.find("of their 614400 bytes"), std::string::npos) << busy->body;
+  // Small answers need none of it.
+  EXPECT_EQ(Get("/v1/captures/big")->status, 200);
+  // The download gone, its bytes are back (the next request waits for
+  // them if the server has not seen the end yet).
+  download.reset();
+  auto answered = Get("/v1/captures/big/args/0/tensor?fit=16");
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->status, 200) << answered->body;
+}
+
 TEST_F(HttpGatewayTest, BadRequestsGetAStatusAndAMessage) {
   Start("bad");
   WriteScene("scene");
@@ -506,6 +591,200 @@ TEST_F(HttpGatewayTest, SlowClientsDoNotStopTheOthers) {
   for (auto& c : slow) EXPECT_TRUE(c->ClosedByServer());
 }
 
+// Many clients that hold the server up, driven from one thread over
+// non-blocking sockets: `trickling` ones send a request head a header line
+// at a time (every 100 ms, far inside any per-read timeout) and never end
+// it; `downloading` ones ask for a payload larger than their 4 KiB receive
+// window and never read it. Whenever the server ends one, it comes back at
+// once, so the pressure lasts until Stop.
+class SlowClients {
+ public:
+  SlowClients(int port, int trickling, int downloading, std::string download_request)
+      : port_(port), download_request_(std::move(download_request)) {
+    for (int i = 0; i < trickling; ++i) clients_.push_back({false});
+    for (int i = 0; i < downloading; ++i) clients_.push_back({true});
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~SlowClients() { Stop(); }
+  void Stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+    for (Client& c : clients_) {
+      if (c.fd >= 0) ::close(c.fd);
+      c.fd = -1;
+    }
+  }
+  // Every client connected and sent (part of) its request once.
+  absl::Notification all_sent;
+  // The server ended a client of each kind.
+  absl::Notification both_ended;
+  // Connections the server ended, of each kind.
+  std::atomic<int> trickling_ended{0}, downloading_ended{0};
+  std::atomic<int> connect_failures{0};
+
+ private:
+  struct Client {
+    bool download;
+    int fd = -1;
+    bool sent = false;  // its request line (and all of a download's head)
+    std::chrono::steady_clock::time_point next_line{};
+  };
+
+  void Connect(Client& c) {
+    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (c.download) {
+      const int small = 4096;
+      ::setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    }
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 &&
+        errno != EINPROGRESS) {
+      connect_failures.fetch_add(1);
+    }
+    c.sent = false;
+  }
+
+  void Run() {
+    for (Client& c : clients_) Connect(c);
+    size_t sent_once = 0;
+    std::vector<pollfd> fds(clients_.size());
+    while (!stop_.load()) {
+      const auto now = std::chrono::steady_clock::now();
+      for (size_t i = 0; i < clients_.size(); ++i) {
+        Client& c = clients_[i];
+        fds[i] = {c.fd, static_cast<short>(POLLRDHUP | (c.download ? 0 : POLLIN) |
+                                           (c.sent ? 0 : POLLOUT)),
+                  0};
+        if (!c.download && c.sent && now >= c.next_line) {
+          ::send(c.fd, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+          c.next_line = now + std::chrono::milliseconds(100);
+        }
+      }
+      if (::poll(fds.data(), fds.size(), 20) < 0 && errno != EINTR) return;
+      for (size_t i = 0; i < clients_.size(); ++i) {
+        Client& c = clients_[i];
+        bool ended = (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+        // A head that never ends is answered only to end its connection.
+        if ((fds[i].revents & POLLIN) != 0) ended = true;
+        if (ended) {
+          (c.download ? downloading_ended : trickling_ended).fetch_add(1);
+          if (downloading_ended.load() > 0 && trickling_ended.load() > 0 &&
+              !both_ended.HasBeenNotified()) {
+            both_ended.Notify();
+          }
+          ::close(c.fd);
+          Connect(c);
+          continue;
+        }
+        if (!c.sent && (fds[i].revents & POLLOUT) != 0) {
+          const std::string head = c.download ? download_request_
+                                              : std::string("GET /v1/captures HTTP/1.1\r\n");
+          if (::send(c.fd, head.data(), head.size(), MSG_NOSIGNAL) ==
+              static_cast<ssize_t>(head.size())) {
+            c.sent = true;
+            c.next_line = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+            if (++sent_once == clients_.size()) all_sent.Notify();
+          }
+        }
+      }
+    }
+  }
+
+  const int port_;
+  const std::string download_request_;
+  std::vector<Client> clients_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// 300 clients trickling their request heads and 300 downloads never read,
+// beside a client that asks normally: it is answered, over and over, while
+// they last. The bounds are short here (1 s) so that the test is quick; a
+// client that is not answered in 20 s fails it (the test ends then).
+TEST_F(HttpGatewayTest, ANormalClientIsAnsweredBesideSixHundredSlowOnes) {
+  // Each connection is a descriptor at both ends.
+  rlimit files{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
+  if (files.rlim_cur < 4096 && files.rlim_max > files.rlim_cur) {
+    files.rlim_cur = std::min<rlim_t>(files.rlim_max, 4096);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &files), 0);
+  }
+  ASSERT_GE(files.rlim_cur, 2048u) << "this test needs 2048 descriptors (ulimit -n)";
+  configure_ = [](HttpGatewayOptions* o) {
+    o->request_timeout = std::chrono::milliseconds(1000);
+    o->write_stall_timeout = std::chrono::milliseconds(1000);
+    o->evict_after = std::chrono::milliseconds(200);
+    // Else loopback's send buffers take a whole 256 KiB answer.
+    o->send_buffer_bytes = 32 << 10;
+  };
+  Start("six_hundred");
+  // A 256 KiB payload: far more than a 4 KiB window and a 32 KiB send
+  // buffer take, so every download stalls.
+  SceneRecords big;
+  big.Add(TensorRecord(kSceneTask).FuncIds({1}).Arg(0).Shape({256, 256}).Contiguous(),
+          Ramp(256 * 256, 0.01f, 0));
+  {
+    SceneIngest in(stub_.get(), "big");
+    ASSERT_TRUE(in.Send(big, 0, 1));
+    ASSERT_TRUE(in.Finish());
+  }
+  SlowClients slow(server_->http_port(), 300, 300,
+                   "GET /v1/captures/big/args/0/payload HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(slow.all_sent.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  http_->set_connection_timeout(20);
+  http_->set_read_timeout(20);
+  auto ask = [&](int i) {
+    const auto start = std::chrono::steady_clock::now();
+    auto res = http_->Get("/v1/captures/big");
+    ASSERT_TRUE(res) << "request " << i << ": " << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200) << res->body;
+    // Reported, not checked: the test's bound is the client's timeout.
+    std::fprintf(stderr, "normal request %d answered in %lld ms\n", i,
+                 static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            std::chrono::steady_clock::now() - start)
+                                            .count()));
+  };
+  for (int i = 0; i < 3; ++i) ask(i);
+  // The slow ones are ended (and come back at once), not served forever...
+  ASSERT_TRUE(slow.both_ended.WaitForNotificationWithTimeout(absl::Seconds(20)))
+      << slow.trickling_ended.load() << " trickling and " << slow.downloading_ended.load()
+      << " downloading clients ended";
+  // ...and the normal client is still answered while they press on.
+  for (int i = 3; i < 6; ++i) ask(i);
+  slow.Stop();
+  EXPECT_EQ(slow.connect_failures.load(), 0);
+}
+
+TEST_F(HttpGatewayTest, ARequestThatDoesNotArriveInTimeIs408AndClosed) {
+  configure_ = [](HttpGatewayOptions* o) {
+    o->request_timeout = std::chrono::milliseconds(300);
+  };
+  Start("request_timeout");
+  // A head that never ends, and a body that never ends: each gets its 408
+  // (however steadily its bytes trickle) and its connection is closed.
+  RawConnection head(server_->http_port());
+  ASSERT_TRUE(head.Send("GET /v1/captures HTTP/1.1\r\nHost: x\r\n"));
+  RawConnection body(server_->http_port());
+  ASSERT_TRUE(body.Send("POST /v1/rpc/ListCaptures HTTP/1.1\r\nHost: x\r\n"
+                        "Content-Length: 100\r\n\r\n{"));
+  for (RawConnection* c : {&head, &body}) {
+    const std::string answer = c->ReadAnswer();
+    EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+    EXPECT_NE(answer.find("DEADLINE_EXCEEDED"), std::string::npos) << answer;
+    EXPECT_NE(answer.find("within 300 ms"), std::string::npos) << answer;
+    EXPECT_TRUE(c->ClosedByServer());
+  }
+  // A kept-alive connection's next request has its own time.
+  RawConnection kept(server_->http_port());
+  ASSERT_TRUE(kept.Send("GET /v1/captures HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(kept.ReadAnswer().rfind("HTTP/1.1 200", 0), 0u);
+  ASSERT_TRUE(kept.Send("GET /v1/captures HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(kept.ReadAnswer().rfind("HTTP/1.1 200", 0), 0u);
+}
+
 TEST_F(HttpGatewayTest, TheBearerTokenIsTheServices) {
   Start("auth", "s3cret");
   WriteScene("scene");
@@ -528,6 +807,37 @@ TEST_F(HttpGatewayTest, TheBearerTokenIsTheServices) {
     EXPECT_EQ(res->status, 401) << wrong;
   }
   EXPECT_EQ(Get(path)->status, 200);
+  // The token comes before anything else in the request: without it, a
+  // bad parameter, record id, body, range or endpoint is a 401 too, and
+  // the answer says nothing about the request.
+  for (const std::string bad :
+       {"/v1/captures?bogus=1", "/v1/captures?state=nope", "/v1/captures?page_size=x",
+        "/v1/captures/scene/args?stage=nope", "/v1/captures/scene/args?task_id=zz",
+        "/v1/captures/scene/args/xyz", "/v1/captures/scene/args/0/payload?offset=x",
+        "/v1/captures/scene/args/2/tensor?fit=0", "/v1/captures/scene/args/2/tensor?index=a",
+        "/v1/captures/scene?x=%FF", "/v1/nothing/here", "/v1/captures/no%20such"}) {
+    for (const char* authorization : {"", "Bearer nope"}) {
+      httplib::Headers headers;
+      if (*authorization != '\0') headers.emplace("Authorization", authorization);
+      auto res = http_->Get(bad.c_str(), headers);
+      ASSERT_TRUE(res) << bad;
+      EXPECT_EQ(res->status, 401) << bad << " " << authorization << ": " << res->body;
+      EXPECT_EQ(res->body.find("parameter"), std::string::npos) << bad << ": " << res->body;
+      EXPECT_EQ(res->body.find("="), std::string::npos) << bad << ": " << res->body;
+    }
+    // With it, the same request is refused for what it is.
+    auto res = Get(bad);
+    ASSERT_TRUE(res) << bad;
+    EXPECT_NE(res->status, 401) << bad;
+    EXPECT_NE(res->status, 200) << bad;
+  }
+  auto bad_range = http_->Get((path + "/args/0/payload").c_str(), {{"Range", "bytes=zz"}});
+  ASSERT_TRUE(bad_range);
+  EXPECT_EQ(bad_range->status, 401) << bad_range->body;
+  EXPECT_EQ(Get(path + "/args/0/payload", {{"Range", "bytes=zz"}})->status, 416);
+  auto bad_body = http_->Post("/v1/rpc/GetCapture", "{\"capture\": 7}", "application/json");
+  ASSERT_TRUE(bad_body);
+  EXPECT_EQ(bad_body->status, 401) << bad_body->body;
   // No --http_cors_origin: no page from elsewhere may read an answer.
   auto cross = Get(path, {{"Origin", "https://dash.example"}});
   ASSERT_TRUE(cross);
@@ -662,7 +972,14 @@ TEST_F(HttpGatewayTest, HttpsWithTheServersCertificateAndToken) {
                           " -addext subjectAltName=IP:127.0.0.1 -keyout " + key + " -out " +
                           cert + " 2>/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl (tools/setup.sh installs it)";
+  configure_ = [](HttpGatewayOptions* o) {
+    o->request_timeout = std::chrono::milliseconds(500);
+  };
   Start("tls", "t0ken", cert, key);
+  // A handshake that never ends (a ClientHello's first bytes) is under
+  // the request deadline too: the connection ends, no HTTP answer.
+  RawConnection stalled(server_->http_port());
+  ASSERT_TRUE(stalled.Send(std::string("\x16\x03\x01\x02", 4)));
   WriteScene("secure");
   auto res = Get("/v1/captures/secure");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
@@ -673,6 +990,7 @@ TEST_F(HttpGatewayTest, HttpsWithTheServersCertificateAndToken) {
   plain.set_read_timeout(5);
   auto cleartext = plain.Get("/v1/captures/secure", {{"Authorization", "Bearer t0ken"}});
   EXPECT_TRUE(!cleartext || cleartext->status != 200);
+  EXPECT_EQ(stalled.ReadAnswer(), "");  // ended before any answer
 }
 
 TEST(HttpGatewayStartTest, BadOptionsAreErrorsNotCrashes) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -64,12 +65,6 @@ bool Wide(DataType t) {
       return false;
   }
 }
-
-struct Cell {
-  double sum = 0;
-  uint64_t finite = 0, captured = 0;
-  bool nan = false, pos_inf = false, neg_inf = false;
-};
 
 }  // namespace
 
@@ -153,58 +148,132 @@ absl::StatusOr<TensorSlicePlan> PlanTensorSlice(const v1::ArgRecord& r,
   return p;
 }
 
-std::string TensorSliceJson(uint64_t record_id, const v1::ArgRecord& r,
-                            const TensorSlicePlan& p, absl::string_view bytes) {
-  const uint64_t bits = ElementBits(p.dtype);
-  // Elements the bytes hold from the slice's first one on.
-  const uint64_t have_elements = bytes.size() * 8 / bits;
-  const uint64_t captured =
-      have_elements <= p.first_in_read ? 0 : std::min(p.captured, have_elements - p.first_in_read);
-  const auto* base = reinterpret_cast<const uint8_t*>(bytes.data());
-  std::vector<Cell> cells(p.grid_rows * p.grid_cols);
-  v1::TensorStats stats;
-  double min = 0, max = 0, sum = 0, sq = 0;
-  uint64_t finite = 0;
-  for (uint64_t i = 0; i < captured; ++i) {
-    const double v = ElementAsDouble(p.dtype, base, p.first_in_read + i);
-    Cell& cell = cells[(i / p.cols / p.block_rows) * p.grid_cols + (i % p.cols) / p.block_cols];
+TensorSliceReducer::TensorSliceReducer(const TensorSlicePlan& plan)
+    : plan_(plan),
+      cells_(plan.grid_rows * plan.grid_cols),
+      histogram_(kHistogramBins, 0),
+      peak_bytes_(HeldNow()) {}
+
+size_t TensorSliceReducer::HeldNow() const {
+  return cells_.capacity() * sizeof(Cell) + histogram_.capacity() * sizeof(uint64_t) +
+         sizeof(values_.carry) + sizeof(histogram_walk_.carry);
+}
+
+uint64_t TensorSliceReducer::HeldBytes(const TensorSlicePlan& plan) {
+  return plan.grid_rows * plan.grid_cols * sizeof(Cell) + kHistogramBins * sizeof(uint64_t) +
+         sizeof(Walk::carry) * 2;
+}
+
+uint64_t TensorSliceReducer::AnswerBytes(const TensorSlicePlan& plan) {
+  // A cell is at most 24 characters ("%.17g") and a comma; the rest (the
+  // shape, index, stats and histogram) well under 4 KiB.
+  return plan.grid_rows * plan.grid_cols * 25 + 4096;
+}
+
+// Visits each element of the slice the chunk completes, in order: `visit(i,
+// value)` for slice element i. Elements of 8 bits or more may straddle
+// chunks (their first bytes wait in the carry); FP4's never do (two in a
+// byte, the slice starting at either nibble).
+template <typename Visit>
+void TensorSliceReducer::Step(absl::string_view chunk, Walk& walk, Visit&& visit) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(chunk.data());
+  const size_t n = chunk.size();
+  const uint64_t chunk_start = walk.bytes;
+  walk.bytes += n;
+  const uint64_t bits = ElementBits(plan_.dtype);
+  if (bits < 8) {
+    const uint64_t per_byte = 8 / bits;
+    const uint64_t end = (chunk_start + n) * per_byte;  // elements from the read's start
+    while (walk.elements < plan_.captured) {
+      const uint64_t at = plan_.first_in_read + walk.elements;
+      if (at >= end) break;
+      visit(walk.elements, ElementAsDouble(plan_.dtype, bytes, at - chunk_start * per_byte));
+      ++walk.elements;
+    }
+    return;
+  }
+  // Whole bytes: the slice starts at the read's first byte.
+  const size_t size = bits / 8;
+  size_t pos = 0;
+  if (walk.carried > 0) {
+    const size_t take = std::min(size - walk.carried, n);
+    std::memcpy(walk.carry + walk.carried, bytes, take);
+    walk.carried += take;
+    pos = take;
+    if (walk.carried < size) return;
+    walk.carried = 0;
+    if (walk.elements < plan_.captured) {
+      visit(walk.elements, ElementAsDouble(plan_.dtype, walk.carry, 0));
+      ++walk.elements;
+    }
+  }
+  while (pos + size <= n && walk.elements < plan_.captured) {
+    visit(walk.elements, ElementAsDouble(plan_.dtype, bytes + pos, 0));
+    ++walk.elements;
+    pos += size;
+  }
+  if (pos < n && walk.elements < plan_.captured) {
+    walk.carried = n - pos;  // < size
+    std::memcpy(walk.carry, bytes + pos, walk.carried);
+  }
+}
+
+void TensorSliceReducer::AddValues(absl::string_view chunk) {
+  peak_bytes_ = std::max(peak_bytes_, HeldNow());
+  Step(chunk, values_, [this](uint64_t i, double v) {
+    Cell& cell =
+        cells_[(i / plan_.cols / plan_.block_rows) * plan_.grid_cols + (i % plan_.cols) / plan_.block_cols];
     ++cell.captured;
     if (std::isnan(v)) {
       cell.nan = true;
-      stats.set_nan(stats.nan() + 1);
+      ++nan_;
     } else if (std::isinf(v)) {
       (v > 0 ? cell.pos_inf : cell.neg_inf) = true;
-      if (v > 0) {
-        stats.set_pos_inf(stats.pos_inf() + 1);
-      } else {
-        stats.set_neg_inf(stats.neg_inf() + 1);
-      }
+      ++(v > 0 ? pos_inf_ : neg_inf_);
     } else {
       cell.sum += v;
       ++cell.finite;
-      min = finite == 0 ? v : std::min(min, v);
-      max = finite == 0 ? v : std::max(max, v);
-      sum += v;
-      sq += v * v;
-      ++finite;
-      if (v == 0) stats.set_zeros(stats.zeros() + 1);
+      min_ = finite_ == 0 ? v : std::min(min_, v);
+      max_ = finite_ == 0 ? v : std::max(max_, v);
+      sum_ += v;
+      sq_ += v * v;
+      ++finite_;
+      if (v == 0) ++zeros_;
     }
-  }
+  });
+}
+
+void TensorSliceReducer::AddHistogram(absl::string_view chunk) {
+  peak_bytes_ = std::max(peak_bytes_, HeldNow());
+  if (finite_ == 0) return;
+  const double width = (max_ - min_) / kHistogramBins;
+  // Only the elements the first pass saw.
+  Step(chunk.substr(0, static_cast<size_t>(
+                           std::min<uint64_t>(chunk.size(), values_.bytes - histogram_walk_.bytes))),
+       histogram_walk_, [&](uint64_t i, double v) {
+         if (i >= values_.elements || !std::isfinite(v)) return;
+         const int bin = width > 0 ? static_cast<int>((v - min_) / width) : 0;
+         histogram_[std::clamp(bin, 0, kHistogramBins - 1)]++;
+       });
+}
+
+bool TensorSliceReducer::histogram_complete() const {
+  return finite_ == 0 || histogram_walk_.elements == values_.elements;
+}
+
+std::string TensorSliceReducer::Json(uint64_t record_id, const v1::ArgRecord& r) const {
+  const TensorSlicePlan& p = plan_;
+  const uint64_t captured = values_.elements;
+  v1::TensorStats stats;
+  stats.set_nan(nan_);
+  stats.set_pos_inf(pos_inf_);
+  stats.set_neg_inf(neg_inf_);
+  stats.set_zeros(zeros_);
   stats.set_count(captured);
-  stats.set_min(min);
-  stats.set_max(max);
-  stats.set_mean(finite > 0 ? sum / finite : 0);
-  stats.set_l2(std::sqrt(sq));
-  std::vector<uint64_t> histogram(kHistogramBins, 0);
-  if (finite > 0) {
-    const double width = (max - min) / kHistogramBins;
-    for (uint64_t i = 0; i < captured; ++i) {
-      const double v = ElementAsDouble(p.dtype, base, p.first_in_read + i);
-      if (!std::isfinite(v)) continue;
-      int bin = width > 0 ? static_cast<int>((v - min) / width) : 0;
-      histogram[std::clamp(bin, 0, kHistogramBins - 1)]++;
-    }
-  }
+  stats.set_min(min_);
+  stats.set_max(max_);
+  stats.set_mean(finite_ > 0 ? sum_ / finite_ : 0);
+  stats.set_l2(std::sqrt(sq_));
   const bool wide = Wide(p.dtype);
   std::string out = absl::StrCat("{\"record_id\": \"", record_id, "\", \"dtype\": \"",
                                  v1::DType_Name(r.dtype()), "\", \"shape\": [",
@@ -214,10 +283,10 @@ std::string TensorSliceJson(uint64_t record_id, const v1::ArgRecord& r,
                                  ", \"grid_cols\": ", p.grid_cols, ", \"block_rows\": ",
                                  p.block_rows, ", \"block_cols\": ", p.block_cols,
                                  ", \"captured\": ", captured, ", \"values\": [");
-  out.reserve(out.size() + cells.size() * 12);
-  for (size_t i = 0; i < cells.size(); ++i) {
+  out.reserve(out.size() + cells_.size() * 12);
+  for (size_t i = 0; i < cells_.size(); ++i) {
     if (i > 0) out.append(",");
-    const Cell& c = cells[i];
+    const Cell& c = cells_[i];
     if (c.captured == 0) {
       out.append("null");
     } else if (c.nan) {
@@ -231,11 +300,19 @@ std::string TensorSliceJson(uint64_t record_id, const v1::ArgRecord& r,
     }
   }
   absl::StrAppend(&out, "], \"stats\": ", ProtoToJson(stats), ", \"histogram\": {\"min\": ");
-  AppendNumber(min, wide, &out);
+  AppendNumber(min_, wide, &out);
   out.append(", \"max\": ");
-  AppendNumber(max, wide, &out);
-  absl::StrAppend(&out, ", \"counts\": [", absl::StrJoin(histogram, ","), "]}}");
+  AppendNumber(max_, wide, &out);
+  absl::StrAppend(&out, ", \"counts\": [", absl::StrJoin(histogram_, ","), "]}}");
   return out;
+}
+
+std::string TensorSliceJson(uint64_t record_id, const v1::ArgRecord& r,
+                            const TensorSlicePlan& p, absl::string_view bytes) {
+  TensorSliceReducer reducer(p);
+  reducer.AddValues(bytes);
+  if (reducer.NeedsHistogramPass()) reducer.AddHistogram(bytes);
+  return reducer.Json(record_id, r);
 }
 
 }  // namespace argsdump

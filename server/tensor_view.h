@@ -52,6 +52,67 @@ absl::StatusOr<TensorSlicePlan> PlanTensorSlice(const v1::ArgRecord& record,
                                                 const std::vector<uint64_t>& index, uint64_t fit,
                                                 const TensorViewLimits& limits);
 
+inline constexpr int kHistogramBins = 64;
+
+// The answer built from the plan's bytes as they are read, in chunks of
+// any size (an element may straddle two), never holding the slice: the
+// grid's cells and the statistics in a first pass, then the histogram,
+// whose bins need the slice's min and max, in a second pass over the same
+// bytes. What it holds is the grid, the histogram and one element carried
+// between chunks, whatever the slice's size (peak_bytes).
+//   TensorSliceReducer r(plan);
+//   for (chunk : bytes) r.AddValues(chunk);
+//   if (r.NeedsHistogramPass()) for (chunk : the same bytes) r.AddHistogram(chunk);
+//   if (r.histogram_complete()) answer = r.Json(id, record);
+class TensorSliceReducer {
+ public:
+  explicit TensorSliceReducer(const TensorSlicePlan& plan);
+
+  void AddValues(absl::string_view chunk);
+  // Some value is finite: the histogram needs the second pass.
+  bool NeedsHistogramPass() const { return finite_ > 0; }
+  void AddHistogram(absl::string_view chunk);
+  // The second pass saw every element the first did (or none was needed).
+  bool histogram_complete() const;
+
+  // The answer (TensorSliceJson's).
+  std::string Json(uint64_t record_id, const v1::ArgRecord& record) const;
+
+  // The most bytes it has held (its buffers' capacities): they do not grow
+  // with the slice or the chunks. HeldBytes: what they are for a plan,
+  // before any byte is read.
+  size_t peak_bytes() const { return peak_bytes_; }
+  static uint64_t HeldBytes(const TensorSlicePlan& plan);
+  // An upper bound of the answer's size (for a memory budget).
+  static uint64_t AnswerBytes(const TensorSlicePlan& plan);
+
+ private:
+  struct Cell {
+    double sum = 0;
+    uint64_t finite = 0, captured = 0;
+    bool nan = false, pos_inf = false, neg_inf = false;
+  };
+  // Where a pass is in the bytes: elements walked, bytes seen, and the
+  // first bytes of an element the next chunk ends.
+  struct Walk {
+    uint64_t elements = 0;
+    uint64_t bytes = 0;
+    uint8_t carry[8] = {};
+    size_t carried = 0;
+  };
+  size_t HeldNow() const;
+  template <typename Visit>
+  void Step(absl::string_view chunk, Walk& walk, Visit&& visit);
+
+  const TensorSlicePlan plan_;
+  std::vector<Cell> cells_;
+  std::vector<uint64_t> histogram_;
+  Walk values_, histogram_walk_;
+  uint64_t nan_ = 0, pos_inf_ = 0, neg_inf_ = 0, zeros_ = 0, finite_ = 0;
+  double min_ = 0, max_ = 0, sum_ = 0, sq_ = 0;
+  size_t peak_bytes_ = 0;
+};
+
 // The answer: {"record_id", "dtype", "shape", "index", "rows", "cols",
 // "grid_rows", "grid_cols", "block_rows", "block_cols", "captured",
 // "values": [row-major grid; numbers, "NaN", "Infinity", "-Infinity" (a
@@ -59,11 +120,9 @@ absl::StatusOr<TensorSlicePlan> PlanTensorSlice(const v1::ArgRecord& record,
 // null where nothing was captured], "stats": TensorStats over the captured
 // elements of the slice, "histogram": {"min", "max", "counts": [64]} of its
 // finite values}. `bytes`: what the plan said to read (shorter: the rest
-// counts as not captured).
+// counts as not captured), reduced as one chunk.
 std::string TensorSliceJson(uint64_t record_id, const v1::ArgRecord& record,
                             const TensorSlicePlan& plan, absl::string_view bytes);
-
-inline constexpr int kHistogramBins = 64;
 
 }  // namespace argsdump
 

@@ -1,7 +1,8 @@
 // libFuzzer target: the tensor view's planner and formatter over a record
 // and a query built from the input (shape, numel, bin_size, index and fit
 // are untrusted: they come from a capture and from a URL), with its
-// payload bytes the rest of the input.
+// payload bytes the rest of the input; the answer reduced in chunks must be
+// the answer reduced whole.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -51,5 +52,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t have = std::min<size_t>(payload.size(), plan->read_length);
   const std::string json = argsdump::TensorSliceJson(7, r, *plan, absl::string_view(payload).substr(0, have));
   if (json.empty() || json.front() != '{' || json.back() != '}') std::abort();
+  // The same bytes reduced in chunks (an element may straddle two) give
+  // the same answer, holding no more than the plan's grid.
+  const absl::string_view bytes = absl::string_view(payload).substr(0, have);
+  const size_t chunk = 1 + (size > 0 ? data[0] % 11 : 0);
+  argsdump::TensorSliceReducer reducer(*plan);
+  for (size_t i = 0; i < bytes.size(); i += chunk) reducer.AddValues(bytes.substr(i, chunk));
+  if (reducer.NeedsHistogramPass()) {
+    for (size_t i = 0; i < bytes.size(); i += chunk + 2) {
+      reducer.AddHistogram(bytes.substr(i, chunk + 2));
+    }
+  }
+  if (!reducer.histogram_complete() || reducer.Json(7, r) != json) std::abort();
+  if (reducer.peak_bytes() != argsdump::TensorSliceReducer::HeldBytes(*plan)) std::abort();
   return 0;
 }

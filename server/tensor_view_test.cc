@@ -1,12 +1,16 @@
 #include "server/tensor_view.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "server/proto_json.h"
 
 namespace argsdump {
 namespace {
@@ -135,6 +139,224 @@ TEST(TensorViewTest, Fp4SlicesStartMidByte) {
   // 0x21: element 0 = 0.5 (nibble 1), element 1 = 1 (nibble 2); 0x03: 1.5.
   const std::string json = TensorSliceJson(0, packed, *plan, std::string("\x21\x03", 2));
   EXPECT_NE(json.find("\"values\": [0.5,1,1.5]"), std::string::npos) << json;
+}
+
+// The reference: the whole-slice formatter as it was before the answer was
+// reduced in chunks (verbatim but for its name), kept here as the oracle
+// the streaming reducer must agree with byte for byte.
+struct Cell {
+  double sum = 0;
+  uint64_t finite = 0, captured = 0;
+  bool nan = false, pos_inf = false, neg_inf = false;
+};
+
+void AppendNumber(double v, bool wide, std::string* out) {
+  if (std::isnan(v)) {
+    out->append("\"NaN\"");
+  } else if (std::isinf(v)) {
+    out->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+  } else {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, wide ? "%.17g" : "%.9g", v);
+    out->append(buf);
+  }
+}
+
+bool Wide(DataType t) {
+  switch (t) {
+    case DataType::kFloat64:
+    case DataType::kInt32:
+    case DataType::kUint32:
+    case DataType::kInt64:
+    case DataType::kUint64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string WholeSliceJson(uint64_t record_id, const v1::ArgRecord& r,
+                           const TensorSlicePlan& p, absl::string_view bytes) {
+  const uint64_t bits = ElementBits(p.dtype);
+  // Elements the bytes hold from the slice's first one on.
+  const uint64_t have_elements = bytes.size() * 8 / bits;
+  const uint64_t captured =
+      have_elements <= p.first_in_read ? 0 : std::min(p.captured, have_elements - p.first_in_read);
+  const auto* base = reinterpret_cast<const uint8_t*>(bytes.data());
+  std::vector<Cell> cells(p.grid_rows * p.grid_cols);
+  v1::TensorStats stats;
+  double min = 0, max = 0, sum = 0, sq = 0;
+  uint64_t finite = 0;
+  for (uint64_t i = 0; i < captured; ++i) {
+    const double v = ElementAsDouble(p.dtype, base, p.first_in_read + i);
+    Cell& cell = cells[(i / p.cols / p.block_rows) * p.grid_cols + (i % p.cols) / p.block_cols];
+    ++cell.captured;
+    if (std::isnan(v)) {
+      cell.nan = true;
+      stats.set_nan(stats.nan() + 1);
+    } else if (std::isinf(v)) {
+      (v > 0 ? cell.pos_inf : cell.neg_inf) = true;
+      if (v > 0) {
+        stats.set_pos_inf(stats.pos_inf() + 1);
+      } else {
+        stats.set_neg_inf(stats.neg_inf() + 1);
+      }
+    } else {
+      cell.sum += v;
+      ++cell.finite;
+      min = finite == 0 ? v : std::min(min, v);
+      max = finite == 0 ? v : std::max(max, v);
+      sum += v;
+      sq += v * v;
+      ++finite;
+      if (v == 0) stats.set_zeros(stats.zeros() + 1);
+    }
+  }
+  stats.set_count(captured);
+  stats.set_min(min);
+  stats.set_max(max);
+  stats.set_mean(finite > 0 ? sum / finite : 0);
+  stats.set_l2(std::sqrt(sq));
+  std::vector<uint64_t> histogram(kHistogramBins, 0);
+  if (finite > 0) {
+    const double width = (max - min) / kHistogramBins;
+    for (uint64_t i = 0; i < captured; ++i) {
+      const double v = ElementAsDouble(p.dtype, base, p.first_in_read + i);
+      if (!std::isfinite(v)) continue;
+      int bin = width > 0 ? static_cast<int>((v - min) / width) : 0;
+      histogram[std::clamp(bin, 0, kHistogramBins - 1)]++;
+    }
+  }
+  const bool wide = Wide(p.dtype);
+  std::string out = absl::StrCat("{\"record_id\": \"", record_id, "\", \"dtype\": \"",
+                                 v1::DType_Name(r.dtype()), "\", \"shape\": [",
+                                 absl::StrJoin(r.shape(), ", "), "], \"index\": [",
+                                 absl::StrJoin(p.index, ", "), "], \"rows\": ", p.rows,
+                                 ", \"cols\": ", p.cols, ", \"grid_rows\": ", p.grid_rows,
+                                 ", \"grid_cols\": ", p.grid_cols, ", \"block_rows\": ",
+                                 p.block_rows, ", \"block_cols\": ", p.block_cols,
+                                 ", \"captured\": ", captured, ", \"values\": [");
+  out.reserve(out.size() + cells.size() * 12);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i > 0) out.append(",");
+    const Cell& c = cells[i];
+    if (c.captured == 0) {
+      out.append("null");
+    } else if (c.nan) {
+      out.append("\"NaN\"");
+    } else if (c.pos_inf) {
+      out.append("\"Infinity\"");
+    } else if (c.neg_inf) {
+      out.append("\"-Infinity\"");
+    } else {
+      AppendNumber(c.finite == 1 ? c.sum : c.sum / c.finite, wide && c.finite == 1, &out);
+    }
+  }
+  absl::StrAppend(&out, "], \"stats\": ", ProtoToJson(stats), ", \"histogram\": {\"min\": ");
+  AppendNumber(min, wide, &out);
+  out.append(", \"max\": ");
+  AppendNumber(max, wide, &out);
+  absl::StrAppend(&out, ", \"counts\": [", absl::StrJoin(histogram, ","), "]}}");
+  return out;
+}
+
+// Bytes that decode to a mix of values (NaN, infinities, zeros, repeats)
+// for any dtype.
+std::string MixedBytes(size_t n, uint32_t seed) {
+  std::string b(n, '\0');
+  uint32_t x = seed;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1103515245u + 12345u;
+    b[i] = static_cast<char>(x >> 16);
+    if (i % 97 == 0) b[i] = 0;
+  }
+  return b;
+}
+
+TEST(TensorViewTest, StreamingAgreesWithTheWholeSliceForEveryDtypeAndChunking) {
+  const std::vector<std::pair<v1::DType, uint64_t>> dtypes = {
+      {v1::DTYPE_FLOAT32, 32}, {v1::DTYPE_FLOAT16, 16},     {v1::DTYPE_BFLOAT16, 16},
+      {v1::DTYPE_FLOAT64, 64}, {v1::DTYPE_INT8, 8},         {v1::DTYPE_UINT8, 8},
+      {v1::DTYPE_INT16, 16},   {v1::DTYPE_UINT16, 16},      {v1::DTYPE_INT32, 32},
+      {v1::DTYPE_UINT32, 32},  {v1::DTYPE_INT64, 64},       {v1::DTYPE_UINT64, 64},
+      {v1::DTYPE_BOOL, 8},     {v1::DTYPE_FP8E4M3FN, 8},    {v1::DTYPE_FP8E8M0, 8},
+      {v1::DTYPE_FP4E2M1, 4}};
+  int compared = 0;
+  for (const auto& [dtype, bits] : dtypes) {
+    // 3 slices of 37x53 (odd sizes: FP4 slices start mid-byte), the
+    // payload cut short in the last one.
+    v1::ArgRecord r = Tensor({3, 37, 53}, dtype, 0);
+    const uint64_t full = (3 * 37 * 53 * bits + 7) / 8;
+    r.set_bin_size(full - full / 7);
+    r.set_truncated(true);
+    const std::string payload = MixedBytes(r.bin_size(), static_cast<uint32_t>(bits * 31 + dtype));
+    for (uint64_t slice : {0, 1, 2}) {
+      for (uint64_t fit : {0, 1, 7, 100, 5000}) {
+        auto plan = PlanTensorSlice(r, {slice}, fit, TensorViewLimits());
+        ASSERT_TRUE(plan.ok()) << plan.status();
+        const absl::string_view bytes =
+            absl::string_view(payload).substr(plan->read_offset, plan->read_length);
+        const std::string want = WholeSliceJson(9, r, *plan, bytes);
+        for (size_t chunk : {1, 2, 3, 5, 7, 8, 13, 4096, 1 << 20}) {
+          TensorSliceReducer reducer(*plan);
+          for (size_t at = 0; at < bytes.size(); at += chunk) reducer.AddValues(bytes.substr(at, chunk));
+          if (reducer.NeedsHistogramPass()) {
+            // The second pass in other chunks than the first.
+            for (size_t at = 0; at < bytes.size(); at += chunk + 1) {
+              reducer.AddHistogram(bytes.substr(at, chunk + 1));
+            }
+          }
+          ASSERT_TRUE(reducer.histogram_complete());
+          ASSERT_EQ(reducer.Json(9, r), want)
+              << v1::DType_Name(dtype) << " slice " << slice << " fit " << fit << " chunk " << chunk;
+          ++compared;
+        }
+        EXPECT_EQ(TensorSliceJson(9, r, *plan, bytes), want);
+      }
+    }
+  }
+  EXPECT_EQ(compared, 16 * 3 * 5 * 9);
+}
+
+TEST(TensorViewTest, ALargeSliceStreamsInTheMemoryOfItsGrid) {
+  // 2048 x 2048 float32: a 16 MiB slice, fed in 64 KiB chunks.
+  const v1::ArgRecord r = Tensor({2048, 2048});
+  std::vector<float> values(2048 * 2048);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1000) - 500.0f;
+  values[12345] = std::numeric_limits<float>::quiet_NaN();
+  values[2048 * 1500 + 7] = -std::numeric_limits<float>::infinity();
+  const std::string bytes = Floats(values);
+  for (uint64_t fit : {1, 64, 4096}) {
+    auto plan = PlanTensorSlice(r, {}, fit, TensorViewLimits());
+    ASSERT_TRUE(plan.ok());
+    TensorSliceReducer reducer(*plan);
+    const absl::string_view all(bytes);
+    for (size_t at = 0; at < all.size(); at += 65536) reducer.AddValues(all.substr(at, 65536));
+    ASSERT_TRUE(reducer.NeedsHistogramPass());
+    for (size_t at = 0; at < all.size(); at += 65536) reducer.AddHistogram(all.substr(at, 65536));
+    ASSERT_TRUE(reducer.histogram_complete());
+    const std::string json = reducer.Json(1, r);
+    EXPECT_EQ(json, WholeSliceJson(1, r, *plan, all)) << "fit " << fit;
+    // What it held: the grid, the histogram and two carried elements, the
+    // same as for any slice of that grid; not the slice's 16 MiB.
+    EXPECT_EQ(reducer.peak_bytes(), TensorSliceReducer::HeldBytes(*plan)) << "fit " << fit;
+    EXPECT_LE(reducer.peak_bytes(), fit * 48 + 64 * 8 + 16) << "fit " << fit;
+    EXPECT_LE(json.size(), TensorSliceReducer::AnswerBytes(*plan));
+  }
+}
+
+TEST(TensorViewTest, ASecondPassThatEndsShortIsIncomplete) {
+  const v1::ArgRecord r = Tensor({4, 4});
+  auto plan = PlanTensorSlice(r, {}, 4, TensorViewLimits());
+  ASSERT_TRUE(plan.ok());
+  const std::string bytes = Floats(std::vector<float>(16, 2.5f));
+  TensorSliceReducer reducer(*plan);
+  reducer.AddValues(bytes);
+  ASSERT_TRUE(reducer.NeedsHistogramPass());
+  reducer.AddHistogram(absl::string_view(bytes).substr(0, 30));  // 7.5 elements
+  EXPECT_FALSE(reducer.histogram_complete());
+  reducer.AddHistogram(absl::string_view(bytes).substr(30));
+  EXPECT_TRUE(reducer.histogram_complete());
 }
 
 TEST(TensorViewTest, RefusalsSayWhy) {
