@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread.h"
 #include "format/device_crash.h"
 #include "format/record.h"
 #include "proto/grpc_status.h"
@@ -74,7 +75,14 @@ absl::Status GrpcSink::OpenStream(bool resume) {
     got_finished_ = false;
   }
   stream_ = stub_->Ingest(context_.get());
-  reader_ = std::thread([this] { ReaderLoop(); });
+  if (absl::Status st = StartThread("the capture stream's reader thread", &reader_,
+                                    [this] { ReaderLoop(); });
+      !st.ok()) {
+    context_->TryCancel();
+    stream_->Finish().IgnoreError();
+    stream_.reset();
+    return st;
+  }
   v1::IngestRequest req;
   v1::IngestOpen* open = req.mutable_open();
   open->set_capture(options_.capture);

@@ -95,7 +95,8 @@ CommandLineSpec SimRunSpec() {
       "  sim_run [--workload NAME|FILE.json] [--dump-args N] [--output-prefix DIR] [flags]\n"
       "  sim_run --recover DIR/args_dump\n"
       "Exit status: 0; 1 when the device hung or a kernel failed (the capture is still\n"
-      "written); 2 for a bad flag, workload or config value; 3 when the device process\n"
+      "written), or the system refused a thread or memory the run needs; 2 for a bad\n"
+      "flag, workload or config value; 3 when the device process\n"
       "died (a kernel crashed it or it was killed: the capture, the running tasks'\n"
       "outputs and the crashing task's exception dump are still written).";
   spec.flags_file = __FILE__;
@@ -308,6 +309,11 @@ int Main(int argc, char** argv) {
   o.device_process = !absl::GetFlag(FLAGS_in_process);
   o.keep_journal = absl::GetFlag(FLAGS_keep_journal);
   auto result = RunSimJob(*workload, kernels, o);
+  if (!result.ok() && result.status().code() == absl::StatusCode::kResourceExhausted) {
+    // The system refused what the run needs (a thread, memory): not a bad flag.
+    std::fprintf(stderr, "sim_run: %s\n", result.status().ToString().c_str());
+    return 1;
+  }
   if (!result.ok()) return Fail(result.status().ToString());
   std::printf("%s", SummarizeSimJob(*result, o).c_str());
   if (result->device_crashed) return 3;

@@ -341,6 +341,60 @@ TEST(DeviceCrashCliTest2, ACrashUnderAMemoryLimitIsStillReported) {
   EXPECT_THAT(run->stdout_text, ::testing::ContainsRegex(" [1-9][0-9]* in-flight snapshots"));
 }
 
+// sim_run under `ulimit -v 4 GiB` (bash's setrlimit(RLIMIT_AS) before
+// exec), streaming and local: the run works (the device memory reserves a
+// quarter of the limit and leaves the rest to the region and the threads).
+// With 3 GiB thread stacks (`ulimit -s`) no thread fits under the limit:
+// the run ends with a message naming the thread that could not start
+// (exit 1), never an uncaught std::system_error (it was SIGABRT). That case
+// runs without a service: gRPC's own threads cannot be refused cleanly.
+TEST(DeviceCrashCliTest2, AnAddressSpaceLimitIsWorkedWithinOrReported) {
+  if (kSanitizerBuild) GTEST_SKIP() << "ulimit -v and sanitizer shadow memory";
+  const std::string root = FreshTempDir("crash_cli_ulimit_stream");
+  auto server = testing::CaptureServerProcess::Start(root + "/server",
+                                                     Runfile("server/capture_server"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  struct Limit {
+    const char* ulimit;
+    bool remote;
+    bool in_process;
+    bool fits;
+  };
+  const char* kFour = "ulimit -v 4194304";
+  const char* kNoThread = "ulimit -s 3000000 && ulimit -v 4194304";
+  for (const Limit& l : {Limit{kFour, true, false, true}, Limit{kFour, false, false, true},
+                         Limit{kFour, true, true, true}, Limit{kNoThread, false, false, false},
+                         Limit{kNoThread, false, true, false}}) {
+    const std::string tag = absl::StrCat(l.fits ? "fits" : "no_thread", l.remote ? "_grpc" : "",
+                                         l.in_process ? "_in_process" : "");
+    SCOPED_TRACE(tag);
+    std::vector<std::string> args = {"/bin/bash", "-c", absl::StrCat(l.ulimit, " && exec \"$@\""),
+                                     "sim_run"};
+    for (const std::string& a : SimArgs("mixed_example", 2, "a2a3sim", root + "/" + tag,
+                                        l.remote ? (*server)->address() : "", tag)) {
+      args.push_back(a);
+    }
+    args.push_back("--schedulers=4");  // sim_run's defaults: four of each
+    args.push_back("--workers=4");
+    if (l.in_process) args.push_back("--in-process");
+    auto run = StartSim(args, root + "/" + tag + ".out");
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_TRUE(Finish(&*run).ok());
+    const std::string err = run->process->stderr_text();
+    ASSERT_TRUE(WIFEXITED(run->status)) << "killed by signal " << WTERMSIG(run->status) << err;
+    EXPECT_THAT(err, ::testing::Not(HasSubstr("terminate called")));
+    if (l.fits) {
+      EXPECT_EQ(ExitCode(run->status), 0) << err << run->stdout_text;
+      EXPECT_THAT(run->stdout_text, l.remote ? HasSubstr("20 records sent, 20 acknowledged")
+                                             : HasSubstr("records: 20 "));
+    } else {
+      EXPECT_EQ(ExitCode(run->status), 1) << err << run->stdout_text;
+      EXPECT_THAT(err, HasSubstr("sim_run: RESOURCE_EXHAUSTED: cannot start "));
+      EXPECT_THAT(err, HasSubstr("ulimit -v"));
+    }
+  }
+}
+
 // The host (sim_run) killed while a kernel runs: the device process sees
 // it go, stops by itself (nothing more dispatched, the waiting kernel
 // cancelled) and says what it dropped, counted as host gone.
