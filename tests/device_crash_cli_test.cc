@@ -30,6 +30,7 @@
 #include "sdk/testing.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/crash_status.h"
+#include "tests/testing/scoped_env.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
@@ -339,6 +340,52 @@ TEST(DeviceCrashCliTest2, ACrashUnderAMemoryLimitIsStillReported) {
   // The crashing task's output, and those of any other task running then
   // (with 4 schedulers one more is often in flight).
   EXPECT_THAT(run->stdout_text, ::testing::ContainsRegex(" [1-9][0-9]* in-flight snapshots"));
+}
+
+// A device process stopped (SIGSTOP) while its kernel runs is a hang within
+// the hang budget (the stream-sync budget, small here): sim_run's watch
+// kills it, records the running task's output as an in-flight snapshot and
+// exits 1, as for a hang the device declares itself (before, it waited for
+// good). Locally and through the service.
+TEST(DeviceCrashCliTest2, AStoppedDeviceIsAHangAndExitsOne) {
+  ScopedEnv scheduler("SIMPLER_SCHEDULER_TIMEOUT_MS", "1000");
+  ScopedEnv op("SIMPLER_OP_EXECUTE_TIMEOUT_US", "1500000");
+  ScopedEnv sync("SIMPLER_STREAM_SYNC_TIMEOUT_MS", "2000");
+  const std::string root = FreshTempDir("crash_cli_sigstop");
+  auto server = testing::CaptureServerProcess::Start(root + "/server",
+                                                     Runfile("server/capture_server"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (bool remote : {false, true}) {
+    SCOPED_TRACE(remote ? "grpc" : "local");
+    const std::string tag = remote ? "stopped_grpc" : "stopped_local";
+    auto run = StartSim(SimArgs("crash_example_wait", 2, "a2a3sim", root + "/" + tag,
+                                remote ? (*server)->address() : "", tag),
+                        root + "/" + tag + ".out");
+    ASSERT_TRUE(run.ok()) << run.status();
+    std::string line;
+    ASSERT_TRUE(run->process->WaitForLine("crash_wait: waiting to be killed (pid ", kBound, &line))
+        << run->process->stderr_text();
+    pid_t device = 0;
+    ASSERT_TRUE(DevicePid(line, &device)) << line;
+    ASSERT_EQ(::kill(device, SIGSTOP), 0);
+    ASSERT_TRUE(Finish(&*run).ok());
+    EXPECT_EQ(ExitCode(run->status), 1) << run->process->stderr_text() << run->stdout_text;
+    EXPECT_THAT(run->stdout_text,
+                HasSubstr("run status: DEADLINE_EXCEEDED: host watch: the device process did "
+                          "not run for 2000 ms"));
+    EXPECT_THAT(run->stdout_text, HasSubstr("1 in-flight snapshots the host took"));
+    EXPECT_THAT(run->stdout_text, ::testing::Not(HasSubstr("device crash:")));
+    EXPECT_TRUE(WaitForProcessEnd(device, kBound));
+    auto capture = remote ? Capture::OpenRemote((*server)->address(), tag)
+                          : Capture::Open(root + "/" + tag + "/args_dump");
+    ASSERT_TRUE(capture.ok()) << capture.status();
+    const auto out =
+        capture->Find(ArgQuery().Task(Task(3)).Stage(testing::Stage::kAfterCompletion));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].in_flight_snapshot);
+    EXPECT_FALSE(capture->Find(ArgQuery().Task(Task(3)).Stage(testing::Stage::kBeforeDispatch))
+                     .empty());
+  }
 }
 
 // sim_run under `ulimit -v 4 GiB` (bash's setrlimit(RLIMIT_AS) before

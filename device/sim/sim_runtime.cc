@@ -943,6 +943,7 @@ void SimRuntime::StopScheduler(SchedulerThread& scheduler) {
       (void)t->drained.load(std::memory_order_acquire);
       { std::lock_guard<std::mutex> lock(mu_); }
       rec->RecordTask(t->dump, abi::Stage::kAfterCompletion, abi::kFlagInFlightSnapshot);
+      if (t->flight_slot != abi::kNoFlightSlot) config_.flight->MarkSnapshotTaken(t->flight_slot);
     }
     t->cancel.store(true, std::memory_order_release);
   }
