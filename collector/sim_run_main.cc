@@ -98,7 +98,9 @@ CommandLineSpec SimRunSpec() {
       "written), or the system refused a thread or memory the run needs; 2 for a bad\n"
       "flag, workload or config value; 3 when the device process\n"
       "died (a kernel crashed it or it was killed: the capture, the running tasks'\n"
-      "outputs and the crashing task's exception dump are still written).";
+      "outputs and the crashing task's exception dump are still written); 4 when the\n"
+      "capture service lost the capture (deleted while it was down: its resume was\n"
+      "refused) and the records it had not acknowledged were kept locally (named).";
   spec.flags_file = __FILE__;
   spec.bare_values = {{"dump_args", "1"}};  // as in the seed
   return spec;
@@ -317,6 +319,7 @@ int Main(int argc, char** argv) {
   if (!result.ok()) return Fail(result.status().ToString());
   std::printf("%s", SummarizeSimJob(*result, o).c_str());
   if (result->device_crashed) return 3;
+  if (!result->kept_locally_dir.empty()) return 4;
   return result->run_status.ok() ? 0 : 1;
 }
 

@@ -564,6 +564,14 @@ absl::Status SimSession::Impl::MakeSink() {
     }
     if (!wiring.strict) g.connect_timeout = options.connect_timeout;
     g.retry_deadline = options.capture_retry_deadline;
+    // A service that lost the capture (deleted while it was down): what it
+    // had not acknowledged is kept here instead.
+    g.fallback = [this, info = g.info]() -> absl::StatusOr<std::unique_ptr<CaptureSink>> {
+      auto local = LocalSink::Create(dump_dir, info,
+                                     LocalSinkOptions{options.keep_journal, config.dedup});
+      if (!local.ok()) return local.status();
+      return std::unique_ptr<CaptureSink>(std::move(local).value());
+    };
     auto remote = GrpcSink::Connect(g);
     if (remote.ok()) {
       remote_token = g.auth_token;
@@ -1024,6 +1032,19 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
   if (remote_sink != nullptr) {
     report.sent_records = remote_sink->sent_records();
     report.acked_records = remote_sink->durable_records();
+    if (remote_sink->kept_locally()) {
+      // Not the dump's failure: nothing unacknowledged was lost. Said as a
+      // WARNING with where the records are.
+      report.kept_locally_dir = dump_dir;
+      report.kept_locally_records = remote_sink->kept_locally_records();
+      report.kept_locally_message = absl::StrCat(
+          "capture service ", remote_server, " no longer has capture '", remote_name,
+          "' (", remote_sink->lost_capture().message(), "): ", report.acked_records,
+          " records it had acknowledged went with it; the ", report.kept_locally_records,
+          " records it had not acknowledged are kept locally in ", dump_dir,
+          " (", report.acked_records + report.kept_locally_records, " records in all)");
+      Warn(report.kept_locally_message);
+    }
   }
   collector->Finalize();
   report.dump_log.push_back("dump buffers freed");
@@ -1033,6 +1054,9 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
   }
   r.wrote_capture = local_sink != nullptr ? local_sink->store().created()
                                           : report.collected.records > 0;
+  if (remote_sink != nullptr && remote_sink->kept_locally()) {
+    r.wrote_capture = report.kept_locally_records > 0;
+  }
 }
 
 absl::Status SimSession::Impl::RecordCrash() {
@@ -1187,8 +1211,9 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   if (prefix_claimed) ::rmdir(prefix.c_str());  // only if nothing went in
   r.dump_status = dump_status;
   r.labels = {labels.begin(), labels.end()};
-  if (local_sink != nullptr && r.wrote_capture) r.capture_dir = dump_dir;
-  if (local_sink == nullptr && sink != nullptr) {
+  const bool kept_locally = !report.kept_locally_dir.empty();
+  if ((local_sink != nullptr || kept_locally) && r.wrote_capture) r.capture_dir = dump_dir;
+  if (local_sink == nullptr && sink != nullptr && !kept_locally) {
     r.capture_name = remote_name;
     r.capture_server = remote_server;
     r.capture = absl::StrCat(remote_server, "/", remote_name);

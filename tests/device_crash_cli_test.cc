@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -29,6 +31,7 @@
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "sdk/testing.h"
 #include "tests/testing/child_process.h"
+#include "tests/process_fixtures.h"
 #include "tests/testing/crash_status.h"
 #include "tests/testing/scoped_env.h"
 #include "tests/testing/temp_dir.h"
@@ -386,6 +389,85 @@ TEST(DeviceCrashCliTest2, AStoppedDeviceIsAHangAndExitsOne) {
     EXPECT_FALSE(capture->Find(ArgQuery().Task(Task(3)).Stage(testing::Stage::kBeforeDispatch))
                      .empty());
   }
+}
+
+// The capture deleted while the server was down: the restarted server
+// refuses sim_run's resume (NOT_FOUND). The records it had not acknowledged
+// are kept in a local capture (<prefix>/args_dump), a WARNING and the
+// summary say where and how many, and sim_run exits 4 (before: exit 2, the
+// bad-flag code, claiming the service held what it had acknowledged, and
+// the rest dropped). The device is stopped while the server is restarted, so
+// the records it makes afterwards (its hang path's: the scheduler budget is
+// small) reach the host only then.
+TEST(DeviceCrashCliTest2, ACaptureTheServiceLostIsKeptLocallyAndExitsFour) {
+  ScopedEnv scheduler("SIMPLER_SCHEDULER_TIMEOUT_MS", "3000");
+  ScopedEnv op("SIMPLER_OP_EXECUTE_TIMEOUT_US", "3500000");
+  ScopedEnv sync("SIMPLER_STREAM_SYNC_TIMEOUT_MS", "4000");
+  const std::string root = FreshTempDir("crash_cli_lost");
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(root + "/server"));
+  const std::string target = server.target();
+  std::vector<std::string> args =
+      SimArgs("crash_example_wait", 2, "a2a3sim", root + "/run", target, "lost");
+  args.push_back("--records-per-buffer=1");  // each record to the host as it is made
+  auto run = StartSim(args, root + "/run.out");
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::string line;
+  ASSERT_TRUE(run->process->WaitForLine("crash_wait: waiting to be killed (pid ", kBound, &line))
+      << run->process->stderr_text();
+  pid_t device = 0;
+  ASSERT_TRUE(DevicePid(line, &device)) << line;
+  // Until the service made some of the run's records durable.
+  {
+    auto stub = v1::CaptureService::NewStub(
+        grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kBound);
+    v1::WatchCaptureRequest watch;
+    watch.set_capture("lost");
+    auto reader = stub->WatchCapture(&ctx, watch);
+    v1::WatchCaptureResponse page;
+    uint64_t durable = 0;
+    while (durable == 0 && reader->Read(&page)) durable += page.args_size();
+    ctx.TryCancel();
+    reader->Finish().IgnoreError();
+    ASSERT_GT(durable, 0u);
+  }
+  ASSERT_EQ(::kill(device, SIGSTOP), 0);
+  server.Signal(SIGKILL);
+  server.Wait();
+  std::filesystem::remove_all(root + "/server/lost");
+  ServerProcess again;
+  ASSERT_NO_FATAL_FAILURE(again.Start(root + "/server", target));
+  ASSERT_EQ(::kill(device, SIGCONT), 0);
+  ASSERT_TRUE(Finish(&*run).ok());
+  const std::string err = run->process->stderr_text();
+  EXPECT_EQ(ExitCode(run->status), 4) << err << run->stdout_text;
+  const std::string dir = root + "/run/args_dump";
+  const std::string prefix = "capture: lost by the capture service (its resume was refused: the "
+                             "capture is gone); ";
+  const size_t at = run->stdout_text.find(prefix);
+  ASSERT_NE(at, std::string::npos) << run->stdout_text;
+  uint64_t acked = 0, kept = 0, total = 0;
+  ASSERT_EQ(std::sscanf(run->stdout_text.c_str() + at + prefix.size(),
+                        "%lu records it had acknowledged went with it, %lu records", &acked, &kept),
+            2)
+      << run->stdout_text;
+  EXPECT_THAT(run->stdout_text, HasSubstr("acknowledged are kept locally in " + dir));
+  const size_t records = run->stdout_text.find("records: ");
+  ASSERT_NE(records, std::string::npos);
+  ASSERT_EQ(std::sscanf(run->stdout_text.c_str() + records, "records: %lu", &total), 1);
+  EXPECT_GT(acked, 0u);
+  EXPECT_GT(kept, 0u);  // at least the stopped task's in-flight snapshot
+  EXPECT_EQ(acked + kept, total) << run->stdout_text;
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("WARNING: capture service ", target,
+                                          " no longer has capture 'lost'")));
+  auto local = Capture::Open(dir);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->args().size(), kept);
+  // The service did not get it back half-empty.
+  auto remote = Capture::OpenRemote(target, "lost");
+  EXPECT_FALSE(remote.ok());
 }
 
 // sim_run under `ulimit -v 4 GiB` (bash's setrlimit(RLIMIT_AS) before
