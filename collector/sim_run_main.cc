@@ -24,6 +24,7 @@
 #include "device/dump_config.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"
+#include "format/names.h"
 #include "tools/cli_flags.h"
 #include "tools/progress.h"
 
@@ -271,6 +272,29 @@ absl::Status SetCaptureService(const CommandLine& line, SimJobOptions* o) {
   return absl::OkStatus();
 }
 
+// With --capture-server, the capture's name by the service's own rule,
+// here at startup: a name the service would refuse is a bad flag now, not
+// a refusal after waiting for a service (30 s when none is reachable).
+absl::Status CheckCaptureName(const CommandLine& line, const SimJobOptions& o) {
+  if (o.capture_server.empty()) return absl::OkStatus();
+  if (!o.capture_name.empty()) {
+    absl::Status valid = ValidateCaptureName(o.capture_name);
+    if (valid.ok()) return valid;
+    return absl::InvalidArgumentError(
+        absl::StrCat(line.Spelling("capture_name"), ": '", o.capture_name, "': ", valid.message()));
+  }
+  // The default: the output prefix's last part.
+  const size_t slash = o.output_prefix.find_last_of('/');
+  const std::string leaf =
+      slash == std::string::npos ? o.output_prefix : o.output_prefix.substr(slash + 1);
+  absl::Status valid = ValidateCaptureName(leaf);
+  if (valid.ok()) return valid;
+  return absl::InvalidArgumentError(absl::StrCat(
+      line.Spelling("output_prefix"), ": its last part '", leaf, "' is the capture's default "
+      "name on the service, and ", valid.message(), "; name the capture with ",
+      line.Spelling("capture_name")));
+}
+
 // The progress line on stderr, by the tools' one rule (tools/progress.h):
 // --progress / --noprogress force it, else on a terminal once the run
 // outlasts a moment; redrawn in place on a terminal, a line per update
@@ -306,6 +330,7 @@ int Main(int argc, char** argv) {
   if (!workload.ok()) return Fail(workload.status().message());
   SetDump(line, workload->name(), &o);
   if (absl::Status s = SetCaptureService(line, &o); !s.ok()) return Fail(s.message());
+  if (absl::Status s = CheckCaptureName(line, o); !s.ok()) return Fail(s.message());
   const std::unique_ptr<SimProgressSampler> progress = MakeProgress(line);
   o.progress = progress.get();
   o.device_process = !absl::GetFlag(FLAGS_in_process);

@@ -554,6 +554,18 @@ absl::Status SimSession::Impl::MakeSink() {
                 : !wiring.output_prefix.empty()
                     ? (slash == std::string::npos ? prefix : prefix.substr(slash + 1))
                     : RemoteName(wiring.test_labels ? Env("TEST_TARGET") : "", name);
+    // A name the service would refuse (its rule, checked here before any
+    // wait for the service): a WARNING and a name it takes.
+    if (absl::Status valid = ValidateCaptureName(g.capture); !valid.ok()) {
+      if (wiring.strict) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("capture name '", g.capture, "': ", valid.message()));
+      }
+      const std::string usable = RemoteName(wiring.test_labels ? Env("TEST_TARGET") : "", name);
+      Warn(absl::StrCat("capture name '", g.capture, "' cannot be used on the capture service (",
+                        valid.message(), "); the capture is named '", usable, "' instead"));
+      g.capture = usable;
+    }
     info.set_name(g.capture);
     g.info = info;
     g.payload_dedup = config.dedup;
