@@ -55,8 +55,7 @@ constexpr size_t kTrailerBytes = sizeof(kTrailer) - 1;
 // The child's exit status when `device` threw (DeviceExit::exit_status).
 constexpr int kDeviceThrew = 5;
 
-// How often the device's watch thread bumps the heartbeat.
-constexpr int kHeartbeatPeriodMs = 50;
+constexpr int kHeartbeatPeriodMs = static_cast<int>(abi::kFlightHeartbeatMs);
 
 // The child's exit status when its watch thread could not start.
 constexpr int kDeviceNoWatch = 6;

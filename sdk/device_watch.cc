@@ -1,11 +1,20 @@
 #include "sdk/device_watch.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "device/sim/flight.h"
 
 namespace argsdump {
 
 DeviceWatch::DeviceWatch(std::chrono::microseconds budget, Clock::time_point start)
-    : budget_(budget), beat_at_(start), progress_at_(start) {}
+    : budget_(budget),
+      // Ten heartbeats at least: a budget shorter than that would call a
+      // running process stopped between two beats.
+      stopped_after_(std::max<std::chrono::microseconds>(
+          budget, std::chrono::milliseconds(10 * abi::kFlightHeartbeatMs))),
+      beat_at_(start),
+      progress_at_(start) {}
 
 std::optional<std::string> DeviceWatch::Observe(const DeviceProgress& p, Clock::time_point now) {
   if (p.heartbeat != last_.heartbeat) beat_at_ = now;
@@ -17,8 +26,8 @@ std::optional<std::string> DeviceWatch::Observe(const DeviceProgress& p, Clock::
   const auto ms = [](std::chrono::microseconds d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
   };
-  if (now - beat_at_ >= budget_) {
-    return absl::StrCat("the device process did not run for ", ms(budget_),
+  if (now - beat_at_ >= stopped_after_) {
+    return absl::StrCat("the device process did not run for ", ms(stopped_after_),
                         " ms (its heartbeat stood still: stopped, e.g. by SIGSTOP)");
   }
   if (now - progress_at_ >= budget_) {

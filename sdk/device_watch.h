@@ -8,13 +8,15 @@
 // op-execute bounds are shorter, so a device that can still act declares
 // its own hang first):
 //   stopped   the heartbeat (bumped by the device's watch thread every
-//             50 ms) stood still for the budget: the process as a whole is
-//             not running (SIGSTOP, a debugger, a frozen cgroup);
+//             50 ms) stood still for the budget (at least ten beats): the
+//             process as a whole is not running (SIGSTOP, a debugger, a
+//             frozen cgroup);
 //   no progress  tasks are pending (submitted > completed) and no task
 //             completed and no record was written or dropped for the budget,
-//             while the host had taken everything the device published (a
-//             device waiting for a slow host is the host's delay): a kernel
-//             that spins forever and ignores cancellation (livelock).
+//             while the host had taken everything the device published and
+//             the device had an empty buffer to fill (a device waiting for a
+//             slow host is the host's delay): a kernel that spins forever and
+//             ignores cancellation (livelock).
 #ifndef ARGSDUMP_SDK_DEVICE_WATCH_H_
 #define ARGSDUMP_SDK_DEVICE_WATCH_H_
 
@@ -31,7 +33,9 @@ struct DeviceProgress {
   uint64_t tasks_submitted = 0;
   uint64_t tasks_completed = 0;
   uint64_t records = 0;  // written + dropped, every recording thread
-  bool host_behind = false;  // the device published what the host has not taken
+  // The device waits for the host: it published what the host has not
+  // taken, or it has no empty buffer to fill.
+  bool host_behind = false;
 };
 
 class DeviceWatch {
@@ -47,6 +51,7 @@ class DeviceWatch {
 
  private:
   std::chrono::microseconds budget_;
+  std::chrono::microseconds stopped_after_;  // the heartbeat rule's bound
   DeviceProgress last_;
   Clock::time_point beat_at_;      // the heartbeat last moved
   Clock::time_point progress_at_;  // the device last made progress (or had nothing to do)

@@ -23,6 +23,17 @@ TEST(DeviceWatchTest, AStoppedHeartbeatIsAHangAtTheBudget) {
   EXPECT_THAT(*why, HasSubstr("did not run for 1000 ms"));
 }
 
+TEST(DeviceWatchTest, ABudgetShorterThanTenBeatsWaitsTenBeatsForTheHeartbeat) {
+  DeviceWatch w(milliseconds(20), t0);
+  DeviceProgress p;
+  p.heartbeat = 1;
+  EXPECT_FALSE(w.Observe(p, t0));
+  EXPECT_FALSE(w.Observe(p, t0 + milliseconds(499)));
+  auto why = w.Observe(p, t0 + milliseconds(500));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("did not run for 500 ms"));
+}
+
 TEST(DeviceWatchTest, ABeatingIdleDeviceIsNeverHung) {
   DeviceWatch w(kBudget, t0);
   DeviceProgress p;

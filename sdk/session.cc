@@ -797,7 +797,9 @@ DeviceProgress SimSession::Impl::SampleDevice() const {
                       st.ready.tail.value.load(std::memory_order_acquire) !=
                           st.ready.head.value.load(std::memory_order_acquire) ||
                       st.completed_payload_count.load(std::memory_order_acquire) <
-                          st.published_payload_count.load(std::memory_order_acquire);
+                          st.published_payload_count.load(std::memory_order_acquire) ||
+                      st.free.tail.value.load(std::memory_order_acquire) ==
+                          st.free.head.value.load(std::memory_order_acquire);
     }
   }
   return p;

@@ -39,6 +39,8 @@ inline constexpr uint32_t kFlightMagic = 0x464C5954;  // "FLYT"
 inline constexpr uint32_t kFlightMaxTensors = 16;     // CoreTaskArgs::kMaxTensors
 inline constexpr uint32_t kFlightMaxScalars = 16;
 inline constexpr uint32_t kNoFlightSlot = 0xFFFFFFFFu;
+// How often the device process's watch thread bumps FlightHeader::heartbeat.
+inline constexpr uint32_t kFlightHeartbeatMs = 50;
 
 struct FlightTensor {
   uint64_t memory_offset;  // 0   element 0 of the buffer, in DeviceMemory
