@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "format/element_stats.h"
 #include "format/names.h"
+#include "base/thread.h"
 #include "collector/abi_convert.h"
 #include "server/capture_store.h"
 
@@ -143,25 +144,35 @@ absl::Status Collector::Start(CaptureSink* sink) {
   replenish_stop_ = false;
   next_bin_offset_ = 0;
   started_ = true;
-  writer_ = std::thread([this] {
+  // Each thread as a status: a refused one (ulimit -v, a thread limit)
+  // stops the ones already started and is the answer.
+  absl::Status st = StartThread("the collector's writer thread", &writer_, [this] {
     NameThread("ad-writer");
     WriterLoop();
   });
-  replenish_ = std::thread([this] {
-    NameThread("ad-replenish");
-    ReplenishLoop();
-  });
-  for (uint32_t i = 0; i < options_.collector_shards; ++i) {
-    threads_.emplace_back([this, i] {
+  if (st.ok()) {
+    st = StartThread("the collector's replenish thread", &replenish_, [this] {
+      NameThread("ad-replenish");
+      ReplenishLoop();
+    });
+  }
+  for (uint32_t i = 0; st.ok() && i < options_.collector_shards; ++i) {
+    shard_threads_.emplace_back();
+    st = StartThread("a collector shard thread", &shard_threads_.back(), [this, i] {
       NameThread(absl::StrCat("ad-shard-", i));
       ShardLoop(i);
     });
   }
-  for (uint32_t i = 0; i < options_.drain_threads; ++i) {
-    threads_.emplace_back([this, i] {
+  for (uint32_t i = 0; st.ok() && i < options_.drain_threads; ++i) {
+    drain_threads_.emplace_back();
+    st = StartThread("a collector drain thread", &drain_threads_.back(), [this, i] {
       NameThread(absl::StrCat("ad-drain-", i));
       DrainLoop(i);
     });
+  }
+  if (!st.ok()) {
+    Stop().IgnoreError();
+    return st;
   }
   return absl::OkStatus();
 }
@@ -484,26 +495,31 @@ absl::Status Collector::Stop() {
   for (auto& d : drains_) d->cv.notify_all();
   // Drain threads end last among the producers: they wait for the shards to
   // hand back every buffer they gave out.
-  for (size_t i = options_.collector_shards; i < threads_.size(); ++i) threads_[i].join();
+  for (std::thread& t : drain_threads_) {
+    if (t.joinable()) t.join();
+  }
+  drain_threads_.clear();
   shard_stop_ = true;
   for (auto& s : shards_) {
     std::lock_guard<std::mutex> lock(s->mu);
     s->cv.notify_all();
   }
-  for (size_t i = 0; i < options_.collector_shards; ++i) threads_[i].join();
-  threads_.clear();
+  for (std::thread& t : shard_threads_) {
+    if (t.joinable()) t.join();
+  }
+  shard_threads_.clear();
   {
     std::lock_guard<std::mutex> lock(writer_mu_);
     writer_stop_ = true;
   }
   writer_cv_.notify_all();
-  writer_.join();
+  if (writer_.joinable()) writer_.join();
   {
     std::lock_guard<std::mutex> lock(ack_mu_);
     replenish_stop_ = true;
   }
   ack_cv_.notify_all();
-  replenish_.join();
+  if (replenish_.joinable()) replenish_.join();
   // Buffers the last shards finished with go back to the device.
   for (auto& d : drains_) {
     for (const Ticket& t : d->done) transport_->ReturnBuffer(t.thread, t.buffer);

@@ -190,7 +190,8 @@ class Collector {
   std::vector<uint64_t> acked_;    // replenish thread only
   bool replenish_stop_ = false;
 
-  std::vector<std::thread> threads_;
+  std::vector<std::thread> shard_threads_;
+  std::vector<std::thread> drain_threads_;
   std::thread writer_;
   std::thread replenish_;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread.h"
 #include "format/device_crash.h"
 #include "format/record.h"
 #include "proto/grpc_status.h"
@@ -74,7 +75,14 @@ absl::Status GrpcSink::OpenStream(bool resume) {
     got_finished_ = false;
   }
   stream_ = stub_->Ingest(context_.get());
-  reader_ = std::thread([this] { ReaderLoop(); });
+  if (absl::Status st = StartThread("the capture stream's reader thread", &reader_,
+                                    [this] { ReaderLoop(); });
+      !st.ok()) {
+    context_->TryCancel();
+    stream_->Finish().IgnoreError();
+    stream_.reset();
+    return st;
+  }
   v1::IngestRequest req;
   v1::IngestOpen* open = req.mutable_open();
   open->set_capture(options_.capture);
@@ -206,9 +214,55 @@ absl::Status GrpcSink::Write(const v1::ArgRecord& record, absl::string_view payl
   return WriteBatch({&record}, {payload});
 }
 
+bool GrpcSink::LostCapture(const absl::Status& why) const {
+  return why.code() == absl::StatusCode::kNotFound && options_.fallback != nullptr;
+}
+
+absl::Status GrpcSink::StartFallback(const absl::Status& why) {
+  auto sink = options_.fallback();
+  if (!sink.ok()) {
+    return absl::Status(why.code(),
+                        absl::StrCat(why.message(), "; keeping the records not acknowledged "
+                                     "locally failed too: ", sink.status().message()));
+  }
+  fallback_sink_ = std::move(sink).value();
+  lost_capture_ = why;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fallback_base_bytes_ = acked_bytes_;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GrpcSink::WriteFallback(const std::vector<const v1::ArgRecord*>& records,
+                                     const std::vector<absl::string_view>& payloads,
+                                     size_t from) {
+  std::vector<v1::ArgRecord> rebased;
+  rebased.reserve(records.size() - from);
+  std::vector<const v1::ArgRecord*> pointers;
+  std::vector<absl::string_view> bytes;
+  for (size_t i = from; i < records.size(); ++i) {
+    rebased.push_back(*records[i]);
+    v1::ArgRecord& r = rebased.back();
+    r.set_bin_offset(r.bin_offset() >= fallback_base_bytes_ ? r.bin_offset() - fallback_base_bytes_
+                                                            : 0);
+  }
+  for (size_t i = 0; i < rebased.size(); ++i) {
+    pointers.push_back(&rebased[i]);
+    bytes.push_back(payloads[from + i]);
+  }
+  if (absl::Status s = fallback_sink_->WriteBatch(pointers, bytes); !s.ok()) return s;
+  kept_locally_records_ += rebased.size();
+  return absl::OkStatus();
+}
+
 absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& records,
                                   const std::vector<absl::string_view>& payloads) {
   if (records.empty()) return absl::OkStatus();
+  if (fallback_sink_ != nullptr) {
+    sent_records_ += records.size();
+    return WriteFallback(records, payloads, 0);
+  }
   const uint64_t first_id = sent_records_;
   const uint64_t end_id = first_id + records.size();
   sent_records_ = end_id;
@@ -228,7 +282,15 @@ absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& recor
       stream_.reset();
       if (why.ok()) why = absl::UnavailableError("stream ended early");
     }
-    if (absl::Status s = Reconnect(why, &attempts); !s.ok()) return s;
+    if (absl::Status s = Reconnect(why, &attempts); !s.ok()) {
+      if (!LostCapture(s)) return s;
+      // The service lost the capture: what it had not acknowledged of this
+      // batch (and everything after) is kept by the fallback.
+      if (absl::Status f = StartFallback(s); !f.ok()) return f;
+      uint64_t durable = durable_records();
+      return WriteFallback(records, payloads,
+                           durable > first_id ? static_cast<size_t>(durable - first_id) : 0);
+    }
     uint64_t durable;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -245,6 +307,7 @@ absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& recor
 }
 
 absl::Status GrpcSink::Amend(const v1::CaptureInfo& end) {
+  if (fallback_sink_ != nullptr) return fallback_sink_->Amend(end);
   if (absl::Status s = CheckStepLevels(end.step_levels()); !s.ok()) return s;
   if (end.has_device_crash()) {
     if (absl::Status s = CheckDeviceCrash(end.device_crash()); !s.ok()) return s;
@@ -278,6 +341,7 @@ absl::Status GrpcSink::Reconnect(absl::Status why, int* attempts) {
 }
 
 absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
+  if (fallback_sink_ != nullptr) return fallback_sink_->Finish(losses);
   int attempts = 0;
   for (;;) {
     absl::Status why = absl::UnavailableError("stream broke");
@@ -305,6 +369,13 @@ absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
     }
     const absl::Status reopened = Reconnect(why, &attempts);
     if (reopened.ok()) continue;  // send finish again
+    if (LostCapture(reopened)) {
+      // Every record was acknowledged, then lost with the capture: the
+      // fallback holds none, its end says so.
+      if (absl::Status f = StartFallback(reopened); !f.ok()) return f;
+      if (absl::Status a = fallback_sink_->Amend(end_); !a.ok()) return a;
+      return fallback_sink_->Finish(losses);
+    }
     // The finish went through but its answer was lost: done.
     if (reopened.code() == absl::StatusCode::kFailedPrecondition) {
       grpc::ClientContext ctx;

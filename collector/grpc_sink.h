@@ -7,11 +7,19 @@
 // When the stream breaks, the sink reconnects, reopens the capture with
 // `resume`, and resends from the service's watermark: nothing lost, nothing
 // stored twice. It gives up after `max_reconnects` attempts in a row.
+//
+// When the resume is refused because the service no longer has the capture
+// (NOT_FOUND: it was deleted while the server was down) and a `fallback` is
+// given, the records the service had not acknowledged go to the sink it
+// makes (a local capture) instead, with their payload offsets counted from
+// the first of them, and so does everything after: nothing unacknowledged
+// is dropped. kept_locally() then says so.
 #ifndef ARGSDUMP_COLLECTOR_GRPC_SINK_H_
 #define ARGSDUMP_COLLECTOR_GRPC_SINK_H_
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,6 +56,9 @@ struct GrpcSinkOptions {
   // restarted) instead of opening a new one: records go on from its
   // durable watermark (durable_records()).
   bool resume = false;
+  // Where records go when the service lost the capture (see above); null:
+  // that is an error (NOT_FOUND) like any other.
+  std::function<absl::StatusOr<std::unique_ptr<CaptureSink>>()> fallback;
   // Records and payload bytes per message (well under gRPC's 4 MiB).
   size_t max_message_bytes = 1 << 20;
   // Tests: cancel the stream right after sending this many batch messages
@@ -76,6 +87,12 @@ class GrpcSink : public CaptureSink {
   uint64_t durable_records();
   uint64_t sent_records() const { return sent_records_; }
   const v1::CaptureSummary& finished() const { return finished_; }
+  // The service lost the capture and the fallback took over: why, and how
+  // many records went to the fallback (durable_records() were acknowledged
+  // by the service before it lost them).
+  bool kept_locally() const { return fallback_sink_ != nullptr; }
+  const absl::Status& lost_capture() const { return lost_capture_; }
+  uint64_t kept_locally_records() const { return kept_locally_records_; }
 
  private:
   explicit GrpcSink(GrpcSinkOptions options) : options_(std::move(options)) {}
@@ -91,6 +108,14 @@ class GrpcSink : public CaptureSink {
   // After a broken stream (`why`): reopens it with resume, backing off, until
   // that works, the error is not worth retrying, or retry_deadline passed.
   absl::Status Reconnect(absl::Status why, int* attempts);
+  // `why` came from a resume: the service lost the capture and a fallback
+  // is given. Makes the fallback sink (records from `first_unacked_bytes`
+  // on are rebased to 0 there).
+  bool LostCapture(const absl::Status& why) const;
+  absl::Status StartFallback(const absl::Status& why);
+  // records[from..] to the fallback, rebased.
+  absl::Status WriteFallback(const std::vector<const v1::ArgRecord*>& records,
+                             const std::vector<absl::string_view>& payloads, size_t from);
 
   const GrpcSinkOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -112,6 +137,11 @@ class GrpcSink : public CaptureSink {
   uint64_t sent_records_ = 0;  // ids handed out (records durable or in flight)
   int messages_sent_ = 0;
   uint64_t reconnects_ = 0;
+
+  std::unique_ptr<CaptureSink> fallback_sink_;  // once the service lost the capture
+  absl::Status lost_capture_;
+  uint64_t fallback_base_bytes_ = 0;  // stream offset of the fallback's first payload byte
+  uint64_t kept_locally_records_ = 0;
 };
 
 }  // namespace argsdump

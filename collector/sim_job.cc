@@ -122,6 +122,8 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   result.seconds = report.seconds;
   result.sent_records = report.sent_records;
   result.acked_records = report.acked_records;
+  result.kept_locally_dir = report.kept_locally_dir;
+  result.kept_locally_records = report.kept_locally_records;
   return result;
 }
 
@@ -186,7 +188,12 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                   ", host gone ", l.dropped_host_gone(), "), overwritten ",
                   r.collected.overwritten, ", invalid ",
                   r.collected.invalid_records, "\n");
-  if (!r.capture.empty()) {
+  if (!r.kept_locally_dir.empty()) {
+    absl::StrAppend(&s, "capture: lost by the capture service (its resume was refused: the "
+                        "capture is gone); ", r.acked_records, " records it had acknowledged "
+                        "went with it, ", r.kept_locally_records, " records it had not "
+                        "acknowledged are kept locally in ", r.kept_locally_dir, "\n");
+  } else if (!r.capture.empty()) {
     absl::StrAppend(&s, "capture: ", r.capture, " on the capture service (", r.sent_records,
                     " records sent, ", r.acked_records, " acknowledged as durable)\n");
   } else if (r.wrote_capture) {

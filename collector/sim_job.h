@@ -94,6 +94,10 @@ struct SimJobResult {
   absl::Status dump_status;
   // Streamed captures: records sent to the service, and acknowledged.
   uint64_t sent_records = 0, acked_records = 0;
+  // The service lost the capture: the records it had not acknowledged are
+  // in this local capture (SessionReport::kept_locally_*).
+  std::string kept_locally_dir;
+  uint64_t kept_locally_records = 0;
   // The level the dump ran at, from which step on (one entry per change).
   std::vector<StepLevel> step_levels;
   // Set when the dump could not run (its buffers could not be allocated).

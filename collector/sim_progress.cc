@@ -3,6 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/thread.h"
+
 namespace argsdump {
 namespace {
 
@@ -27,8 +29,9 @@ void SimProgressSampler::Start(std::function<SessionProgress()> sample) {
   if (running_ || meter_ != nullptr) return;
   sample_ = std::move(sample);
   meter_ = std::make_unique<ProgressMeter>(out_, options_, SimCounters());
-  running_ = true;
-  thread_ = std::thread([this] { Loop(); });
+  // A progress line is not worth failing a run for: without its thread
+  // (the system refused one) there is none.
+  running_ = StartThread("the progress line's thread", &thread_, [this] { Loop(); }).ok();
 }
 
 void SimProgressSampler::Stop() {

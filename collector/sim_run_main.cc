@@ -24,6 +24,7 @@
 #include "device/dump_config.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"
+#include "format/names.h"
 #include "tools/cli_flags.h"
 #include "tools/progress.h"
 
@@ -98,9 +99,12 @@ CommandLineSpec SimRunSpec() {
       "  sim_run [--workload NAME|FILE.json] [--dump-args N] [--output-prefix DIR] [flags]\n"
       "  sim_run --recover DIR/args_dump\n"
       "Exit status: 0; 1 when the device hung or a kernel failed (the capture is still\n"
-      "written); 2 for a bad flag, workload or config value; 3 when the device process\n"
+      "written), or the system refused a thread or memory the run needs; 2 for a bad\n"
+      "flag, workload or config value; 3 when the device process\n"
       "died (a kernel crashed it or it was killed: the capture, the running tasks'\n"
-      "outputs and the crashing task's exception dump are still written).";
+      "outputs and the crashing task's exception dump are still written); 4 when the\n"
+      "capture service lost the capture (deleted while it was down: its resume was\n"
+      "refused) and the records it had not acknowledged were kept locally (named).";
   spec.flags_file = __FILE__;
   spec.bare_values = {{"dump_args", "1"}};  // as in the seed
   // Every number and its range (the one parser: tools/quantity.h).
@@ -262,6 +266,29 @@ absl::Status SetCaptureService(const CommandLine& line, SimJobOptions* o) {
   return absl::OkStatus();
 }
 
+// With --capture-server, the capture's name by the service's own rule,
+// here at startup: a name the service would refuse is a bad flag now, not
+// a refusal after waiting for a service (30 s when none is reachable).
+absl::Status CheckCaptureName(const CommandLine& line, const SimJobOptions& o) {
+  if (o.capture_server.empty()) return absl::OkStatus();
+  if (!o.capture_name.empty()) {
+    absl::Status valid = ValidateCaptureName(o.capture_name);
+    if (valid.ok()) return valid;
+    return absl::InvalidArgumentError(
+        absl::StrCat(line.Spelling("capture_name"), ": '", o.capture_name, "': ", valid.message()));
+  }
+  // The default: the output prefix's last part.
+  const size_t slash = o.output_prefix.find_last_of('/');
+  const std::string leaf =
+      slash == std::string::npos ? o.output_prefix : o.output_prefix.substr(slash + 1);
+  absl::Status valid = ValidateCaptureName(leaf);
+  if (valid.ok()) return valid;
+  return absl::InvalidArgumentError(absl::StrCat(
+      line.Spelling("output_prefix"), ": its last part '", leaf, "' is the capture's default "
+      "name on the service, and ", valid.message(), "; name the capture with ",
+      line.Spelling("capture_name")));
+}
+
 // The progress line on stderr, by the tools' one rule (tools/progress.h):
 // --progress / --noprogress force it, else on a terminal once the run
 // outlasts a moment; redrawn in place on a terminal, a line per update
@@ -297,14 +324,21 @@ int Main(int argc, char** argv) {
   if (!workload.ok()) return Fail(workload.status().message());
   SetDump(line, workload->name(), &o);
   if (absl::Status s = SetCaptureService(line, &o); !s.ok()) return Fail(s.message());
+  if (absl::Status s = CheckCaptureName(line, o); !s.ok()) return Fail(s.message());
   const std::unique_ptr<SimProgressSampler> progress = MakeProgress(line);
   o.progress = progress.get();
   o.device_process = !absl::GetFlag(FLAGS_in_process);
   o.keep_journal = absl::GetFlag(FLAGS_keep_journal);
   auto result = RunSimJob(*workload, kernels, o);
+  if (!result.ok() && result.status().code() == absl::StatusCode::kResourceExhausted) {
+    // The system refused what the run needs (a thread, memory): not a bad flag.
+    std::fprintf(stderr, "sim_run: %s\n", result.status().ToString().c_str());
+    return 1;
+  }
   if (!result.ok()) return Fail(result.status().ToString());
   std::printf("%s", SummarizeSimJob(*result, o).c_str());
   if (result->device_crashed) return 3;
+  if (!result->kept_locally_dir.empty()) return 4;
   return result->run_status.ok() ? 0 : 1;
 }
 

@@ -157,4 +157,24 @@ std::string FormatScalarJson(int dtype, uint64_t bits) {
 
 
 
+absl::Status ValidateCaptureName(const std::string& name) {
+  if (name.empty() || name.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("capture name must be 1-128 characters, got ", name.size()));
+  }
+  if (name == "." || name == "..") {
+    return absl::InvalidArgumentError(absl::StrCat("capture name '", name, "' is not allowed"));
+  }
+  for (unsigned char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "capture name may only hold [A-Za-z0-9._-]; character ", static_cast<int>(c),
+          " is not allowed (names are folders under the server's root)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace argsdump

@@ -1,7 +1,7 @@
 // The manifest's spellings of a record's vocabulary, one place for every
 // reader and writer: UPPERCASE dtypes, "input"/"before_dispatch"/"tensor",
-// "0x" + 16 hex digit task ids (parsed back strictly), and scalar values as
-// JSON tokens with round-trip precision. The proto enums are the vocabulary;
+// "0x" + 16 hex digit task ids (parsed back strictly), scalar values as
+// JSON tokens with round-trip precision, and the rule for capture names. The proto enums are the vocabulary;
 // DataType (format/dtype.h) is the proto's DType - 1.
 #ifndef ARGSDUMP_FORMAT_NAMES_H_
 #define ARGSDUMP_FORMAT_NAMES_H_
@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "format/dtype.h"
 #include "proto/argsdump/v1/record.pb.h"
@@ -38,6 +39,13 @@ const char* RoleShortName(v1::Role role);
 std::optional<v1::Role> RoleFromName(absl::string_view name);
 std::optional<v1::Stage> StageFromName(absl::string_view name);
 std::optional<v1::Kind> KindFromName(absl::string_view name);
+
+// A capture's name (a folder under a capture service's root, and the name
+// clients open it by): OK for 1-128 characters of [A-Za-z0-9._-] other than
+// "." and ".."; InvalidArgument saying why otherwise (a name must not leave
+// the root). The service checks every name it is given; clients check theirs
+// at startup, before they wait for a service.
+absl::Status ValidateCaptureName(const std::string& name);
 
 // A scalar's value as a JSON token: the shortest decimal that reads back to
 // the same value for floats, integers for integer types, true/false, and the

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/thread.h"
 
 namespace argsdump {
 namespace {
@@ -53,6 +54,11 @@ constexpr size_t kTrailerBytes = sizeof(kTrailer) - 1;
 
 // The child's exit status when `device` threw (DeviceExit::exit_status).
 constexpr int kDeviceThrew = 5;
+
+constexpr int kHeartbeatPeriodMs = static_cast<int>(abi::kFlightHeartbeatMs);
+
+// The child's exit status when its watch thread could not start.
+constexpr int kDeviceNoWatch = 6;
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -137,20 +143,34 @@ absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
     ::prctl(PR_SET_PDEATHSIG, SIGCONT, 0, 0, 0);
     g_flight = flight;
     InstallFaultHandlers();
-    if (host_gone) {
-      std::thread([parent_fd, parent, host_gone] {
-        if (parent_fd >= 0) {
-          pollfd p = {parent_fd, POLLIN, 0};
-          while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+    // The watch: the heartbeat the host's watch reads (a process stopped
+    // as a whole bumps it no more), and the parent's end.
+    std::thread watch;
+    const absl::Status watching = StartThread(
+        "the device process's watch thread", &watch, [flight, parent_fd, parent, host_gone] {
+          for (;;) {
+            flight->header().heartbeat.fetch_add(1, std::memory_order_relaxed);
+            bool gone;
+            if (parent_fd >= 0) {
+              pollfd p = {parent_fd, POLLIN, 0};
+              const int n = ::poll(&p, 1, kHeartbeatPeriodMs);
+              gone = n > 0;
+            } else {
+              // No pidfd (a kernel before 5.3): the parent is gone once this
+              // process was re-parented.
+              ::usleep(kHeartbeatPeriodMs * 1000);
+              gone = ::getppid() != parent;
+            }
+            if (gone) break;
           }
-        } else {
-          // No pidfd (a kernel before 5.3): the parent is gone once this
-          // process was re-parented.
-          while (::getppid() == parent) ::usleep(100 * 1000);
-        }
-        host_gone();
-      }).detach();
+          if (host_gone) host_gone();
+        });
+    if (!watching.ok()) {
+      std::fprintf(stderr, "[argsdump dumper] ERROR: %s\n", std::string(watching.message()).c_str());
+      std::fflush(nullptr);
+      ::_exit(kDeviceNoWatch);
     }
+    watch.detach();
     // Nothing may unwind past the fork: the caller's code (a test suite's
     // next tests) would run on in this process.
     std::string report;
@@ -172,14 +192,27 @@ absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
   return std::unique_ptr<DeviceProcess>(new DeviceProcess(pid, fds[0], child_fd));
 }
 
-DeviceExit DeviceProcess::Wait() {
+DeviceExit DeviceProcess::Wait(const std::function<std::optional<std::string>()>& hung,
+                               std::chrono::milliseconds period) {
   DeviceExit out;
   char buffer[1 << 16];
   bool child_ended = false;
+  const int timeout_ms = hung ? static_cast<int>(std::max<int64_t>(1, period.count())) : -1;
   for (;;) {
-    if (child_fd_ >= 0 && !child_ended) {
+    // The host's watch: asked between reads, and at least every `period`.
+    if (hung && out.killed_by_host.empty()) {
+      if (std::optional<std::string> why = hung()) {
+        out.killed_by_host = *why;
+        ::kill(pid_, SIGKILL);  // ends a stopped process too
+      }
+    }
+    if (child_ended) {
+      // Read to EOF below.
+    } else if (child_fd_ >= 0) {
       pollfd p[2] = {{report_fd_, POLLIN, 0}, {child_fd_, POLLIN, 0}};
-      if (::poll(p, 2, -1) < 0) {
+      const int ready = ::poll(p, 2, timeout_ms);
+      if (ready == 0) continue;  // the watch's turn
+      if (ready < 0) {
         if (errno == EINTR) continue;
         child_ended = true;  // cannot watch it: read to EOF as below
       } else if ((p[1].revents & POLLIN) != 0 && (p[0].revents & (POLLIN | POLLHUP)) == 0) {
@@ -187,6 +220,10 @@ DeviceExit DeviceProcess::Wait() {
         // wrote is in (a process it forked may still hold the pipe open).
         break;
       }
+    } else if (hung) {
+      pollfd p = {report_fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, timeout_ms);
+      if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
     }
     const ssize_t n = ::read(report_fd_, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
@@ -206,11 +243,24 @@ DeviceExit DeviceProcess::Wait() {
     out.exit_status = WEXITSTATUS(status);
   }
   const std::string trailer(kTrailer, kTrailerBytes);
+  out.no_watch = !out.signaled && out.exit_status == kDeviceNoWatch;
   out.reported = !out.signaled && out.exit_status == 0 && out.report.size() >= trailer.size() &&
                  out.report.compare(out.report.size() - trailer.size(), trailer.size(),
                                     trailer) == 0;
   if (out.reported) out.report.resize(out.report.size() - trailer.size());
   return out;
+}
+
+char DeviceProcess::State() const {
+  if (reaped_) return 0;
+  FILE* f = std::fopen(absl::StrCat("/proc/", pid_, "/stat").c_str(), "r");
+  if (f == nullptr) return 0;
+  char line[512] = {};
+  const size_t n = std::fread(line, 1, sizeof(line) - 1, f);
+  std::fclose(f);
+  // "pid (comm) S ...": the state follows the last ')'.
+  const char* close = std::strrchr(line, ')');
+  return close != nullptr && close + 2 < line + n ? close[2] : 0;
 }
 
 void DeviceProcess::Kill() {

@@ -5,8 +5,14 @@
 // The child: core dumps off (a crashing kernel is the expected case), a
 // fault handler for SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGABRT that stores the
 // signal, the fault address and the faulting kernel into the flight table,
-// then dies of the same signal; a watch on the parent that calls `host_gone`
-// once when the host process ends. It writes one report (bytes) to the host
+// then dies of the same signal; a watch thread that bumps the flight table's
+// heartbeat every 50 ms and calls `host_gone` once when the host process
+// ends.
+//
+// The host: Wait reads the report and, given a watch, asks it at least every
+// period whether the device is hung (the session's: no heartbeat, or no
+// progress with work pending, for the hang budget); a hung device is killed
+// (SIGKILL ends a stopped process too) and DeviceExit says why. It writes one report (bytes) to the host
 // and _exits: no atexit handler, static destructor or stdio buffer of the
 // host's copy runs twice.
 #ifndef ARGSDUMP_SDK_DEVICE_PROCESS_H_
@@ -14,8 +20,10 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -30,6 +38,11 @@ struct DeviceExit {
   int exit_status = 0;  // when not
   std::string report;   // what it sent (empty when it died before sending)
   bool reported = false;  // the whole report arrived
+  // Why the host's watch killed it (empty: it did not).
+  std::string killed_by_host;
+  // It could not start its watch thread (the system refused a thread) and
+  // ran nothing.
+  bool no_watch = false;
 };
 
 class DeviceProcess {
@@ -50,8 +63,14 @@ class DeviceProcess {
 
   pid_t pid() const { return pid_; }
   // Blocks until the child ended (its report pipe closes and waitpid says
-  // how). Call once.
-  DeviceExit Wait();
+  // how). With `hung`, asks it at least every `period` while the child
+  // runs: a reason means the child is hung, and it is killed
+  // (DeviceExit::killed_by_host). Call once.
+  DeviceExit Wait(const std::function<std::optional<std::string>()>& hung = nullptr,
+                  std::chrono::milliseconds period = std::chrono::milliseconds(100));
+  // The child's state letter from /proc/<pid>/stat ('T' stopped, 't'
+  // traced, 'R', 'S', 'D', ...); 0 when it cannot be read.
+  char State() const;
   // SIGKILL (a host that gives up on the device).
   void Kill();
 

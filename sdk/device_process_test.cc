@@ -29,6 +29,7 @@
 #include "sdk/device_process.h"
 #include "sdk/testing.h"
 #include "sdk/wiring.h"
+#include "tests/testing/scoped_env.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
@@ -120,7 +121,23 @@ struct Kernels {
   uint16_t fill, add, die;
 };
 
-Kernels MakeKernels(Death death) {
+// c = a + b for half of c, then says where it runs and spins for good,
+// never looking at its cancellation: a livelock no deadline of the device
+// ends.
+absl::Status AddThenSpin(KernelContext& ctx) {
+  auto a = ctx.tensor(0), b = ctx.tensor(1), c = ctx.tensor(2);
+  if (!a.ok() || !b.ok() || !c.ok()) return absl::InvalidArgumentError("spin: args");
+  for (uint64_t i = 0; i < c->numel() / 2; ++i) {
+    c->Set<float>(i, a->Get<float>(i) + b->Get<float>(i));
+  }
+  ctx.Drain();
+  const pid_t self = ::getpid();
+  if (::write(g_running_fd, &self, sizeof(self)) != sizeof(self)) std::abort();
+  for (volatile uint64_t spins = 0;; spins = spins + 1) {
+  }
+}
+
+Kernels MakeKernels(Death death, KernelFn die_fn = nullptr) {
   Kernels k;
   k.fill = *k.registry.Register("fill", {ArgDirection::kOut, ArgDirection::kScalar}, &Fill,
                                 "elementwise");
@@ -135,6 +152,7 @@ Kernels MakeKernels(Death death) {
     case Death::kExit: die = &AddThenDie<Death::kExit>; break;
     case Death::kKill: die = &AddThenDie<Death::kKill>; break;
   }
+  if (die_fn != nullptr) die = die_fn;
   k.die = *k.registry.Register("die", {ArgDirection::kIn, ArgDirection::kIn, ArgDirection::kOut},
                                die, "crashing");
   return k;
@@ -606,6 +624,82 @@ TEST(DeviceProcessTest, ASignalSentFromOutsideHasNoFaultAddress) {
   EXPECT_THAT(r->device_crash, HasSubstr("SIGSEGV"));
   EXPECT_THAT(r->device_crash, ::testing::Not(HasSubstr("fault address")));
 }
+
+// The host's own bound: a device process that stops making progress is a
+// hang within the hang budget (the stream-sync budget, set small here): the
+// host kills it, records the running task's output as an in-flight
+// snapshot, and the run's status is DEADLINE_EXCEEDED (no device_crash, no
+// exception dump). Stopped: the kernel says where it runs and the test
+// SIGSTOPs that process (before, Finish waited for good). Livelock: a kernel
+// that spins and ignores cancellation; the device's scheduler declares its
+// own hang first and records the snapshot, which the host then does not
+// record again.
+enum class Stall { kStopped, kLivelock };
+
+void ExpectAHang(Stall stall) {
+  const bool stopped = stall == Stall::kStopped;
+  ScopedEnv scheduler("SIMPLER_SCHEDULER_TIMEOUT_MS", stopped ? "1000" : "300");
+  ScopedEnv op("SIMPLER_OP_EXECUTE_TIMEOUT_US", stopped ? "1500000" : "400000");
+  ScopedEnv sync("SIMPLER_STREAM_SYNC_TIMEOUT_MS", stopped ? "2000" : "1000");
+  const std::string root = FreshTempDir(stopped ? "device_stopped" : "device_livelock");
+  Kernels k = stopped ? MakeKernels(Death::kKill) : MakeKernels(Death::kNone, &AddThenSpin);
+  SessionOptions o = Options(root, 2, /*device_process=*/true);
+  o.name = stopped ? "stopped" : "livelock";
+  int running[2] = {-1, -1};
+  ASSERT_EQ(::pipe2(running, O_CLOEXEC), 0);
+  g_running_fd = running[1];
+  pid_t device = 0;
+  std::thread stopper;
+  // After the fork: waits for the kernel to say it runs (the gate), then
+  // stops its process.
+  auto started = [&] {
+    stopper = std::thread([&, fd = running[0]] {
+      pid_t pid = 0;
+      if (::read(fd, &pid, sizeof(pid)) != sizeof(pid)) return;
+      device = pid;
+      if (stopped) ::kill(pid, SIGSTOP);
+    });
+  };
+  auto run = RunSession(k, o, Platform::kA2a3Sim, /*upto_die=*/false, started);
+  if (stopper.joinable()) stopper.join();
+  for (int fd : running) ::close(fd);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_GT(device, 0) << "the kernel never ran";
+  // Reaped by the host: gone.
+  EXPECT_EQ(::kill(device, 0), -1);
+  const SessionResult& r = run->result;
+  EXPECT_EQ(run->ran.code(), absl::StatusCode::kAborted) << run->ran;
+  EXPECT_EQ(r.run_status.code(), absl::StatusCode::kDeadlineExceeded) << r.run_status;
+  EXPECT_THAT(r.run_status.message(),
+              HasSubstr(stopped ? "host watch: the device process did not run for 2000 ms"
+                                : "host watch: the device made no progress for 1000 ms"));
+  if (stopped) EXPECT_THAT(r.run_status.message(), HasSubstr("its state: T"));
+  EXPECT_THAT(r.run_status.message(), HasSubstr("running tasks: 0x0000000100000003"));
+  EXPECT_FALSE(r.device_crashed);
+  EXPECT_TRUE(r.exception_dumps.empty());
+  EXPECT_EQ(r.tasks_completed, 3u);
+  auto capture = Capture::Of(r);
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  const uint64_t stuck = (uint64_t{1} << 32) | 3;
+  EXPECT_EQ(capture->Find(ArgQuery().Task(stuck).Stage(testing::Stage::kBeforeDispatch)).size(),
+            2u);
+  // Its output as the hang left it, once, flagged in-flight.
+  const auto out =
+      capture->Find(ArgQuery().Task(stuck).Stage(testing::Stage::kAfterCompletion));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].in_flight_snapshot);
+  auto v = out[0].Values();
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ((*v)[1], 3.0 + 1.0);  // written before it stalled
+  EXPECT_EQ((*v)[63], 0.0);        // never written
+  EXPECT_TRUE(testing::CheckCaptureFiles(r.capture_dir).ok());
+  EXPECT_THAT(Slurp(r.capture_dir + "/args_dump.json"),
+              ::testing::Not(HasSubstr("\"device_crash\"")));
+}
+
+TEST(DeviceHangTest, AStoppedDeviceIsAHangWithinTheBudget) { ExpectAHang(Stall::kStopped); }
+
+TEST(DeviceHangTest, ALivelockedKernelIsAHangWithinTheBudget) { ExpectAHang(Stall::kLivelock); }
 
 }  // namespace
 }  // namespace argsdump

@@ -28,6 +28,7 @@
 #include "sdk/argsdump.h"
 #include "sdk/device_crash.h"
 #include "sdk/device_process.h"
+#include "sdk/device_watch.h"
 #include "sdk/wiring.h"
 #include "server/capture_store.h"
 #include "format/names.h"
@@ -194,6 +195,9 @@ struct SimSession::Impl {
   std::unique_ptr<DeviceProcess> device;
   std::optional<v1::DeviceReport> device_report;  // what the device sent
   std::optional<DeviceCrashAnalysis> crash;       // how it died, if it did
+  // The host's watch found it hung and killed it: why (crash then holds
+  // what the flight table says, but the run is a hang, not a crash).
+  std::optional<std::string> hang;
   SimSession* owner = nullptr;  // the session this is the Impl of
   std::mutex device_mu;        // the child: runtime vs. the host watch
   bool host_gone = false;      // the child: the host process ended (device_mu)
@@ -222,6 +226,8 @@ struct SimSession::Impl {
   // The sink and the collector's threads (after the fork, when isolated).
   absl::Status StartCollecting();
   absl::Status MakeSink();
+  // The device's progress counters now (the host's watch samples them).
+  DeviceProgress SampleDevice() const;
   // RunDevice, isolated: fork, collect, wait, and read how it ended.
   absl::Status RunIsolated(const std::function<absl::Status(SimSession&)>& orchestration,
                            SimSession& session);
@@ -548,6 +554,18 @@ absl::Status SimSession::Impl::MakeSink() {
                 : !wiring.output_prefix.empty()
                     ? (slash == std::string::npos ? prefix : prefix.substr(slash + 1))
                     : RemoteName(wiring.test_labels ? Env("TEST_TARGET") : "", name);
+    // A name the service would refuse (its rule, checked here before any
+    // wait for the service): a WARNING and a name it takes.
+    if (absl::Status valid = ValidateCaptureName(g.capture); !valid.ok()) {
+      if (wiring.strict) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("capture name '", g.capture, "': ", valid.message()));
+      }
+      const std::string usable = RemoteName(wiring.test_labels ? Env("TEST_TARGET") : "", name);
+      Warn(absl::StrCat("capture name '", g.capture, "' cannot be used on the capture service (",
+                        valid.message(), "); the capture is named '", usable, "' instead"));
+      g.capture = usable;
+    }
     info.set_name(g.capture);
     g.info = info;
     g.payload_dedup = config.dedup;
@@ -558,6 +576,14 @@ absl::Status SimSession::Impl::MakeSink() {
     }
     if (!wiring.strict) g.connect_timeout = options.connect_timeout;
     g.retry_deadline = options.capture_retry_deadline;
+    // A service that lost the capture (deleted while it was down): what it
+    // had not acknowledged is kept here instead.
+    g.fallback = [this, info = g.info]() -> absl::StatusOr<std::unique_ptr<CaptureSink>> {
+      auto local = LocalSink::Create(dump_dir, info,
+                                     LocalSinkOptions{options.keep_journal, config.dedup});
+      if (!local.ok()) return local.status();
+      return std::unique_ptr<CaptureSink>(std::move(local).value());
+    };
     auto remote = GrpcSink::Connect(g);
     if (remote.ok()) {
       remote_token = g.auth_token;
@@ -756,6 +782,29 @@ std::string SimSession::Impl::RunInDevice(
   return r.SerializeAsString();
 }
 
+DeviceProgress SimSession::Impl::SampleDevice() const {
+  DeviceProgress p;
+  const abi::FlightHeader& h = flight->header();
+  p.heartbeat = h.heartbeat.load(std::memory_order_relaxed);
+  p.tasks_submitted = h.tasks_submitted.load(std::memory_order_relaxed);
+  p.tasks_completed = h.tasks_completed.load(std::memory_order_relaxed);
+  if (region != nullptr && collecting) {
+    for (uint32_t t = 0; t < region->num_threads(); ++t) {
+      const abi::ThreadState& st = region->thread_state(t);
+      p.records += st.records_written.load(std::memory_order_relaxed) +
+                   st.dropped_records.load(std::memory_order_relaxed);
+      p.host_behind = p.host_behind ||
+                      st.ready.tail.value.load(std::memory_order_acquire) !=
+                          st.ready.head.value.load(std::memory_order_acquire) ||
+                      st.completed_payload_count.load(std::memory_order_acquire) <
+                          st.published_payload_count.load(std::memory_order_acquire) ||
+                      st.free.tail.value.load(std::memory_order_acquire) ==
+                          st.free.head.value.load(std::memory_order_acquire);
+    }
+  }
+  return p;
+}
+
 absl::Status SimSession::Impl::RunIsolated(
     const std::function<absl::Status(SimSession&)>& orchestration, SimSession& session) {
   host_pid = ::getpid();  // the child's getppid() is a reaper's once the host is gone
@@ -780,7 +829,44 @@ absl::Status SimSession::Impl::RunIsolated(
     }
   }
   if (wiring.device_started) wiring.device_started();
-  const DeviceExit exit = device->Wait();
+  // The host's own bound: the stream-sync budget, past the device's own.
+  std::vector<std::string> ignored;  // the runtime prints them
+  const std::chrono::microseconds budget =
+      (sim.timeouts ? *sim.timeouts : TimeoutsFromEnvironment(&ignored)).stream_sync;
+  DeviceWatch watch(budget, std::chrono::steady_clock::now());
+  const DeviceExit exit = device->Wait(
+      [&]() -> std::optional<std::string> {
+        std::optional<std::string> why =
+            watch.Observe(SampleDevice(), std::chrono::steady_clock::now());
+        if (why && device->State() != 0) {
+          absl::StrAppend(&*why, "; its state: ", std::string(1, device->State()));
+        }
+        return why;
+      },
+      std::clamp<std::chrono::milliseconds>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(budget / 10),
+          std::chrono::milliseconds(1), std::chrono::milliseconds(100)));
+  if (exit.no_watch) {
+    device_error = absl::ResourceExhaustedError(
+        "the device process could not start its watch thread (the system refused a thread: "
+        "an address-space limit such as ulimit -v, or a limit on threads); nothing ran");
+    return device_error;
+  }
+  if (!exit.killed_by_host.empty()) {
+    // A hang the device could not report: what it was running, from the
+    // flight table; their outputs are recorded as the device's own hang
+    // path records them (in-flight snapshots), at Finish.
+    crash = AnalyzeDeviceCrash(exit, *flight, *memory, kernels);
+    std::string running;
+    for (const auto& t : crash->in_flight) {
+      absl::StrAppend(&running, running.empty() ? "" : ", ", TaskIdHex(t->task.task_id));
+    }
+    hang = absl::StrCat("host watch: ", exit.killed_by_host,
+                        "; the host killed it (SIGKILL); running tasks: ",
+                        running.empty() ? "none" : running);
+    Print(DumpLog::kError, *hang);
+    return absl::AbortedError(*hang);
+  }
   if (exit.reported) {
     v1::DeviceReport r;
     if (r.ParseFromString(exit.report)) {
@@ -952,7 +1038,7 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
       e->set_level(l.level);
     }
   }
-  if (crash) *end.mutable_device_crash() = crash->crash;
+  if (crash && !hang) *end.mutable_device_crash() = crash->crash;
   if (absl::Status st = sink->Amend(end); !st.ok() && dump_status.ok()) dump_status = st;
   absl::Status exported = collector->Export();
   report.collected = collector->stats();
@@ -960,6 +1046,19 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
   if (remote_sink != nullptr) {
     report.sent_records = remote_sink->sent_records();
     report.acked_records = remote_sink->durable_records();
+    if (remote_sink->kept_locally()) {
+      // Not the dump's failure: nothing unacknowledged was lost. Said as a
+      // WARNING with where the records are.
+      report.kept_locally_dir = dump_dir;
+      report.kept_locally_records = remote_sink->kept_locally_records();
+      report.kept_locally_message = absl::StrCat(
+          "capture service ", remote_server, " no longer has capture '", remote_name,
+          "' (", remote_sink->lost_capture().message(), "): ", report.acked_records,
+          " records it had acknowledged went with it; the ", report.kept_locally_records,
+          " records it had not acknowledged are kept locally in ", dump_dir,
+          " (", report.acked_records + report.kept_locally_records, " records in all)");
+      Warn(report.kept_locally_message);
+    }
   }
   collector->Finalize();
   report.dump_log.push_back("dump buffers freed");
@@ -969,12 +1068,19 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
   }
   r.wrote_capture = local_sink != nullptr ? local_sink->store().created()
                                           : report.collected.records > 0;
+  if (remote_sink != nullptr && remote_sink->kept_locally()) {
+    r.wrote_capture = report.kept_locally_records > 0;
+  }
 }
 
 absl::Status SimSession::Impl::RecordCrash() {
   std::vector<SnapshotTask> tasks;
   for (const auto& t : crash->in_flight) {
-    if (t->dumped && t->dump_after) tasks.push_back({t->scheduler, &t->task});
+    // A task whose snapshot the device recorded itself (it declared the
+    // hang before it stopped) is not recorded twice.
+    if (t->dumped && t->dump_after && !t->snapshot_taken) {
+      tasks.push_back({t->scheduler, &t->task});
+    }
   }
   return collector->RecordSnapshots(tasks);
 }
@@ -1056,6 +1162,13 @@ void SimSession::Impl::FromDevice(SessionResult* result) {
     }
     for (const auto& l : d.step_levels()) report.step_levels.push_back({l.first_step(), l.level()});
     r.exception_dumps.assign(d.exception_dumps().begin(), d.exception_dumps().end());
+  } else if (hang) {
+    r.run_status = absl::DeadlineExceededError(*hang);
+    r.tasks = crash->tasks_submitted;
+    r.tasks_completed = crash->tasks_completed;
+    if (r.tasks > 0 && steps_begun == 0) steps_begun = 1;
+    report.step_levels.push_back(
+        {0, static_cast<uint32_t>(region != nullptr ? static_cast<int>(region->level()) : 0)});
   } else if (crash) {
     r.run_status = absl::AbortedError(crash->crash.description());
     r.tasks = crash->tasks_submitted;
@@ -1108,12 +1221,13 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
     if (const KernelInfo* k = kernels.Find(static_cast<uint16_t>(f))) r.kernels[k->func_id] = k->name;
   }
   if (capture) FinishCapture(&r);
-  if (crash) WriteCrashDumps(&r);
+  if (crash && !hang) WriteCrashDumps(&r);
   if (prefix_claimed) ::rmdir(prefix.c_str());  // only if nothing went in
   r.dump_status = dump_status;
   r.labels = {labels.begin(), labels.end()};
-  if (local_sink != nullptr && r.wrote_capture) r.capture_dir = dump_dir;
-  if (local_sink == nullptr && sink != nullptr) {
+  const bool kept_locally = !report.kept_locally_dir.empty();
+  if ((local_sink != nullptr || kept_locally) && r.wrote_capture) r.capture_dir = dump_dir;
+  if (local_sink == nullptr && sink != nullptr && !kept_locally) {
     r.capture_name = remote_name;
     r.capture_server = remote_server;
     r.capture = absl::StrCat(remote_server, "/", remote_name);

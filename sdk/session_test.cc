@@ -344,6 +344,41 @@ TEST(SessionPlacementTest, OutputPrefixAndOutsideBazelTest) {
   EXPECT_TRUE(Exists(r->capture_dir + "/args_dump.json"));
 }
 
+// A capture name the service would refuse ("../x": it would leave the
+// service's root) is checked before any wait for the service: a WARNING and
+// a name the service takes (a streamed session only warns; the dump never
+// fails a test). Nothing listens on port 1: the capture is then kept locally.
+TEST(SessionTest, ACaptureNameTheServiceWouldRefuseWarnsAndIsReplaced) {
+  uint16_t saxpy;
+  const KernelRegistry kernels = Kernels(&saxpy);
+  SessionOptions o = Small();
+  o.dump.level = 2;
+  o.dump.path = FreshTempDir("bad_capture_name");
+  o.dump.capture_server = "127.0.0.1:1";
+  o.connect_timeout = std::chrono::milliseconds(300);
+  SessionWiring wiring;
+  wiring.capture_name = "../x";
+  ::testing::internal::CaptureStderr();
+  auto s = SimSession::Open(kernels, o, wiring);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(log, HasSubstr("WARNING: capture name '../x' cannot be used on the capture service "
+                             "(capture name may only hold [A-Za-z0-9._-]; character 47"));
+  EXPECT_THAT(log, HasSubstr("the capture is named '"));
+  EXPECT_THAT(log, HasSubstr("cannot be reached"));
+  RunSteps(**s, saxpy, 1);
+  auto r = (*s)->Finish();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->run_status.ok());
+  EXPECT_TRUE(r->wrote_capture);
+  EXPECT_THAT(r->warnings, ::testing::Contains(HasSubstr("capture name '../x'")));
+  // Strict (sim_run's wiring): the name is the error, before any wait.
+  wiring.strict = true;
+  auto strict = SimSession::Open(kernels, o, wiring);
+  EXPECT_EQ(strict.status().code(), absl::StatusCode::kInvalidArgument) << strict.status();
+  EXPECT_THAT(std::string(strict.status().message()), HasSubstr("capture name '../x'"));
+}
+
 TEST(SessionTest, LevelZeroAllocatesAndWritesNothing) {
   uint16_t saxpy;
   const KernelRegistry kernels = Kernels(&saxpy);

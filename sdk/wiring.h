@@ -30,6 +30,12 @@ struct SessionReport {
   // Streamed captures: records handed to the service, and those it
   // acknowledged as durable (equal unless the stream failed for good).
   uint64_t sent_records = 0, acked_records = 0;
+  // The service lost the capture (its resume was refused: NOT_FOUND) and
+  // the records it had not acknowledged went to this local capture instead
+  // (empty: it did not); how many, and the one-line account of it.
+  std::string kept_locally_dir;
+  uint64_t kept_locally_records = 0;
+  std::string kept_locally_message;
   // The folder the capture and exception dumps go to (<prefix>/args_dump).
   std::string prefix;
   // The level the dump ran at, from which step on (one entry, and one per

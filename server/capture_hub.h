@@ -34,16 +34,13 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "google/protobuf/repeated_ptr_field.h"
+#include "format/names.h"  // ValidateCaptureName
 #include "proto/argsdump/v1/capture.pb.h"
 #include "proto/argsdump/v1/record.pb.h"
 #include "server/capture_index.h"
 #include "server/capture_store.h"
 
 namespace argsdump {
-
-// OK for 1-128 characters of [A-Za-z0-9._-] other than "." and "..";
-// InvalidArgument saying why otherwise (a name must not leave the root).
-absl::Status ValidateCaptureName(const std::string& name);
 
 // Records, checked and encoded (PreparedRecords), and their payload bytes
 // in args.bin order, ready to append: the bytes are `chunks` back to back,

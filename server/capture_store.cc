@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/files.h"
+#include "base/thread.h"
 #include "server/manifest.h"
 #include "format/device_crash.h"
 #include "format/names.h"
@@ -738,8 +739,13 @@ absl::Status WriteIndexAndManifest(const std::function<absl::Status()>& write_in
     return s;
   }
   absl::Status index_status;
-  std::thread index_writer([&] { index_status = write_index(); });
-  bool joined = false;
+  std::thread index_writer;
+  // Without a thread (the system refused one) the index is written here,
+  // before the manifest.
+  bool joined = !StartThread("the index writer thread", &index_writer,
+                             [&] { index_status = write_index(); })
+                     .ok();
+  if (joined) index_status = write_index();
   auto join = [&] {
     if (!joined) index_writer.join();
     joined = true;

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/thread.h"
 #include "base/utf8.h"
 #include "server/capture_store.h"
 #include "server/journal.h"
@@ -508,8 +509,12 @@ absl::Status WriteEntries(const ManifestContents& m, FILE* f, const std::string&
   size_t written = 0;  // chunks, under mu
   bool abandoned = false;
   std::vector<std::thread> formatters;
+  // A formatter the system refuses to start (ulimit -v, a thread limit):
+  // this thread formats its chunks itself, as it comes to them.
+  bool started[kFormatters] = {};
   for (size_t k = 0; k < std::min(kFormatters, chunks); ++k) {
-    formatters.emplace_back([&, k] {
+    formatters.emplace_back();
+    started[k] = StartThread("a manifest formatter thread", &formatters.back(), [&, k] {
       ::pthread_setname_np(::pthread_self(), k == 0 ? "ad-format-0" : "ad-format-1");
       for (size_t c = k; c < chunks; c += kFormatters) {
         {
@@ -524,11 +529,15 @@ absl::Status WriteEntries(const ManifestContents& m, FILE* f, const std::string&
         }
         cv.notify_all();
       }
-    });
+    }).ok();
+    if (!started[k]) formatters.pop_back();
   }
   bool write_failed = false;
   for (size_t c = 0; c < chunks && !write_failed; ++c) {
-    {
+    if (!started[c % kFormatters]) {
+      // The slot's previous chunk (c - kRing) is written: it is free.
+      FormatEntries(m, c * kChunk, std::min(n, (c + 1) * kChunk), &ring[c % kRing]);
+    } else {
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return slot_chunk[c % kRing] == c; });
     }

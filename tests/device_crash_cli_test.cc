@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -29,7 +31,9 @@
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "sdk/testing.h"
 #include "tests/testing/child_process.h"
+#include "tests/process_fixtures.h"
 #include "tests/testing/crash_status.h"
+#include "tests/testing/scoped_env.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
@@ -339,6 +343,185 @@ TEST(DeviceCrashCliTest2, ACrashUnderAMemoryLimitIsStillReported) {
   // The crashing task's output, and those of any other task running then
   // (with 4 schedulers one more is often in flight).
   EXPECT_THAT(run->stdout_text, ::testing::ContainsRegex(" [1-9][0-9]* in-flight snapshots"));
+}
+
+// A device process stopped (SIGSTOP) while its kernel runs is a hang within
+// the hang budget (the stream-sync budget, small here): sim_run's watch
+// kills it, records the running task's output as an in-flight snapshot and
+// exits 1, as for a hang the device declares itself (before, it waited for
+// good). Locally and through the service.
+TEST(DeviceCrashCliTest2, AStoppedDeviceIsAHangAndExitsOne) {
+  ScopedEnv scheduler("SIMPLER_SCHEDULER_TIMEOUT_MS", "1000");
+  ScopedEnv op("SIMPLER_OP_EXECUTE_TIMEOUT_US", "1500000");
+  ScopedEnv sync("SIMPLER_STREAM_SYNC_TIMEOUT_MS", "2000");
+  const std::string root = FreshTempDir("crash_cli_sigstop");
+  auto server = testing::CaptureServerProcess::Start(root + "/server",
+                                                     Runfile("server/capture_server"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (bool remote : {false, true}) {
+    SCOPED_TRACE(remote ? "grpc" : "local");
+    const std::string tag = remote ? "stopped_grpc" : "stopped_local";
+    auto run = StartSim(SimArgs("crash_example_wait", 2, "a2a3sim", root + "/" + tag,
+                                remote ? (*server)->address() : "", tag),
+                        root + "/" + tag + ".out");
+    ASSERT_TRUE(run.ok()) << run.status();
+    std::string line;
+    ASSERT_TRUE(run->process->WaitForLine("crash_wait: waiting to be killed (pid ", kBound, &line))
+        << run->process->stderr_text();
+    pid_t device = 0;
+    ASSERT_TRUE(DevicePid(line, &device)) << line;
+    ASSERT_EQ(::kill(device, SIGSTOP), 0);
+    ASSERT_TRUE(Finish(&*run).ok());
+    EXPECT_EQ(ExitCode(run->status), 1) << run->process->stderr_text() << run->stdout_text;
+    EXPECT_THAT(run->stdout_text,
+                HasSubstr("run status: DEADLINE_EXCEEDED: host watch: the device process did "
+                          "not run for 2000 ms"));
+    EXPECT_THAT(run->stdout_text, HasSubstr("1 in-flight snapshots the host took"));
+    EXPECT_THAT(run->stdout_text, ::testing::Not(HasSubstr("device crash:")));
+    EXPECT_TRUE(WaitForProcessEnd(device, kBound));
+    auto capture = remote ? Capture::OpenRemote((*server)->address(), tag)
+                          : Capture::Open(root + "/" + tag + "/args_dump");
+    ASSERT_TRUE(capture.ok()) << capture.status();
+    const auto out =
+        capture->Find(ArgQuery().Task(Task(3)).Stage(testing::Stage::kAfterCompletion));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].in_flight_snapshot);
+    EXPECT_FALSE(capture->Find(ArgQuery().Task(Task(3)).Stage(testing::Stage::kBeforeDispatch))
+                     .empty());
+  }
+}
+
+// The capture deleted while the server was down: the restarted server
+// refuses sim_run's resume (NOT_FOUND). The records it had not acknowledged
+// are kept in a local capture (<prefix>/args_dump), a WARNING and the
+// summary say where and how many, and sim_run exits 4 (before: exit 2, the
+// bad-flag code, claiming the service held what it had acknowledged, and
+// the rest dropped). The device is stopped while the server is restarted, so
+// the records it makes afterwards (its hang path's: the scheduler budget is
+// small) reach the host only then.
+TEST(DeviceCrashCliTest2, ACaptureTheServiceLostIsKeptLocallyAndExitsFour) {
+  ScopedEnv scheduler("SIMPLER_SCHEDULER_TIMEOUT_MS", "3000");
+  ScopedEnv op("SIMPLER_OP_EXECUTE_TIMEOUT_US", "3500000");
+  ScopedEnv sync("SIMPLER_STREAM_SYNC_TIMEOUT_MS", "4000");
+  const std::string root = FreshTempDir("crash_cli_lost");
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(root + "/server"));
+  const std::string target = server.target();
+  std::vector<std::string> args =
+      SimArgs("crash_example_wait", 2, "a2a3sim", root + "/run", target, "lost");
+  args.push_back("--records-per-buffer=1");  // each record to the host as it is made
+  auto run = StartSim(args, root + "/run.out");
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::string line;
+  ASSERT_TRUE(run->process->WaitForLine("crash_wait: waiting to be killed (pid ", kBound, &line))
+      << run->process->stderr_text();
+  pid_t device = 0;
+  ASSERT_TRUE(DevicePid(line, &device)) << line;
+  // Until the service made some of the run's records durable.
+  {
+    auto stub = v1::CaptureService::NewStub(
+        grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kBound);
+    v1::WatchCaptureRequest watch;
+    watch.set_capture("lost");
+    auto reader = stub->WatchCapture(&ctx, watch);
+    v1::WatchCaptureResponse page;
+    uint64_t durable = 0;
+    while (durable == 0 && reader->Read(&page)) durable += page.args_size();
+    ctx.TryCancel();
+    reader->Finish().IgnoreError();
+    ASSERT_GT(durable, 0u);
+  }
+  ASSERT_EQ(::kill(device, SIGSTOP), 0);
+  server.Signal(SIGKILL);
+  server.Wait();
+  std::filesystem::remove_all(root + "/server/lost");
+  ServerProcess again;
+  ASSERT_NO_FATAL_FAILURE(again.Start(root + "/server", target));
+  ASSERT_EQ(::kill(device, SIGCONT), 0);
+  ASSERT_TRUE(Finish(&*run).ok());
+  const std::string err = run->process->stderr_text();
+  EXPECT_EQ(ExitCode(run->status), 4) << err << run->stdout_text;
+  const std::string dir = root + "/run/args_dump";
+  const std::string prefix = "capture: lost by the capture service (its resume was refused: the "
+                             "capture is gone); ";
+  const size_t at = run->stdout_text.find(prefix);
+  ASSERT_NE(at, std::string::npos) << run->stdout_text;
+  uint64_t acked = 0, kept = 0, total = 0;
+  ASSERT_EQ(std::sscanf(run->stdout_text.c_str() + at + prefix.size(),
+                        "%lu records it had acknowledged went with it, %lu records", &acked, &kept),
+            2)
+      << run->stdout_text;
+  EXPECT_THAT(run->stdout_text, HasSubstr("acknowledged are kept locally in " + dir));
+  const size_t records = run->stdout_text.find("records: ");
+  ASSERT_NE(records, std::string::npos);
+  ASSERT_EQ(std::sscanf(run->stdout_text.c_str() + records, "records: %lu", &total), 1);
+  EXPECT_GT(acked, 0u);
+  EXPECT_GT(kept, 0u);  // at least the stopped task's in-flight snapshot
+  EXPECT_EQ(acked + kept, total) << run->stdout_text;
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("WARNING: capture service ", target,
+                                          " no longer has capture 'lost'")));
+  auto local = Capture::Open(dir);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->args().size(), kept);
+  // The service did not get it back half-empty.
+  auto remote = Capture::OpenRemote(target, "lost");
+  EXPECT_FALSE(remote.ok());
+}
+
+// sim_run under `ulimit -v 4 GiB` (bash's setrlimit(RLIMIT_AS) before
+// exec), streaming and local: the run works (the device memory reserves a
+// quarter of the limit and leaves the rest to the region and the threads).
+// With 3 GiB thread stacks (`ulimit -s`) no thread fits under the limit:
+// the run ends with a message naming the thread that could not start
+// (exit 1), never an uncaught std::system_error (it was SIGABRT). That case
+// runs without a service: gRPC's own threads cannot be refused cleanly.
+TEST(DeviceCrashCliTest2, AnAddressSpaceLimitIsWorkedWithinOrReported) {
+  if (kSanitizerBuild) GTEST_SKIP() << "ulimit -v and sanitizer shadow memory";
+  const std::string root = FreshTempDir("crash_cli_ulimit_stream");
+  auto server = testing::CaptureServerProcess::Start(root + "/server",
+                                                     Runfile("server/capture_server"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  struct Limit {
+    const char* ulimit;
+    bool remote;
+    bool in_process;
+    bool fits;
+  };
+  const char* kFour = "ulimit -v 4194304";
+  const char* kNoThread = "ulimit -s 3000000 && ulimit -v 4194304";
+  for (const Limit& l : {Limit{kFour, true, false, true}, Limit{kFour, false, false, true},
+                         Limit{kFour, true, true, true}, Limit{kNoThread, false, false, false},
+                         Limit{kNoThread, false, true, false}}) {
+    const std::string tag = absl::StrCat(l.fits ? "fits" : "no_thread", l.remote ? "_grpc" : "",
+                                         l.in_process ? "_in_process" : "");
+    SCOPED_TRACE(tag);
+    std::vector<std::string> args = {"/bin/bash", "-c", absl::StrCat(l.ulimit, " && exec \"$@\""),
+                                     "sim_run"};
+    for (const std::string& a : SimArgs("mixed_example", 2, "a2a3sim", root + "/" + tag,
+                                        l.remote ? (*server)->address() : "", tag)) {
+      args.push_back(a);
+    }
+    args.push_back("--schedulers=4");  // sim_run's defaults: four of each
+    args.push_back("--workers=4");
+    if (l.in_process) args.push_back("--in-process");
+    auto run = StartSim(args, root + "/" + tag + ".out");
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_TRUE(Finish(&*run).ok());
+    const std::string err = run->process->stderr_text();
+    ASSERT_TRUE(WIFEXITED(run->status)) << "killed by signal " << WTERMSIG(run->status) << err;
+    EXPECT_THAT(err, ::testing::Not(HasSubstr("terminate called")));
+    if (l.fits) {
+      EXPECT_EQ(ExitCode(run->status), 0) << err << run->stdout_text;
+      EXPECT_THAT(run->stdout_text, l.remote ? HasSubstr("20 records sent, 20 acknowledged")
+                                             : HasSubstr("records: 20 "));
+    } else {
+      EXPECT_EQ(ExitCode(run->status), 1) << err << run->stdout_text;
+      EXPECT_THAT(err, HasSubstr("sim_run: RESOURCE_EXHAUSTED: cannot start "));
+      EXPECT_THAT(err, HasSubstr("ulimit -v"));
+    }
+  }
 }
 
 // The host (sim_run) killed while a kernel runs: the device process sees

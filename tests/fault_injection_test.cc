@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <condition_variable>
@@ -148,6 +149,96 @@ INSTANTIATE_TEST_SUITE_P(EveryPoint, ServerKillTest,
                          ::testing::Values(KillAt::kAfterOpen, KillAt::kAfterOneBatch,
                                            KillAt::kAfterThreeBatches, KillAt::kMidBatch,
                                            KillAt::kDuringFinish));
+
+// The capture deleted while the server was down: the restarted server
+// refuses its resume (NOT_FOUND). With a fallback, the records the service
+// had not acknowledged (the batches sent after the restart) go to a local
+// capture, byte for byte the capture those records make alone, and
+// acknowledged + kept = all; the service does not get the capture back
+// half-empty. Before, the sink failed and those records were dropped. The
+// same at Finish: every record was acknowledged, so none is kept.
+TEST(LostCaptureTest, RecordsNotAcknowledgedAreKeptLocally) {
+  for (bool at_finish : {false, true}) {
+    SCOPED_TRACE(at_finish ? "at finish" : "mid-stream");
+    const std::string root = FreshTempDir(absl::StrCat("lost_root_", at_finish));
+    const std::string kept = TempPath(absl::StrCat("lost_kept_", at_finish)) + "/args_dump";
+    ServerProcess server;
+    ASSERT_NO_FATAL_FAILURE(server.Start(root));
+    const std::string target = server.target();
+    GrpcSinkOptions o;
+    o.target = target;
+    o.capture = "gone";
+    o.info.set_level(v1::DUMP_LEVEL_FULL);
+    const v1::CaptureInfo info = o.info;
+    o.fallback = [&]() -> absl::StatusOr<std::unique_ptr<CaptureSink>> {
+      auto local = LocalSink::Create(kept, info);
+      if (!local.ok()) return local.status();
+      return std::unique_ptr<CaptureSink>(std::move(local).value());
+    };
+    auto sink = GrpcSink::Connect(o);
+    ASSERT_TRUE(sink.ok()) << sink.status();
+    uint64_t offset = 0;
+    std::vector<RecordBatch> acked;
+    acked.push_back(MakeBatch(1000, 40, &offset));
+    acked.push_back(MakeBatch(2000, 40, &offset));
+    for (const RecordBatch& b : acked) ASSERT_TRUE(Send(sink->get(), b).ok());
+    server.Signal(SIGKILL);
+    server.Wait();
+    std::filesystem::remove_all(root + "/gone");
+    ServerProcess again;
+    ASSERT_NO_FATAL_FAILURE(again.Start(root, target));
+    // The same records from payload offset 0: what the kept capture must be.
+    uint64_t alone = 0;
+    std::vector<RecordBatch> later;
+    if (!at_finish) {
+      std::vector<RecordBatch> stream;  // as the stream sends them (offsets go on)
+      for (auto [task, n] : {std::pair<int, int>{3000, 30}, {4000, 20}}) {
+        stream.push_back(MakeBatch(task, n, &offset));
+        later.push_back(MakeBatch(task, n, &alone));
+      }
+      for (const RecordBatch& b : stream) ASSERT_TRUE(Send(sink->get(), b).ok());
+    }
+    ASSERT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
+    EXPECT_TRUE((*sink)->kept_locally());
+    EXPECT_EQ((*sink)->lost_capture().code(), absl::StatusCode::kNotFound)
+        << (*sink)->lost_capture();
+    EXPECT_EQ((*sink)->durable_records(), 80u);
+    EXPECT_EQ((*sink)->kept_locally_records(), at_finish ? 0u : 50u);
+    EXPECT_EQ((*sink)->sent_records(), at_finish ? 80u : 130u);
+    v1::CaptureSummary summary;
+    EXPECT_EQ(GetStatus(target, "gone", &summary).error_code(), grpc::StatusCode::NOT_FOUND);
+    struct stat st;
+    if (at_finish) {
+      EXPECT_NE(::stat((kept + "/args_dump.json").c_str(), &st), 0) << "no record, no capture";
+    } else {
+      const std::string expected = WriteUninterrupted("lost_expected", later);
+      EXPECT_TRUE(Slurp(kept + "/args.bin") == Slurp(expected + "/args.bin"));
+      EXPECT_EQ(Slurp(kept + "/args_dump.json"), Slurp(expected + "/args_dump.json"));
+    }
+    again.Signal(SIGTERM);
+    EXPECT_EQ(again.Wait(), 0);
+  }
+}
+
+// Without a fallback the refused resume is the sink's error, naming it.
+TEST(LostCaptureTest, WithoutAFallbackTheRefusalIsTheError) {
+  const std::string root = FreshTempDir("lost_root_nofallback");
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(root));
+  const std::string target = server.target();
+  auto sink = Connect(target, "gone");
+  ASSERT_NE(sink, nullptr);
+  uint64_t offset = 0;
+  ASSERT_TRUE(Send(sink.get(), MakeBatch(1000, 10, &offset)).ok());
+  server.Signal(SIGKILL);
+  server.Wait();
+  std::filesystem::remove_all(root + "/gone");
+  ServerProcess again;
+  ASSERT_NO_FATAL_FAILURE(again.Start(root, target));
+  const absl::Status s = Send(sink.get(), MakeBatch(2000, 10, &offset));
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_FALSE(sink->kept_locally());
+}
 
 // Issue 12, failure 3: with 8 clients streaming, a restart made 6 give up.
 // Eight clients stream at once; the server is SIGKILLed once each has sent

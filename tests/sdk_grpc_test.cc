@@ -3,6 +3,7 @@
 // ARGSDUMP_LABELS), the capture named after the test and labelled by it,
 // found with ListCaptures by target, read back through the test library;
 // a service that refuses; and capture_server as a process the test starts.
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -145,6 +146,90 @@ TEST_F(SdkGrpcTest, CiStreamsToTheServiceNamedAndLabelledByTheTest) {
   ASSERT_TRUE(local.ok()) << local.status();
   EXPECT_EQ(local->labels(), capture->labels());
   EXPECT_THAT(*local, testing::MatchesCapture(*capture));
+}
+
+// The capture deleted while the service was down: the restarted service
+// refuses the resume (NOT_FOUND). The session keeps what the service had
+// not acknowledged (step 1's records) in a local capture and warns, naming
+// the folder and the counts; the test does not fail on it.
+TEST_F(SdkGrpcTest, ACaptureTheServiceLostKeepsWhatItHadNotAcknowledgedLocally) {
+  StartServer();
+  KernelRegistry kernels;
+  const uint16_t scale =
+      *kernels.Register("scale", {ArgDirection::kIn, ArgDirection::kOut, ArgDirection::kScalar},
+                        &Scale, "elementwise");
+  SessionOptions o;
+  o.scheduler_threads = 1;
+  o.worker_threads = 1;
+  o.arena_bytes = 1 << 20;
+  o.records_per_buffer = 1;  // each record to the service as it is made
+  o.dump.level = 2;
+  o.dump.capture_server = target_;
+  o.dump.path = FreshTempDir("lost_sdk");
+  auto s = SimSession::Open(kernels, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::string location = (*s)->capture_location();
+  const std::string name = location.substr(location.find('/') + 1);
+  auto x = (*s)->Alloc(DataType::kFloat32, {8});
+  auto y = (*s)->Alloc(DataType::kFloat32, {8});
+  ASSERT_TRUE(x.ok() && y.ok());
+  std::vector<float> v(8);
+  for (int i = 0; i < 8; ++i) v[i] = static_cast<float>(i);
+  ASSERT_TRUE(x->Write(v).ok());
+  auto step = [&](uint32_t n) {
+    ASSERT_TRUE((*s)->BeginStep(n).ok());
+    CoreTaskArgs args;
+    float factor = static_cast<float>(n + 1);
+    args.add_input(*x).IgnoreError();
+    args.add_output(*y).IgnoreError();
+    args.add_scalar(factor).IgnoreError();
+    ASSERT_TRUE((*s)->Submit(scale, std::move(args)).ok());
+    ASSERT_TRUE((*s)->Synchronize().ok());
+  };
+  step(0);
+  {
+    // Until the service made step 0's three records durable.
+    auto stub = v1::CaptureService::NewStub(
+        grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::WatchCaptureRequest watch;
+    watch.set_capture(name);
+    auto reader = stub->WatchCapture(&ctx, watch);
+    v1::WatchCaptureResponse page;
+    int durable = 0;
+    while (durable < 3 && reader->Read(&page)) durable += page.args_size();
+    ctx.TryCancel();
+    reader->Finish().IgnoreError();
+    ASSERT_EQ(durable, 3);
+  }
+  server_->Shutdown(std::chrono::milliseconds(100));
+  server_.reset();
+  std::filesystem::remove_all(root_ + "/" + name);
+  CaptureServerOptions again;
+  again.listen = target_;
+  again.hub.root = root_;
+  auto restarted = CaptureServer::Start(again);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  server_ = std::move(restarted).value();
+  step(1);
+  ::testing::internal::CaptureStderr();
+  auto r = (*s)->Finish();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->run_status.ok()) << r->run_status;
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("WARNING: capture service ", target_,
+                                          " no longer has capture '", name, "'")));
+  EXPECT_THAT(log, HasSubstr("3 records it had acknowledged went with it; the 3 records it had "
+                             "not acknowledged are kept locally in " + r->capture_dir));
+  EXPECT_TRUE(r->capture.empty());
+  auto capture = Capture::Of(*r);
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  EXPECT_EQ(capture->args().size(), 3u);
+  for (const auto& a : capture->args()) EXPECT_EQ(a.step, 1u) << a;
+  auto out = capture->Get(ArgQuery().Func("scale").Step(1).Role(Role::kOutput));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(*out, testing::IsCloseTo({0, 2, 4, 6, 8, 10, 12, 14}));
 }
 
 TEST_F(SdkGrpcTest, ARefusingServiceKeepsTheCaptureLocally) {

@@ -99,6 +99,17 @@ check "unknown flag" 2 "--no_such_flag=1: no such flag" -- "$sim_run" --no_such_
 check "bad flag value" 2 "--schedulers: 'many'" -- "$sim_run" --schedulers=many
 check "flag without its value" 2 "--workers needs a value" -- "$sim_run" --workers
 check "a negative retry deadline" 2 "--capture-retry-deadline-ms: '-1' is negative" -- "$sim_run" --capture-retry-deadline-ms=-1
+# A capture name the service would refuse is refused at startup, by the
+# service's own rule, naming the flag (it was refused only by the service,
+# after a 30 s wait when none was reachable: nothing listens on port 9).
+check "capture name leaving the root" 2 "--capture-name: '../x': capture name may only hold \[A-Za-z0-9._-\]; character 47" -- \
+  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --capture-name ../x --output-prefix "$tmp/name1"
+check "capture name .." 2 "--capture-name: '..': capture name '..' is not allowed" -- \
+  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --capture-name .. --output-prefix "$tmp/name2"
+check "capture name too long" 2 "--capture-name: 'a+': capture name must be 1-128 characters, got 129" -- \
+  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --capture-name "$(printf 'a%.0s' $(seq 129))" --output-prefix "$tmp/name3"
+check "default capture name from the prefix" 2 "--output-prefix: its last part 'a b' is the capture's default name" -- \
+  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --output-prefix "$tmp/a b"
 check "workload is a directory" 2 "workload file $tmp: is a directory" -- "$sim_run" --workload "$tmp"
 printf '{"name": "huge", "buffers": [{"name": "big", "dtype": "FLOAT64", "shape": [65535, 65535]}, {"name": "also", "dtype": "FLOAT64", "shape": [65535, 65535]}], "tasks": []}' > "$tmp/huge.json"
 check "buffers that cannot be allocated" 2 "buffers\[0\] 'big': FLOAT64 4294836225 elements: device buffer: out of memory for 34358689856 bytes" -- \

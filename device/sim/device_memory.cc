@@ -1,6 +1,7 @@
 #include "device/sim/device_memory.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -26,6 +27,13 @@ absl::StatusOr<std::unique_ptr<DeviceMemory>> DeviceMemory::Create(uint64_t byte
   // No more than the machine could back (RAM + swap): a buffer larger than
   // that is refused at Alloc, as the heap refuses it in one process.
   bytes = std::min(bytes, MachineBytes());
+  // Under an address-space limit (ulimit -v) at most a quarter of it: the
+  // dump region, the collector's and gRPC's threads (their stacks and malloc
+  // arenas) need the rest; taking all that fits left them none.
+  struct rlimit limit;
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    bytes = std::min<uint64_t>(bytes, std::max<uint64_t>(limit.rlim_cur / 4, kPage));
+  }
   bytes = (bytes + kPage - 1) / kPage * kPage;
   if (bytes == 0) return absl::InvalidArgumentError("device memory: 0 bytes");
   const int fd = ::memfd_create("argsdump-device-memory", MFD_CLOEXEC);

@@ -23,7 +23,8 @@ namespace argsdump {
 class DeviceMemory {
  public:
   // Reserves `bytes` of address space (64 GiB by default: virtual, sparse),
-  // at most MachineBytes(), less under an address-space limit.
+  // at most MachineBytes() and, under an address-space limit (RLIMIT_AS),
+  // a quarter of it (less again when even that does not fit).
   // ResourceExhausted when the memfd or the mapping cannot be had.
   static absl::StatusOr<std::unique_ptr<DeviceMemory>> Create(
       uint64_t bytes = uint64_t{1} << 36);

@@ -131,6 +131,7 @@ bool FlightTable::ReadTask(uint32_t index, const DeviceMemory& memory, FlightTas
   out->scheduler = s.scheduler;
   out->dumped = (s.flags & abi::kFlightDumped) != 0;
   out->dump_after = (s.flags & abi::kFlightDumpAfter) != 0;
+  out->snapshot_taken = (s.flags & abi::kFlightSnapshotTaken) != 0;
   out->tensors.clear();
   out->scalars.clear();
   DumpTask& t = out->task;

@@ -14,7 +14,10 @@
 //            stores only): the signal, the fault address, and the worker
 //            and slot of the kernel that raised it.
 //   progress tasks submitted and completed (relaxed; the host's progress
-//            line reads them while the device runs).
+//            line and its watch read them while the device runs), and a
+//            heartbeat the device process's watch thread bumps a few times
+//            a second: a heartbeat that stands still means the process is
+//            stopped (SIGSTOP, a debugger, a frozen cgroup).
 #ifndef ARGSDUMP_DEVICE_SIM_FLIGHT_H_
 #define ARGSDUMP_DEVICE_SIM_FLIGHT_H_
 
@@ -36,6 +39,8 @@ inline constexpr uint32_t kFlightMagic = 0x464C5954;  // "FLYT"
 inline constexpr uint32_t kFlightMaxTensors = 16;     // CoreTaskArgs::kMaxTensors
 inline constexpr uint32_t kFlightMaxScalars = 16;
 inline constexpr uint32_t kNoFlightSlot = 0xFFFFFFFFu;
+// How often the device process's watch thread bumps FlightHeader::heartbeat.
+inline constexpr uint32_t kFlightHeartbeatMs = 50;
 
 struct FlightTensor {
   uint64_t memory_offset;  // 0   element 0 of the buffer, in DeviceMemory
@@ -63,6 +68,9 @@ static_assert(sizeof(FlightScalar) == 16, "ABI");
 inline constexpr uint8_t kFlightDumped = 1u << 0;     // the dump selected the task
 inline constexpr uint8_t kFlightDumpAfter = 1u << 1;  // its after_completion stage is recorded
 inline constexpr uint8_t kFlightHasMarker = 1u << 2;
+// The device recorded the task's in-flight snapshot itself (its scheduler
+// declared a hang): the host must not record another.
+inline constexpr uint8_t kFlightSnapshotTaken = 1u << 3;
 
 struct FlightSlot {
   // 0 free, 1 in flight: stored with release after everything below.
@@ -105,6 +113,7 @@ struct FlightHeader {
   uint32_t slots_per_scheduler;
   std::atomic<uint64_t> tasks_submitted;
   std::atomic<uint64_t> tasks_completed;
+  std::atomic<uint64_t> heartbeat;  // device watch thread, relaxed
   FlightCrash crash;
 };
 
@@ -116,6 +125,7 @@ struct FlightTask {
   uint32_t slot = 0;
   uint32_t scheduler = 0;
   bool dumped = false, dump_after = false;
+  bool snapshot_taken = false;  // kFlightSnapshotTaken
   std::vector<DumpTensorArg> tensors;
   std::vector<DumpScalarArg> scalars;
   DumpTask task;  // tensors/scalars point at the vectors above
@@ -145,6 +155,9 @@ class FlightTable {
   void Publish(uint32_t slot, uint32_t scheduler, const DumpTask& task, bool dumped,
                bool dump_after, const DeviceMemory& memory);
   void Release(uint32_t slot) { slots_[slot].state.store(0, std::memory_order_release); }
+  // Device: the task's in-flight snapshot is recorded (kFlightSnapshotTaken;
+  // the host reads it after the device process ended).
+  void MarkSnapshotTaken(uint32_t slot) { slots_[slot].flags |= abi::kFlightSnapshotTaken; }
 
   // Device, on a worker thread: it runs / stopped running a slot's kernel.
   // Also what the fault handler reads (thread-local), so it knows who faulted.

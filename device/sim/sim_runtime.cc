@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/thread.h"
 
 namespace argsdump {
 inline namespace ARGSDUMP_SIM_NAMESPACE {
@@ -419,11 +420,23 @@ absl::Status SimRuntime::Start() {
        config_.flight->workers() < config_.worker_threads)) {
     return absl::InvalidArgumentError("sim runtime: the flight table is smaller than the runtime");
   }
-  for (uint32_t i = 0; i < config_.worker_threads; ++i) {
-    workers_.emplace_back([this, i] { WorkerLoop(i); });
+  // A thread the system refuses (ulimit -v, a thread limit) fails the run
+  // with that status; the threads already started stop in the destructor.
+  absl::Status threads;
+  for (uint32_t i = 0; threads.ok() && i < config_.worker_threads; ++i) {
+    workers_.emplace_back();
+    threads = StartThread("a sim worker thread", &workers_.back(), [this, i] { WorkerLoop(i); });
+    if (!threads.ok()) workers_.pop_back();
   }
-  for (uint32_t i = 0; i < config_.scheduler_threads; ++i) {
-    schedulers_.emplace_back([this, i] { SchedulerLoop(i); });
+  for (uint32_t i = 0; threads.ok() && i < config_.scheduler_threads; ++i) {
+    schedulers_.emplace_back();
+    threads = StartThread("a sim scheduler thread", &schedulers_.back(),
+                          [this, i] { SchedulerLoop(i); });
+    if (!threads.ok()) schedulers_.pop_back();
+  }
+  if (!threads.ok()) {
+    Abort(threads);
+    return threads;
   }
   NotifySchedulers();
   return absl::OkStatus();
@@ -930,6 +943,7 @@ void SimRuntime::StopScheduler(SchedulerThread& scheduler) {
       (void)t->drained.load(std::memory_order_acquire);
       { std::lock_guard<std::mutex> lock(mu_); }
       rec->RecordTask(t->dump, abi::Stage::kAfterCompletion, abi::kFlagInFlightSnapshot);
+      if (t->flight_slot != abi::kNoFlightSlot) config_.flight->MarkSnapshotTaken(t->flight_slot);
     }
     t->cancel.store(true, std::memory_order_release);
   }

@@ -1,0 +1,92 @@
+#include "sdk/device_watch.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace argsdump {
+namespace {
+
+using ::testing::HasSubstr;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kBudget(1000);
+const DeviceWatch::Clock::time_point t0;
+
+TEST(DeviceWatchTest, AStoppedHeartbeatIsAHangAtTheBudget) {
+  DeviceWatch w(kBudget, t0);
+  DeviceProgress p;  // idle: nothing pending
+  p.heartbeat = 1;
+  EXPECT_FALSE(w.Observe(p, t0 + milliseconds(10)));
+  EXPECT_FALSE(w.Observe(p, t0 + milliseconds(1009)));
+  auto why = w.Observe(p, t0 + milliseconds(1010));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("did not run for 1000 ms"));
+}
+
+TEST(DeviceWatchTest, ABudgetShorterThanTenBeatsWaitsTenBeatsForTheHeartbeat) {
+  DeviceWatch w(milliseconds(20), t0);
+  DeviceProgress p;
+  p.heartbeat = 1;
+  EXPECT_FALSE(w.Observe(p, t0));
+  EXPECT_FALSE(w.Observe(p, t0 + milliseconds(499)));
+  auto why = w.Observe(p, t0 + milliseconds(500));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("did not run for 500 ms"));
+}
+
+TEST(DeviceWatchTest, ABeatingIdleDeviceIsNeverHung) {
+  DeviceWatch w(kBudget, t0);
+  DeviceProgress p;
+  for (int i = 1; i < 100; ++i) {
+    p.heartbeat = i;
+    EXPECT_FALSE(w.Observe(p, t0 + milliseconds(500 * i))) << i;
+  }
+}
+
+TEST(DeviceWatchTest, PendingWorkWithoutProgressIsALivelock) {
+  DeviceWatch w(kBudget, t0);
+  DeviceProgress p;
+  p.tasks_submitted = 3;
+  p.tasks_completed = 1;
+  p.records = 7;
+  for (int i = 1; i <= 4; ++i) {
+    p.heartbeat = i;
+    EXPECT_FALSE(w.Observe(p, t0 + milliseconds(300 * i))) << i;  // the first sample moved
+  }
+  p.heartbeat = 5;
+  auto why = w.Observe(p, t0 + milliseconds(300 + 1000));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("no progress for 1000 ms with 2 task(s) pending"));
+}
+
+TEST(DeviceWatchTest, ARecordOrACompletionIsProgress) {
+  DeviceWatch w(kBudget, t0);
+  DeviceProgress p;
+  p.tasks_submitted = 3;
+  for (int i = 1; i < 40; ++i) {
+    p.heartbeat = i;
+    if (i % 2 == 0) ++p.records; else ++p.tasks_completed;
+    if (p.tasks_completed >= p.tasks_submitted) p.tasks_submitted += 3;
+    EXPECT_FALSE(w.Observe(p, t0 + milliseconds(900 * i))) << i;
+  }
+}
+
+TEST(DeviceWatchTest, ADeviceWaitingForASlowHostIsNotHung) {
+  DeviceWatch w(kBudget, t0);
+  DeviceProgress p;
+  p.tasks_submitted = 3;
+  p.host_behind = true;
+  for (int i = 1; i < 20; ++i) {
+    p.heartbeat = i;
+    EXPECT_FALSE(w.Observe(p, t0 + milliseconds(400 * i))) << i;
+  }
+  // The host caught up; the device still does nothing: hung a budget later.
+  p.host_behind = false;
+  p.heartbeat = 20;
+  EXPECT_FALSE(w.Observe(p, t0 + milliseconds(8000)));
+  p.heartbeat = 21;
+  EXPECT_TRUE(w.Observe(p, t0 + milliseconds(8600)));
+}
+
+}  // namespace
+}  // namespace argsdump
