@@ -7,6 +7,7 @@
 #ifndef ARGSDUMP_BASE_FILES_H_
 #define ARGSDUMP_BASE_FILES_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -20,6 +21,10 @@ namespace argsdump {
 // above any config, workload, token or certificate file, far below what
 // would hurt a machine.
 inline constexpr uint64_t kDefaultMaxFileBytes = uint64_t{64} << 20;
+
+// The bound for a file read whole by design, however long it is (a
+// capture's journal or manifest): still a regular file only.
+inline constexpr uint64_t kUnboundedFileBytes = UINT64_MAX;
 
 // The whole of the regular file at `path`, at most `max_bytes` bytes. The
 // file is opened without blocking (a FIFO with no writer is refused, not
