@@ -25,6 +25,12 @@ class FileDescriptor {
   FileDescriptor(const FileDescriptor&) = delete;
   FileDescriptor& operator=(const FileDescriptor&) = delete;
   int get() const { return fd_; }
+  // The descriptor, no longer closed here.
+  int Release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   // Closes now; false (errno set) when the close reports an error.
   bool Close() {
     const int fd = fd_;
@@ -74,9 +80,10 @@ std::string ByteName(unsigned char c) {
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
+absl::StatusOr<int> OpenRegularFile(const std::string& path) {
   // Asked before opening, so a device is not even opened (opening some has
-  // effects), and again on the descriptor, which is what is read.
+  // effects), and again on the descriptor, which is what is read. Without
+  // O_NONBLOCK a FIFO with no writer would block the open itself.
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
@@ -85,6 +92,17 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t m
     return absl::DataLossError(absl::StrCat(path, ": cannot read: ", Reason()));
   }
   if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
+  return fd.Release();
+}
+
+absl::StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
+  absl::StatusOr<int> opened = OpenRegularFile(path);
+  if (!opened.ok()) return opened.status();
+  FileDescriptor fd(*opened);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    return absl::DataLossError(absl::StrCat(path, ": cannot read: ", Reason()));
+  }
   const uint64_t size = st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0;
   if (size > max_bytes) return TooLarge(path, size, max_bytes);
   // The size is a hint (files under /proc say 0, a file may grow): read

@@ -42,6 +42,13 @@ inline constexpr uint64_t kUnboundedFileBytes = UINT64_MAX;
 absl::StatusOr<std::string> ReadFileToString(const std::string& path,
                                              uint64_t max_bytes = kDefaultMaxFileBytes);
 
+// `path` opened for reading, if it is a regular file: the descriptor
+// (close-on-exec; the caller closes it). For readers that stream a file or
+// read parts of it; ReadFileToString opens with it. Opened without
+// blocking and checked on the descriptor, with ReadFileToString's errors
+// (NotFound, FailedPrecondition naming what the path is instead).
+absl::StatusOr<int> OpenRegularFile(const std::string& path);
+
 // Replaces the file with `bytes` (created 0644 if need be). Unavailable
 // naming the path when it cannot be opened or written.
 absl::Status WriteStringToFile(const std::string& path, absl::string_view bytes);

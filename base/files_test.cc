@@ -210,8 +210,21 @@ TEST_F(SpecialFilesTest, OnlyRegularFilesAreRead) {
     EXPECT_EQ(r.status().message(), path + ": is " + what + ", not a regular file");
     EXPECT_EQ(ReadTokenFile(path).status().message(),
               "cannot read a token from " + path + ": is " + what + ", not a regular file");
+    EXPECT_EQ(OpenRegularFile(path).status().message(),
+              path + ": is " + what + ", not a regular file");
   }
   ::close(sock);
+  // A regular file opens, for reading.
+  const std::string file = dir_ + "/dir/file";
+  ASSERT_TRUE(WriteStringToFile(file, "abc").ok());
+  const absl::StatusOr<int> fd = OpenRegularFile(file);
+  ASSERT_TRUE(fd.ok()) << fd.status();
+  char buf[4] = {};
+  EXPECT_EQ(::read(*fd, buf, sizeof(buf)), 3);
+  EXPECT_EQ(::write(*fd, "x", 1), -1);
+  ::close(*fd);
+  ::unlink(file.c_str());
+  EXPECT_TRUE(absl::IsNotFound(OpenRegularFile(file).status()));
 }
 
 TEST(FilesTest, ReadsUpToItsBound) {

@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "viewer/index_lookup.h"
 
 namespace argsdump {
@@ -56,9 +57,15 @@ class PayloadFile {
         error_ = absl::DataLossError(absl::StrCat(
             dir_, "/args_dump.json: bin_file '", name, "' is not a file of the capture folder"));
       } else {
-        fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-        struct stat st;
-        if (fd_ >= 0 && ::fstat(fd_, &st) == 0) bytes_ = static_cast<uint64_t>(st.st_size);
+        // A FIFO or device is refused, not waited on or read without end.
+        absl::StatusOr<int> fd = OpenRegularFile(path_);
+        if (fd.ok()) {
+          fd_ = *fd;
+          struct stat st;
+          if (::fstat(fd_, &st) == 0) bytes_ = static_cast<uint64_t>(st.st_size);
+        } else if (!absl::IsNotFound(fd.status())) {
+          error_ = absl::DataLossError(fd.status().message());
+        }
       }
     }
     if (!error_.ok()) return error_;
