@@ -87,8 +87,12 @@ class SecretFilesCliTest : public ::testing::Test {
   }
 
   void SetUp() override {
+    // The longest token, every allowed byte in it, with a Windows line
+    // end: it passes as gRPC metadata.
+    std::string token;
+    for (size_t i = 0; token.size() < 4096; ++i) token += static_cast<char>(0x21 + i % 94);
     good_token_ = TempPath("good_token");
-    std::ofstream(good_token_) << "s3cret\n";
+    std::ofstream(good_token_, std::ios::binary) << token << "\r\n";
     server_.Start(FreshTempDir("root"), "127.0.0.1:0", {"--auth_token_file=" + good_token_});
   }
   void TearDown() override {
