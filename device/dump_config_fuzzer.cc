@@ -1,4 +1,4 @@
-// libFuzzer target: any bytes as a --dump-config / ARGSDUMP_CONFIG file,
+// libFuzzer target: any bytes as a --dump-config file,
 // resolved with an empty API and environment entry. A bad file or value is
 // a WARNING and a fallback, never a crash; what comes out is a valid
 // configuration (level 0..3, steps parsed). A token file item names any
