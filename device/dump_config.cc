@@ -293,7 +293,8 @@ constexpr Item kItems[] = {
     {"capture_server", "ARGSDUMP_CAPTURE_SERVER", "host:port of a capture service",
      SetCaptureServer},
     {"auth_token_file", "ARGSDUMP_AUTH_TOKEN_FILE",
-     "a readable file whose first line is the bearer token", SetAuthTokenFile},
+     "a regular file whose first line is the bearer token (printable ASCII, no spaces)",
+     SetAuthTokenFile},
     {"labels", "ARGSDUMP_LABELS", "key=value pairs, comma-separated", SetLabels},
     {"dedup", "ARGSDUMP_DEDUP", "true or false", SetDedup},
 };
@@ -330,11 +331,13 @@ void LogEntry(const std::string& source, const DumpConfigEntry& e, std::vector<D
 void Take(const Item& item, const std::string& source, const std::string& shown,
           const std::string& value, DumpConfigEntry* entry, std::vector<DumpLog>* logs) {
   if (item.set(entry, value)) return;
-  const bool path = item.set == SetPath;
+  std::string why;  // for the items whose checks can say more
+  if (item.set == SetPath) why = PathProblem(value);
+  if (item.set == SetAuthTokenFile) why = std::string(ReadTokenFile(value).status().message());
   Log(logs, DumpLog::kWarning,
-      absl::StrCat(source, ": ", shown, " is not valid", path ? ": " : "",
-                   path ? PathProblem(value) : "", " (expected ", item.expected, "); ",
-                   item.name, " falls back to the next entry or its default"));
+      absl::StrCat(source, ": ", shown, " is not valid", why.empty() ? "" : ": ", why,
+                   " (expected ", item.expected, "); ", item.name,
+                   " falls back to the next entry or its default"));
 }
 
 std::string ValueText(const google::protobuf::Value& v, bool* ok) {
@@ -403,11 +406,15 @@ DumpConfigEntry DumpConfigFromEnvironment(const std::map<std::string, std::strin
 DumpConfigEntry DumpConfigFromFile(const std::string& path, std::vector<DumpLog>* logs) {
   DumpConfigEntry entry;
   const std::string source = absl::StrCat("config file ", path);
+  // A directory, FIFO or device is refused by type (never read or waited
+  // on), and a file over the reader's bound by size.
   absl::StatusOr<std::string> text = ReadFileToString(path);
   if (!text.ok()) {
     Log(logs, DumpLog::kWarning,
-        absl::StrCat(source, ": cannot read it; no setting is taken from it (pass a readable "
-                             "JSON file such as {\"level\": 2, \"mode\": \"output\"})"));
+        absl::StrCat(source, ": cannot read it (",
+                     absl::StripPrefix(text.status().message(), path + ": "),
+                     "); no setting is taken from it (pass a readable JSON file such as "
+                     "{\"level\": 2, \"mode\": \"output\"})"));
     return entry;
   }
   return DumpConfigFromText(*text, source, logs);

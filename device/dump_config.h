@@ -5,8 +5,8 @@
 // file, with non-empty override: an entry overrides only the items it sets.
 // Two entries setting one item to different values is an ERROR naming both;
 // the higher one wins. A value that does not parse (an unknown mode, a bad
-// step list, a path that cannot be written) is a WARNING naming the entry
-// and the value, and that item falls back to the next entry or the default:
+// step list, a path that cannot be written, a token file that is not one)
+// is a WARNING naming the entry, the value and why, and that item falls back to the next entry or the default:
 // configuration mistakes never abort a run.
 //
 //   item         environment            file key       values
@@ -21,7 +21,8 @@
 //   capture_server   ARGSDUMP_CAPTURE_SERVER   "capture_server"   host:port of a
 //                                         capture service to stream to
 //   auth_token_file  ARGSDUMP_AUTH_TOKEN_FILE  "auth_token_file"  the service's
-//                                         bearer token, in a readable file
+//                                         bearer token, in a file ReadTokenFile
+//                                         takes (base/files.h: its grammar)
 //   labels       ARGSDUMP_LABELS        "labels"       key=value,... for the capture
 //   dedup        ARGSDUMP_DEDUP         "dedup"        true/false: equal payloads of
 //                                         a capture stored once (default true)

@@ -1,7 +1,9 @@
-// libFuzzer target: any bytes as a --dump-config / ARGSDUMP_CONFIG file,
+// libFuzzer target: any bytes as a --dump-config file,
 // resolved with an empty API and environment entry. A bad file or value is
 // a WARNING and a fallback, never a crash; what comes out is a valid
-// configuration (level 0..3, steps parsed).
+// configuration (level 0..3, steps parsed). A token file item names any
+// path (/dev/zero, a folder, /proc files): read as the tools read it,
+// refused without a hang or an unbounded read.
 //   bazel build --config=fuzz //device:dump_config_fuzzer   (tools/fuzz.sh)
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::map<std::string, std::string> env;
   for (const char* name : {"ARGSDUMP_LEVEL", "ARGSDUMP_MODE", "ARGSDUMP_FUNCS", "ARGSDUMP_STEPS",
                            "ARGSDUMP_STATS", "ARGSDUMP_OVERFLOW", "ARGSDUMP_CAPTURE_SERVER",
-                           "ARGSDUMP_LABELS"}) {
+                           "ARGSDUMP_LABELS", "ARGSDUMP_AUTH_TOKEN_FILE"}) {
     env[name] = text.substr(0, 256);
   }
   const argsdump::DumpConfigEntry from_env = argsdump::DumpConfigFromEnvironment(env, &logs);

@@ -1,11 +1,13 @@
 #include "device/dump_config.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -308,6 +310,72 @@ TEST(DumpConfigWatcherTest, AChangedFileGivesANewConfiguration) {
   ASSERT_TRUE(gone.has_value());
   EXPECT_EQ(gone->level, 0);
   EXPECT_EQ(Count(logs, DumpLog::kWarning, "watched.json: cannot read it"), 1) << All(logs);
+}
+
+}  // namespace
+}  // namespace argsdump
+
+namespace argsdump {
+namespace {
+
+// A config file or a token file that is a FIFO (no writer), a device or a
+// folder: one WARNING saying what it is, nothing taken, never a wait or an
+// endless read; the same through the watcher, at start and between steps.
+TEST(DumpConfigTest, SpecialFilesAreWarningsNotHangs) {
+  const std::string fifo = TempPath("config_fifo");
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {fifo, "is a FIFO, not a regular file"},
+      {"/dev/zero", "is a character device, not a regular file"},
+      {TempPath(""), "is a directory, not a regular file"},
+  };
+  for (const auto& [path, what] : cases) {
+    SCOPED_TRACE(path);
+    std::vector<DumpLog> logs;
+    const DumpConfigEntry file = DumpConfigFromFile(path, &logs);
+    EXPECT_FALSE(file.level.has_value());
+    EXPECT_EQ(Count(logs, DumpLog::kWarning,
+                    "config file " + path + ": cannot read it (" + what + ")"),
+              1)
+        << All(logs);
+    logs.clear();
+    DumpConfigWatcher w({}, {}, path);
+    EXPECT_EQ(w.Current(&logs).level, 0);
+    EXPECT_FALSE(w.Poll(&logs).has_value());
+    logs.clear();
+    const DumpConfigEntry env =
+        DumpConfigFromEnvironment({{"ARGSDUMP_AUTH_TOKEN_FILE", path}}, &logs);
+    EXPECT_FALSE(env.auth_token_file.has_value());
+    EXPECT_EQ(Count(logs, DumpLog::kWarning,
+                    "environment: ARGSDUMP_AUTH_TOKEN_FILE='" + path +
+                        "' is not valid: cannot read a token from " + path + ": " + what),
+              1)
+        << All(logs);
+  }
+}
+
+// A token file whose token could not pass as a header: the WARNING names the
+// byte, and the item falls back (the next entry's token file is used).
+TEST(DumpConfigTest, ATokenFileIsCheckedByteByByte) {
+  const std::string bad = File("cr_token", "abc\rdef\n");
+  const std::string good = File("good_token", "s3cret\n");
+  std::vector<DumpLog> logs;
+  const DumpConfigEntry env = DumpConfigFromEnvironment({{"ARGSDUMP_AUTH_TOKEN_FILE", bad}}, &logs);
+  const DumpConfigEntry file = DumpConfigFromText(
+      "{\"auth_token_file\": \"" + good + "\"}", "config file c.json", &logs);
+  EXPECT_EQ(ResolveDumpConfig({}, env, file, &logs).auth_token_file, good);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning,
+                  "ARGSDUMP_AUTH_TOKEN_FILE='" + bad + "' is not valid: cannot read a token from " +
+                      bad + ": byte 3 is 0x0d (a carriage return)"),
+            1)
+      << All(logs);
+  logs.clear();
+  const DumpConfigEntry bad_in_file = DumpConfigFromText(
+      "{\"auth_token_file\": \"" + File("nul_token", std::string("ab\0", 3)) + "\"}",
+      "config file c.json", &logs);
+  EXPECT_FALSE(bad_in_file.auth_token_file.has_value());
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "byte 2 is 0x00 (NUL)"), 1) << All(logs);
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "device/workload.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -361,14 +359,14 @@ absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name) {
 
 absl::StatusOr<v1::WorkloadSpec> LoadWorkloadFile(const std::string& path,
                                                   const KernelRegistry& kernels) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workload file ", path, ": ", S_ISDIR(st.st_mode) ? "is a directory" : "is not a file",
-        " (pass a .json workload file or a built-in name)"));
-  }
+  // A directory, FIFO or device is refused by type (never read or waited
+  // on), and a file over the reader's bound by size.
   absl::StatusOr<std::string> text = ReadFileToString(path);
-  if (!text.ok()) return absl::NotFoundError(absl::StrCat("workload file ", path, ": cannot open"));
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("workload file ", text.status().message(),
+                                     " (pass a .json workload file or a built-in name)"));
+  }
   std::string base = path.substr(path.find_last_of('/') + 1);
   return ParseWorkloadJson(*text, absl::StrCat("workload file ", path),
                            base.substr(0, base.find('.')), kernels);

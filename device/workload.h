@@ -35,7 +35,9 @@ namespace argsdump {
 std::vector<std::string> BuiltinWorkloadNames();
 absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name);
 
-// Reads and validates a JSON workload file. Errors start with the path.
+// Reads and validates a JSON workload file. Errors start with "workload
+// file <path>"; a file ReadFileToString refuses (missing, a directory,
+// FIFO or device, over its bound) keeps that error's code.
 absl::StatusOr<v1::WorkloadSpec> LoadWorkloadFile(const std::string& path,
                                                   const KernelRegistry& kernels);
 // The same for a file's text: errors start with `source` ("workload file

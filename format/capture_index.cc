@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 
 namespace argsdump {
 namespace {
@@ -127,10 +128,12 @@ absl::Status WriteIndex(const std::string& path, const v1::CaptureInfo& info,
 
 absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& path,
                                                            IndexChecks checks) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("index ", path, ": cannot open: ", std::strerror(errno)));
+  // A FIFO or device is refused, not waited on or read without end.
+  absl::StatusOr<int> opened = OpenRegularFile(path);
+  if (!opened.ok()) {
+    return absl::Status(opened.status().code(), absl::StrCat("index ", opened.status().message()));
   }
+  const int fd = *opened;
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     ::close(fd);

@@ -351,7 +351,11 @@ absl::StatusOr<Capture> Capture::Of(const SessionResult& result) {
   if (!result.capture_server.empty()) {
     std::string token;
     if (!result.dump.auth_token_file.empty()) {
-      token = ReadTokenFile(result.dump.auth_token_file).value_or("");
+      // Checked when the session's configuration was resolved; a file
+      // changed since is named here rather than read without a token.
+      absl::StatusOr<std::string> read = ReadTokenFile(result.dump.auth_token_file);
+      if (!read.ok()) return read.status();
+      token = *std::move(read);
     }
     c = OpenRemote(result.capture_server, result.capture_name, token);
   } else {
@@ -430,8 +434,9 @@ absl::StatusOr<std::optional<std::string>> FirstDivergence(const Capture& actual
 
 absl::Status CheckCaptureFiles(const std::string& dir) {
   const std::string path = dir + "/args_dump.json";
-  absl::StatusOr<std::string> text = ReadFileToString(path);
-  if (!text.ok()) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  // A manifest is as long as its capture: read whole, a regular file only.
+  absl::StatusOr<std::string> text = ReadFileToString(path, kUnboundedFileBytes);
+  if (!text.ok()) return absl::NotFoundError(text.status().message());
   v1::ManifestFile m;
   google::protobuf::util::JsonParseOptions strict;
   strict.ignore_unknown_fields = false;

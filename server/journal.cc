@@ -170,7 +170,9 @@ absl::Status JournalWriter::WriteAll(absl::string_view a, absl::string_view b) {
 }
 
 absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(const std::string& path) {
-  absl::StatusOr<std::string> data = ReadFileToString(path);
+  // Read whole, however long (recovery needs every entry): the reader
+  // still takes a regular file only.
+  absl::StatusOr<std::string> data = ReadFileToString(path, kUnboundedFileBytes);
   if (!data.ok()) {
     return absl::Status(data.status().code(), absl::StrCat("journal ", data.status().message()));
   }

@@ -3,8 +3,11 @@
 // ARGSDUMP_LABELS), the capture named after the test and labelled by it,
 // found with ListCaptures by target, read back through the test library;
 // a service that refuses; and capture_server as a process the test starts.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -248,6 +251,52 @@ TEST_F(SdkGrpcTest, ARefusingServiceKeepsTheCaptureLocally) {
   auto capture = Capture::Of(*r);
   ASSERT_TRUE(capture.ok()) << capture.status();
   EXPECT_EQ(capture->args().size(), 6u);
+}
+
+// A token file whose token could never pass as metadata (a CR, NUL or a
+// byte >= 0x80 once aborted the session inside gRPC), or one that is no
+// file (a FIFO once hung it, /dev/zero read until bad_alloc): a WARNING
+// naming the byte or the file's type, and the capture is kept locally as
+// for any service that refuses. The dump never fails the test.
+TEST_F(SdkGrpcTest, ATokenFileThatIsNoTokenIsAWarningAndTheCaptureIsKeptLocally) {
+  StartServer("s3cret");
+  ScopedEnv server("ARGSDUMP_CAPTURE_SERVER", target_);
+  const std::string dir = FreshTempDir("bad_tokens");
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {"s3\rcret\n", "byte 2 is 0x0d (a carriage return)"},
+      {std::string("s3cret\0\n", 8), "byte 6 is 0x00 (NUL)"},
+      {"s3cr\xc3\xa9t\n", "byte 4 is 0xc3 (not ASCII)"},
+      {"s3cret \n", "byte 6 is 0x20 (a space)"},
+      {"", "is a FIFO, not a regular file"},
+  };
+  int n = 0;
+  for (const auto& [bytes, why] : cases) {
+    SCOPED_TRACE(why);
+    std::string token_file = fifo;
+    if (!bytes.empty()) {
+      token_file = absl::StrCat(dir, "/token", n++);
+      std::ofstream(token_file, std::ios::binary) << bytes;
+    }
+    ScopedEnv token("ARGSDUMP_AUTH_TOKEN_FILE", token_file);
+    SessionOptions o;
+    o.dump.path = FreshTempDir(absl::StrCat("bad_token_run", n));
+    ::testing::internal::CaptureStderr();
+    auto r = Run(o);
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_THAT(log, HasSubstr("WARNING: environment: ARGSDUMP_AUTH_TOKEN_FILE='" + token_file +
+                               "' is not valid: cannot read a token from " + token_file + ": " +
+                               why));
+    EXPECT_THAT(log, HasSubstr("WARNING: capture service " + target_ + " refused the capture ("));
+    EXPECT_THAT(log, HasSubstr("the capture is kept locally in " + o.dump.path.value()));
+    EXPECT_TRUE(r->run_status.ok());
+    EXPECT_TRUE(r->dump_status.ok()) << r->dump_status;
+    auto capture = Capture::Of(*r);
+    ASSERT_TRUE(capture.ok()) << capture.status();
+    EXPECT_EQ(capture->args().size(), 6u);
+  }
 }
 
 TEST_F(SdkGrpcTest, AnUnreachableServiceKeepsTheCaptureLocally) {

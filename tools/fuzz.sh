@@ -21,6 +21,7 @@ targets=(
   "server:tensor_view_fuzzer server/testdata/tensor_view_corpus"
   "device:workload_fuzzer device/testdata/workload_corpus"
   "device:dump_config_fuzzer device/testdata/dump_config_corpus"
+  "base:token_fuzzer base/testdata/token_corpus"
   "device:flight_fuzzer device/testdata/flight_corpus"
   "tools:quantity_fuzzer tools/testdata/quantity_corpus"
 )

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "format/capture_index.h"
 #include "format/names.h"
 #include "format/record.h"
@@ -37,9 +38,11 @@ class ManifestBytes {
   }
   absl::Status Open(const std::string& path) {
     path_ = path;
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    absl::StatusOr<int> fd = OpenRegularFile(path);  // a FIFO: refused, not waited on
+    if (!fd.ok()) return fd.status();
+    fd_ = *fd;
     struct stat st;
-    if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+    if (::fstat(fd_, &st) != 0) {
       return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
     }
     size_ = static_cast<uint64_t>(st.st_size);

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "format/device_crash.h"
 #include "format/names.h"
 
@@ -81,8 +82,12 @@ absl::Status ManifestReader::ParseStringView(absl::string_view* out, std::string
 }
 
 absl::StatusOr<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  // A FIFO or device is refused, not waited on or read without end.
+  absl::StatusOr<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) return fd.status();
+  std::FILE* f = ::fdopen(*fd, "rb");
   if (f == nullptr) {
+    ::close(*fd);
     return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
   std::unique_ptr<ManifestReader> r(new ManifestReader(path, f));

@@ -395,7 +395,12 @@ int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
         << " is a scalar; a golden file compares a tensor\n";
     return 2;
   }
-  absl::StatusOr<std::string> read = ReadFileToString(path);
+  // As many elements as the arg at the widest dtype (8 bytes), and a
+  // .npy header: a larger file cannot be its golden.
+  uint64_t numel = 1;
+  for (uint64_t d : a.shape) numel = d != 0 && numel > UINT64_MAX / d ? UINT64_MAX : numel * d;
+  const uint64_t most = numel > (UINT64_MAX - (1 << 20)) / 8 ? UINT64_MAX : numel * 8 + (1 << 20);
+  absl::StatusOr<std::string> read = ReadFileToString(path, std::max(most, kDefaultMaxFileBytes));
   if (!read.ok()) {
     err << "dump_viewer: --compare " << read.status().message() << "\n";
     return 2;

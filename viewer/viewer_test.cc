@@ -261,6 +261,44 @@ TEST(ViewerTest, HostileSizesShapesAndPathsAreErrorsNotAborts) {
   }
 }
 
+// A capture's files, or a golden, that are no files: refused by what they
+// are, never waited on (a FIFO with no writer) or read without end
+// (/dev/zero). A FIFO in place of args.index is passed over for the
+// manifest, as a missing index is.
+TEST(ViewerTest, SpecialFilesAreRefusedNotWaitedOn) {
+  const std::string dir = MakeCapture(Root() + "/special/args_dump");
+  const std::string bin = dir + "/args.bin", index = dir + "/args.index";
+  const std::string listed = Viewer({dir, "-t", "100000001"}).out;
+  ASSERT_FALSE(listed.empty());
+  ASSERT_EQ(std::remove(index.c_str()), 0);
+  ASSERT_EQ(::mkfifo(index.c_str(), 0600), 0);
+  Result r = Viewer({dir, "-t", "100000001"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, listed);
+  ASSERT_EQ(std::remove(bin.c_str()), 0);
+  ASSERT_EQ(::mkfifo(bin.c_str(), 0600), 0);
+  r = Viewer({dir, "--stats"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(bin + ": is a FIFO, not a regular file"), std::string::npos) << r.err;
+  ASSERT_EQ(std::remove(bin.c_str()), 0);
+  ASSERT_EQ(::symlink("/dev/zero", bin.c_str()), 0);
+  r = Viewer({dir, "--stats"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(bin + ": is a character device, not a regular file"), std::string::npos)
+      << r.err;
+  const std::string golden_fifo = Root() + "/special_golden";
+  ::unlink(golden_fifo.c_str());
+  ASSERT_EQ(::mkfifo(golden_fifo.c_str(), 0600), 0);
+  const std::string actual = MakeCapture(Root() + "/special_actual/args_dump");
+  for (const std::string& golden : {golden_fifo, std::string("/dev/zero")}) {
+    r = Viewer({actual, "-i", "0", "--compare", golden});
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("dump_viewer: --compare '" + golden + "': no such capture directory or file"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 TEST(ViewerTest, PicksTheNewestCaptureUnderOutputs) {
   const std::string base = Root() + "/cwd";
   ASSERT_EQ(std::system(("mkdir -p " + base).c_str()), 0);
