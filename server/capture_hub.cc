@@ -126,22 +126,49 @@ constexpr char kDeletingMark[] = "~deleting~";
 
 // Removes a capture's files and folders; the first failure, naming it.
 absl::Status RemoveCaptureFiles(const std::string& dir) {
-  absl::Status first;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (struct dirent* e = ::readdir(d)) {
-      const std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      if (::unlinkat(::dirfd(d), e->d_name, 0) != 0 && first.ok()) {
-        first = absl::InternalError(
-            absl::StrCat("cannot remove ", dir, "/", name, ": ", std::strerror(errno)));
-      }
+  // <root>/<name>/<folder>: neither <name> nor <folder> is followed when it
+  // is a link (a link planted in the root would otherwise have the files
+  // of the folder it leads to removed); a link is removed as itself.
+  const size_t slash = dir.rfind('/');
+  const std::string parent = dir.substr(0, slash);  // <root>/<name>
+  const std::string base = dir.substr(slash + 1);
+  const int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (parent_fd < 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    if (errno == ELOOP || errno == ENOTDIR) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("not removing ", dir, ": ", parent, " is not a folder of the root"));
     }
-    ::closedir(d);
+    return absl::InternalError(absl::StrCat("cannot open ", parent, ": ", std::strerror(errno)));
   }
-  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT && first.ok()) {
-    first = absl::InternalError(absl::StrCat("cannot remove ", dir, ": ", std::strerror(errno)));
+  absl::Status first;
+  const int fd = ::openat(parent_fd, base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    if (DIR* d = ::fdopendir(fd)) {
+      while (struct dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        if (::unlinkat(::dirfd(d), e->d_name, 0) != 0 && first.ok()) {
+          first = absl::InternalError(
+              absl::StrCat("cannot remove ", dir, "/", name, ": ", std::strerror(errno)));
+        }
+      }
+      ::closedir(d);
+    } else {
+      ::close(fd);
+    }
+    if (::unlinkat(parent_fd, base.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT && first.ok()) {
+      first = absl::InternalError(absl::StrCat("cannot remove ", dir, ": ", std::strerror(errno)));
+    }
+  } else if (errno == ELOOP || errno == ENOTDIR) {
+    // A link or a file where the folder was: it goes, what it names stays.
+    if (::unlinkat(parent_fd, base.c_str(), 0) != 0 && errno != ENOENT && first.ok()) {
+      first = absl::InternalError(absl::StrCat("cannot remove ", dir, ": ", std::strerror(errno)));
+    }
+  } else if (errno != ENOENT) {
+    first = absl::InternalError(absl::StrCat("cannot open ", dir, ": ", std::strerror(errno)));
   }
-  const std::string parent = dir.substr(0, dir.rfind('/'));  // <root>/<name>
+  ::close(parent_fd);
   ::rmdir(parent.c_str());  // only when nothing else is in it
   return first;
 }

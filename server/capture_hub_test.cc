@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <limits>
@@ -720,6 +721,44 @@ TEST(CaptureHubTest, AnInterruptedDeletionIsFinishedAtStartup) {
   ASSERT_TRUE(hub->Find("kept").ok());
   ArgFilter all;
   EXPECT_EQ((*hub->Find("kept"))->Query(all, 0, 100, 1000).hits.size(), 6u);
+}
+
+// Links planted in the root lead nowhere: a deletion's leftover that is a
+// link, and a capture folder that is a link to a capture elsewhere, are
+// removed as links; the files they lead to stay.
+TEST(CaptureHubTest, DeletionNeverFollowsALinkOutOfTheRoot) {
+  CaptureHub::Options elsewhere;
+  elsewhere.root = Root("links_elsewhere");
+  {
+    auto hub = std::move(CaptureHub::Open(elsewhere)).value();
+    FinishedCapture(hub.get(), "real", 3, std::chrono::seconds(0));
+  }
+  const std::string victim = elsewhere.root + "/victim";
+  ASSERT_TRUE(CreateDirectories(victim).ok());
+  ASSERT_TRUE(WriteStringToFile(victim + "/keep.txt", "mine").ok());
+  CaptureHub::Options o;
+  o.root = Root("links");
+  ASSERT_TRUE(CreateDirectories(o.root + "/x").ok());
+  ASSERT_EQ(::symlink(victim.c_str(), (o.root + "/x/args_dump~deleting~1.0").c_str()), 0);
+  ASSERT_TRUE(CreateDirectories(o.root + "/linked").ok());
+  ASSERT_EQ(::symlink((elsewhere.root + "/real/args_dump").c_str(),
+                      (o.root + "/linked/args_dump").c_str()),
+            0);
+  ASSERT_EQ(::symlink(victim.c_str(), (o.root + "/planted").c_str()), 0);
+  ASSERT_TRUE(CreateDirectories(o.root + "/y").ok());
+  ASSERT_EQ(::symlink(victim.c_str(), (o.root + "/y/args_dump~deleting~2.0").c_str()), 0);
+  {
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    if (hub->Find("linked").ok()) {
+      (void)hub->Delete("linked", "deleted");
+    }
+    (void)hub->Delete("planted", "deleted");
+  }
+  struct stat st;
+  EXPECT_EQ(::lstat((victim + "/keep.txt").c_str(), &st), 0);
+  EXPECT_TRUE(IsDirectory(elsewhere.root + "/real/args_dump"));
+  EXPECT_EQ(::lstat((elsewhere.root + "/real/args_dump/args.bin").c_str(), &st), 0);
+  EXPECT_EQ(::lstat((o.root + "/x/args_dump~deleting~1.0").c_str(), &st), -1);
 }
 
 // Delete: a finished capture and its files go (what they took is returned);
