@@ -923,8 +923,11 @@ absl::Status CaptureHub::MakeRoom() {
 void CaptureHub::ReapLoop() {
   const absl::Duration timeout = options_.live_idle_timeout;
   const bool idle_sealing = IsDeadline(timeout);
-  // Retention is looked at every minute at most (and at every open).
-  const absl::Duration retention_period = std::min(options_.retain_for, absl::Minutes(1));
+  // Retention is looked at every minute at most (and at every open), and
+  // never more than once a second, however short --retain_for is: each
+  // look measures every capture's files.
+  const absl::Duration retention_period =
+      std::max(absl::Seconds(1), std::min(options_.retain_for, absl::Minutes(1)));
   std::unique_lock<std::mutex> lock(mu_);
   while (!reap_stop_) {
     if (Retains()) {
