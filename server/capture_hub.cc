@@ -104,12 +104,25 @@ uint64_t DiskBytes(const std::string& dir) {
   return bytes;
 }
 
-// When a finished capture's manifest was written (its age for retention;
-// the epoch when it has none, a damaged capture: the first to go).
+// When a finished capture's manifest was written: its age for retention.
+// A damaged capture has none; it is as old as the newest file in it, so a
+// capture a crash left unreadable is kept as long as any other.
 absl::Time FinishedAt(const std::string& dir) {
   struct stat st;
-  if (::stat((dir + "/" + kManifestName).c_str(), &st) != 0) return absl::UnixEpoch();
-  return absl::TimeFromTimespec(st.st_mtim);
+  if (::stat((dir + "/" + kManifestName).c_str(), &st) == 0) {
+    return absl::TimeFromTimespec(st.st_mtim);
+  }
+  absl::Time newest = absl::UnixEpoch();
+  if (::stat(dir.c_str(), &st) == 0) newest = absl::TimeFromTimespec(st.st_mtim);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return newest;
+  while (struct dirent* e = ::readdir(d)) {
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+      newest = std::max(newest, absl::TimeFromTimespec(st.st_mtim));
+    }
+  }
+  ::closedir(d);
+  return newest;
 }
 
 // A duration that is set and finite: 0 and InfiniteDuration both mean "no
@@ -169,7 +182,6 @@ absl::Status RemoveCaptureFiles(const std::string& dir) {
     first = absl::InternalError(absl::StrCat("cannot open ", dir, ": ", std::strerror(errno)));
   }
   ::close(parent_fd);
-  ::rmdir(parent.c_str());  // only when nothing else is in it
   return first;
 }
 
@@ -563,7 +575,7 @@ absl::StatusOr<std::unique_ptr<CaptureHub>> CaptureHub::Open(Options options) {
   if (auto s = hub->Load(); !s.ok()) return s;
   {
     std::lock_guard<std::mutex> evicting(hub->evict_mu_);
-    if (auto s = hub->MakeRoom(); !s.ok() && !absl::IsResourceExhausted(s)) return s;
+    if (auto s = hub->MakeRoom(/*for_room=*/true); !s.ok() && !absl::IsResourceExhausted(s)) return s;
   }
   if (IsDeadline(hub->options_.live_idle_timeout) || hub->Retains()) {
     CaptureHub* h = hub.get();
@@ -603,6 +615,7 @@ absl::Status CaptureHub::Load() {
       Log(absl::StrCat("removed ", left, ", left by a deletion that did not end",
                        removed.ok() ? "" : absl::StrCat(": ", removed.message())));
     }
+    if (!leftovers.empty()) ::rmdir(parent.c_str());  // only when nothing else is in it
   }
   for (const std::string& name : names) {
     const std::string dir = options_.root + "/" + name + "/args_dump";
@@ -712,7 +725,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
   }
   if (evicts) {
     lock.unlock();  // eviction removes files: not under the hub's lock
-    if (absl::Status s = MakeRoom(); !s.ok()) return s;
+    if (absl::Status s = MakeRoom(/*for_room=*/true); !s.ok()) return s;
     lock.lock();
     it = captures_.find(open.capture());
     if (it != captures_.end()) {
@@ -834,6 +847,13 @@ absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::
   }
   const uint64_t bytes = DiskBytes(doomed);
   absl::Status removed = RemoveCaptureFiles(doomed);
+  {
+    // <root>/<name> goes too when it is empty and the name is still free: a
+    // capture opened under the name meanwhile creates its folder under this
+    // lock, so the two never interleave.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (captures_.count(name) == 0) ::rmdir((options_.root + "/" + name).c_str());
+  }
   Log(absl::StrCat("capture ", name, " ", why, " (", bytes, " bytes on disk)",
                    removed.ok() ? "" : absl::StrCat("; ", removed.message())));
   if (!removed.ok()) return removed;
@@ -853,7 +873,7 @@ uint64_t CaptureHub::RootDiskBytes() const {
 
 bool CaptureHub::Retains() const { return IsDeadline(options_.retain_for); }
 
-absl::Status CaptureHub::MakeRoom() {
+absl::Status CaptureHub::MakeRoom(bool for_room) {
   struct Held {
     std::string name;
     std::string dir;
@@ -894,7 +914,7 @@ absl::Status CaptureHub::MakeRoom() {
     // Saturating: a retention of centuries (or InfiniteDuration) is never
     // reached, it does not wrap into the past.
     const bool expired = Retains() && h.finished_at + options_.retain_for <= now;
-    const bool over = room_possible && limit > 0 && total >= limit;
+    const bool over = for_room && room_possible && limit > 0 && total >= limit;
     if (!expired && !over) continue;
     const std::string why =
         expired ? absl::StrCat("evicted: finished more than --retain_for=",
@@ -907,7 +927,7 @@ absl::Status CaptureHub::MakeRoom() {
     const uint64_t left = DiskBytes(h.dir);
     total -= std::min(total, h.bytes - std::min(h.bytes, left));
   }
-  if (limit > 0 && total >= limit) {
+  if (for_room && limit > 0 && total >= limit) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "capture service: the root holds ", total, " bytes on disk, ", live_bytes, " of them in ",
         live, " live capture(s), at or over --max_total_bytes=", limit,
@@ -934,7 +954,7 @@ void CaptureHub::ReapLoop() {
       lock.unlock();
       {
         std::lock_guard<std::mutex> evicting(evict_mu_);
-        MakeRoom().IgnoreError();  // ResourceExhausted is for a new capture, not here
+        MakeRoom(/*for_room=*/false).IgnoreError();  // retention only: room is made for a new capture
       }
       lock.lock();
       if (reap_stop_) break;

@@ -271,11 +271,12 @@ class CaptureHub {
   // Seals live captures idle past options_.live_idle_timeout; evicts
   // finished ones past options_.retain_for.
   void ReapLoop();
-  // Evicts finished captures past retain_for, then, over max_total_bytes,
-  // the oldest finished ones until the root takes less; ResourceExhausted,
-  // evicting none for room, when the live captures alone take
-  // max_total_bytes or more. The caller holds evict_mu_.
-  absl::Status MakeRoom();
+  // Evicts finished captures past retain_for, then (with for_room: at
+  // startup and for a new capture), over max_total_bytes, the oldest
+  // finished ones until the root takes less; ResourceExhausted, evicting
+  // none for room, when the live captures alone take max_total_bytes or
+  // more. The caller holds evict_mu_.
+  absl::Status MakeRoom(bool for_room);
   bool Retains() const;  // retain_for is finite and not 0
   const Options options_;
   int lock_fd_ = -1;  // flock(LOCK_EX) on <root>/.capture_server.lock

@@ -116,7 +116,9 @@ TEST(CaptureHubTest, ReadersAndWatchersRunWhileTheWriterAppendsAndFinishes) {
         const QueryPage page = c->Query(q, 0, 10, 1000);
         for (const QueryHit& h : page.hits) EXPECT_EQ(h.row.task_id, *q.task_id);
         const Watermark w = c->durable();
-        if (w.records > 0) EXPECT_TRUE(c->RecordById(w.records - 1).has_value());
+        if (w.records > 0) {
+          EXPECT_TRUE(c->RecordById(w.records - 1).has_value());
+        }
         ArgFilter scalars;
         scalars.kind = v1::KIND_SCALAR;
         const auto hits = c->ByArrival(scalars, 0, w.records);
@@ -574,6 +576,33 @@ TEST(CaptureHubTest, RetainForEvictsFinishedCapturesPastTheirAge) {
   EXPECT_FALSE(IsDirectory(o.root + "/old"));
   EXPECT_TRUE(hub->Find("young").ok());
   EXPECT_TRUE(hub->Find("fresh").ok());
+}
+
+// A capture a crash left without a manifest (and beyond repair) is as old
+// as its newest file for retention: kept while that is young, evicted once
+// it is older than --retain_for, like any other.
+TEST(CaptureHubTest, ADamagedCaptureIsDatedByItsNewestFile) {
+  CaptureHub::Options o;
+  o.root = Root("retain_damaged");
+  for (const char* name : {"crashed_now", "crashed_long_ago"}) {
+    ASSERT_TRUE(CreateDirectories(o.root + "/" + name + "/args_dump").ok());
+    ASSERT_TRUE(
+        WriteStringToFile(o.root + "/" + name + "/args_dump/args.bin", std::string(100, 'x')).ok());
+  }
+  const std::string old_dir = o.root + "/crashed_long_ago/args_dump";
+  struct timespec times[2];
+  times[0].tv_sec = times[1].tv_sec = ::time(nullptr) - 50 * 3600;
+  times[0].tv_nsec = times[1].tv_nsec = 0;
+  ASSERT_EQ(::utimensat(AT_FDCWD, (old_dir + "/args.bin").c_str(), times, 0), 0);
+  ASSERT_EQ(::utimensat(AT_FDCWD, old_dir.c_str(), times, 0), 0);
+  o.retain_for = absl::Hours(48);
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  EXPECT_EQ(hub->Find("crashed_now").status().code(), absl::StatusCode::kDataLoss)
+      << hub->Find("crashed_now").status();
+  struct stat st;
+  EXPECT_EQ(::stat((o.root + "/crashed_now/args_dump/args.bin").c_str(), &st), 0);
+  EXPECT_EQ(hub->Find("crashed_long_ago").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(IsDirectory(o.root + "/crashed_long_ago"));
 }
 
 // A retention of centuries, or for ever, keeps finished captures: at
