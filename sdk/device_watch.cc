@@ -31,6 +31,17 @@ std::optional<std::string> DeviceWatch::Observe(const DeviceProgress& p, Clock::
                         " ms (its heartbeat stood still: stopped, e.g. by SIGSTOP)");
   }
   if (now - progress_at_ >= budget_) {
+    // Progress stopped a little before the heartbeat did (the running
+    // kernel's inputs were recorded, then its process was stopped): when
+    // the heartbeat has missed ten beats by now, the process is not
+    // running, and that is the verdict, whichever rule came due first.
+    const auto still = std::chrono::duration_cast<std::chrono::microseconds>(now - beat_at_);
+    if (still >= std::chrono::milliseconds(10 * abi::kFlightHeartbeatMs)) {
+      return absl::StrCat("the device process did not run for the last ", ms(still),
+                          " ms (its heartbeat stood still: stopped, e.g. by SIGSTOP), with ",
+                          p.tasks_submitted - p.tasks_completed, " task(s) pending and no "
+                          "progress for ", ms(budget_), " ms");
+    }
     return absl::StrCat("the device made no progress for ", ms(budget_), " ms with ",
                         p.tasks_submitted - p.tasks_completed,
                         " task(s) pending (no task completed, nothing recorded: a kernel that "

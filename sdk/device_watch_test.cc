@@ -34,6 +34,42 @@ TEST(DeviceWatchTest, ABudgetShorterThanTenBeatsWaitsTenBeatsForTheHeartbeat) {
   EXPECT_THAT(*why, HasSubstr("did not run for 500 ms"));
 }
 
+// Progress stops before the heartbeat when the running kernel's process
+// is stopped: the progress rule comes due first, and says the process did
+// not run, since the heartbeat has stood still for more than ten beats.
+TEST(DeviceWatchTest, AProcessStoppedAfterItsLastProgressIsStoppedNotLivelocked) {
+  DeviceWatch w(milliseconds(2000), t0);
+  DeviceProgress p;
+  p.tasks_submitted = 3;
+  p.records = 1;
+  p.heartbeat = 1;
+  EXPECT_FALSE(w.Observe(p, t0 + milliseconds(100)));  // the last progress
+  for (int i = 2; i <= 6; ++i) {
+    p.heartbeat = i;  // still beating, no progress
+    EXPECT_FALSE(w.Observe(p, t0 + milliseconds(100 * i))) << i;
+  }
+  // Stopped at 600 ms: no beat from then on.
+  auto why = w.Observe(p, t0 + milliseconds(2100));
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("did not run for the last 1500 ms (its heartbeat stood still"));
+  EXPECT_THAT(*why, HasSubstr("3 task(s) pending and no progress for 2000 ms"));
+}
+
+// A livelocked kernel keeps the heartbeat going: the progress rule's verdict
+// stays a livelock even just after a slow beat.
+TEST(DeviceWatchTest, AFewMissedBeatsDoNotMakeALivelockAStop) {
+  DeviceWatch w(kBudget, t0);
+  DeviceProgress p;
+  p.tasks_submitted = 1;
+  p.heartbeat = 1;
+  EXPECT_FALSE(w.Observe(p, t0));
+  p.heartbeat = 2;
+  EXPECT_FALSE(w.Observe(p, t0 + milliseconds(600)));
+  auto why = w.Observe(p, t0 + milliseconds(1000));  // 400 ms since the beat: < 10 beats
+  ASSERT_TRUE(why);
+  EXPECT_THAT(*why, HasSubstr("no progress for 1000 ms with 1 task(s) pending"));
+}
+
 TEST(DeviceWatchTest, ABeatingIdleDeviceIsNeverHung) {
   DeviceWatch w(kBudget, t0);
   DeviceProgress p;

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
+#include "base/thread.h"
 
 namespace argsdump {
 namespace {
@@ -423,8 +424,9 @@ void Capture::Enqueue(Job job) {
            durable());
 }
 
-void Capture::StartWriter() {
-  writer_ = std::thread([this, weak = weak_from_this()] { WriterLoop(weak); });
+absl::Status Capture::StartWriter() {
+  return StartThread(absl::StrCat("the writer thread of capture ", name_), &writer_,
+                     [this, weak = weak_from_this()] { WriterLoop(weak); });
 }
 
 void Capture::WriterLoop(std::weak_ptr<Capture> weak) {
@@ -579,7 +581,11 @@ absl::StatusOr<std::unique_ptr<CaptureHub>> CaptureHub::Open(Options options) {
   }
   if (IsDeadline(hub->options_.live_idle_timeout) || hub->Retains()) {
     CaptureHub* h = hub.get();
-    hub->reaper_ = std::thread([h] { h->ReapLoop(); });
+    if (absl::Status s = StartThread("the capture hub's reaper thread", &hub->reaper_,
+                                     [h] { h->ReapLoop(); });
+        !s.ok()) {
+      return s;
+    }
   }
   return hub;
 }
@@ -632,7 +638,7 @@ absl::Status CaptureHub::Load() {
         c->durable_.records = (*store)->records();
         c->durable_.bin_bytes = (*store)->stream_bytes();
         c->store_ = std::move(store).value();
-        c->StartWriter();
+        if (absl::Status s = c->StartWriter(); !s.ok()) return s;
         Log(absl::StrCat("capture ", name, " is live after a restart: ", c->durable_.records,
                          " records, ", c->durable_.bin_bytes,
                          " payload bytes durable; waiting for its client to resume it"));
@@ -747,7 +753,14 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
   c->info_ = info;
   c->store_ = std::move(store).value();
   c->attached_ = true;
-  c->StartWriter();
+  if (absl::Status s = c->StartWriter(); !s.ok()) {
+    // Not listed: what the store created goes, so that a restart does not
+    // take it for a capture.
+    c.reset();
+    RemoveCaptureFiles(dir).IgnoreError();
+    ::rmdir((options_.root + "/" + open.capture()).c_str());
+    return s;
+  }
   captures_[open.capture()] = c;
   Log(absl::StrCat("capture ", open.capture(), " opened (new, level ", info.level(),
                    ", platform ", info.platform().empty() ? "unset" : info.platform(), ")"));

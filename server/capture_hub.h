@@ -160,7 +160,8 @@ class Capture : public std::enable_shared_from_this<Capture> {
   // What reads go to: the live store, or the finished capture's index (a
   // reader keeps its copy alive across the switch).
   std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Sources() const;
-  void StartWriter();
+  // ResourceExhausted when the system refuses the thread.
+  absl::Status StartWriter();
   void WriterLoop(std::weak_ptr<Capture> weak);
   // One job; false when it sealed the capture (the writer ends).
   bool RunJob(Job job, std::shared_ptr<CaptureStore> store);

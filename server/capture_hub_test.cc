@@ -4,7 +4,9 @@
 #include "server/capture_hub.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "base/files.h"
+#include "base/thread.h"
 #include "gtest/gtest.h"
 #include "tests/testing/arg_records.h"
 #include "tests/testing/temp_dir.h"
@@ -813,6 +816,77 @@ TEST(CaptureHubTest, DeleteRemovesAFinishedCaptureAndRefusesALiveOne) {
   EXPECT_EQ(held->Query(all, 0, 100, 1000).hits.size(), 12u);
   // The name is free again.
   EXPECT_TRUE(hub->Open(OpenRequest("done")).ok());
+}
+
+// Whether this build has a sanitizer, whose shadow memory does not fit
+// under an address-space limit.
+constexpr bool kSanitized =
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+    true;
+#else
+    false;
+#endif
+#elif defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    true;
+#else
+    false;
+#endif
+
+// The system refusing a capture's writer thread (here: an address-space
+// limit with no room for its stack) is RESOURCE_EXHAUSTED for that open,
+// naming the thread; nothing of the capture is left on disk, the process
+// goes on, and captures opened before are untouched. Run in a child, whose
+// limit the test's own process does not share.
+TEST(CaptureHubTest, ARefusedWriterThreadIsAnErrorNotACrash) {
+  if (kSanitized) GTEST_SKIP() << "a sanitizer's shadow memory does not fit under RLIMIT_AS";
+  CaptureHub::Options o;
+  o.root = Root("refused_thread");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    FinishedCapture(hub.get(), "before", 4, std::chrono::seconds(0));
+    // What the process maps now, and 4 MiB more: less than a thread stack.
+    long vm_kib = 0;
+    if (FILE* f = std::fopen("/proc/self/status", "r")) {
+      char line[256];
+      while (std::fgets(line, sizeof line, f)) {
+        if (std::sscanf(line, "VmSize: %ld kB", &vm_kib) == 1) break;
+      }
+      std::fclose(f);
+    }
+    struct rlimit limit;
+    limit.rlim_cur = limit.rlim_max = static_cast<rlim_t>(vm_kib + 4096) * 1024;
+    if (vm_kib == 0 || ::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(10);
+    {
+      // Where the limit does not keep a thread from starting (a runtime
+      // that reserved its stacks ahead), there is nothing to test.
+      std::thread probe;
+      if (StartThread("a probe thread", &probe, [] {}).ok()) {
+        probe.join();
+        ::_exit(20);
+      }
+    }
+    auto refused = hub->Open(OpenRequest("x"));
+    if (refused.ok()) ::_exit(11);
+    if (refused.status().code() != absl::StatusCode::kResourceExhausted) ::_exit(12);
+    if (refused.status().message().find("cannot start the writer thread of capture x") ==
+        std::string::npos) {
+      ::_exit(13);
+    }
+    if (IsDirectory(o.root + "/x")) ::_exit(14);
+    if (hub->Find("x").status().code() != absl::StatusCode::kNotFound) ::_exit(15);
+    if (!hub->Find("before").ok()) ::_exit(16);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  if (WEXITSTATUS(status) == 20) GTEST_SKIP() << "RLIMIT_AS does not refuse a thread here";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10: no limit set, 11: opened, 12: another code, 13: another message, 14: a folder "
+         "left, 15: listed, 16: the earlier capture lost";
 }
 
 TEST(CaptureHubTest, NamesStayUnderTheRoot) {

@@ -17,6 +17,7 @@
 #include "grpc/health/v1/health.pb.h"
 #include "server/capture_service.h"
 #include "tools/cli_flags.h"
+#include "tools/quantity.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port to listen on (port 0: any free port, printed at start)");
@@ -52,6 +53,21 @@ ABSL_FLAG(std::string, http_max_connections, "256",
           "end");
 ABSL_FLAG(std::string, http_max_tensor_elements, "262144",
           "elements a .../tensor answer may hold as JSON numbers without fit= (more: 413)");
+ABSL_FLAG(std::string, http_request_timeout, "10s",
+          "an HTTP request (head and body) must arrive within this of its connection's turn: "
+          "408, then the connection closes");
+ABSL_FLAG(std::string, http_write_stall_timeout, "10s",
+          "an HTTP answer the client takes no byte of for this long is cut");
+ABSL_FLAG(std::string, http_evict_after, "1s",
+          "with every HTTP connection slot taken, a new connection takes the slot of the client "
+          "that has kept the server waiting longest, once that has lasted this (0: at once)");
+ABSL_FLAG(std::string, http_inflight_budget_bytes, "256MiB",
+          "payload and tensor work in flight across HTTP requests; a request that would take "
+          "more waits --http_budget_wait for others to end, then gets 503 with Retry-After");
+ABSL_FLAG(std::string, http_budget_wait, "1s",
+          "how long an HTTP request waits for --http_inflight_budget_bytes (0: not at all)");
+ABSL_FLAG(std::string, http_send_buffer_bytes, "0",
+          "what the kernel buffers of an HTTP answer per connection (SO_SNDBUF)");
 ABSL_FLAG(std::string, shutdown_grace_ms, "5000",
           "how long running calls get at SIGINT/SIGTERM, in ms or with a unit (then they are "
           "cancelled; live captures stay live on disk, resumable after a restart)");
@@ -82,6 +98,12 @@ CommandLineSpec CaptureServerSpec() {
       {"shutdown_grace_ms", Quantity::Milliseconds(0, 3600 * 1000, "cancel at once")},
       {"http_max_connections", Quantity::Count(1, 65536)},
       {"http_max_tensor_elements", Quantity::Count(1, int64_t{1} << 24)},
+      {"http_request_timeout", Quantity::Duration(100, 3600 * 1000)},
+      {"http_write_stall_timeout", Quantity::Duration(100, 3600 * 1000)},
+      {"http_evict_after", Quantity::Duration(0, 3600 * 1000, "at once")},
+      {"http_inflight_budget_bytes", Quantity::Bytes(int64_t{1} << 20, int64_t{1} << 40)},
+      {"http_budget_wait", Quantity::Duration(0, 60 * 1000, "not at all")},
+      {"http_send_buffer_bytes", Quantity::Bytes(0, int64_t{64} << 20, "the kernel's sizing")},
   };
   return spec;
 }
@@ -113,6 +135,14 @@ int Main(const CommandLine& line) {
   o.http.tensor.max_elements = static_cast<uint64_t>(line.Quantity("http_max_tensor_elements"));
   o.http.cors_origins = absl::GetFlag(FLAGS_http_cors_origin);
   o.http.max_connections = static_cast<int>(line.Quantity("http_max_connections"));
+  o.http.request_timeout = absl::ToChronoMilliseconds(line.Duration("http_request_timeout"));
+  o.http.write_stall_timeout =
+      absl::ToChronoMilliseconds(line.Duration("http_write_stall_timeout"));
+  o.http.evict_after = absl::ToChronoMilliseconds(line.Duration("http_evict_after"));
+  o.http.inflight_budget_bytes =
+      static_cast<uint64_t>(line.Quantity("http_inflight_budget_bytes"));
+  o.http.budget_wait = absl::ToChronoMilliseconds(line.Duration("http_budget_wait"));
+  o.http.send_buffer_bytes = static_cast<int>(line.Quantity("http_send_buffer_bytes"));
   if (!o.http.cors_origins.empty() && o.http.listen.empty()) {
     return Fail(absl::StrCat(line.Spelling("http_cors_origin"),
                              ": the HTTP face is off; it needs --http_listen"));
@@ -153,6 +183,20 @@ int Main(const CommandLine& line) {
     const std::string http_host = o.http.listen.substr(0, o.http.listen.rfind(':'));
     std::printf("capture_server http on %s://%s:%d/\n", o.tls_cert_file.empty() ? "http" : "https",
                 http_host.c_str(), (*server)->http_port());
+    std::fprintf(
+        stderr,
+        "capture_server: HTTP limits: %d connections, request deadline %s, answer stall %s, "
+        "evict after %s, %s in flight (waited for %s), send buffer %s\n",
+        o.http.max_connections,
+        FormatQuantity(o.http.request_timeout.count(), Quantity::kDuration).c_str(),
+        FormatQuantity(o.http.write_stall_timeout.count(), Quantity::kDuration).c_str(),
+        FormatQuantity(o.http.evict_after.count(), Quantity::kDuration).c_str(),
+        FormatQuantity(static_cast<int64_t>(o.http.inflight_budget_bytes), Quantity::kBytes)
+            .c_str(),
+        FormatQuantity(o.http.budget_wait.count(), Quantity::kDuration).c_str(),
+        o.http.send_buffer_bytes == 0
+            ? "sized by the kernel"
+            : FormatQuantity(o.http.send_buffer_bytes, Quantity::kBytes).c_str());
   }
   std::fflush(stdout);
   int sig = 0;

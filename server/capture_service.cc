@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
+#include "base/thread.h"
 #include "proto/grpc_status.h"
 #include "server/bearer_token.h"
 #include "server/ingest_session.h"
@@ -26,19 +27,25 @@ namespace argsdump {
 
 IoPool::IoPool(int threads) {
   for (int i = 0; i < threads; ++i) {
-    threads_.emplace_back([this] {
-      for (;;) {
-        std::function<void()> work;
-        {
-          std::unique_lock<std::mutex> lock(mu_);
-          cv_.wait(lock, [&] { return stop_ || !work_.empty(); });
-          if (work_.empty()) return;
-          work = std::move(work_.front());
-          work_.pop_front();
-        }
-        work();
-      }
-    });
+    std::thread t;
+    // A thread the system refuses leaves fewer; with none, Run does the
+    // work on the caller's thread.
+    if (!StartThread("a file-reading thread of the capture service", &t, [this] {
+           for (;;) {
+             std::function<void()> work;
+             {
+               std::unique_lock<std::mutex> lock(mu_);
+               cv_.wait(lock, [&] { return stop_ || !work_.empty(); });
+               if (work_.empty()) return;
+               work = std::move(work_.front());
+               work_.pop_front();
+             }
+             work();
+           }
+         }).ok()) {
+      break;
+    }
+    threads_.push_back(std::move(t));
   }
 }
 
@@ -52,6 +59,10 @@ IoPool::~IoPool() {
 }
 
 void IoPool::Run(std::function<void()> work) {
+  if (threads_.empty()) {
+    work();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     work_.push_back(std::move(work));
@@ -175,9 +186,20 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
       return;
     }
     fd_ = ::open((*capture)->bin_path().c_str(), O_RDONLY | O_CLOEXEC);
+    const int open_errno = errno;
+    if (fd_ < 0 && open_errno == ENOENT) {
+      // Deleted (DeleteCapture, retention) since it was looked up: once
+      // open, a read goes on to its end whatever happens to the name.
+      auto now = service->hub()->Find(request->capture());
+      if (!now.ok() || *now != *capture) {
+        End(absl::NotFoundError(absl::StrCat("capture ", request->capture(),
+                                             " was deleted as its payload was about to be read")));
+        return;
+      }
+    }
     if (fd_ < 0) {
       End(absl::DataLossError(
-          absl::StrCat("cannot open ", (*capture)->bin_path(), ": ", std::strerror(errno))));
+          absl::StrCat("cannot open ", (*capture)->bin_path(), ": ", std::strerror(open_errno))));
       return;
     }
     ReadNext();

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "absl/strings/numbers.h"
+#include "base/thread.h"
 #include "httplib.h"
 
 namespace argsdump {
@@ -120,15 +121,33 @@ class Queue : public httplib::TaskQueue {
     ++state_->running;
     // Detached: the thread holds the state, and httplib's listen returns
     // (and its server may go) only after shutdown() saw every one end.
-    std::thread([state = state_, fn = std::move(fn)]() mutable {
-      // A write to a connection the client closed fails (EPIPE) instead of
-      // killing the process (TLS writes through OpenSSL's socket BIO).
-      sigset_t pipe;
-      sigemptyset(&pipe);
-      sigaddset(&pipe, SIGPIPE);
-      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-      Serve(state, std::move(fn));
-    }).detach();
+    auto task = std::make_shared<std::function<void()>>(std::move(fn));
+    std::thread thread;
+    const absl::Status started =
+        StartThread("an HTTP connection thread", &thread, [state = state_, task]() mutable {
+          // A write to a connection the client closed fails (EPIPE) instead
+          // of killing the process (TLS writes through OpenSSL's socket BIO).
+          sigset_t pipe;
+          sigemptyset(&pipe);
+          sigaddset(&pipe, SIGPIPE);
+          pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+          Serve(state, std::move(*task));
+        });
+    if (started.ok()) {
+      thread.detach();
+      return;
+    }
+    // The system refused a thread: a thread already serving takes the
+    // connection when it is done; with none, it is served here, on the
+    // accept loop, which accepts no other meanwhile.
+    --state_->running;
+    if (state_->running > 0) {
+      state_->waiting.push_back(std::move(*task));
+      return;
+    }
+    ++state_->running;
+    lock.unlock();
+    Serve(state_, std::move(*task));
   }
 
   // httplib's listen ends with this: every accepted connection served.

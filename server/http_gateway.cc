@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/files.h"
+#include "base/thread.h"
 #include "base/utf8.h"
 #include "format/names.h"
 #include "httplib.h"
@@ -1016,10 +1017,14 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   if (*listening >= 0) ::listen(*listening, SOMAXCONN);
   HttpListener* http = gateway->http_.get();
   auto exited = std::make_shared<std::atomic<bool>>(false);
-  gateway->listener_ = std::thread([http, exited] {
-    http->listen_after_bind();
-    exited->store(true);
-  });
+  if (absl::Status s = StartThread("the HTTP accept thread", &gateway->listener_,
+                                   [http, exited] {
+                                     http->listen_after_bind();
+                                     exited->store(true);
+                                   });
+      !s.ok()) {
+    return s;
+  }
   // httplib's stop() does nothing until its accept loop runs; the socket is
   // bound and listening already, so this is a moment.
   while (!http->is_running() && !exited->load()) std::this_thread::yield();

@@ -18,6 +18,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "collector/grpc_sink.h"
 #include "collector/sink.h"
 #include "tests/process_fixtures.h"
+#include "tests/testing/child_process.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/dynamic_message.h"
@@ -410,28 +412,15 @@ namespace {
 // A capture_server that is expected to refuse to start: its exit status
 // and what it printed on stderr.
 std::pair<int, std::string> RunToExit(const std::vector<std::string>& flags) {
-  int err[2];
-  EXPECT_EQ(::pipe(err), 0);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(err[1], 2);
-    ::close(err[0]);
-    ::close(err[1]);
-    const std::string bin = ServerBinary();
-    std::vector<char*> argv = {const_cast<char*>(bin.c_str())};
-    for (const std::string& f : flags) argv.push_back(const_cast<char*>(f.c_str()));
-    argv.push_back(nullptr);
-    ::execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  ::close(err[1]);
-  std::string text;
-  char buf[512];
-  for (ssize_t n; (n = ::read(err[0], buf, sizeof(buf))) > 0;) text.append(buf, n);
-  ::close(err[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+  std::vector<std::string> argv = {ServerBinary()};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  auto child = ChildProcess::Start(argv, TempPath("run_to_exit_stdout"));
+  EXPECT_TRUE(child.ok()) << child.status();
+  if (!child.ok()) return {-1, ""};
+  const std::optional<int> status = (*child)->Wait(std::chrono::seconds(60));
+  EXPECT_TRUE(status.has_value()) << "capture_server did not end";
+  const int code = status && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+  return {code, (*child)->stderr_text()};
 }
 
 // One server per root, and per port: a second one exits 2 saying why
@@ -524,6 +513,38 @@ TEST(CaptureServerProcessTest, MaxTotalBytesEvictsOldestFinishedFirstAndSaysSo) 
   EXPECT_TRUE(live->Finish(v1::CaptureCounters()).ok());
   tight.Signal(SIGTERM);
   EXPECT_EQ(tight.Wait(), 0);
+}
+
+// The HTTP face's bounds on slow clients are flags; the server states at
+// start what it serves with, so an operator sees a value took.
+TEST(CaptureServerProcessTest, HttpBoundsAreFlagsAndTheServerSaysWhatItUses) {
+  ServerProcess server;
+  server.PipeLog();
+  server.Start(TempPath("http_bounds_root"), "127.0.0.1:0",
+               {"--http_listen=127.0.0.1:0", "--http_max_connections=7",
+                "--http_request_timeout=250ms", "--http_write_stall_timeout=3s",
+                "--http_evict_after=0", "--http_inflight_budget_bytes=2MiB",
+                "--http_budget_wait=0", "--http_send_buffer_bytes=64KiB"});
+  const std::string line = server.WaitForLogLine("HTTP limits");
+  EXPECT_EQ(line,
+            "capture_server: HTTP limits: 7 connections, request deadline 250ms, answer stall "
+            "3s, evict after 0, 2MiB in flight (waited for 0), send buffer 64KiB");
+  server.Signal(SIGTERM);
+  for (std::string rest; server.NextLogLine(&rest);) {
+  }
+  EXPECT_EQ(server.Wait(), 0);
+  // The defaults, as README gives them.
+  ServerProcess defaults;
+  defaults.PipeLog();
+  defaults.Start(TempPath("http_bounds_defaults"), "127.0.0.1:0", {"--http_listen=127.0.0.1:0"});
+  EXPECT_EQ(defaults.WaitForLogLine("HTTP limits"),
+            "capture_server: HTTP limits: 256 connections, request deadline 10s, answer stall "
+            "10s, evict after 1s, 256MiB in flight (waited for 1s), send buffer sized by the "
+            "kernel");
+  defaults.Signal(SIGTERM);
+  for (std::string rest; defaults.NextLogLine(&rest);) {
+  }
+  EXPECT_EQ(defaults.Wait(), 0);
 }
 
 TEST(CaptureServerProcessTest, ASecondServerOnTheSameRootOrPortExitsTwo) {

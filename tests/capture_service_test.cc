@@ -769,6 +769,42 @@ TEST_F(CaptureServiceTest, FinishCaptureSealsADetachedLiveCapture) {
             grpc::StatusCode::NOT_FOUND);
 }
 
+// A download under way when its capture is deleted reads on to its end,
+// byte for byte (the open file outlives the name); a read asked for after
+// the deletion is NOT_FOUND, naming the capture.
+TEST_F(CaptureServiceTest, ADownloadUnderWayOutlivesTheDeletionOfItsCapture) {
+  StartServer("delete_mid_read");
+  const Pairs p = MakePairs(8);  // task 3's tensors are 1.2 MB
+  auto sink = Sink("doomed");
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, p.records.size()),
+                               p.Payloads(0, p.records.size())).ok());
+  ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
+  const uint64_t big = 3 * 3;  // task 3's input
+  v1::ReadPayloadRequest req;
+  req.set_capture("doomed");
+  req.set_record_id(big);
+  auto ctx = Ctx();
+  auto reader = stub_->ReadPayload(ctx.get(), req);
+  v1::PayloadChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  std::string got = chunk.data();
+  ASSERT_LT(got.size(), p.bytes[big].size()) << "the payload came in one chunk";
+  v1::DeleteCaptureRequest del;
+  del.set_capture("doomed");
+  v1::DeleteCaptureResponse freed;
+  ASSERT_TRUE(stub_->DeleteCapture(Ctx().get(), del, &freed).ok());
+  ASSERT_FALSE(IsDirectory(root_ + "/doomed"));
+  while (reader->Read(&chunk)) got += chunk.data();
+  const grpc::Status st = reader->Finish();
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_TRUE(got == p.bytes[big]) << got.size() << " of " << p.bytes[big].size() << " bytes";
+  grpc::Status after;
+  ReadPayload("doomed", big, 0, 0, &after);
+  EXPECT_EQ(after.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(after.error_message().find("doomed"), std::string::npos) << after.error_message();
+}
+
 // DeleteCapture: token-protected like the rest; a live capture is refused
 // (finish it first), a finished one goes with its files, and the service
 // says what every capture takes on disk before and after.
