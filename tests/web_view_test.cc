@@ -373,17 +373,23 @@ TEST_F(WebViewTest, ScalarsShowTheirTypedValues) {
   EXPECT_EQ(image.height, kHeight);
 }
 
-// At 1400 px the captures table fits its pane: its right-hand columns
-// (Crash, Attached) are in view, with a long name and four labels listed.
-TEST_F(WebViewTest, TheCapturesTableFitsItsPaneAt1400Px) {
-  const std::string dom = RunChromium(base_ + "#capture=scene", "--dump-dom");
+// At 1400 px both tables fit their panes: the captures table's right-hand
+// columns (Crash, Attached) are in view with a long name and four labels
+// listed, and the args table's (bin_size, Flags) with 20-digit scalars.
+TEST_F(WebViewTest, TheTablesFitTheirPanesAt1400Px) {
+  const std::string dom = RunChromium(base_ + "#capture=geometry", "--dump-dom");
   EXPECT_NE(dom.find(absl::StrCat("data-capture=\"", kLongName, "\"")), std::string::npos);
-  Rect table, pane;
-  ASSERT_TRUE(ParseRect(Attribute(dom, "captures", "data-rect"), &table)) << dom.substr(0, 2000);
-  ASSERT_TRUE(ParseRect(Attribute(dom, "captures-pane", "data-rect"), &pane));
-  EXPECT_LE(table.x + table.w, pane.x + pane.w) << "table " << table.w << " px in a pane of "
-                                                << pane.w;
-  EXPECT_GT(pane.w, 700);  // the layout's left column, not a narrow one
+  EXPECT_NE(dom.find("= 18446744073709551615<"), std::string::npos);
+  for (const auto& [table_id, pane_id] : {std::pair<std::string, std::string>{"captures", "captures-pane"},
+                                          {"args", "args-pane"}}) {
+    Rect table, pane;
+    ASSERT_TRUE(ParseRect(Attribute(dom, table_id, "data-rect"), &table)) << table_id
+                                                                           << dom.substr(0, 2000);
+    ASSERT_TRUE(ParseRect(Attribute(dom, pane_id, "data-rect"), &pane));
+    EXPECT_LE(table.x + table.w, pane.x + pane.w)
+        << table_id << ": " << table.w << " px in a pane of " << pane.w;
+    EXPECT_GT(pane.w, 700);  // the layout's left column, not a narrow one
+  }
 }
 
 }  // namespace

@@ -269,9 +269,9 @@ function renderCaptures() {
   markTableRect();
 }
 
-/** data-rect of the captures table and of its pane (CSS px in the window): whether the table fits. */
+/** data-rect of the two tables and of their panes (CSS px in the window): whether each table fits. */
 function markTableRect() {
-  for (const el of [$('captures'), $('captures-pane')]) {
+  for (const el of [$('captures'), $('captures-pane'), $('args'), $('args-pane')]) {
     const r = el.getBoundingClientRect();
     el.dataset.rect = [r.left, r.top, r.width, r.height].map(Math.round).join(',');
   }
@@ -499,6 +499,7 @@ function renderArgs(note) {
     else text = 'No records match.';
   }
   $('args-note').textContent = text;
+  markTableRect();
 }
 
 function flagBadges(r) {
@@ -514,6 +515,12 @@ function flagBadges(r) {
   ].filter(([on]) => on).map(([, name, title]) => h('span', { class: `badge flag-${name}`, text: name, title }));
 }
 
+/** A task id that, when its column is narrow, breaks between its high and low words. */
+function taskCell(hex) {
+  if (!/^0x[0-9a-f]{16}$/.test(hex)) return h('td', { class: 'mono', text: hex });
+  return h('td', { class: 'mono task' }, hex.slice(0, 10), h('wbr'), hex.slice(10));
+}
+
 function argRow(ca) {
   const r = ca.record || {};
   const selected = !!state.record && state.record.id === ca.record_id;
@@ -523,7 +530,7 @@ function argRow(ca) {
   },
   h('td', { class: 'num', text: ca.record_id }),
   h('td', { class: 'num', text: ca.manifest_index ?? '' }),
-  h('td', { class: 'mono', text: taskHex(r.task_id ?? 0) }),
+  taskCell(taskHex(r.task_id ?? 0)),
   h('td', { text: stageShort(r.stage) }),
   h('td', { text: short(r.role, 'ROLE_') }),
   h('td', { text: short(r.kind, 'KIND_') }),
