@@ -130,6 +130,9 @@ const std::vector<std::vector<std::string>>& Commands() {
       {"-t", "0x77"},  // nothing matches: the same suggestions
       {"--func", "99", "-s", "before"},
       {"--func", "-1"},  // args whose kernel is not known: a filter both sides take
+      {"--geometry"},
+      {"--geometry", "-s", "after", "-r", "inout"},
+      {"--step", "5"},  // nothing matches: the same stages, roles, kinds and steps offered
   };
   return *commands;
 }
