@@ -80,7 +80,8 @@ inline constexpr uint64_t kGeometryTask = 0x200000000ull;
 //   0  a 3x4 FLOAT32 view with strides (20, 2) from element 3 of its base
 //      (it touches offsets 3..49: a base of at least 50 elements);
 //   1  a 2x3x4 view with strides (40, 10, 2) from element 5 (5..71);
-//   2.. scalars, one per entry of GeometryScalars().
+//   2.. scalars, one per entry of GeometryScalars();
+//   then two views of large bases (below).
 struct GeometryScalar {
   v1::DType dtype;
   uint64_t bits;
@@ -119,6 +120,15 @@ inline SceneRecords GeometryCapture() {
               .ScalarBits(g.bits),
           {});
   }
+  // Bases too large to draw an element a cell, metadata only (no payload):
+  // 100 rows of 10 elements 10000 apart (record 15), and 2048x2048
+  // elements, every other one (record 16).
+  s.Add(TensorRecord(kGeometryTask + 2).FuncIds({7}).Arg(0).Shape({100, 10}).Strides({10000, 1})
+            .Contiguous(false).BinSize(0),
+        {});
+  s.Add(TensorRecord(kGeometryTask + 3).FuncIds({7}).Arg(0).Shape({2048, 2048})
+            .Strides({4096, 2}).Contiguous(false).BinSize(0),
+        {});
   uint64_t offset = 0;
   for (v1::ArgRecord& r : s.records) {
     r.set_bin_offset(offset);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -330,6 +331,35 @@ TEST_F(WebViewTest, AThreeDimensionalViewIsDrawnInRowsOfItsSecondLastStride) {
   EXPECT_EQ(Attribute(dom, "view-map", "data-cells"), "72");
   EXPECT_EQ(Attribute(dom, "view-map", "data-cols"), "10");
   EXPECT_EQ(Attribute(dom, "view-map", "data-covered"), "24");
+}
+
+// A base of a million elements is drawn a block of elements a cell, at
+// most 4096 cells: a cell is filled when the view touches any element of
+// it (computed here the same way); a view of more than 2^20 elements
+// places its first 2^20 and says so.
+TEST_F(WebViewTest, ALargeBaseIsDrawnInBoundedBlocks) {
+  const std::string dom = RunChromium(base_ + "#capture=geometry&record=15", "--dump-dom");
+  // 100 rows of 10 elements, 10000 apart: offsets 0..990009.
+  const uint64_t extent = 99 * 10000 + 9 + 1;
+  const uint64_t per_cell = (extent + 4095) / 4096;
+  std::set<uint64_t> covered;
+  for (uint64_t r = 0; r < 100; ++r) {
+    for (uint64_t c = 0; c < 10; ++c) covered.insert((r * 10000 + c) / per_cell);
+  }
+  EXPECT_EQ(Attribute(dom, "view-map", "data-per-cell"), std::to_string(per_cell))
+      << dom.substr(0, 3000);
+  EXPECT_EQ(Attribute(dom, "view-map", "data-cells"),
+            std::to_string((extent + per_cell - 1) / per_cell));
+  EXPECT_EQ(Attribute(dom, "view-map", "data-cols"), "64");
+  EXPECT_EQ(Attribute(dom, "view-map", "data-covered"), std::to_string(covered.size()));
+
+  const std::string big = RunChromium(base_ + "#capture=geometry&record=16", "--dump-dom");
+  EXPECT_LE(std::atoi(Attribute(big, "view-map", "data-cells").c_str()), 4096)
+      << big.substr(0, 3000);
+  const std::regex note("id=\"geometry-note\"[^>]*>([^<]*)<");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(big, m, note));
+  EXPECT_NE(m[1].str().find("first 1048576 of 4194304 elements"), std::string::npos) << m[1].str();
 }
 
 // A contiguous view of a whole base has no picture (nothing to tell).
