@@ -597,6 +597,7 @@ async function loadRecord() {
   showTensorPane('loading');
   $('t-title').textContent = `record ${rec.id}`;
   $('t-meta').textContent = 'Loading…';
+  renderViewMap(null);  // the previous record's picture goes with its header
   $('t-flags').replaceChildren();
   $('payload-link').hidden = true;
   try {
