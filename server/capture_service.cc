@@ -548,6 +548,10 @@ absl::StatusOr<std::unique_ptr<CaptureServer>> CaptureServer::Start(CaptureServe
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("capture server: cannot listen on ", options.listen));
   }
+  // Health checks name the server ("") or the service they depend on; both
+  // are SERVING until Shutdown, which makes every name NOT_SERVING.
+  server->server_->GetHealthCheckService()->SetServingStatus(
+      v1::CaptureService::service_full_name(), true);
   if (!options.http.listen.empty()) {
     HttpGatewayOptions http = options.http;
     http.tls_cert_file = options.tls_cert_file;

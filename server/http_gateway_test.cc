@@ -298,6 +298,61 @@ TEST_F(HttpGatewayTest, EveryQueryAnswersWhatGrpcAnswers) {
   }
 }
 
+// Scalars of every kind come with their value read as their dtype, and task
+// ids with their hex, on every path that answers records: QueryArgs
+// (filtered to scalars), GetArg and the generic /v1/rpc/ mirror.
+TEST_F(HttpGatewayTest, ScalarValuesAndHexTaskIdsBesideTheBitsAndTheDecimal) {
+  Start("typed_scalars");
+  const SceneRecords g = GeometryCapture();
+  {
+    SceneIngest in(stub_.get(), "geometry", token_);
+    ASSERT_TRUE(in.Send(g, 0, g.records.size()));
+    ASSERT_TRUE(in.Finish());
+  }
+  const std::vector<GeometryScalar> scalars = GeometryScalars();
+  auto expect_scalar = [&](const std::string& body, size_t i) {
+    const GeometryScalar& want = scalars[i];
+    const std::string beside = absl::StrCat("\"scalar_bits\":\"", want.bits,
+                                            "\",\"scalar_value\":", want.json, ",");
+    EXPECT_NE(body.find(beside), std::string::npos) << beside << "\n" << body;
+  };
+  auto page = Get("/v1/captures/geometry/args?kind=scalar");
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->status, 200) << page->body;
+  for (size_t i = 0; i < scalars.size(); ++i) expect_scalar(page->body, i);
+  EXPECT_NE(page->body.find("\"task_id\":\"8589934593\",\"task_id_hex\":\"0x0000000200000001\""),
+            std::string::npos)
+      << page->body;
+  // The tensors (records 0 and 1) have hex ids and no scalar_value.
+  for (uint64_t id : {0, 1}) {
+    auto arg = Get(absl::StrCat("/v1/captures/geometry/args/", id));
+    ASSERT_TRUE(arg);
+    ASSERT_EQ(arg->status, 200);
+    EXPECT_EQ(arg->body.find("scalar_value"), std::string::npos) << arg->body;
+    EXPECT_NE(arg->body.find(absl::StrCat("\"task_id_hex\":\"0x000000020000000", id, "\"")),
+              std::string::npos)
+        << arg->body;
+    EXPECT_NE(arg->body.find("\"is_contiguous\":false"), std::string::npos) << arg->body;
+  }
+  EXPECT_NE(Get("/v1/captures/geometry/args/0")->body.find("\"start_offset\":\"3\""),
+            std::string::npos);
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    auto arg = Get(absl::StrCat("/v1/captures/geometry/args/", i + 2));
+    ASSERT_TRUE(arg);
+    ASSERT_EQ(arg->status, 200);
+    expect_scalar(arg->body, i);
+  }
+  v1::QueryArgsRequest q;
+  q.set_capture("geometry");
+  q.mutable_filter()->set_dtype(v1::DTYPE_BFLOAT16);
+  httplib::Headers headers;
+  if (!token_.empty()) headers.emplace("Authorization", "Bearer " + token_);
+  auto rpc = http_->Post("/v1/rpc/QueryArgs", headers, ProtoToJson(q), "application/json");
+  ASSERT_TRUE(rpc);
+  ASSERT_EQ(rpc->status, 200) << rpc->body;
+  EXPECT_NE(rpc->body.find("\"scalar_value\":1.5,"), std::string::npos) << rpc->body;
+}
+
 TEST_F(HttpGatewayTest, PayloadRangesAreBytesOfThePayload) {
   Start("ranges");
   WriteScene("scene");

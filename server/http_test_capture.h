@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,12 +74,76 @@ inline SceneRecords SceneCapture() {
   return s;
 }
 
+inline constexpr uint64_t kGeometryTask = 0x200000000ull;
+
+// The view's geometry and typed scalars. Records, in order:
+//   0  a 3x4 FLOAT32 view with strides (20, 2) from element 3 of its base
+//      (it touches offsets 3..49: a base of at least 50 elements);
+//   1  a 2x3x4 view with strides (40, 10, 2) from element 5 (5..71);
+//   2.. scalars, one per entry of GeometryScalars();
+//   then two views of large bases (below).
+struct GeometryScalar {
+  v1::DType dtype;
+  uint64_t bits;
+  const char* json;  // the scalar_value the HTTP face prints
+};
+
+inline std::vector<GeometryScalar> GeometryScalars() {
+  return {
+      {v1::DTYPE_FLOAT32, 0x3dcccccdull, "0.1"},                        // 0.1f
+      {v1::DTYPE_FLOAT64, 0x3fb999999999999aull, "0.1"},                // 0.1
+      {v1::DTYPE_FLOAT16, 0xc100ull, "-2.5"},                           // -2.5 in binary16
+      {v1::DTYPE_BFLOAT16, 0x3fc0ull, "1.5"},                           // 1.5 in bfloat16
+      {v1::DTYPE_BOOL, 1, "true"},
+      {v1::DTYPE_INT32, 0xfffffffdull, "-3"},
+      {v1::DTYPE_INT8, 0x80ull, "-128"},
+      {v1::DTYPE_UINT16, 0xffffull, "65535"},
+      {v1::DTYPE_INT64, 0xffdfffffffffffffull, "-9007199254740993"},   // -(2^53 + 1)
+      {v1::DTYPE_UINT64, 0xffffffffffffffffull, "18446744073709551615"},
+      {v1::DTYPE_FLOAT64, 0x7ff8000000000000ull, "\"NaN\""},
+      {v1::DTYPE_FLOAT32, 0xff800000ull, "\"-Infinity\""},
+      {v1::DTYPE_FLOAT16, 0x7c00ull, "\"Infinity\""},
+  };
+}
+
+inline SceneRecords GeometryCapture() {
+  SceneRecords s;
+  s.Add(TensorRecord(kGeometryTask).FuncIds({7}).Arg(0).Shape({3, 4}).Strides({20, 2})
+            .StartOffset(3).Contiguous(false),
+        Ramp(12, 0.5f, 0));
+  s.Add(TensorRecord(kGeometryTask + 1).FuncIds({7}).Arg(0).Shape({2, 3, 4})
+            .Strides({40, 10, 2}).StartOffset(5).Contiguous(false),
+        Ramp(24, 0.25f, 0));
+  uint32_t arg = 1;
+  for (const GeometryScalar& g : GeometryScalars()) {
+    s.Add(ScalarRecord(kGeometryTask + 1).FuncIds({7}).Arg(arg++).Dtype(g.dtype)
+              .ScalarBits(g.bits),
+          {});
+  }
+  // Bases too large to draw an element a cell, metadata only (no payload):
+  // 100 rows of 10 elements 10000 apart (record 15), and 2048x2048
+  // elements, every other one (record 16).
+  s.Add(TensorRecord(kGeometryTask + 2).FuncIds({7}).Arg(0).Shape({100, 10}).Strides({10000, 1})
+            .Contiguous(false).BinSize(0),
+        {});
+  s.Add(TensorRecord(kGeometryTask + 3).FuncIds({7}).Arg(0).Shape({2048, 2048})
+            .Strides({4096, 2}).Contiguous(false).BinSize(0),
+        {});
+  uint64_t offset = 0;
+  for (v1::ArgRecord& r : s.records) {
+    r.set_bin_offset(offset);
+    offset += r.bin_size();
+  }
+  return s;
+}
+
 // One Ingest call: open, batches, acks, finish (or not: the capture stays
 // live while the caller holds the stream).
 class SceneIngest {
  public:
   SceneIngest(v1::CaptureService::Stub* stub, const std::string& name,
-              const std::string& token = "") {
+              const std::string& token = "",
+              const std::map<std::string, std::string>& labels = {{"case", "http"}}) {
     context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     if (!token.empty()) context_.AddMetadata("authorization", "Bearer " + token);
     stream_ = stub->Ingest(&context_);
@@ -86,7 +151,7 @@ class SceneIngest {
     open.mutable_open()->set_capture(name);
     open.mutable_open()->set_level(v1::DUMP_LEVEL_FULL);
     open.mutable_open()->set_platform("a2a3sim");
-    (*open.mutable_open()->mutable_labels())["case"] = "http";
+    for (const auto& [k, v] : labels) (*open.mutable_open()->mutable_labels())[k] = v;
     ok_ = stream_->Write(open) && stream_->Read(&response_) && response_.has_opened();
   }
   ~SceneIngest() {

@@ -33,6 +33,7 @@
 #include "google/protobuf/descriptor.pb.h"
 #include "google/protobuf/dynamic_message.h"
 #include "google/protobuf/text_format.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -180,6 +181,34 @@ TEST(CaptureServerProcessTest, ReflectionListsDescribesAndCallsEveryService) {
   s = CallByReflection(channel, reflection.pool(), "grpc.health.v1.Health.Check", "", &reply);
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_NE(reply.find("SERVING"), std::string::npos) << reply;
+  server.Signal(SIGTERM);
+  const int status = server.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// grpc_health_probe and Kubernetes ask for the service by name: the server
+// as a whole ("") and argsdump.v1.CaptureService are SERVING, a name it
+// does not serve is NOT_FOUND.
+TEST(CaptureServerProcessTest, HealthAnswersForTheServerAndTheCaptureServiceByName) {
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(TempPath("health_root")));
+  auto health = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials()));
+  auto check = [&](const std::string& service, grpc::health::v1::HealthCheckResponse* reply) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    return health->Check(&ctx, request, reply);
+  };
+  for (const std::string service : {"", "argsdump.v1.CaptureService"}) {
+    grpc::health::v1::HealthCheckResponse reply;
+    const grpc::Status s = check(service, &reply);
+    ASSERT_TRUE(s.ok()) << "'" << service << "': " << s.error_message();
+    EXPECT_EQ(reply.status(), grpc::health::v1::HealthCheckResponse::SERVING) << service;
+  }
+  grpc::health::v1::HealthCheckResponse reply;
+  EXPECT_EQ(check("argsdump.v1.NoSuchService", &reply).error_code(), grpc::StatusCode::NOT_FOUND);
   server.Signal(SIGTERM);
   const int status = server.Wait();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;

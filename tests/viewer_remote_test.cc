@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "collector/grpc_sink.h"
@@ -129,6 +130,9 @@ const std::vector<std::vector<std::string>>& Commands() {
       {"-t", "0x77"},  // nothing matches: the same suggestions
       {"--func", "99", "-s", "before"},
       {"--func", "-1"},  // args whose kernel is not known: a filter both sides take
+      {"--geometry"},
+      {"--geometry", "-s", "after", "-r", "inout"},
+      {"--step", "5"},  // nothing matches: the same stages, roles, kinds and steps offered
   };
   return *commands;
 }
@@ -332,18 +336,39 @@ TEST_F(ViewerRemoteTest, ListsCapturesByLabel) {
   };
   labelled("a_run", "//pkg:a_test");
   labelled("b_run", "//pkg:b_test");
+  const std::string long_name = "MyKernelSuite.StridedAffineWithStartOffset-20261204-151500";
+  labelled(long_name, "//pkg:long_test");
   const std::vector<std::string> server = {"--server", target_, "--auth_token_file", token_file_,
                                            "--captures"};
   const Result all = Viewer(server);
   EXPECT_EQ(all.code, 0) << all.err;
-  EXPECT_NE(all.out.find("2 captures"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("\n3 captures\n"), std::string::npos) << all.out;
+  // Every column starts where its header does, a 58-character name too:
+  // the state after the widest name, the numbers right-aligned under
+  // theirs, the labels after them.
+  const std::vector<std::string> lines = absl::StrSplit(all.out, '\n');
+  ASSERT_GE(lines.size(), 4u) << all.out;
+  const std::string& head = lines[0];
+  ASSERT_EQ(head.find("capture"), 0u) << all.out;
+  const size_t state = head.find("state"), records_end = head.find("records") + 7,
+               bytes_end = head.find("bin_bytes") + 9, labels = head.find("labels");
+  EXPECT_EQ(state, long_name.size() + 2) << all.out;
+  for (size_t i = 1; i <= 3; ++i) {
+    const std::string& line = lines[i];
+    EXPECT_EQ(line.find("finished"), state) << line;
+    EXPECT_EQ(line[records_end - 1], '2') << line;  // 12 records
+    EXPECT_EQ(line[records_end], ' ') << line;
+    EXPECT_NE(line[bytes_end - 1], ' ') << line;
+    EXPECT_EQ(line[bytes_end], ' ') << line;
+    EXPECT_EQ(line.find("steps=3,target=//pkg:"), labels) << line;
+  }
   const Result a = Viewer(Cat(server, {"--label", "target=//pkg:a_test"}));
   EXPECT_EQ(a.code, 0) << a.err;
   EXPECT_NE(a.out.find("a_run"), std::string::npos) << a.out;
   EXPECT_EQ(a.out.find("b_run"), std::string::npos) << a.out;
-  EXPECT_NE(a.out.find("finished          12           "), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("a_run    finished       12"), std::string::npos) << a.out;
   EXPECT_NE(a.out.find("steps=3,target=//pkg:a_test"), std::string::npos) << a.out;
-  EXPECT_NE(a.out.find("1 captures"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("\n1 capture\n"), std::string::npos) << a.out;
   const Result none = Viewer(Cat(server, {"--label", "target=//pkg:c_test"}));
   EXPECT_EQ(none.code, 1);
   EXPECT_EQ(Viewer({"--captures"}).code, 2);

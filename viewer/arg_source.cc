@@ -20,6 +20,10 @@ void SomeValues::Add(const ManifestEntry& e) {
   for (int64_t f : e.func_ids) {
     if (funcs.size() < 8) funcs.insert(f);
   }
+  stages.insert(e.stage);
+  roles.insert(e.role);
+  kinds.insert(e.kind);
+  if (steps.size() < 8) steps.insert(e.step);
 }
 
 bool IsDir(const std::string& p) {

@@ -23,10 +23,16 @@ namespace argsdump {
 using Selection = EntryFilter;
 
 // A few values that exist in a capture, suggested when nothing matched.
+// Stages, roles and kinds: every one seen (a hint offers none the capture
+// lacks); steps: the first few.
 struct SomeValues {
   std::set<uint64_t> tasks;
   std::set<uint32_t> args;
   std::set<int64_t> funcs;
+  std::set<v1::Stage> stages;
+  std::set<v1::Role> roles;
+  std::set<v1::Kind> kinds;
+  std::set<uint32_t> steps;
   void Add(const ManifestEntry& e);
 };
 

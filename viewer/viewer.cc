@@ -122,15 +122,46 @@ void AppendFlags(const ManifestEntry& e, LineWriter& w) {
 // of bounded width (numbers of up to 20 digits, the vocabulary's names,
 // the flags) and the three of any length.
 size_t ListingLineBound(const ManifestEntry& e, absl::string_view mark) {
-  return 512 + e.value.size() + 21 * e.shape.size() + mark.size();
+  return 512 + e.value.size() + 21 * (e.shape.size() + e.strides.size()) + mark.size();
+}
+
+// --geometry's columns after the shape: "%-16s  %7s  %-6s" of the strides
+// ("[20,2]"), the start offset and "yes"/"no" for contiguity; "-" in each
+// for a scalar.
+void AppendGeometry(const ManifestEntry& e, LineWriter& w) {
+  if (e.is_scalar()) {
+    w.Column("-", 16, false);
+    w.Str("  ");
+    w.Column("-", 7, true);
+    w.Str("  ");
+    w.Column("-", 6, false);
+    w.Str("  ");
+    return;
+  }
+  const char* const column = w.p;
+  w.Push('[');
+  for (size_t i = 0; i < e.strides.size(); ++i) {
+    if (i > 0) w.Push(',');
+    w.Uint(e.strides[i]);
+  }
+  w.Push(']');
+  const size_t width = static_cast<size_t>(w.p - column);
+  if (width < 16) w.Blanks(16 - width);
+  w.Str("  ");
+  w.RightUint(e.start_offset, 7);
+  w.Str("  ");
+  w.Column(e.is_contiguous ? "yes" : "no", 6, false);
+  w.Str("  ");
 }
 
 // One listing line written at `out` (a 10 M-entry listing prints 10 M of
 // these: built by hand, not through a format string), its end returned:
 // "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", trailing
-// blanks trimmed, '\n'. `mark` (a crashed capture's) follows the flags.
-// `out` has room for ListingLineBound(e, mark) bytes.
-char* ListingLine(const ManifestEntry& e, char* out, absl::string_view mark = "") {
+// blanks trimmed, '\n'; with `geometry`, AppendGeometry's columns after the
+// shape. `mark` (a crashed capture's) follows the flags. `out` has room
+// for ListingLineBound(e, mark) bytes.
+char* ListingLine(const ManifestEntry& e, char* out, absl::string_view mark = "",
+                  bool geometry = false) {
   LineWriter w{out};
   w.RightUint(e.index, 7);
   w.Str("  0x");
@@ -164,6 +195,7 @@ char* ListingLine(const ManifestEntry& e, char* out, absl::string_view mark = ""
   const size_t width = static_cast<size_t>(w.p - column);
   if (width < 16) w.Blanks(16 - width);
   w.Str("  ");
+  if (geometry) AppendGeometry(e, w);
   w.RightUint(e.bin_size, 10);
   w.Str("  ");
   const char* const flags = w.p;
@@ -217,10 +249,15 @@ int NoMatch(ArgSource& source, std::ostream& err) {
   if (!some.ok()) return Fail(err, some.status());
   std::vector<std::string> tasks;
   for (uint64_t t : some->tasks) tasks.push_back(TaskIdHex(t));
+  std::vector<std::string> stages, roles, kinds;
+  for (v1::Stage s : some->stages) stages.push_back(StageShortName(s));
+  for (v1::Role r : some->roles) roles.push_back(RoleName(r));
+  for (v1::Kind k : some->kinds) kinds.push_back(KindName(k));
   err << "dump_viewer: no arg matches the filters. Some values in this capture: tasks "
       << absl::StrJoin(tasks, " ") << "; args " << absl::StrJoin(some->args, " ") << "; funcs "
-      << absl::StrJoin(some->funcs, " ") << "; stages before, after; roles input, output, "
-      << "inout\n";
+      << absl::StrJoin(some->funcs, " ") << "; stages " << absl::StrJoin(stages, ", ")
+      << "; roles " << absl::StrJoin(roles, ", ") << "; kinds " << absl::StrJoin(kinds, ", ")
+      << "; steps " << absl::StrJoin(some->steps, " ") << "\n";
   return 1;
 }
 
@@ -585,9 +622,10 @@ int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std
     out << CrashMarks::Summary(*c);
     crash.emplace(*c);
   }
-  out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  %10s  %s\n", "index",
-                         "task_id", "stage", "role", "arg", "kind", "dtype", "shape", "bytes",
-                         "flags");
+  out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  ", "index", "task_id",
+                         "stage", "role", "arg", "kind", "dtype", "shape")
+      << (o.geometry ? absl::StrFormat("%-16s  %7s  %-6s  ", "strides", "start", "contig") : "")
+      << absl::StrFormat("%10s  %s\n", "bytes", "flags");
   // The reference's habit: --index N always exports that entry.
   const bool export_text = o.export_text || o.selection.index.has_value();
   uint64_t matched = 0;
@@ -610,7 +648,8 @@ int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std
       flush();
       if (bound > lines.size()) lines.resize(bound);
     }
-    used = static_cast<size_t>(ListingLine(e, lines.data() + used, mark) - lines.data());
+    used = static_cast<size_t>(ListingLine(e, lines.data() + used, mark, o.geometry) -
+                               lines.data());
     if (o.terminals.out) flush();
   }
   flush();
@@ -627,26 +666,41 @@ int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std
 
 }  // namespace
 
-// --captures: the service's captures (with --label: those labelled so).
+// --captures: the service's captures (with --label: those labelled so), a
+// line each in columns as wide as their widest entry (names run to 128
+// characters), then "N captures" ("1 capture").
 int ListCaptures(const ViewerOptions& o, std::ostream& out, std::ostream& err) {
   absl::StatusOr<std::vector<v1::CaptureSummary>> captures = ListRemoteCaptures(o.remote, o.labels);
   if (!captures.ok()) return Fail(err, captures.status());
-  out << absl::StrFormat("%-40s  %-8s  %10s  %12s  %s\n", "capture", "state", "records",
-                         "bin_bytes", "labels");
+  struct Row {
+    std::string name, state, records, bin_bytes, labels;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"capture", "state", "records", "bin_bytes", "labels"});
   for (const v1::CaptureSummary& c : *captures) {
     std::vector<std::string> labels;
     for (const auto& [k, v] : std::map<std::string, std::string>(c.labels().begin(),
                                                                  c.labels().end())) {
       labels.push_back(absl::StrCat(k, "=", v));
     }
-    std::string line = absl::StrFormat(
-        "%-40s  %-8s  %10d  %12d  %s", c.capture(),
-        c.state() == v1::CAPTURE_STATE_LIVE ? "live" : "finished", c.records(), c.bin_bytes(),
-        absl::StrJoin(labels, ","));
+    rows.push_back({c.capture(), c.state() == v1::CAPTURE_STATE_LIVE ? "live" : "finished",
+                    absl::StrCat(c.records()), absl::StrCat(c.bin_bytes()),
+                    absl::StrJoin(labels, ",")});
+  }
+  size_t name = 0, state = 0, records = 0, bin_bytes = 0;
+  for (const Row& r : rows) {
+    name = std::max(name, r.name.size());
+    state = std::max(state, r.state.size());
+    records = std::max(records, r.records.size());
+    bin_bytes = std::max(bin_bytes, r.bin_bytes.size());
+  }
+  for (const Row& r : rows) {
+    std::string line = absl::StrFormat("%-*s  %-*s  %*s  %*s  %s", name, r.name, state, r.state,
+                                       records, r.records, bin_bytes, r.bin_bytes, r.labels);
     line.erase(line.find_last_not_of(' ') + 1);
     out << line << "\n";
   }
-  out << captures->size() << " captures\n";
+  out << captures->size() << (captures->size() == 1 ? " capture\n" : " captures\n");
   return captures->empty() && !o.labels.empty() ? 1 : 0;
 }
 

@@ -54,6 +54,9 @@ ABSL_FLAG(std::string, server, "",
           "host:port of a capture service: read --capture NAME there (or list --captures)");
 ABSL_FLAG(std::string, capture, "", "the capture's name on --server");
 ABSL_FLAG(std::string, auth_token_file, "", "file holding the service's bearer token");
+ABSL_FLAG(bool, geometry, false,
+          "the listing shows each tensor's view: strides and start offset (in elements of its "
+          "base) and whether it is contiguous");
 ABSL_FLAG(bool, captures, false, "list the captures of --server (with --label: those so labelled)");
 ABSL_FLAG(std::vector<std::string>, label, {},
           "with --captures: key=value labels a capture must carry (comma separated or repeated)");
@@ -219,6 +222,7 @@ absl::Status ReadService(const CommandLine& line, ViewerOptions* o) {
     return Bad(line, "capture", "", "a capture name");
   }
   o->list_captures = absl::GetFlag(FLAGS_captures);
+  o->geometry = absl::GetFlag(FLAGS_geometry);
   for (const std::string& label : absl::GetFlag(FLAGS_label)) {
     const size_t eq = label.find('=');
     if (eq == std::string::npos || eq == 0) return Bad(line, "label", label, "key=value");

@@ -28,6 +28,7 @@ struct ViewerOptions {
   bool tolerance_set = false;
   std::string out_dir;
   RemoteCapture remote;  // target empty: a local capture; auth_token read
+  bool geometry = false;  // --geometry: the listing's view columns
   bool list_captures = false;                 // --captures
   std::map<std::string, std::string> labels;  // --label k=v (with --captures)
   ProgressMode progress = ProgressMode::kAuto;  // --progress / --noprogress

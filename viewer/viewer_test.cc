@@ -166,6 +166,56 @@ TEST(ViewerTest, NoMatchSaysSoAndSuggests) {
   EXPECT_NE(r.err.find("no arg matches"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("0x0000000100000000"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("funcs 5 6 7"), std::string::npos) << r.err;
+  // What the capture has, and only that: no inout, one step.
+  EXPECT_NE(r.err.find("; stages before, after; roles input, output; kinds tensor, scalar; "
+                       "steps 0\n"),
+            std::string::npos)
+      << r.err;
+}
+
+// The hint lists the steps there are and the roles and stages there are.
+TEST(ViewerTest, NoMatchOffersTheCapturesOwnStepsAndRoles) {
+  TestCapture c;
+  for (uint32_t step = 0; step < 3; ++step) {
+    c.Add(TensorRecord(0x100000000ull + step).FuncIds({1}).Role(v1::ROLE_INOUT)
+              .Stage(v1::STAGE_AFTER_COMPLETION).Shape({2}).Step(step),
+          std::string(8, 'a'));
+  }
+  const std::string dir = Root() + "/nomatch_steps/args_dump";
+  ASSERT_TRUE(c.WriteTo(dir).ok());
+  const Result r = Viewer({dir, "--step", "7"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("; stages after; roles inout; kinds tensor; steps 0 1 2\n"),
+            std::string::npos)
+      << r.err;
+}
+
+// --geometry: each tensor's strides, start offset and contiguity in the
+// listing (a strided view from element 3; a dense one; a scalar).
+TEST(ViewerTest, GeometryListsStridesStartOffsetAndContiguity) {
+  TestCapture c;
+  c.Add(TensorRecord(0x100000000ull).FuncIds({1}).Shape({3, 4}).Strides({20, 2}).StartOffset(3)
+            .Contiguous(false),
+        std::string(48, 'a'));
+  c.Add(TensorRecord(0x100000000ull).FuncIds({1}).Arg(1).Shape({2, 4}).Contiguous(),
+        std::string(32, 'b'));
+  c.Scalar(0x100000000ull, 2, v1::DTYPE_INT32, 5);
+  const std::string dir = Root() + "/geometry/args_dump";
+  ASSERT_TRUE(c.WriteTo(dir).ok());
+  const Result r = Viewer({dir, "--geometry"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "  index  task_id             stage   role    arg  kind    dtype      shape             "
+            "strides             start  contig       bytes  flags\n"
+            "      0  0x0000000100000000  before  input     0  tensor  FLOAT32    [3,4]             "
+            "[20,2]                  3  no              48\n"
+            "      1  0x0000000100000000  before  input     1  tensor  FLOAT32    [2,4]             "
+            "[4,1]                   0  yes             32\n"
+            "      2  0x0000000100000000  before  input     2  scalar  INT32      =5                "
+            "-                       -  -                0\n"
+            "3 args\n");
+  // Without the flag, the listing is as before (no view columns).
+  EXPECT_EQ(Viewer({dir}).out.find("strides"), std::string::npos);
 }
 
 TEST(ViewerTest, BadArgumentsNameTheFlag) {

@@ -266,6 +266,15 @@ function renderCaptures() {
   $('captures-next').disabled = !c.next;
   $('captures-page').textContent = `page ${c.tokens.length}`;
   $('captures-note').textContent = c.items.length ? '' : 'No captures.';
+  markTableRect();
+}
+
+/** data-rect of the two tables and of their panes (CSS px in the window): whether each table fits. */
+function markTableRect() {
+  for (const el of [$('captures'), $('captures-pane'), $('args'), $('args-pane')]) {
+    const r = el.getBoundingClientRect();
+    el.dataset.rect = [r.left, r.top, r.width, r.height].map(Math.round).join(',');
+  }
 }
 
 function captureRow(s) {
@@ -285,7 +294,7 @@ function captureRow(s) {
     class: s.capture === state.capture ? 'selected' : null,
     'aria-selected': s.capture === state.capture ? 'true' : 'false',
   },
-  h('td', { class: 'mono', text: s.capture }, s.recovered ? h('span', { class: 'badge', text: 'recovered' }) : null),
+  h('td', { class: 'mono name', text: s.capture }, s.recovered ? h('span', { class: 'badge', text: 'recovered' }) : null),
   h('td', {}, h('span', { class: `badge ${live ? 'live' : 'finished'}`, text: live ? 'live' : short(s.state, 'CAPTURE_STATE_') })),
   h('td', { text: short(s.level, 'DUMP_LEVEL_') }),
   h('td', { text: s.platform || '' }),
@@ -490,6 +499,7 @@ function renderArgs(note) {
     else text = 'No records match.';
   }
   $('args-note').textContent = text;
+  markTableRect();
 }
 
 function flagBadges(r) {
@@ -505,6 +515,12 @@ function flagBadges(r) {
   ].filter(([on]) => on).map(([, name, title]) => h('span', { class: `badge flag-${name}`, text: name, title }));
 }
 
+/** A task id that, when its column is narrow, breaks between its high and low words. */
+function taskCell(hex) {
+  if (!/^0x[0-9a-f]{16}$/.test(hex)) return h('td', { class: 'mono', text: hex });
+  return h('td', { class: 'mono task' }, hex.slice(0, 10), h('wbr'), hex.slice(10));
+}
+
 function argRow(ca) {
   const r = ca.record || {};
   const selected = !!state.record && state.record.id === ca.record_id;
@@ -514,13 +530,13 @@ function argRow(ca) {
   },
   h('td', { class: 'num', text: ca.record_id }),
   h('td', { class: 'num', text: ca.manifest_index ?? '' }),
-  h('td', { class: 'mono', text: taskHex(r.task_id ?? 0) }),
+  taskCell(taskHex(r.task_id ?? 0)),
   h('td', { text: stageShort(r.stage) }),
   h('td', { text: short(r.role, 'ROLE_') }),
   h('td', { text: short(r.kind, 'KIND_') }),
   h('td', { text: (r.func_ids || []).join(',') }),
   h('td', { text: short(r.dtype, 'DTYPE_') }),
-  h('td', { text: r.kind === 'KIND_SCALAR' ? '' : shapeStr(r.shape) }),
+  h('td', r.kind === 'KIND_SCALAR' ? { class: 'mono', text: `= ${scalarText(r)}` } : { text: shapeStr(r.shape) }),
   h('td', { class: 'num', text: r.arg_index ?? 0 }),
   h('td', { class: 'num', text: r.step ?? 0 }),
   h('td', { class: 'num', text: fmtBytes(r.bin_size), title: `${r.bin_size ?? 0} bytes` }),
@@ -581,6 +597,7 @@ async function loadRecord() {
   showTensorPane('loading');
   $('t-title').textContent = `record ${rec.id}`;
   $('t-meta').textContent = 'Loading…';
+  renderViewMap(null);  // the previous record's picture goes with its header
   $('t-flags').replaceChildren();
   $('payload-link').hidden = true;
   try {
@@ -607,15 +624,18 @@ function renderRecordHeader(name, ca) {
     ['task', taskHex(r.task_id ?? 0), 'mono'], ['stage', stageShort(r.stage)], ['role', short(r.role, 'ROLE_')],
     ['kind', short(r.kind, 'KIND_')], ['dtype', short(r.dtype, 'DTYPE_')],
   ];
-  if (r.kind !== 'KIND_SCALAR') {
-    items.push(['shape', shapeStr(r.shape)]);
-    if (r.is_contiguous === false) items.push(['strides', (r.strides || []).join(',')]);
+  const geo = r.kind !== 'KIND_SCALAR' ? viewGeometry(r) : null;
+  if (geo) {
+    items.push(['shape', shapeStr(r.shape)], ['strides', `(${geo.strides.join(', ')})`],
+      ['start_offset', geo.start], ['contiguous', r.is_contiguous ? 'yes' : 'no'],
+      ['base', `≥ ${geo.extent} elements (${geo.first}…${geo.last})`]);
     items.push(['bin_size', `${fmtBytes(r.bin_size)} of ${fmtBytes(r.logical_bytes)}`], ['numel', r.numel ?? 0]);
   }
   items.push(['manifest', ca.manifest_index ?? '—'], ['func_ids', (r.func_ids || []).join(',') || '—'],
     ['arg', r.arg_index ?? 0], ['step', r.step ?? 0], ['thread', r.device_thread ?? 0]);
   $('t-meta').replaceChildren(...items.map(([k, v, cls]) =>
-    h('span', { class: 'kv' }, h('span', { class: 'k', text: k }), h('span', { class: `v ${cls || ''}`, text: String(v) }))));
+    h('span', { class: 'kv', dataset: { key: k } }, h('span', { class: 'k', text: k }), h('span', { class: `v ${cls || ''}`, text: String(v) }))));
+  renderViewMap(geo);
   $('t-flags').replaceChildren(...flagBadges(r));
   const link = $('payload-link');
   link.hidden = r.kind === 'KIND_SCALAR';
@@ -623,36 +643,130 @@ function renderRecordHeader(name, ca) {
   link.setAttribute('download', `${name}-record${ca.record_id}.bin`);
 }
 
-/** A scalar's bits, and its value read as its dtype. */
-function renderScalar(r) {
-  showTensorPane('scalar');
-  let bits;
-  try { bits = BigInt.asUintN(64, BigInt(r.scalar_bits || '0')); } catch (_) { bits = 0n; }
-  const dv = new DataView(new ArrayBuffer(8));
-  dv.setBigUint64(0, bits, true);
-  const readers = {
-    DTYPE_FLOAT32: () => fmtNum(dv.getFloat32(0, true)),
-    DTYPE_FLOAT64: () => fmtNum(dv.getFloat64(0, true)),
-    DTYPE_FLOAT16: () => fmtNum(halfToFloat(dv.getUint16(0, true))),
-    DTYPE_BFLOAT16: () => { const t = new DataView(new ArrayBuffer(4)); t.setUint32(0, dv.getUint16(0, true) << 16); return fmtNum(t.getFloat32(0)); },
-    DTYPE_INT8: () => String(dv.getInt8(0)), DTYPE_UINT8: () => String(dv.getUint8(0)),
-    DTYPE_INT16: () => String(dv.getInt16(0, true)), DTYPE_UINT16: () => String(dv.getUint16(0, true)),
-    DTYPE_INT32: () => String(dv.getInt32(0, true)), DTYPE_UINT32: () => String(dv.getUint32(0, true)),
-    DTYPE_INT64: () => String(dv.getBigInt64(0, true)), DTYPE_UINT64: () => String(bits),
-    DTYPE_BOOL: () => String(bits !== 0n),
-  };
-  const read = readers[r.dtype];
-  $('scalar').replaceChildren(
-    h('div', {}, 'scalar_bits ', h('span', { class: 'mono', text: '0x' + bits.toString(16).padStart(16, '0') })),
-    h('div', { class: 'scalar-value' }, `${short(r.dtype, 'DTYPE_')} value `,
-      h('span', { class: 'mono', text: read ? read() : '(no decoder for this dtype)' })));
+/**
+ * A scalar's bits, and its value as the server read it (scalar_value: the
+ * manifest's JSON token, float16 and bfloat16 included; NaN and the
+ * infinities as strings). 64-bit integers come from the bits, exactly (a
+ * JSON number past 2^53 would round).
+ */
+function scalarBits(r) {
+  try { return BigInt.asUintN(64, BigInt(r.scalar_bits || '0')); } catch (_) { return 0n; }
 }
 
-function halfToFloat(u) {
-  const sign = u & 0x8000 ? -1 : 1, e = (u >> 10) & 0x1f, f = u & 0x3ff;
-  if (e === 0) return sign * 2 ** -14 * (f / 1024);
-  if (e === 31) return f ? NaN : sign * Infinity;
-  return sign * 2 ** (e - 15) * (1 + f / 1024);
+function scalarText(r) {
+  if (r.dtype === 'DTYPE_INT64') return String(BigInt.asIntN(64, scalarBits(r)));
+  if (r.dtype === 'DTYPE_UINT64') return String(scalarBits(r));
+  if (r.scalar_value !== undefined) return String(r.scalar_value);
+  return '(no decoder for this dtype)';
+}
+
+function renderScalar(r) {
+  showTensorPane('scalar');
+  const bits = scalarBits(r), value = scalarText(r);
+  $('scalar').replaceChildren(
+    h('div', { class: 'scalar-value' }, `${short(r.dtype, 'DTYPE_')} value `,
+      h('span', { id: 'scalar-value', class: 'mono', text: value })),
+    h('div', {}, 'scalar_bits ', h('span', { class: 'mono', text: '0x' + bits.toString(16).padStart(16, '0') })));
+}
+
+// ---- The view's geometry ---------------------------------------------------------
+
+const VIEW_MAP_CELLS = 4096;        // the most cells the picture of the base draws
+const VIEW_MAP_COLS = 64;           // and the most in a row
+const VIEW_MAP_ENUM = 1 << 20;      // the most view elements placed on it
+const VIEW_MAP_CELL_PX = 9;         // the smallest cell (a pixel of it is the grid line)
+const VIEW_MAP_WIDTH = 360;         // the width a small base's picture grows to
+
+/**
+ * Where a view's elements lie in its base tensor (element offsets, strides
+ * in elements): the first and last offsets it touches, and the base's
+ * smallest size that holds them (the record does not carry the base's own
+ * size: at least this much of it exists). null for a view of no elements.
+ */
+function viewGeometry(r) {
+  const shape = (r.shape || []).map(Number), strides = (r.strides || []).map(Number);
+  const start = Number(r.start_offset || 0);
+  if (shape.some((d) => d === 0)) return { shape, strides, start, first: start, last: start, extent: start, empty: true };
+  let last = start;
+  for (let i = 0; i < shape.length; i++) last += (shape[i] - 1) * (strides[i] || 0);
+  return { shape, strides, start, first: start, last, extent: last + 1, empty: false };
+}
+
+/**
+ * The base tensor as a grid of cells, the view's elements filled: drawn
+ * for a view that is not the whole of a contiguous base (strided, or
+ * starting past element 0). Rows are the second-last dimension's stride
+ * when that fits, so a 2-D strided view looks like the matrix it cuts;
+ * a base of more than VIEW_MAP_CELLS elements is drawn a block of elements
+ * a cell (a cell is filled when the view touches any element of it).
+ */
+function renderViewMap(geo) {
+  const box = $('geometry'), svg = $('view-map');
+  delete svg.dataset.rect;
+  if (!geo || geo.empty || (geo.start === 0 && isDense(geo))) {
+    box.hidden = true;
+    svg.replaceChildren();
+    for (const k of ['covered', 'cells', 'cols', 'perCell', 'cellPx']) delete svg.dataset[k];
+    return;
+  }
+  const rowStride = geo.shape.length >= 2 ? geo.strides[geo.strides.length - 2] : 0;
+  let perCell = Math.max(1, Math.ceil(geo.extent / VIEW_MAP_CELLS));
+  let cols;
+  if (perCell === 1 && rowStride > 0 && rowStride <= VIEW_MAP_COLS) cols = rowStride;
+  else cols = Math.min(VIEW_MAP_COLS, Math.ceil(geo.extent / perCell));
+  const cells = Math.ceil(geo.extent / perCell), rows = Math.ceil(cells / cols);
+  const covered = new Uint8Array(cells);
+  // Every element's offset, the last dimension fastest; at most VIEW_MAP_ENUM of them.
+  const n = geo.shape.length, idx = new Array(n).fill(0);
+  let placed = 0, total = 1;
+  for (const d of geo.shape) total *= d;
+  for (let off = geo.start; placed < Math.min(total, VIEW_MAP_ENUM); placed++) {
+    covered[Math.floor(off / perCell)] = 1;
+    for (let k = n - 1; k >= 0; k--) {
+      idx[k]++;
+      off += geo.strides[k] || 0;
+      if (idx[k] < geo.shape[k]) break;
+      off -= idx[k] * (geo.strides[k] || 0);
+      idx[k] = 0;
+    }
+  }
+  // Cells of 9 to 24 px: a small base is drawn large enough to read.
+  const px = Math.max(VIEW_MAP_CELL_PX, Math.min(24, Math.floor(VIEW_MAP_WIDTH / cols))), NS = 'http://www.w3.org/2000/svg';
+  svg.setAttribute('width', String(cols * px + 1));
+  svg.setAttribute('height', String(rows * px + 1));
+  svg.setAttribute('viewBox', `0 0 ${cols * px + 1} ${rows * px + 1}`);
+  const rect = (i, cls) => {
+    const e = document.createElementNS(NS, 'rect');
+    e.setAttribute('x', String((i % cols) * px + 1));
+    e.setAttribute('y', String(Math.floor(i / cols) * px + 1));
+    e.setAttribute('width', String(px - 1));
+    e.setAttribute('height', String(px - 1));
+    e.setAttribute('class', cls);
+    return e;
+  };
+  const nodes = [];
+  let filled = 0;
+  for (let i = 0; i < cells; i++) {
+    if (covered[i]) filled++;
+    nodes.push(rect(i, covered[i] ? (i === Math.floor(geo.start / perCell) ? 'in start' : 'in') : 'out'));
+  }
+  svg.replaceChildren(...nodes);
+  Object.assign(svg.dataset, { covered: String(filled), cells: String(cells), cols: String(cols), perCell: String(perCell), cellPx: String(px) });
+  const what = perCell === 1 ? 'a cell per element' : `a cell per ${perCell} elements`;
+  $('geometry-note').textContent =
+    `the view's ${placed < total ? `first ${placed} of ${total}` : total} elements in its base: ` +
+    `offsets ${geo.first}…${geo.last} of ≥ ${geo.extent} (${cols} a row, ${what}; filled: in the view)`;
+  box.hidden = false;
+}
+
+/** True when the strides are the shape's row-major ones (dimensions of 1 aside). */
+function isDense(geo) {
+  let want = 1;
+  for (let i = geo.shape.length - 1; i >= 0; i--) {
+    if (geo.shape[i] !== 1 && geo.strides[i] !== want) return false;
+    want *= geo.shape[i];
+  }
+  return true;
 }
 
 /** The 2-D slice a tensor's view shows: [rows, cols]. */
@@ -874,9 +988,10 @@ function clearMarkers(canvas) {
 
 /** data-rect of each shown canvas: CSS px from the top-left with everything scrolled to the top. */
 function updateRects() {
-  for (const id of ['heatmap', 'histogram', 'diff']) {
+  for (const id of ['heatmap', 'histogram', 'diff', 'view-map']) {
     const c = $(id);
-    if (!c.getClientRects().length || c.dataset.drawn === undefined) { delete c.dataset.rect; continue; }
+    const drawn = id === 'view-map' ? c.dataset.cells : c.dataset.drawn;
+    if (!c.getClientRects().length || drawn === undefined) { delete c.dataset.rect; continue; }
     const r = c.getBoundingClientRect();
     let x = r.left + window.scrollX, y = r.top + window.scrollY;
     for (let p = c.parentElement; p && p !== document.body; p = p.parentElement) { x += p.scrollLeft; y += p.scrollTop; }
@@ -1138,7 +1253,7 @@ function init() {
   $('heatmap').addEventListener('mousemove', onHeatmapMove);
   $('diff').addEventListener('mousemove', onDiffMove);
   window.addEventListener('hashchange', applyHash);
-  window.addEventListener('resize', updateRects);
+  window.addEventListener('resize', () => { updateRects(); markTableRect(); });
   window.addEventListener('unhandledrejection', (ev) => { ev.preventDefault(); setError('internal', ev.reason); });
   window.addEventListener('error', (ev) => setError('internal', `INTERNAL: ${ev.message}`));
 
