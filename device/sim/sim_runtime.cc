@@ -166,6 +166,14 @@ SimRuntime::StepDump SimRuntime::MakeStepDump(const DumpConfig& config) const {
     prune(&d.config.funcs, "funcs");
     prune(&d.config.block_funcs, "block_funcs");
   }
+  if (d.on && !CoreTaskArgs::kDumpMarkers && (config.level == 1 || config.level == 3)) {
+    d.warnings.push_back(absl::StrCat(
+        "level ", config.level, " relies on dump(...) markers, and this build compiled them "
+        "out (--//bazel:dump_markers=false): ",
+        config.level == 1 ? "no arg is selected, so nothing is dumped"
+                          : "no tensor is selected, so no tensor payload is dumped",
+        "; use level 2, or build without the switch"));
+  }
   for (uint16_t f = 0; f < kernels_.size(); ++f) {
     const KernelInfo* k = kernels_.Find(f);
     if (k == nullptr) continue;
