@@ -296,7 +296,8 @@ TEST_P(CollectorTest, RefusedRecordsGetABoundedExceptionDump) {
 // A dump that cannot be written (its root is a file) ends the dumping; the
 // collection goes on and every refused record is still counted.
 TEST_P(CollectorTest, RefusedRecordDumpThatCannotBeWrittenDoesNotStopCollecting) {
-  const std::string dir = FreshTempDir(absl::StrCat("refused_unwritable_", PlatformName(GetParam())));
+  const std::string dir =
+      FreshTempDir(absl::StrCat("refused_unwritable_", PlatformName(GetParam())));
   ASSERT_TRUE(WriteStringToFile(dir + "/root", "a file, not a folder").ok());
   RefusedRecordDump dump(RefusedRecordDumpOptions{dir + "/root", 16, 4096});
   Collector collector(CollectorOptions{GetParam(), 1, 1, &dump});

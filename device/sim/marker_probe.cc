@@ -8,7 +8,11 @@
 #include <cstring>
 #include <memory>
 
+#include "device/recorder.h"
+#include "device/region.h"
 #include "device/sim/core_task_args.h"
+#include "device/sim/kernels.h"
+#include "device/sim/sim_runtime.h"
 #include "device/sim/tensor.h"
 
 extern "C" __attribute__((noinline, used)) void argsdump_marker_probe(
@@ -62,6 +66,28 @@ int main(int argc, char** argv) {
   // call does nothing at all.
   Expect(args.dump(never_added).ok() == !on, "dump(a tensor never added)");
   Expect(args.status().ok() == !on, "status() after the misuse");
+  // Level 1 selects by markers: a runtime built without them says so.
+  argsdump::DumpRegionConfig rc;
+  rc.level = argsdump::abi::DumpLevel::kPartial;
+  rc.num_threads = 1;
+  rc.arena_bytes = 1 << 16;
+  auto region = argsdump::DumpRegion::Create(rc);
+  Expect(region.ok(), "a dump region");
+  if (region.ok()) {
+    argsdump::DumpRecorder recorder(**region);
+    argsdump::SimConfig config;
+    config.scheduler_threads = 1;
+    config.worker_threads = 1;
+    argsdump::DumpConfig level1;
+    level1.level = 1;
+    config.dump = level1;
+    argsdump::SimRuntime runtime(config, argsdump::BuiltinKernels(), &recorder);
+    bool warned = false;
+    for (const std::string& w : runtime.warnings()) {
+      warned = warned || w.find("compiled them out") != std::string::npos;
+    }
+    Expect(warned == !on, "a level 1 runtime warns exactly when the markers are compiled out");
+  }
   if (failures == 0) std::printf("marker_probe: markers %s: OK\n", on ? "on" : "off");
   return failures == 0 ? 0 : 1;
 }

@@ -287,15 +287,15 @@ void SimRuntime::LogDumpedTask(Task* t, uint32_t thread) {
                     a.role == abi::ArgRole::kInput    ? "input"
                     : a.role == abi::ArgRole::kOutput ? "output"
                                                       : "inout",
-                    " ", std::string(DataTypeName(v.dtype)), " [", absl::StrJoin(shape, ","), "] at 0x",
-                    absl::Hex(reinterpret_cast<uintptr_t>(first)),
+                    " ", std::string(DataTypeName(v.dtype)), " [", absl::StrJoin(shape, ","),
+                    "] at 0x", absl::Hex(reinterpret_cast<uintptr_t>(first)),
                     v.start_offset != 0 ? absl::StrCat(" (start offset ", v.start_offset, ")")
                                         : "",
                     a.marked ? " marked" : "");
   }
   for (const DumpScalarArg& a : t->dump_scalars) {
-    absl::StrAppend(&line, "; arg ", a.arg_index, " scalar ", std::string(DataTypeName(a.dtype)), " 0x",
-                    absl::Hex(a.bits), a.marked ? " marked" : "");
+    absl::StrAppend(&line, "; arg ", a.arg_index, " scalar ", std::string(DataTypeName(a.dtype)),
+                    " 0x", absl::Hex(a.bits), a.marked ? " marked" : "");
   }
   std::fprintf(stderr, "[argsdump dumper] INFO: %s\n", line.c_str());
 }
