@@ -10,6 +10,7 @@
 #include "format/names.h"
 #include "base/thread.h"
 #include "collector/abi_convert.h"
+#include "collector/refused_record_dump.h"
 #include "server/capture_store.h"
 
 namespace argsdump {
@@ -298,6 +299,10 @@ Collector::Collected Collector::CollectBuffer(RegionTransport& transport, uint32
     }
     if (!status.ok()) {
       NoteError(status);
+      if (options_.refused_records != nullptr) {
+        options_.refused_records->Dump(transport, r, RefusedRecordPlace{thread, b.sequence, i},
+                                       status);
+      }
       ++delta.invalid_records;
       pending_acks += acks;
       continue;

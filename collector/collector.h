@@ -40,10 +40,15 @@
 
 namespace argsdump {
 
+class RefusedRecordDump;
+
 struct CollectorOptions {
   Platform platform = Platform::kA2a3Sim;
   uint32_t drain_threads = 1;
   uint32_t collector_shards = 2;
+  // Set: every record the collector refuses is also saved there (its raw
+  // bytes and context, bounded: refused_record_dump.h). Not owned.
+  RefusedRecordDump* refused_records = nullptr;
 };
 
 struct CollectorStats {

@@ -155,11 +155,14 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
   }
   for (const std::string& dir : r.exception_dumps) {
     const bool crash = dir.find("/crash_") != std::string::npos;
+    const bool refused = dir.find("/refused_") != std::string::npos;
     absl::StrAppend(&s, "exception dump: ", dir,
-                    crash ? " (the crashing task's args as captured before dispatch, its "
-                            "tensors as the crash left them, and context.json)\n"
-                          : " (the failing task's inputs, outputs and scalars as dump_viewer "
-                            "reads them, and context.json)\n");
+                    refused ? " (a record the collector refused: its raw bytes in record.bin, "
+                              "why and where in context.json)\n"
+                    : crash ? " (the crashing task's args as captured before dispatch, its "
+                              "tensors as the crash left them, and context.json)\n"
+                            : " (the failing task's inputs, outputs and scalars as dump_viewer "
+                              "reads them, and context.json)\n");
   }
   if (r.overflow_tasks > 0) {
     absl::StrAppend(&s, "overflow: ", r.overflow_tasks,

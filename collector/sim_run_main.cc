@@ -83,6 +83,10 @@ ABSL_FLAG(bool, dedup, true,
           "store a payload equal to one already in the capture once (its entries share the "
           "bytes in args.bin); --dedup=false writes every payload (the dump config's \"dedup\" "
           "item, ARGSDUMP_DEDUP)");
+ABSL_FLAG(bool, dump_verbose, false,
+          "the verbose log level: an INFO line per dumped task (its kernels, task id, step and "
+          "each arg's device address) as it is dispatched (the dump config's \"verbose\" item, "
+          "ARGSDUMP_VERBOSE)");
 ABSL_FLAG(bool, progress, false,
           "show tasks done / submitted, records, payload bytes and rates on stderr while the "
           "workload runs, a few times a second (default: when stderr is a terminal, once the "
@@ -212,6 +216,7 @@ void SetDump(const CommandLine& line, const std::string& workload, SimJobOptions
   DumpConfigEntry api;
   if (line.Given("dump_args")) api.level = absl::GetFlag(FLAGS_dump_args);
   if (line.Given("dedup")) api.dedup = absl::GetFlag(FLAGS_dedup);
+  if (line.Given("dump_verbose")) api.verbose = absl::GetFlag(FLAGS_dump_verbose);
   if (!absl::GetFlag(FLAGS_output_prefix).empty()) {
     api.path = FromUserDir(absl::GetFlag(FLAGS_output_prefix));
   }

@@ -26,6 +26,8 @@
 //   labels       ARGSDUMP_LABELS        "labels"       key=value,... for the capture
 //   dedup        ARGSDUMP_DEDUP         "dedup"        true/false: equal payloads of
 //                                         a capture stored once (default true)
+//   verbose      ARGSDUMP_VERBOSE       "verbose"      true/false: an INFO line per
+//                                         dumped task (default false)
 // Lists in the environment are comma-separated; in the file, a JSON array
 // of strings or the same comma-separated string.
 //
@@ -87,6 +89,7 @@ struct DumpConfigEntry {
   std::optional<std::string> auth_token_file;
   std::optional<std::vector<std::pair<std::string, std::string>>> labels;
   std::optional<bool> dedup;
+  std::optional<bool> verbose;
 };
 
 // The resolved configuration (defaults: level 0, mode all, every func,
@@ -106,6 +109,9 @@ struct DumpConfig {
   // Equal payloads within the capture are stored once: entries share the
   // bytes in args.bin (DESIGN.md §11). Off: every payload is written.
   bool dedup = true;
+  // The verbose log level: an INFO line per dumped task as it is dispatched
+  // (its kernels, task id, step, and each arg with its device address).
+  bool verbose = false;
 
   // Whether a kernel (by name and type) is selected by the lists: not
   // blocked by name or type, and allowed when there is an allow list.

@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::map<std::string, std::string> env;
   for (const char* name : {"ARGSDUMP_LEVEL", "ARGSDUMP_MODE", "ARGSDUMP_FUNCS", "ARGSDUMP_STEPS",
                            "ARGSDUMP_STATS", "ARGSDUMP_OVERFLOW", "ARGSDUMP_CAPTURE_SERVER",
-                           "ARGSDUMP_LABELS", "ARGSDUMP_AUTH_TOKEN_FILE"}) {
+                           "ARGSDUMP_LABELS", "ARGSDUMP_AUTH_TOKEN_FILE", "ARGSDUMP_VERBOSE"}) {
     env[name] = text.substr(0, 256);
   }
   const argsdump::DumpConfigEntry from_env = argsdump::DumpConfigFromEnvironment(env, &logs);

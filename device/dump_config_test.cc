@@ -135,6 +135,33 @@ TEST(DumpConfigTest, DedupIsOnUnlessAnEntrySaysFalse) {
   EXPECT_TRUE(ResolveDumpConfig(CheckApiEntry(api, &logs), env, {}, &logs).dedup);
 }
 
+// verbose (a line per dumped task): off unless an entry says true; each
+// entry point sets it, and a value that is not a yes/no is a WARNING naming
+// it while the default stays.
+TEST(DumpConfigTest, VerboseIsOffUnlessAnEntrySaysTrue) {
+  std::vector<DumpLog> logs;
+  EXPECT_FALSE(ResolveDumpConfig({}, {}, {}, &logs).verbose);
+  EXPECT_EQ(ResolveDumpConfig({}, {}, {}, &logs).Describe().find("verbose"), std::string::npos);
+  logs.clear();
+  const DumpConfigEntry env = DumpConfigFromEnvironment({{"ARGSDUMP_VERBOSE", "true"}}, &logs);
+  const DumpConfig from_env = ResolveDumpConfig({}, env, {}, &logs);
+  EXPECT_TRUE(from_env.verbose);
+  EXPECT_NE(from_env.Describe().find("verbose=on"), std::string::npos);
+  EXPECT_EQ(Count(logs, DumpLog::kInfo, "environment: verbose=true"), 1) << All(logs);
+  logs.clear();
+  const std::string f = File("verbose.json", R"({"verbose": true})");
+  EXPECT_TRUE(ResolveDumpConfig({}, {}, DumpConfigFromFile(f, &logs), &logs).verbose);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, ""), 0) << All(logs);
+  logs.clear();
+  const DumpConfigEntry bad = DumpConfigFromEnvironment({{"ARGSDUMP_VERBOSE", "loud"}}, &logs);
+  EXPECT_FALSE(ResolveDumpConfig({}, bad, {}, &logs).verbose);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "ARGSDUMP_VERBOSE"), 1) << All(logs);
+  logs.clear();
+  DumpConfigEntry api;
+  api.verbose = false;
+  EXPECT_FALSE(ResolveDumpConfig(CheckApiEntry(api, &logs), env, {}, &logs).verbose);
+}
+
 // Every combination of the three entries setting the level: the highest
 // one present wins; every lower one that differs is an ERROR naming both.
 TEST(DumpConfigTest, PriorityIsApiThenEnvironmentThenFileForEveryCombination) {

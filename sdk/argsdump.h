@@ -29,8 +29,9 @@
 // entry overrides only the items it sets; two that disagree are an ERROR
 // line naming both, a bad value a WARNING, and the run goes on):
 //   1. the process's command line: --dump-args [N], --dump-config F,
-//      --output-prefix D, --capture-server H:P (ConsumeDumpFlags removes
-//      them from argv; //sdk:gtest_main does so before gtest sees argv)
+//      --output-prefix D, --capture-server H:P, --dump-verbose[=false]
+//      (ConsumeDumpFlags removes them from argv; //sdk:gtest_main does so
+//      before gtest sees argv)
 //   2. SessionOptions::dump (this code's own wishes: the API entry)
 //   3. ARGSDUMP_* environment variables (device/dump_config.h lists them)
 //   4. the config file (--dump-config, else SessionOptions::config_file)

@@ -101,6 +101,14 @@ absl::StatusOr<CommandLineDump> ParseDumpFlags(const std::vector<std::string>& a
       int level;
       if (absl::Status s = Level(flag, v, &level); !s.ok()) return s;
       d.default_level = level;
+    } else if (flag == "--dump-verbose") {
+      // A bare --dump-verbose means true; --dump-verbose=false turns it off.
+      bool verbose = true;
+      if (has_eq && !absl::SimpleAtob(inline_value, &verbose)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(flag, ": '", inline_value, "' is not true or false"));
+      }
+      d.entry.verbose = verbose;
     } else if (flag == "--dump-config") {
       std::string v;
       if (absl::Status s = value(&v); !s.ok()) return s;

@@ -1,8 +1,8 @@
 // main() for argsdump_sim_test (and any test of the SDK's users): takes the
 // dump flags (--dump-args [N], --dump-config F, --output-prefix D,
-// --capture-server H:P, --dump-args-default N) off argv before gtest and
-// gmock read it, names sessions after the running test case, and runs the
-// tests. A bad dump flag exits 2 naming it.
+// --capture-server H:P, --dump-args-default N, --dump-verbose) off argv
+// before gtest and gmock read it, names sessions after the running test
+// case, and runs the tests. A bad dump flag exits 2 naming it.
 #include <cstdio>
 
 #include "gmock/gmock.h"

@@ -19,6 +19,7 @@
 #include "base/files.h"
 #include "collector/collector.h"
 #include "collector/exception_dump.h"
+#include "collector/refused_record_dump.h"
 #include "collector/grpc_sink.h"
 #include "collector/local_sink.h"
 #include "device/recorder.h"
@@ -170,6 +171,7 @@ struct SimSession::Impl {
   std::vector<std::string> warnings;
   absl::Status dump_status;
 
+  std::unique_ptr<RefusedRecordDump> refused_records;  // outlives the collector
   std::unique_ptr<Collector> collector;
   const DumpRegion* region = nullptr;
   bool region_failed = false;  // the region could not be had: run without dump
@@ -505,8 +507,13 @@ absl::Status SimSession::Impl::StartCapture() {
   const int region_level = config.level > 0 ? config.level : wiring.dynamic_level;
   rc.level = static_cast<abi::DumpLevel>(region_level);
   rc.num_threads = wiring.sim ? wiring.sim->scheduler_threads : options.scheduler_threads;
+  // Records the collector refuses are corrupt data: saved like an exception.
+  if (options.exception_dump) {
+    refused_records = std::make_unique<RefusedRecordDump>(RefusedRecordDumpOptions{prefix});
+  }
   collector = std::make_unique<Collector>(
-      CollectorOptions{wiring.platform, options.drain_threads, options.collector_shards});
+      CollectorOptions{wiring.platform, options.drain_threads, options.collector_shards,
+                       refused_records.get()});
   auto region = collector->Initialize(rc);
   if (!region.ok()) {
     region_failed = region.status().code() == absl::StatusCode::kResourceExhausted;
@@ -1061,6 +1068,9 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
     }
   }
   collector->Finalize();
+  if (refused_records != nullptr) {
+    for (const std::string& d : refused_records->folders()) r.exception_dumps.push_back(d);
+  }
   report.dump_log.push_back("dump buffers freed");
   Print(DumpLog::kInfo, "dump buffers freed");
   for (const absl::Status* st : {&exported, &collected, &reconciled}) {

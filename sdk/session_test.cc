@@ -157,6 +157,22 @@ TEST(DumpFlagsTest, EveryFormIsRecognisedAndRemoved) {
   EXPECT_EQ(CommandLineDumpFlags().config_file, "f");
 }
 
+// --dump-verbose is the verbose item of the command line entry: bare is on.
+TEST(DumpFlagsTest, DumpVerboseSetsTheVerboseItem) {
+  std::vector<std::string> rest;
+  auto on = ParseDumpFlags({"--dump-verbose", "--keep"}, &rest);
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->entry.verbose, true);
+  EXPECT_EQ(rest, std::vector<std::string>{"--keep"});
+  auto off = ParseDumpFlags({"--dump_verbose=false"}, &rest);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->entry.verbose, false);
+  EXPECT_TRUE(rest.empty());
+  auto unset = ParseDumpFlags({"--dump-args=2"}, &rest);
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_FALSE(unset->entry.verbose.has_value());
+}
+
 TEST(DumpFlagsTest, BadValuesNameTheFlag) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--dump-args=x"}, "--dump-args: 'x' is not a dump level"},

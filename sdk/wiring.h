@@ -104,7 +104,7 @@ struct SessionWiring {
 // The dump flags of the command line (ConsumeDumpFlags, or read from
 // /proc/self/cmdline when it was never called).
 struct CommandLineDump {
-  DumpConfigEntry entry;         // level, path, capture_server
+  DumpConfigEntry entry;         // level, path, capture_server, verbose
   std::string config_file;       // --dump-config
   std::optional<int> default_level;  // --dump-args-default
   std::vector<std::string> warnings;  // flags /proc/self/cmdline held that did not parse

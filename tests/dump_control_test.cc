@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "collector/sim_job.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"
@@ -584,6 +586,48 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ExceptionDumpTest,
                          [](const ::testing::TestParamInfo<ExceptionCase>& i) {
                            return absl::StrCat(i.param.kernel, "_level", i.param.level);
                          });
+
+// The verbose item through a whole session, in process and with the device
+// in its own process (whose stderr is this one's): a line per dumped task.
+TEST(VerboseTest, ALinePerDumpedTaskInEitherProcess) {
+  for (bool device_process : {false, true}) {
+    SCOPED_TRACE(device_process);
+    SimJobOptions o = Options(absl::StrCat("verbose_", device_process), 2);
+    o.dump.verbose = true;
+    o.device_process = device_process;
+    testing::internal::CaptureStderr();
+    auto r = RunSimJob(*BuiltinWorkload("vector_example"), BuiltinKernels(), o);
+    const std::string err = testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(r.ok()) << r.status();
+    std::vector<std::string> lines;
+    for (absl::string_view line : absl::StrSplit(err, '\n')) {
+      if (absl::StartsWith(line, "[argsdump dumper] INFO: dump task 0x")) lines.emplace_back(line);
+    }
+    EXPECT_EQ(lines.size(), r->tasks) << err;
+    EXPECT_NE(err.find(": add (elementwise); arg 0 input FLOAT32 ["), std::string::npos) << err;
+    EXPECT_NE(err.find(": add_scalar (elementwise); arg 0 input"), std::string::npos) << err;
+  }
+  // Off: no such line.
+  SimJobOptions quiet = Options("verbose_off", 2);
+  testing::internal::CaptureStderr();
+  auto q = RunSimJob(*BuiltinWorkload("vector_example"), BuiltinKernels(), quiet);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(err.find("INFO: dump task"), std::string::npos) << err;
+}
+
+// The run summary names a refused record's exception dump for what it is.
+TEST(RefusedRecordSummaryTest, TheSummarySaysWhatTheFolderHolds) {
+  SimJobOptions o = Options("refused_summary", 2);
+  SimJobResult r;
+  r.tasks = r.tasks_completed = 1;
+  r.exception_dumps = {o.output_prefix + "/exception_dump/refused_001_0_0x0000000100000000"};
+  EXPECT_NE(SummarizeSimJob(r, o).find(
+                "exception dump: " + r.exception_dumps[0] +
+                " (a record the collector refused: its raw bytes in record.bin"),
+            std::string::npos)
+      << SummarizeSimJob(r, o);
+}
 
 }  // namespace
 }  // namespace argsdump

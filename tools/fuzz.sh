@@ -24,6 +24,7 @@ targets=(
   "base:token_fuzzer base/testdata/token_corpus"
   "device:flight_fuzzer device/testdata/flight_corpus"
   "tools:quantity_fuzzer tools/testdata/quantity_corpus"
+  "collector:refused_record_fuzzer collector/testdata/refused_record_corpus"
 )
 labels=()
 for t in "${targets[@]}"; do labels+=("//${t%% *}"); done

@@ -10,6 +10,15 @@
 // When several slots match, the first is selected and flagged
 // arg_index_ambiguous. Misuse (an arg that was never added, too many args)
 // returns an error from dump()/add_*() and makes Submit() fail with it.
+//
+// Built with the markers compiled out (ARGSDUMP_NO_DUMP_MARKERS, which the
+// Bazel flag --//bazel:dump_markers=false defines for every target that
+// includes this header), dump() and dump(...) keep their signatures and
+// their compile-time checks but do nothing and return OK: no slot is ever
+// marked, has_marker() is a constant false, and a call compiles to no code.
+// Level 1 then dumps nothing and level 3 gives no tensor payload; the
+// runtime says so when such a level is used. add_* errors still make
+// Submit() fail.
 #ifndef ARGSDUMP_DEVICE_SIM_CORE_TASK_ARGS_H_
 #define ARGSDUMP_DEVICE_SIM_CORE_TASK_ARGS_H_
 
@@ -27,6 +36,11 @@ namespace argsdump {
 
 class CoreTaskArgs {
  public:
+#ifdef ARGSDUMP_NO_DUMP_MARKERS
+  static constexpr bool kDumpMarkers = false;
+#else
+  static constexpr bool kDumpMarkers = true;
+#endif
   static constexpr uint32_t kMaxTensors = 16;
   static constexpr uint32_t kMaxScalars = 16;
 
@@ -63,25 +77,35 @@ class CoreTaskArgs {
 
   // Selects the whole task.
   absl::Status dump() {
-    whole_task_marked_ = true;
-    return status_;
+    if constexpr (!kDumpMarkers) {
+      return absl::OkStatus();
+    } else {
+      whole_task_marked_ = true;
+      return status_;
+    }
   }
 
   // Selects these args. Lvalues only (temporaries do not compile).
   template <typename... A>
   absl::Status dump(A&... args) {
     static_assert(sizeof...(A) > 0);
-    uint32_t position = 0;
-    absl::Status status;
-    (MarkOne(args, ++position, &status), ...);
-    if (!status.ok() && status_.ok()) status_ = status;
-    return status;
+    (CheckMarkable<A>(), ...);
+    if constexpr (!kDumpMarkers) {
+      ((void)args, ...);
+      return absl::OkStatus();
+    } else {
+      uint32_t position = 0;
+      absl::Status status;
+      (MarkOne(args, ++position, &status), ...);
+      if (!status.ok() && status_.ok()) status_ = status;
+      return status;
+    }
   }
 
   // The first error of any add_*/dump call, or OK.
   const absl::Status& status() const { return status_; }
-  bool has_marker() const { return whole_task_marked_ || any_marked_; }
-  bool whole_task_marked() const { return whole_task_marked_; }
+  bool has_marker() const { return kDumpMarkers && (whole_task_marked_ || any_marked_); }
+  bool whole_task_marked() const { return kDumpMarkers && whole_task_marked_; }
   const std::vector<TensorSlot>& tensors() const { return tensors_; }
   const std::vector<ScalarSlot>& scalars() const { return scalars_; }
 
@@ -91,13 +115,19 @@ class CoreTaskArgs {
   void MarkTensor(const Tensor& t, uint32_t position, absl::Status* status);
   void MarkScalar(const void* identity, uint32_t position, absl::Status* status);
 
+  // What dump(...) accepts, checked with or without the markers compiled.
+  template <typename T>
+  static constexpr void CheckMarkable() {
+    using V = std::remove_cv_t<T>;
+    static_assert(std::is_same_v<V, Tensor> || std::is_arithmetic_v<V>,
+                  "dump(...) takes Tensors and scalar lvalues added to this task");
+  }
+
   void MarkOne(const Tensor& t, uint32_t position, absl::Status* status) {
     MarkTensor(t, position, status);
   }
   template <typename T>
   void MarkOne(const T& value, uint32_t position, absl::Status* status) {
-    static_assert(std::is_arithmetic_v<T>,
-                  "dump(...) takes Tensors and scalar lvalues added to this task");
     MarkScalar(&value, position, status);
   }
 

@@ -50,6 +50,8 @@ struct SimRuntime::Task {
   // Which stages are recorded (the step's mode), set at submit.
   bool dump_before = false, dump_after = false;
   bool overflow_check = false;  // the step's config asks for it
+  bool verbose = false;         // the step's config asks for a line per dumped task
+  bool logged = false;          // that line was printed
   // Under mu_: the first failing subtask's error and kernel.
   absl::Status failure;
   uint16_t failed_func = 0;
@@ -166,6 +168,14 @@ SimRuntime::StepDump SimRuntime::MakeStepDump(const DumpConfig& config) const {
     prune(&d.config.funcs, "funcs");
     prune(&d.config.block_funcs, "block_funcs");
   }
+  if (d.on && !CoreTaskArgs::kDumpMarkers && (config.level == 1 || config.level == 3)) {
+    d.warnings.push_back(absl::StrCat(
+        "level ", config.level, " relies on dump(...) markers, and this build compiled them "
+        "out (--//bazel:dump_markers=false): ",
+        config.level == 1 ? "no arg is selected, so nothing is dumped"
+                          : "no tensor is selected, so no tensor payload is dumped",
+        "; use level 2, or build without the switch"));
+  }
   for (uint16_t f = 0; f < kernels_.size(); ++f) {
     const KernelInfo* k = kernels_.Find(f);
     if (k == nullptr) continue;
@@ -256,6 +266,38 @@ void SimRuntime::Info(std::string message) {
   std::fprintf(stderr, "[argsdump dumper] INFO: %s\n", message.c_str());
   std::lock_guard<std::mutex> lock(mu_);
   dump_log_.push_back(std::move(message));
+}
+
+void SimRuntime::LogDumpedTask(Task* t, uint32_t thread) {
+  if (t->logged) return;
+  t->logged = true;
+  std::string kernels;
+  for (uint16_t f : t->func_ids) {
+    const KernelInfo* k = kernels_.Find(f);
+    absl::StrAppend(&kernels, kernels.empty() ? "" : " + ", k != nullptr ? k->name : "?",
+                    k != nullptr && !k->type.empty() ? absl::StrCat(" (", k->type, ")") : "");
+  }
+  std::string line = absl::StrCat("dump task ", TaskIdHex(t->id), " step ", t->step,
+                                  " scheduler thread ", thread, ": ", kernels);
+  for (const DumpTensorArg& a : t->dump_tensors) {
+    const TensorView& v = a.view;
+    std::vector<uint32_t> shape(v.shape, v.shape + v.ndims);
+    const uint8_t* first = v.data + PayloadBytes(v.dtype, v.start_offset);
+    absl::StrAppend(&line, "; arg ", a.arg_index, " ",
+                    a.role == abi::ArgRole::kInput    ? "input"
+                    : a.role == abi::ArgRole::kOutput ? "output"
+                                                      : "inout",
+                    " ", std::string(DataTypeName(v.dtype)), " [", absl::StrJoin(shape, ","),
+                    "] at 0x", absl::Hex(reinterpret_cast<uintptr_t>(first)),
+                    v.start_offset != 0 ? absl::StrCat(" (start offset ", v.start_offset, ")")
+                                        : "",
+                    a.marked ? " marked" : "");
+  }
+  for (const DumpScalarArg& a : t->dump_scalars) {
+    absl::StrAppend(&line, "; arg ", a.arg_index, " scalar ", std::string(DataTypeName(a.dtype)),
+                    " 0x", absl::Hex(a.bits), a.marked ? " marked" : "");
+  }
+  std::fprintf(stderr, "[argsdump dumper] INFO: %s\n", line.c_str());
 }
 
 void SimRuntime::SetDumpConfig(const DumpConfig& config) {
@@ -547,6 +589,7 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
     t->id = (uint64_t{config_.run_id} << 32) | tasks_.size();
     t->step = step_;
     t->overflow_check = dump_on() && step_dump_.config.overflow;
+    t->verbose = dump_on() && step_dump_.config.verbose;
     if (step_dump_.config.stats != StatsMode::kOff) {
       t->dump.tensor_flags = static_cast<uint8_t>(
           abi::kFlagStats |
@@ -823,6 +866,7 @@ bool SimRuntime::CompleteTasks(SchedulerThread& scheduler, const std::vector<Tas
     if (rec != nullptr && t->overflow_check && !t->reaped && Overflowed(t)) {
       // The whole task, flagged; it replaces the ordinary after record.
       t->dump.step = t->step;
+      if (t->verbose) LogDumpedTask(t, scheduler.index);
       rec->RecordOverflow(t->dump, /*recorded_before=*/t->dump_before);
     } else if (rec != nullptr && t->dumped && t->dump_after) {
       rec->RecordTask(t->dump, abi::Stage::kAfterCompletion,
@@ -848,6 +892,9 @@ void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Tas
   ThreadRecorder* rec = scheduler.recorder();
   for (Task* t : dispatch) {
     if (config_.flight != nullptr) PublishFlight(scheduler, t);
+    if (rec != nullptr && t->verbose && t->dumped && (t->dump_before || t->dump_after)) {
+      LogDumpedTask(t, scheduler.index);
+    }
     if (rec != nullptr && t->dumped && t->dump_before) {
       rec->RecordTask(t->dump, abi::Stage::kBeforeDispatch);
     }

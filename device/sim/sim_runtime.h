@@ -199,6 +199,9 @@ class SimRuntime {
   StepDump MakeStepDump(const DumpConfig& config) const;
   bool TaskSelected(const StepDump& d, const std::vector<uint16_t>& func_ids, uint32_t step) const;
   void Info(std::string message);  // mu_ not held
+  // The verbose log level's line for a dumped task (printed, not kept in
+  // dump_log: a run may dump millions of tasks). Scheduler thread.
+  void LogDumpedTask(Task* t, uint32_t thread);
   // The overflow check of a completed task (scheduler thread, mu_ not held).
   bool Overflowed(Task* t);
   // A task whose kernel failed: the exception dump, then the run stops.

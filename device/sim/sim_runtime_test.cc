@@ -5,6 +5,10 @@
 #include <map>
 #include <tuple>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "device/region.h"
 #include "device/sim/kernels.h"
 #include "device/testing/test_host.h"
@@ -238,6 +242,92 @@ TEST(SimRuntimeTest, KernelErrorsAndBadSubmissionsAreReported) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("relu"), std::string::npos) << s;
   EXPECT_NE(s.message().find(absl::StrCat(absl::Hex(id, absl::kZeroPad16))), std::string::npos) << s;
+}
+
+// The verbose log level: one INFO line per dumped task, naming its kernel,
+// task id, step and every arg with the device address of its first
+// element; a task the dump does not select has no line.
+std::vector<std::string> VerboseLines(bool verbose, uint64_t* add_id, uint64_t* mul_id,
+                                      uint64_t* scale_id, std::string* x_at,
+                                      std::string* view_at) {
+  RecordingHarness cap(CaptureConfig(abi::DumpLevel::kFull));
+  SimConfig config = Config();
+  DumpConfig dump;
+  dump.level = 2;
+  dump.verbose = verbose;
+  dump.block_funcs = {"mul"};
+  config.dump = dump;
+  SimRuntime rt(config, BuiltinKernels(), cap.recorder.get());
+  Tensor x = *rt.Alloc(DataType::kFloat32, {4});
+  Tensor y = *rt.Alloc(DataType::kFloat32, {4});
+  Tensor z = *rt.Alloc(DataType::kFloat32, {4});
+  Tensor w = *rt.Alloc(DataType::kFloat32, {4});
+  Tensor base = *rt.Alloc(DataType::kFloat32, {8});
+  Tensor strided = *base.View({3}, {2}, 2);  // elements 2, 4, 6
+  Tensor out = *rt.Alloc(DataType::kFloat32, {3});
+  *x_at = absl::StrCat("0x", absl::Hex(reinterpret_cast<uintptr_t>(x.view().data)));
+  *view_at = absl::StrCat("0x", absl::Hex(reinterpret_cast<uintptr_t>(base.view().data) + 8));
+  testing::internal::CaptureStderr();
+  EXPECT_TRUE(rt.Start().ok());
+  CoreTaskArgs add;
+  EXPECT_TRUE(add.add_input(x).ok());
+  EXPECT_TRUE(add.add_input(y).ok());
+  EXPECT_TRUE(add.add_output(z).ok());
+  *add_id = *rt.Submit({Id("add")}, std::move(add));
+  CoreTaskArgs mul;
+  EXPECT_TRUE(mul.add_input(x).ok());
+  EXPECT_TRUE(mul.add_input(y).ok());
+  EXPECT_TRUE(mul.add_output(w).ok());
+  *mul_id = *rt.Submit({Id("mul")}, std::move(mul));
+  CoreTaskArgs scale;
+  const float factor = 0.5f;
+  EXPECT_TRUE(scale.add_input(strided).ok());
+  EXPECT_TRUE(scale.add_output(out).ok());
+  EXPECT_TRUE(scale.add_scalar(factor).ok());
+  *scale_id = *rt.Submit({Id("scale")}, std::move(scale));
+  EXPECT_TRUE(rt.Synchronize().ok());
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(cap.host->Stop().ok());
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(err, '\n')) {
+    if (absl::StrContains(line, "INFO: dump task ")) lines.emplace_back(line);
+  }
+  std::sort(lines.begin(), lines.end());  // task ids in order
+  return lines;
+}
+
+TEST(SimRuntimeTest, VerboseLogsALinePerDumpedTask) {
+  uint64_t add = 0, mul = 0, scale = 0;
+  std::string x_at, view_at;
+  const std::vector<std::string> lines = VerboseLines(true, &add, &mul, &scale, &x_at, &view_at);
+  ASSERT_EQ(lines.size(), 2u) << absl::StrJoin(lines, "\n");
+  EXPECT_TRUE(absl::StartsWith(
+      lines[0], absl::StrCat("[argsdump dumper] INFO: dump task 0x",
+                             absl::Hex(add, absl::kZeroPad16), " step 0 scheduler thread ")))
+      << lines[0];
+  EXPECT_TRUE(absl::StrContains(
+      lines[0], absl::StrCat(": add (elementwise); arg 0 input FLOAT32 [4] at ", x_at,
+                             "; arg 1 input FLOAT32 [4] at 0x")))
+      << lines[0];
+  EXPECT_TRUE(absl::StrContains(lines[0], "; arg 2 output FLOAT32 [4] at 0x")) << lines[0];
+  EXPECT_TRUE(absl::StrContains(
+      lines[1], absl::StrCat("dump task 0x", absl::Hex(scale, absl::kZeroPad16))))
+      << lines[1];
+  EXPECT_TRUE(absl::StrContains(
+      lines[1], absl::StrCat(": scale (elementwise); arg 0 input FLOAT32 [3] at ", view_at,
+                             " (start offset 2); arg 1 output FLOAT32 [3] at 0x")))
+      << lines[1];
+  EXPECT_TRUE(absl::StrContains(lines[1], "; arg 2 scalar FLOAT32 0x3f000000")) << lines[1];
+  for (const std::string& line : lines) {
+    EXPECT_FALSE(absl::StrContains(line, absl::StrCat(absl::Hex(mul, absl::kZeroPad16))))
+        << "the blocked kernel's task has no line: " << line;
+  }
+}
+
+TEST(SimRuntimeTest, NoTaskLinesWithoutVerbose) {
+  uint64_t add = 0, mul = 0, scale = 0;
+  std::string x_at, view_at;
+  EXPECT_TRUE(VerboseLines(false, &add, &mul, &scale, &x_at, &view_at).empty());
 }
 
 TEST(SimRuntimeTest, NeedsARecorderThreadPerScheduler) {
