@@ -349,6 +349,13 @@ std::vector<uint32_t> ManifestOrder(const RecordList& records) {
   return order;
 }
 
+uint32_t ReportedLevel(const v1::CaptureInfo& info) {
+  if (info.step_levels_size() > 1 || !info.has_scope() || info.scope().level() > 3) {
+    return static_cast<uint32_t>(info.level());
+  }
+  return info.scope().level();
+}
+
 absl::Status CheckStepLevels(const google::protobuf::RepeatedPtrField<v1::StepLevel>& levels) {
   for (int i = 0; i < levels.size(); ++i) {
     if (levels[i].level() > 3) {

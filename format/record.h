@@ -163,6 +163,11 @@ inline auto ManifestOrderKey(const ManifestRow& r, uint64_t arrival) {
 // Step levels (CaptureInfo.step_levels) in order: first_step increasing,
 // level 0..3; InvalidArgument naming the entry otherwise.
 absl::Status CheckStepLevels(const google::protobuf::RepeatedPtrField<v1::StepLevel>& levels);
+// The level a reader is told (the manifest's dump_args_level): with
+// levels per step, the last one above 0 (info.level); else the level in
+// effect (info.scope), which is 0 when only the overflow check was on;
+// info.level for a capture without a scope (or one out of range).
+uint32_t ReportedLevel(const v1::CaptureInfo& info);
 
 }  // namespace argsdump
 

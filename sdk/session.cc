@@ -146,6 +146,16 @@ void SetLabel(std::vector<std::pair<std::string, std::string>>* labels, const st
   labels->emplace_back(key, value);
 }
 
+// What the dump runs with, for the capture (CaptureInfo.scope).
+v1::DumpScope DumpScopeOf(const DumpConfig& config) {
+  v1::DumpScope scope;
+  scope.set_level(static_cast<uint32_t>(config.level));
+  scope.set_overflow(config.overflow);
+  scope.set_stats(StatsModeName(config.stats));
+  scope.set_mode(DumpModeName(config.mode));
+  return scope;
+}
+
 }  // namespace
 
 struct SimSession::Impl {
@@ -250,23 +260,7 @@ struct SimSession::Impl {
 };
 
 void SimSession::Impl::Resolve(std::vector<DumpLog>* logs) {
-  if (watcher != nullptr) {
-    config = watcher->Current(logs);
-  } else {
-    std::vector<DumpConfigSource> sources = above_file;
-    sources.push_back(ConfigFileSource({}));  // none: named in the order all the same
-    config = ResolveDumpConfig(sources, logs);
-  }
-  const bool level_set = std::any_of(above_file.begin(), above_file.end(),
-                                     [](const DumpConfigSource& s) { return s.entry.level; }) ||
-                         (watcher != nullptr && watcher->file_entry().level);
-  if (!level_set && default_level && config.level != *default_level) {
-    config.level = *default_level;
-    logs->push_back({DumpLog::kInfo,
-                     absl::StrCat("level=", *default_level,
-                                  " from --dump-args-default (argsdump_sim_test's dump_args): "
-                                  "no entry sets the level")});
-  }
+  config = ResolveDumpSources(above_file, watcher.get(), default_level, logs);
 }
 
 namespace {
@@ -314,21 +308,21 @@ void SimSession::Impl::Configure() {
   if (wiring.resolved) {
     s.config = *wiring.resolved;
   } else {
+    // The one resolution sim_run uses too (device/dump_config.h).
     CommandLineDump cli = CommandLineDumpFlags();
-    for (const std::string& w : cli.warnings) logs.push_back({DumpLog::kWarning, w});
-    if (cli.entry.level || cli.entry.path || cli.entry.capture_server) {
-      s.above_file.push_back(
-          {"the command line", "command line", CheckEntry("the command line", cli.entry, &logs)});
-    }
-    s.above_file.push_back({"API", "API", CheckApiEntry(s.options.dump, &logs)});
-    s.above_file.push_back(
-        {"the environment", "environment", DumpConfigFromEnvironment(DumpEnvironment(), &logs)});
-    s.config_file = !cli.config_file.empty() ? cli.config_file : s.options.config_file;
-    s.default_level = cli.default_level;
-    if (!s.config_file.empty()) {
-      s.watcher = std::make_unique<DumpConfigWatcher>(s.above_file, s.config_file);
-    }
-    s.Resolve(&logs);
+    DumpEntryPoints points;
+    points.command_line = cli.entry;
+    points.command_line_warnings = cli.warnings;
+    points.api = s.options.dump;
+    points.environment = DumpEnvironment();
+    points.config_file = !cli.config_file.empty() ? cli.config_file : s.options.config_file;
+    points.default_level = cli.default_level;
+    DumpResolution r = ResolveDumpEntryPoints(points, &logs);
+    s.config = r.config;
+    s.above_file = std::move(r.above_file);
+    s.config_file = r.config_file;
+    s.watcher = std::move(r.watcher);
+    s.default_level = r.default_level;
   }
   for (const DumpLog& l : logs) {
     Print(l.severity, l.text);
@@ -516,6 +510,7 @@ absl::Status SimSession::Impl::StartCapture() {
   info.Clear();
   info.set_name(wiring.workload.empty() ? name : wiring.workload);
   info.set_level(static_cast<v1::DumpLevel>(region_level));
+  *info.mutable_scope() = DumpScopeOf(config);
   info.set_platform(PlatformName(wiring.platform));
   for (const auto& [k, v] : labels) (*info.mutable_labels())[k] = v;
   // A gRPC channel starts threads: an isolated session makes that sink
@@ -527,7 +522,8 @@ absl::Status SimSession::Impl::StartCapture() {
   report.dump_log.push_back(absl::StrCat(
       "dump buffers created: ", rc.num_threads, " recording threads x (", rc.buffers_per_thread,
       " buffers of ", rc.records_per_buffer, " records + a ", rc.arena_bytes,
-      "-byte payload arena), level ", region_level));
+      "-byte payload arena) for recording at level ", region_level, "; the dump runs at ",
+      config.DescribeScope()));
   Print(DumpLog::kInfo, report.dump_log.back());
   if (isolated) return absl::OkStatus();  // StartCollecting, after the fork
   return StartCollecting();
@@ -585,6 +581,21 @@ absl::Status SimSession::Impl::MakeSink() {
       return std::unique_ptr<CaptureSink>(std::move(local).value());
     };
     auto remote = GrpcSink::Connect(g);
+    // A name another capture holds: the first free <name>_2, _3, ..., with
+    // a WARNING naming both (as a local capture takes a fresh folder).
+    const std::string wanted = g.capture;
+    for (int k = 2; k <= 100 && !remote.ok() &&
+                    remote.status().code() == absl::StatusCode::kAlreadyExists;
+         ++k) {
+      const std::string suffix = absl::StrCat("_", k);
+      g.capture = absl::StrCat(wanted.substr(0, 128 - suffix.size()), suffix);
+      g.info.set_name(g.capture);
+      remote = GrpcSink::Connect(g);
+      if (remote.ok()) {
+        Warn(absl::StrCat("capture service ", config.capture_server, ": capture name '", wanted,
+                          "' is taken; the capture is named '", g.capture, "' instead"));
+      }
+    }
     if (remote.ok()) {
       remote_token = g.auth_token;
       remote_name = g.capture;

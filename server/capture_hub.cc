@@ -739,6 +739,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
   info.set_level(open.level());
   info.set_platform(open.platform());
   *info.mutable_labels() = open.labels();
+  if (open.has_scope()) *info.mutable_scope() = open.scope();
   auto store = CaptureStore::Create(dir, info);
   if (!store.ok()) return store.status();
   (*store)->set_payload_dedup(options_.payload_dedup && !open.no_payload_dedup());
