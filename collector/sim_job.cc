@@ -132,22 +132,34 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
 }
 
 std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
-  // The levels the dump ran at: one, or each change of the dynamic switch.
-  std::string levels = absl::StrCat(o.dump_level);
-  if (r.step_levels.size() == 1) levels = absl::StrCat(r.step_levels[0].level);
+  // The levels the dump ran at, and what else was on (the overflow check,
+  // stats, the stages): one, or each change of the dynamic switch.
+  auto extras = [](const StepLevel& l) {
+    DumpConfig c;
+    c.level = static_cast<int>(l.level);
+    c.overflow = l.overflow;
+    c.stats = l.stats;
+    c.mode = l.mode;
+    const std::string e = c.DescribeExtras();
+    return e.empty() ? e : " " + e;
+  };
+  std::string levels = absl::StrCat(o.dump_level, o.dump.DescribeExtras().empty() ? "" : " ",
+                                    o.dump.DescribeExtras());
+  if (r.step_levels.size() == 1) {
+    levels = absl::StrCat(r.step_levels[0].level, extras(r.step_levels[0]));
+  }
   if (r.step_levels.size() > 1) {
     levels.clear();
     for (size_t i = 0; i < r.step_levels.size(); ++i) {
       absl::StrAppend(&levels, i == 0 ? "" : ", ", r.step_levels[i].level,
-                      i == 0 ? " at step " : " from step ", r.step_levels[i].first_step);
+                      extras(r.step_levels[i]), i == 0 ? " at step " : " from step ",
+                      r.step_levels[i].first_step);
     }
   }
-  // And what else was on (the overflow check, stats, the stages).
-  const std::string extras = o.dump.DescribeExtras();
   std::string s = absl::StrCat("workload run: ", r.tasks_completed, " of ", r.tasks,
                                " tasks completed in ", absl::StrFormat("%.3f", r.seconds),
                                " s on ", PlatformName(o.platform), ", dump level ", levels,
-                               extras.empty() ? "" : " ", extras, "\n");
+                               "\n");
   if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
   if (r.device_crashed) {
     absl::StrAppend(&s, "device crash: ", r.device_crash,

@@ -226,6 +226,14 @@ struct SimSession::Impl {
     warnings.push_back(text);
   }
   void Resolve(std::vector<DumpLog>* logs);
+  // The dump as it started (a device that died reported no steps): the
+  // region's level, or 0 when only the overflow check was on.
+  StepLevel StartLevel() const {
+    const bool overflow_only = config.level == 0 && config.overflow && !options.dynamic_switch;
+    const int level = region == nullptr || overflow_only ? 0 : static_cast<int>(region->level());
+    return {0, static_cast<uint32_t>(level), region != nullptr && config.overflow, config.stats,
+            config.mode};
+  }
   absl::Status StartCapture();
   // Open's steps, in order.
   void Configure();
@@ -764,6 +772,9 @@ std::string SimSession::Impl::RunInDevice(
     v1::DeviceReport::Level* e = r.add_step_levels();
     e->set_first_step(l.first_step);
     e->set_level(l.level);
+    e->set_overflow(l.overflow);
+    e->set_stats(static_cast<uint32_t>(l.stats));
+    e->set_mode(static_cast<uint32_t>(l.mode));
   }
   r.set_steps_begun(steps_begun);
   if (step) {
@@ -1047,6 +1058,9 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
       v1::StepLevel* e = end.add_step_levels();
       e->set_first_step(l.first_step);
       e->set_level(l.level);
+      e->set_overflow(l.overflow);
+      e->set_stats(StatsModeName(l.stats));
+      e->set_mode(DumpModeName(l.mode));
     }
   }
   if (crash && !hang) *end.mutable_device_crash() = crash->crash;
@@ -1171,15 +1185,18 @@ void SimSession::Impl::FromDevice(SessionResult* result) {
     for (const std::string& w : d.warnings()) {
       if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
     }
-    for (const auto& l : d.step_levels()) report.step_levels.push_back({l.first_step(), l.level()});
+    for (const auto& l : d.step_levels()) {
+      report.step_levels.push_back({l.first_step(), l.level(), l.overflow(),
+                                    l.stats() <= 2 ? static_cast<StatsMode>(l.stats()) : StatsMode::kOff,
+                                    l.mode() <= 2 ? static_cast<DumpMode>(l.mode()) : DumpMode::kAll});
+    }
     r.exception_dumps.assign(d.exception_dumps().begin(), d.exception_dumps().end());
   } else if (hang) {
     r.run_status = absl::DeadlineExceededError(*hang);
     r.tasks = crash->tasks_submitted;
     r.tasks_completed = crash->tasks_completed;
     if (r.tasks > 0 && steps_begun == 0) steps_begun = 1;
-    report.step_levels.push_back(
-        {0, static_cast<uint32_t>(region != nullptr ? static_cast<int>(region->level()) : 0)});
+    report.step_levels.push_back(StartLevel());
   } else if (crash) {
     r.run_status = absl::AbortedError(crash->crash.description());
     r.tasks = crash->tasks_submitted;
@@ -1191,8 +1208,7 @@ void SimSession::Impl::FromDevice(SessionResult* result) {
     for (const auto& t : crash->in_flight) last = std::max(last, t->task.step);
     if (r.tasks > 0 && !step) ++steps_begun;
     steps_begun = std::max(steps_begun, last + (r.tasks > 0 ? 1 : 0));
-    report.step_levels.push_back(
-        {0, static_cast<uint32_t>(region != nullptr ? static_cast<int>(region->level()) : 0)});
+    report.step_levels.push_back(StartLevel());
   } else {
     r.run_status = !device_error.ok()
                        ? device_error

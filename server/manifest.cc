@@ -452,8 +452,17 @@ std::string ManifestHead(const ManifestContents& m, const RowSummary& sum) {
   if (m.step_levels.size() > 1) {
     out.append("  \"dump_levels\": [");
     for (size_t i = 0; i < m.step_levels.size(); ++i) {
-      absl::StrAppend(&out, i > 0 ? ", " : "", "{\"first_step\": ", m.step_levels[i].first_step(),
-                      ", \"level\": ", m.step_levels[i].level(), "}");
+      const v1::StepLevel& l = m.step_levels[i];
+      absl::StrAppend(&out, i > 0 ? ", " : "", "{\"first_step\": ", l.first_step(),
+                      ", \"level\": ", l.level());
+      if (m.scope) {
+        absl::StrAppend(&out, ", \"overflow\": ", l.overflow() ? "true" : "false",
+                        ", \"stats\": ");
+        AppendJsonString(l.stats().empty() ? "off" : l.stats(), &out);
+        out.append(", \"mode\": ");
+        AppendJsonString(l.mode().empty() ? "all" : l.mode(), &out);
+      }
+      out.append("}");
     }
     out.append("],\n");
   }

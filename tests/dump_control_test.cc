@@ -571,6 +571,45 @@ TEST(LevelTruthTest, StatsOnlyAndTheStagesAreSaid) {
       << SummarizeSimJob(r, o);
 }
 
+// A switch that changes only what else is on (stats, the overflow check)
+// is a step entry of its own: the manifest's dump_levels and the summary
+// say it per step.
+TEST(LevelTruthTest, ASwitchOfStatsOrOverflowIsSaidPerStep) {
+  SimJobOptions o = Options("truth_steps", 2);
+  o.dynamic = true;
+  o.steps = 3;
+  o.before_step = [](uint32_t step) -> std::optional<DumpConfig> {
+    DumpConfig c = Level(2);
+    if (step == 1) c.stats = StatsMode::kOnly;
+    if (step == 2) c.overflow = true;
+    if (step == 0) return std::nullopt;
+    return c;
+  };
+  auto r = RunSimJob(*BuiltinWorkload("vector_example"), BuiltinKernels(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const CaptureFiles c = ReadCapture(r->dump_dir);
+  EXPECT_EQ(c.manifest.dump_args_level(), 2u);
+  ASSERT_EQ(c.manifest.dump_levels_size(), 3) << c.manifest_text;
+  EXPECT_EQ(c.manifest.dump_levels(0).stats(), "off");
+  EXPECT_EQ(c.manifest.dump_levels(1).first_step(), 1u);
+  EXPECT_EQ(c.manifest.dump_levels(1).stats(), "only");
+  EXPECT_FALSE(c.manifest.dump_levels(1).overflow());
+  EXPECT_EQ(c.manifest.dump_levels(2).first_step(), 2u);
+  EXPECT_EQ(c.manifest.dump_levels(2).stats(), "off");
+  EXPECT_TRUE(c.manifest.dump_levels(2).overflow());
+  for (const auto& l : c.manifest.dump_levels()) EXPECT_EQ(l.level(), 2u);
+  // Step 1's payloads were not kept; steps 0 and 2 have theirs.
+  for (const Entry& e : c.entries) {
+    if (e.kind == "tensor") EXPECT_EQ(e.bin_size == 0, e.step == 1) << e.task_id;
+  }
+  const std::string summary = SummarizeSimJob(*r, o);
+  EXPECT_NE(summary.find("dump level 2 at step 0, 2 with stats only (no payload is kept) from "
+                         "step 1, 2 with the overflow check (a task whose output holds a NaN or "
+                         "an Inf is dumped in full) from step 2\n"),
+            std::string::npos)
+      << summary;
+}
+
 // One resolution for sim_run and the SDK (ResolveDumpEntryPoints): every
 // setting is taken from every entry point that can carry it, alone; and
 // with all four setting it, the command line wins, each lower one that
