@@ -35,10 +35,15 @@ struct SimJobOptions {
   uint32_t drain_threads = 1;
   uint32_t collector_shards = 2;
   // Set: stream the capture to this capture service (host:port) instead of
-  // writing <output_prefix>/args_dump locally.
+  // writing <output_prefix>/args_dump locally; it replaces
+  // dump.capture_server (where sim_run puts the resolved one). A service
+  // that cannot be reached within capture_connect_timeout, or refuses the
+  // capture, is a WARNING and the capture is written locally; a name it
+  // refuses is replaced by one it takes, a taken one gets _2, _3, ...
   std::string capture_server;
+  std::chrono::milliseconds capture_connect_timeout{30000};
   std::string capture_name;  // default: the output prefix's last component
-  std::string auth_token;
+  std::string auth_token;  // empty: dump.auth_token_file's, if set
   // How long a broken stream to the service is retried (with backoff).
   std::chrono::milliseconds capture_retry_deadline{60000};
   std::map<std::string, std::string> labels;

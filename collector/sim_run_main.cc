@@ -2,6 +2,7 @@
 //   bazel run //collector:sim_run -- --dump-args 2
 //   bazel run //collector:sim_run -- --workload path/to/workload.json --dump-args 3
 //   bazel run //collector:sim_run -- --dump-args 2 --capture-server 127.0.0.1:50051
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/files.h"
@@ -30,9 +32,10 @@
 
 ABSL_FLAG(std::string, workload, "vector_example",
           "a built-in workload name (see --list-workloads) or a workload .json file");
-ABSL_FLAG(int, dump_args, 0,
+ABSL_FLAG(std::string, dump_args, "",
           "dump level: 0 off, 1 marked args only, 2 everything, 3 metadata for everything "
-          "and payload for marked tensors (a bare --dump-args means 1)");
+          "and payload for marked tensors (a bare --dump-args means 1; not given: "
+          "ARGSDUMP_LEVEL, the config file, else 0)");
 ABSL_FLAG(std::string, output_prefix, "",
           "where the capture goes (<prefix>/args_dump/); default "
           "outputs/<workload>_<YYYYMMDD_HHMMSS>");
@@ -53,10 +56,16 @@ ABSL_FLAG(std::string, collector_shards, "2", "collector shard threads");
 ABSL_FLAG(bool, list_workloads, false, "print the built-in workloads and exit");
 ABSL_FLAG(std::string, capture_server, "",
           "host:port of a capture service: stream the capture there instead of writing "
-          "<output-prefix>/args_dump");
+          "<output-prefix>/args_dump (ARGSDUMP_CAPTURE_SERVER, the config file's "
+          "\"capture_server\"); one that cannot be reached is a WARNING and the capture is "
+          "written locally");
+ABSL_FLAG(std::string, capture_connect_timeout_ms, "30000",
+          "with a capture service: how long to wait for it at startup before the capture "
+          "is written locally instead, in ms or with a unit (30s)");
 ABSL_FLAG(std::string, capture_name, "",
           "the capture's name on the capture service (default: the output prefix's last "
-          "part, <workload>_<YYYYMMDD_HHMMSS>)");
+          "part, <workload>_<YYYYMMDD_HHMMSS>); one the service refuses is a WARNING and a "
+          "name it takes is used, one already taken gets _2, _3, ...");
 ABSL_FLAG(std::string, auth_token_file, "",
           "file holding the capture service's bearer token");
 ABSL_FLAG(std::vector<std::string>, labels, {},
@@ -102,9 +111,16 @@ CommandLineSpec SimRunSpec() {
       "sim_run: runs a sim workload with the args dump and writes the capture.\n"
       "  sim_run [--workload NAME|FILE.json] [--dump-args N] [--output-prefix DIR] [flags]\n"
       "  sim_run --recover DIR/args_dump\n"
+      "Dump settings (--dump-args, --output-prefix, --dump-config, --capture-server,\n"
+      "--capture-name, --auth-token-file, --labels, --dedup, ARGSDUMP_*, the config\n"
+      "file) never stop a run: a value that cannot be taken is a WARNING naming it and\n"
+      "its fallback (an output prefix that holds a capture: <prefix>_2; a service that\n"
+      "cannot be reached: a local capture, named).\n"
       "Exit status: 0; 1 when the device hung or a kernel failed (the capture is still\n"
-      "written), or the system refused a thread or memory the run needs; 2 for a bad\n"
-      "flag, workload or config value; 3 when the device process\n"
+      "written), the capture is incomplete, or the system refused a thread or memory the\n"
+      "run needs; 2 for a command line sim_run cannot read (an unknown flag, a value not\n"
+      "of its flag's type) or a bad run flag (workload, platform, sizes, steps,\n"
+      "--recover); 3 when the device process\n"
       "died (a kernel crashed it or it was killed: the capture, the running tasks'\n"
       "outputs and the crashing task's exception dump are still written); 4 when the\n"
       "capture service lost the capture (deleted while it was down: its resume was\n"
@@ -123,6 +139,7 @@ CommandLineSpec SimRunSpec() {
       {"drain_threads", Quantity::Count(1, 64)},
       {"collector_shards", Quantity::Count(1, 64)},
       {"steps", Quantity::Count(1, 1000000)},
+      {"capture_connect_timeout_ms", Quantity::Milliseconds(1, kMillisecondsPerDay)},
       {"capture_retry_deadline_ms",
        Quantity::Milliseconds(0, kMillisecondsPerDay, "no retry")},
   };
@@ -174,15 +191,11 @@ int Recover(const std::string& dir) {
   return 0;
 }
 
-// The dump level, steps, platform and every size: each in its range.
+// Steps, platform and every size: each in its range.
 absl::Status SetRunShape(const CommandLine& line, SimJobOptions* o) {
   auto bad = [&](absl::string_view flag, auto&&... what) {
     return absl::InvalidArgumentError(absl::StrCat(line.Spelling(flag), ": ", what...));
   };
-  if (line.Given("dump_args")) {
-    const int level = absl::GetFlag(FLAGS_dump_args);
-    if (level < 0 || level > 3) return bad("dump_args", level, " is not 0, 1, 2 or 3");
-  }
   // The numbers were range-checked as they were parsed (spec.quantities).
   auto count = [&](absl::string_view flag) { return static_cast<uint32_t>(line.Quantity(flag)); };
   o->steps = count("steps");
@@ -207,33 +220,98 @@ void PrintDumpLogs(const std::vector<DumpLog>& logs) {
   for (const DumpLog& l : logs) std::fprintf(stderr, "%s\n", FormatDumpLog(l).c_str());
 }
 
-// The dump configuration: these flags (the API entry: only what is given)
-// > ARGSDUMP_* > --dump-config. Mistakes are warnings, never an abort.
-// With a config file and several steps, editing the file switches the dump
-// at the next step.
+// The dump flags as the command line's entry. A value that cannot be
+// taken is a warning naming the flag and its fallback (a dump setting
+// never stops a run); the values that parse are checked with every other
+// entry's by the one resolution.
+DumpConfigEntry CommandLineEntry(const CommandLine& line, std::vector<std::string>* warnings) {
+  DumpConfigEntry e;
+  if (line.Given("dump_args")) {
+    const std::string v = absl::GetFlag(FLAGS_dump_args);
+    int level;
+    if (absl::SimpleAtoi(v, &level) && level >= 0 && level <= 3 && !v.empty() &&
+        v.find_first_not_of("0123456789") == std::string::npos) {
+      e.level = level;
+    } else {
+      warnings->push_back(absl::StrCat(
+          "the command line: ", line.Spelling("dump_args"), ": '", v,
+          "' is not a dump level (0 off, 1 marked args, 2 everything, 3 metadata + marked "
+          "payloads); the level falls back to the next entry (ARGSDUMP_LEVEL, the config "
+          "file) or 0, off"));
+    }
+  }
+  if (line.Given("dedup")) e.dedup = absl::GetFlag(FLAGS_dedup);
+  if (line.Given("dump_verbose")) e.verbose = absl::GetFlag(FLAGS_dump_verbose);
+  if (!absl::GetFlag(FLAGS_output_prefix).empty()) {
+    e.path = FromUserDir(absl::GetFlag(FLAGS_output_prefix));
+  }
+  if (!absl::GetFlag(FLAGS_capture_server).empty()) {
+    e.capture_server = absl::GetFlag(FLAGS_capture_server);
+  }
+  if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
+    e.auth_token_file = FromUserDir(absl::GetFlag(FLAGS_auth_token_file));
+  }
+  if (!absl::GetFlag(FLAGS_labels).empty()) {
+    auto labels = ParseLabels(absl::StrJoin(absl::GetFlag(FLAGS_labels), ","));
+    if (labels.ok()) {
+      e.labels = *std::move(labels);
+    } else {
+      warnings->push_back(absl::StrCat(
+          "the command line: ", line.Spelling("labels"), ": ", labels.status().message(),
+          " (expected key=value,...); labels fall back to the next entry (ARGSDUMP_LABELS, "
+          "the config file) or none"));
+    }
+  }
+  return e;
+}
+
+// The first of prefix, prefix_2, prefix_3, ... whose args_dump holds no
+// capture (a manifest or a journal).
+std::string FreePrefix(const std::string& prefix) {
+  auto holds = [](const std::string& p) {
+    struct stat st;
+    return ::stat(absl::StrCat(p, "/args_dump/", kManifestName).c_str(), &st) == 0 ||
+           ::stat(absl::StrCat(p, "/args_dump/", kJournalName).c_str(), &st) == 0;
+  };
+  for (int k = 1;; ++k) {
+    const std::string candidate = k == 1 ? prefix : absl::StrCat(prefix, "_", k);
+    if (!holds(candidate) || k >= 100000) return candidate;
+  }
+}
+
+// The dump configuration, by the one resolution the SDK uses too: these
+// flags (the command line) > ARGSDUMP_* > --dump-config. Mistakes are
+// warnings, never an abort. With a config file and several steps, editing
+// the file switches the dump at the next step.
 void SetDump(const CommandLine& line, const std::string& workload, SimJobOptions* o) {
   std::vector<DumpLog> logs;
-  DumpConfigEntry api;
-  if (line.Given("dump_args")) api.level = absl::GetFlag(FLAGS_dump_args);
-  if (line.Given("dedup")) api.dedup = absl::GetFlag(FLAGS_dedup);
-  if (line.Given("dump_verbose")) api.verbose = absl::GetFlag(FLAGS_dump_verbose);
-  if (!absl::GetFlag(FLAGS_output_prefix).empty()) {
-    api.path = FromUserDir(absl::GetFlag(FLAGS_output_prefix));
+  DumpEntryPoints points;
+  points.command_line = CommandLineEntry(line, &points.command_line_warnings);
+  points.environment = DumpEnvironment();
+  if (!absl::GetFlag(FLAGS_dump_config).empty()) {
+    points.config_file = FromUserDir(absl::GetFlag(FLAGS_dump_config));
   }
-  api = CheckApiEntry(api, &logs);
-  const DumpConfigEntry env = DumpConfigFromEnvironment(DumpEnvironment(), &logs);
-  const std::string config_file = absl::GetFlag(FLAGS_dump_config).empty()
-                                      ? ""
-                                      : FromUserDir(absl::GetFlag(FLAGS_dump_config));
-  auto watcher = std::make_shared<DumpConfigWatcher>(api, env, config_file);
-  DumpConfig config = config_file.empty() ? ResolveDumpConfig(api, env, {}, &logs)
-                                          : watcher->Current(&logs);
-  PrintDumpLogs(logs);
+  DumpResolution resolved = ResolveDumpEntryPoints(points, &logs);
+  const DumpConfig& config = resolved.config;
   o->dump_level = config.level;
   o->dump = config;
   o->output_prefix = config.path.empty() ? FromUserDir(DefaultPrefix(workload)) : config.path;
   o->default_prefix = config.path.empty();
-  if (!config_file.empty() && o->steps > 1) {
+  if (!o->default_prefix && (config.level > 0 || config.overflow || !points.config_file.empty())) {
+    // The user's prefix holds a capture already (from the flag,
+    // ARGSDUMP_PATH or the file): a fresh sibling, never over it.
+    const std::string free = FreePrefix(o->output_prefix);
+    if (free != o->output_prefix) {
+      logs.push_back({DumpLog::kWarning,
+                      absl::StrCat("path: ", o->output_prefix, "/args_dump holds a capture "
+                                   "already; this run's capture goes to ", free,
+                                   "/args_dump instead")});
+      o->output_prefix = free;
+    }
+  }
+  PrintDumpLogs(logs);
+  if (resolved.watcher != nullptr && o->steps > 1) {
+    std::shared_ptr<DumpConfigWatcher> watcher = std::move(resolved.watcher);
     o->dynamic = true;
     o->before_step = [watcher](uint32_t step) -> std::optional<DumpConfig> {
       if (step == 0) return std::nullopt;
@@ -245,53 +323,15 @@ void SetDump(const CommandLine& line, const std::string& workload, SimJobOptions
   }
 }
 
-// --capture-server and what goes with it: name, labels, token, retries.
-absl::Status SetCaptureService(const CommandLine& line, SimJobOptions* o) {
-  o->capture_server = absl::GetFlag(FLAGS_capture_server);
+// What goes with a capture service: the capture's name, how long to wait
+// for the service, retries. The service, token and labels are dump
+// settings (SetDump).
+void SetCaptureService(const CommandLine& line, SimJobOptions* o) {
+  o->capture_connect_timeout =
+      std::chrono::milliseconds(line.Quantity("capture_connect_timeout_ms"));
   o->capture_retry_deadline =
       std::chrono::milliseconds(line.Quantity("capture_retry_deadline_ms"));
   o->capture_name = absl::GetFlag(FLAGS_capture_name);
-  for (const std::string& label : absl::GetFlag(FLAGS_labels)) {
-    const size_t eq = label.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(line.Spelling("labels"), ": '", label, "' is not key=value"));
-    }
-    o->labels[label.substr(0, eq)] = label.substr(eq + 1);
-  }
-  if (!absl::GetFlag(FLAGS_auth_token_file).empty()) {
-    absl::StatusOr<std::string> token =
-        ReadTokenFile(FromUserDir(absl::GetFlag(FLAGS_auth_token_file)));
-    if (!token.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(line.Spelling("auth_token_file"), ": ", token.status().message()));
-    }
-    o->auth_token = *std::move(token);
-  }
-  return absl::OkStatus();
-}
-
-// With --capture-server, the capture's name by the service's own rule,
-// here at startup: a name the service would refuse is a bad flag now, not
-// a refusal after waiting for a service (30 s when none is reachable).
-absl::Status CheckCaptureName(const CommandLine& line, const SimJobOptions& o) {
-  if (o.capture_server.empty()) return absl::OkStatus();
-  if (!o.capture_name.empty()) {
-    absl::Status valid = ValidateCaptureName(o.capture_name);
-    if (valid.ok()) return valid;
-    return absl::InvalidArgumentError(
-        absl::StrCat(line.Spelling("capture_name"), ": '", o.capture_name, "': ", valid.message()));
-  }
-  // The default: the output prefix's last part.
-  const size_t slash = o.output_prefix.find_last_of('/');
-  const std::string leaf =
-      slash == std::string::npos ? o.output_prefix : o.output_prefix.substr(slash + 1);
-  absl::Status valid = ValidateCaptureName(leaf);
-  if (valid.ok()) return valid;
-  return absl::InvalidArgumentError(absl::StrCat(
-      line.Spelling("output_prefix"), ": its last part '", leaf, "' is the capture's default "
-      "name on the service, and ", valid.message(), "; name the capture with ",
-      line.Spelling("capture_name")));
 }
 
 // The progress line on stderr, by the tools' one rule (tools/progress.h):
@@ -328,8 +368,7 @@ int Main(int argc, char** argv) {
       IsFile(name) ? LoadWorkloadFile(FromUserDir(name), kernels) : BuiltinWorkload(name);
   if (!workload.ok()) return Fail(workload.status().message());
   SetDump(line, workload->name(), &o);
-  if (absl::Status s = SetCaptureService(line, &o); !s.ok()) return Fail(s.message());
-  if (absl::Status s = CheckCaptureName(line, o); !s.ok()) return Fail(s.message());
+  SetCaptureService(line, &o);
   const std::unique_ptr<SimProgressSampler> progress = MakeProgress(line);
   o.progress = progress.get();
   o.device_process = !absl::GetFlag(FLAGS_in_process);
@@ -344,7 +383,7 @@ int Main(int argc, char** argv) {
   std::printf("%s", SummarizeSimJob(*result, o).c_str());
   if (result->device_crashed) return 3;
   if (!result->kept_locally_dir.empty()) return 4;
-  return result->run_status.ok() ? 0 : 1;
+  return result->run_status.ok() && result->dump_status.ok() ? 0 : 1;
 }
 
 }  // namespace

@@ -109,6 +109,27 @@ std::string DumpConfig::Describe() const {
                       dedup ? "" : " dedup=off", verbose ? " verbose=on" : "");
 }
 
+std::string DumpConfig::DescribeScope() const {
+  static constexpr const char* kLevels[] = {"off", "marked args", "everything",
+                                            "metadata + marked payloads"};
+  const std::string extras = DescribeExtras();
+  return absl::StrCat("level ", level, " (", level >= 0 && level <= 3 ? kLevels[level] : "?",
+                      ")", extras.empty() ? "" : " ", extras);
+}
+
+std::string DumpConfig::DescribeExtras() const {
+  std::vector<std::string> also;
+  if (overflow) {
+    also.push_back("the overflow check (a task whose output holds a NaN or an Inf is dumped "
+                   "in full)");
+  }
+  if (stats == StatsMode::kOn) also.push_back("stats");
+  if (stats == StatsMode::kOnly) also.push_back("stats only (no payload is kept)");
+  if (mode == DumpMode::kInput) also.push_back("inputs only (before dispatch)");
+  if (mode == DumpMode::kOutput) also.push_back("outputs only (after completion)");
+  return also.empty() ? "" : absl::StrCat("with ", absl::StrJoin(also, ", "));
+}
+
 std::string FormatDumpLog(const DumpLog& log) {
   const char* severity = log.severity == DumpLog::kInfo      ? "INFO"
                          : log.severity == DumpLog::kWarning ? "WARNING"
@@ -657,6 +678,54 @@ DumpConfig ResolveDumpConfig(const DumpConfigEntry& api, const DumpConfigEntry& 
                             {"the environment", "environment", env},
                             ConfigFileSource(file)},
                            logs);
+}
+
+DumpResolution ResolveDumpEntryPoints(const DumpEntryPoints& points,
+                                      std::vector<DumpLog>* logs) {
+  DumpResolution r;
+  for (const std::string& w : points.command_line_warnings) logs->push_back({DumpLog::kWarning, w});
+  const DumpConfigEntry& cli = points.command_line;
+  const bool cli_sets = cli.level || cli.path || cli.mode || cli.funcs || cli.block_funcs ||
+                        cli.steps || cli.stats || cli.overflow || cli.capture_server ||
+                        cli.auth_token_file || cli.labels || cli.dedup;
+  if (cli_sets) {
+    r.above_file.push_back(
+        {"the command line", "command line", CheckEntry("the command line", cli, logs)});
+  }
+  if (points.api) r.above_file.push_back({"API", "API", CheckApiEntry(*points.api, logs)});
+  r.above_file.push_back({"the environment", "environment",
+                          DumpConfigFromEnvironment(points.environment, logs)});
+  r.config_file = points.config_file;
+  r.default_level = points.default_level;
+  if (!r.config_file.empty()) {
+    r.watcher = std::make_unique<DumpConfigWatcher>(r.above_file, r.config_file);
+  }
+  r.config = ResolveDumpSources(r.above_file, r.watcher.get(), r.default_level, logs);
+  return r;
+}
+
+DumpConfig ResolveDumpSources(const std::vector<DumpConfigSource>& above_file,
+                              DumpConfigWatcher* watcher, std::optional<int> default_level,
+                              std::vector<DumpLog>* logs) {
+  DumpConfig config;
+  if (watcher != nullptr) {
+    config = watcher->Current(logs);
+  } else {
+    std::vector<DumpConfigSource> sources = above_file;
+    sources.push_back(ConfigFileSource({}));  // none: named in the order all the same
+    config = ResolveDumpConfig(sources, logs);
+  }
+  const bool level_set = std::any_of(above_file.begin(), above_file.end(),
+                                     [](const DumpConfigSource& s) { return s.entry.level; }) ||
+                         (watcher != nullptr && watcher->file_entry().level);
+  if (!level_set && default_level && config.level != *default_level) {
+    config.level = *default_level;
+    logs->push_back({DumpLog::kInfo,
+                     absl::StrCat("level=", *default_level,
+                                  " from --dump-args-default (argsdump_sim_test's dump_args): "
+                                  "no entry sets the level")});
+  }
+  return config;
 }
 
 DumpConfig ResolveDumpConfig(const std::vector<DumpConfigSource>& sources,

@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -121,6 +122,14 @@ struct DumpConfig {
   bool CapturesAfter() const { return mode != DumpMode::kInput; }
   // One line: "level=2 mode=all path=... funcs=[...] ...".
   std::string Describe() const;
+  // What the dump does, for people: the level in effect and what else is
+  // on ("level 0 (off) with the overflow check: a task whose output holds
+  // a NaN or an Inf is dumped in full", "level 2, stats only: no payload
+  // is kept", "level 2, inputs only").
+  std::string DescribeScope() const;
+  // The part after the level: "with the overflow check (...), stats", or
+  // "" when nothing else is on.
+  std::string DescribeExtras() const;
 };
 
 // A log line of the dump configuration ("dumper" lines, seed 003 grading).
@@ -194,6 +203,46 @@ class DumpConfigWatcher {
   std::optional<std::string> text_;  // as last read (nullopt: unreadable)
   DumpConfigEntry file_;
 };
+
+// Every entry point of a run, as sim_run and the SDK both take them: one
+// resolution for both, so no entry point is honoured by one and not the
+// other. Priority: the command line > the API > the environment > the
+// config file > the default level.
+struct DumpEntryPoints {
+  // The command line: sim_run's dump flags (--dump-args, --output-prefix,
+  // --capture-server, --auth-token-file, --labels, --dedup), or a test's
+  // (--dump-args, --output-prefix, --capture-server). Checked like every
+  // entry: a value it cannot take is a WARNING and falls back.
+  DumpConfigEntry command_line;
+  // Flags whose value could not be taken at all (each a WARNING already
+  // naming the flag and its fallback).
+  std::vector<std::string> command_line_warnings;
+  // SessionOptions::dump (the code's own wishes); unset: no API entry
+  // (sim_run has no code of the user's).
+  std::optional<DumpConfigEntry> api;
+  // The ARGSDUMP_* variables (DumpEnvironment()).
+  std::map<std::string, std::string> environment;
+  std::string config_file;  // --dump-config or SessionOptions::config_file; empty: none
+  // --dump-args-default (argsdump_sim_test's dump_args): the level when no
+  // entry sets one.
+  std::optional<int> default_level;
+};
+
+// The resolution and what it was made from (re-resolved after the API
+// entry changes, and per step while the config file is watched).
+struct DumpResolution {
+  DumpConfig config;
+  std::vector<DumpConfigSource> above_file;  // checked, highest first
+  std::string config_file;
+  std::unique_ptr<DumpConfigWatcher> watcher;  // set with a config file
+  std::optional<int> default_level;
+};
+DumpResolution ResolveDumpEntryPoints(const DumpEntryPoints& points, std::vector<DumpLog>* logs);
+// The configuration from entries already checked: `above_file`, the
+// watched file's (reads it again), then the default level.
+DumpConfig ResolveDumpSources(const std::vector<DumpConfigSource>& above_file,
+                              DumpConfigWatcher* watcher, std::optional<int> default_level,
+                              std::vector<DumpLog>* logs);
 
 // Whether `path` can hold a capture: it exists as a directory a folder can
 // be created in, or its nearest existing ancestor is one (it would be

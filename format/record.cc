@@ -349,11 +349,46 @@ std::vector<uint32_t> ManifestOrder(const RecordList& records) {
   return order;
 }
 
+absl::Status CheckScopeWords(const std::string& stats, const std::string& mode) {
+  if (stats != "" && stats != "off" && stats != "on" && stats != "only") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stats: '", stats.substr(0, 16), "' is not off, on or only"));
+  }
+  if (mode != "" && mode != "all" && mode != "input" && mode != "output") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mode: '", mode.substr(0, 16), "' is not all, input or output"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDumpScope(const v1::DumpScope& scope) {
+  if (scope.level() > 3) {
+    return absl::InvalidArgumentError(absl::StrCat("scope.level: ", scope.level(), " is not 0..3"));
+  }
+  if (absl::Status s = CheckScopeWords(scope.stats(), scope.mode()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("scope.", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+uint32_t ReportedLevel(const v1::CaptureInfo& info) {
+  if (!info.has_scope() || info.scope().level() > 3) return static_cast<uint32_t>(info.level());
+  if (info.step_levels_size() <= 1) return info.scope().level();
+  uint32_t last = 0;  // the last level above 0 (0: only the overflow check ran)
+  for (const v1::StepLevel& l : info.step_levels()) {
+    if (l.level() > 0 && l.level() <= 3) last = l.level();
+  }
+  return last;
+}
+
 absl::Status CheckStepLevels(const google::protobuf::RepeatedPtrField<v1::StepLevel>& levels) {
   for (int i = 0; i < levels.size(); ++i) {
     if (levels[i].level() > 3) {
       return absl::InvalidArgumentError(absl::StrCat("step_levels[", i, "].level: ",
                                                      levels[i].level(), " is not 0..3"));
+    }
+    if (absl::Status s = CheckScopeWords(levels[i].stats(), levels[i].mode()); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("step_levels[", i, "].", s.message()));
     }
     if (i > 0 && levels[i].first_step() <= levels[i - 1].first_step()) {
       return absl::InvalidArgumentError(absl::StrCat(

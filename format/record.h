@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <type_traits>
 #include <tuple>
 #include <vector>
@@ -163,6 +164,17 @@ inline auto ManifestOrderKey(const ManifestRow& r, uint64_t arrival) {
 // Step levels (CaptureInfo.step_levels) in order: first_step increasing,
 // level 0..3; InvalidArgument naming the entry otherwise.
 absl::Status CheckStepLevels(const google::protobuf::RepeatedPtrField<v1::StepLevel>& levels);
+// The level a reader is told (the manifest's dump_args_level): the level
+// in effect (info.scope), which is 0 when only the overflow check was on;
+// with levels per step, the last one above 0 of them (0 if none); for a
+// capture without a scope (or one out of range), info.level.
+uint32_t ReportedLevel(const v1::CaptureInfo& info);
+// A DumpScope's level 0..3, stats "off"/"on"/"only" and mode
+// "all"/"input"/"output" ("" for either: unset); InvalidArgument naming
+// the field. The stats and mode words of a StepLevel are checked alike
+// (CheckStepLevels).
+absl::Status CheckDumpScope(const v1::DumpScope& scope);
+absl::Status CheckScopeWords(const std::string& stats, const std::string& mode);
 
 }  // namespace argsdump
 

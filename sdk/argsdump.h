@@ -193,10 +193,12 @@ struct SessionResult {
 
 // The dump flags of a process's command line (see above), removed from
 // argv; what they set is the highest entry of every SimSession this process
-// opens. InvalidArgument naming the flag for a value that is not one
-// (--dump-args=x, --dump-args 7, --capture-server without host:port,
-// a flag without its value). Without a call, sessions read the flags from
-// /proc/self/cmdline (without removing them).
+// opens. A value that is not one (--dump-args=x, --dump-args 7,
+// --capture-server without host:port, a flag without its value) is a
+// WARNING naming the flag and the fallback, printed when a session opens
+// and kept in its SessionResult::warnings: the returned status is always
+// OK (a bad dump flag never fails a test). Without a call, sessions read
+// the flags from /proc/self/cmdline (without removing them).
 absl::Status ConsumeDumpFlags(int* argc, char** argv);
 
 class SimSession {

@@ -1,8 +1,10 @@
 // The dump flags of a test's command line (sdk/argsdump.h: ConsumeDumpFlags)
 // and the process-wide test context.
 #include <cctype>
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -46,19 +48,37 @@ bool IsLevelText(const std::string& s) {
                                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
-absl::Status Level(const std::string& flag, const std::string& value, int* out) {
-  if (!IsLevelText(value) || !absl::SimpleAtoi(value, out) || *out < 0 || *out > 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, ": '", value, "' is not a dump level (0 off, 1 marked args, 2 everything, "
-        "3 metadata + marked payloads)"));
+// What each flag falls back to when its value cannot be taken.
+constexpr char kLevelFallback[] =
+    "the level falls back to the next entry (ARGSDUMP_LEVEL, the config file, "
+    "--dump-args-default) or 0, off";
+constexpr char kDefaultFallback[] =
+    "no default level is set: 0, off, unless an entry sets the level";
+constexpr char kConfigFallback[] =
+    "no config file is read from the command line (SessionOptions::config_file is, if set)";
+constexpr char kPrefixFallback[] =
+    "the path falls back to the next entry (ARGSDUMP_PATH, the config file) or the default";
+constexpr char kServerFallback[] =
+    "the capture stays local unless ARGSDUMP_CAPTURE_SERVER or the config file names a "
+    "capture service";
+
+// The level in `value`, or a WARNING naming `flag` and the fallback.
+std::optional<int> Level(const std::string& flag, const std::string& value,
+                         const char* fallback, std::vector<std::string>* warnings) {
+  int level;
+  if (IsLevelText(value) && absl::SimpleAtoi(value, &level) && level >= 0 && level <= 3) {
+    return level;
   }
-  return absl::OkStatus();
+  warnings->push_back(absl::StrCat(
+      "the command line: ", flag, ": '", value, "' is not a dump level (0 off, 1 marked args, "
+      "2 everything, 3 metadata + marked payloads); ", fallback));
+  return std::nullopt;
 }
 
 }  // namespace
 
-absl::StatusOr<CommandLineDump> ParseDumpFlags(const std::vector<std::string>& args,
-                                               std::vector<std::string>* rest) {
+CommandLineDump ParseDumpFlags(const std::vector<std::string>& args,
+                               std::vector<std::string>* rest) {
   CommandLineDump d;
   rest->clear();
   for (size_t i = 0; i < args.size(); ++i) {
@@ -71,17 +91,21 @@ absl::StatusOr<CommandLineDump> ParseDumpFlags(const std::vector<std::string>& a
     const std::string flag = Canonical(absl::string_view(arg).substr(0, eq));
     const bool has_eq = eq != std::string::npos;
     const std::string inline_value = has_eq ? arg.substr(eq + 1) : "";
-    // The value of a flag that takes one: "--f=v" or "--f v".
-    auto value = [&](std::string* out) -> absl::Status {
+    // The value of a flag that takes one: "--f=v" or "--f v"; without one,
+    // a WARNING naming the flag and what it falls back to.
+    auto value = [&](const char* fallback) -> std::optional<std::string> {
+      std::string out;
       if (has_eq) {
-        *out = inline_value;
+        out = inline_value;
       } else if (i + 1 < args.size() && !absl::StartsWith(args[i + 1], "--")) {
-        *out = args[++i];
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
+        out = args[++i];
       }
-      if (out->empty()) return absl::InvalidArgumentError(absl::StrCat(flag, " needs a value"));
-      return absl::OkStatus();
+      if (out.empty()) {
+        d.warnings.push_back(
+            absl::StrCat("the command line: ", flag, " needs a value; ", fallback));
+        return std::nullopt;
+      }
+      return out;
     };
     if (flag == "--dump-args") {
       // A bare --dump-args means level 1 (the seed's); "--dump-args N"
@@ -92,39 +116,41 @@ absl::StatusOr<CommandLineDump> ParseDumpFlags(const std::vector<std::string>& a
       } else if (i + 1 < args.size() && IsLevelText(args[i + 1])) {
         v = args[++i];
       }
-      int level;
-      if (absl::Status s = Level(flag, v, &level); !s.ok()) return s;
-      d.entry.level = level;
+      // A later flag replaces an earlier one, a bad one included.
+      d.entry.level = Level(flag, v, kLevelFallback, &d.warnings);
     } else if (flag == "--dump-args-default") {
-      std::string v;
-      if (absl::Status s = value(&v); !s.ok()) return s;
-      int level;
-      if (absl::Status s = Level(flag, v, &level); !s.ok()) return s;
-      d.default_level = level;
+      d.default_level.reset();
+      if (std::optional<std::string> v = value(kDefaultFallback)) {
+        d.default_level = Level(flag, *v, kDefaultFallback, &d.warnings);
+      }
     } else if (flag == "--dump-verbose") {
       // A bare --dump-verbose means true; --dump-verbose=false turns it off.
       bool verbose = true;
       if (has_eq && !absl::SimpleAtob(inline_value, &verbose)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(flag, ": '", inline_value, "' is not true or false"));
+        d.warnings.push_back(absl::StrCat("the command line: ", flag, ": '", inline_value,
+                                          "' is not true or false; the verbose log stays as "
+                                          "the next entry (ARGSDUMP_VERBOSE, the config file) "
+                                          "sets it, or off"));
+        d.entry.verbose.reset();
+      } else {
+        d.entry.verbose = verbose;
       }
-      d.entry.verbose = verbose;
     } else if (flag == "--dump-config") {
-      std::string v;
-      if (absl::Status s = value(&v); !s.ok()) return s;
-      d.config_file = FromUserDir(v);
+      d.config_file.clear();
+      if (std::optional<std::string> v = value(kConfigFallback)) d.config_file = FromUserDir(*v);
     } else if (flag == "--output-prefix") {
-      std::string v;
-      if (absl::Status s = value(&v); !s.ok()) return s;
-      d.entry.path = FromUserDir(v);
+      d.entry.path.reset();
+      if (std::optional<std::string> v = value(kPrefixFallback)) d.entry.path = FromUserDir(*v);
     } else if (flag == "--capture-server") {
-      std::string v;
-      if (absl::Status s = value(&v); !s.ok()) return s;
-      if (!IsHostPort(v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(flag, ": '", v, "' is not host:port (such as 127.0.0.1:50051)"));
+      d.entry.capture_server.reset();
+      std::optional<std::string> v = value(kServerFallback);
+      if (v && !IsHostPort(*v)) {
+        d.warnings.push_back(absl::StrCat("the command line: ", flag, ": '", *v,
+                                          "' is not host:port (such as 127.0.0.1:50051); ",
+                                          kServerFallback));
+      } else if (v) {
+        d.entry.capture_server = *v;
       }
-      d.entry.capture_server = v;
     } else {
       rest->push_back(arg);
     }
@@ -136,8 +162,7 @@ absl::Status ConsumeDumpFlags(int* argc, char** argv) {
   if (argc == nullptr || argv == nullptr || *argc < 1) return absl::OkStatus();
   std::vector<std::string> args(argv + 1, argv + *argc);
   std::vector<std::string> rest;
-  absl::StatusOr<CommandLineDump> flags = ParseDumpFlags(args, &rest);
-  if (!flags.ok()) return flags.status();
+  CommandLineDump flags = ParseDumpFlags(args, &rest);
   // Keep argv's own strings (and their order) for what stays.
   int kept = 1;
   size_t r = 0;
@@ -150,7 +175,7 @@ absl::Status ConsumeDumpFlags(int* argc, char** argv) {
   for (int i = kept; i < *argc; ++i) argv[i] = nullptr;
   *argc = kept;
   std::lock_guard<std::mutex> lock(State().mu);
-  State().flags = *std::move(flags);
+  State().flags = std::move(flags);
   return absl::OkStatus();
 }
 
@@ -173,15 +198,7 @@ CommandLineDump CommandLineDumpFlags() {
   }
   if (!args.empty()) args.erase(args.begin());
   std::vector<std::string> rest;
-  absl::StatusOr<CommandLineDump> flags = ParseDumpFlags(args, &rest);
-  CommandLineDump d;
-  if (flags.ok()) {
-    d = *std::move(flags);
-  } else {
-    d.warnings.push_back(absl::StrCat("the command line: ", flags.status().message(),
-                                      "; no dump flag is taken from it"));
-  }
-  return d;
+  return ParseDumpFlags(args, &rest);
 }
 
 void ResetCommandLineDumpForTest() {

@@ -2,7 +2,8 @@
 // dump flags (--dump-args [N], --dump-config F, --output-prefix D,
 // --capture-server H:P, --dump-args-default N, --dump-verbose) off argv
 // before gtest and gmock read it, names sessions after the running test
-// case, and runs the tests. A bad dump flag exits 2 naming it.
+// case, and runs the tests. A bad dump flag or value is a WARNING naming it and the fallback
+// (printed when a session opens); the dump never fails a test by itself.
 #include <cstdio>
 
 #include "gmock/gmock.h"

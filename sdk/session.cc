@@ -147,6 +147,16 @@ void SetLabel(std::vector<std::pair<std::string, std::string>>* labels, const st
   labels->emplace_back(key, value);
 }
 
+// What the dump runs with, for the capture (CaptureInfo.scope).
+v1::DumpScope DumpScopeOf(const DumpConfig& config) {
+  v1::DumpScope scope;
+  scope.set_level(static_cast<uint32_t>(config.level));
+  scope.set_overflow(config.overflow);
+  scope.set_stats(StatsModeName(config.stats));
+  scope.set_mode(DumpModeName(config.mode));
+  return scope;
+}
+
 }  // namespace
 
 struct SimSession::Impl {
@@ -218,6 +228,14 @@ struct SimSession::Impl {
     warnings.push_back(text);
   }
   void Resolve(std::vector<DumpLog>* logs);
+  // The dump as it started (a device that died reported no steps): the
+  // region's level, or 0 when only the overflow check was on.
+  StepLevel StartLevel() const {
+    const bool overflow_only = config.level == 0 && config.overflow && !options.dynamic_switch;
+    const int level = region == nullptr || overflow_only ? 0 : static_cast<int>(region->level());
+    return {0, static_cast<uint32_t>(level), region != nullptr && config.overflow, config.stats,
+            config.mode};
+  }
   absl::Status StartCapture();
   // Open's steps, in order.
   void Configure();
@@ -252,23 +270,7 @@ struct SimSession::Impl {
 };
 
 void SimSession::Impl::Resolve(std::vector<DumpLog>* logs) {
-  if (watcher != nullptr) {
-    config = watcher->Current(logs);
-  } else {
-    std::vector<DumpConfigSource> sources = above_file;
-    sources.push_back(ConfigFileSource({}));  // none: named in the order all the same
-    config = ResolveDumpConfig(sources, logs);
-  }
-  const bool level_set = std::any_of(above_file.begin(), above_file.end(),
-                                     [](const DumpConfigSource& s) { return s.entry.level; }) ||
-                         (watcher != nullptr && watcher->file_entry().level);
-  if (!level_set && default_level && config.level != *default_level) {
-    config.level = *default_level;
-    logs->push_back({DumpLog::kInfo,
-                     absl::StrCat("level=", *default_level,
-                                  " from --dump-args-default (argsdump_sim_test's dump_args): "
-                                  "no entry sets the level")});
-  }
+  config = ResolveDumpSources(above_file, watcher.get(), default_level, logs);
 }
 
 namespace {
@@ -316,21 +318,21 @@ void SimSession::Impl::Configure() {
   if (wiring.resolved) {
     s.config = *wiring.resolved;
   } else {
+    // The one resolution sim_run uses too (device/dump_config.h).
     CommandLineDump cli = CommandLineDumpFlags();
-    for (const std::string& w : cli.warnings) logs.push_back({DumpLog::kWarning, w});
-    if (cli.entry.level || cli.entry.path || cli.entry.capture_server) {
-      s.above_file.push_back(
-          {"the command line", "command line", CheckEntry("the command line", cli.entry, &logs)});
-    }
-    s.above_file.push_back({"API", "API", CheckApiEntry(s.options.dump, &logs)});
-    s.above_file.push_back(
-        {"the environment", "environment", DumpConfigFromEnvironment(DumpEnvironment(), &logs)});
-    s.config_file = !cli.config_file.empty() ? cli.config_file : s.options.config_file;
-    s.default_level = cli.default_level;
-    if (!s.config_file.empty()) {
-      s.watcher = std::make_unique<DumpConfigWatcher>(s.above_file, s.config_file);
-    }
-    s.Resolve(&logs);
+    DumpEntryPoints points;
+    points.command_line = cli.entry;
+    points.command_line_warnings = cli.warnings;
+    points.api = s.options.dump;
+    points.environment = DumpEnvironment();
+    points.config_file = !cli.config_file.empty() ? cli.config_file : s.options.config_file;
+    points.default_level = cli.default_level;
+    DumpResolution r = ResolveDumpEntryPoints(points, &logs);
+    s.config = r.config;
+    s.above_file = std::move(r.above_file);
+    s.config_file = r.config_file;
+    s.watcher = std::move(r.watcher);
+    s.default_level = r.default_level;
   }
   for (const DumpLog& l : logs) {
     Print(l.severity, l.text);
@@ -523,6 +525,7 @@ absl::Status SimSession::Impl::StartCapture() {
   info.Clear();
   info.set_name(wiring.workload.empty() ? name : wiring.workload);
   info.set_level(static_cast<v1::DumpLevel>(region_level));
+  *info.mutable_scope() = DumpScopeOf(config);
   info.set_platform(PlatformName(wiring.platform));
   for (const auto& [k, v] : labels) (*info.mutable_labels())[k] = v;
   // A gRPC channel starts threads: an isolated session makes that sink
@@ -534,7 +537,8 @@ absl::Status SimSession::Impl::StartCapture() {
   report.dump_log.push_back(absl::StrCat(
       "dump buffers created: ", rc.num_threads, " recording threads x (", rc.buffers_per_thread,
       " buffers of ", rc.records_per_buffer, " records + a ", rc.arena_bytes,
-      "-byte payload arena), level ", region_level));
+      "-byte payload arena) for recording at level ", region_level, "; the dump runs at ",
+      config.DescribeScope()));
   Print(DumpLog::kInfo, report.dump_log.back());
   if (isolated) return absl::OkStatus();  // StartCollecting, after the fork
   return StartCollecting();
@@ -592,6 +596,21 @@ absl::Status SimSession::Impl::MakeSink() {
       return std::unique_ptr<CaptureSink>(std::move(local).value());
     };
     auto remote = GrpcSink::Connect(g);
+    // A name another capture holds: the first free <name>_2, _3, ..., with
+    // a WARNING naming both (as a local capture takes a fresh folder).
+    const std::string wanted = g.capture;
+    for (int k = 2; k <= 100 && !remote.ok() &&
+                    remote.status().code() == absl::StatusCode::kAlreadyExists;
+         ++k) {
+      const std::string suffix = absl::StrCat("_", k);
+      g.capture = absl::StrCat(wanted.substr(0, 128 - suffix.size()), suffix);
+      g.info.set_name(g.capture);
+      remote = GrpcSink::Connect(g);
+      if (remote.ok()) {
+        Warn(absl::StrCat("capture service ", config.capture_server, ": capture name '", wanted,
+                          "' is taken; the capture is named '", g.capture, "' instead"));
+      }
+    }
     if (remote.ok()) {
       remote_token = g.auth_token;
       remote_name = g.capture;
@@ -760,6 +779,9 @@ std::string SimSession::Impl::RunInDevice(
     v1::DeviceReport::Level* e = r.add_step_levels();
     e->set_first_step(l.first_step);
     e->set_level(l.level);
+    e->set_overflow(l.overflow);
+    e->set_stats(static_cast<uint32_t>(l.stats));
+    e->set_mode(static_cast<uint32_t>(l.mode));
   }
   r.set_steps_begun(steps_begun);
   if (step) {
@@ -1043,6 +1065,9 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
       v1::StepLevel* e = end.add_step_levels();
       e->set_first_step(l.first_step);
       e->set_level(l.level);
+      e->set_overflow(l.overflow);
+      e->set_stats(StatsModeName(l.stats));
+      e->set_mode(DumpModeName(l.mode));
     }
   }
   if (crash && !hang) *end.mutable_device_crash() = crash->crash;
@@ -1170,15 +1195,18 @@ void SimSession::Impl::FromDevice(SessionResult* result) {
     for (const std::string& w : d.warnings()) {
       if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
     }
-    for (const auto& l : d.step_levels()) report.step_levels.push_back({l.first_step(), l.level()});
+    for (const auto& l : d.step_levels()) {
+      report.step_levels.push_back({l.first_step(), l.level(), l.overflow(),
+                                    l.stats() <= 2 ? static_cast<StatsMode>(l.stats()) : StatsMode::kOff,
+                                    l.mode() <= 2 ? static_cast<DumpMode>(l.mode()) : DumpMode::kAll});
+    }
     r.exception_dumps.assign(d.exception_dumps().begin(), d.exception_dumps().end());
   } else if (hang) {
     r.run_status = absl::DeadlineExceededError(*hang);
     r.tasks = crash->tasks_submitted;
     r.tasks_completed = crash->tasks_completed;
     if (r.tasks > 0 && steps_begun == 0) steps_begun = 1;
-    report.step_levels.push_back(
-        {0, static_cast<uint32_t>(region != nullptr ? static_cast<int>(region->level()) : 0)});
+    report.step_levels.push_back(StartLevel());
   } else if (crash) {
     r.run_status = absl::AbortedError(crash->crash.description());
     r.tasks = crash->tasks_submitted;
@@ -1190,8 +1218,7 @@ void SimSession::Impl::FromDevice(SessionResult* result) {
     for (const auto& t : crash->in_flight) last = std::max(last, t->task.step);
     if (r.tasks > 0 && !step) ++steps_begun;
     steps_begun = std::max(steps_begun, last + (r.tasks > 0 ? 1 : 0));
-    report.step_levels.push_back(
-        {0, static_cast<uint32_t>(region != nullptr ? static_cast<int>(region->level()) : 0)});
+    report.step_levels.push_back(StartLevel());
   } else {
     r.run_status = !device_error.ok()
                        ? device_error

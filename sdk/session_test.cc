@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
@@ -126,20 +127,20 @@ TEST(DumpFlagsTest, EveryFormIsRecognisedAndRemoved) {
   };
   for (const Case& c : cases) {
     std::vector<std::string> rest;
-    auto d = ParseDumpFlags(c.args, &rest);
-    ASSERT_TRUE(d.ok()) << d.status();
-    EXPECT_EQ(d->entry.level, c.level) << c.args[0];
+    const CommandLineDump d = ParseDumpFlags(c.args, &rest);
+    EXPECT_TRUE(d.warnings.empty()) << c.args[0];
+    EXPECT_EQ(d.entry.level, c.level) << c.args[0];
     EXPECT_EQ(rest, c.rest) << c.args[0];
   }
   std::vector<std::string> rest;
   auto d = ParseDumpFlags({"--dump-config", "/x.json", "--output-prefix=/o", "--capture-server",
                            "127.0.0.1:9", "--dump-args-default=2", "--keep"},
                           &rest);
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->config_file, "/x.json");
-  EXPECT_EQ(d->entry.path, "/o");
-  EXPECT_EQ(d->entry.capture_server, "127.0.0.1:9");
-  EXPECT_EQ(d->default_level, 2);
+  EXPECT_TRUE(d.warnings.empty());
+  EXPECT_EQ(d.config_file, "/x.json");
+  EXPECT_EQ(d.entry.path, "/o");
+  EXPECT_EQ(d.entry.capture_server, "127.0.0.1:9");
+  EXPECT_EQ(d.default_level, 2);
   EXPECT_EQ(rest, std::vector<std::string>{"--keep"});
 
   // ConsumeDumpFlags edits argv in place and keeps the rest in order.
@@ -157,41 +158,72 @@ TEST(DumpFlagsTest, EveryFormIsRecognisedAndRemoved) {
   EXPECT_EQ(CommandLineDumpFlags().config_file, "f");
 }
 
-// --dump-verbose is the verbose item of the command line entry: bare is on.
+// --dump-verbose is the verbose item of the command line entry: bare is on;
+// a value that is no bool is a WARNING and sets nothing.
 TEST(DumpFlagsTest, DumpVerboseSetsTheVerboseItem) {
   std::vector<std::string> rest;
-  auto on = ParseDumpFlags({"--dump-verbose", "--keep"}, &rest);
-  ASSERT_TRUE(on.ok()) << on.status();
-  EXPECT_EQ(on->entry.verbose, true);
+  CommandLineDump on = ParseDumpFlags({"--dump-verbose", "--keep"}, &rest);
+  EXPECT_EQ(on.entry.verbose, true);
   EXPECT_EQ(rest, std::vector<std::string>{"--keep"});
-  auto off = ParseDumpFlags({"--dump_verbose=false"}, &rest);
-  ASSERT_TRUE(off.ok()) << off.status();
-  EXPECT_EQ(off->entry.verbose, false);
+  CommandLineDump off = ParseDumpFlags({"--dump_verbose=false"}, &rest);
+  EXPECT_EQ(off.entry.verbose, false);
   EXPECT_TRUE(rest.empty());
-  auto unset = ParseDumpFlags({"--dump-args=2"}, &rest);
-  ASSERT_TRUE(unset.ok()) << unset.status();
-  EXPECT_FALSE(unset->entry.verbose.has_value());
+  CommandLineDump unset = ParseDumpFlags({"--dump-args=2"}, &rest);
+  EXPECT_FALSE(unset.entry.verbose.has_value());
+  CommandLineDump bad = ParseDumpFlags({"--dump-verbose=loud"}, &rest);
+  EXPECT_FALSE(bad.entry.verbose.has_value());
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("--dump-verbose: 'loud' is not true or false"),
+            std::string::npos)
+      << bad.warnings[0];
 }
 
-TEST(DumpFlagsTest, BadValuesNameTheFlag) {
+// A bad dump flag is a WARNING naming the flag, the value and the
+// fallback, never an error; the flag sets nothing and the rest is kept.
+TEST(DumpFlagsTest, BadValuesAreWarningsNamingTheFlagAndTheFallback) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--dump-args=x"}, "--dump-args: 'x' is not a dump level"},
       {{"--dump-args", "7"}, "--dump-args: '7' is not a dump level"},
       {{"--dump-args="}, "--dump-args: '' is not a dump level"},
-      {{"--dump-args-default=9"}, "--dump-args-default: '9'"},
+      {{"--dump-args-default=9"}, "--dump-args-default: '9' is not a dump level"},
+      {{"--dump-args-default"}, "--dump-args-default needs a value"},
       {{"--dump-config"}, "--dump-config needs a value"},
-      {{"--dump-config", "--dump-args"}, "--dump-config needs a value"},
+      {{"--dump-config", "--gtest_repeat=2"}, "--dump-config needs a value"},
       {{"--output-prefix="}, "--output-prefix needs a value"},
       {{"--capture-server", "nohost"}, "--capture-server: 'nohost' is not host:port"},
       {{"--capture-server=h:99999"}, "is not host:port"},
   };
+  const std::map<std::string, std::string> fallbacks = {
+      {"--dump-args:", "the level falls back to the next entry"},
+      {"--dump-args-default", "no default level is set"},
+      {"--dump-config", "no config file is read from the command line"},
+      {"--output-prefix", "the path falls back to the next entry"},
+      {"--capture-server", "the capture stays local"},
+  };
   for (const auto& [args, says] : cases) {
     std::vector<std::string> rest;
-    auto d = ParseDumpFlags(args, &rest);
-    ASSERT_FALSE(d.ok()) << args[0];
-    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(d.status().message()), HasSubstr(says));
+    std::vector<std::string> with_more = args;
+    with_more.push_back("--gtest_filter=A.*");
+    const CommandLineDump d = ParseDumpFlags(with_more, &rest);
+    ASSERT_EQ(d.warnings.size(), 1u) << args[0];
+    EXPECT_THAT(d.warnings[0], HasSubstr(says));
+    bool named_fallback = false;
+    for (const auto& [flag, fallback] : fallbacks) {
+      if (absl::StartsWith(d.warnings[0], "the command line: " + flag)) {
+        EXPECT_THAT(d.warnings[0], HasSubstr(fallback)) << says;
+        named_fallback = true;
+      }
+    }
+    EXPECT_TRUE(named_fallback) << d.warnings[0];
+    EXPECT_FALSE(d.entry.level.has_value()) << args[0];
+    EXPECT_FALSE(d.entry.capture_server.has_value()) << args[0];
+    EXPECT_FALSE(d.default_level.has_value()) << args[0];
+    EXPECT_EQ(rest.back(), "--gtest_filter=A.*");
   }
+  // ConsumeDumpFlags takes a bad flag off argv all the same, and succeeds.
+  CommandLineScope scope;
+  EXPECT_TRUE(SetCommandLine({"--dump-args=7"}).ok());
+  EXPECT_EQ(CommandLineDumpFlags().warnings.size(), 1u);
 }
 
 // ---- where the configuration comes from -------------------------------------------

@@ -451,8 +451,10 @@ absl::Status CheckCaptureFiles(const std::string& dir) {
       m.bin_format().byte_order() != "little_endian") {
     return bad("run_dir / bin_format are not the reference's");
   }
-  if (m.dump_args_level() < 1 || m.dump_args_level() > 3) {
-    return bad(absl::StrCat("dump_args_level ", m.dump_args_level()));
+  // Level 0 holds records only with the overflow check on (dump_scope).
+  if (m.dump_args_level() > 3 || (m.dump_args_level() == 0 && !m.dump_scope().overflow())) {
+    return bad(absl::StrCat("dump_args_level ", m.dump_args_level(),
+                            m.dump_args_level() == 0 ? " without the overflow check" : ""));
   }
   uint64_t before = 0, after = 0, input = 0, output = 0, inout = 0, truncated = 0, bytes = 0;
   const bool has_bin = m.bin_file().has_string_value();

@@ -107,13 +107,16 @@ struct CommandLineDump {
   DumpConfigEntry entry;         // level, path, capture_server, verbose
   std::string config_file;       // --dump-config
   std::optional<int> default_level;  // --dump-args-default
-  std::vector<std::string> warnings;  // flags /proc/self/cmdline held that did not parse
+  // Flags whose value could not be taken: each names the flag, the value
+  // and what the setting falls back to (the session prints them as
+  // WARNINGs; a bad dump flag never fails a test).
+  std::vector<std::string> warnings;
 };
 CommandLineDump CommandLineDumpFlags();
 // Parses the flags out of `args` (argv without argv[0]); what is not a
-// dump flag is left in `rest`. InvalidArgument naming the flag.
-absl::StatusOr<CommandLineDump> ParseDumpFlags(const std::vector<std::string>& args,
-                                               std::vector<std::string>* rest);
+// dump flag is left in `rest`. A bad value is a warning, never an error.
+CommandLineDump ParseDumpFlags(const std::vector<std::string>& args,
+                               std::vector<std::string>* rest);
 // Tests: forgets what ConsumeDumpFlags set (the next session reads
 // /proc/self/cmdline again).
 void ResetCommandLineDumpForTest();

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "base/thread.h"
+#include "format/record.h"
 
 namespace argsdump {
 namespace {
@@ -745,6 +746,12 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
   info.set_level(open.level());
   info.set_platform(open.platform());
   *info.mutable_labels() = open.labels();
+  if (open.has_scope()) {
+    if (absl::Status s = CheckDumpScope(open.scope()); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("capture ", open.capture(), ": ", s.message()));
+    }
+    *info.mutable_scope() = open.scope();
+  }
   auto store = CaptureStore::Create(dir, info);
   if (!store.ok()) return store.status();
   (*store)->set_payload_dedup(options_.payload_dedup && !open.no_payload_dedup());

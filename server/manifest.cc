@@ -104,6 +104,9 @@ std::string JsonDouble(double v) {
 
 void ManifestContents::SetInfo(const v1::CaptureInfo& info) {
   level = info.level();
+  reported_level = ReportedLevel(info);
+  scope.reset();
+  if (info.has_scope()) scope = info.scope();
   labels = SortedLabels(info);
   step_levels.assign(info.step_levels().begin(), info.step_levels().end());
   device_crash.reset();
@@ -435,12 +438,31 @@ std::string ManifestHead(const ManifestContents& m, const RowSummary& sum) {
   absl::StrAppend(
       &out, "{\n  \"run_dir\": \"args_dump\",\n",
       "  \"bin_format\": {\"type\": \"logical_contiguous\", \"byte_order\": \"little_endian\"},\n",
-      "  \"dump_args_level\": ", static_cast<int>(m.level), ",\n");
+      "  \"dump_args_level\": ", m.scope ? m.reported_level : static_cast<uint32_t>(m.level),
+      ",\n");
+  if (m.scope) {
+    out.append("  \"dump_scope\": {\"overflow\": ");
+    out.append(m.scope->overflow() ? "true" : "false");
+    out.append(", \"stats\": ");
+    AppendJsonString(m.scope->stats().empty() ? "off" : m.scope->stats(), &out);
+    out.append(", \"mode\": ");
+    AppendJsonString(m.scope->mode().empty() ? "all" : m.scope->mode(), &out);
+    out.append("},\n");
+  }
   if (m.step_levels.size() > 1) {
     out.append("  \"dump_levels\": [");
     for (size_t i = 0; i < m.step_levels.size(); ++i) {
-      absl::StrAppend(&out, i > 0 ? ", " : "", "{\"first_step\": ", m.step_levels[i].first_step(),
-                      ", \"level\": ", m.step_levels[i].level(), "}");
+      const v1::StepLevel& l = m.step_levels[i];
+      absl::StrAppend(&out, i > 0 ? ", " : "", "{\"first_step\": ", l.first_step(),
+                      ", \"level\": ", l.level());
+      if (m.scope) {
+        absl::StrAppend(&out, ", \"overflow\": ", l.overflow() ? "true" : "false",
+                        ", \"stats\": ");
+        AppendJsonString(l.stats().empty() ? "off" : l.stats(), &out);
+        out.append(", \"mode\": ");
+        AppendJsonString(l.mode().empty() ? "all" : l.mode(), &out);
+      }
+      out.append("}");
     }
     out.append("],\n");
   }

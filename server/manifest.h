@@ -72,6 +72,10 @@ struct ManifestContents {
   std::vector<v1::StepLevel> step_levels;
   // How the device process died: written as "device_crash" when set.
   std::optional<v1::DeviceCrash> device_crash;
+  // What the dump ran with: dump_args_level is then the level reported
+  // (format/record.h: ReportedLevel), and "dump_scope" says the rest.
+  std::optional<v1::DumpScope> scope;
+  uint32_t reported_level = 2;
 
   // level, labels, step_levels and device_crash from the capture's info.
   void SetInfo(const v1::CaptureInfo& info);

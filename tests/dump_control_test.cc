@@ -3,6 +3,7 @@
 // whole local pipeline (sim runtime -> recorder -> collector -> store) and
 // read back from the files.
 #include <cmath>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <algorithm>
@@ -16,7 +17,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/files.h"
 #include "collector/sim_job.h"
+#include "device/dump_config.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"
 #include "gtest/gtest.h"
@@ -423,7 +426,14 @@ TEST(OverflowDumpTest, NoOverflowNoExtraRecords) {
   EXPECT_EQ(r.overflow_tasks, 0u);
   EXPECT_EQ(c.entries.size(), 8u);
   for (const Entry& e : c.entries) EXPECT_FALSE(e.overflow);
-  EXPECT_EQ(c.manifest_text.find("overflow"), std::string::npos);
+  // The check was on (dump_scope says so), and found nothing: no entry and
+  // no count speaks of an overflow.
+  EXPECT_TRUE(c.manifest.dump_scope().overflow());
+  EXPECT_EQ(c.manifest_text.find("\"overflow\": true"),
+            c.manifest_text.find("\"dump_scope\": {\"overflow\": true") + 15);
+  EXPECT_EQ(c.manifest_text.find("overflow_tasks"), std::string::npos);
+  EXPECT_EQ(c.manifest_text.find("\"overflow\": true", c.manifest_text.find("\"args\"")),
+            std::string::npos);
 }
 
 // Statistics as this test works them out from float32 payload bytes.
@@ -511,6 +521,188 @@ TEST(StatsModeTest, StatsWithAndWithoutThePayload) {
   EXPECT_NE(text.find("            1.5             1.5             1.5             1.5"),
             std::string::npos)
       << text;
+}
+
+// The level a capture reports is the one in effect, and what else was on
+// is said beside it: level 0 with the overflow check is level 0 in the
+// manifest, the "dump buffers created" line and the summary (the buffers
+// record at level 2 for it, which the log line says as such).
+TEST(LevelTruthTest, TheOverflowCheckAloneIsLevelZero) {
+  SimJobOptions o = Options("truth_overflow", /*level=*/0);
+  o.dump.overflow = true;
+  SimJobResult r;
+  const CaptureFiles c = RunSpec(NanAt(6, 3, /*chain=*/false), o, &r);
+  ASSERT_EQ(c.entries.size(), 2u);
+  EXPECT_EQ(c.manifest.dump_args_level(), 0u) << c.manifest_text;
+  EXPECT_NE(c.manifest_text.find("\"dump_args_level\": 0,"), std::string::npos);
+  ASSERT_TRUE(c.manifest.has_dump_scope()) << c.manifest_text;
+  EXPECT_TRUE(c.manifest.dump_scope().overflow());
+  EXPECT_EQ(c.manifest.dump_scope().stats(), "off");
+  EXPECT_EQ(c.manifest.dump_scope().mode(), "all");
+  const std::string created = absl::StrJoin(r.dump_log, "\n");
+  EXPECT_NE(created.find("for recording at level 2; the dump runs at level 0 (off) with the "
+                         "overflow check (a task whose output holds a NaN or an Inf is dumped "
+                         "in full)"),
+            std::string::npos)
+      << created;
+  const std::string summary = SummarizeSimJob(r, o);
+  EXPECT_NE(summary.find("dump level 0 with the overflow check"), std::string::npos) << summary;
+  // The index-backed lookup agrees with the manifest on the level.
+  std::ostringstream out, err;
+  EXPECT_EQ(RunViewer({r.dump_dir, "--task", c.entries[0].task_id}, out, err), 0) << err.str();
+}
+
+TEST(LevelTruthTest, StatsOnlyAndTheStagesAreSaid) {
+  SimJobOptions o = Options("truth_stats");
+  o.dump.stats = StatsMode::kOnly;
+  o.dump.mode = DumpMode::kInput;
+  SimJobResult r;
+  const CaptureFiles c = RunSpec(NanAt(4, 1, /*chain=*/false), o, &r);
+  EXPECT_EQ(c.manifest.dump_args_level(), 2u);
+  EXPECT_FALSE(c.manifest.dump_scope().overflow());
+  EXPECT_EQ(c.manifest.dump_scope().stats(), "only");
+  EXPECT_EQ(c.manifest.dump_scope().mode(), "input");
+  const std::string created = absl::StrJoin(r.dump_log, "\n");
+  EXPECT_NE(created.find("the dump runs at level 2 (everything) with stats only (no payload is "
+                         "kept), inputs only (before dispatch)"),
+            std::string::npos)
+      << created;
+  EXPECT_NE(SummarizeSimJob(r, o).find("dump level 2 with stats only (no payload is kept), "
+                                       "inputs only (before dispatch)\n"),
+            std::string::npos)
+      << SummarizeSimJob(r, o);
+}
+
+// A switch that changes only what else is on (stats, the overflow check)
+// is a step entry of its own: the manifest's dump_levels and the summary
+// say it per step.
+TEST(LevelTruthTest, ASwitchOfStatsOrOverflowIsSaidPerStep) {
+  SimJobOptions o = Options("truth_steps", 2);
+  o.dynamic = true;
+  o.steps = 3;
+  o.before_step = [](uint32_t step) -> std::optional<DumpConfig> {
+    DumpConfig c = Level(2);
+    if (step == 1) c.stats = StatsMode::kOnly;
+    if (step == 2) c.overflow = true;
+    if (step == 0) return std::nullopt;
+    return c;
+  };
+  auto r = RunSimJob(*BuiltinWorkload("vector_example"), BuiltinKernels(), o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const CaptureFiles c = ReadCapture(r->dump_dir);
+  EXPECT_EQ(c.manifest.dump_args_level(), 2u);
+  ASSERT_EQ(c.manifest.dump_levels_size(), 3) << c.manifest_text;
+  EXPECT_EQ(c.manifest.dump_levels(0).stats(), "off");
+  EXPECT_EQ(c.manifest.dump_levels(1).first_step(), 1u);
+  EXPECT_EQ(c.manifest.dump_levels(1).stats(), "only");
+  EXPECT_FALSE(c.manifest.dump_levels(1).overflow());
+  EXPECT_EQ(c.manifest.dump_levels(2).first_step(), 2u);
+  EXPECT_EQ(c.manifest.dump_levels(2).stats(), "off");
+  EXPECT_TRUE(c.manifest.dump_levels(2).overflow());
+  for (const auto& l : c.manifest.dump_levels()) EXPECT_EQ(l.level(), 2u);
+  // Step 1's payloads were not kept; steps 0 and 2 have theirs.
+  for (const Entry& e : c.entries) {
+    if (e.kind == "tensor") EXPECT_EQ(e.bin_size == 0, e.step == 1) << e.task_id;
+  }
+  const std::string summary = SummarizeSimJob(*r, o);
+  EXPECT_NE(summary.find("dump level 2 at step 0, 2 with stats only (no payload is kept) from "
+                         "step 1, 2 with the overflow check (a task whose output holds a NaN or "
+                         "an Inf is dumped in full) from step 2\n"),
+            std::string::npos)
+      << summary;
+}
+
+// One resolution for sim_run and the SDK (ResolveDumpEntryPoints): every
+// setting is taken from every entry point that can carry it, alone; and
+// with all four setting it, the command line wins, each lower one that
+// disagrees an ERROR naming both.
+TEST(DumpResolutionTest, EverySettingFromEveryEntryPoint) {
+  const std::string dir = TempPath("entry_points");
+  ASSERT_TRUE(CreateDirectories(dir).ok());
+  const std::string token = dir + "/token";
+  std::ofstream(token) << "s3cret\n";
+  struct Setting {
+    std::string name, env, file_json, text;
+    std::function<void(DumpConfigEntry*)> set;  // the same value as an entry's field
+    std::function<bool(const DumpConfig&)> taken;
+  };
+  const std::vector<Setting> settings = {
+      {"level", "ARGSDUMP_LEVEL", "3", "3", [](DumpConfigEntry* e) { e->level = 3; },
+       [](const DumpConfig& c) { return c.level == 3; }},
+      {"path", "ARGSDUMP_PATH", "\"" + dir + "\"", dir,
+       [&](DumpConfigEntry* e) { e->path = dir; },
+       [&](const DumpConfig& c) { return c.path == dir; }},
+      {"mode", "ARGSDUMP_MODE", "\"output\"", "output",
+       [](DumpConfigEntry* e) { e->mode = DumpMode::kOutput; },
+       [](const DumpConfig& c) { return c.mode == DumpMode::kOutput; }},
+      {"funcs", "ARGSDUMP_FUNCS", "[\"relu\", \"matmul\"]", "relu,matmul",
+       [](DumpConfigEntry* e) { e->funcs = std::vector<std::string>{"relu", "matmul"}; },
+       [](const DumpConfig& c) { return c.funcs == std::vector<std::string>{"relu", "matmul"}; }},
+      {"block_funcs", "ARGSDUMP_BLOCK_FUNCS", "\"relu\"", "relu",
+       [](DumpConfigEntry* e) { e->block_funcs = std::vector<std::string>{"relu"}; },
+       [](const DumpConfig& c) { return c.block_funcs == std::vector<std::string>{"relu"}; }},
+      {"steps", "ARGSDUMP_STEPS", "\"1|3-4\"", "1|3-4",
+       [](DumpConfigEntry* e) { e->steps = *StepSet::Parse("1|3-4"); },
+       [](const DumpConfig& c) { return c.steps == *StepSet::Parse("1|3-4"); }},
+      {"stats", "ARGSDUMP_STATS", "\"only\"", "only",
+       [](DumpConfigEntry* e) { e->stats = StatsMode::kOnly; },
+       [](const DumpConfig& c) { return c.stats == StatsMode::kOnly; }},
+      {"overflow", "ARGSDUMP_OVERFLOW", "true", "true",
+       [](DumpConfigEntry* e) { e->overflow = true; },
+       [](const DumpConfig& c) { return c.overflow; }},
+      {"capture_server", "ARGSDUMP_CAPTURE_SERVER", "\"127.0.0.1:5\"", "127.0.0.1:5",
+       [](DumpConfigEntry* e) { e->capture_server = "127.0.0.1:5"; },
+       [](const DumpConfig& c) { return c.capture_server == "127.0.0.1:5"; }},
+      {"auth_token_file", "ARGSDUMP_AUTH_TOKEN_FILE", "\"" + token + "\"", token,
+       [&](DumpConfigEntry* e) { e->auth_token_file = token; },
+       [&](const DumpConfig& c) { return c.auth_token_file == token; }},
+      {"labels", "ARGSDUMP_LABELS", "\"a=b,c=d\"", "a=b,c=d",
+       [](DumpConfigEntry* e) {
+         e->labels = std::vector<std::pair<std::string, std::string>>{{"a", "b"}, {"c", "d"}};
+       },
+       [](const DumpConfig& c) {
+         return c.labels == std::vector<std::pair<std::string, std::string>>{{"a", "b"}, {"c", "d"}};
+       }},
+      {"dedup", "ARGSDUMP_DEDUP", "false", "false",
+       [](DumpConfigEntry* e) { e->dedup = false; },
+       [](const DumpConfig& c) { return !c.dedup; }},
+  };
+  const DumpConfig defaults;
+  for (const Setting& setting : settings) {
+    ASSERT_FALSE(setting.taken(defaults)) << setting.name << " is the default already";
+    for (const std::string entry : {"command line", "API", "environment", "config file"}) {
+      SCOPED_TRACE(setting.name + " from the " + entry);
+      DumpEntryPoints points;
+      if (entry == "command line") setting.set(&points.command_line);
+      if (entry == "API") setting.set(&points.api.emplace());
+      if (entry == "environment") points.environment[setting.env] = setting.text;
+      if (entry == "config file") {
+        points.config_file = absl::StrCat(dir, "/", setting.name, ".json");
+        std::ofstream(points.config_file) << "{\"" << setting.name << "\": " << setting.file_json
+                                          << "}";
+      }
+      std::vector<DumpLog> logs;
+      const DumpResolution r = ResolveDumpEntryPoints(points, &logs);
+      EXPECT_TRUE(setting.taken(r.config)) << r.config.Describe();
+      for (const DumpLog& l : logs) EXPECT_EQ(l.severity, DumpLog::kInfo) << l.text;
+    }
+  }
+  // All four at once, each a different level: the command line's wins.
+  DumpEntryPoints points;
+  points.command_line.level = 1;
+  points.api.emplace().level = 2;
+  points.environment["ARGSDUMP_LEVEL"] = "3";
+  points.config_file = dir + "/level0.json";
+  std::ofstream(points.config_file) << "{\"level\": 0}";
+  std::vector<DumpLog> logs;
+  EXPECT_EQ(ResolveDumpEntryPoints(points, &logs).config.level, 1);
+  std::vector<std::string> errors;
+  for (const DumpLog& l : logs) {
+    if (l.severity == DumpLog::kError) errors.push_back(l.text);
+  }
+  ASSERT_EQ(errors.size(), 3u) << absl::StrJoin(errors, "\n");
+  EXPECT_EQ(errors[0], "level: the command line sets 1 and API sets 2; using the command line's "
+                       "(command line > API > environment > config file)");
 }
 
 // A chain of n relu tasks; task k runs `kernel` (fail or throw) instead.

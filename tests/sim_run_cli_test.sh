@@ -4,6 +4,7 @@
 set -uo pipefail
 sim_run="$(realpath "$1")"
 forty_tasks="$(realpath "$2")"  # a workload of 40 relu tasks, two records each
+capture_server="$(realpath "$3")"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 fails=0
 check() {  # check NAME EXPECTED_RC PATTERN -- command...
@@ -27,7 +28,13 @@ grep -q '"dump_args_level": 1' "$tmp/partial/args_dump/args_dump.json" \
 check "level 0 writes nothing" 0 "dump: off" -- "$sim_run" --dump-args 0 --output-prefix "$tmp/off"
 [ ! -e "$tmp/off" ] || { echo "FAIL level 0 created $tmp/off"; fails=$((fails + 1)); }
 check "a5sim" 0 "on a5sim" -- "$sim_run" --dump-args 3 --platform a5sim --workload mixed_example --output-prefix "$tmp/a5"
-check "bad level" 2 "--dump-args: 7" -- "$sim_run" --dump-args 7
+check "bad level warns and runs at the next entry's level" 0 \
+  "WARNING: the command line: --dump-args: '7' is not a dump level.*falls back to the next entry \(ARGSDUMP_LEVEL" -- \
+  env ARGSDUMP_LEVEL=2 "$sim_run" --dump-args 7 --output-prefix "$tmp/bad_level"
+grep -q '"dump_args_level": 2' "$tmp/bad_level/args_dump/args_dump.json" \
+  || { echo "FAIL bad level: not the environment's level 2"; fails=$((fails + 1)); }
+check "a level that is no number warns too" 0 "--dump-args: 'x' is not a dump level" -- \
+  "$sim_run" --dump-args=x --output-prefix "$tmp/bad_level_x"
 check "bad platform" 2 "--platform: 'a9'" -- "$sim_run" --platform a9
 check "bad arena" 2 "--arena-bytes: '0' is under the minimum of 64B" -- "$sim_run" --dump-args 2 --arena-bytes 0
 check "unknown workload" 2 "no built-in workload 'nope'" -- "$sim_run" --workload nope
@@ -99,17 +106,20 @@ check "unknown flag" 2 "--no_such_flag=1: no such flag" -- "$sim_run" --no_such_
 check "bad flag value" 2 "--schedulers: 'many'" -- "$sim_run" --schedulers=many
 check "flag without its value" 2 "--workers needs a value" -- "$sim_run" --workers
 check "a negative retry deadline" 2 "--capture-retry-deadline-ms: '-1' is negative" -- "$sim_run" --capture-retry-deadline-ms=-1
-# A capture name the service would refuse is refused at startup, by the
-# service's own rule, naming the flag (it was refused only by the service,
-# after a 30 s wait when none was reachable: nothing listens on port 9).
-check "capture name leaving the root" 2 "--capture-name: '../x': capture name may only hold \[A-Za-z0-9._-\]; character 47" -- \
-  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --capture-name ../x --output-prefix "$tmp/name1"
-check "capture name .." 2 "--capture-name: '..': capture name '..' is not allowed" -- \
-  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --capture-name .. --output-prefix "$tmp/name2"
-check "capture name too long" 2 "--capture-name: 'a+': capture name must be 1-128 characters, got 129" -- \
-  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --capture-name "$(printf 'a%.0s' $(seq 129))" --output-prefix "$tmp/name3"
-check "default capture name from the prefix" 2 "--output-prefix: its last part 'a b' is the capture's default name" -- \
-  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --output-prefix "$tmp/a b"
+# A capture name the service would refuse is a WARNING and a name it
+# takes is used; a service that cannot be reached (nothing listens on port
+# 9) a WARNING naming where the capture went instead, and the run goes on.
+check "capture name leaving the root" 0 "WARNING: capture name '../x' cannot be used on the capture service \(capture name may only hold \[A-Za-z0-9._-\]; character 47" -- \
+  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --capture-connect-timeout-ms 100 --capture-name ../x --output-prefix "$tmp/name1"
+check "capture name .." 0 "WARNING: capture name '..' cannot be used" -- \
+  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --capture-connect-timeout-ms 100 --capture-name .. --output-prefix "$tmp/name2"
+check "capture name too long" 0 "capture name must be 1-128 characters, got 129\); the capture is named" -- \
+  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --capture-connect-timeout-ms 100 --capture-name "$(printf 'a%.0s' $(seq 129))" --output-prefix "$tmp/name3"
+check "a service that cannot be reached: a local capture, named" 0 \
+  "WARNING: capture service 127.0.0.1:9 cannot be reached .*the capture is kept locally in $tmp/name4/args_dump" -- \
+  "$sim_run" --dump-args 2 --capture-server 127.0.0.1:9 --capture-connect-timeout-ms 100 --output-prefix "$tmp/name4"
+grep -q '"total_args": 6' "$tmp/name4/args_dump/args_dump.json" \
+  || { echo "FAIL unreachable service: no local capture"; fails=$((fails + 1)); }
 check "workload is a directory" 2 "workload file $tmp: is a directory" -- "$sim_run" --workload "$tmp"
 printf '{"name": "huge", "buffers": [{"name": "big", "dtype": "FLOAT64", "shape": [65535, 65535]}, {"name": "also", "dtype": "FLOAT64", "shape": [65535, 65535]}], "tasks": []}' > "$tmp/huge.json"
 check "buffers that cannot be allocated" 2 "buffers\[0\] 'big': FLOAT64 4294836225 elements: device buffer: out of memory for 34358689856 bytes" -- \
@@ -147,7 +157,7 @@ check "recover with no capture header" 2 "no capture header" -- "$sim_run" --rec
 # run without the dump; losses and kernel failures are graded log lines.
 mkdir -p "$tmp/cwd"
 check "an unwritable --output-prefix falls back to the default" 0 \
-  "WARNING: API: path='/proc/argsdump_x' is not valid: /proc is a kernel file system" -- \
+  "WARNING: the command line: path='/proc/argsdump_x' is not valid: /proc is a kernel file system" -- \
   env -C "$tmp/cwd" "$sim_run" --dump-args 2 --output-prefix /proc/argsdump_x
 ls "$tmp/cwd"/outputs/vector_example_*/args_dump/args_dump.json >/dev/null 2>&1 \
   || { echo "FAIL unwritable prefix: no capture at the default"; fails=$((fails + 1)); }
@@ -229,6 +239,57 @@ check "level 0 with the default prefix" 0 "dump: off" -- env -C "$tmp/cwd3" "$si
 check "level 1 with nothing marked leaves no folder" 0 "capture: none" -- \
   env -C "$tmp/cwd3" "$sim_run" --dump-args 1 --workload "$tmp/good.json"
 [ -z "$(ls -A "$tmp/cwd3/outputs" 2>/dev/null)" ] || { echo "FAIL nothing captured: a folder was left"; ls -R "$tmp/cwd3"; fails=$((fails + 1)); }
+
+# Every entry point of a dump setting is honoured: the flag, ARGSDUMP_* and
+# the config file (one resolution, the SDK's); an output prefix that holds
+# a capture, from any of them, gets a fresh sibling with a WARNING.
+for entry in flag env file; do
+  p="$tmp/taken_$entry"
+  "$sim_run" --dump-args 2 --output-prefix "$p" >/dev/null 2>&1
+  case $entry in
+    flag) run=("$sim_run" --dump-args 2 --output-prefix "$p") ;;
+    env) run=(env ARGSDUMP_PATH="$p" "$sim_run" --dump-args 2) ;;
+    file) printf '{"path": "%s"}' "$p" > "$tmp/path_$entry.json"
+          run=("$sim_run" --dump-args 2 --dump-config "$tmp/path_$entry.json") ;;
+  esac
+  check "an output prefix holding a capture ($entry): a fresh sibling" 0 \
+    "WARNING: path: $p/args_dump holds a capture already; this run's capture goes to ${p}_2/args_dump instead" -- "${run[@]}"
+  grep -q '"total_args": 6' "${p}_2/args_dump/args_dump.json" \
+    || { echo "FAIL prefix taken ($entry): no capture in ${p}_2"; fails=$((fails + 1)); }
+  case $entry in
+    flag) run=("$sim_run" --dump-args 2 --labels "via=$entry" --output-prefix "$tmp/labels_$entry") ;;
+    env) run=(env ARGSDUMP_LABELS="via=$entry" "$sim_run" --dump-args 2 --output-prefix "$tmp/labels_$entry") ;;
+    file) printf '{"labels": "via=%s"}' "$entry" > "$tmp/labels_$entry.json"
+          run=("$sim_run" --dump-args 2 --dump-config "$tmp/labels_$entry.json" --output-prefix "$tmp/labels_$entry") ;;
+  esac
+  check "labels ($entry)" 0 "records: 6 " -- "${run[@]}"
+  grep -q "\"labels\": {\"via\": \"$entry\"}" "$tmp/labels_$entry/args_dump/args_dump.json" \
+    || { echo "FAIL labels ($entry): not in the manifest"; fails=$((fails + 1)); }
+done
+
+# A capture service, set through each entry point, gets the capture.
+"$capture_server" --listen 127.0.0.1:0 --root "$tmp/srv" > "$tmp/srv.out" 2> "$tmp/srv.err" &
+srv_pid=$!
+timeout 60 tail -n +1 -f "$tmp/srv.out" | grep -m1 -q "listening on"
+addr=$(sed -n 's/^capture_server listening on \([^ ]*\) .*/\1/p' "$tmp/srv.out")
+for entry in flag env file; do
+  case $entry in
+    flag) run=("$sim_run" --dump-args 2 --capture-server "$addr") ;;
+    env) run=(env ARGSDUMP_CAPTURE_SERVER="$addr" "$sim_run" --dump-args 2) ;;
+    file) printf '{"capture_server": "%s"}' "$addr" > "$tmp/server_$entry.json"
+          run=("$sim_run" --dump-args 2 --dump-config "$tmp/server_$entry.json") ;;
+  esac
+  check "capture_server ($entry) streams to the service" 0 "^capture: $addr/via_$entry on the capture service \(6 records sent, 6 acknowledged" -- \
+    "${run[@]}" --capture-name "via_$entry" --output-prefix "$tmp/stream_$entry"
+  [ -s "$tmp/srv/via_$entry/args_dump/args_dump.json" ] && [ ! -e "$tmp/stream_$entry/args_dump" ] \
+    || { echo "FAIL capture_server ($entry): not on the service, or written locally"; fails=$((fails + 1)); }
+done
+# A name taken on the service: _2, with a WARNING naming both.
+check "a capture name taken on the service" 0 "WARNING: capture service $addr: capture name 'via_flag' is taken; the capture is named 'via_flag_2' instead" -- \
+  "$sim_run" --dump-args 2 --capture-server "$addr" --capture-name via_flag --output-prefix "$tmp/stream_again"
+[ -s "$tmp/srv/via_flag_2/args_dump/args_dump.json" ] \
+  || { echo "FAIL taken name: no via_flag_2 on the service"; fails=$((fails + 1)); }
+kill "$srv_pid"; wait "$srv_pid" 2>/dev/null
 
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -202,7 +202,7 @@ absl::Status HeadAgrees(const ManifestSummary& head, const IndexFile& index,
       {"dropped_overwrite", c.dropped_overwrite()},
       {"in_flight_snapshots", c.in_flight_snapshots()},
       {"payload_bytes", c.payload_bytes()},
-      {"dump_args_level", static_cast<uint64_t>(index.info().level())},
+      {"dump_args_level", static_cast<uint64_t>(ReportedLevel(index.info()))},
   };
   for (const auto& [key, want] : numbers) {
     auto it = head.counters.find(key);

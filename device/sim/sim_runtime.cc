@@ -90,7 +90,7 @@ SimRuntime::SimRuntime(SimConfig config, const KernelRegistry& kernels,
   step_dump_ = MakeStepDump(first);
   for (std::string& w : step_dump_.warnings) Warn(std::move(w));
   step_dump_.warnings.clear();
-  step_levels_.push_back({0, step_dump_.on ? static_cast<uint32_t>(step_dump_.config.level) : 0});
+  step_levels_.push_back(StepLevelOf(0));
   completions_.resize(config_.scheduler_threads);
   waiting_with_room_.assign(config_.scheduler_threads, 0);
   completions_queued_ = std::make_unique<std::atomic<uint32_t>[]>(config_.scheduler_threads);
@@ -333,15 +333,26 @@ void SimRuntime::BeginStep(uint32_t step) {
       warnings.swap(next.warnings);
       step_dump_ = std::move(next);
     }
-    const uint32_t level = step_dump_.on ? static_cast<uint32_t>(step_dump_.config.level) : 0;
+    const StepLevel now = StepLevelOf(step);
     if (tasks_.empty() && step_levels_.size() == 1) {
-      step_levels_[0] = {step, level};  // nothing ran before this step
-    } else if (step_levels_.back().level != level) {
-      step_levels_.push_back({step, level});
+      step_levels_[0] = now;  // nothing ran before this step
+    } else if (!step_levels_.back().SameDump(now)) {
+      step_levels_.push_back(now);
     }
   }
   if (!message.empty()) Info(std::move(message));
   for (std::string& w : warnings) Warn(std::move(w));
+}
+
+StepLevel SimRuntime::StepLevelOf(uint32_t step) const {
+  const DumpConfig& c = step_dump_.config;
+  StepLevel l;
+  l.first_step = step;
+  l.level = step_dump_.on ? static_cast<uint32_t>(c.level) : 0;
+  l.overflow = dump_on() && c.overflow;
+  l.stats = c.stats;
+  l.mode = c.mode;
+  return l;
 }
 
 std::vector<StepLevel> SimRuntime::step_levels() const {

@@ -68,10 +68,17 @@ struct FailedTask {
 };
 
 // From `first_step` on (until the next entry), the dump ran at `level`
-// (0: off).
+// (0: off) with the overflow check on or off, a stats mode and a mode.
 struct StepLevel {
   uint32_t first_step = 0;
   uint32_t level = 0;
+  bool overflow = false;
+  StatsMode stats = StatsMode::kOff;
+  DumpMode mode = DumpMode::kAll;
+  // The same dump from here on (first_step aside).
+  bool SameDump(const StepLevel& o) const {
+    return level == o.level && overflow == o.overflow && stats == o.stats && mode == o.mode;
+  }
 };
 
 struct SimConfig {
@@ -197,6 +204,8 @@ class SimRuntime {
     std::vector<std::string> warnings;  // kernel names that are no kernel's
   };
   StepDump MakeStepDump(const DumpConfig& config) const;
+  // What step_dump_ does, from `step` on.
+  StepLevel StepLevelOf(uint32_t step) const;
   bool TaskSelected(const StepDump& d, const std::vector<uint16_t>& func_ids, uint32_t step) const;
   void Info(std::string message);  // mu_ not held
   // The verbose log level's line for a dumped task (printed, not kept in
