@@ -106,7 +106,7 @@ std::string DumpConfig::Describe() const {
                       capture_server.empty() ? "" : absl::StrCat(" capture_server=", capture_server),
                       auth_token_file.empty() ? "" : absl::StrCat(" auth_token_file=", auth_token_file),
                       labels.empty() ? "" : absl::StrCat(" labels=", LabelsText(labels)),
-                      dedup ? "" : " dedup=off");
+                      dedup ? "" : " dedup=off", snapshot_inputs ? " snapshot_inputs=on" : "");
 }
 
 std::string FormatDumpLog(const DumpLog& log) {
@@ -262,6 +262,13 @@ bool SetDedup(DumpConfigEntry* e, const std::string& v) {
   return true;
 }
 
+bool SetSnapshotInputs(DumpConfigEntry* e, const std::string& v) {
+  bool b;
+  if (!ParseBool(v, &b)) return false;
+  e->snapshot_inputs = b;
+  return true;
+}
+
 bool SetCaptureServer(DumpConfigEntry* e, const std::string& v) {
   if (!IsHostPort(v)) return false;
   e->capture_server = v;
@@ -297,6 +304,7 @@ constexpr Item kItems[] = {
      SetAuthTokenFile},
     {"labels", "ARGSDUMP_LABELS", "key=value pairs, comma-separated", SetLabels},
     {"dedup", "ARGSDUMP_DEDUP", "true or false", SetDedup},
+    {"snapshot_inputs", "ARGSDUMP_SNAPSHOT_INPUTS", "true or false", SetSnapshotInputs},
 };
 
 
@@ -317,6 +325,9 @@ std::vector<std::string> Describe(const DumpConfigEntry& e) {
   if (e.auth_token_file) out.push_back(absl::StrCat("auth_token_file=", *e.auth_token_file));
   if (e.labels) out.push_back(absl::StrCat("labels=", LabelsText(*e.labels)));
   if (e.dedup) out.push_back(absl::StrCat("dedup=", *e.dedup ? "true" : "false"));
+  if (e.snapshot_inputs) {
+    out.push_back(absl::StrCat("snapshot_inputs=", *e.snapshot_inputs ? "true" : "false"));
+  }
   return out;
 }
 
@@ -457,6 +468,7 @@ DumpConfigEntry DumpConfigFromText(const std::string& text, const std::string& s
       root.has_auth_token_file() ? &root.auth_token_file() : nullptr,
       root.has_labels() ? &root.labels() : nullptr,
       root.has_dedup() ? &root.dedup() : nullptr,
+      root.has_snapshot_inputs() ? &root.snapshot_inputs() : nullptr,
   };
   static_assert(sizeof(values) / sizeof(values[0]) == sizeof(kItems) / sizeof(kItems[0]));
   for (size_t k = 0; k < sizeof(kItems) / sizeof(kItems[0]); ++k) {
@@ -668,6 +680,7 @@ DumpConfig ResolveDumpConfig(const std::vector<DumpConfigSource>& sources,
   ARGSDUMP_PICK(auth_token_file)
   ARGSDUMP_PICK(labels)
   ARGSDUMP_PICK(dedup)
+  ARGSDUMP_PICK(snapshot_inputs)
 #undef ARGSDUMP_PICK
   Log(logs, DumpLog::kInfo, absl::StrCat("dump config: ", c.Describe()));
   return c;
