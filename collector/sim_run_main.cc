@@ -83,6 +83,11 @@ ABSL_FLAG(bool, dedup, true,
           "store a payload equal to one already in the capture once (its entries share the "
           "bytes in args.bin); --dedup=false writes every payload (the dump config's \"dedup\" "
           "item, ARGSDUMP_DEDUP)");
+ABSL_FLAG(bool, snapshot_inputs, false,
+          "copy every task's input and inout tensors before dispatch, so that an exception "
+          "dump holds them as the kernel received them, at any level (level 0 too); costs a "
+          "copy of each input (the dump config's \"snapshot_inputs\" item, "
+          "ARGSDUMP_SNAPSHOT_INPUTS)");
 ABSL_FLAG(bool, progress, false,
           "show tasks done / submitted, records, payload bytes and rates on stderr while the "
           "workload runs, a few times a second (default: when stderr is a terminal, once the "
@@ -212,6 +217,7 @@ void SetDump(const CommandLine& line, const std::string& workload, SimJobOptions
   DumpConfigEntry api;
   if (line.Given("dump_args")) api.level = absl::GetFlag(FLAGS_dump_args);
   if (line.Given("dedup")) api.dedup = absl::GetFlag(FLAGS_dedup);
+  if (line.Given("snapshot_inputs")) api.snapshot_inputs = absl::GetFlag(FLAGS_snapshot_inputs);
   if (!absl::GetFlag(FLAGS_output_prefix).empty()) {
     api.path = FromUserDir(absl::GetFlag(FLAGS_output_prefix));
   }
