@@ -146,18 +146,19 @@ namespace {
 
 // Whether any of `count` `Word`s has all of `exponent`'s bits set: a NaN or
 // an infinity of an IEEE-style format whose exponent field is `exponent`.
-// Blocks of 64 words OR-reduce without an early exit (the compiler
-// vectorizes them); the scan stops at the first block with one.
+// Blocks of 256 words OR-reduce in place without an early exit (the
+// compiler vectorizes them); the scan stops at the first block with one.
 template <typename Word>
 bool AnyExponentAllOnes(const uint8_t* payload, uint64_t count, Word exponent) {
-  constexpr uint64_t kBlock = 64;
-  Word block[kBlock];
+  constexpr uint64_t kBlock = 256;
   uint64_t i = 0;
   for (; i + kBlock <= count; i += kBlock) {
-    std::memcpy(block, payload + i * sizeof(Word), sizeof(block));
+    const uint8_t* block = payload + i * sizeof(Word);
     Word any = 0;
     for (uint64_t j = 0; j < kBlock; ++j) {
-      any |= static_cast<Word>((block[j] & exponent) == exponent);
+      Word w;
+      std::memcpy(&w, block + j * sizeof(Word), sizeof(Word));
+      any |= static_cast<Word>((w & exponent) == exponent);
     }
     if (any != 0) return true;
   }

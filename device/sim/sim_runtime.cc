@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 std::atomic<bool> g_layout_warned{false};
 std::atomic<uint64_t> g_layout_warnings{0};
 std::atomic<bool> g_completeness_warned{false};
+std::atomic<bool> g_snapshot_warned{false};
 
 abi::ArgRole RoleOf(ArgDirection d) {
   switch (d) {
@@ -915,9 +916,12 @@ void SimRuntime::SnapshotTaskInputs(Task* t) {
   if (config_.memory != nullptr) {
     absl::StatusOr<uint8_t*> at = config_.memory->Allocate(bytes);
     if (!at.ok()) {
-      Warn(absl::StrCat("snapshot_inputs: no room for task ", TaskIdHex(t->id), "'s ", bytes,
-                        " input bytes (", at.status().message(),
-                        "); its exception dump would lack them"));
+      if (!g_snapshot_warned.exchange(true)) {
+        Warn(absl::StrCat("snapshot_inputs: no room for task ", TaskIdHex(t->id), "'s ", bytes,
+                          " input bytes (", at.status().message(),
+                          "); its exception dump would lack them (further tasks without room "
+                          "are not reported)"));
+      }
       return;
     }
     t->snapshot = *at;
