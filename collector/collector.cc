@@ -84,13 +84,29 @@ absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
   return absl::OkStatus();
 }
 
+namespace {
+
+// The elements of `record` that `payload` holds.
+uint64_t PresentElements(const v1::ArgRecord& record, DataType dtype, absl::string_view payload) {
+  return std::min<uint64_t>(record.numel(),
+                            payload.size() * 8 / std::max<uint32_t>(1, ElementBits(dtype)));
+}
+
+}  // namespace
+
+void FlagNonFinite(v1::ArgRecord& record, absl::string_view payload) {
+  const auto dtype = FromProtoDType(record.dtype());
+  if (!dtype || record.kind() != v1::KIND_TENSOR) return;
+  record.set_nonfinite(HasNonFinite(*dtype, reinterpret_cast<const uint8_t*>(payload.data()),
+                                    PresentElements(record, *dtype, payload)));
+}
+
 void AddPayloadStats(v1::ArgRecord& record, absl::string_view payload) {
   const auto dtype = FromProtoDType(record.dtype());
   if (!dtype) return;
-  const uint64_t present = std::min<uint64_t>(
-      record.numel(), payload.size() * 8 / std::max<uint32_t>(1, ElementBits(*dtype)));
-  const ElementStats s =
-      ComputeElementStats(*dtype, reinterpret_cast<const uint8_t*>(payload.data()), present);
+  const ElementStats s = ComputeElementStats(
+      *dtype, reinterpret_cast<const uint8_t*>(payload.data()), PresentElements(record, *dtype, payload));
+  record.set_nonfinite(s.has_nonfinite());
   v1::TensorStats* out = record.mutable_stats();
   out->set_count(s.count);
   out->set_min(s.min);
@@ -286,7 +302,7 @@ Collector::Collected Collector::CollectBuffer(RegionTransport& transport, uint32
         delta.overwritten += overwritten;
         delta.payload_bytes += r.payload_size;
         if ((r.flags & abi::kFlagStats) != 0 && !overwritten) {
-          AddPayloadStats(*record, pair.payload);
+          AddPayloadStats(*record, pair.payload);  // the nonfinite flag too
           if ((r.flags & abi::kFlagStatsOnly) != 0 && !record->overflow()) {
             // Stats only: the numbers are kept, the bytes are not.
             pair.payload = absl::string_view();
@@ -294,6 +310,8 @@ Collector::Collected Collector::CollectBuffer(RegionTransport& transport, uint32
             record->set_truncated(false);
             delta.payload_bytes -= r.payload_size;
           }
+        } else if (options_.flag_nonfinite && !overwritten) {
+          FlagNonFinite(*record, pair.payload);
         }
       }
     }

@@ -49,6 +49,10 @@ struct CollectorOptions {
   // Set: every record the collector refuses is also saved there (its raw
   // bytes and context, bounded: refused_record_dump.h). Not owned.
   RefusedRecordDump* refused_records = nullptr;
+  // Every captured payload is looked at for a NaN or an Inf (the record's
+  // nonfinite flag, what ArgFilter.has_nonfinite selects without stats).
+  // Off only to measure what it costs (pipeline_benchmark).
+  bool flag_nonfinite = true;
 };
 
 struct CollectorStats {
@@ -75,8 +79,12 @@ absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
                                v1::ArgRecord* out);
 absl::StatusOr<v1::ArgRecord> ConvertRecord(const abi::ArgsDumpRecord& r, uint32_t thread);
 
-// The stats dump mode's numbers for a record's payload (record.stats).
+// The stats dump mode's numbers for a record's payload (record.stats), and
+// its nonfinite flag from them.
 void AddPayloadStats(v1::ArgRecord& record, absl::string_view payload);
+// The record's nonfinite flag: whether the elements `payload` holds (all of
+// them, or a truncated payload's first ones) include a NaN or an Inf.
+void FlagNonFinite(v1::ArgRecord& record, absl::string_view payload);
 
 class Collector {
  public:

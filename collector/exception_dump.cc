@@ -12,6 +12,7 @@
 #include "base/files.h"
 #include "server/capture_store.h"
 #include "server/manifest.h"
+#include "format/element_stats.h"
 #include "format/names.h"
 #include "collector/abi_convert.h"
 
@@ -71,6 +72,8 @@ absl::Status AppendTaskAsItIs(const DumpTask& task, const TaskRecordContext& c, 
     r.set_bin_size(a.view.logical_bytes());
     std::string payload(a.view.logical_bytes(), '\0');
     GatherLogical(a.view, reinterpret_cast<uint8_t*>(payload.data()), payload.size());
+    r.set_nonfinite(HasNonFinite(a.view.dtype, reinterpret_cast<const uint8_t*>(payload.data()),
+                                 a.view.numel()));
     *bin_offset += payload.size();
     if (absl::Status s = store->Append(r, payload); !s.ok()) return s;
   }
@@ -88,6 +91,46 @@ absl::Status AppendTaskAsItIs(const DumpTask& task, const TaskRecordContext& c, 
     if (absl::Status s = store->Append(r, ""); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> AppendInputsAsDispatched(const std::vector<DispatchedInput>& inputs,
+                                                  const TaskRecordContext& c,
+                                                  const std::set<uint32_t>* skip,
+                                                  uint64_t* bin_offset, CaptureStore* store) {
+  uint32_t appended = 0;
+  for (const DispatchedInput& in : inputs) {
+    const DumpTensorArg& a = in.arg;
+    if (a.role == abi::ArgRole::kOutput) continue;
+    if (skip != nullptr && skip->count(a.arg_index) > 0) continue;
+    v1::ArgRecord r;
+    r.set_task_id(c.task_id);
+    for (uint32_t id : c.func_ids) r.add_func_ids(id);
+    r.set_arg_index(a.arg_index);
+    r.set_device_thread(c.thread);
+    r.set_step(c.step);
+    r.set_role(ToProtoRole(a.role));
+    r.set_stage(v1::STAGE_BEFORE_DISPATCH);  // as the kernel received them
+    r.set_kind(v1::KIND_TENSOR);
+    r.set_dtype(ToProtoDType(a.view.dtype));
+    for (uint32_t d = 0; d < a.view.ndims; ++d) {
+      r.add_shape(a.view.shape[d]);
+      r.add_strides(a.view.strides[d]);
+    }
+    r.set_start_offset(a.view.start_offset);
+    r.set_is_contiguous(a.view.is_contiguous());
+    r.set_numel(a.view.numel());
+    r.set_arg_index_ambiguous(a.ambiguous);
+    const uint64_t bytes = a.view.logical_bytes();
+    r.set_logical_bytes(bytes);
+    r.set_bin_offset(*bin_offset);
+    r.set_bin_size(bytes);
+    r.set_nonfinite(HasNonFinite(a.view.dtype, in.copy, a.view.numel()));
+    const absl::string_view payload(reinterpret_cast<const char*>(in.copy), bytes);
+    *bin_offset += bytes;
+    if (absl::Status s = store->Append(r, payload); !s.ok()) return s;
+    ++appended;
+  }
+  return appended;
 }
 
 std::string ExceptionDumpName(const std::string& scenario, const std::string& workload,
@@ -117,6 +160,13 @@ absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
   std::sort(funcs.begin(), funcs.end());
   uint64_t offset = 0;
   const TaskRecordContext shared{f.task_id, funcs, f.thread, f.step};
+  uint32_t as_dispatched = 0;
+  if (f.inputs != nullptr) {
+    absl::StatusOr<uint32_t> n =
+        AppendInputsAsDispatched(*f.inputs, shared, nullptr, &offset, store->get());
+    if (!n.ok()) return n.status();
+    as_dispatched = *n;
+  }
   if (absl::Status s = AppendTaskAsItIs(*f.task, shared, /*in_flight=*/false, nullptr, &offset,
                                         store->get());
       !s.ok()) {
@@ -128,6 +178,7 @@ absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,
       ",\n  \"func\": ", JsonString(f.func), ",\n  \"func_type\": ", JsonString(f.type),
       ",\n  \"func_ids\": [", absl::StrJoin(funcs, ", "), "],\n  \"task_id\": \"",
       TaskIdHex(f.task_id), "\",\n  \"step\": ", f.step, ",\n  \"thread\": ", f.thread,
+      ",\n  \"records_before_dispatch\": ", as_dispatched,
       ",\n  \"error\": ", JsonString(f.error), ",\n  \"capture\": \"args_dump.json\"\n}\n");
   if (absl::Status s = WriteStringToFile(dir + "/context.json", context); !s.ok()) return s;
   return dir;

@@ -1,6 +1,8 @@
 // The exception dump (seed 003, "Exception Dump"): when a kernel fails, the
-// failing task's inputs, outputs and scalars as they are after the failure,
-// and its context, are saved under <root>/exception_dump/ in a folder named
+// failing task's inputs, outputs and scalars as they are after the failure
+// (after_completion), with DumpConfig::snapshot_inputs its input and inout
+// tensors as they were at dispatch too (before_dispatch), and its context,
+// are saved under <root>/exception_dump/ in a folder named
 //   [scenario]_[workload]_[func]_[func type]_[step]_[thread]_[task_id]
 // e.g. exception_vector_example_add_elementwise_0_2_0x0000000100000003
 // (each name part through SafeFileName; a kernel registered without a type
@@ -49,6 +51,14 @@ struct TaskRecordContext {
 absl::Status AppendTaskAsItIs(const DumpTask& task, const TaskRecordContext& context,
                               bool in_flight, const std::set<uint32_t>* skip_scalars,
                               uint64_t* bin_offset, CaptureStore* store);
+
+// Appends `inputs` (a task's tensors as dispatched) to `store` as
+// before_dispatch records, but those whose arg_index is in `skip`;
+// payloads at *bin_offset on (advanced). Returns how many it appended.
+absl::StatusOr<uint32_t> AppendInputsAsDispatched(const std::vector<DispatchedInput>& inputs,
+                                                  const TaskRecordContext& context,
+                                                  const std::set<uint32_t>* skip,
+                                                  uint64_t* bin_offset, CaptureStore* store);
 
 // Writes the folder under <root>/exception_dump/; returns its path.
 absl::StatusOr<std::string> WriteExceptionDump(const std::string& root,

@@ -2,7 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <cmath>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
@@ -72,6 +75,71 @@ TEST(ExceptionDumpTest, WritesTheFolderUnderItsName) {
   EXPECT_EQ(::stat((*dir + "/args_dump.json").c_str(), &st), 0);
   EXPECT_EQ(::stat((*dir + "/args.index").c_str(), &st), 0);
   EXPECT_NE(::stat((*dir + "/args.journal").c_str(), &st), 0);  // a finished dump keeps none
+}
+
+// With the task's inputs as dispatched (snapshot_inputs): its inout as the
+// kernel received it (before_dispatch, the copy) and as the failure left
+// it (after_completion, the tensor), each an entry of the dump's capture.
+TEST(ExceptionDumpTest, KeepsTheInputsAsDispatchedBesideTheTaskAsItIs) {
+  const std::string root = FreshTempDir("exception_dump_inputs_test");
+  float now[4] = {10, 20, 30, 40};                      // what the kernel left
+  const float received[4] = {1, 2, 3, 4};               // what it was given
+  const float nan_out[2] = {0, std::nanf("")};
+  DumpTensorArg args[2];
+  args[0].view.ndims = 1;
+  args[0].view.shape[0] = 4;
+  args[0].view.strides[0] = 1;
+  args[0].view.data = reinterpret_cast<const uint8_t*>(now);
+  args[0].role = abi::ArgRole::kInOut;
+  args[1].view.ndims = 1;
+  args[1].view.shape[0] = 2;
+  args[1].view.strides[0] = 1;
+  args[1].view.data = reinterpret_cast<const uint8_t*>(nan_out);
+  args[1].role = abi::ArgRole::kOutput;
+  args[1].arg_index = 1;
+  DumpTask task;
+  task.tensors = args;
+  task.tensor_count = 2;
+  // What SnapshotInputs made before dispatch: the inout alone.
+  std::vector<uint8_t> copies(InputSnapshotBytes(args, 2));
+  ASSERT_EQ(copies.size(), 64u);
+  float before_kernel[4] = {1, 2, 3, 4};
+  args[0].view.data = reinterpret_cast<const uint8_t*>(before_kernel);
+  std::vector<DispatchedInput> inputs;
+  SnapshotInputs(args, 2, copies.data(), &inputs);
+  args[0].view.data = reinterpret_cast<const uint8_t*>(now);
+  ASSERT_EQ(inputs.size(), 1u);
+  EXPECT_EQ(std::memcmp(inputs[0].copy, received, sizeof(received)), 0);
+  FailedTask f = Failed("scale_inout", "test");
+  f.task = &task;
+  f.inputs = &inputs;
+  auto dir = WriteExceptionDump(root, "inputs", f);
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  auto manifest = ReadFileToString(*dir + "/args_dump.json");
+  auto bin = ReadFileToString(*dir + "/args.bin");
+  auto context = ReadFileToString(*dir + "/context.json");
+  ASSERT_TRUE(manifest.ok() && bin.ok() && context.ok());
+  EXPECT_NE(context->find("\"records_before_dispatch\": 1"), std::string::npos) << *context;
+  // Entries in manifest order: the inout before dispatch, then at
+  // completion the inout and the output (flagged: it holds a NaN).
+  const size_t before = manifest->find("\"stage\": \"before_dispatch\"");
+  ASSERT_NE(before, std::string::npos) << *manifest;
+  EXPECT_NE(manifest->find("\"role\": \"inout\"", before), std::string::npos);
+  EXPECT_NE(manifest->find("\"nonfinite\": true"), std::string::npos) << *manifest;
+  EXPECT_EQ(manifest->find("\"nonfinite\": true"), manifest->rfind("\"nonfinite\": true"));
+  // args.bin holds both states of the inout.
+  const std::string as_received(reinterpret_cast<const char*>(received), sizeof(received));
+  const std::string as_left(reinterpret_cast<const char*>(now), sizeof(now));
+  EXPECT_NE(bin->find(as_received), std::string::npos);
+  EXPECT_NE(bin->find(as_left), std::string::npos);
+  // Without them (the option off): no before_dispatch entry at all.
+  FailedTask off = Failed("scale_inout", "test");
+  off.task = &task;
+  auto plain = WriteExceptionDump(FreshTempDir("exception_dump_no_inputs_test"), "inputs", off);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto plain_manifest = ReadFileToString(*plain + "/args_dump.json");
+  ASSERT_TRUE(plain_manifest.ok());
+  EXPECT_EQ(plain_manifest->find("\"stage\": \"before_dispatch\""), std::string::npos) << *plain_manifest;
 }
 
 }  // namespace

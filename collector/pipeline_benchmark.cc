@@ -12,6 +12,8 @@
 //                      forked process over the shared region (issue 14),
 //                      paired per iteration with the in-process run
 // BM_DedupRatios       sharing equal payloads on vs off, paired per iteration
+// BM_NonfiniteRatios   the collector's NaN/Inf look at each payload on vs off,
+//                      paired per iteration
 // BM_SimJob*           a whole sim workload run at a level (for reference)
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -94,6 +96,7 @@ struct PipelineKnobs {
   bool device_process = false;
   bool unique = true;
   bool dedup = true;
+  bool flag_nonfinite = true;  // CollectorOptions::flag_nonfinite
 };
 
 PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::DumpLevel level,
@@ -102,7 +105,7 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
   PipelineRun run;
   const std::string dir = Scratch("pipeline");
   RemoveTreeAndSync(dir);
-  Collector collector(CollectorOptions{Platform::kA2a3Sim, 1, 2});
+  Collector collector(CollectorOptions{Platform::kA2a3Sim, 1, 2, knobs.flag_nonfinite});
   DumpRegionConfig rc;
   rc.level = level;
   rc.num_threads = kDeviceThreads;
@@ -384,6 +387,35 @@ void BM_DedupRatios(benchmark::State& state) {
 }
 BENCHMARK(BM_DedupRatios)->Arg(64)->Arg(4096)->Iterations(7)->Unit(benchmark::kMillisecond)->UseManualTime();
 
+// What flagging non-finite payloads costs: the payload pipeline with the
+// collector's look at every payload on vs off (the records' nonfinite
+// flag, what ArgFilter.has_nonfinite needs without stats), paired per
+// iteration, alternating which runs first. on_to_off: the median ratio of
+// the on run's time to the off run's (the goal: below 1.05).
+void BM_NonfiniteRatios(benchmark::State& state) {
+  const uint64_t per_thread = state.range(0);
+  const PayloadTask payload;
+  std::vector<double> ratio;
+  uint64_t n = 0;
+  for (auto _ : state) {
+    double seconds[2];
+    for (int k = 0; k < 2; ++k) {
+      const bool on = (k + n) % 2 == 0;
+      PipelineKnobs knobs;
+      knobs.flag_nonfinite = on;
+      const PipelineRun run = PipelineOnce(payload.task, 1, abi::DumpLevel::kFull, per_thread, knobs);
+      if (!run.ok) state.SkipWithError("pipeline failed or lost records");
+      seconds[on] = run.streaming_seconds + run.export_seconds;
+    }
+    ++n;
+    state.SetIterationTime(seconds[1]);
+    ratio.push_back(seconds[1] / seconds[0]);
+  }
+  state.SetBytesProcessed(state.iterations() * kDeviceThreads * per_thread * kPayload);
+  state.counters["on_to_off"] = Median(ratio);
+}
+BENCHMARK(BM_NonfiniteRatios)->Arg(64)->Arg(4096)->Iterations(9)->Unit(benchmark::kMillisecond)->UseManualTime();
+
 // The device in its own process (issue 14): the same pipeline with the
 // device threads forked off over the shared region, paired per iteration
 // with the in-process run (alternating which goes first). Each run is a
@@ -538,13 +570,14 @@ BENCHMARK(BM_StatsRatios)->Arg(64)->Arg(4096)->Iterations(5)->Unit(benchmark::kM
 
 // The stats pass alone on one 64 KiB float32 payload (cache-resident),
 // paired with a memcpy of the same bytes: stats_to_memcpy is the pass's
-// speed as a share of a copy's.
+// speed as a share of a copy's; nonfinite_* the same for the look every
+// payload gets (HasNonFinite: a finite payload is read whole).
 void BM_StatsPass(benchmark::State& state) {
   std::vector<float> values(kPayload / 4);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 977) - 488.5f;
   std::vector<uint8_t> bytes(kPayload), copy(kPayload);
   std::memcpy(bytes.data(), values.data(), kPayload);
-  double stats_s = 0, copy_s = 0;
+  double stats_s = 0, copy_s = 0, nonfinite_s = 0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < 64; ++r) {
@@ -558,13 +591,21 @@ void BM_StatsPass(benchmark::State& state) {
       benchmark::DoNotOptimize(st);
     }
     auto t2 = std::chrono::steady_clock::now();
+    for (int r = 0; r < 64; ++r) {
+      bool found = HasNonFinite(DataType::kFloat32, bytes.data(), values.size());
+      benchmark::DoNotOptimize(found);
+    }
+    auto t3 = std::chrono::steady_clock::now();
     copy_s += std::chrono::duration<double>(t1 - t0).count();
     stats_s += std::chrono::duration<double>(t2 - t1).count();
+    nonfinite_s += std::chrono::duration<double>(t3 - t2).count();
   }
   state.SetBytesProcessed(state.iterations() * 64 * kPayload);
   state.counters["stats_GBps"] = state.iterations() * 64.0 * kPayload / stats_s / 1e9;
   state.counters["memcpy_GBps"] = state.iterations() * 64.0 * kPayload / copy_s / 1e9;
   state.counters["stats_to_memcpy"] = copy_s / stats_s;
+  state.counters["nonfinite_GBps"] = state.iterations() * 64.0 * kPayload / nonfinite_s / 1e9;
+  state.counters["nonfinite_to_memcpy"] = copy_s / nonfinite_s;
 }
 BENCHMARK(BM_StatsPass);
 

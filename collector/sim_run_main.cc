@@ -96,6 +96,11 @@ ABSL_FLAG(bool, dump_verbose, false,
           "the verbose log level: an INFO line per dumped task (its kernels, task id, step and "
           "each arg's device address) as it is dispatched (the dump config's \"verbose\" item, "
           "ARGSDUMP_VERBOSE)");
+ABSL_FLAG(bool, snapshot_inputs, false,
+          "copy every task's input and inout tensors before dispatch, so that an exception "
+          "dump holds them as the kernel received them, at any level (level 0 too); costs a "
+          "copy of each input (the dump config's \"snapshot_inputs\" item, "
+          "ARGSDUMP_SNAPSHOT_INPUTS)");
 ABSL_FLAG(bool, progress, false,
           "show tasks done / submitted, records, payload bytes and rates on stderr while the "
           "workload runs, a few times a second (default: when stderr is a terminal, once the "
@@ -242,6 +247,7 @@ DumpConfigEntry CommandLineEntry(const CommandLine& line, std::vector<std::strin
   }
   if (line.Given("dedup")) e.dedup = absl::GetFlag(FLAGS_dedup);
   if (line.Given("dump_verbose")) e.verbose = absl::GetFlag(FLAGS_dump_verbose);
+  if (line.Given("snapshot_inputs")) e.snapshot_inputs = absl::GetFlag(FLAGS_snapshot_inputs);
   if (!absl::GetFlag(FLAGS_output_prefix).empty()) {
     e.path = FromUserDir(absl::GetFlag(FLAGS_output_prefix));
   }

@@ -106,7 +106,8 @@ std::string DumpConfig::Describe() const {
                       capture_server.empty() ? "" : absl::StrCat(" capture_server=", capture_server),
                       auth_token_file.empty() ? "" : absl::StrCat(" auth_token_file=", auth_token_file),
                       labels.empty() ? "" : absl::StrCat(" labels=", LabelsText(labels)),
-                      dedup ? "" : " dedup=off", verbose ? " verbose=on" : "");
+                      dedup ? "" : " dedup=off", verbose ? " verbose=on" : "",
+                      snapshot_inputs ? " snapshot_inputs=on" : "");
 }
 
 std::string DumpConfig::DescribeScope() const {
@@ -287,6 +288,10 @@ bool SetVerbose(DumpConfigEntry* e, const std::string& v) {
   bool b;
   if (!ParseBool(v, &b)) return false;
   e->verbose = b;
+bool SetSnapshotInputs(DumpConfigEntry* e, const std::string& v) {
+  bool b;
+  if (!ParseBool(v, &b)) return false;
+  e->snapshot_inputs = b;
   return true;
 }
 
@@ -326,6 +331,7 @@ constexpr Item kItems[] = {
     {"labels", "ARGSDUMP_LABELS", "key=value pairs, comma-separated", SetLabels},
     {"dedup", "ARGSDUMP_DEDUP", "true or false", SetDedup},
     {"verbose", "ARGSDUMP_VERBOSE", "true or false", SetVerbose},
+    {"snapshot_inputs", "ARGSDUMP_SNAPSHOT_INPUTS", "true or false", SetSnapshotInputs},
 };
 
 
@@ -347,6 +353,9 @@ std::vector<std::string> Describe(const DumpConfigEntry& e) {
   if (e.labels) out.push_back(absl::StrCat("labels=", LabelsText(*e.labels)));
   if (e.dedup) out.push_back(absl::StrCat("dedup=", *e.dedup ? "true" : "false"));
   if (e.verbose) out.push_back(absl::StrCat("verbose=", *e.verbose ? "true" : "false"));
+  if (e.snapshot_inputs) {
+    out.push_back(absl::StrCat("snapshot_inputs=", *e.snapshot_inputs ? "true" : "false"));
+  }
   return out;
 }
 
@@ -488,6 +497,7 @@ DumpConfigEntry DumpConfigFromText(const std::string& text, const std::string& s
       root.has_labels() ? &root.labels() : nullptr,
       root.has_dedup() ? &root.dedup() : nullptr,
       root.has_verbose() ? &root.verbose() : nullptr,
+      root.has_snapshot_inputs() ? &root.snapshot_inputs() : nullptr,
   };
   static_assert(sizeof(values) / sizeof(values[0]) == sizeof(kItems) / sizeof(kItems[0]));
   for (size_t k = 0; k < sizeof(kItems) / sizeof(kItems[0]); ++k) {
@@ -748,6 +758,7 @@ DumpConfig ResolveDumpConfig(const std::vector<DumpConfigSource>& sources,
   ARGSDUMP_PICK(labels)
   ARGSDUMP_PICK(dedup)
   ARGSDUMP_PICK(verbose)
+  ARGSDUMP_PICK(snapshot_inputs)
 #undef ARGSDUMP_PICK
   Log(logs, DumpLog::kInfo, absl::StrCat("dump config: ", c.Describe()));
   return c;

@@ -28,6 +28,12 @@
 //                                         a capture stored once (default true)
 //   verbose      ARGSDUMP_VERBOSE       "verbose"      true/false: an INFO line per
 //                                         dumped task (default false)
+//   snapshot_inputs  ARGSDUMP_SNAPSHOT_INPUTS  "snapshot_inputs"  true/false: with
+//                                         exception dumps armed, every task's input
+//                                         and inout tensors are copied before
+//                                         dispatch, so that its exception dump holds
+//                                         them as received, at any level (default
+//                                         false)
 // Lists in the environment are comma-separated; in the file, a JSON array
 // of strings or the same comma-separated string.
 //
@@ -91,6 +97,7 @@ struct DumpConfigEntry {
   std::optional<std::vector<std::pair<std::string, std::string>>> labels;
   std::optional<bool> dedup;
   std::optional<bool> verbose;
+  std::optional<bool> snapshot_inputs;
 };
 
 // The resolved configuration (defaults: level 0, mode all, every func,
@@ -113,6 +120,12 @@ struct DumpConfig {
   // The verbose log level: an INFO line per dumped task as it is dispatched
   // (its kernels, task id, step, and each arg with its device address).
   bool verbose = false;
+  // With exception dumps armed, each task's input and inout tensors are
+  // copied before dispatch and kept until it completes: a task whose kernel
+  // fails or crashes the device has them in its exception dump as it
+  // received them (an inout it changed before it died included), at any
+  // level, level 0 too. Costs a copy of every input (README, Benchmarks).
+  bool snapshot_inputs = false;
 
   // Whether a kernel (by name and type) is selected by the lists: not
   // blocked by name or type, and allowed when there is an allow list.

@@ -162,6 +162,36 @@ TEST(DumpConfigTest, VerboseIsOffUnlessAnEntrySaysTrue) {
   EXPECT_FALSE(ResolveDumpConfig(CheckApiEntry(api, &logs), env, {}, &logs).verbose);
 }
 
+// snapshot_inputs: off unless an entry says true, from each entry point; a
+// value that is not a yes/no is a WARNING naming it, and the default stays.
+TEST(DumpConfigTest, SnapshotInputsIsOffUnlessAnEntrySaysTrue) {
+  std::vector<DumpLog> logs;
+  EXPECT_FALSE(ResolveDumpConfig({}, {}, {}, &logs).snapshot_inputs);
+  EXPECT_EQ(ResolveDumpConfig({}, {}, {}, &logs).Describe().find("snapshot_inputs"),
+            std::string::npos);
+  logs.clear();
+  const DumpConfigEntry env =
+      DumpConfigFromEnvironment({{"ARGSDUMP_SNAPSHOT_INPUTS", "1"}}, &logs);
+  const DumpConfig from_env = ResolveDumpConfig({}, env, {}, &logs);
+  EXPECT_TRUE(from_env.snapshot_inputs);
+  EXPECT_NE(from_env.Describe().find("snapshot_inputs=on"), std::string::npos);
+  EXPECT_EQ(Count(logs, DumpLog::kInfo, "environment: snapshot_inputs=true"), 1) << All(logs);
+  logs.clear();
+  const std::string f = File("snapshot_inputs.json", R"({"snapshot_inputs": true})");
+  EXPECT_TRUE(ResolveDumpConfig({}, {}, DumpConfigFromFile(f, &logs), &logs).snapshot_inputs);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, ""), 0) << All(logs);
+  logs.clear();
+  const DumpConfigEntry bad =
+      DumpConfigFromEnvironment({{"ARGSDUMP_SNAPSHOT_INPUTS", "sometimes"}}, &logs);
+  EXPECT_FALSE(ResolveDumpConfig({}, bad, {}, &logs).snapshot_inputs);
+  EXPECT_EQ(Count(logs, DumpLog::kWarning, "ARGSDUMP_SNAPSHOT_INPUTS"), 1) << All(logs);
+  logs.clear();
+  DumpConfigEntry api;
+  api.snapshot_inputs = false;
+  EXPECT_FALSE(ResolveDumpConfig(CheckApiEntry(api, &logs), env, {}, &logs).snapshot_inputs);
+  EXPECT_EQ(Count(logs, DumpLog::kError, "snapshot_inputs"), 1) << All(logs);
+}
+
 // Every combination of the three entries setting the level: the highest
 // one present wins; every lower one that differs is an ERROR naming both.
 TEST(DumpConfigTest, PriorityIsApiThenEnvironmentThenFileForEveryCombination) {

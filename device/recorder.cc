@@ -357,6 +357,42 @@ void ThreadRecorder::Flush() {
   state_->flushed.store(1, std::memory_order_release);
 }
 
+namespace {
+
+constexpr uint64_t kSnapshotAlignment = 64;
+
+uint64_t AlignSnapshot(uint64_t bytes) {
+  return (bytes + kSnapshotAlignment - 1) / kSnapshotAlignment * kSnapshotAlignment;
+}
+
+}  // namespace
+
+uint64_t InputSnapshotBytes(const DumpTensorArg* tensors, uint32_t count) {
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (tensors[i].role == abi::ArgRole::kOutput) continue;
+    total += AlignSnapshot(tensors[i].view.logical_bytes());
+  }
+  return total;
+}
+
+void SnapshotInputs(const DumpTensorArg* tensors, uint32_t count, uint8_t* dst,
+                    std::vector<DispatchedInput>* out, uint64_t* offsets) {
+  uint64_t at = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const DumpTensorArg& a = tensors[i];
+    if (a.role == abi::ArgRole::kOutput) {
+      if (offsets != nullptr) offsets[i] = ~uint64_t{0};
+      continue;
+    }
+    const uint64_t bytes = a.view.logical_bytes();
+    GatherLogical(a.view, dst + at, bytes);
+    out->push_back(DispatchedInput{a, dst + at});
+    if (offsets != nullptr) offsets[i] = at;
+    at += AlignSnapshot(bytes);
+  }
+}
+
 DumpRecorder::DumpRecorder(const DumpRegion& region) : level_(region.level()) {
   threads_.reserve(region.num_threads());
   for (uint32_t t = 0; t < region.num_threads(); ++t) {

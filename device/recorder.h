@@ -187,6 +187,27 @@ class DumpRecorder {
   std::vector<std::unique_ptr<ThreadRecorder>> threads_;
 };
 
+// A task's input or inout tensor as it was when the task was dispatched:
+// the view (its geometry; `arg.view.data` is the tensor's, which the kernel
+// may change) and a copy of its elements taken before dispatch, row-major
+// (view.logical_bytes() bytes, what a before_dispatch record's payload
+// holds). What an exception dump keeps of a task's inputs when
+// DumpConfig::snapshot_inputs is on, whatever the level.
+struct DispatchedInput {
+  DumpTensorArg arg;
+  const uint8_t* copy = nullptr;
+};
+
+// The bytes SnapshotInputs needs for the input and inout tensors among
+// `tensors`: each copy starts at a multiple of 64.
+uint64_t InputSnapshotBytes(const DumpTensorArg* tensors, uint32_t count);
+// Copies the input and inout tensors among `tensors` into `dst` (at least
+// InputSnapshotBytes of them), in order, and appends each to `out` with its
+// copy's place; returns each copy's offset from `dst` through `offsets`
+// (one per tensor, ~0 for an output) when not null.
+void SnapshotInputs(const DumpTensorArg* tensors, uint32_t count, uint8_t* dst,
+                    std::vector<DispatchedInput>* out, uint64_t* offsets = nullptr);
+
 // MetaBufferHeader::sequence of a buffer the device holds and has not
 // published (lets the host's reconcile tell it from a published one).
 inline constexpr uint64_t kUnpublishedSequence = ~uint64_t{0};

@@ -30,7 +30,9 @@ struct ArgFilter {
   int dtype = 0;  // v1::DType
   std::optional<uint32_t> step;
   std::optional<bool> overflow;
-  // Records whose stored stats count a NaN or an Inf (true), or the others.
+  // Records whose captured elements hold a NaN or an Inf (true: the
+  // collector's nonfinite flag, or stored stats that count one), or the
+  // others.
   std::optional<bool> has_nonfinite;
 
   static ArgFilter FromProto(const v1::ArgFilter& f);
@@ -48,7 +50,8 @@ struct ArgFilter {
   bool DTypeOk(int v) const { return dtype == 0 || v == dtype; }
   bool StepOk(uint32_t v) const { return !step || v == *step; }
   bool OverflowOk(bool v) const { return !overflow || v == *overflow; }
-  // `v`: the record has stored stats and they count a NaN or an Inf.
+  // `v`: the record is flagged nonfinite, or its stored stats count a NaN
+  // or an Inf.
   bool NonfiniteOk(bool v) const { return !has_nonfinite || v == *has_nonfinite; }
   // The record's known func ids, [first, last).
   template <typename It>
@@ -67,7 +70,7 @@ struct ArgFilter {
   // The whole predicate over a stored row (`stats`: null when none stored).
   bool Matches(const ManifestRow& r, const StatsRow* stats = nullptr) const {
     return StepOk(r.step) && OverflowOk(r.overflow) &&
-           NonfiniteOk(stats != nullptr && stats->has_nonfinite()) && TaskOk(r.task_id) &&
+           NonfiniteOk(r.nonfinite || (stats != nullptr && stats->has_nonfinite())) && TaskOk(r.task_id) &&
            StageOk(r.stage) && RoleOk(r.role) && KindOk(r.kind) && ArgIndexOk(r.arg_index) &&
            DTypeOk(r.dtype) &&
            FuncOk(r.func_ids, r.func_ids + std::min<uint32_t>(r.func_count, kMaxRecordFuncIds));

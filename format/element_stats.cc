@@ -142,4 +142,55 @@ ElementStats ComputeElementStats(DataType dtype, const uint8_t* payload, uint64_
   return acc.Done();
 }
 
+namespace {
+
+// Whether any of `count` `Word`s has all of `exponent`'s bits set: a NaN or
+// an infinity of an IEEE-style format whose exponent field is `exponent`.
+// Blocks of 256 words OR-reduce in place without an early exit (the
+// compiler vectorizes them); the scan stops at the first block with one.
+template <typename Word>
+bool AnyExponentAllOnes(const uint8_t* payload, uint64_t count, Word exponent) {
+  constexpr uint64_t kBlock = 256;
+  uint64_t i = 0;
+  for (; i + kBlock <= count; i += kBlock) {
+    const uint8_t* block = payload + i * sizeof(Word);
+    Word any = 0;
+    for (uint64_t j = 0; j < kBlock; ++j) {
+      Word w;
+      std::memcpy(&w, block + j * sizeof(Word), sizeof(Word));
+      any |= static_cast<Word>((w & exponent) == exponent);
+    }
+    if (any != 0) return true;
+  }
+  for (; i < count; ++i) {
+    Word w;
+    std::memcpy(&w, payload + i * sizeof(Word), sizeof(Word));
+    if ((w & exponent) == exponent) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool HasNonFinite(DataType dtype, const uint8_t* payload, uint64_t count) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return AnyExponentAllOnes<uint32_t>(payload, count, 0x7F800000u);
+    case DataType::kFloat64:
+      return AnyExponentAllOnes<uint64_t>(payload, count, 0x7FF0000000000000ull);
+    case DataType::kFloat16:
+      return AnyExponentAllOnes<uint16_t>(payload, count, 0x7C00u);
+    case DataType::kBfloat16:
+      return AnyExponentAllOnes<uint16_t>(payload, count, 0x7F80u);
+    default:
+      break;
+  }
+  if (KindOf(dtype) != ElementKind::kFloat) return false;
+  // The 8- and 4-bit formats (their NaN encodings differ): decoded.
+  for (uint64_t i = 0; i < count; ++i) {
+    if (!std::isfinite(ElementAsDouble(dtype, payload, i))) return true;
+  }
+  return false;
+}
+
 }  // namespace argsdump

@@ -29,6 +29,13 @@ struct ElementStats {
 // caller checks the payload holds them: PayloadBytes(dtype, count)).
 ElementStats ComputeElementStats(DataType dtype, const uint8_t* payload, uint64_t count);
 
+// Whether any of the first `count` elements is a NaN or an infinity (what
+// ComputeElementStats counts as nan + pos_inf + neg_inf > 0), looking only
+// at the exponent bits: the collector asks it of every payload it captures,
+// so it must cost little next to writing the bytes. False for integer and
+// bool dtypes. Same contract on `payload` as ComputeElementStats.
+bool HasNonFinite(DataType dtype, const uint8_t* payload, uint64_t count);
+
 }  // namespace argsdump
 
 #endif  // ARGSDUMP_FORMAT_ELEMENT_STATS_H_

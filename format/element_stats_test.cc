@@ -152,5 +152,65 @@ TEST(TensorStatsTest, NothingFinite) {
   EXPECT_EQ(ComputeElementStats(DataType::kFloat32, b.data(), 0).count, 0u);
 }
 
+// HasNonFinite says what the full statistics say, for every dtype: each bit
+// pattern of the narrow ones, and for float32/float64 a NaN or an infinity
+// at each place around the 64-element blocks (first, last, alone in the
+// tail), on a payload that is otherwise finite.
+TEST(HasNonFiniteTest, AgreesWithTheStatsForEveryDtype) {
+  for (int d = 0; d < kDataTypeCount; ++d) {
+    const auto dtype = static_cast<DataType>(d);
+    const uint32_t bytes = std::max<uint32_t>(1, ElementBits(dtype) / 8);
+    if (bytes > 2) continue;
+    // Every pattern of the element, alone and after 100 zero elements.
+    const uint32_t patterns = bytes == 1 ? 256 : 65536;
+    std::vector<uint8_t> one(bytes), padded(101 * bytes, 0);
+    for (uint32_t p = 0; p < patterns; ++p) {
+      std::memcpy(one.data(), &p, bytes);
+      std::memcpy(padded.data() + 100 * bytes, &p, bytes);
+      const uint64_t n = ElementBits(dtype) == 4 ? 2 : 1;  // FP4: both nibbles
+      ASSERT_EQ(HasNonFinite(dtype, one.data(), n),
+                ComputeElementStats(dtype, one.data(), n).has_nonfinite())
+          << DataTypeName(dtype) << " pattern " << p;
+      ASSERT_EQ(HasNonFinite(dtype, padded.data(), 100 + n),
+                ComputeElementStats(dtype, padded.data(), 100 + n).has_nonfinite())
+          << DataTypeName(dtype) << " pattern " << p << " after 100 zeros";
+    }
+  }
+  const double specials[] = {std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::quiet_NaN()};
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal(0, 1e3);
+  for (uint64_t n : {1u, 63u, 64u, 65u, 200u, 1000u}) {
+    std::vector<float> f(n);
+    std::vector<double> g(n);
+    for (uint64_t i = 0; i < n; ++i) g[i] = f[i] = static_cast<float>(normal(rng));
+    EXPECT_FALSE(HasNonFinite(DataType::kFloat32, Bytes(f).data(), n)) << n;
+    EXPECT_FALSE(HasNonFinite(DataType::kFloat64, Bytes(g).data(), n)) << n;
+    for (uint64_t at : {uint64_t{0}, n / 2, n - 1}) {
+      for (double special : specials) {
+        std::vector<float> f2 = f;
+        std::vector<double> g2 = g;
+        f2[at] = static_cast<float>(special);
+        g2[at] = special;
+        EXPECT_TRUE(HasNonFinite(DataType::kFloat32, Bytes(f2).data(), n)) << n << " at " << at;
+        EXPECT_TRUE(HasNonFinite(DataType::kFloat64, Bytes(g2).data(), n)) << n << " at " << at;
+        // Only the first `at` elements looked at: the special is not among them.
+        EXPECT_FALSE(HasNonFinite(DataType::kFloat32, Bytes(f2).data(), at));
+      }
+    }
+    // The largest finite values and denormals are finite.
+    std::vector<float> edge(n, std::numeric_limits<float>::max());
+    edge[0] = -std::numeric_limits<float>::max();
+    edge[n - 1] = std::numeric_limits<float>::denorm_min();
+    EXPECT_FALSE(HasNonFinite(DataType::kFloat32, Bytes(edge).data(), n));
+  }
+  // Integers never hold one, whatever their bits.
+  const std::vector<uint32_t> ones(300, 0xFFFFFFFFu);
+  EXPECT_FALSE(HasNonFinite(DataType::kInt32, Bytes(ones).data(), 300));
+  EXPECT_FALSE(HasNonFinite(DataType::kUint64, Bytes(ones).data(), 150));
+}
+
 }  // namespace
 }  // namespace argsdump

@@ -39,6 +39,7 @@ namespace argsdump {
   X(ArgIndexAmbiguous, "arg_index_ambiguous", kSometimes) \
   X(InFlightSnapshot, "in_flight_snapshot", kSometimes)   \
   X(Overflow, "overflow", kSometimes)                     \
+  X(Nonfinite, "nonfinite", kSometimes)                   \
   X(Truncated, "truncated", kAlways)                      \
   X(Overwritten, "overwritten", kAlways)                  \
   X(BinOffset, "bin_offset", kAlways)                     \
@@ -63,6 +64,7 @@ namespace argsdump {
   S(ArgIndexAmbiguous, kTrueFlag, arg_index_ambiguous) \
   S(InFlightSnapshot, kTrueFlag, in_flight_snapshot)  \
   S(Overflow, kTrueFlag, overflow)                    \
+  S(Nonfinite, kTrueFlag, nonfinite)                  \
   S(Truncated, kBool, truncated)                      \
   S(Overwritten, kBool, overwritten)                  \
   S(BinOffset, kUint64, bin_offset)                   \

@@ -220,7 +220,16 @@ absl::Status ValidateRecord(const v1::ArgRecord& r) {
   const absl::Status s = CheckArgFields(r.role(), r.stage(), r.kind(), r.dtype(), r.shape().data(),
                                         r.shape_size(), r.numel(), &logical, r.bin_size(),
                                         r.truncated());
-  return s.ok() ? s : bad(s.message());
+  if (!s.ok()) return bad(s.message());
+  if (r.nonfinite()) {
+    // Only a float tensor's elements can be NaN or infinite.
+    if (r.kind() != v1::KIND_TENSOR) return bad("nonfinite on a scalar");
+    const std::optional<DataType> dtype = FromProtoDType(r.dtype());
+    if (!dtype || KindOf(*dtype) != ElementKind::kFloat) {
+      return bad("nonfinite on a tensor whose dtype has no NaN or infinity");
+    }
+  }
+  return absl::OkStatus();
 }
 
 namespace {

@@ -53,7 +53,8 @@ struct ManifestRow {
   bool arg_index_ambiguous = false;
   bool in_flight_snapshot = false;
   bool overflow = false;
-  uint8_t reserved[2] = {};  // explicit padding: rows are stored raw
+  bool nonfinite = false;
+  uint8_t reserved[1] = {};  // explicit padding: rows are stored raw
   uint32_t step = 0;  // zero in args.index files from before steps existed
 };
 
@@ -70,7 +71,8 @@ v1::ArgRecord RecordFromRow(const ManifestRow& row);
 // beyond RowFromRecord's checks: numel equals the shape's product (no
 // overflow), logical_bytes is numel x element size for tensors, bin_size
 // equals it unless truncated (then smaller and non-zero), scalars carry no
-// payload. InvalidArgument naming the field.
+// payload, `nonfinite` only on float tensors. InvalidArgument naming the
+// field.
 absl::Status ValidateRecord(const v1::ArgRecord& record);
 
 // A row read back raw from a file (args.index): enums in range, bools 0 or

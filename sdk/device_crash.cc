@@ -286,6 +286,23 @@ absl::StatusOr<std::string> WriteCrashDump(const std::string& root, const std::s
     offset += t.payload.size();
     if (absl::Status s = (*store)->Append(r, t.payload); !s.ok()) return s;
   }
+  // The inputs the device copied before dispatch (snapshot_inputs), for the
+  // tensors the capture has no before_dispatch record of (at level 0: all).
+  const FlightTask* executing = ExecutingTask(a, e);
+  uint32_t as_dispatched = 0;
+  if (executing != nullptr && !executing->inputs.empty()) {
+    std::set<uint32_t> captured;
+    for (const TaskRecord& t : before) {
+      if (t.record.kind() == v1::KIND_TENSOR) captured.insert(t.record.arg_index());
+    }
+    TaskRecordContext context{e.task_id(), {e.func_ids().begin(), e.func_ids().end()},
+                              e.thread(), e.step()};
+    std::sort(context.func_ids.begin(), context.func_ids.end());
+    absl::StatusOr<uint32_t> n =
+        AppendInputsAsDispatched(executing->inputs, context, &captured, &offset, store->get());
+    if (!n.ok()) return n.status();
+    as_dispatched = *n;
+  }
   // The task as it is in device memory now: what the kernel left (and the
   // scalars the capture did not have).
   if (const FlightTask* f = ExecutingTask(a, e)) {
@@ -315,7 +332,7 @@ absl::StatusOr<std::string> WriteCrashDump(const std::string& root, const std::s
       ",\n  \"fault_address\": ",
       a.crash.has_fault_address() ? absl::StrCat("\"", FaultAddressHex(a.crash.fault_address()), "\"")
                                   : std::string("null"),
-      ",\n  \"records_before_dispatch\": ", before.size(),
+      ",\n  \"records_before_dispatch\": ", before.size() + as_dispatched,
       ",\n  \"error\": ", JsonString(a.crash.description()),
       ",\n  \"capture\": \"args_dump.json\",\n  \"run_capture\": ", JsonString(capture), "\n}\n");
   if (absl::Status s = WriteStringToFile(dir + "/context.json", context); !s.ok()) return s;

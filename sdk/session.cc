@@ -1148,7 +1148,10 @@ void SimSession::Impl::WriteCrashDumps(SessionResult* result) {
       result->exception_dumps.push_back(*dir);
       Print(DumpLog::kError,
             absl::StrCat("exception dump of the crash: ", *dir, " (task ", TaskIdHex(e.task_id()),
-                         ": ", before->size(), " record(s) as captured before dispatch, its "
+                         ": ", before->size(), " record(s) as captured before dispatch",
+                         config.snapshot_inputs ? " and its inputs as the device copied them "
+                                                  "before dispatch" : "",
+                         ", its "
                          "tensors as the crash left them, context.json)"));
     } else {
       Print(DumpLog::kError, absl::StrCat("the exception dump of task ", TaskIdHex(e.task_id()),

@@ -24,7 +24,7 @@ struct Entry {
   std::vector<int> func_id, shape, strides;
   uint64_t start_offset = 0, numel = 0, bin_offset = 0, bin_size = 0;
   bool is_contiguous = false, truncated = false, overwritten = false, ambiguous = false,
-       in_flight = false, overflow = false;
+       in_flight = false, overflow = false, nonfinite = false;
   bool has_stats = false;
   v1::TensorStats stats;
   google::protobuf::Value value;
@@ -87,6 +87,7 @@ inline CaptureFiles ReadCapture(const std::string& dir) {
     e.ambiguous = m.arg_index_ambiguous();
     e.in_flight = m.in_flight_snapshot();
     e.overflow = m.overflow();
+    e.nonfinite = m.nonfinite();
     e.has_stats = m.has_stats();
     e.stats = m.stats();
     e.value = m.value();

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -302,6 +303,70 @@ TEST(DeviceCrashCliTest2, InProcessDiesWithTheKernel) {
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_TRUE(Finish(&*run).ok());
   EXPECT_TRUE(WIFSIGNALED(run->status) && WTERMSIG(run->status) == SIGABRT) << run->status;
+}
+
+// Level 0: no capture, and the crashing task's exception dump has its
+// tensors only as the crash left them, unless --snapshot-inputs (or
+// ARGSDUMP_SNAPSHOT_INPUTS) had the device copy its inputs before dispatch:
+// then its input is there as it was given (what tasks 0-2 computed, the
+// same bytes a level-2 capture records before dispatch).
+TEST(DeviceCrashCliTest2, SnapshotInputsKeepsTheCrashingTasksInputsAtLevelZero) {
+  const std::string root = FreshTempDir("crash_cli_snapshot_inputs");
+  // The reference: task 3's before_dispatch records at level 2.
+  auto golden_run = StartSim(SimArgs("crash_example", 2, "a2a3sim", root + "/golden", "", ""),
+                             root + "/golden.out");
+  ASSERT_TRUE(golden_run.ok()) << golden_run.status();
+  ASSERT_TRUE(Finish(&*golden_run).ok());
+  ASSERT_EQ(ExitCode(golden_run->status), 3) << golden_run->stdout_text;
+  auto golden = Capture::Open(root + "/golden/args_dump");
+  ASSERT_TRUE(golden.ok()) << golden.status();
+  std::multiset<std::string> want;
+  for (const CapturedArg& a :
+       golden->Find(ArgQuery().Task(Task(3)).Stage(testing::Stage::kBeforeDispatch))) {
+    if (a.kind == testing::Kind::kTensor) want.insert(Fingerprint(a));
+  }
+  ASSERT_FALSE(want.empty());
+  struct Way {
+    std::string name;
+    std::vector<std::string> extra;  // flags
+    std::string env;                 // ARGSDUMP_SNAPSHOT_INPUTS
+    bool snapshot;
+  };
+  for (const Way& w : {Way{"plain", {}, "", false}, Way{"flag", {"--snapshot-inputs"}, "", true},
+                       Way{"env", {}, "true", true}}) {
+    SCOPED_TRACE(w.name);
+    std::optional<ScopedEnv> env;
+    if (!w.env.empty()) env.emplace("ARGSDUMP_SNAPSHOT_INPUTS", w.env);
+    std::vector<std::string> args = SimArgs("crash_example", 0, "a2a3sim", root + "/" + w.name, "", "");
+    args.insert(args.end(), w.extra.begin(), w.extra.end());
+    auto run = StartSim(args, root + "/" + w.name + ".out");
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_TRUE(Finish(&*run).ok());
+    EXPECT_EQ(ExitCode(run->status), 3) << run->stdout_text;
+    struct stat st;
+    EXPECT_NE(::stat((root + "/" + w.name + "/args_dump").c_str(), &st), 0)
+        << "level 0 writes no capture";
+    std::vector<std::string> dumps;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(root + "/" + w.name + "/exception_dump")) {
+      dumps.push_back(entry.path().string());
+    }
+    ASSERT_EQ(dumps.size(), 1u) << run->stdout_text;
+    EXPECT_THAT(dumps[0], HasSubstr("/crash_crash_example_crash_segv_"));
+    auto dumped = Capture::Open(dumps[0]);
+    ASSERT_TRUE(dumped.ok()) << dumped.status();
+    std::multiset<std::string> got;
+    for (const CapturedArg& a : dumped->Find(ArgQuery().Stage(testing::Stage::kBeforeDispatch))) {
+      if (a.kind == testing::Kind::kTensor) got.insert(Fingerprint(a));
+    }
+    // Its tensors as the crash left them are there either way.
+    EXPECT_FALSE(dumped->Find(ArgQuery().Stage(testing::Stage::kAfterCompletion)).empty());
+    if (!w.snapshot) {
+      EXPECT_TRUE(got.empty());
+      continue;
+    }
+    EXPECT_EQ(got, want);
+  }
 }
 
 // A device process stopped (SIGSTOP) when the host dies still ends: the

@@ -507,7 +507,7 @@ bool EntryFilter::Matches(const ManifestEntry& e) const {
   return args.TaskOk(e.task_id) && args.StepOk(e.step) && args.ManifestFuncIdsOk(e.func_ids) &&
          args.RoleOk(e.role) && args.StageOk(e.stage) && args.ArgIndexOk(e.arg_index) &&
          args.KindOk(e.kind) && args.DTypeOk(ToProtoDType(e.dtype)) && args.OverflowOk(e.overflow) &&
-         args.NonfiniteOk(e.stats && e.stats->has_nonfinite());
+         args.NonfiniteOk(e.nonfinite || (e.stats && e.stats->has_nonfinite()));
 }
 
 // Clears an entry for reuse, keeping what its strings and vectors hold.

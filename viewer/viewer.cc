@@ -110,7 +110,7 @@ void AppendFlags(const ManifestEntry& e, LineWriter& w) {
   if (e.arg_index_ambiguous) flag("ambiguous");
   if (e.in_flight_snapshot) flag("in-flight");
   if (e.overflow) flag("overflow");
-  if (e.stats && e.stats->has_nonfinite()) flag("nonfinite");
+  if (e.nonfinite || (e.stats && e.stats->has_nonfinite())) flag("nonfinite");
   if (e.step != 0) {
     flag("step=");
     w.Uint(e.step);
@@ -261,44 +261,78 @@ int NoMatch(ArgSource& source, std::ostream& err) {
   return 1;
 }
 
+// Why --nonfinite can find nothing where a NaN was written: what it looks at.
+const char* NonfiniteNoMatchNote() {
+  return "dump_viewer: --nonfinite looks at each record's nonfinite flag (the collector "
+         "sets it on every payload it captures, whatever ARGSDUMP_STATS says) and at stored "
+         "stats; a record kept without payload or stats (level 3's unmarked tensors, a "
+         "payload the device overwrote) and a capture written before argsdump set the flag "
+         "are never matched. --first-nonfinite reads the payloads themselves.\n";
+}
+
 // The first task, in manifest (task) order, with an output holding a NaN or
-// an Inf (among the selected outputs), and the inputs captured for it
-// before dispatch. `source` selects whole tasks; `selection` the outputs.
+// an Inf (among the selected outputs), and every input captured for it:
+// before dispatch (inputs, inouts and scalars as the kernel received them)
+// and at completion (the inputs an overflow dump or an in-flight snapshot
+// recorded as they were then). `source` selects whole tasks; `selection`
+// the outputs. A task's entries are read whole before it is looked at: its
+// inputs recorded at completion sort after its first outputs. An
+// overwritten payload (the device reused its arena before the host read
+// it) holds none of the tensor's values and is not looked at, as the
+// collector does not flag it either. An output kept without payload (the
+// stats-only mode) is judged by its stored stats.
 int FirstNonFinite(ArgSource& source, const Selection& selection, std::ostream& out,
                    std::ostream& err) {
-  std::vector<ManifestEntry> inputs;  // the current task's before_dispatch args
+  std::vector<ManifestEntry> task;  // the current task's entries, in manifest order
+  // 1: `task` has no such output; 0: printed; 2: failed.
+  auto look = [&]() -> int {
+    for (const ManifestEntry& e : task) {
+      if (e.stage == v1::STAGE_BEFORE_DISPATCH || !e.is_tensor() || e.role == v1::ROLE_INPUT ||
+          e.overwritten || (e.bin_size == 0 && !e.stats) || !selection.Matches(e)) {
+        continue;
+      }
+      ElementStats st;
+      if (e.bin_size == 0) {
+        st = FromStored(*e.stats);
+      } else {
+        std::string bytes;
+        if (absl::Status s = source.ReadPayload(e, &bytes); !s.ok()) return Fail(err, s);
+        st = ComputeStats(e, bytes);
+      }
+      if (!st.has_nonfinite()) continue;
+      out << "first non-finite output: " << StatsLine(e, st) << "\n";
+      out << "inputs of task " << TaskIdHex(e.task_id) << ":\n";
+      for (const ManifestEntry& in : task) {
+        if (in.stage != v1::STAGE_BEFORE_DISPATCH && in.role != v1::ROLE_INPUT) continue;
+        if (in.is_scalar()) {
+          out << absl::StrFormat("  index %d  %s arg %d  scalar %s = %s\n", in.index,
+                                 RoleName(in.role), in.arg_index, DataTypeName(in.dtype).data(),
+                                 in.value);
+          continue;
+        }
+        if (in.bin_size == 0) {
+          out << "  " << StatsLine(in, in.stats ? FromStored(*in.stats) : ElementStats())
+              << (in.stats ? "  (stored stats)" : "  (no payload)") << "\n";
+          continue;
+        }
+        std::string in_bytes;
+        if (absl::Status s = source.ReadPayload(in, &in_bytes); !s.ok()) return Fail(err, s);
+        out << "  " << StatsLine(in, ComputeStats(in, in_bytes)) << "\n";
+      }
+      return 0;
+    }
+    return 1;
+  };
   ManifestEntry e;
   for (;;) {
     absl::StatusOr<bool> got = source.Next(&e);
     if (!got.ok()) return Fail(err, got.status());
+    if (!*got || (!task.empty() && e.task_id != task.front().task_id)) {
+      if (const int r = look(); r != 1) return r;
+      task.clear();
+    }
     if (!*got) break;
-    if (inputs.empty() || e.task_id != inputs.front().task_id) inputs.clear();
-    if (e.stage == v1::STAGE_BEFORE_DISPATCH) {
-      inputs.push_back(e);
-      continue;
-    }
-    if (!e.is_tensor() || e.role == v1::ROLE_INPUT || e.bin_size == 0 || !selection.Matches(e)) {
-      continue;
-    }
-    std::string bytes;
-    if (absl::Status s = source.ReadPayload(e, &bytes); !s.ok()) return Fail(err, s);
-    const ElementStats st = ComputeStats(e, bytes);
-    if (st.nan + st.pos_inf + st.neg_inf == 0) continue;
-    out << "first non-finite output: " << StatsLine(e, st) << "\n";
-    out << "inputs of task " << TaskIdHex(e.task_id) << ":\n";
-    for (const ManifestEntry& in : inputs) {
-      if (in.task_id != e.task_id) continue;
-      if (in.is_scalar()) {
-        out << absl::StrFormat("  index %d  %s arg %d  scalar %s = %s\n", in.index,
-                               RoleName(in.role), in.arg_index, DataTypeName(in.dtype).data(),
-                               in.value);
-        continue;
-      }
-      std::string in_bytes;
-      if (absl::Status s = source.ReadPayload(in, &in_bytes); !s.ok()) return Fail(err, s);
-      out << "  " << StatsLine(in, ComputeStats(in, in_bytes)) << "\n";
-    }
-    return 0;
+    task.push_back(e);
   }
   out << "no output holds a NaN or an Inf\n";
   return 0;
@@ -654,7 +688,11 @@ int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std
   }
   flush();
   if (!got.ok()) return Fail(err, got.status());
-  if (matched == 0 && o.selection.any()) return NoMatch(source, err);
+  if (matched == 0 && o.selection.any()) {
+    const int status = NoMatch(source, err);
+    if (o.selection.args.has_nonfinite.value_or(false)) err << NonfiniteNoMatchNote();
+    return status;
+  }
   out << matched << " args\n";
   // A manifest that says it only after args[] (not the store's layout).
   if (!crash) {

@@ -27,7 +27,9 @@ ABSL_FLAG(std::string, step, "", "the step (0, 1, ...)");
 ABSL_FLAG(std::string, index, "",
           "the manifest index (the listing's first column): that one entry");
 ABSL_FLAG(bool, overflow, false, "only the records the overflow check captured");
-ABSL_FLAG(bool, nonfinite, false, "only records whose stored stats count a NaN or an Inf");
+ABSL_FLAG(bool, nonfinite, false,
+          "only records whose captured elements hold a NaN or an Inf (every payload is looked "
+          "at when captured; stats not needed)");
 // Commands.
 ABSL_FLAG(bool, export, false,
           "write each selected arg as <out>/txt/task_<id>_<before|after>_<in|out|inout><n>.txt");

@@ -66,8 +66,12 @@ FlightTable::FlightTable(void* base, uint64_t bytes) : base_(base), bytes_(bytes
 FlightTable::~FlightTable() { ::munmap(base_, bytes_); }
 
 void FlightTable::Publish(uint32_t index, uint32_t scheduler, const DumpTask& task, bool dumped,
-                          bool dump_after, const DeviceMemory& memory) {
+                          bool dump_after, const DeviceMemory& memory, const uint8_t* snapshot,
+                          uint64_t snapshot_bytes, const uint64_t* snapshot_at) {
   abi::FlightSlot& s = slots_[index];
+  const bool snapshotted = snapshot != nullptr && snapshot_at != nullptr && memory.Owns(snapshot);
+  s.snapshot_offset = snapshotted ? memory.OffsetOf(snapshot) : 0;
+  s.snapshot_bytes = snapshotted ? snapshot_bytes : 0;
   s.scheduler = scheduler;
   s.task_id = task.task_id;
   s.step = task.step;
@@ -93,6 +97,7 @@ void FlightTable::Publish(uint32_t index, uint32_t scheduler, const DumpTask& ta
     t.ndims = static_cast<uint8_t>(a.view.ndims);
     t.role = static_cast<uint8_t>(a.role);
     t.flags = ArgFlags(a.marked, a.ambiguous);
+    s.snapshot_at[n - 1] = snapshotted ? snapshot_at[i] : abi::kNoSnapshot;
   }
   s.tensor_count = n;
   n = 0;
@@ -134,6 +139,10 @@ bool FlightTable::ReadTask(uint32_t index, const DeviceMemory& memory, FlightTas
   out->snapshot_taken = (s.flags & abi::kFlightSnapshotTaken) != 0;
   out->tensors.clear();
   out->scalars.clear();
+  out->inputs.clear();
+  // The input copies, when they lie in the memory.
+  const bool snapshotted =
+      s.snapshot_bytes > 0 && memory.Contains(s.snapshot_offset, s.snapshot_bytes);
   DumpTask& t = out->task;
   t = DumpTask();
   t.task_id = s.task_id;
@@ -166,6 +175,11 @@ bool FlightTable::ReadTask(uint32_t index, const DeviceMemory& memory, FlightTas
     a.marked = (f.flags & 1) != 0;
     a.ambiguous = (f.flags & 2) != 0;
     out->tensors.push_back(a);
+    const uint64_t at = s.snapshot_at[i];
+    if (snapshotted && a.role != abi::ArgRole::kOutput && at != abi::kNoSnapshot &&
+        at <= s.snapshot_bytes && a.view.logical_bytes() <= s.snapshot_bytes - at) {
+      out->inputs.push_back(DispatchedInput{a, memory.base() + s.snapshot_offset + at});
+    }
   }
   const uint32_t scalars = std::min(s.scalar_count, abi::kFlightMaxScalars);
   for (uint32_t i = 0; i < scalars; ++i) {

@@ -88,8 +88,15 @@ struct FlightSlot {
   uint32_t scalar_count;        // 36
   FlightTensor tensors[kFlightMaxTensors];  // 40
   FlightScalar scalars[kFlightMaxScalars];  // 1192
+  // The task's inputs as dispatched (DumpConfig::snapshot_inputs): copies
+  // in DeviceMemory at snapshot_offset (snapshot_bytes long, 0: none), and
+  // per tensor above its copy's offset in them (kNoSnapshot: none).
+  uint64_t snapshot_offset;                  // 1448
+  uint64_t snapshot_bytes;                   // 1456
+  uint64_t snapshot_at[kFlightMaxTensors];   // 1464
 };
-static_assert(sizeof(FlightSlot) == 1448, "ABI");
+static_assert(sizeof(FlightSlot) == 1592, "ABI");
+inline constexpr uint64_t kNoSnapshot = ~uint64_t{0};
 
 struct FlightWorker {
   std::atomic<uint32_t> slot;  // the slot whose kernel runs here, or kNoFlightSlot
@@ -129,6 +136,9 @@ struct FlightTask {
   std::vector<DumpTensorArg> tensors;
   std::vector<DumpScalarArg> scalars;
   DumpTask task;  // tensors/scalars point at the vectors above
+  // Its input and inout tensors as dispatched, when the device snapshotted
+  // them (copies in DeviceMemory, checked to lie inside it).
+  std::vector<DispatchedInput> inputs;
   FlightTask() = default;
   FlightTask(const FlightTask&) = delete;
   FlightTask& operator=(const FlightTask&) = delete;
@@ -151,9 +161,12 @@ class FlightTable {
   abi::FlightWorker& worker(uint32_t i) const { return workers_[i]; }
 
   // Device: publishes a task into `slot` (the scheduler's own) and frees it.
-  // `task` holds the views; their buffers must lie in `memory`.
+  // `task` holds the views; their buffers must lie in `memory`. `snapshot`
+  // (in `memory`, `snapshot_bytes` long): the copies SnapshotInputs made of
+  // its inputs, `snapshot_at` their offsets (one per task.tensors entry).
   void Publish(uint32_t slot, uint32_t scheduler, const DumpTask& task, bool dumped,
-               bool dump_after, const DeviceMemory& memory);
+               bool dump_after, const DeviceMemory& memory, const uint8_t* snapshot = nullptr,
+               uint64_t snapshot_bytes = 0, const uint64_t* snapshot_at = nullptr);
   void Release(uint32_t slot) { slots_[slot].state.store(0, std::memory_order_release); }
   // Device: the task's in-flight snapshot is recorded (kFlightSnapshotTaken;
   // the host reads it after the device process ended).

@@ -1,7 +1,8 @@
 // libFuzzer target: any bytes as a flight table slot left by a dead device
 // (the host reads it as untrusted shared memory). ReadTask must drop what
 // does not fit the device memory, and every view it keeps must be readable
-// whole (GatherLogical over it stays inside the mapping): never a crash.
+// whole (GatherLogical over it stays inside the mapping), and so must every
+// input copy it keeps (snapshot_inputs): never a crash.
 //   bazel build --config=fuzz //device:flight_fuzzer   (tools/fuzz.sh)
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +31,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint64_t bytes = std::min<uint64_t>(v.logical_bytes(), uint64_t{1} << 20);
     out.resize(bytes);
     argsdump::GatherLogical(v, out.data(), bytes);
+  }
+  // The input copies it kept lie whole inside the mapping.
+  for (const argsdump::DispatchedInput& in : task.inputs) {
+    const uint64_t bytes = std::min<uint64_t>(in.arg.view.logical_bytes(), uint64_t{1} << 20);
+    out.resize(bytes);
+    std::memcpy(out.data(), in.copy, bytes);
   }
   return 0;
 }

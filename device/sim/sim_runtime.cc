@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 std::atomic<bool> g_layout_warned{false};
 std::atomic<uint64_t> g_layout_warnings{0};
 std::atomic<bool> g_completeness_warned{false};
+std::atomic<bool> g_snapshot_warned{false};
 
 abi::ArgRole RoleOf(ArgDirection d) {
   switch (d) {
@@ -52,6 +53,27 @@ struct SimRuntime::Task {
   bool overflow_check = false;  // the step's config asks for it
   bool verbose = false;         // the step's config asks for a line per dumped task
   bool logged = false;          // that line was printed
+  // Its inputs are copied before dispatch for an exception dump (the
+  // step's snapshot_inputs, exception dumps armed); the copies live until
+  // the task retires: in `snapshot_memory` when the device memory is
+  // shared (a host reads them after a crash), else on the heap.
+  bool snapshot_inputs = false;
+  uint8_t* snapshot = nullptr;
+  uint64_t snapshot_bytes = 0;
+  DeviceMemory* snapshot_memory = nullptr;
+  std::vector<DispatchedInput> dispatched_inputs;
+  std::vector<uint64_t> snapshot_at;  // per tensor slot: its copy's offset
+  void FreeSnapshot() {
+    if (snapshot == nullptr) return;
+    if (snapshot_memory != nullptr) {
+      snapshot_memory->Free(snapshot, snapshot_bytes);
+    } else {
+      delete[] snapshot;
+    }
+    snapshot = nullptr;
+    dispatched_inputs.clear();
+  }
+  ~Task() { FreeSnapshot(); }
   // Under mu_: the first failing subtask's error and kernel.
   absl::Status failure;
   uint16_t failed_func = 0;
@@ -224,6 +246,7 @@ bool SimRuntime::Failed(Task* t, uint32_t thread) {
     f.type = k != nullptr ? k->type : "";
     f.error = std::string(failure.message());
     f.task = &t->dump;
+    f.inputs = &t->dispatched_inputs;
     config_.exception_dump(f);
   }
   {
@@ -601,6 +624,8 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
     t->step = step_;
     t->overflow_check = dump_on() && step_dump_.config.overflow;
     t->verbose = dump_on() && step_dump_.config.verbose;
+    t->snapshot_inputs =
+        kDumpCompiled && config_.exception_dump && step_dump_.config.snapshot_inputs;
     if (step_dump_.config.stats != StatsMode::kOff) {
       t->dump.tensor_flags = static_cast<uint8_t>(
           abi::kFlagStats |
@@ -721,6 +746,7 @@ void SimRuntime::Retire(Task* task) {
   }
   dump_tensors.swap(task->dump_tensors);
   dump_scalars.swap(task->dump_scalars);
+  task->FreeSnapshot();
   task->dump.tensors = nullptr;
   task->dump.tensor_count = 0;
   task->dump.scalars = nullptr;
@@ -902,6 +928,7 @@ bool SimRuntime::CompleteTasks(SchedulerThread& scheduler, const std::vector<Tas
 void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Task*>& dispatch) {
   ThreadRecorder* rec = scheduler.recorder();
   for (Task* t : dispatch) {
+    if (t->snapshot_inputs) SnapshotTaskInputs(t);
     if (config_.flight != nullptr) PublishFlight(scheduler, t);
     if (rec != nullptr && t->verbose && t->dumped && (t->dump_before || t->dump_after)) {
       LogDumpedTask(t, scheduler.index);
@@ -928,14 +955,64 @@ void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Tas
   }
 }
 
+// The task's tensor slots (input and inout ones) copied, in slot order, with
+// their geometry: what its before_dispatch records would hold.
+void SimRuntime::SnapshotTaskInputs(Task* t) {
+  const auto& slots = t->args.tensors();
+  std::vector<DumpTensorArg> tensors(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    tensors[i].view = slots[i].tensor.view();
+    tensors[i].role = slots[i].role;
+    tensors[i].arg_index = static_cast<uint32_t>(i);
+    tensors[i].marked = slots[i].marked;
+    tensors[i].ambiguous = slots[i].ambiguous;
+  }
+  const uint32_t count = static_cast<uint32_t>(tensors.size());
+  const uint64_t bytes = InputSnapshotBytes(tensors.data(), count);
+  if (bytes == 0) return;
+  t->FreeSnapshot();
+  if (config_.memory != nullptr) {
+    absl::StatusOr<uint8_t*> at = config_.memory->Allocate(bytes);
+    if (!at.ok()) {
+      if (!g_snapshot_warned.exchange(true)) {
+        Warn(absl::StrCat("snapshot_inputs: no room for task ", TaskIdHex(t->id), "'s ", bytes,
+                          " input bytes (", at.status().message(),
+                          "); its exception dump would lack them (further tasks without room "
+                          "are not reported)"));
+      }
+      return;
+    }
+    t->snapshot = *at;
+    t->snapshot_memory = config_.memory;
+  } else {
+    t->snapshot = new uint8_t[bytes];
+    t->snapshot_memory = nullptr;
+  }
+  t->snapshot_bytes = bytes;
+  t->snapshot_at.assign(count, abi::kNoSnapshot);
+  SnapshotInputs(tensors.data(), count, t->snapshot, &t->dispatched_inputs, t->snapshot_at.data());
+}
+
 void SimRuntime::PublishFlight(SchedulerThread& scheduler, Task* t) {
   if (scheduler.free_slots.empty()) return;  // cannot happen: one slot per in-flight task
   t->flight_slot = scheduler.free_slots.back();
   scheduler.free_slots.pop_back();
+  // The input copies' offsets by slot, for the dump view's tensors (their
+  // arg_index is their slot).
+  std::vector<uint64_t> at;
+  auto snapshot_at = [&](const DumpTensorArg* tensors, uint32_t count) -> const uint64_t* {
+    if (t->snapshot == nullptr) return nullptr;
+    at.assign(count, abi::kNoSnapshot);
+    for (uint32_t i = 0; i < count; ++i) {
+      if (tensors[i].arg_index < t->snapshot_at.size()) at[i] = t->snapshot_at[tensors[i].arg_index];
+    }
+    return at.data();
+  };
   if (t->dumped) {
     t->dump.step = t->step;
     config_.flight->Publish(t->flight_slot, scheduler.index, t->dump, true, t->dump_after,
-                            *config_.memory);
+                            *config_.memory, t->snapshot, t->snapshot_bytes,
+                            snapshot_at(t->dump.tensors, t->dump.tensor_count));
     return;
   }
   // Not dumped: the views all the same, for the exception dump of a crash.
@@ -965,7 +1042,8 @@ void SimRuntime::PublishFlight(SchedulerThread& scheduler, Task* t) {
   }
   d.tensors = tensors;
   d.scalars = scalars;
-  config_.flight->Publish(t->flight_slot, scheduler.index, d, false, false, *config_.memory);
+  config_.flight->Publish(t->flight_slot, scheduler.index, d, false, false, *config_.memory,
+                          t->snapshot, t->snapshot_bytes, snapshot_at(d.tensors, d.tensor_count));
 }
 
 void SimRuntime::ReapOverdueOps(SchedulerThread& scheduler) {

@@ -65,6 +65,9 @@ struct FailedTask {
   std::string type;     // and type
   std::string error;    // the kernel's message
   const DumpTask* task = nullptr;  // tensors (views) and scalars
+  // Its input and inout tensors as they were at dispatch (null or empty
+  // unless DumpConfig::snapshot_inputs is on).
+  const std::vector<DispatchedInput>* inputs = nullptr;
 };
 
 // From `first_step` on (until the next entry), the dump ran at `level`
@@ -241,6 +244,8 @@ class SimRuntime {
   void WorkerLoop(uint32_t worker);
   // The flight table's copy of a dispatched task (config_.flight set).
   void PublishFlight(SchedulerThread& scheduler, Task* task);
+  // Copies the task's inputs before dispatch (Task::snapshot_inputs).
+  void SnapshotTaskInputs(Task* task);
   void Retire(Task* task);
   void Warn(std::string message);
   void Error(std::string message);  // printed to stderr

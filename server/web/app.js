@@ -510,7 +510,7 @@ function flagBadges(r) {
     [r.overwritten, 'overwritten', 'the buffer changed while it was copied'],
     [r.overflow, 'overflow', 'recorded by the overflow check'],
     [r.in_flight_snapshot, 'in-flight', 'a snapshot taken while the task was still running'],
-    [nonfinite > 0, 'non-finite', st ? `NaN ${st.nan || 0}, +Inf ${st.pos_inf || 0}, -Inf ${st.neg_inf || 0}` : ''],
+    [nonfinite > 0 || r.nonfinite, 'non-finite', st ? `NaN ${st.nan || 0}, +Inf ${st.pos_inf || 0}, -Inf ${st.neg_inf || 0}` : 'a NaN or an Inf among the captured elements'],
     [r.arg_index_ambiguous, 'ambiguous', 'arg_index is ambiguous'],
   ].filter(([on]) => on).map(([, name, title]) => h('span', { class: `badge flag-${name}`, text: name, title }));
 }
