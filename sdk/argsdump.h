@@ -42,14 +42,16 @@
 // the output prefix (D above, ARGSDUMP_PATH), else
 // $TEST_UNDECLARED_OUTPUTS_DIR under `bazel test` (Bazel 4 zips it into
 // bazel-testlogs/<pkg>/<target>/test.outputs/outputs.zip; dump_viewer opens
-// it there), else ./outputs; the session name is SessionOptions::name, else
+// it there, and every message names the capture so: that zip and the folder
+// in it), else ./outputs; the session name is SessionOptions::name, else
 // the running gtest case ("Suite.Case"), else the program's name, made
 // unique in the process and the folder (_2, _3, ...). With a capture
 // service set (--capture-server, ARGSDUMP_CAPTURE_SERVER), the capture
 // streams there instead, named after the test target, case and run; an
 // unreachable service is a WARNING naming it and the capture is kept
-// locally. The dump never fails a run by itself: its own problems are in
-// SessionResult::dump_status.
+// locally; exception dumps stay in the session's folder and also go to the
+// service, each a capture of its own. The dump never fails a run by itself:
+// its own problems are in SessionResult::dump_status.
 //
 // Under `bazel test` every capture is labelled with the test's identity:
 // target (TEST_TARGET), test_case, shard (TEST_SHARD_INDEX), steps; plus
