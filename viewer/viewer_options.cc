@@ -47,7 +47,7 @@ ABSL_FLAG(std::string, atol, "", "with --compare: the absolute tolerance (defaul
 ABSL_FLAG(std::string, rtol, "", "with --compare: the relative tolerance (default 1e-05)");
 ABSL_FLAG(std::string, out, "",
           "where --export and --npy write txt/ and npy/ (default: the capture directory; "
-          "remote: ./<NAME>)");
+          "a zip: <the zip's folder>/<its capture folder>; remote: ./<NAME>)");
 ABSL_FLAG(bool, progress, false,
           "draw a progress line on stderr during long exports and compares (default: when "
           "stderr is a terminal; --noprogress: never)");
