@@ -32,8 +32,8 @@ class CaptureSink {
   // that the collector's shard threads do that work side by side and its
   // one writer only writes. `payloads`: the records' payloads, in order.
   virtual bool TakesPrepared() const { return false; }
-  virtual absl::Status WritePrepared(const PreparedRecords& records,
-                                     const std::vector<absl::string_view>& payloads) {
+  virtual absl::Status WritePrepared(const PreparedRecords& /*records*/,
+                                     const std::vector<absl::string_view>& /*payloads*/) {
     return absl::UnimplementedError("this sink takes records, not prepared records");
   }
   // What is known only at the end, stored with the capture by Finish

@@ -43,7 +43,7 @@ class DirectTransport : public RegionTransport {
   uint64_t BufferSequence(uint32_t, uint32_t buffer) override {
     return region_.buffer_header(buffer).sequence;
   }
-  BufferRecords ReadBuffer(uint32_t thread, uint32_t buffer) override {
+  BufferRecords ReadBuffer(uint32_t /*thread*/, uint32_t buffer) override {
     BufferRecords b;
     b.count = endpoint_.RecordCount(buffer);
     b.records = region_.buffer_records(buffer);
@@ -122,7 +122,7 @@ class ShadowTransport : public RegionTransport {
     return seq;
   }
 
-  BufferRecords ReadBuffer(uint32_t thread, uint32_t buffer) override {
+  BufferRecords ReadBuffer(uint32_t /*thread*/, uint32_t buffer) override {
     // copy_from_device: header, then exactly the records it counts.
     const abi::MetaBufferHeader& dh = device_.buffer_header(buffer);
     abi::MetaBufferHeader& sh = shadow_->buffer_header(buffer);

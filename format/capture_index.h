@@ -41,8 +41,9 @@ struct QueryHit {
   ManifestRow row;
   // Its position in the manifest's args[] (finished captures only: a live
   // capture's order is fixed when it finishes).
-  std::optional<uint64_t> manifest_index;
-  std::optional<StatsRow> stats;  // when the capture stored some for it
+  // (Initialised, so that QueryHit{id, row} says every member for -Wextra.)
+  std::optional<uint64_t> manifest_index = std::nullopt;
+  std::optional<StatsRow> stats = std::nullopt;  // when the capture stored some for it
 };
 
 // A page of results. `next` is where the next page starts (an opaque

@@ -43,14 +43,16 @@
 // the output prefix (D above, ARGSDUMP_PATH), else
 // $TEST_UNDECLARED_OUTPUTS_DIR under `bazel test` (Bazel 4 zips it into
 // bazel-testlogs/<pkg>/<target>/test.outputs/outputs.zip; dump_viewer opens
-// it there), else ./outputs; the session name is SessionOptions::name, else
+// it there, and every message names the capture so: that zip and the folder
+// in it), else ./outputs; the session name is SessionOptions::name, else
 // the running gtest case ("Suite.Case"), else the program's name, made
 // unique in the process and the folder (_2, _3, ...). With a capture
 // service set (--capture-server, ARGSDUMP_CAPTURE_SERVER), the capture
 // streams there instead, named after the test target, case and run; an
 // unreachable service is a WARNING naming it and the capture is kept
-// locally. The dump never fails a run by itself: its own problems are in
-// SessionResult::dump_status.
+// locally; exception dumps stay in the session's folder and also go to the
+// service, each a capture of its own. The dump never fails a run by itself:
+// its own problems are in SessionResult::dump_status.
 //
 // Under `bazel test` every capture is labelled with the test's identity:
 // target (TEST_TARGET), test_case, shard (TEST_SHARD_INDEX), steps; plus
@@ -83,6 +85,25 @@
 namespace argsdump {
 
 struct SessionWiring;  // project-internal (sdk/wiring.h)
+
+// 16-bit floats. A FLOAT16 (IEEE binary16) or BFLOAT16 (the top half of a
+// float32) tensor holds each element's bits: Tensor::Write<uint16_t> and
+// Get<uint16_t> take them; these convert from and to float. To 16 bits:
+// round to nearest, ties to even; a value beyond the format's range is an
+// infinity of its sign, one below half its smallest subnormal a zero of its
+// sign; infinities and signed zeros are kept; a NaN stays a NaN of its sign
+// with the top bits of its payload (a payload only in the bits dropped
+// becomes the quiet bit). From 16 bits every value is exact (a NaN keeps
+// its payload), so bits -> float -> bits gives back all 65536 patterns.
+// Bfloat16ToFloat is format/dtype.h's.
+uint16_t FloatToBfloat16(float value);
+uint16_t FloatToFloat16(float value);
+float Float16ToFloat(uint16_t bits);
+// A FLOAT32, FLOAT16 or BFLOAT16 tensor's elements (a view: in logical
+// row-major order) from or to floats, converted as above. InvalidArgument
+// for another dtype or a count other than numel().
+absl::Status WriteFloats(const Tensor& tensor, const std::vector<float>& values);
+absl::StatusOr<std::vector<float>> ReadFloats(const Tensor& tensor);
 
 struct SessionOptions {
   // The session's name (the capture's folder; part of its name on a
@@ -183,6 +204,11 @@ struct SessionResult {
   uint64_t overflow_tasks = 0;
   std::optional<uint64_t> first_overflow_task;
   std::vector<std::string> exception_dumps;  // folders written
+  // Streamed captures: each exception dump also went to the service as a
+  // capture of its own, "host:port/<capture>.<exception|crash>.<task id>",
+  // labelled with the session's labels (the test's target and case) and
+  // exception_dump, scenario, task_id and run_capture (the run's capture).
+  std::vector<std::string> exception_dump_captures;
   // device_process: the device process died (run_status is ABORTED); how,
   // in one line (the capture's device_crash has the details).
   bool device_crashed = false;

@@ -163,12 +163,17 @@ const FlightTask* ExecutingTask(const DeviceCrashAnalysis& a, const v1::CrashedT
 
 absl::StatusOr<std::vector<TaskRecord>> ReadLocalTaskRecords(const std::string& dump_dir,
                                                              uint64_t task_id, v1::Stage stage) {
-  std::vector<TaskRecord> out;
-  auto index = IndexFile::Open(absl::StrCat(dump_dir, "/", kIndexName));
-  if (!index.ok()) return index.status();
   ArgFilter filter;
   filter.task_id = task_id;
   filter.stage = stage;
+  return ReadLocalRecords(dump_dir, filter);
+}
+
+absl::StatusOr<std::vector<TaskRecord>> ReadLocalRecords(const std::string& dump_dir,
+                                                         const ArgFilter& filter) {
+  std::vector<TaskRecord> out;
+  auto index = IndexFile::Open(absl::StrCat(dump_dir, "/", kIndexName));
+  if (!index.ok()) return index.status();
   const std::string bin_path = absl::StrCat(dump_dir, "/", kBinName);
   int fd = -1;
   for (uint64_t from = 0;;) {
@@ -337,6 +342,29 @@ absl::StatusOr<std::string> WriteCrashDump(const std::string& root, const std::s
       ",\n  \"capture\": \"args_dump.json\",\n  \"run_capture\": ", JsonString(capture), "\n}\n");
   if (absl::Status s = WriteStringToFile(dir + "/context.json", context); !s.ok()) return s;
   return dir;
+}
+
+absl::Status UploadExceptionDump(const std::string& dir, GrpcSinkOptions options,
+                                 const v1::DeviceCrash* device_crash) {
+  absl::StatusOr<std::vector<TaskRecord>> records = ReadLocalRecords(dir, ArgFilter());
+  if (!records.ok()) return records.status();
+  options.info.set_name(options.capture);
+  options.info.set_level(v1::DUMP_LEVEL_FULL);
+  auto sink = GrpcSink::Connect(std::move(options));
+  if (!sink.ok()) return sink.status();
+  uint64_t offset = 0;
+  for (TaskRecord& t : *records) {
+    t.record.set_bin_offset(t.payload.empty() ? 0 : offset);
+    t.record.set_bin_size(t.payload.size());
+    offset += t.payload.size();
+    if (absl::Status s = (*sink)->Write(t.record, t.payload); !s.ok()) return s;
+  }
+  if (device_crash != nullptr) {
+    v1::CaptureInfo end;
+    *end.mutable_device_crash() = *device_crash;
+    if (absl::Status s = (*sink)->Amend(end); !s.ok()) return s;
+  }
+  return (*sink)->Finish(v1::CaptureCounters());
 }
 
 }  // namespace argsdump

@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "collector/grpc_sink.h"
 #include "device/sim/device_memory.h"
 #include "device/sim/flight.h"
 #include "device/sim/kernel.h"
+#include "format/arg_filter.h"
 #include "proto/argsdump/v1/record.pb.h"
 #include "sdk/device_process.h"
 
@@ -43,8 +45,11 @@ struct TaskRecord {
   std::string payload;
 };
 
-// The records of `task_id` at `stage` in a finished local capture (its
+// The records `filter` selects in a finished local capture (its
 // args.index and args.bin), in manifest order.
+absl::StatusOr<std::vector<TaskRecord>> ReadLocalRecords(const std::string& dump_dir,
+                                                         const ArgFilter& filter);
+// Those of `task_id` at `stage`.
 absl::StatusOr<std::vector<TaskRecord>> ReadLocalTaskRecords(const std::string& dump_dir,
                                                              uint64_t task_id, v1::Stage stage);
 // The same from a capture service (QueryArgs + ReadPayload).
@@ -67,6 +72,14 @@ absl::StatusOr<std::string> WriteCrashDump(const std::string& root, const std::s
                                            const v1::CrashedTask& task,
                                            const std::vector<TaskRecord>& before,
                                            const std::string& capture);
+
+// Streams the capture of an exception dump folder (WriteExceptionDump's or
+// WriteCrashDump's: args.index, args.bin) to a capture service as a
+// capture of its own: `sink` names the service and the capture and carries
+// its labels; `device_crash`, when given, goes in as the capture's. Every
+// record goes as the folder holds it (payloads laid out again in order).
+absl::Status UploadExceptionDump(const std::string& dir, GrpcSinkOptions sink,
+                                 const v1::DeviceCrash* device_crash);
 
 }  // namespace argsdump
 

@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/files.h"
@@ -259,6 +260,9 @@ struct SimSession::Impl {
   // capture's device_crash; after Export: the exception dumps.
   absl::Status RecordCrash();
   void WriteCrashDumps(SessionResult* result);
+  // Streaming: each exception dump also goes to the service, as a capture
+  // of its own (it stays in the local folder too).
+  void UploadExceptionDumps(SessionResult* result);
   void FromDevice(SessionResult* result);
   // Finish's steps.
   void FinishCapture(SessionResult* result);
@@ -445,6 +449,8 @@ absl::Status SimSession::Impl::StartRuntime() {
       std::lock_guard<std::mutex> lock(self->exception_mu);
       if (dir.ok()) {
         self->exception_dumps.push_back(*dir);
+        Print(DumpLog::kError, absl::StrCat("exception dump of task ", TaskIdHex(f.task_id),
+                                            " (its kernel failed): ", CapturePlace(*dir)));
       } else {
         // Internal failure: say so and go on stopping the run.
         Print(DumpLog::kError, absl::StrCat("exception dump of task ", TaskIdHex(f.task_id),
@@ -628,7 +634,7 @@ absl::Status SimSession::Impl::MakeSink() {
                             ? " cannot be reached ("
                             : " refused the capture (",
                         remote.status().message(), "); the capture is kept locally in ",
-                        dump_dir));
+                        CapturePlace(dump_dir)));
     }
   }
   if (sink == nullptr) {
@@ -1087,7 +1093,7 @@ void SimSession::Impl::FinishCapture(SessionResult* result) {
           "capture service ", remote_server, " no longer has capture '", remote_name,
           "' (", remote_sink->lost_capture().message(), "): ", report.acked_records,
           " records it had acknowledged went with it; the ", report.kept_locally_records,
-          " records it had not acknowledged are kept locally in ", dump_dir,
+          " records it had not acknowledged are kept locally in ", CapturePlace(dump_dir),
           " (", report.acked_records + report.kept_locally_records, " records in all)");
       Warn(report.kept_locally_message);
     }
@@ -1147,7 +1153,8 @@ void SimSession::Impl::WriteCrashDumps(SessionResult* result) {
     if (dir.ok()) {
       result->exception_dumps.push_back(*dir);
       Print(DumpLog::kError,
-            absl::StrCat("exception dump of the crash: ", *dir, " (task ", TaskIdHex(e.task_id()),
+            absl::StrCat("exception dump of the crash: ", CapturePlace(*dir), " (task ",
+                         TaskIdHex(e.task_id()),
                          ": ", before->size(), " record(s) as captured before dispatch",
                          config.snapshot_inputs ? " and its inputs as the device copied them "
                                                   "before dispatch" : "",
@@ -1156,6 +1163,63 @@ void SimSession::Impl::WriteCrashDumps(SessionResult* result) {
     } else {
       Print(DumpLog::kError, absl::StrCat("the exception dump of task ", TaskIdHex(e.task_id()),
                                           " failed: ", dir.status().message()));
+    }
+  }
+}
+
+namespace {
+
+// An exception dump's capture on the service: <the run's capture>.<scenario>.<task>,
+// where the folder is <scenario>_..._<task id> (ExceptionDumpName,
+// CrashDumpName); at most 128 characters, the run's name cut and a hash of
+// it put in when it is too long.
+std::string ExceptionCaptureName(const std::string& run_capture, const std::string& folder,
+                                 std::string* scenario, std::string* task) {
+  *scenario = folder.substr(0, folder.find('_'));
+  *task = folder.substr(folder.find_last_of('_') + 1);
+  const std::string suffix =
+      absl::StrCat(".", *scenario, ".", absl::StartsWith(*task, "0x") ? task->substr(2) : *task);
+  std::string name = run_capture + suffix;
+  if (name.size() > 128) {
+    name = absl::StrCat(run_capture.substr(0, 128 - suffix.size() - 17), ".",
+                        absl::Hex(std::hash<std::string>()(run_capture), absl::kZeroPad16),
+                        suffix);
+  }
+  return name;
+}
+
+}  // namespace
+
+void SimSession::Impl::UploadExceptionDumps(SessionResult* result) {
+  if (remote_sink == nullptr || remote_sink->kept_locally()) return;
+  for (const std::string& dir : result->exception_dumps) {
+    const std::string folder = dir.substr(dir.find_last_of('/') + 1);
+    std::string scenario, task;
+    GrpcSinkOptions g;
+    g.target = remote_server;
+    g.capture = ExceptionCaptureName(remote_name, folder, &scenario, &task);
+    g.auth_token = remote_token;
+    g.payload_dedup = config.dedup;
+    g.connect_timeout = options.connect_timeout;
+    g.retry_deadline = options.capture_retry_deadline;
+    g.info.set_platform(PlatformName(wiring.platform));
+    for (const auto& [k, v] : labels) (*g.info.mutable_labels())[k] = v;
+    (*g.info.mutable_labels())["exception_dump"] = folder;
+    (*g.info.mutable_labels())["scenario"] = scenario;
+    (*g.info.mutable_labels())["task_id"] = task;
+    (*g.info.mutable_labels())["run_capture"] = remote_name;
+    const std::string name = g.capture;
+    const bool crashed = scenario == "crash" && crash && !hang;
+    absl::Status sent = UploadExceptionDump(dir, std::move(g), crashed ? &crash->crash : nullptr);
+    if (sent.ok()) {
+      result->exception_dump_captures.push_back(absl::StrCat(remote_server, "/", name));
+      Print(DumpLog::kInfo, absl::StrCat("exception dump of task ", task, " streamed to capture "
+                                         "service ", remote_server, " as capture '", name,
+                                         "' (and kept in ", CapturePlace(dir), ")"));
+    } else {
+      Warn(absl::StrCat("exception dump of task ", task, " could not be streamed to capture "
+                        "service ", remote_server, " (", sent.message(), "); it is kept in ",
+                        CapturePlace(dir)));
     }
   }
 }
@@ -1262,6 +1326,7 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   }
   if (capture) FinishCapture(&r);
   if (crash && !hang) WriteCrashDumps(&r);
+  UploadExceptionDumps(&r);
   if (prefix_claimed) ::rmdir(prefix.c_str());  // only if nothing went in
   r.dump_status = dump_status;
   r.labels = {labels.begin(), labels.end()};
@@ -1294,10 +1359,37 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
           absl::StrCat("session ", name, ": ", r.records, " records of ", r.tasks, " tasks in ",
                        r.steps, " step(s); capture: ",
                        !r.capture.empty()      ? r.capture + " on the capture service"
-                       : r.wrote_capture       ? r.capture_dir
+                       : r.wrote_capture       ? CapturePlace(r.capture_dir)
                                                : "none (nothing was selected)"));
   }
   return r;
+}
+
+std::string CapturePlace(const std::string& path) {
+  std::string dir = Env("TEST_UNDECLARED_OUTPUTS_DIR");
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir.empty() || path.size() <= dir.size() + 1 || path.compare(0, dir.size(), dir) != 0 ||
+      path[dir.size()] != '/') {
+    return path;
+  }
+  std::string inner = path.substr(dir.size() + 1);
+  while (!inner.empty() && inner.back() == '/') inner.pop_back();
+  std::string zip = Env("TEST_UNDECLARED_OUTPUTS_ZIP");
+  if (zip.empty()) zip = dir + "/outputs.zip";
+  // Outside the sandbox: <output base>/sandbox/<strategy>/<n>/execroot/...
+  // is <output base>/execroot/...
+  const size_t sandbox = zip.find("/sandbox/");
+  const size_t execroot = zip.find("/execroot/", sandbox == std::string::npos ? 0 : sandbox);
+  if (sandbox != std::string::npos && execroot != std::string::npos) {
+    zip.erase(sandbox, execroot - sandbox);
+  }
+  // From the workspace: <execroot>/bazel-out/<config>/testlogs/... is
+  // bazel-testlogs/...
+  const size_t out = zip.find("/bazel-out/");
+  const size_t logs = out == std::string::npos ? out : zip.find("/testlogs/", out + 1);
+  if (logs == std::string::npos) return absl::StrCat(zip, "/", inner);
+  return absl::StrCat("bazel-testlogs/", zip.substr(logs + 10), "/", inner, " (the zip: ", zip,
+                      ")");
 }
 
 const std::string& SimSession::name() const { return impl_->name; }

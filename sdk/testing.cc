@@ -324,7 +324,7 @@ absl::StatusOr<Capture> Capture::Open(const std::string& path) {
   absl::StatusOr<LocatedCapture> at = LocateCapture(path);
   if (!at.ok()) return at.status();
   Capture c;
-  c.name_ = at->name;
+  c.name_ = CapturePlace(at->name);  // where it is once a bazel test ended
   if (absl::Status s = c.Load(OpenLocalCapture(at->dir, Selection())); !s.ok()) return s;
   return c;
 }

@@ -121,6 +121,18 @@ CommandLineDump ParseDumpFlags(const std::vector<std::string>& args,
 // /proc/self/cmdline again).
 void ResetCommandLineDumpForTest();
 
+// Where `path` is for the person reading a message. Under `bazel test` a
+// path below $TEST_UNDECLARED_OUTPUTS_DIR is gone once the test ends: Bazel
+// zips that folder into outputs.zip ($TEST_UNDECLARED_OUTPUTS_ZIP when the
+// runner exports it, else <that folder>/outputs.zip) and removes the rest.
+// Such a path is named as the zip under bazel-testlogs and the folder in
+// it, which is what dump_viewer opens, with the zip's absolute path outside
+// the sandbox:
+//   bazel-testlogs/pkg/t/test.outputs/outputs.zip/Suite.Case/args_dump
+//   (in the zip /root/.cache/bazel/.../testlogs/pkg/t/test.outputs/outputs.zip)
+// Any other path is returned as it is.
+std::string CapturePlace(const std::string& path);
+
 // The running test case ("Suite.Case"), set by //sdk:testing's gtest
 // listener; empty outside a test case.
 void SetRunningTestCase(const std::string& name);

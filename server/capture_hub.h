@@ -152,7 +152,7 @@ class Capture : public std::enable_shared_from_this<Capture> {
     AppendJob append;
     v1::CaptureCounters counters;
     DoneCallback done;
-    v1::CaptureInfo end;  // kFinish: what amends the capture's info
+    v1::CaptureInfo end{};  // kFinish: what amends the capture's info
     SealCause cause = SealCause::kFinishMessage;  // kFinish
   };
   Capture(std::string name, std::string dir, uint64_t max_bytes)

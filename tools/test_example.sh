@@ -17,7 +17,7 @@ viewer="$bin/viewer/dump_viewer"
 server_bin="$bin/server/capture_server"
 [ -x "$viewer" ] && [ -x "$server_bin" ] || bazel build //viewer:dump_viewer //server:capture_server >/dev/null 2>&1
 example="$main/examples/custom_kernels"
-targets=(crash_test layer_norm_test markers_test signature_mismatch_test streaming_test)
+targets=(crash_test layer_norm_test markers_test signature_mismatch_test streaming_test views_and_bf16_test)
 passed=0; failed=0
 ok() { echo "example: ok: $*"; passed=$((passed + 1)); }
 bad() { echo "example: FAILED: $*"; failed=$((failed + 1)); }

@@ -184,6 +184,7 @@ absl::StatusOr<LocatedCapture> FromZip(const std::string& zip_path, const std::s
   while (!inner.empty() && inner.back() == '/') inner.pop_back();
   LocatedCapture found;
   found.from_zip = true;
+  found.zip = zip_path;
   if (!inner.empty()) {
     std::vector<Candidate> match;
     for (const Candidate& c : all) {

@@ -23,6 +23,7 @@ struct LocatedCapture {
   std::string name;  // how to call it: the path given, or ZIP/inner
   std::string note;  // "" when the path named exactly one capture
   bool from_zip = false;
+  std::string zip;   // from a zip: the zip file's path (as given)
   // From a zip: a name for the capture made of its folder there (less a
   // last "args_dump"), else of the zip's file name less ".zip". One plain
   // name part; it comes from the archive.

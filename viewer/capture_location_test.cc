@@ -191,7 +191,7 @@ TEST_F(CaptureLocationTest, NewestUnderOutputsAndBazelTestlogs) {
   EXPECT_THAT(out.str(), HasSubstr("3 args"));
 }
 
-TEST_F(CaptureLocationTest, ViewerOnAZipExportsToTheWorkingFolder) {
+TEST_F(CaptureLocationTest, ViewerOnAZipExportsBesideTheZip) {
   const std::string outputs = MakeTestOutputs(TempPath("export_src"));
   const std::string zip = Zip(outputs, TempPath("export_logs/t"));
   const std::string cwd = TempPath("export_cwd");
@@ -205,10 +205,14 @@ TEST_F(CaptureLocationTest, ViewerOnAZipExportsToTheWorkingFolder) {
   const int cmp = RunViewer({zip + "/Suite.Old", "--compare", zip + "/Suite.New"}, cmp_out, cmp_err);
   ASSERT_EQ(::chdir(old), 0);
   EXPECT_EQ(code, 0) << err.str();
-  EXPECT_THAT(out.str(), HasSubstr("Saved: Suite.Old/txt/task_0x0000000100000000_"));
-  EXPECT_THAT(out.str(), HasSubstr("\nExported 3 arg(s) to Suite.Old/txt\n"));
+  // Beside the zip (bazel-testlogs/<pkg>/<t>/test.outputs/<Suite.Case>/txt),
+  // whatever the working folder.
+  const std::string beside = zip.substr(0, zip.find_last_of('/'));
+  EXPECT_THAT(out.str(), HasSubstr("Saved: " + beside + "/Suite.Old/txt/task_0x0000000100000000_"));
+  EXPECT_THAT(out.str(), HasSubstr("\nExported 3 arg(s) to " + beside + "/Suite.Old/txt\n"));
   struct stat st;
-  EXPECT_EQ(::stat((cwd + "/Suite.Old/txt").c_str(), &st), 0);
+  EXPECT_EQ(::stat((beside + "/Suite.Old/txt").c_str(), &st), 0);
+  EXPECT_NE(::stat((cwd + "/Suite.Old").c_str(), &st), 0);
   // A capture at the zip's root (or in a bare args_dump/): named after
   // the zip file.
   const std::string root_src = TempPath("export_root_src");
@@ -221,7 +225,16 @@ TEST_F(CaptureLocationTest, ViewerOnAZipExportsToTheWorkingFolder) {
   const int root_code = RunViewer({root_zip, "-t", "0x100000000", "--export"}, root_out, root_err);
   ASSERT_EQ(::chdir(old), 0);
   EXPECT_EQ(root_code, 0) << root_err.str();
-  EXPECT_THAT(root_out.str(), HasSubstr("\nExported 3 arg(s) to at_root/txt\n"));
+  EXPECT_THAT(root_out.str(),
+              HasSubstr("\nExported 3 arg(s) to " + TempPath("export_logs/at_root/txt") + "\n"));
+  // --out still chooses.
+  const std::string chosen = TempPath("export_chosen");
+  std::ostringstream out_out, out_err;
+  EXPECT_EQ(RunViewer({zip + "/Suite.Old", "-t", "0", "--export", "--out", chosen}, out_out,
+                      out_err),
+            0)
+      << out_err.str();
+  EXPECT_THAT(out_out.str(), HasSubstr("\nExported 3 arg(s) to " + chosen + "/txt\n"));
   // Two zipped captures compared: the variant differs at task 1's output.
   EXPECT_EQ(cmp, 1) << cmp_err.str();
   EXPECT_THAT(cmp_out.str(), HasSubstr("first divergence: task 0x0000000100000001 after output "

@@ -415,7 +415,8 @@ TEST_F(HostileZipCorpus, AHalfExtractedFolderIsNeverTakenAsComplete) {
 
 
 // --export and --npy write below a folder the user named (the capture's,
-// --out) or, for a zip, ./<its capture folder>: a link found on the way,
+// --out) or, for a zip, <the zip's folder>/<its capture folder>: a link
+// found on the way,
 // or as the file itself, is refused (exit 2, naming it), never followed.
 TEST_F(HostileZipCorpus, ExportsNeverFollowALinkInTheirWay) {
   const CaptureFiles& c = capture_;
@@ -437,14 +438,14 @@ TEST_F(HostileZipCorpus, ExportsNeverFollowALinkInTheirWay) {
     EXPECT_EQ(OutsideCache(t_), before) << what;
     EXPECT_EQ(Slurp(t_ + "/outside/victim"), "precious\n") << what;
   };
-  // ./Suite.Case a link to a folder outside.
-  ASSERT_EQ(::symlink((t_ + "/outside").c_str(), (cwd + "/Suite.Case").c_str()), 0);
+  // Suite.Case beside the zip a link to a folder outside.
+  ASSERT_EQ(::symlink((t_ + "/outside").c_str(), (t_ + "/Suite.Case").c_str()), 0);
   run({zip, "--export"}, "the capture's export folder");
   run({zip, "--npy"}, "the capture's export folder, npy");
-  // ./Suite.Case/txt a link.
-  ASSERT_EQ(::unlink((cwd + "/Suite.Case").c_str()), 0);
-  ASSERT_EQ(::mkdir((cwd + "/Suite.Case").c_str(), 0755), 0);
-  ASSERT_EQ(::symlink((t_ + "/outside").c_str(), (cwd + "/Suite.Case/txt").c_str()), 0);
+  // Suite.Case/txt beside the zip a link.
+  ASSERT_EQ(::unlink((t_ + "/Suite.Case").c_str()), 0);
+  ASSERT_EQ(::mkdir((t_ + "/Suite.Case").c_str(), 0755), 0);
+  ASSERT_EQ(::symlink((t_ + "/outside").c_str(), (t_ + "/Suite.Case/txt").c_str()), 0);
   run({zip, "--export"}, "txt/");
   // A file to be written already a link to the victim (a local capture
   // folder, --index 0's file).

@@ -761,7 +761,8 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const bool remote = !o.remote.target.empty();
   // Where the capture is: a folder, an outputs.zip (or a folder in one), or
   // the newest under outputs/ and bazel-testlogs/.
-  std::string zip_name;  // the capture's folder in a zip: exports go to ./<it>
+  std::string zip_name;  // the capture's folder in a zip: exports go to <zip's folder>/<it>
+  std::string zip_dir;
   if (!remote) {
     absl::StatusOr<LocatedCapture> at =
         o.dir.empty() ? LocateNewestCapture() : LocateCapture(o.dir);
@@ -772,7 +773,11 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
                            : "")
           << ")\n";
     }
-    if (at->from_zip) zip_name = at->zip_capture_name;
+    if (at->from_zip) {
+      zip_name = at->zip_capture_name;
+      const size_t slash = at->zip.find_last_of('/');
+      zip_dir = slash == std::string::npos ? "." : slash == 0 ? "/" : at->zip.substr(0, slash);
+    }
     o.dir = at->dir;
   }
   // --first-nonfinite reads whole tasks (their inputs too); the selection
@@ -833,15 +838,20 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     if (!g.ok()) return Fail(err, g.status());
     return CompareCaptures(**source, **g, o, out, err);
   }
-  // --out and a capture's own folder were named by the user; a service's
-  // capture name and a zip's capture folder come from data, and become a
-  // folder of the working folder that cannot leave it.
+  // --out, a capture's own folder and a zip's were named by the user; a
+  // service's capture name and a zip's capture folder come from data, and
+  // become a folder that cannot leave the working folder (a service's) or
+  // the zip's folder (beside the zip, as a capture's txt/ is beside its
+  // manifest: bazel-testlogs/<pkg>/<target>/test.outputs/<Suite.Case>/).
   ExportRoot root;
   if (!o.out_dir.empty()) {
     root.trusted = o.out_dir;
-  } else if (remote || !zip_name.empty()) {
+  } else if (remote) {
     root.trusted = ".";
-    root.from_data = remote ? o.remote.capture : zip_name;
+    root.from_data = o.remote.capture;
+  } else if (!zip_name.empty()) {
+    root.trusted = zip_dir;
+    root.from_data = zip_name;
   } else {
     root.trusted = CaptureDirOf(o.dir);
   }

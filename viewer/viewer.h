@@ -26,7 +26,8 @@
 // what the reference viewer writes; "Saved: <path>" per file, then
 // "Exported N arg(s) to <out>/txt"); --index N always exports entry N;
 // --npy each tensor as <out>/npy/task_<16 hex digits>_...npy (npy.h); <out> is --out, else
-// the capture directory, else (remote) ./<NAME>. --stats adds min, max,
+// the capture directory, else (a zip) <the zip's folder>/<its capture folder>, else
+// (remote) ./<NAME>. --stats adds min, max,
 // mean, abs-max and NaN/+Inf/-Inf/zero counts per tensor.
 // --first-nonfinite names the first task (task order) whose selected
 // output holds a NaN or an Inf, with its inputs.

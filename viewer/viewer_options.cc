@@ -6,6 +6,7 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "format/dtype.h"
@@ -15,7 +16,8 @@
 // Filters.
 ABSL_FLAG(std::string, task, "",
           "the task id in hex, with or without 0x and leading zeros (0x0000000100000003 or "
-          "100000003)");
+          "100000003); 1 to 8 digits name the task by its number in the run, the id's low "
+          "word (3 is 0x0000000100000003)");
 ABSL_FLAG(std::string, stage, "", "before (before_dispatch) or after (after_completion)");
 ABSL_FLAG(std::string, role, "", "input, output or inout");
 ABSL_FLAG(std::string, arg, "", "the arg index (0, 1, ...)");
@@ -47,7 +49,7 @@ ABSL_FLAG(std::string, atol, "", "with --compare: the absolute tolerance (defaul
 ABSL_FLAG(std::string, rtol, "", "with --compare: the relative tolerance (default 1e-05)");
 ABSL_FLAG(std::string, out, "",
           "where --export and --npy write txt/ and npy/ (default: the capture directory; "
-          "remote: ./<NAME>)");
+          "a zip: <the zip's folder>/<its capture folder>; remote: ./<NAME>)");
 ABSL_FLAG(bool, progress, false,
           "draw a progress line on stderr during long exports and compares (default: when "
           "stderr is a terminal; --noprogress: never)");
@@ -107,7 +109,15 @@ absl::Status ReadTask(const CommandLine& line, ArgFilter* f) {
   const std::string value = absl::GetFlag(FLAGS_task);
   const std::optional<uint64_t> v = ParseTaskIdHex(value);
   if (!v) return Bad(line, "task", value, "a hex task id such as 0x0000000100000003 or 100000003");
-  f->task_id = *v;
+  // A task id is the run id (high word) and the task's number in the run,
+  // from 0 in submission order (low word). Every run argsdump's runtime
+  // makes has run id 1 (SimConfig::run_id), so no task has a high word of
+  // 0: 1 to 8 digits are the low word, the number people read off a
+  // listing or count in their code.
+  constexpr uint64_t kRunId = 1;
+  const size_t digits =
+      value.size() - (absl::StartsWith(value, "0x") || absl::StartsWith(value, "0X") ? 2 : 0);
+  f->task_id = digits <= 8 ? (kRunId << 32) | *v : *v;
   return absl::OkStatus();
 }
 

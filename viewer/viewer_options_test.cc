@@ -48,13 +48,30 @@ TEST(ViewerOptionsTest, ShortAndLongNamesAreOneFlag) {
                                  "--arg=1", "--index", "7", "--export"});
   for (const ViewerOptions* o : {&a, &b}) {
     EXPECT_EQ(o->dir, "d");
-    EXPECT_EQ(o->selection.args.task_id, 5u);
+    EXPECT_EQ(o->selection.args.task_id, 0x100000005u);  // the low word: task 5 of the run
     EXPECT_EQ(o->selection.args.stage, v1::STAGE_AFTER_COMPLETION);
     EXPECT_EQ(o->selection.args.role, v1::ROLE_OUTPUT);
     EXPECT_EQ(o->selection.args.arg_index, 1u);
     EXPECT_EQ(o->selection.index, 7u);
     EXPECT_TRUE(o->export_text);
   }
+}
+
+TEST(ViewerOptionsTest, TaskIdsAsPeopleTypeThem) {
+  // The whole id, 9 to 16 hex digits, with or without 0x.
+  for (const char* whole : {"0x0000000100000005", "100000005", "0x100000005", "0X100000005"}) {
+    EXPECT_EQ(Parse({"d", "-t", whole}).selection.args.task_id, 0x100000005u) << whole;
+  }
+  // 1 to 8 digits: the task's number in the run (the low word, hex).
+  for (const char* number : {"5", "0x5", "00000005", "0x00000005"}) {
+    EXPECT_EQ(Parse({"d", "-t", number}).selection.args.task_id, 0x100000005u) << number;
+  }
+  EXPECT_EQ(Parse({"d", "-t", "1a"}).selection.args.task_id, 0x10000001au);
+  EXPECT_EQ(Parse({"d", "-t", "ffffffff"}).selection.args.task_id, 0x1ffffffffu);
+  // A high word written out is kept, 0 too.
+  EXPECT_EQ(Parse({"d", "-t", "0x0000000000000005"}).selection.args.task_id, 5u);
+  EXPECT_EQ(Parse({"d", "-t", "200000005"}).selection.args.task_id, 0x200000005u);
+  EXPECT_NE(Error({"d", "-t", "5.0"}).find("expected a hex task id"), std::string::npos);
 }
 
 TEST(ViewerOptionsTest, EachCallStartsFromTheDefaults) {

@@ -50,6 +50,39 @@ absl::Status Axpb(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// y = bf16(s * x) over BFLOAT16 tensors, computed in float.
+absl::Status Bf16Scale(KernelContext& ctx) {
+  auto x = ctx.tensor(0), y = ctx.tensor(1);
+  auto s = ctx.scalar<float>(0);
+  if (!x.ok() || !y.ok() || !s.ok()) {
+    return absl::InvalidArgumentError("bf16_scale: [in x, out y] + f32 s");
+  }
+  if (x->dtype() != argsdump::DataType::kBfloat16 || y->dtype() != argsdump::DataType::kBfloat16 ||
+      x->numel() != y->numel()) {
+    return absl::InvalidArgumentError("bf16_scale: x and y are BFLOAT16 of one size");
+  }
+  for (uint64_t i = 0; i < x->numel(); ++i) {
+    const float v = argsdump::Bfloat16ToFloat(x->Get<uint16_t>(i));
+    y->Set<uint16_t>(i, argsdump::FloatToBfloat16(*s * v));
+  }
+  return absl::OkStatus();
+}
+
+// y = a * x + b over a 3-D view x (any strides and start offset), read in
+// logical order.
+absl::Status StridedAffine(KernelContext& ctx) {
+  auto x = ctx.tensor(0), y = ctx.tensor(1);
+  auto a = ctx.scalar<float>(0), b = ctx.scalar<float>(1);
+  if (!x.ok() || !y.ok() || !a.ok() || !b.ok()) {
+    return absl::InvalidArgumentError("strided_affine: [in x, out y] + f32 a, f32 b");
+  }
+  if (x->ndims() != 3 || x->numel() != y->numel()) {
+    return absl::InvalidArgumentError("strided_affine: x is 3-D, y has its numel");
+  }
+  for (uint64_t i = 0; i < x->numel(); ++i) y->Set<float>(i, *a * x->Get<float>(i) + *b);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<KernelIds> RegisterKernels(argsdump::KernelRegistry* registry) {
@@ -63,8 +96,19 @@ absl::StatusOr<KernelIds> RegisterKernels(argsdump::KernelRegistry* registry) {
       "axpb", {ArgDirection::kIn, ArgDirection::kOut, ArgDirection::kScalar, ArgDirection::kScalar},
       &Axpb, "elementwise");
   if (!axpb.ok()) return axpb.status();
+  auto bf16 = registry->Register("bf16_scale",
+                                 {ArgDirection::kIn, ArgDirection::kOut, ArgDirection::kScalar},
+                                 &Bf16Scale, "elementwise");
+  if (!bf16.ok()) return bf16.status();
+  auto strided = registry->Register(
+      "strided_affine",
+      {ArgDirection::kIn, ArgDirection::kOut, ArgDirection::kScalar, ArgDirection::kScalar},
+      &StridedAffine, "elementwise");
+  if (!strided.ok()) return strided.status();
   ids.layer_norm = *ln;
   ids.axpb = *axpb;
+  ids.bf16_scale = *bf16;
+  ids.strided_affine = *strided;
   return ids;
 }
 

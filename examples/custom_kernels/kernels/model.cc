@@ -41,12 +41,14 @@ absl::StatusOr<ModelRun> RunModel(argsdump::SimSession& session, const KernelIds
     {
       CoreTaskArgs args;
       float eps = o.eps;
-      args.add_input(in);
-      args.add_input(*gamma);
-      args.add_input(*beta);
-      args.add_output(*h);
-      args.add_scalar(eps);
-      if (o.mark) args.dump(*h);
+      for (const absl::Status& added : {args.add_input(in), args.add_input(*gamma),
+                                        args.add_input(*beta), args.add_output(*h),
+                                        args.add_scalar(eps)}) {
+        if (!added.ok()) return added;
+      }
+      if (o.mark) {
+        if (absl::Status s = args.dump(*h); !s.ok()) return s;
+      }
       auto id = session.Submit(ids.layer_norm, std::move(args));
       if (!id.ok()) return id.status();
       run.layer_norm_tasks.push_back(*id);
@@ -54,11 +56,13 @@ absl::StatusOr<ModelRun> RunModel(argsdump::SimSession& session, const KernelIds
     {
       CoreTaskArgs args;
       float b = o.b;
-      args.add_input(*h_t);
-      args.add_output(*y);
-      args.add_scalar(a);
-      args.add_scalar(b);
-      if (o.mark) args.dump(a);
+      for (const absl::Status& added :
+           {args.add_input(*h_t), args.add_output(*y), args.add_scalar(a), args.add_scalar(b)}) {
+        if (!added.ok()) return added;
+      }
+      if (o.mark) {
+        if (absl::Status s = args.dump(a); !s.ok()) return s;
+      }
       auto id = session.Submit(ids.axpb, std::move(args));
       if (!id.ok()) return id.status();
       run.axpb_tasks.push_back(*id);

@@ -33,16 +33,13 @@ TEST(SignatureMismatchTest, SkippedWithOneWarningAndExecutionGoesOn) {
     CoreTaskArgs args;
     float a = 3.0f, b = 1.0f;
     if (i % 2 == 0) {
-      args.add_input(*x);
-      args.add_output(*y);
+      ASSERT_TRUE(args.add_input(*x).ok() && args.add_output(*y).ok());
     } else {
       // axpb declares [in, out]: this task adds them the other way round
       // (an inout where an input belongs).
-      args.add_inout(*x);
-      args.add_output(*y);
+      ASSERT_TRUE(args.add_inout(*x).ok() && args.add_output(*y).ok());
     }
-    args.add_scalar(a);
-    args.add_scalar(b);
+    ASSERT_TRUE(args.add_scalar(a).ok() && args.add_scalar(b).ok());
     auto id = s.Submit(ids->axpb, std::move(args));
     ASSERT_TRUE(id.ok()) << id.status();
     (i % 2 == 0 ? good : bad).push_back(*id);
