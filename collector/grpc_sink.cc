@@ -89,6 +89,7 @@ absl::Status GrpcSink::OpenStream(bool resume) {
   open->set_level(options_.info.level());
   open->set_platform(options_.info.platform());
   *open->mutable_labels() = options_.info.labels();
+  *open->mutable_kernels() = options_.info.kernels();
   open->set_resume(resume);
   open->set_no_payload_dedup(!options_.payload_dedup);
   stream_->Write(req);

@@ -72,8 +72,12 @@ struct ManifestContents {
   std::vector<v1::StepLevel> step_levels;
   // How the device process died: written as "device_crash" when set.
   std::optional<v1::DeviceCrash> device_crash;
+  // The kernel table: written as "kernels" (before args[]) when it has
+  // any kernel.
+  google::protobuf::RepeatedPtrField<v1::Kernel> kernels;
 
-  // level, labels, step_levels and device_crash from the capture's info.
+  // level, labels, step_levels, device_crash and kernels from the
+  // capture's info.
   void SetInfo(const v1::CaptureInfo& info);
 };
 
