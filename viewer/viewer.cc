@@ -252,9 +252,16 @@ int NoMatch(ArgSource& source, std::ostream& err) {
   if (!some.ok()) return Fail(err, some.status());
   std::vector<std::string> tasks;
   for (uint64_t t : some->tasks) tasks.push_back(TaskIdHex(t));
+  // Func ids with their kernels' names ("0=add"), when the capture has a table.
+  const KernelTable kernels = source.Kernels();
+  std::vector<std::string> funcs;
+  for (int64_t f : some->funcs) {
+    const v1::Kernel* k = f < 0 ? nullptr : FindKernel(kernels, static_cast<uint32_t>(f));
+    funcs.push_back(k != nullptr ? absl::StrCat(f, "=", k->name()) : absl::StrCat(f));
+  }
   err << "dump_viewer: no arg matches the filters. Some values in this capture: tasks "
       << absl::StrJoin(tasks, " ") << "; args " << absl::StrJoin(some->args, " ") << "; funcs "
-      << absl::StrJoin(some->funcs, " ") << "; stages before, after; roles input, output, "
+      << absl::StrJoin(funcs, " ") << "; stages before, after; roles input, output, "
       << "inout\n";
   return 1;
 }
