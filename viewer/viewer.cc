@@ -652,10 +652,18 @@ int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std
     out.write(lines.data(), static_cast<std::streamsize>(used));
     used = 0;
   };
-  std::set<int64_t> funcs;  // of the listed args
+  // The func ids of the listed args, for the kernels line (with a table:
+  // known once the first entry is read); a run of one task's entries
+  // costs one comparison each.
+  const KernelTable kernels = source.Kernels();
+  std::set<int64_t> funcs;
+  std::vector<int64_t> last_funcs;
   for (; got.ok() && *got; got = source.Next(&e)) {
     ++matched;
-    funcs.insert(e.func_ids.begin(), e.func_ids.end());
+    if (!kernels.empty() && e.func_ids != last_funcs) {
+      funcs.insert(e.func_ids.begin(), e.func_ids.end());
+      last_funcs = e.func_ids;
+    }
     if (export_text || ((o.npy || o.stats) && e.is_tensor())) selected.push_back(e);
     const absl::string_view mark = crash ? crash->Mark(e) : "";
     const size_t bound = ListingLineBound(e, mark);
@@ -670,7 +678,7 @@ int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std
   if (!got.ok()) return Fail(err, got.status());
   if (matched == 0 && o.selection.any()) return NoMatch(source, err);
   out << matched << " args\n";
-  out << KernelsSeen(source.Kernels(), funcs);
+  out << KernelsSeen(kernels, funcs);
   // A manifest that says it only after args[] (not the store's layout).
   if (!crash) {
     if (std::optional<v1::DeviceCrash> c = source.DeviceCrashInfo()) out << CrashMarks::Summary(*c);
