@@ -90,6 +90,7 @@ absl::Status GrpcSink::OpenStream(bool resume) {
   open->set_platform(options_.info.platform());
   *open->mutable_labels() = options_.info.labels();
   if (options_.info.has_scope()) *open->mutable_scope() = options_.info.scope();
+  *open->mutable_kernels() = options_.info.kernels();
   open->set_resume(resume);
   open->set_no_payload_dedup(!options_.payload_dedup);
   stream_->Write(req);

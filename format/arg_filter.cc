@@ -14,6 +14,8 @@ ArgFilter ArgFilter::FromProto(const v1::ArgFilter& f) {
   if (f.has_arg_index()) q.arg_index = f.arg_index();
   if (f.has_func_id()) q.func_id = f.func_id();
   q.func_unknown = f.func_unknown();
+  if (f.has_func_name()) q.func_name = f.func_name();
+  if (f.has_func_type()) q.func_type = f.func_type();
   q.dtype = f.dtype();
   if (f.has_step()) q.step = f.step();
   if (f.has_overflow()) q.overflow = f.overflow();
@@ -30,6 +32,8 @@ v1::ArgFilter ArgFilter::ToProto() const {
   if (arg_index) f.set_arg_index(*arg_index);
   if (func_id) f.set_func_id(*func_id);
   if (func_unknown) f.set_func_unknown(true);
+  if (func_name) f.set_func_name(*func_name);
+  if (func_type) f.set_func_type(*func_type);
   f.set_dtype(static_cast<v1::DType>(dtype));
   if (step) f.set_step(*step);
   if (overflow) f.set_overflow(*overflow);
@@ -39,7 +43,7 @@ v1::ArgFilter ArgFilter::ToProto() const {
 
 bool ArgFilter::any() const {
   return task_id || stage != 0 || role != 0 || kind != 0 || arg_index || func_id ||
-         func_unknown || dtype != 0 || step || overflow || has_nonfinite;
+         func_unknown || func_name || func_type || dtype != 0 || step || overflow || has_nonfinite;
 }
 
 std::string ArgFilter::Describe() const {
@@ -55,6 +59,8 @@ std::string ArgFilter::Describe() const {
   if (arg_index) add(absl::StrCat("arg ", *arg_index));
   if (func_id) add(absl::StrCat("func ", *func_id));
   if (func_unknown) add("func unknown");
+  if (func_name) add(absl::StrCat("func ", *func_name));
+  if (func_type) add(absl::StrCat("func type ", *func_type));
   if (dtype != 0) add(absl::StrCat("dtype ", DTypeName(dtype)));
   if (overflow) add(*overflow ? "overflow" : "not overflow");
   if (has_nonfinite) add(*has_nonfinite ? "non-finite" : "finite");

@@ -27,6 +27,13 @@ struct ArgFilter {
   std::optional<uint32_t> func_id;
   // Records whose kernel is not known (no func ids; the manifest's [-1]).
   bool func_unknown = false;
+  // Records whose func_ids contain a kernel of this name (exact) / of this
+  // type in the capture's kernel table (format/kernel_table.h). They match
+  // through func_named, the ids ResolveKernelFilter found for them:
+  // unresolved, they match nothing.
+  std::optional<std::string> func_name;
+  std::optional<std::string> func_type;
+  std::optional<std::vector<uint32_t>> func_named;  // sorted
   int dtype = 0;  // v1::DType
   std::optional<uint32_t> step;
   std::optional<bool> overflow;
@@ -57,7 +64,17 @@ struct ArgFilter {
   template <typename It>
   bool FuncOk(It first, It last) const {
     if (func_unknown && first != last) return false;
-    return !func_id || std::find(first, last, *func_id) != last;
+    if (func_id && std::find(first, last, *func_id) == last) return false;
+    if (!func_name && !func_type) return true;
+    if (!func_named) return false;
+    for (It it = first; it != last; ++it) {
+      const int64_t id = static_cast<int64_t>(*it);  // the manifest's -1: no kernel
+      if (id >= 0 && std::binary_search(func_named->begin(), func_named->end(),
+                                        static_cast<uint32_t>(id))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // FuncOk over the manifest's func_id array, where [-1] says the kernel is

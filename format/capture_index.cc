@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
+#include "format/kernel_table.h"
 
 namespace argsdump {
 namespace {
@@ -180,6 +181,9 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
       !f->counters_.ParseFromArray(base + sizeof(IndexHeader) + h.info_bytes,
                                    static_cast<int>(h.counters_bytes))) {
     return bad("capture info or counters do not parse");
+  }
+  if (absl::Status s = CheckKernelTable(f->info_.kernels()); !s.ok()) {
+    return bad(absl::StrCat("byte ", sizeof(IndexHeader), ": capture info: ", s.message()));
   }
   f->rows_ = h.rows;
   f->recovered_ = (h.flags & 1) != 0;

@@ -4,7 +4,10 @@
 //
 // args.index (little endian, written once, atomically, by Finish/Recover):
 //   IndexHeader               64 bytes: magic "ADIX", version, sizes
-//   CaptureInfo               info_bytes, serialized
+//   CaptureInfo               info_bytes, serialized (with the kernel
+//                             table, CaptureInfo.kernels: a field older
+//                             readers skip, so the version stays 2; Open
+//                             checks it, format/kernel_table.h)
 //   CaptureCounters           counters_bytes, serialized, then zero padding
 //                             to a multiple of 8
 //   ManifestRow rows[n]       in manifest order (sorted by task_id first)

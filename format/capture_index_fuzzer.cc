@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "format/capture_index.h"
+#include "format/kernel_table.h"
 #include "format/record.h"
 #include "tests/fuzz_scratch.h"
 
@@ -87,6 +88,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const argsdump::QueryHit& h : p.hits) {
       if (h.row.task_id != *q.task_id) std::abort();
     }
+  }
+  // The kernel table (checked at open): every kernel describes itself, and
+  // a name and a type it holds resolve and select within bounds.
+  const argsdump::KernelTable& kernels = f.info().kernels();
+  for (const argsdump::v1::Kernel& k : kernels) argsdump::DescribeKernel(k);
+  if (!kernels.empty()) {
+    argsdump::ArgFilter named;
+    named.func_name = kernels.Get(0).name();
+    named.func_type = kernels.Get(0).type();
+    if (!argsdump::ResolveKernelFilter(kernels, &named).ok()) std::abort();
+    for (const argsdump::QueryHit& h : f.Query(named, 0, 100, 1000).hits) Check(h.row);
   }
   argsdump::ArgFilter none;
   none.task_id = 0x123456789abcdefull;

@@ -33,6 +33,7 @@
 #include "sdk/device_watch.h"
 #include "sdk/wiring.h"
 #include "server/capture_store.h"
+#include "format/kernel_table.h"
 #include "format/names.h"
 #include "format/record.h"
 
@@ -63,6 +64,51 @@ std::string FolderName(const std::string& s) {
   while (!out.empty() && out.front() == '.') out.erase(out.begin());  // no "." or ".."
   if (out.size() > 96) out.resize(96);
   return out.empty() ? "session" : out;
+}
+
+v1::ArgDirection ToProtoDirection(ArgDirection d) {
+  switch (d) {
+    case ArgDirection::kIn: return v1::ARG_DIRECTION_IN;
+    case ArgDirection::kOut: return v1::ARG_DIRECTION_OUT;
+    case ArgDirection::kInOut: return v1::ARG_DIRECTION_INOUT;
+    case ArgDirection::kScalar: return v1::ARG_DIRECTION_SCALAR;
+  }
+  return v1::ARG_DIRECTION_UNSPECIFIED;
+}
+
+// The capture's kernel table (CaptureInfo.kernels) from the session's
+// kernels. A kernel the table cannot hold (format/kernel_table.h: a name
+// or type too long, not UTF-8, with a control character; past the table's
+// size) is left out with a WARNING: its records keep their func id.
+void FillKernelTable(const KernelRegistry& kernels, v1::CaptureInfo* info,
+                     const std::function<void(const std::string&)>& warn) {
+  info->clear_kernels();
+  for (size_t f = 0; f < kernels.size(); ++f) {
+    const KernelInfo* k = kernels.Find(static_cast<uint16_t>(f));
+    if (k == nullptr) continue;
+    if (info->kernels_size() >= kMaxKernels) {
+      warn(absl::StrCat("the capture's kernel table holds ", kMaxKernels, " kernels; ",
+                        kernels.size() - f, " more are known by func id only"));
+      return;
+    }
+    v1::Kernel* out = info->add_kernels();
+    out->set_func_id(k->func_id);
+    out->set_name(k->name);
+    out->set_type(k->type);
+    for (size_t a = 0; a < k->signature.size(); ++a) {
+      v1::KernelArg* arg = out->add_signature();
+      arg->set_direction(ToProtoDirection(k->signature[a]));
+      if (a < k->dtypes.size() && k->dtypes[a]) arg->set_dtype(ToProtoDType(*k->dtypes[a]));
+    }
+    google::protobuf::RepeatedPtrField<v1::Kernel> one;
+    *one.Add() = *out;
+    if (absl::Status s = CheckKernelTable(one); !s.ok()) {
+      warn(absl::StrCat("kernel ", k->func_id, " is left out of the capture's kernel table (",
+                        s.message().substr(s.message().find(':') + 2),
+                        "); its records keep their func id"));
+      info->mutable_kernels()->RemoveLast();
+    }
+  }
 }
 
 std::string Stamp(const char* format) {
@@ -534,6 +580,7 @@ absl::Status SimSession::Impl::StartCapture() {
   *info.mutable_scope() = DumpScopeOf(config);
   info.set_platform(PlatformName(wiring.platform));
   for (const auto& [k, v] : labels) (*info.mutable_labels())[k] = v;
+  FillKernelTable(kernels, &info, [this](const std::string& w) { Warn(w); });
   // A gRPC channel starts threads: an isolated session makes that sink
   // once the device process was forked.
   if (!isolated || config.capture_server.empty()) {

@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -20,6 +21,7 @@
 #include "sdk/argsdump.h"
 #include "sdk/testing.h"
 #include "sdk/wiring.h"
+#include "viewer/manifest_reader.h"
 #include "tests/testing/scoped_env.h"
 #include "tests/testing/temp_dir.h"
 
@@ -689,6 +691,56 @@ TEST(SessionTest, MarkersAtLevelOneAndMixTasks) {
   EXPECT_EQ(capture->Find(ArgQuery().Func("mix_max")).size(), 5u);
   EXPECT_EQ(capture->Find(ArgQuery().Func("mix_sum")).size(), 5u);
   EXPECT_EQ(capture->Find(ArgQuery().Func("mix_max"))[0].func, "mix_sum+mix_max");
+}
+
+// Every capture carries its kernel table: the SDK's registered kernels
+// (names, types, directions, the dtypes RegisterTyped declares) and the
+// built-ins; a capture opened from its folder alone names its kernels.
+TEST(SessionTest, TheCaptureCarriesTheKernelTable) {
+  KernelRegistry kernels;
+  const uint16_t saxpy = *kernels.Register(
+      "saxpy", {ArgDirection::kIn, ArgDirection::kOut, ArgDirection::kScalar,
+                ArgDirection::kScalar}, &Saxpy, "elementwise");
+  const uint16_t bf16 = *kernels.RegisterTyped(
+      "bf16_cast", {{ArgDirection::kIn, DataType::kBfloat16}, ArgDirection::kOut}, &Broken);
+  ASSERT_TRUE(RegisterBuiltinKernels(&kernels).ok());
+  // Left out of the table with a WARNING (a name no reader may trust);
+  // its records keep their func id.
+  ASSERT_TRUE(kernels.Register(std::string("bad\nname"), {ArgDirection::kIn}, &Broken).ok());
+  SessionOptions o = Small();
+  o.dump.level = 2;
+  o.dump.path = FreshTempDir("kernel_table");
+  auto s = SimSession::Open(kernels, o);
+  ASSERT_TRUE(s.ok());
+  RunSteps(**s, saxpy, 1);
+  auto r = (*s)->Finish();
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->wrote_capture);
+  bool warned = false;
+  for (const std::string& w : r->warnings) {
+    warned |= w.find("is left out of the capture's kernel table (a control character (10))") !=
+              std::string::npos;
+  }
+  EXPECT_TRUE(warned) << absl::StrJoin(r->warnings, "\n");
+
+  auto reader = ManifestReader::Open(r->capture_dir + "/args_dump.json");
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE((*reader)->ReadHeader().ok());
+  const KernelTable& table = (*reader)->summary().kernels;
+  ASSERT_EQ(static_cast<size_t>(table.size()), kernels.size() - 1);
+  EXPECT_EQ(DescribeKernel(*FindKernel(table, saxpy)),
+            "saxpy (elementwise) [in, out, scalar, scalar]");
+  EXPECT_EQ(DescribeKernel(*FindKernel(table, bf16)), "bf16_cast [in BFLOAT16, out]");
+  EXPECT_EQ(DescribeKernel(*FindKernel(table, *kernels.IdOf("add"))),
+            "add (elementwise) [in FLOAT32, in FLOAT32, out FLOAT32]");
+  EXPECT_EQ(DescribeKernel(*FindKernel(table, *kernels.IdOf("copy"))), "copy (copy) [in, out]");
+  EXPECT_EQ(FindKernel(table, static_cast<uint32_t>(kernels.size() - 1)), nullptr);
+
+  // Opened from its folder (no session result): the names are there.
+  auto c = Capture::Open(r->capture_dir);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->Find(ArgQuery().Func("saxpy")).size(), 4u);
+  EXPECT_EQ(c->Find(ArgQuery().Func("saxpy"))[0].func, "saxpy");
 }
 
 }  // namespace

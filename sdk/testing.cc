@@ -316,6 +316,13 @@ absl::Status Capture::Load(absl::StatusOr<std::unique_ptr<ArgSource>> opened) {
     args_.push_back(*std::move(a));
   }
   labels_ = s->reader->Labels();
+  // Names from the capture's own kernel table (a session's result may
+  // name them again, the same).
+  std::map<uint16_t, std::string> names;
+  for (const v1::Kernel& k : s->reader->Kernels()) {
+    if (k.func_id() <= 0xFFFF) names[static_cast<uint16_t>(k.func_id())] = k.name();
+  }
+  if (!names.empty()) SetKernelNames(names);
   source_ = std::move(s);
   return absl::OkStatus();
 }

@@ -122,7 +122,8 @@ class Capture {
   static absl::StatusOr<Capture> OpenRemote(const std::string& target, const std::string& name,
                                             const std::string& auth_token = "");
   // Where a finished session put its capture (FailedPrecondition when it
-  // wrote none); func names come from the session's kernels.
+  // wrote none). Func names come from the capture's kernel table (and, for
+  // a capture without one, from the session's kernels).
   static absl::StatusOr<Capture> Of(const SessionResult& result);
 
   const std::string& name() const { return name_; }

@@ -19,6 +19,7 @@
 #include "base/files.h"
 #include "base/thread.h"
 #include "format/record.h"
+#include "format/kernel_table.h"
 
 namespace argsdump {
 namespace {
@@ -188,6 +189,19 @@ absl::Status RemoveCaptureFiles(const std::string& dir) {
 }
 
 }  // namespace
+
+google::protobuf::RepeatedPtrField<v1::Kernel> Capture::Kernels() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return info_.kernels();
+}
+
+absl::Status Capture::ResolveKernels(ArgFilter* query) const {
+  if (!query->func_name && !query->func_type) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::Status s = ResolveKernelFilter(info_.kernels(), query);
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(absl::StrCat("capture ", name_, ": ", s.message()));
+}
 
 v1::CaptureSummary Capture::Summary() const {
   const uint64_t disk_bytes = DiskBytes(dir_);
@@ -730,6 +744,9 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
     return absl::InvalidArgumentError(
         absl::StrCat("capture ", open.capture(), ": level must be 1, 2 or 3"));
   }
+  if (absl::Status s = CheckKernelTable(open.kernels()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("capture ", open.capture(), ": ", s.message()));
+  }
   if (evicts) {
     lock.unlock();  // eviction removes files: not under the hub's lock
     if (absl::Status s = MakeRoom(/*for_room=*/true); !s.ok()) return s;
@@ -752,6 +769,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
     }
     *info.mutable_scope() = open.scope();
   }
+  *info.mutable_kernels() = open.kernels();
   auto store = CaptureStore::Create(dir, info);
   if (!store.ok()) return store.status();
   (*store)->set_payload_dedup(options_.payload_dedup && !open.no_payload_dedup());

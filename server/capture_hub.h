@@ -95,6 +95,13 @@ class Capture : public std::enable_shared_from_this<Capture> {
 
   const std::string& name() const { return name_; }
   v1::CaptureSummary Summary() const;
+  // The capture's kernel table (GetCapture sends it; ListCaptures' pages
+  // do not).
+  google::protobuf::RepeatedPtrField<v1::Kernel> Kernels() const;
+  // Turns `query`'s kernel name and type into func ids through the
+  // capture's kernel table (format/kernel_table.h); InvalidArgument naming
+  // the capture's kernels when it has no such kernel.
+  absl::Status ResolveKernels(ArgFilter* query) const;
   bool finished() const;
   Watermark durable() const;
 

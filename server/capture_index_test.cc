@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <random>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "format/kernel_table.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 
@@ -153,6 +156,72 @@ TEST(CaptureIndexTest, LiveQueryMatchesTheIndex) {
   for (size_t i = 0; i < 2; ++i) EXPECT_EQ(live.hits[i].record_id, done.hits[i].record_id);
   ASSERT_TRUE(live.next.has_value());
   EXPECT_EQ(QueryLive(rows, &task_rows, q, *live.next, 2, 1000).hits.size(), 1u);
+}
+
+// The kernel table rides in the index's capture info: it reads back, and
+// a table over its bounds (the index is untrusted) is DataLoss naming the
+// byte and the entry, for the service's and the viewer's checks alike.
+TEST(CaptureIndexTest, TheKernelTableReadsBackAndAHostileOneIsRefused) {
+  const RecordList rows = Rows();
+  v1::CaptureInfo info;
+  info.set_name("kernels");
+  for (uint32_t id = 0; id < 3; ++id) {
+    v1::Kernel* k = info.add_kernels();
+    k->set_func_id(id);
+    k->set_name(id == 2 ? "matmul" : absl::StrCat("k", id));
+    k->set_type(id == 2 ? "matmul" : "elementwise");
+    k->add_signature()->set_direction(v1::ARG_DIRECTION_IN);
+  }
+  v1::CaptureCounters counters;
+  counters.set_total_args(rows.size());
+  const std::string path = TempPath("kernels.index");
+  ASSERT_TRUE(WriteIndex(path, info, counters, false, rows, ManifestOrder(rows)).ok());
+  auto f = IndexFile::Open(path);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_EQ((*f)->info().kernels_size(), 3);
+  ArgFilter q;
+  q.func_name = "matmul";  // func 2: tasks 2, 5, 8
+  ASSERT_TRUE(ResolveKernelFilter((*f)->info().kernels(), &q).ok());
+  EXPECT_EQ((*f)->Query(q, 0, 100, 1000).hits.size(), 9u);
+  q = ArgFilter();
+  q.func_type = "elementwise";  // funcs 0 and 1
+  ASSERT_TRUE(ResolveKernelFilter((*f)->info().kernels(), &q).ok());
+  EXPECT_EQ((*f)->Query(q, 0, 100, 1000).hits.size(), 21u);
+
+  struct Case {
+    std::function<void(v1::CaptureInfo*)> damage;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {[](v1::CaptureInfo* i) { i->mutable_kernels(1)->set_name("matmul"); },
+       "kernels[2].name: \"matmul\" is given twice"},
+      {[](v1::CaptureInfo* i) { i->mutable_kernels(0)->set_name(std::string(129, 'x')); },
+       "kernels[0].name: 129 bytes, at most 128"},
+      {[](v1::CaptureInfo* i) { i->mutable_kernels(0)->set_type("a\tb"); },
+       "kernels[0].type: a control character (9)"},
+      {[](v1::CaptureInfo* i) {
+         i->mutable_kernels(2)->mutable_signature(0)->set_direction(
+             static_cast<v1::ArgDirection>(12));
+       },
+       "kernels[2].signature[0]: direction 12"},
+      {[](v1::CaptureInfo* i) {
+         for (int k = 0; k < 5000; ++k) i->add_kernels()->set_name(absl::StrCat("n", k));
+       },
+       "kernels: 5003 kernels, at most 4096"},
+  };
+  for (const Case& c : cases) {
+    v1::CaptureInfo bad = info;
+    c.damage(&bad);
+    ASSERT_TRUE(WriteIndex(path, bad, counters, false, rows, ManifestOrder(rows)).ok());
+    for (IndexChecks checks : {IndexChecks::kEveryRow, IndexChecks::kRowsRead}) {
+      auto opened = IndexFile::Open(path, checks);
+      ASSERT_FALSE(opened.ok()) << c.says;
+      EXPECT_TRUE(absl::IsDataLoss(opened.status())) << opened.status();
+      EXPECT_NE(opened.status().message().find("byte 64: capture info: " + c.says),
+                std::string::npos)
+          << opened.status();
+    }
+  }
 }
 
 TEST(CaptureIndexTest, DamagedFilesAreDataLoss) {

@@ -273,6 +273,10 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
     }
     capture_ = *capture;
     query_ = ArgFilter::FromProto(request->filter());
+    if (absl::Status s = capture_->ResolveKernels(&query_); !s.ok()) {
+      Finish(ToGrpcStatus(s));
+      return;
+    }
     cursor_ = request->start_record();
     auto shared = shared_;
     watcher_ = capture_->AddWatcher([shared] {
@@ -413,6 +417,7 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::GetCapture(grpc::CallbackServerCon
   auto capture = hub_->Find(request->capture());
   if (!capture.ok()) return Done(context, capture.status());
   *response = (*capture)->Summary();
+  *response->mutable_kernels() = (*capture)->Kernels();
   return Done(context, absl::OkStatus());
 }
 
@@ -449,6 +454,7 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerCont
   if (request->has_task_id()) q.task_id = request->task_id();
   if (request->stage() != v1::STAGE_UNSPECIFIED) q.stage = request->stage();
   if (request->role() != v1::ROLE_UNSPECIFIED) q.role = request->role();
+  if (absl::Status s = (*capture)->ResolveKernels(&q); !s.ok()) return Done(context, s);
   auto* reactor = context->DefaultReactor();
   const uint32_t limit = PageSize(request->page_size());
   // Finished captures read their mapped index: off the reaction thread.

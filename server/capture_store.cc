@@ -20,6 +20,7 @@
 #include "base/files.h"
 #include "base/thread.h"
 #include "server/manifest.h"
+#include "format/kernel_table.h"
 #include "format/device_crash.h"
 #include "format/names.h"
 #include "format/record.h"
@@ -74,6 +75,9 @@ Replay ReplayJournal(JournalReader& reader) {
       case JournalEntryType::kCaptureInfo: {
         v1::CaptureInfo i;
         if (i.ParseFromString(payload)) {
+          // A kernel table over its bounds is not kept (the records keep
+          // their func ids); the rest of the header is.
+          if (!CheckKernelTable(i.kernels()).ok()) i.clear_kernels();
           r.info = std::move(i);
           r.have_info = true;
         }
@@ -165,6 +169,9 @@ absl::StatusOr<std::unique_ptr<CaptureStore>> CaptureStore::Create(std::string d
   if (info.level() < v1::DUMP_LEVEL_PARTIAL || info.level() > v1::DUMP_LEVEL_HYBRID) {
     return absl::InvalidArgumentError(absl::StrCat(
         "capture store: level ", static_cast<int>(info.level()), " captures nothing"));
+  }
+  if (absl::Status s = CheckKernelTable(info.kernels()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("capture store: ", s.message()));
   }
   if (Exists(dir + "/" + kManifestName) || Exists(dir + "/" + kJournalName)) {
     return absl::AlreadyExistsError(

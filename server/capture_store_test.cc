@@ -18,6 +18,7 @@
 #include "server/crc32c.h"
 #include "server/journal_v1_testing.h"
 #include "proto/argsdump/v1/manifest.pb.h"
+#include "format/kernel_table.h"
 
 namespace argsdump {
 namespace {
@@ -623,6 +624,124 @@ TEST(CaptureStoreTest, AmendRefusesABadDeviceCrash) {
   EXPECT_TRUE(absl::IsInvalidArgument((*store)->Amend(end)));
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
   EXPECT_FALSE(ParseManifest(dir).has_device_crash());
+}
+
+// A kernel table as the SDK fills it: names, types, directions, and the
+// dtypes declared.
+google::protobuf::RepeatedPtrField<v1::Kernel> Kernels() {
+  google::protobuf::RepeatedPtrField<v1::Kernel> t;
+  v1::Kernel* add = t.Add();
+  add->set_func_id(0);
+  add->set_name("add");
+  add->set_type("elementwise");
+  for (v1::ArgDirection d : {v1::ARG_DIRECTION_IN, v1::ARG_DIRECTION_IN, v1::ARG_DIRECTION_OUT}) {
+    v1::KernelArg* a = add->add_signature();
+    a->set_direction(d);
+    a->set_dtype(v1::DTYPE_FLOAT32);
+  }
+  v1::Kernel* affine = t.Add();
+  affine->set_func_id(3);
+  affine->set_name("strided_affine \"v2\"");
+  affine->add_signature()->set_direction(v1::ARG_DIRECTION_IN);
+  affine->add_signature()->set_direction(v1::ARG_DIRECTION_OUT);
+  v1::KernelArg* s = affine->add_signature();
+  s->set_direction(v1::ARG_DIRECTION_SCALAR);
+  s->set_dtype(v1::DTYPE_BFLOAT16);
+  return t;
+}
+
+v1::CaptureInfo InfoWithKernels() {
+  v1::CaptureInfo info = Info(v1::DUMP_LEVEL_FULL);
+  *info.mutable_kernels() = Kernels();
+  return info;
+}
+
+// The table is in the manifest's head (before args[], in the schema's
+// spelling), in args.index's capture info, and filters by name and type
+// select through it.
+TEST(CaptureStoreTest, TheKernelTableIsInTheManifestAndTheIndex) {
+  const std::string dir = CaptureDir("kernels");
+  auto store = CaptureStore::Create(dir, InfoWithKernels());
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->Append(Tensor(0x10, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 0, 4),
+                               std::string(4, 'a')).ok());
+  v1::ArgRecord of_add = Tensor(0x11, v1::STAGE_AFTER_COMPLETION, 2, v1::ROLE_OUTPUT, 4, 4);
+  of_add.clear_func_ids();
+  of_add.add_func_ids(0);
+  ASSERT_TRUE((*store)->Append(of_add, std::string(4, 'b')).ok());
+  ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
+  const std::string text = ReadFile(dir + "/args_dump.json");
+  EXPECT_NE(text.find(
+                "  \"kernels\": [\n"
+                "    {\"func_id\": 0, \"name\": \"add\", \"type\": \"elementwise\", \"signature\": "
+                "[{\"direction\": \"in\", \"dtype\": \"FLOAT32\"}, {\"direction\": \"in\", "
+                "\"dtype\": \"FLOAT32\"}, {\"direction\": \"out\", \"dtype\": \"FLOAT32\"}]},\n"
+                "    {\"func_id\": 3, \"name\": \"strided_affine \\\"v2\\\"\", \"signature\": "
+                "[{\"direction\": \"in\"}, {\"direction\": \"out\"}, {\"direction\": \"scalar\", "
+                "\"dtype\": \"BFLOAT16\"}]}],\n"
+                "  \"bin_file\": \"args.bin\",\n"),
+            std::string::npos)
+      << text;
+  const v1::ManifestFile m = ParseManifest(dir);
+  ASSERT_EQ(m.kernels_size(), 2);
+  EXPECT_EQ(m.kernels(1).name(), "strided_affine \"v2\"");
+  EXPECT_EQ(m.kernels(1).signature(2).dtype(), "BFLOAT16");
+  auto index = IndexFile::Open(dir + "/args.index");
+  ASSERT_TRUE(index.ok()) << index.status();
+  ASSERT_EQ((*index)->info().kernels_size(), 2);
+  EXPECT_EQ((*index)->info().kernels(1).SerializeAsString(), Kernels().Get(1).SerializeAsString());
+  // Tensor() records run func 3: the name selects them, the type the other.
+  ArgFilter by_name;
+  by_name.func_name = "strided_affine \"v2\"";
+  ASSERT_TRUE(ResolveKernelFilter((*index)->info().kernels(), &by_name).ok());
+  QueryPage page = (*index)->Query(by_name, 0, 10, 100);
+  ASSERT_EQ(page.hits.size(), 1u);
+  EXPECT_EQ(page.hits[0].row.task_id, 0x10u);
+  ArgFilter by_type;
+  by_type.func_type = "elementwise";
+  ASSERT_TRUE(ResolveKernelFilter((*index)->info().kernels(), &by_type).ok());
+  page = (*index)->Query(by_type, 0, 10, 100);
+  ASSERT_EQ(page.hits.size(), 1u);
+  EXPECT_EQ(page.hits[0].row.task_id, 0x11u);
+}
+
+// The table is journaled with the header: a capture whose writer died
+// keeps it, reopened or recovered.
+TEST(CaptureStoreTest, TheKernelTableSurvivesReopenAndRecover) {
+  const std::string live = CaptureDir("kernels_reopen");
+  const std::string dead = CaptureDir("kernels_recover");
+  for (const std::string& dir : {live, dead}) {
+    auto store = CaptureStore::Create(dir, InfoWithKernels());
+    ASSERT_TRUE((*store)->Append(Tensor(0x10, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 0, 4),
+                                 std::string(4, 'a')).ok());
+    ASSERT_TRUE((*store)->Amend(CrashEnd()).ok());  // journals the info again
+  }
+  auto reopened = CaptureStore::Reopen(live);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->info().kernels_size(), 2);
+  ASSERT_TRUE((*reopened)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_EQ(ParseManifest(live).kernels_size(), 2);
+  ASSERT_TRUE(CaptureStore::Recover(dead).ok());
+  const v1::ManifestFile m = ParseManifest(dead);
+  ASSERT_EQ(m.kernels_size(), 2);
+  EXPECT_EQ(m.kernels(0).name(), "add");
+}
+
+// A table over its bounds is refused before anything is created.
+TEST(CaptureStoreTest, AHostileKernelTableIsRefused) {
+  const std::string dir = CaptureDir("kernels_hostile");
+  v1::CaptureInfo info = InfoWithKernels();
+  info.mutable_kernels(1)->set_name("add");  // a name twice
+  auto store = CaptureStore::Create(dir, info);
+  ASSERT_FALSE(store.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(store.status()));
+  EXPECT_NE(store.status().message().find("kernels[1].name: \"add\" is given twice"),
+            std::string::npos)
+      << store.status();
+  info = InfoWithKernels();
+  info.mutable_kernels(0)->set_name(std::string("a\xff", 2));
+  EXPECT_TRUE(absl::IsInvalidArgument(CaptureStore::Create(dir, info).status()));
+  EXPECT_FALSE(Exists(dir));
 }
 
 }  // namespace

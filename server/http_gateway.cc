@@ -671,8 +671,9 @@ class HttpGateway::Routes {
   }
 
   void QueryArgs(const httplib::Request& req, httplib::Response& res) {
-    Params p(req, {"task_id", "stage", "role", "kind", "arg_index", "func_id", "dtype", "step",
-                   "overflow", "has_nonfinite", "func_unknown", "page_size", "page_token"});
+    Params p(req, {"task_id", "stage", "role", "kind", "arg_index", "func_id", "func",
+                   "func_type", "dtype", "step", "overflow", "has_nonfinite", "func_unknown",
+                   "page_size", "page_token"});
     v1::QueryArgsRequest request;
     request.set_capture(Group(req, 1));
     v1::ArgFilter* f = request.mutable_filter();
@@ -687,6 +688,16 @@ class HttpGateway::Routes {
     }
     if (auto v = p.Uint("arg_index", kMaxUint32)) f->set_arg_index(*v);
     if (auto v = p.Uint("func_id", kMaxUint32)) f->set_func_id(*v);
+    // func=: a kernel's name in the capture's kernel table, or its func id.
+    if (auto v = p.Single("func")) {
+      uint64_t id = 0;
+      if (ParseDecimal(*v, &id) && id <= kMaxUint32) {
+        f->set_func_id(static_cast<uint32_t>(id));
+      } else {
+        f->set_func_name(*v);
+      }
+    }
+    if (auto v = p.Single("func_type")) f->set_func_type(*v);
     if (auto v = p.Uint("step", kMaxUint32)) f->set_step(*v);
     if (auto v = p.Bool("overflow")) f->set_overflow(*v);
     if (auto v = p.Bool("has_nonfinite")) f->set_has_nonfinite(*v);

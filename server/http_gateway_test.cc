@@ -28,6 +28,7 @@
 #include "absl/synchronization/notification.h"
 #include "base/files.h"
 #include "grpcpp/grpcpp.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
@@ -220,6 +221,32 @@ TEST_F(HttpGatewayTest, EveryQueryAnswersWhatGrpcAnswers) {
   ASSERT_TRUE(stub_->GetCapture(Ctx().get(), get, &summary).ok());
   ExpectSameAnswer("/v1/captures/scene", summary);
   EXPECT_EQ(summary.records(), 7u);
+  // The kernel table is in GetCapture's JSON.
+  ASSERT_EQ(summary.kernels_size(), 4);
+  auto got = Get("/v1/captures/scene");
+  ASSERT_TRUE(got);
+  EXPECT_NE(got->body.find("{\"func_id\":1,\"name\":\"softmax_rows\",\"type\":\"activation\""),
+            std::string::npos)
+      << got->body;
+  // By name over HTTP: accumulate is task 1's kernel (its two inout records).
+  auto named = Get("/v1/captures/scene/args?func=accumulate");
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->status, 200);
+  v1::QueryArgsResponse by_name;
+  google::protobuf::util::JsonParseOptions lenient;
+  lenient.ignore_unknown_fields = true;  // typed scalars and hex ids beside the proto's fields
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(named->body, &by_name, lenient).ok())
+      << named->body;
+  ASSERT_EQ(by_name.args_size(), 2);
+  for (const v1::CapturedArg& a : by_name.args()) EXPECT_EQ(a.record().func_ids(0), 2u);
+  // A name the capture does not have: 400 with the service's words.
+  auto unknown = Get("/v1/captures/scene/args?func=softmax");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 400);
+  EXPECT_NE(unknown->body.find("no kernel named \\\"softmax\\\" in this capture; its kernels: "
+                               "accumulate, copy_3d, scale, softmax_rows"),
+            std::string::npos)
+      << unknown->body;
 
   // QueryArgs: the shorthands, every filter field, pages.
   struct Case {
@@ -254,6 +281,13 @@ TEST_F(HttpGatewayTest, EveryQueryAnswersWhatGrpcAnswers) {
     f->set_has_nonfinite(false);
   });
   add("func_unknown=true", [](v1::ArgFilter* f, auto) { f->set_func_unknown(true); });
+  // func=: a kernel's name in the capture's table, or a func id.
+  add("func=accumulate", [](v1::ArgFilter* f, auto) { f->set_func_name("accumulate"); });
+  add("func=4", [](v1::ArgFilter* f, auto) { f->set_func_id(4); });
+  add("func_type=elementwise&role=inout", [](v1::ArgFilter* f, auto) {
+    f->set_func_type("elementwise");
+    f->set_role(v1::ROLE_INOUT);
+  });
   add("page_size=2", [](v1::ArgFilter*, v1::QueryArgsRequest* r) { r->set_page_size(2); });
   for (Case& c : cases) {
     // Every page, each one's token taken from the previous JSON answer.

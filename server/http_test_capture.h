@@ -152,6 +152,19 @@ class SceneIngest {
     open.mutable_open()->set_level(v1::DUMP_LEVEL_FULL);
     open.mutable_open()->set_platform("a2a3sim");
     for (const auto& [k, v] : labels) (*open.mutable_open()->mutable_labels())[k] = v;
+    // The scene's kernels (func ids 1-4), as the SDK names them.
+    const char* const kernels[][2] = {{"softmax_rows", "activation"},
+                                      {"accumulate", "elementwise"},
+                                      {"scale", "elementwise"},
+                                      {"copy_3d", ""}};
+    for (uint32_t id = 1; id <= 4; ++id) {
+      v1::Kernel* k = open.mutable_open()->add_kernels();
+      k->set_func_id(id);
+      k->set_name(kernels[id - 1][0]);
+      k->set_type(kernels[id - 1][1]);
+      k->add_signature()->set_direction(v1::ARG_DIRECTION_IN);
+      k->add_signature()->set_direction(v1::ARG_DIRECTION_OUT);
+    }
     ok_ = stream_->Write(open) && stream_->Read(&response_) && response_.has_opened();
   }
   ~SceneIngest() {

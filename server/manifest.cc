@@ -20,6 +20,7 @@
 #include "base/utf8.h"
 #include "server/capture_store.h"
 #include "server/journal.h"
+#include "format/kernel_table.h"
 #include "format/device_crash.h"
 #include "format/manifest_fields.h"
 #include "format/names.h"
@@ -111,6 +112,7 @@ void ManifestContents::SetInfo(const v1::CaptureInfo& info) {
   step_levels.assign(info.step_levels().begin(), info.step_levels().end());
   device_crash.reset();
   if (info.has_device_crash()) device_crash = info.device_crash();
+  kernels = info.kernels();
 }
 
 std::vector<std::pair<std::string, std::string>> SortedLabels(const v1::CaptureInfo& info) {
@@ -430,6 +432,33 @@ void AppendDeviceCrash(const v1::DeviceCrash& d, std::string* out) {
   out->append("]},\n");
 }
 
+// "kernels": the kernel table, one kernel a line.
+void AppendKernels(const google::protobuf::RepeatedPtrField<v1::Kernel>& kernels,
+                   std::string* out) {
+  out->append("  \"kernels\": [");
+  for (int i = 0; i < kernels.size(); ++i) {
+    const v1::Kernel& k = kernels.Get(i);
+    absl::StrAppend(out, i > 0 ? ",\n" : "\n", "    {\"func_id\": ", k.func_id(), ", \"name\": ");
+    AppendJsonString(k.name(), out);
+    if (!k.type().empty()) {
+      out->append(", \"type\": ");
+      AppendJsonString(k.type(), out);
+    }
+    out->append(", \"signature\": [");
+    for (int a = 0; a < k.signature_size(); ++a) {
+      const v1::KernelArg& arg = k.signature(a);
+      absl::StrAppend(out, a > 0 ? ", " : "", "{\"direction\": \"",
+                      ArgDirectionName(arg.direction()), "\"");
+      if (arg.dtype() != v1::DTYPE_UNSPECIFIED) {
+        absl::StrAppend(out, ", \"dtype\": \"", DTypeName(arg.dtype()), "\"");
+      }
+      out->push_back('}');
+    }
+    out->append("]}");
+  }
+  out->append("],\n");
+}
+
 // The manifest's text up to and including "  \"args\": [".
 std::string ManifestHead(const ManifestContents& m, const RowSummary& sum) {
   std::string out;
@@ -505,6 +534,7 @@ std::string ManifestHead(const ManifestContents& m, const RowSummary& sum) {
                     "  \"first_overflow_task\": \"", TaskIdHex(*sum.first_overflow), "\",\n");
   }
   if (m.device_crash) AppendDeviceCrash(*m.device_crash, &out);
+  if (!m.kernels.empty()) AppendKernels(m.kernels, &out);
   absl::StrAppend(&out, "  \"bin_file\": ", m.has_bin_file ? "\"args.bin\"" : "null", ",\n",
                   "  \"args\": [");
   return out;

@@ -76,8 +76,12 @@ struct ManifestContents {
   // (format/record.h: ReportedLevel), and "dump_scope" says the rest.
   std::optional<v1::DumpScope> scope;
   uint32_t reported_level = 2;
+  // The kernel table: written as "kernels" (before args[]) when it has
+  // any kernel.
+  google::protobuf::RepeatedPtrField<v1::Kernel> kernels;
 
-  // level, labels, step_levels and device_crash from the capture's info.
+  // level, labels, step_levels, device_crash and kernels from the
+  // capture's info.
   void SetInfo(const v1::CaptureInfo& info);
 };
 

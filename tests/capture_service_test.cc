@@ -2,6 +2,7 @@
 // process), real files under TEST_TMPDIR, the real GrpcSink and raw stubs.
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <memory>
 #include <sstream>
@@ -997,6 +998,167 @@ TEST_F(CaptureServiceTest, ABadDeviceCrashIsInvalidArgument) {
   const absl::Status s = sink->Amend(end);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_NE(s.message().find(says[0]), std::string::npos) << s;
+}
+
+// MakePairs' kernels (func id = task % 5) as the SDK would name them.
+google::protobuf::RepeatedPtrField<v1::Kernel> PairKernels() {
+  google::protobuf::RepeatedPtrField<v1::Kernel> t;
+  const char* names[] = {"add", "mul", "matmul", "relu", "copy"};
+  const char* types[] = {"elementwise", "elementwise", "matmul", "activation", ""};
+  for (uint32_t i = 0; i < 5; ++i) {
+    v1::Kernel* k = t.Add();
+    k->set_func_id(i);
+    k->set_name(names[i]);
+    k->set_type(types[i]);
+    k->add_signature()->set_direction(v1::ARG_DIRECTION_IN);
+    v1::KernelArg* out = k->add_signature();
+    out->set_direction(v1::ARG_DIRECTION_OUT);
+    out->set_dtype(v1::DTYPE_FLOAT32);
+  }
+  return t;
+}
+
+std::set<uint32_t> FuncsOf(const std::vector<v1::CapturedArg>& args) {
+  std::set<uint32_t> ids;
+  for (const v1::CapturedArg& a : args) ids.insert(a.record().func_ids().begin(), a.record().func_ids().end());
+  return ids;
+}
+
+// The kernel table goes in with IngestOpen, into the same files as the
+// local store's, out of GetCapture (also after a restart, from args.index),
+// and QueryArgs/WatchCapture select by a kernel's name or type, live and
+// finished; an unknown name is INVALID_ARGUMENT listing the known ones.
+TEST_F(CaptureServiceTest, TheKernelTableTravelsAndSelectsByName) {
+  StartServer("kernels");
+  const Pairs p = MakePairs(10);
+  const size_t n = p.records.size();
+  GrpcSinkOptions o;
+  o.target = target_;
+  o.capture = "named";
+  o.info = Info("named");
+  *o.info.mutable_kernels() = PairKernels();
+  o.ack_timeout = std::chrono::milliseconds(20000);
+  auto sink = GrpcSink::Connect(o);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  ASSERT_TRUE((*sink)->WriteBatch(p.RecordPtrs(0, n), p.Payloads(0, n)).ok());
+  auto query = [&](std::optional<std::string> name, std::optional<std::string> type) {
+    v1::QueryArgsRequest req;
+    req.set_capture("named");
+    if (name) req.mutable_filter()->set_func_name(*name);
+    if (type) req.mutable_filter()->set_func_type(*type);
+    return QueryAll(req);
+  };
+  // Live: the store's rows, by name.
+  std::vector<v1::CapturedArg> live = query("matmul", std::nullopt);
+  EXPECT_EQ(live.size(), 6u);  // tasks 2 and 7, three records each
+  EXPECT_EQ(FuncsOf(live), std::set<uint32_t>{2});
+  ASSERT_TRUE((*sink)->Finish(DeviceCounters()).ok());
+
+  const v1::CaptureSummary s = Get("named");
+  ASSERT_EQ(s.kernels_size(), 5);
+  EXPECT_EQ(s.kernels(2).SerializeAsString(), PairKernels().Get(2).SerializeAsString());
+  // ListCaptures' pages leave it out.
+  v1::ListCapturesResponse listed;
+  ASSERT_TRUE(stub_->ListCaptures(Ctx().get(), v1::ListCapturesRequest(), &listed).ok());
+  ASSERT_EQ(listed.captures_size(), 1);
+  EXPECT_EQ(listed.captures(0).kernels_size(), 0);
+
+  const std::string local = TempPath("local_named/args_dump");
+  {
+    v1::CaptureInfo info = Info("named");
+    *info.mutable_kernels() = PairKernels();
+    auto store = LocalSink::Create(local, info);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->WriteBatch(p.RecordPtrs(0, n), p.Payloads(0, n)).ok());
+    ASSERT_TRUE((*store)->Finish(DeviceCounters()).ok());
+  }
+  const std::string manifest = ReadWholeFile(root_ + "/named/args_dump/args_dump.json");
+  EXPECT_EQ(manifest, ReadWholeFile(local + "/args_dump.json"));
+  EXPECT_NE(manifest.find("{\"func_id\": 2, \"name\": \"matmul\", \"type\": \"matmul\""),
+            std::string::npos);
+
+  // Finished: the index's rows.
+  std::vector<v1::CapturedArg> finished = query("matmul", std::nullopt);
+  EXPECT_EQ(finished.size(), 6u);
+  EXPECT_EQ(FuncsOf(finished), std::set<uint32_t>{2});
+  EXPECT_EQ(FuncsOf(query(std::nullopt, "elementwise")), (std::set<uint32_t>{0, 1}));
+  EXPECT_TRUE(query("add", "matmul").empty());  // both must hold
+
+  v1::QueryArgsRequest unknown;
+  unknown.set_capture("named");
+  unknown.mutable_filter()->set_func_name("nope");
+  v1::QueryArgsResponse resp;
+  grpc::Status st = stub_->QueryArgs(Ctx().get(), unknown, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(st.error_message(),
+            "capture named: no kernel named \"nope\" in this capture; its kernels: add, copy, "
+            "matmul, mul, relu");
+  unknown.mutable_filter()->clear_func_name();
+  unknown.mutable_filter()->set_func_type("conv");
+  st = stub_->QueryArgs(Ctx().get(), unknown, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("its types: activation, elementwise, matmul"),
+            std::string::npos)
+      << st.error_message();
+
+  // WatchCapture replays a finished capture through the same filter.
+  v1::WatchCaptureRequest w;
+  w.set_capture("named");
+  w.mutable_filter()->set_func_name("relu");
+  {
+    auto ctx = Ctx();
+    auto reader = stub_->WatchCapture(ctx.get(), w);
+    v1::WatchCaptureResponse r;
+    std::vector<v1::CapturedArg> seen;
+    while (reader->Read(&r)) seen.insert(seen.end(), r.args().begin(), r.args().end());
+    EXPECT_TRUE(reader->Finish().ok());
+    EXPECT_EQ(seen.size(), 6u);
+    EXPECT_EQ(FuncsOf(seen), std::set<uint32_t>{3});
+  }
+  w.mutable_filter()->set_func_name("nope");
+  {
+    auto ctx = Ctx();
+    auto reader = stub_->WatchCapture(ctx.get(), w);
+    v1::WatchCaptureResponse r;
+    while (reader->Read(&r)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+
+  // A restart reads the table back from args.index.
+  server_->Shutdown(std::chrono::milliseconds(200));
+  server_.reset();
+  sink->reset();
+  StartServer("kernels");
+  EXPECT_EQ(Get("named").kernels_size(), 5);
+  EXPECT_EQ(query("copy", std::nullopt).size(), 6u);
+}
+
+// A hostile table in IngestOpen is INVALID_ARGUMENT naming the entry, and
+// nothing is created.
+TEST_F(CaptureServiceTest, AHostileKernelTableIsInvalidArgument) {
+  StartServer("kernels_bad");
+  std::vector<google::protobuf::RepeatedPtrField<v1::Kernel>> bad(4, PairKernels());
+  bad[0].Mutable(1)->set_name("add");
+  bad[1].Mutable(3)->set_name(std::string(300, 'n'));
+  bad[2].Mutable(0)->set_func_id(70000);
+  for (int i = 0; i < 4100; ++i) bad[3].Add()->set_name(absl::StrCat("k", i));
+  const std::vector<std::string> says = {"kernels[1].name: \"add\" is given twice",
+                                         "kernels[3].name: 300 bytes, at most 128",
+                                         "kernels[0].func_id: 70000",
+                                         "kernels: 4105 kernels, at most 4096"};
+  for (size_t i = 0; i < bad.size(); ++i) {
+    RawIngest in(stub_.get());
+    v1::IngestRequest open = Open("bad");
+    *open.mutable_open()->mutable_kernels() = bad[i];
+    ASSERT_TRUE(in.Send(open));
+    const grpc::Status st = in.End();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+    EXPECT_NE(st.error_message().find(says[i]), std::string::npos) << st.error_message();
+    grpc::Status got;
+    Get("bad", &got);
+    EXPECT_EQ(got.error_code(), grpc::StatusCode::NOT_FOUND);
+  }
 }
 
 TEST_F(CaptureServiceTest, MalformedRecordsAreRefusedAndTheCaptureStaysReadable) {

@@ -22,6 +22,11 @@ check() {  # check NAME EXPECTED_RC PATTERN -- command...
 check "level 2 run" 0 "records: 6 " -- "$sim_run" --dump-args 2 --output-prefix "$tmp/full"
 [ -s "$tmp/full/args_dump/args_dump.json" ] && [ -s "$tmp/full/args_dump/args.bin" ] \
   || { echo "FAIL level 2 run: files missing"; fails=$((fails + 1)); }
+# Every capture carries the built-in kernel table: names, types, directions, dtypes.
+grep -q '{"func_id": 0, "name": "add", "type": "elementwise", "signature": \[{"direction": "in", "dtype": "FLOAT32"}' \
+  "$tmp/full/args_dump/args_dump.json" \
+  && grep -q '{"func_id": 21, "name": "crash_wait", "type": "test"' "$tmp/full/args_dump/args_dump.json" \
+  || { echo "FAIL level 2 run: no kernel table in the manifest"; fails=$((fails + 1)); }
 check "bare --dump-args is level 1" 0 "dump level 1" -- "$sim_run" --dump-args --output-prefix "$tmp/partial"
 grep -q '"dump_args_level": 1' "$tmp/partial/args_dump/args_dump.json" \
   || { echo "FAIL bare --dump-args: manifest level"; fails=$((fails + 1)); }
@@ -63,6 +68,8 @@ rm "$tmp/died/args_dump/args_dump.json"
 check "recover" 0 "capture: $tmp/died/args_dump/args_dump.json" -- "$sim_run" --recover "$tmp/died/args_dump"
 grep -q '"total_args": 6' "$tmp/died/args_dump/args_dump.json" \
   || { echo "FAIL recover: manifest not rebuilt"; fails=$((fails + 1)); }
+grep -q '"name": "softmax", "type": "activation"' "$tmp/died/args_dump/args_dump.json" \
+  || { echo "FAIL recover: the kernel table was not kept"; fails=$((fails + 1)); }
 check "recover nothing" 2 "--recover $tmp/nothing: .*no journal" -- "$sim_run" --recover "$tmp/nothing"
 
 # Dump control: flags > ARGSDUMP_* > --dump-config; mistakes warn, never abort.

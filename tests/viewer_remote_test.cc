@@ -72,6 +72,7 @@ class ViewerRemoteTest : public ::testing::Test {
     o.capture = name;
     o.info.set_name(name);
     o.info.set_level(v1::DUMP_LEVEL_FULL);
+    *o.info.mutable_kernels() = capture.kernels();
     o.auth_token = kToken;
     auto sink = GrpcSink::Connect(o);
     EXPECT_TRUE(sink.ok()) << sink.status();
@@ -242,6 +243,40 @@ TEST_F(ViewerRemoteTest, LiveCaptureReadsAsItsManifestWillBe) {
   EXPECT_EQ(l.out, r.out);
   ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
   for (const auto& command : Commands()) ExpectSame(local, "live", command);
+}
+
+// A capture with a kernel table: --func NAME and --func-type select the
+// same, and name the same kernels, locally and remotely, live and finished;
+// an unknown name is the same exit 2.
+TEST_F(ViewerRemoteTest, KernelNamesReadTheSameLocallyAndRemotely) {
+  TestCapture scene = ViewerScene(false);
+  scene.SetKernels(SceneKernels());
+  const std::string local = Local("named", scene);
+  const std::vector<std::vector<std::string>> commands = {
+      {},
+      {"--func", "saxpy"},
+      {"--func", "6"},
+      {"--func-type", "elementwise", "-s", "after"},
+      {"-t", "100000001", "--func", "saxpy"},
+      {"--stats", "--func", "strided_affine"},
+      {"--first-nonfinite", "--func-type", "elementwise"},
+      {"--func", "saxpy", "-t", "0x100000002"},  // nothing matches: names in the suggestions
+      {"--func", "sxapy"},
+      {"--func-type", "conv"},
+  };
+  std::unique_ptr<GrpcSink> sink = Ingest("named", scene, /*finish=*/false);
+  ASSERT_NE(sink, nullptr);
+  for (const auto& command : commands) ExpectSame(local, "named", command);
+  ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
+  for (const auto& command : commands) ExpectSame(local, "named", command);
+  const Result r = Viewer(Cat(Remote("named"), {"--func", "sxapy"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "dump_viewer: --func 'sxapy': no kernel named \"sxapy\" in this capture; its "
+                   "kernels: layer_norm, saxpy, strided_affine\n");
+  const Result listed = Viewer(Cat(Remote("named"), {"--func", "saxpy"}));
+  EXPECT_NE(listed.out.find("kernels:\n      6  saxpy (elementwise) [in FLOAT32, out, scalar]\n"),
+            std::string::npos)
+      << listed.out;
 }
 
 // Records of several steps: --step filters (on the service: in the query),

@@ -53,6 +53,21 @@ PY
     bad "$t: dump_viewer on its outputs.zip: $out"
   fi
 done
+# The capture names its kernels: dump_viewer --func NAME selects by name, and
+# a name it does not have is exit 2 listing the ones it has.
+zip="$testlogs/layer_norm_test/test.outputs/outputs.zip"
+if out=$("$viewer" "$zip" --func layer_norm -s before -a 0 2>&1) && grep -qE '^3 args$' <<<"$out" \
+    && grep -qE '^ +[0-9]+  layer_norm ' <<<"$out"; then
+  ok "layer_norm_test: dump_viewer --func layer_norm lists its 3 steps' inputs"
+else
+  bad "layer_norm_test: dump_viewer --func layer_norm: $out"
+fi
+out=$("$viewer" "$zip" --func layer_nrom 2>&1); rc=$?
+if [ "$rc" -eq 2 ] && grep -q "\-\-func 'layer_nrom': no kernel named \"layer_nrom\" in this capture; its kernels: .*axpb.*layer_norm" <<<"$out"; then
+  ok "layer_norm_test: an unknown --func name is exit 2 naming the kernels"
+else
+  bad "layer_norm_test: dump_viewer --func layer_nrom (rc $rc): $out"
+fi
 
 echo "=== examples/custom_kernels: bazel test //... --test_env=ARGSDUMP_LEVEL=0"
 if run --test_env=ARGSDUMP_LEVEL=0; then ok "tests pass with the dump off"; else bad "tests with the dump off"; fi

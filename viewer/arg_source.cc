@@ -163,6 +163,8 @@ class LocalSource : public ArgSource {
     return reader_->summary().device_crash;
   }
 
+  KernelTable Kernels() const override { return reader_->summary().kernels; }
+
   // Without a filter nothing matched only in a capture of no entries: none
   // to suggest.
   absl::StatusOr<SomeValues> Suggestions() override {
@@ -202,6 +204,8 @@ class IndexedSource : public ArgSource {
     return selected_.summary.device_crash;
   }
 
+  KernelTable Kernels() const override { return selected_.summary.kernels; }
+
   absl::StatusOr<SomeValues> Suggestions() override { return FirstValues(dir_); }
 
  private:
@@ -219,9 +223,20 @@ std::string CaptureDirOf(const std::string& dir) {
 }
 
 absl::StatusOr<std::unique_ptr<ArgSource>> OpenLocalCapture(const std::string& dir,
-                                                            const Selection& selection,
+                                                            const Selection& asked,
                                                             std::string* index_note) {
   const std::string capture = CaptureDirOf(dir);
+  Selection selection = asked;
+  if ((selection.args.func_name || selection.args.func_type) && !selection.args.func_named) {
+    // The table is in the manifest's head, before args[].
+    auto head = ManifestReader::Open(capture + "/args_dump.json");
+    if (!head.ok()) return head.status();
+    if (absl::Status s = (*head)->ReadHeader(); !s.ok()) return s;
+    if (absl::Status s = ResolveKernelFilter((*head)->summary().kernels, &selection.args);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (IndexCanAnswer(selection)) {
     absl::StatusOr<IndexedSelection> selected = SelectFromIndex(capture, selection);
     if (selected.ok()) {

@@ -57,6 +57,10 @@ class ArgSource {
   // writes it before args[]; surely once Next returned false), a remote
   // capture's from GetCapture. None by default (sources of no capture).
   virtual std::optional<v1::DeviceCrash> DeviceCrashInfo() const { return std::nullopt; }
+  // The capture's kernel table (what each func_id names): a local
+  // manifest's "kernels" (known after the first Next), a remote capture's
+  // from GetCapture. Empty for a capture without one.
+  virtual KernelTable Kernels() const { return {}; }
 };
 
 // DIR is a capture directory (holding args_dump.json) or a folder holding
@@ -65,7 +69,9 @@ class ArgSource {
 // args.index when it has one that agrees with the manifest
 // (index_lookup.h); otherwise, and for every other selection, the manifest
 // is streamed. `index_note` (if not null) is set to why an args.index that
-// is there was not used.
+// is there was not used. A kernel name or type in the selection is
+// resolved against the manifest's kernel table first (format/
+// kernel_table.h: InvalidArgument, IsUnknownKernel, when it has none).
 absl::StatusOr<std::unique_ptr<ArgSource>> OpenLocalCapture(const std::string& dir,
                                                             const Selection& selection,
                                                             std::string* index_note = nullptr);

@@ -219,6 +219,14 @@ absl::Status HeadAgrees(const ManifestSummary& head, const IndexFile& index,
   if (labels != head.labels) {
     return absl::DataLossError(absl::StrCat(name, ": its labels are not the manifest's"));
   }
+  const KernelTable& kernels = index.info().kernels();
+  bool same_kernels = kernels.size() == head.kernels.size();
+  for (int i = 0; same_kernels && i < kernels.size(); ++i) {
+    same_kernels = kernels.Get(i).SerializeAsString() == head.kernels.Get(i).SerializeAsString();
+  }
+  if (!same_kernels) {
+    return absl::DataLossError(absl::StrCat(name, ": its kernel table is not the manifest's"));
+  }
   if (index.info().has_device_crash() != head.device_crash.has_value()) {
     return absl::DataLossError(absl::StrCat(name, ": its device_crash is not the manifest's"));
   }

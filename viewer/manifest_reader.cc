@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "format/device_crash.h"
+#include "format/kernel_table.h"
 #include "format/names.h"
 
 namespace argsdump {
@@ -444,6 +445,102 @@ absl::Status ManifestReader::ParseDeviceCrash(v1::DeviceCrash* out, absl::string
     return Error(absl::StrCat(where, ": ", s.message()));
   }
   return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ParseBoundedString(std::string* out, size_t max,
+                                                absl::string_view where) {
+  if (absl::Status s = ParseString(out, where); !s.ok()) return s;
+  if (out->size() > max) {
+    return Error(absl::StrCat(where, ": ", out->size(), " bytes, at most ", max));
+  }
+  return absl::OkStatus();
+}
+
+// [{"func_id": 0, "name": "add", "type": "elementwise", "signature":
+// [{"direction": "in", "dtype": "FLOAT32"}, ...]}, ...]: known keys read (a
+// wrong type is an error), unknown ones skipped, counts bounded as they
+// are read; then the table's bounds (CheckKernelTable).
+absl::Status ManifestReader::ParseKernels(KernelTable* out, absl::string_view where) {
+  out->Clear();
+  if (absl::Status s = Expect('[', where); !s.ok()) return s;
+  SkipSpace();
+  if (Peek() == ']') {
+    Get();
+    return absl::OkStatus();
+  }
+  for (;;) {
+    if (out->size() == kMaxKernels) {
+      return Error(absl::StrCat(where, ": more than ", kMaxKernels, " kernels"));
+    }
+    const std::string at = absl::StrCat(where, ": kernel ", out->size());
+    if (absl::Status s = ParseKernel(out->Add(), at); !s.ok()) return s;
+    SkipSpace();
+    const int c = Get();
+    if (c == ']') break;
+    if (c != ',') return Error(absl::StrCat(where, ": expected ',' or ']' in an array"));
+  }
+  if (absl::Status s = CheckKernelTable(*out); !s.ok()) {
+    return Error(absl::StrCat(where, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ManifestReader::ParseKernel(v1::Kernel* out, absl::string_view where) {
+  std::string text;
+  return ParseObject(where, [&](const std::string& key) -> absl::Status {
+    const std::string at = absl::StrCat(where, ": \"", key.substr(0, 40), "\"");
+    if (key == "func_id") {
+      uint32_t v;
+      if (absl::Status s = ParseUint32(&v, at); !s.ok()) return s;
+      out->set_func_id(v);
+    } else if (key == "name") {
+      return ParseBoundedString(out->mutable_name(), kMaxKernelNameBytes, at);
+    } else if (key == "type") {
+      return ParseBoundedString(out->mutable_type(), kMaxKernelTypeBytes, at);
+    } else if (key == "signature") {
+      if (absl::Status s = Expect('[', at); !s.ok()) return s;
+      out->clear_signature();
+      SkipSpace();
+      if (Peek() == ']') {
+        Get();
+        return absl::OkStatus();
+      }
+      for (;;) {
+        if (out->signature_size() == kMaxKernelSignature) {
+          return Error(absl::StrCat(at, ": more than ", kMaxKernelSignature, " entries"));
+        }
+        v1::KernelArg* arg = out->add_signature();
+        absl::Status parsed = ParseObject(at, [&](const std::string& k) -> absl::Status {
+          const std::string in = absl::StrCat(at, ": \"", k.substr(0, 40), "\"");
+          if (k == "direction") {
+            if (absl::Status s = ParseBoundedString(&text, 16, in); !s.ok()) return s;
+            const std::optional<v1::ArgDirection> d = ArgDirectionFromName(text);
+            if (!d) {
+              return Error(absl::StrCat(in, ": expected in, out, inout or scalar, found \"",
+                                        text, "\""));
+            }
+            arg->set_direction(*d);
+          } else if (k == "dtype") {
+            if (absl::Status s = ParseBoundedString(&text, 32, in); !s.ok()) return s;
+            const std::optional<DataType> t = DataTypeFromName(text);
+            if (!t) return Error(absl::StrCat(in, ": not a dtype: \"", text, "\""));
+            arg->set_dtype(ToProtoDType(*t));
+          } else {
+            return SkipValue(in, 2);
+          }
+          return absl::OkStatus();
+        });
+        if (!parsed.ok()) return parsed;
+        SkipSpace();
+        const int c = Get();
+        if (c == ']') break;
+        if (c != ',') return Error(absl::StrCat(at, ": expected ',' or ']' in an array"));
+      }
+    } else {
+      return SkipValue(at, 2);
+    }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status ManifestReader::ParseCrashedTask(v1::CrashedTask* out, absl::string_view where) {
@@ -1047,6 +1144,16 @@ absl::StatusOr<bool> ManifestReader::Next(ManifestEntry* e) {
   return got;
 }
 
+absl::Status ManifestReader::ReadHeader() {
+  if (!error_.ok()) return error_;
+  ManifestEntry scratch;
+  stop_at_args_ = true;
+  absl::StatusOr<bool> got = Step(&scratch);
+  stop_at_args_ = false;
+  if (!got.ok()) error_ = got.status();
+  return got.status();
+}
+
 // The top level is walked as a small state machine so that entries can be
 // handed out one call at a time (Next) while the reader keeps its place.
 absl::StatusOr<bool> ManifestReader::Step(ManifestEntry* e) {
@@ -1081,6 +1188,7 @@ absl::StatusOr<bool> ManifestReader::Step(ManifestEntry* e) {
         return false;
       }
       case State::kEntry: {
+        if (stop_at_args_) return false;
         ResetEntry(e);
         e->index = next_index_;
         in_entry_ = true;
@@ -1130,6 +1238,8 @@ absl::Status ManifestReader::ParseTopLevelValue(const std::string& key) {
     } else {
       state_ = State::kEntry;
     }
+  } else if (key == "kernels") {
+    return ParseKernels(&summary_.kernels, where);
   } else if (key == "device_crash") {
     summary_.device_crash.emplace();
     return ParseDeviceCrash(&*summary_.device_crash, where);

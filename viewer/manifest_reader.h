@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "format/arg_filter.h"
 #include "format/dtype.h"
+#include "format/kernel_table.h"
 #include "proto/argsdump/v1/record.pb.h"
 #include "format/manifest_fields.h"
 
@@ -87,6 +88,10 @@ struct ManifestSummary {
   // Its task ids and fault address read back from their hex spellings;
   // held to format/device_crash.h's bounds like the service's.
   std::optional<v1::DeviceCrash> device_crash;
+  // "kernels", when present: the kernel table (what each func_id names),
+  // held to format/kernel_table.h's bounds. The store writes it before
+  // args[], so it is known once ReadHeader or the first Next returned.
+  KernelTable kernels;
 };
 
 class ManifestReader {
@@ -107,6 +112,10 @@ class ManifestReader {
   // The same one entry at a time: true with the next entry in `e`, false at
   // the end (the summary is then complete); an error stays the answer.
   absl::StatusOr<bool> Next(ManifestEntry* e);
+  // Reads the top-level fields before args[] (the summary is then what
+  // the manifest says before its entries: the store's header, kernels
+  // included) and stops there; Next goes on with the first entry.
+  absl::Status ReadHeader();
   // Only entries that match are handed out. An entry is dropped as soon as
   // a field it is filtered on is read (task_id, func_id, role, stage and
   // arg_index come first in what the store writes), and the rest of it is
@@ -165,6 +174,9 @@ class ManifestReader {
   absl::Status ParseStats(ManifestEntry::Stats* out, absl::string_view where);
   absl::Status ParseDeviceCrash(v1::DeviceCrash* out, absl::string_view where);
   absl::Status ParseCrashedTask(v1::CrashedTask* out, absl::string_view where);
+  absl::Status ParseKernels(KernelTable* out, absl::string_view where);
+  absl::Status ParseKernel(v1::Kernel* out, absl::string_view where);
+  absl::Status ParseBoundedString(std::string* out, size_t max, absl::string_view where);
   absl::Status ParseInt32(int32_t* out, absl::string_view where);
   // {"key": value, ...}: `field` per key, until the closing '}'.
   absl::Status ParseObject(absl::string_view where,
@@ -201,6 +213,7 @@ class ManifestReader {
   enum class State { kStart, kFieldName, kAfterField, kEntry, kAfterEntry, kEnd };
   State state_ = State::kStart;
   bool saw_args_ = false;
+  bool stop_at_args_ = false;  // ReadHeader: Step returns at the first entry
   uint64_t next_index_ = 0;
   absl::Status error_;
   bool scan_store_layout_ = true;

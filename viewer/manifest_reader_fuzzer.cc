@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // The store-layout scanner must change nothing: the same entries,
     // errors (and their bytes) and summary with it and without it, read
     // whole and under filters that drop entries at each of their fields.
-    std::vector<argsdump::EntryFilter> filters(4);
+    std::vector<argsdump::EntryFilter> filters(5);
     filters[1].args.task_id = 0x100000000ull;
     filters[1].args.role = argsdump::v1::ROLE_OUTPUT;
     filters[2].args.step = 1;
@@ -39,6 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     filters[3].args.arg_index = 1;
     filters[3].args.kind = argsdump::v1::KIND_SCALAR;
     filters[3].args.dtype = argsdump::v1::DTYPE_FLOAT32;
+    // A kernel name, resolved as the viewer would not (it resolves
+    // against the table first): unresolved, it matches nothing either way.
+    filters[4].args.func_name = "add";
     // The whole manifest in the buffer, and a small buffer (its size from
     // the input) that ends lines anywhere.
     const size_t small = 1 + (size * 7 + mode) % 300;
@@ -73,6 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       {dir, "--compare", dir},
       {dir, "-t", "0x0000000100000000"},
       {dir, "-i", "3", "--stats"},
+      {dir, "--func", "add"},
+      {dir, "--func-type", "elementwise", "--stats"},
   };
   std::ostringstream o, err;
   const int rc = argsdump::RunViewer(commands[(mode & 0x3f) % commands.size()], o, err);

@@ -399,6 +399,99 @@ TEST(ManifestReaderTest, ABadDeviceCrashIsAnErrorNamingTheField) {
       << st;
 }
 
+// "kernels" reads back as the store was given it, before the first entry
+// (ReadHeader stops there and Next goes on with it).
+TEST(ManifestReaderTest, ReadsTheKernelTableTheStoreWrites) {
+  const std::string dir = TempPath("kernels/args_dump");
+  TestCapture c;
+  c.Tensor(0x100000001, 0, v1::ROLE_INPUT, v1::STAGE_BEFORE_DISPATCH, v1::DTYPE_INT8, {2}, "ab");
+  c.SetKernels(SceneKernels());
+  ASSERT_TRUE(c.WriteTo(dir).ok());
+  auto reader = ManifestReader::Open(dir + "/args_dump.json");
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE((*reader)->ReadHeader().ok());
+  const KernelTable& k = (*reader)->summary().kernels;
+  ASSERT_EQ(k.size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(k.Get(i).SerializeAsString(), SceneKernels().Get(i).SerializeAsString()) << i;
+  }
+  ManifestEntry e;
+  ASSERT_TRUE(*(*reader)->Next(&e));
+  EXPECT_EQ(e.task_id, 0x100000001u);
+  EXPECT_FALSE(*(*reader)->Next(&e));
+}
+
+// The table is untrusted: a field of the wrong type, a direction or dtype
+// outside the schema, a name too long or given twice, too many kernels or
+// signature entries are errors naming the field; unknown keys are skipped.
+TEST(ManifestReaderTest, AHostileKernelTableIsAnErrorNamingTheField) {
+  const std::string path = TempPath("kernels_bad.json");
+  const std::string good =
+      R"({"func_id": 0, "name": "add", "type": "elementwise", "later": {"x": [1]},
+          "signature": [{"direction": "in", "dtype": "FLOAT32", "more": 1}, {"direction": "out"}]},
+         {"func_id": 1, "name": "mul", "signature": []})";
+  auto manifest = [](const std::string& kernels) {
+    return "{\"kernels\": [" + kernels + "], \"args\": []}";
+  };
+  Put(path, manifest(good));
+  absl::Status st;
+  ManifestSummary summary;
+  ReadAll(path, &st, &summary);
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(summary.kernels.size(), 2);
+  EXPECT_EQ(DescribeKernel(summary.kernels.Get(0)), "add (elementwise) [in FLOAT32, out]");
+  const std::vector<std::pair<std::pair<std::string, std::string>, std::string>> bad = {
+      {{R"("func_id": 0)", R"("func_id": "0")"}, R"("func_id": expected)"},
+      {{R"("func_id": 0)", R"("func_id": 4294967296)"}, R"("func_id")"},
+      {{R"("func_id": 0)", R"("func_id": 65535)"}, "kernels[0].func_id: 65535, at most 65534"},
+      {{R"("func_id": 0)", R"("func_id": 1)"}, "kernels[1].func_id: 1 is given twice"},
+      {{R"("name": "mul")", R"("name": "add")"}, R"(kernels[1].name: "add" is given twice)"},
+      {{R"("name": "add")", R"("name": "")"}, "kernels[0].name: empty"},
+      {{R"("name": "add")", R"("name": "a\u0007b")"}, "a control character (7)"},
+      {{R"("name": "add")", R"("name": "\ud800")"}, "kernels[0].name: not UTF-8"},
+      {{R"("name": "add")", "\"name\": \"" + std::string(200, 'n') + "\""},
+       R"("name": 200 bytes, at most 128)"},
+      {{R"("type": "elementwise")", "\"type\": \"" + std::string(65, 't') + "\""},
+       R"("type": 65 bytes, at most 64)"},
+      {{R"("name": "add")", R"("name": ["add"])"}, R"("name": expected '"')"},
+      {{R"("direction": "in")", R"("direction": "sideways")"},
+       R"(expected in, out, inout or scalar, found "sideways")"},
+      {{R"("dtype": "FLOAT32")", R"("dtype": "FLOAT33")"}, R"(not a dtype: "FLOAT33")"},
+      {{R"("direction": "out")", R"("direction": "out"}, {"direction": "scalar"}, {"direction": "in")"},
+       "kernels[0].signature[3]: a tensor entry after a scalar entry"},
+      {{R"("signature": [])", R"("signature": {})"}, R"("signature": expected '[')"},
+  };
+  for (const auto& [change, says] : bad) {
+    std::string kernels = good;
+    ASSERT_NE(kernels.find(change.first), std::string::npos) << change.first;
+    kernels.replace(kernels.find(change.first), change.first.size(), change.second);
+    Put(path, manifest(kernels));
+    ReadAll(path, &st);
+    EXPECT_EQ(st.code(), absl::StatusCode::kDataLoss) << change.second;
+    EXPECT_NE(st.message().find("top-level field \"kernels\""), std::string::npos) << st;
+    EXPECT_NE(st.message().find(says), std::string::npos) << st;
+  }
+  // Counts are bounded as they are read.
+  std::string many;
+  for (int i = 0; i <= kMaxKernels; ++i) {
+    absl::StrAppend(&many, i > 0 ? "," : "", "{\"func_id\": ", i, ", \"name\": \"k", i, "\"}");
+  }
+  Put(path, manifest(many));
+  ReadAll(path, &st);
+  EXPECT_NE(st.message().find("more than 4096 kernels"), std::string::npos) << st;
+  std::string wide = "{\"func_id\": 0, \"name\": \"w\", \"signature\": [";
+  for (int i = 0; i <= kMaxKernelSignature; ++i) {
+    absl::StrAppend(&wide, i > 0 ? "," : "", "{\"direction\": \"in\"}");
+  }
+  Put(path, manifest(wide + "]}"));
+  ReadAll(path, &st);
+  EXPECT_NE(st.message().find("more than 64 entries"), std::string::npos) << st;
+  Put(path, R"({"kernels": {"a": 1}, "args": []})");
+  ReadAll(path, &st);
+  EXPECT_NE(st.message().find("top-level field \"kernels\": expected '['"), std::string::npos)
+      << st;
+}
+
 // Role, stage, kind and dtype are the schema's names or the entry is an
 // error naming the field, what it holds and what it may hold.
 TEST(ManifestReaderTest, NamesOutsideTheSchemaAreErrors) {

@@ -62,6 +62,7 @@ std::string ReadTranscript(const std::string& manifest, const EntryFilter& filte
   absl::StrAppend(&out, "bin_file ", sum.has_bin_file, " [", sum.bin_file, "]\n");
   for (const auto& [k, v] : sum.labels) absl::StrAppend(&out, "label [", k, "] [", v, "]\n");
   if (sum.device_crash) absl::StrAppend(&out, "device_crash ", sum.device_crash->ShortDebugString(), "\n");
+  for (const v1::Kernel& k : sum.kernels) absl::StrAppend(&out, "kernel ", k.ShortDebugString(), "\n");
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "format/dtype.h"
+#include "format/kernel_table.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "format/names.h"
 #include "format/record.h"
@@ -96,6 +97,12 @@ class RemoteSource : public ArgSource {
       return absl::NotFoundError(absl::StrCat(name(), ": no such capture", SomeCaptures()));
     }
     if (!s.ok()) return FromGrpcStatus(s, absl::StrCat(name(), ": GetCapture"));
+    // Names are resolved here too (the service resolves those it is sent):
+    // an unknown one is the same error as for a local capture, and live
+    // records are matched here.
+    if (absl::Status r = ResolveKernelFilter(summary_.kernels(), &selection_.args); !r.ok()) {
+      return r;
+    }
     if (summary_.state() == v1::CAPTURE_STATE_FINISHED) return absl::OkStatus();
     if (absl::Status loaded = LoadLive(); !loaded.ok()) return loaded;
     // Again: the records just fetched may be newer than the summary, and
@@ -184,6 +191,8 @@ class RemoteSource : public ArgSource {
   std::map<std::string, std::string> Labels() const override {
     return {summary_.labels().begin(), summary_.labels().end()};
   }
+
+  KernelTable Kernels() const override { return summary_.kernels(); }
 
   absl::StatusOr<SomeValues> Suggestions() override {
     if (live_ || !Pushed()) return some_;
@@ -283,7 +292,7 @@ class RemoteSource : public ArgSource {
   }
 
   const RemoteCapture remote_;
-  const Selection selection_;
+  Selection selection_;  // its kernel names resolved by Start
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::CaptureService::Stub> stub_;
   v1::CaptureSummary summary_;

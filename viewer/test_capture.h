@@ -54,6 +54,13 @@ class TestCapture {
     return BytesOf(values);
   }
 
+  // The capture's kernel table (CaptureInfo.kernels; a stream sends it in
+  // IngestOpen).
+  void SetKernels(google::protobuf::RepeatedPtrField<v1::Kernel> kernels) {
+    kernels_ = std::move(kernels);
+  }
+  const google::protobuf::RepeatedPtrField<v1::Kernel>& kernels() const { return kernels_; }
+
   // How the device process died, stored with Amend before Finish.
   void SetDeviceCrash(v1::DeviceCrash crash) { *end_.mutable_device_crash() = std::move(crash); }
   // What a sink's Amend gets before Finish (empty unless SetDeviceCrash).
@@ -66,6 +73,7 @@ class TestCapture {
     v1::CaptureInfo info;
     info.set_name(name);
     info.set_level(v1::DUMP_LEVEL_FULL);
+    *info.mutable_kernels() = kernels_;
     auto store = CaptureStore::Create(dir, info);
     if (!store.ok()) return store.status();
     for (size_t i = 0; i < batch_.size(); ++i) {
@@ -88,6 +96,7 @@ class TestCapture {
 
   RecordBatch batch_;
   v1::CaptureInfo end_;  // what Amend adds
+  google::protobuf::RepeatedPtrField<v1::Kernel> kernels_;
 };
 
 // Four tasks that exercise every command: float32, float16, bfloat16, fp8,
@@ -130,6 +139,30 @@ inline TestCapture ViewerScene(bool variant) {
 // A device that died in task 1's kernel while task 2's ran too (issue 14;
 // SegvCrash): task 0 completed; tasks 1 and 2 have their inputs and
 // in-flight snapshots of their outputs.
+// The kernels of MakeCapture-like captures (func ids 5, 6, 7 by task):
+// names, types, directions and a declared dtype.
+inline google::protobuf::RepeatedPtrField<v1::Kernel> SceneKernels() {
+  google::protobuf::RepeatedPtrField<v1::Kernel> t;
+  const struct {
+    uint32_t id;
+    const char* name;
+    const char* type;
+  } kernels[] = {{5, "layer_norm", "norm"}, {6, "saxpy", "elementwise"},
+                 {7, "strided_affine", "elementwise"}};
+  for (const auto& k : kernels) {
+    v1::Kernel* out = t.Add();
+    out->set_func_id(k.id);
+    out->set_name(k.name);
+    out->set_type(k.type);
+    v1::KernelArg* in = out->add_signature();
+    in->set_direction(v1::ARG_DIRECTION_IN);
+    in->set_dtype(v1::DTYPE_FLOAT32);
+    out->add_signature()->set_direction(v1::ARG_DIRECTION_OUT);
+    out->add_signature()->set_direction(v1::ARG_DIRECTION_SCALAR);
+  }
+  return t;
+}
+
 inline TestCapture CrashScene() {
   TestCapture c;
   for (uint64_t t = 0; t < 3; ++t) {

@@ -18,6 +18,7 @@
 #include "base/confined_path.h"
 #include "base/files.h"
 #include "format/device_crash.h"
+#include "format/kernel_table.h"
 #include "format/dtype.h"
 #include "viewer/arg_source.h"
 #include "viewer/capture_compare.h"
@@ -40,8 +41,10 @@ struct Options : ViewerOptions {
 };
 
 // A row of the --stats table; `stored`: numbers the capture stored.
-std::string StatsTableRow(uint64_t index, const ElementStats& st, bool stored) {
-  const char* note = stored ? "  stored" : "";
+std::string StatsTableRow(uint64_t index, const ElementStats& st, bool stored,
+                          const std::string& kernel) {
+  const std::string note = absl::StrCat(stored ? "  stored" : "",
+                                        kernel.empty() ? "" : "  ", kernel);
   if (st.finite == 0) {
     return absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d%s\n", index, "-", "-",
                            "-", "-", st.nan, st.pos_inf, st.neg_inf, st.zeros, note);
@@ -221,6 +224,38 @@ int Fail(std::ostream& err, const absl::Status& s) {
   return 2;
 }
 
+// The names of an entry's kernels in the capture's kernel table ("add",
+// "mix_sum+mix_prod"); "" when the capture has no table or the kernel is
+// not known.
+std::string KernelLabel(const KernelTable& kernels, const ManifestEntry& e) {
+  if (kernels.empty() || (e.func_ids.size() == 1 && e.func_ids[0] == -1)) return "";
+  return KernelNames(kernels, e.func_ids.begin(), e.func_ids.end());
+}
+
+// The kernels of the listed args, after the listing (captures with a
+// kernel table): "kernels: 0 add (elementwise) [in FLOAT32, ...]".
+std::string KernelsSeen(const KernelTable& kernels, const std::set<int64_t>& ids) {
+  std::string s;
+  for (int64_t id : ids) {
+    const v1::Kernel* k = id < 0 ? nullptr : FindKernel(kernels, static_cast<uint32_t>(id));
+    if (k == nullptr) continue;
+    absl::StrAppend(&s, s.empty() ? "kernels:\n" : "", absl::StrFormat("  %5d  ", id),
+                    DescribeKernel(*k), "\n");
+  }
+  return s;
+}
+
+// An open that failed on a kernel name or type the capture's table does not
+// have names the flag (exit 2); any other failure as Fail.
+int FailOpen(const ViewerOptions& o, std::ostream& err, const absl::Status& s) {
+  if (!IsUnknownKernel(s)) return Fail(err, s);
+  const bool name = o.selection.args.func_name && absl::StrContains(s.message(), "named");
+  err << "dump_viewer: " << (name ? o.func_flag : o.func_type_flag) << " '"
+      << (name ? *o.selection.args.func_name : o.selection.args.func_type.value_or(""))
+      << "': " << s.message() << "\n";
+  return 2;
+}
+
 // Progress on stderr for a long command (tools/progress.h): by default on
 // a terminal once it outlasts a moment; --progress / --noprogress force it.
 std::unique_ptr<ProgressMeter> MakeProgress(const Options& o, std::ostream& err,
@@ -249,13 +284,20 @@ int NoMatch(ArgSource& source, std::ostream& err) {
   if (!some.ok()) return Fail(err, some.status());
   std::vector<std::string> tasks;
   for (uint64_t t : some->tasks) tasks.push_back(TaskIdHex(t));
+  // Func ids with their kernels' names ("0=add"), when the capture has a table.
+  const KernelTable kernels = source.Kernels();
+  std::vector<std::string> funcs;
+  for (int64_t f : some->funcs) {
+    const v1::Kernel* k = f < 0 ? nullptr : FindKernel(kernels, static_cast<uint32_t>(f));
+    funcs.push_back(k != nullptr ? absl::StrCat(f, "=", k->name()) : absl::StrCat(f));
+  }
   std::vector<std::string> stages, roles, kinds;
   for (v1::Stage s : some->stages) stages.push_back(StageShortName(s));
   for (v1::Role r : some->roles) roles.push_back(RoleName(r));
   for (v1::Kind k : some->kinds) kinds.push_back(KindName(k));
   err << "dump_viewer: no arg matches the filters. Some values in this capture: tasks "
       << absl::StrJoin(tasks, " ") << "; args " << absl::StrJoin(some->args, " ") << "; funcs "
-      << absl::StrJoin(some->funcs, " ") << "; stages " << absl::StrJoin(stages, ", ")
+      << absl::StrJoin(funcs, " ") << "; stages " << absl::StrJoin(stages, ", ")
       << "; roles " << absl::StrJoin(roles, ", ") << "; kinds " << absl::StrJoin(kinds, ", ")
       << "; steps " << absl::StrJoin(some->steps, " ") << "\n";
   return 1;
@@ -301,6 +343,9 @@ int FirstNonFinite(ArgSource& source, const Selection& selection, std::ostream& 
       }
       if (!st.has_nonfinite()) continue;
       out << "first non-finite output: " << StatsLine(e, st) << "\n";
+      if (const std::string k = KernelLabel(source.Kernels(), e); !k.empty()) {
+        out << "kernel of task " << TaskIdHex(e.task_id) << ": " << k << "\n";
+      }
       out << "inputs of task " << TaskIdHex(e.task_id) << ":\n";
       for (const ManifestEntry& in : task) {
         if (in.stage != v1::STAGE_BEFORE_DISPATCH && in.role != v1::ROLE_INPUT) continue;
@@ -402,6 +447,7 @@ int CompareCaptures(ArgSource& here, ArgSource& golden, const Options& o, std::o
       MakeProgress(o, err, "compare", {{"args", ProgressUnit::kCount, std::nullopt},
                                        {"", ProgressUnit::kBytes, std::nullopt}});
   Tally t;
+  const KernelTable kernels = here.Kernels();
   // With --index the golden side is selected by key only: its other
   // entries are not "missing" here.
   const bool count_golden_only = !selection.index.has_value();
@@ -432,7 +478,10 @@ int CompareCaptures(ArgSource& here, ArgSource& golden, const Options& o, std::o
         ++t.compared;
         t.differ += v.differs;
         Say(o, *progress, out, RowOf(*a, v));
-        if (v.differs) t.Note(v.detail);
+        if (v.differs) {
+          const std::string k = KernelLabel(kernels, *a);
+          t.Note(k.empty() ? v.detail : absl::StrCat(v.detail, " (kernel ", k, ")"));
+        }
         progress->Add({1, pa.size() + pg.size()});
         return absl::OkStatus();
       });
@@ -560,6 +609,7 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
       dir->emplace(*std::move(made));
     }
   }
+  const KernelTable kernels = source.Kernels();
   uint64_t total_bytes = 0;
   for (const ManifestEntry& s : selected) total_bytes += s.bin_size;
   std::unique_ptr<ProgressMeter> progress =
@@ -596,7 +646,7 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
       // Without a payload, the statistics the capture stored (stats mode).
       const bool stored = s.bin_size == 0 && s.stats;
       stats_table += StatsTableRow(s.index, stored ? FromStored(*s.stats) : ComputeStats(s, bytes),
-                                   stored);
+                                   stored, KernelLabel(kernels, s));
     }
     progress->Add({1, bytes.size()});
   }
@@ -611,8 +661,9 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
         << npy_notes;
   }
   if (o.stats) {
-    out << absl::StrFormat("%7s  %14s  %14s  %14s  %14s  %6s  %6s  %6s  %8s\n", "index", "min",
-                           "max", "mean", "abs_max", "nan", "+inf", "-inf", "zeros")
+    out << absl::StrFormat("%7s  %14s  %14s  %14s  %14s  %6s  %6s  %6s  %8s%s\n", "index", "min",
+                           "max", "mean", "abs_max", "nan", "+inf", "-inf", "zeros",
+                           kernels.empty() ? "" : "  (kernel)")
         << stats_table;
   }
   return 0;
@@ -673,8 +724,18 @@ int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std
     out.write(lines.data(), static_cast<std::streamsize>(used));
     used = 0;
   };
+  // The func ids of the listed args, for the kernels line (with a table:
+  // known once the first entry is read); a run of one task's entries
+  // costs one comparison each.
+  const KernelTable kernels = source.Kernels();
+  std::set<int64_t> funcs;
+  std::vector<int64_t> last_funcs;
   for (; got.ok() && *got; got = source.Next(&e)) {
     ++matched;
+    if (!kernels.empty() && e.func_ids != last_funcs) {
+      funcs.insert(e.func_ids.begin(), e.func_ids.end());
+      last_funcs = e.func_ids;
+    }
     if (export_text || ((o.npy || o.stats) && e.is_tensor())) selected.push_back(e);
     const absl::string_view mark = crash ? crash->Mark(e) : "";
     const size_t bound = ListingLineBound(e, mark);
@@ -694,6 +755,7 @@ int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std
     return status;
   }
   out << matched << " args\n";
+  out << KernelsSeen(kernels, funcs);
   // A manifest that says it only after args[] (not the store's layout).
   if (!crash) {
     if (std::optional<v1::DeviceCrash> c = source.DeviceCrashInfo()) out << CrashMarks::Summary(*c);
@@ -788,6 +850,8 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     read.args.task_id = o.selection.args.task_id;
     read.args.func_id = o.selection.args.func_id;
     read.args.func_unknown = o.selection.args.func_unknown;
+    read.args.func_name = o.selection.args.func_name;
+    read.args.func_type = o.selection.args.func_type;
     read.args.step = o.selection.args.step;
   }
   auto open = [&](const std::string& dir, const std::string& capture,
@@ -803,7 +867,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return OpenRemoteCapture(r, s);
   };
   auto source = open(o.dir, o.remote.capture, read);
-  if (!source.ok()) return Fail(err, source.status());
+  if (!source.ok()) return FailOpen(o, err, source.status());
   if (o.first_nonfinite) return FirstNonFinite(**source, o.selection, out, err);
   if (!o.compare.empty()) {
     const std::string& golden = o.compare;
@@ -816,7 +880,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
       Selection by_key = o.selection;
       by_key.index.reset();
       auto g = open("", golden.substr(8), by_key);
-      if (!g.ok()) return Fail(err, g.status());
+      if (!g.ok()) return FailOpen(o, err, g.status());
       return CompareCaptures(**source, **g, o, out, err);
     }
     if (IsFile(golden) && !absl::EndsWith(golden, ".zip")) {
@@ -835,7 +899,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
     Selection by_key = o.selection;
     by_key.index.reset();
     auto g = OpenLocalCapture(at->dir, by_key);
-    if (!g.ok()) return Fail(err, g.status());
+    if (!g.ok()) return FailOpen(o, err, g.status());
     return CompareCaptures(**source, **g, o, out, err);
   }
   // --out, a capture's own folder and a zip's were named by the user; a

@@ -1,7 +1,8 @@
 // dump_viewer's command line as a library (tests call it directly):
 //   dump_viewer [DIR | --server HOST:PORT --capture NAME [--auth_token_file F]]
 //               [--task/-t HEX] [--stage/-s before|after]
-//               [--role/-r input|output|inout] [--arg/-a N] [--func F|-1]
+//               [--role/-r input|output|inout] [--arg/-a N]
+//               [--func NAME|ID|-1] [--func-type TYPE]
 //               [--kind tensor|scalar] [--dtype DTYPE]
 //               [--step N] [--overflow] [--nonfinite] [--index/-i N]
 //               [--export/-e] [--npy] [--stats] [--out DIR]
@@ -16,7 +17,11 @@
 // the current folder. --server/--capture read a capture service instead,
 // live or finished, fetching only the payloads a command needs.
 //
-// Lists the matching args, one line each. A capture whose device process
+// Lists the matching args, one line each, then (a capture with a kernel
+// table) "kernels:" and a line per kernel of the listed args: its func
+// id, name, type and signature. --func/--func-type names are resolved
+// against that table; one it does not have is exit 2 naming the flag and
+// the kernels it has. A capture whose device process
 // died (its device_crash, issue 14) opens with "device crash: SIGSEGV at
 // 0x0 (task ..., func ..., worker 2, thread 1, step 0); 3 tasks in
 // flight" and its description, and its lines end with "[crashed task]"

@@ -9,7 +9,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
+#include "base/utf8.h"
 #include "format/dtype.h"
+#include "format/kernel_table.h"
 #include "format/names.h"
 #include "tools/cli_flags.h"
 
@@ -22,7 +24,10 @@ ABSL_FLAG(std::string, stage, "", "before (before_dispatch) or after (after_comp
 ABSL_FLAG(std::string, role, "", "input, output or inout");
 ABSL_FLAG(std::string, arg, "", "the arg index (0, 1, ...)");
 ABSL_FLAG(std::string, func, "",
-          "the func id of the task's kernel (-1: args whose kernel is not known)");
+          "the task's kernel: its name in the capture's kernel table (exact), or its func id "
+          "(-1: args whose kernel is not known)");
+ABSL_FLAG(std::string, func_type, "",
+          "the type of the task's kernel in the capture's kernel table (elementwise, matmul, ...)");
 ABSL_FLAG(std::string, kind, "", "tensor or scalar");
 ABSL_FLAG(std::string, dtype, "", "the element type, as the listing spells it (FLOAT32, INT8, ...)");
 ABSL_FLAG(std::string, step, "", "the step (0, 1, ...)");
@@ -154,26 +159,51 @@ absl::Status ReadNames(const CommandLine& line, ArgFilter* f) {
   return absl::OkStatus();
 }
 
-// --func N: a func id, or -1 for args whose kernel is not known.
-absl::Status ReadFunc(const CommandLine& line, ArgFilter* f) {
+// --func NAME|N: a kernel's name, a func id, or -1 for args whose kernel
+// is not known; --func-type TYPE. Names are resolved against the capture's
+// kernel table once it is open (the viewer: an unknown one is exit 2).
+absl::Status ReadFunc(const CommandLine& line, ViewerOptions* o) {
+  ArgFilter* f = &o->selection.args;
+  if (line.Given("func_type")) {
+    const std::string value = absl::GetFlag(FLAGS_func_type);
+    if (value.empty() || value.size() > kMaxKernelTypeBytes || !IsValidUtf8(value)) {
+      return Bad(line, "func_type", value,
+                 absl::StrCat("a kernel type (1 to ", kMaxKernelTypeBytes, " bytes of UTF-8)"));
+    }
+    f->func_type = value;
+    o->func_type_flag = line.Spelling("func_type");
+  }
   if (!line.Given("func")) return absl::OkStatus();
   const std::string value = absl::GetFlag(FLAGS_func);
   int64_t v;
-  if (!absl::SimpleAtoi(value, &v) || v < -1 || v > int64_t{0xFFFFFFFF}) {
-    return Bad(line, "func", value, "a func id (0, 1, ..., or -1 for args whose kernel is not known)");
+  if (absl::SimpleAtoi(value, &v)) {
+    if (v < -1 || v > int64_t{0xFFFFFFFF}) {
+      return Bad(line, "func", value,
+                 "a kernel name, or a func id (0, 1, ..., or -1 for args whose kernel is not "
+                 "known)");
+    }
+    if (v == -1) {
+      f->func_unknown = true;
+    } else {
+      f->func_id = static_cast<uint32_t>(v);
+    }
+    return absl::OkStatus();
   }
-  if (v == -1) {
-    f->func_unknown = true;
-  } else {
-    f->func_id = static_cast<uint32_t>(v);
+  if (value.empty() || value.size() > kMaxKernelNameBytes || !IsValidUtf8(value)) {
+    return Bad(line, "func", value,
+               absl::StrCat("a kernel name (1 to ", kMaxKernelNameBytes,
+                            " bytes of UTF-8) or a func id (0, 1, ..., or -1)"));
   }
+  f->func_name = value;
+  o->func_flag = line.Spelling("func");
   return absl::OkStatus();
 }
 
-absl::Status ReadFilters(const CommandLine& line, Selection* f) {
+absl::Status ReadFilters(const CommandLine& line, ViewerOptions* o) {
+  Selection* f = &o->selection;
   ArgFilter& args = f->args;
   for (absl::Status s :
-       {ReadTask(line, &args), ReadNames(line, &args), ReadFunc(line, &args),
+       {ReadTask(line, &args), ReadNames(line, &args), ReadFunc(line, o),
         ReadNumber(line, "arg", absl::GetFlag(FLAGS_arg), "an arg index (0, 1, ...)",
                    &args.arg_index),
         ReadNumber(line, "step", absl::GetFlag(FLAGS_step), "a step (0, 1, ...)", &args.step),
@@ -285,7 +315,7 @@ absl::StatusOr<ViewerOptions> FromFlags(const CommandLine& line) {
                      line.positional[1], "')"));
   }
   if (!line.positional.empty()) o.dir = line.positional[0];
-  for (absl::Status s : {ReadFilters(line, &o.selection), ReadCommands(line, &o),
+  for (absl::Status s : {ReadFilters(line, &o), ReadCommands(line, &o),
                          ReadService(line, &o)}) {
     if (!s.ok()) return s;
   }

@@ -22,6 +22,10 @@ struct ViewerOptions {
   bool help = false;  // --help / -h: print ViewerHelp() and nothing else
   std::string dir;    // DIR (empty: the newest under outputs/)
   Selection selection;
+  // How the user spelled --func / --func-type, when they named a kernel
+  // or a type (selection.args.func_name / func_type): for the message when
+  // the capture's kernel table has no such kernel.
+  std::string func_flag, func_type_flag;
   bool export_text = false, npy = false, stats = false, first_nonfinite = false;
   std::string compare;  // GOLDEN
   Tolerance tolerance;

@@ -97,10 +97,35 @@ TEST(ViewerOptionsTest, KindDtypeAndUnknownFuncsAreFilters) {
   EXPECT_EQ(Error({"d", "--dtype", "FLOAT8"}),
             "--dtype 'FLOAT8': expected a dtype such as FLOAT32, BFLOAT16 or INT8");
   EXPECT_EQ(Error({"d", "--func", "-2"}),
-            "--func '-2': expected a func id (0, 1, ..., or -1 for args whose kernel is not known)");
+            "--func '-2': expected a kernel name, or a func id (0, 1, ..., or -1 for args whose "
+            "kernel is not known)");
   EXPECT_EQ(Error({"d", "--func", "4294967296"}),
-            "--func '4294967296': expected a func id (0, 1, ..., or -1 for args whose kernel is "
-            "not known)");
+            "--func '4294967296': expected a kernel name, or a func id (0, 1, ..., or -1 for args "
+            "whose kernel is not known)");
+}
+
+// --func takes a kernel's name too (resolved against the capture's kernel
+// table once it is open), --func-type a type; how the flag was spelled is
+// kept for the message when the capture has no such kernel.
+TEST(ViewerOptionsTest, FuncTakesAKernelNameAndFuncTypeAType) {
+  const ViewerOptions o = Parse({"d", "--func", "strided_affine", "--func_type=elementwise"});
+  EXPECT_EQ(o.selection.args.func_name, "strided_affine");
+  EXPECT_EQ(o.selection.args.func_type, "elementwise");
+  EXPECT_FALSE(o.selection.args.func_id.has_value());
+  EXPECT_FALSE(o.selection.args.func_named.has_value());  // not resolved yet
+  EXPECT_EQ(o.func_flag, "--func");
+  EXPECT_EQ(o.func_type_flag, "--func_type");
+  EXPECT_TRUE(o.selection.any());
+  EXPECT_EQ(Parse({"d", "--func-type", "mix"}).func_type_flag, "--func-type");
+  EXPECT_EQ(Error({"d", "--func", ""}),
+            "--func '': expected a kernel name (1 to 128 bytes of UTF-8) or a func id (0, 1, "
+            "..., or -1)");
+  EXPECT_EQ(Error({"d", "--func", "a\xff"}),
+            "--func 'a\xff': expected a kernel name (1 to 128 bytes of UTF-8) or a func id (0, 1, "
+            "..., or -1)");
+  EXPECT_EQ(Error({"d", "--func-type", std::string(65, 't')}),
+            "--func-type '" + std::string(65, 't') +
+                "': expected a kernel type (1 to 64 bytes of UTF-8)");
 }
 
 TEST(ViewerOptionsTest, ProgressIsAutoOnOrOff) {

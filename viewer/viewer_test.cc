@@ -159,6 +159,93 @@ TEST(ViewerTest, FiltersCombine) {
             (std::vector<int>{0, 3, 6}));
 }
 
+// MakeCapture's records with a kernel table (SceneKernels: 5 layer_norm,
+// 6 saxpy, 7 strided_affine).
+std::string MakeNamedCapture(const std::string& dir) {
+  TestCapture c;
+  for (uint64_t t = 0; t < 3; ++t) {
+    const uint64_t task = 0x100000000ull + t;
+    c.Tensor(task, 0, v1::ROLE_INPUT, v1::STAGE_BEFORE_DISPATCH, v1::DTYPE_FLOAT32, {2, 4},
+             std::string(32, 'a'));
+    c.Scalar(task, 2, v1::DTYPE_INT32, 40 + t);
+    c.Tensor(task, 1, v1::ROLE_OUTPUT, v1::STAGE_AFTER_COMPLETION, v1::DTYPE_FLOAT32, {2, 4},
+             std::string(32, 'b'));
+  }
+  c.SetKernels(SceneKernels());
+  EXPECT_TRUE(c.WriteTo(dir).ok());
+  return dir;
+}
+
+TEST(ViewerTest, FuncTakesAKernelNameOrAnId) {
+  const std::string dir = MakeNamedCapture(Root() + "/named/args_dump");
+  EXPECT_EQ(Indices(Viewer({dir, "--func", "saxpy"})), (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(Indices(Viewer({dir, "--func", "6"})), (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(Indices(Viewer({dir, "--func=strided_affine", "-r", "output"})),
+            (std::vector<int>{8}));
+  EXPECT_EQ(Indices(Viewer({dir, "--func-type", "elementwise", "-a", "0"})),
+            (std::vector<int>{3, 6}));
+  EXPECT_EQ(Indices(Viewer({dir, "--func_type=norm"})), (std::vector<int>{0, 1, 2}));
+  // Through args.index (a task query) the name selects the same way.
+  EXPECT_EQ(Indices(Viewer({dir, "-t", "0x100000001", "--func", "saxpy"})),
+            (std::vector<int>{3, 4, 5}));
+  const Result none = Viewer({dir, "-t", "0x100000001", "--func", "layer_norm"});
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("funcs 5=layer_norm 6=saxpy 7=strided_affine"), std::string::npos)
+      << none.err;
+  // The listing ends with the kernels of the args it listed.
+  const Result r = Viewer({dir, "--func", "saxpy"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 args\nkernels:\n      6  saxpy (elementwise) [in FLOAT32, out, "
+                       "scalar]\n"),
+            std::string::npos)
+      << r.out;
+  const Result all = Viewer({dir});
+  EXPECT_NE(all.out.find("kernels:\n      5  layer_norm (norm) [in FLOAT32, out, scalar]\n"
+                         "      6  saxpy (elementwise) [in FLOAT32, out, scalar]\n"
+                         "      7  strided_affine (elementwise) [in FLOAT32, out, scalar]\n"),
+            std::string::npos)
+      << all.out;
+  // --stats names each tensor's kernel.
+  const Result stats = Viewer({dir, "--func", "strided_affine", "--stats"});
+  ASSERT_EQ(stats.code, 0) << stats.err;
+  EXPECT_NE(stats.out.find("zeros  (kernel)\n      6  "), std::string::npos) << stats.out;
+  EXPECT_NE(stats.out.find("0         0  strided_affine\n      8  "), std::string::npos)
+      << stats.out;
+}
+
+// A name the capture's kernel table does not have is exit 2, naming the
+// flag as typed and the names it has; so is a capture with no table.
+TEST(ViewerTest, AnUnknownKernelNameNamesTheFlagAndTheKnownNames) {
+  const std::string dir = MakeNamedCapture(Root() + "/named_unknown/args_dump");
+  Result r = Viewer({dir, "--func", "strided_afine"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err,
+            "dump_viewer: --func 'strided_afine': no kernel named \"strided_afine\" in this "
+            "capture; its kernels: layer_norm, saxpy, strided_affine\n");
+  r = Viewer({dir, "-t", "0x100000001", "--func", "nope"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--func 'nope': no kernel named"), std::string::npos) << r.err;
+  r = Viewer({dir, "--func-type", "conv"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err,
+            "dump_viewer: --func-type 'conv': no kernel of type \"conv\" in this capture; its "
+            "types: elementwise, norm\n");
+  r = Viewer({dir, "--first-nonfinite", "--func", "nope"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--func 'nope'"), std::string::npos) << r.err;
+  const std::string old = MakeCapture(Root() + "/unnamed/args_dump");
+  r = Viewer({old, "--func", "saxpy"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("its kernels: none (the capture has no kernel table: filter by func id)"),
+            std::string::npos)
+      << r.err;
+  // A name that cannot be one is refused before the capture is read.
+  r = Viewer({dir, "--func", std::string(129, 'k')});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("expected a kernel name (1 to 128 bytes of UTF-8)"), std::string::npos)
+      << r.err;
+}
+
 TEST(ViewerTest, NoMatchSaysSoAndSuggests) {
   const std::string dir = MakeCapture(Root() + "/nomatch/args_dump");
   const Result r = Viewer({dir, "-t", "0x77"});

@@ -58,10 +58,26 @@ absl::StatusOr<uint16_t> KernelRegistry::Register(std::string name,
   info.func_id = static_cast<uint16_t>(kernels_.size());
   info.name = std::move(name);
   info.type = std::move(type);
+  info.dtypes.resize(signature.size());
   info.signature = std::move(signature);
   info.fn = fn;
   kernels_.push_back(std::move(info));
   return kernels_.back().func_id;
+}
+
+absl::StatusOr<uint16_t> KernelRegistry::RegisterTyped(std::string name,
+                                                       std::vector<KernelArgSpec> signature,
+                                                       KernelFn fn, std::string type) {
+  std::vector<ArgDirection> directions;
+  std::vector<std::optional<DataType>> dtypes;
+  for (const KernelArgSpec& a : signature) {
+    directions.push_back(a.direction);
+    dtypes.push_back(a.dtype);
+  }
+  absl::StatusOr<uint16_t> id =
+      Register(std::move(name), std::move(directions), fn, std::move(type));
+  if (id.ok()) kernels_.back().dtypes = std::move(dtypes);
+  return id;
 }
 
 const KernelInfo* KernelRegistry::Find(uint16_t func_id) const {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,16 @@ class KernelContext {
 
 using KernelFn = absl::Status (*)(KernelContext& ctx);
 
+// A signature entry with the dtype the kernel takes there, for
+// RegisterTyped: {ArgDirection::kIn, DataType::kBfloat16}, or just a
+// direction (any dtype).
+struct KernelArgSpec {
+  KernelArgSpec(ArgDirection d) : direction(d) {}  // NOLINT: a direction alone
+  KernelArgSpec(ArgDirection d, DataType t) : direction(d), dtype(t) {}
+  ArgDirection direction;
+  std::optional<DataType> dtype;
+};
+
 struct KernelInfo {
   uint16_t func_id = 0;
   std::string name;
@@ -71,6 +82,10 @@ struct KernelInfo {
   // filters that select kernels by type; empty when not given.
   std::string type;
   std::vector<ArgDirection> signature;
+  // Per signature entry, the dtype the kernel declared it takes (nullopt:
+  // not declared); as long as `signature`. It describes the kernel in the
+  // capture's kernel table; the runtime does not check it (the kernel does).
+  std::vector<std::optional<DataType>> dtypes;
   KernelFn fn = nullptr;
 };
 
@@ -83,6 +98,9 @@ class KernelRegistry {
   absl::StatusOr<uint16_t> Register(std::string name,
                                     std::vector<ArgDirection> signature, KernelFn fn,
                                     std::string type = "");
+  // The same with the dtypes the kernel takes, where it declares them.
+  absl::StatusOr<uint16_t> RegisterTyped(std::string name, std::vector<KernelArgSpec> signature,
+                                         KernelFn fn, std::string type = "");
   const KernelInfo* Find(uint16_t func_id) const;
   absl::StatusOr<uint16_t> IdOf(const std::string& name) const;
   size_t size() const { return kernels_.size(); }

@@ -295,37 +295,41 @@ absl::Status CrashWait(KernelContext& ctx) {
 absl::Status RegisterBuiltinKernels(KernelRegistry* registry) {
   struct Entry {
     const char* name;
-    std::vector<ArgDirection> signature;
+    std::vector<KernelArgSpec> signature;
     KernelFn fn;
     const char* type;
   };
+  // The float32 kernels declare it for every entry (the table then says
+  // so); copy takes any dtype.
+  const KernelArgSpec in{D::kIn, DataType::kFloat32}, out{D::kOut, DataType::kFloat32},
+      inout{D::kInOut, DataType::kFloat32}, scalar{D::kScalar, DataType::kFloat32};
   const Entry entries[] = {
-      {"add", {D::kIn, D::kIn, D::kOut}, Add, "elementwise"},
-      {"mul", {D::kIn, D::kIn, D::kOut}, Mul, "elementwise"},
-      {"add_scalar", {D::kIn, D::kOut, D::kScalar}, AddScalar, "elementwise"},
-      {"scale", {D::kIn, D::kOut, D::kScalar}, Scale, "elementwise"},
+      {"add", {in, in, out}, Add, "elementwise"},
+      {"mul", {in, in, out}, Mul, "elementwise"},
+      {"add_scalar", {in, out, scalar}, AddScalar, "elementwise"},
+      {"scale", {in, out, scalar}, Scale, "elementwise"},
       {"copy", {D::kIn, D::kOut}, Copy, "copy"},
-      {"matmul", {D::kIn, D::kIn, D::kOut}, Matmul, "matmul"},
-      {"relu", {D::kIn, D::kOut}, Relu, "activation"},
-      {"softmax", {D::kIn, D::kOut}, Softmax, "activation"},
-      {"accumulate", {D::kInOut, D::kIn}, Accumulate, "elementwise"},
-      {"nonfinite", {D::kIn, D::kOut}, NonFinite, "test"},
-      {"hang", {D::kIn, D::kOut}, Hang, "test"},
-      {"fail", {D::kIn, D::kOut}, Fail, "test"},
-      {"throw", {D::kIn, D::kOut}, Throw, "test"},
-      {"mix_sum", {D::kIn, D::kIn, D::kOut}, MixSum, "mix"},
-      {"mix_prod", {D::kIn, D::kIn, D::kOut, D::kOut}, MixProd, "mix"},
-      {"mix_max", {D::kIn, D::kIn, D::kOut, D::kOut, D::kOut}, MixMax, "mix"},
+      {"matmul", {in, in, out}, Matmul, "matmul"},
+      {"relu", {in, out}, Relu, "activation"},
+      {"softmax", {in, out}, Softmax, "activation"},
+      {"accumulate", {inout, in}, Accumulate, "elementwise"},
+      {"nonfinite", {in, out}, NonFinite, "test"},
+      {"hang", {in, out}, Hang, "test"},
+      {"fail", {in, out}, Fail, "test"},
+      {"throw", {in, out}, Throw, "test"},
+      {"mix_sum", {in, in, out}, MixSum, "mix"},
+      {"mix_prod", {in, in, out, out}, MixProd, "mix"},
+      {"mix_max", {in, in, out, out, out}, MixMax, "mix"},
       // Appended after every other kernel so the func ids above stay as they were.
-      {"crash_segv", {D::kIn, D::kOut}, CrashSegv, "test"},
-      {"crash_abort", {D::kIn, D::kOut}, CrashAbort, "test"},
-      {"crash_terminate", {D::kIn, D::kOut}, CrashTerminate, "test"},
-      {"crash_exit", {D::kIn, D::kOut}, CrashExit, "test"},
-      {"crash_fpe", {D::kIn, D::kOut}, CrashFpe, "test"},
-      {"crash_wait", {D::kIn, D::kOut}, CrashWait, "test"},
+      {"crash_segv", {in, out}, CrashSegv, "test"},
+      {"crash_abort", {in, out}, CrashAbort, "test"},
+      {"crash_terminate", {in, out}, CrashTerminate, "test"},
+      {"crash_exit", {in, out}, CrashExit, "test"},
+      {"crash_fpe", {in, out}, CrashFpe, "test"},
+      {"crash_wait", {in, out}, CrashWait, "test"},
   };
   for (const Entry& e : entries) {
-    if (auto id = registry->Register(e.name, e.signature, e.fn, e.type); !id.ok()) {
+    if (auto id = registry->RegisterTyped(e.name, e.signature, e.fn, e.type); !id.ok()) {
       return id.status();
     }
   }

@@ -1,5 +1,6 @@
-// The built-in kernel library of the sim device (float32 unless noted), with
-// the types dump filters select by: elementwise (add, mul, add_scalar,
+// The built-in kernel library of the sim device (float32 unless noted: they
+// declare FLOAT32 for every signature entry, which every capture's kernel
+// table shows), with the types dump filters select by: elementwise (add, mul, add_scalar,
 // scale, accumulate), copy, matmul, activation (relu, softmax), mix
 // (mix_*), test (nonfinite, hang, fail, throw, crash_*).
 //   add, mul        [in, in, out]        out = a + b, a * b

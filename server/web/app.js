@@ -24,7 +24,7 @@ const TOKEN_KEY = 'argsdump.token';
 const PARTNER_PAGES = 20;           // pages scanned for an inout arg's other stage
 
 // Filter form fields, in the order they appear in the hash.
-const FILTER_FIELDS = ['task_id', 'stage', 'role', 'kind', 'dtype', 'arg_index', 'func_id',
+const FILTER_FIELDS = ['task_id', 'stage', 'role', 'kind', 'dtype', 'arg_index', 'func',
   'step', 'overflow', 'has_nonfinite', 'func_unknown', 'page_size'];
 const CHOICES = {
   stage: ['before_dispatch', 'after_completion'],
@@ -224,6 +224,7 @@ const state = {
   caps: { tokens: [''], next: '', items: [], gen: 0, filter: { state: '', label: '' } },
   capture: null,          // selected capture name
   summary: null,          // its CaptureSummary, when known
+  kernels: new Map(),     // its kernel table: func_id -> Kernel (from GetCapture)
   query: emptyFilters(),  // the filters of the args table (as applied)
   args: { tokens: [''], next: '', items: [], gen: 0, loading: false, loaded: false },
   record: null,           // { id, arg: CapturedArg|null, index: number[]|null }
@@ -322,7 +323,8 @@ function selectCapture(name) {
     tr.setAttribute('aria-selected', on ? 'true' : 'false');
   }
   renderCaptureInfo();
-  if (name && !state.summary) loadSummary();
+  state.kernels = new Map();
+  if (name) loadSummary();  // the list's summaries carry no kernel table
   return true;
 }
 
@@ -333,8 +335,10 @@ async function loadSummary() {
     const s = await api(capturePath(name));
     if (name !== state.capture) return;
     state.summary = s;
+    state.kernels = new Map((s.kernels || []).map((k) => [Number(k.func_id ?? 0), k]));
     setError('capture', null);
     renderCaptureInfo();
+    if (state.args.items.length) renderArgs();
   } catch (e) {
     if (name === state.capture) setError('capture', e);
   }
@@ -384,7 +388,16 @@ function normalizeFilters(raw) {
   const dtype = String(raw.dtype || '').trim().toLowerCase().replace(/^dtype_/, '');
   if (dtype && !/^[a-z0-9]+$/.test(dtype)) throw new Error(`dtype "${dtype}" is not a dtype name`);
   f.dtype = dtype;
-  for (const k of ['arg_index', 'func_id', 'step']) {
+  // func: a kernel's name in the capture's kernel table, or its func id.
+  const func = String(raw.func || '').trim();
+  if (/^\d+$/.test(func)) {
+    if (Number(func) > 0xffffffff) throw new Error('func must be a kernel name or a 32-bit func id');
+    f.func = String(Number(func));
+  } else {
+    if (func.length > 128) throw new Error('func must be a kernel name (at most 128 characters) or a func id');
+    f.func = func;
+  }
+  for (const k of ['arg_index', 'step']) {
     const v = String(raw[k] || '').trim();
     if (v && (!/^\d+$/.test(v) || Number(v) > 0xffffffff)) throw new Error(`${k} must be a 32-bit non-negative integer`);
     f[k] = v ? String(Number(v)) : '';
@@ -521,6 +534,14 @@ function taskCell(hex) {
   return h('td', { class: 'mono task' }, hex.slice(0, 10), h('wbr'), hex.slice(10));
 }
 
+/** A record's func ids with their kernels' names: "add (0)", "mix_sum (13),mix_prod (14)". */
+function funcLabel(ids) {
+  return (ids || []).map((id) => {
+    const k = state.kernels.get(Number(id));
+    return k ? `${k.name} (${id})` : String(id);
+  }).join(',');
+}
+
 function argRow(ca) {
   const r = ca.record || {};
   const selected = !!state.record && state.record.id === ca.record_id;
@@ -534,7 +555,7 @@ function argRow(ca) {
   h('td', { text: stageShort(r.stage) }),
   h('td', { text: short(r.role, 'ROLE_') }),
   h('td', { text: short(r.kind, 'KIND_') }),
-  h('td', { text: (r.func_ids || []).join(',') }),
+  h('td', { text: funcLabel(r.func_ids) }),
   h('td', { text: short(r.dtype, 'DTYPE_') }),
   h('td', r.kind === 'KIND_SCALAR' ? { class: 'mono', text: `= ${scalarText(r)}` } : { text: shapeStr(r.shape) }),
   h('td', { class: 'num', text: r.arg_index ?? 0 }),
@@ -631,7 +652,7 @@ function renderRecordHeader(name, ca) {
       ['base', `≥ ${geo.extent} elements (${geo.first}…${geo.last})`]);
     items.push(['bin_size', `${fmtBytes(r.bin_size)} of ${fmtBytes(r.logical_bytes)}`], ['numel', r.numel ?? 0]);
   }
-  items.push(['manifest', ca.manifest_index ?? '—'], ['func_ids', (r.func_ids || []).join(',') || '—'],
+  items.push(['manifest', ca.manifest_index ?? '—'], ['func', funcLabel(r.func_ids) || '—'],
     ['arg', r.arg_index ?? 0], ['step', r.step ?? 0], ['thread', r.device_thread ?? 0]);
   $('t-meta').replaceChildren(...items.map(([k, v, cls]) =>
     h('span', { class: 'kv', dataset: { key: k } }, h('span', { class: 'k', text: k }), h('span', { class: `v ${cls || ''}`, text: String(v) }))));

@@ -63,6 +63,11 @@ TEST(StreamingTest, TheModelStreamsToAServiceTheTestStarts) {
   auto files = Capture::Open(dir);
   ASSERT_TRUE(files.ok()) << files.status();
   EXPECT_THAT(*files, MatchesCapture(*remote, 0, 0));
+  // The files name the kernels themselves (the capture's kernel table): no
+  // session result needed.
+  auto y_in_files = files->Get(ArgQuery().Func("axpb").Step(2).Role(Role::kOutput));
+  ASSERT_TRUE(y_in_files.ok()) << y_in_files.status();
+  EXPECT_EQ(y_in_files->func, "axpb");
   ASSERT_TRUE((*server)->Stop().ok());
   auto after = Capture::Open(dir);
   ASSERT_TRUE(after.ok()) << after.status();
