@@ -105,7 +105,9 @@ PipelineRun PipelineOnce(const DumpTask& task, uint64_t records_per_task, abi::D
   PipelineRun run;
   const std::string dir = Scratch("pipeline");
   RemoveTreeAndSync(dir);
-  Collector collector(CollectorOptions{Platform::kA2a3Sim, 1, 2, knobs.flag_nonfinite});
+  CollectorOptions collector_options;
+  collector_options.flag_nonfinite = knobs.flag_nonfinite;
+  Collector collector(collector_options);
   DumpRegionConfig rc;
   rc.level = level;
   rc.num_threads = kDeviceThreads;

@@ -288,6 +288,9 @@ bool SetVerbose(DumpConfigEntry* e, const std::string& v) {
   bool b;
   if (!ParseBool(v, &b)) return false;
   e->verbose = b;
+  return true;
+}
+
 bool SetSnapshotInputs(DumpConfigEntry* e, const std::string& v) {
   bool b;
   if (!ParseBool(v, &b)) return false;
@@ -547,9 +550,15 @@ DumpConfigEntry CheckEntry(const std::string& source, DumpConfigEntry api,
   auto check = [&](std::optional<std::string>& value, const Item& item) {
     DumpConfigEntry scratch;
     if (value && !item.set(&scratch, *value)) {
+      // A token file says what is wrong with it (the byte, the kind of
+      // file), never the token.
+      std::string why;
+      if (std::string(item.name) == "auth_token_file") {
+        why = absl::StrCat(": ", ReadTokenFile(*value).status().message());
+      }
       Log(logs, DumpLog::kWarning,
-          absl::StrCat(source, ": ", item.name, "='", *value, "' is not valid (expected ",
-                       item.expected, "); ", item.name,
+          absl::StrCat(source, ": ", item.name, "='", *value, "' is not valid", why,
+                       " (expected ", item.expected, "); ", item.name,
                        " falls back to the next entry or its default"));
       value.reset();
     }

@@ -66,6 +66,7 @@ const NumericFlag kFlags[] = {
     {"collector/sim_run", "drain_threads", "1..64", 1, 64, false},
     {"collector/sim_run", "collector_shards", "1..64", 1, 64, false},
     {"collector/sim_run", "steps", "1..1000000", 1, 1000000, false},
+    {"collector/sim_run", "capture_connect_timeout_ms", "1ms..1d (86400000ms)", 1, kDay, false},
     {"collector/sim_run", "capture_retry_deadline_ms", "0..1d (86400000ms); 0: no retry", 0, kDay,
      false},
 };
