@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "absl/base/config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -399,6 +400,11 @@ TEST(SessionPlacementTest, OutputPrefixAndOutsideBazelTest) {
 // a name the service takes (a streamed session only warns; the dump never
 // fails a test). Nothing listens on port 1: the capture is then kept locally.
 TEST(SessionTest, ACaptureNameTheServiceWouldRefuseWarnsAndIsReplaced) {
+#ifdef ABSL_HAVE_THREAD_SANITIZER
+  // It opens a gRPC channel; Debian's gRPC is not instrumented, and TSan
+  // reports its own hand-offs as races (see //tests:capture_service_test).
+  GTEST_SKIP() << "a gRPC channel under ThreadSanitizer";
+#endif
   uint16_t saxpy;
   const KernelRegistry kernels = Kernels(&saxpy);
   SessionOptions o = Small();

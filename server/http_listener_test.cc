@@ -1,7 +1,6 @@
-// HttpListener under a plain route on 127.0.0.1 port 0, no gRPC (so this
-// runs under ThreadSanitizer too): requests that do not arrive in time,
-// answers that are not taken, and every slot taken by clients that keep
-// the server waiting.
+// HttpListener under a plain route on 127.0.0.1 port 0, no gRPC: requests
+// that do not arrive in time, answers that are not taken, and every slot
+// taken by clients that keep the server waiting.
 #include "server/http_listener.h"
 
 #include <arpa/inet.h>
@@ -20,16 +19,6 @@
 
 #include "gtest/gtest.h"
 #include "httplib.h"
-
-// libcpp-httplib is Debian's shared library, built without ThreadSanitizer:
-// what it hands from the accept thread to a connection thread is ordered by
-// atomics inside it that TSan cannot see, so the memory it reads and
-// writes through intercepted calls (memcpy, operator new) would be reported
-// as races between its own threads. Those calls are not checked; every
-// access our code makes is.
-extern "C" const char* __tsan_default_suppressions() {
-  return "called_from_lib:libcpp-httplib.so\n";
-}
 
 namespace argsdump {
 namespace {

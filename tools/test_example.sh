@@ -7,15 +7,18 @@
 #   3. bazel test //... --test_env=ARGSDUMP_CAPTURE_SERVER=<a capture_server
 #      started here on 127.0.0.1, port 0>: passes, and the service lists a
 #      capture per test target, labelled with it.
-# Needs the main workspace's capture_server and dump_viewer (tools/test.sh
-# builds them first). Prints "example: N passed, N failed".
+# Uses the main workspace's capture_server and dump_viewer, built here in
+# the plain configuration (after tools/test.sh's sanitizer passes, .bazel/bin
+# would otherwise hold their TSan builds, which report Debian's
+# uninstrumented gRPC as racing). Prints "example: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 main=$(pwd)
+bazel build //viewer:dump_viewer //server:capture_server >/dev/null 2>&1 ||
+  { echo "example: FAILED: cannot build dump_viewer and capture_server"; exit 1; }
 bin="$main/.bazel/bin"
 viewer="$bin/viewer/dump_viewer"
 server_bin="$bin/server/capture_server"
-[ -x "$viewer" ] && [ -x "$server_bin" ] || bazel build //viewer:dump_viewer //server:capture_server >/dev/null 2>&1
 example="$main/examples/custom_kernels"
 targets=(crash_test layer_norm_test markers_test signature_mismatch_test streaming_test views_and_bf16_test)
 passed=0; failed=0
