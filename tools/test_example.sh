@@ -105,8 +105,8 @@ else
   fi
   for t in crash_test layer_norm_test markers_test signature_mismatch_test; do
     out=$("$viewer" --server "$address" --captures --label "target=//tests:$t" --label ci=example 2>&1)
-    if grep -qE '^[1-9][0-9]* captures$' <<<"$out"; then
-      ok "$t: $(grep -E '^[0-9]+ captures$' <<<"$out") on the service labelled target=//tests:$t"
+    if grep -qE '^[1-9][0-9]* captures?$' <<<"$out"; then
+      ok "$t: $(grep -E '^[0-9]+ captures?$' <<<"$out") on the service labelled target=//tests:$t"
     else
       bad "$t: no capture on the service labelled target=//tests:$t: $out"
     fi
