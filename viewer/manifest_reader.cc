@@ -271,22 +271,13 @@ absl::Status ManifestReader::ParseBool(bool* out, absl::string_view where) {
 
 absl::Status ManifestReader::ParseUintArray(std::vector<uint64_t>* out, absl::string_view where) {
   out->clear();
-  if (absl::Status s = Expect('[', where); !s.ok()) return s;
-  SkipSpace();
-  if (Peek() == ']') {
-    Get();
-    return absl::OkStatus();
-  }
-  for (;;) {
+  return ParseArray(where, [&]() -> absl::Status {
     uint64_t v;
     if (absl::Status s = ParseUint(&v, where); !s.ok()) return s;
     out->push_back(v);
     if (out->size() > 64) return Error(absl::StrCat(where, ": more than 64 elements"));
-    SkipSpace();
-    const int c = Get();
-    if (c == ']') return absl::OkStatus();
-    if (c != ',') return Error(absl::StrCat(where, ": expected ',' or ']' in an array"));
-  }
+    return absl::OkStatus();
+  });
 }
 
 absl::Status ManifestReader::SkipValue(absl::string_view where, int depth) {
@@ -419,22 +410,12 @@ absl::Status ManifestReader::ParseDeviceCrash(v1::DeviceCrash* out, absl::string
       out->set_has_fault_address(true);
       out->set_fault_address(*a);
     } else if (key == "executing") {
-      if (absl::Status s = Expect('[', at); !s.ok()) return s;
-      SkipSpace();
-      if (Peek() == ']') {
-        Get();
-        return absl::OkStatus();
-      }
-      for (;;) {
+      return ParseArray(at, [&]() -> absl::Status {
         if (out->executing_size() == kMaxCrashedTasks) {
           return Error(absl::StrCat(at, ": more than ", kMaxCrashedTasks, " tasks"));
         }
-        if (absl::Status s = ParseCrashedTask(out->add_executing(), at); !s.ok()) return s;
-        SkipSpace();
-        const int c = Get();
-        if (c == ']') break;
-        if (c != ',') return Error(absl::StrCat(at, ": expected ',' or ']' in an array"));
-      }
+        return ParseCrashedTask(out->add_executing(), at);
+      });
     } else {
       return SkipValue(at, 1);
     }
@@ -462,23 +443,14 @@ absl::Status ManifestReader::ParseBoundedString(std::string* out, size_t max,
 // are read; then the table's bounds (CheckKernelTable).
 absl::Status ManifestReader::ParseKernels(KernelTable* out, absl::string_view where) {
   out->Clear();
-  if (absl::Status s = Expect('[', where); !s.ok()) return s;
-  SkipSpace();
-  if (Peek() == ']') {
-    Get();
-    return absl::OkStatus();
-  }
-  for (;;) {
+  absl::Status parsed = ParseArray(where, [&]() -> absl::Status {
     if (out->size() == kMaxKernels) {
       return Error(absl::StrCat(where, ": more than ", kMaxKernels, " kernels"));
     }
     const std::string at = absl::StrCat(where, ": kernel ", out->size());
-    if (absl::Status s = ParseKernel(out->Add(), at); !s.ok()) return s;
-    SkipSpace();
-    const int c = Get();
-    if (c == ']') break;
-    if (c != ',') return Error(absl::StrCat(where, ": expected ',' or ']' in an array"));
-  }
+    return ParseKernel(out->Add(), at);
+  });
+  if (!parsed.ok()) return parsed;
   if (absl::Status s = CheckKernelTable(*out); !s.ok()) {
     return Error(absl::StrCat(where, ": ", s.message()));
   }
@@ -498,19 +470,13 @@ absl::Status ManifestReader::ParseKernel(v1::Kernel* out, absl::string_view wher
     } else if (key == "type") {
       return ParseBoundedString(out->mutable_type(), kMaxKernelTypeBytes, at);
     } else if (key == "signature") {
-      if (absl::Status s = Expect('[', at); !s.ok()) return s;
       out->clear_signature();
-      SkipSpace();
-      if (Peek() == ']') {
-        Get();
-        return absl::OkStatus();
-      }
-      for (;;) {
+      return ParseArray(at, [&]() -> absl::Status {
         if (out->signature_size() == kMaxKernelSignature) {
           return Error(absl::StrCat(at, ": more than ", kMaxKernelSignature, " entries"));
         }
         v1::KernelArg* arg = out->add_signature();
-        absl::Status parsed = ParseObject(at, [&](const std::string& k) -> absl::Status {
+        return ParseObject(at, [&](const std::string& k) -> absl::Status {
           const std::string in = absl::StrCat(at, ": \"", k.substr(0, 40), "\"");
           if (k == "direction") {
             if (absl::Status s = ParseBoundedString(&text, 16, in); !s.ok()) return s;
@@ -530,12 +496,7 @@ absl::Status ManifestReader::ParseKernel(v1::Kernel* out, absl::string_view wher
           }
           return absl::OkStatus();
         });
-        if (!parsed.ok()) return parsed;
-        SkipSpace();
-        const int c = Get();
-        if (c == ']') break;
-        if (c != ',') return Error(absl::StrCat(at, ": expected ',' or ']' in an array"));
-      }
+      });
     } else {
       return SkipValue(at, 2);
     }

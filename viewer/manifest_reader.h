@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/status/status.h"
 #include "absl/base/optimization.h"
 #include "absl/status/statusor.h"
@@ -151,6 +152,25 @@ class ManifestReader {
   int Refill();  // the next buffer; its first character or -1 at the end
   absl::Status Error(absl::string_view what) const;
   absl::Status Expect(char c, absl::string_view where);
+  // [e, e, ...]: `element` reads one element (no bracket, no comma) each
+  // time; an empty array reads none. A stray character is an error at
+  // `where`.
+  template <typename Element>
+  absl::Status ParseArray(absl::string_view where, Element element) {
+    if (absl::Status s = Expect('[', where); !s.ok()) return s;
+    SkipSpace();
+    if (Peek() == ']') {
+      Get();
+      return absl::OkStatus();
+    }
+    for (;;) {
+      if (absl::Status s = element(); !s.ok()) return s;
+      SkipSpace();
+      const int c = Get();
+      if (c == ']') return absl::OkStatus();
+      if (c != ',') return Error(absl::StrCat(where, ": expected ',' or ']' in an array"));
+    }
+  }
   absl::Status ParseString(std::string* out, absl::string_view where);
   absl::Status ParseNumberToken(std::string* out, absl::string_view where);
   absl::Status ParseUint(uint64_t* out, absl::string_view where);
