@@ -34,6 +34,8 @@ def argsdump_fuzzer(name, srcs, deps, corpus):
         size = "small",
         args = [native.package_name() + "/" + corpus],
         data = native.glob([corpus + "/*"]),
+        # A parser run over its seeds on one thread: ASan's, not TSan's.
+        tags = ["single_threaded"],
         deps = [
             ":" + name + "_fuzz_target",
             "//tests:fuzz_replay_main",

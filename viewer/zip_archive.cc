@@ -323,7 +323,12 @@ absl::Status ZipArchive::Read(const ZipMember& m,
   } else {
     z_stream z{};
     if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return absl::InternalError("zlib: inflateInit2");
-    std::string out(kPiece, '\0');
+    // Output room for the member's size and one byte more (so a member that
+    // inflates past its size is caught), at most a piece: a small member
+    // does not allocate and clear a whole piece.
+    std::string out(static_cast<size_t>(std::min<uint64_t>(
+                        kPiece, std::max<uint64_t>(m.size + 1, 4096))),
+                    '\0');
     uint64_t consumed = 0;
     int rc = Z_OK;
     absl::Status status;
