@@ -209,7 +209,8 @@ v1::CaptureSummary Capture::Summary() const {
   v1::CaptureSummary s;
   s.set_capture(name_);
   s.set_state(store_ ? v1::CAPTURE_STATE_LIVE : v1::CAPTURE_STATE_FINISHED);
-  s.set_level(info_.level());
+  s.set_level(static_cast<v1::DumpLevel>(ReportedLevel(info_)));
+  if (info_.has_scope()) *s.mutable_scope() = info_.scope();
   s.set_platform(info_.platform());
   *s.mutable_labels() = info_.labels();
   if (info_.has_device_crash()) *s.mutable_device_crash() = info_.device_crash();

@@ -867,6 +867,51 @@ TEST_F(CaptureServiceTest, DeleteCaptureRemovesAFinishedCaptureWithItsFiles) {
   EXPECT_TRUE(live->Finish(v1::CaptureCounters()).ok());
 }
 
+// A capture of the overflow check alone records at FULL but ran at level
+// 0: its summary says level OFF with the overflow check in its scope, live
+// and finished, in GetCapture and ListCaptures (as its manifest does).
+TEST_F(CaptureServiceTest, SummariesTellTheLevelThatRan) {
+  StartServer("summary_level");
+  const Pairs p = MakePairs(2);
+  RawIngest in(stub_.get());
+  v1::IngestRequest open = Open("overflow_only");
+  open.mutable_open()->mutable_scope()->set_level(0);
+  open.mutable_open()->mutable_scope()->set_overflow(true);
+  open.mutable_open()->mutable_scope()->set_stats("off");
+  open.mutable_open()->mutable_scope()->set_mode("all");
+  ASSERT_TRUE(in.Send(open));
+  v1::IngestResponse r;
+  ASSERT_TRUE(in.Read(&r) && r.has_opened());
+  ASSERT_TRUE(in.Send(Batch(p, 0, 4, 0)));
+  auto expect_truthful = [](const v1::CaptureSummary& s, const char* when) {
+    EXPECT_EQ(s.level(), v1::DUMP_LEVEL_OFF) << when;
+    EXPECT_TRUE(s.scope().overflow()) << when;
+    EXPECT_EQ(s.scope().mode(), "all") << when;
+  };
+  expect_truthful(Get("overflow_only"), "live");
+  v1::IngestRequest finish;
+  finish.mutable_finish();
+  ASSERT_TRUE(in.Send(finish));
+  ASSERT_TRUE(in.End().ok());
+  expect_truthful(Get("overflow_only"), "finished");
+  v1::ListCapturesResponse list;
+  ASSERT_TRUE(stub_->ListCaptures(Ctx().get(), v1::ListCapturesRequest(), &list).ok());
+  ASSERT_EQ(list.captures_size(), 1);
+  expect_truthful(list.captures(0), "listed");
+  const std::string manifest =
+      ReadWholeFile(root_ + "/overflow_only/args_dump/args_dump.json");
+  EXPECT_NE(manifest.find("\"dump_args_level\": 0,"), std::string::npos) << manifest;
+  // A capture whose client sends no scope keeps the level it recorded at.
+  RawIngest plain(stub_.get());
+  ASSERT_TRUE(plain.Send(Open("no_scope")));
+  ASSERT_TRUE(plain.Read(&r) && r.has_opened());
+  const v1::CaptureSummary s = Get("no_scope");
+  EXPECT_EQ(s.level(), v1::DUMP_LEVEL_FULL);
+  EXPECT_FALSE(s.has_scope());
+  plain.Send(finish);
+  EXPECT_TRUE(plain.End().ok());
+}
+
 // The finish message's step levels (the dynamic switch): checked, then the
 // capture's level and its manifest say what ran; bad ones are refused and
 // the capture stays live and resumable.
