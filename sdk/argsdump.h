@@ -29,7 +29,8 @@
 // entry overrides only the items it sets; two that disagree are an ERROR
 // line naming both, a bad value a WARNING, and the run goes on):
 //   1. the process's command line: --dump-args [N], --dump-config F,
-//      --output-prefix D, --capture-server H:P, --dump-verbose[=false]
+//      --output-prefix D, --capture-server H:P, --dump-verbose[=false],
+//      --dump-snapshot-inputs[=false]
 //      (ConsumeDumpFlags removes them from argv; //sdk:gtest_main does so
 //      before gtest sees argv)
 //   2. SessionOptions::dump (this code's own wishes: the API entry)

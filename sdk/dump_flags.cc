@@ -107,6 +107,20 @@ CommandLineDump ParseDumpFlags(const std::vector<std::string>& args,
       }
       return out;
     };
+    // A switch: bare means true, "=false" turns it off; another value is a
+    // WARNING and the next entry (the variable, the config file) decides.
+    auto switch_value = [&](std::optional<bool>* out, const char* what, const char* variable) {
+      bool on = true;
+      if (has_eq && !absl::SimpleAtob(inline_value, &on)) {
+        d.warnings.push_back(absl::StrCat("the command line: ", flag, ": '", inline_value,
+                                          "' is not true or false; ", what,
+                                          " stays as the next entry (", variable,
+                                          ", the config file) sets it, or off"));
+        out->reset();
+      } else {
+        *out = on;
+      }
+    };
     if (flag == "--dump-args") {
       // A bare --dump-args means level 1 (the seed's); "--dump-args N"
       // takes N only when it is all digits.
@@ -124,17 +138,10 @@ CommandLineDump ParseDumpFlags(const std::vector<std::string>& args,
         d.default_level = Level(flag, *v, kDefaultFallback, &d.warnings);
       }
     } else if (flag == "--dump-verbose") {
-      // A bare --dump-verbose means true; --dump-verbose=false turns it off.
-      bool verbose = true;
-      if (has_eq && !absl::SimpleAtob(inline_value, &verbose)) {
-        d.warnings.push_back(absl::StrCat("the command line: ", flag, ": '", inline_value,
-                                          "' is not true or false; the verbose log stays as "
-                                          "the next entry (ARGSDUMP_VERBOSE, the config file) "
-                                          "sets it, or off"));
-        d.entry.verbose.reset();
-      } else {
-        d.entry.verbose = verbose;
-      }
+      switch_value(&d.entry.verbose, "the verbose log", "ARGSDUMP_VERBOSE");
+    } else if (flag == "--dump-snapshot-inputs") {
+      switch_value(&d.entry.snapshot_inputs, "the inputs' snapshot for exception dumps",
+                   "ARGSDUMP_SNAPSHOT_INPUTS");
     } else if (flag == "--dump-config") {
       d.config_file.clear();
       if (std::optional<std::string> v = value(kConfigFallback)) d.config_file = FromUserDir(*v);

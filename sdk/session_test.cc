@@ -181,6 +181,26 @@ TEST(DumpFlagsTest, DumpVerboseSetsTheVerboseItem) {
       << bad.warnings[0];
 }
 
+// --dump-snapshot-inputs is the snapshot_inputs item of the command line
+// entry, a switch as --dump-verbose is.
+TEST(DumpFlagsTest, DumpSnapshotInputsSetsTheSnapshotItem) {
+  std::vector<std::string> rest;
+  CommandLineDump on = ParseDumpFlags({"--dump-snapshot-inputs", "x"}, &rest);
+  EXPECT_EQ(on.entry.snapshot_inputs, true);
+  EXPECT_EQ(rest, std::vector<std::string>{"x"});
+  CommandLineDump off = ParseDumpFlags({"--dump_snapshot_inputs=false"}, &rest);
+  EXPECT_EQ(off.entry.snapshot_inputs, false);
+  EXPECT_FALSE(ParseDumpFlags({"--dump-args=2"}, &rest).entry.snapshot_inputs.has_value());
+  CommandLineDump bad = ParseDumpFlags({"--dump-snapshot-inputs=sometimes"}, &rest);
+  EXPECT_FALSE(bad.entry.snapshot_inputs.has_value());
+  ASSERT_EQ(bad.warnings.size(), 1u);
+  EXPECT_NE(bad.warnings[0].find("--dump-snapshot-inputs: 'sometimes' is not true or false; "
+                                 "the inputs' snapshot for exception dumps stays as the next "
+                                 "entry (ARGSDUMP_SNAPSHOT_INPUTS"),
+            std::string::npos)
+      << bad.warnings[0];
+}
+
 // A bad dump flag is a WARNING naming the flag, the value and the
 // fallback, never an error; the flag sets nothing and the rest is kept.
 TEST(DumpFlagsTest, BadValuesAreWarningsNamingTheFlagAndTheFallback) {
