@@ -1,5 +1,6 @@
 #include "format/names.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +31,29 @@ std::string ShortestRoundTrip(F value, int max_digits) {
   return buf;
 }
 
+
+// The shortest "%.*g" text of a 16-bit float (FLOAT16, BFLOAT16) that
+// reads back as the same value of its format: nearer to it than to either
+// neighbour (the format's next values toward zero and away from it), so
+// 0.1 in FLOAT16 prints "0.1", not float32's "0.099975586".
+std::string ShortestRoundTrip16(DataType dtype, uint16_t bits, int max_digits) {
+  auto decode = [dtype](uint16_t b) {
+    return static_cast<double>(dtype == DataType::kFloat16 ? HalfToFloat(b) : Bfloat16ToFloat(b));
+  };
+  const double v = decode(bits);
+  const uint16_t magnitude = bits & 0x7FFF;
+  if (magnitude == 0) return std::signbit(v) ? "-0" : "0";
+  const double toward = decode(static_cast<uint16_t>(bits - 1));
+  double away = decode(static_cast<uint16_t>(bits + 1));
+  if (!std::isfinite(away)) away = v + (v - toward);  // the largest finite value
+  const double room = std::min(std::fabs(v - toward), std::fabs(away - v)) / 2;
+  char buf[64];
+  for (int digits = 1; digits <= max_digits; ++digits) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+    if (std::fabs(std::strtod(buf, nullptr) - v) < room) break;
+  }
+  return buf;
+}
 
 std::string FloatJson(double v, std::string finite) {
   if (std::isnan(v)) return "\"NaN\"";
@@ -142,6 +166,11 @@ std::string FormatScalarJson(int dtype, uint64_t bits) {
       const int digits = ScalarJsonDigits(*d);
       if (digits == 0) return absl::StrCat(bits);  // no scalar of these: the raw bits
       const double v = ElementAsDouble(*d, bytes, 0);
+      if (*d == DataType::kFloat16 || *d == DataType::kBfloat16) {
+        uint16_t b16;
+        std::memcpy(&b16, bytes, 2);
+        return FloatJson(v, ShortestRoundTrip16(*d, b16, digits));
+      }
       if (ElementBits(*d) <= 32) {
         const float f = static_cast<float>(v);
         return FloatJson(f, ShortestRoundTrip(f, digits));
@@ -156,6 +185,16 @@ std::string FormatScalarJson(int dtype, uint64_t bits) {
 }
 
 
+
+bool ScalarJsonMatches(int dtype, uint64_t bits, absl::string_view text) {
+  if (text == FormatScalarJson(dtype, bits)) return true;
+  const std::optional<DataType> d = FromProtoDType(dtype);
+  if (!d || (*d != DataType::kFloat16 && *d != DataType::kBfloat16)) return false;
+  unsigned char bytes[8];
+  std::memcpy(bytes, &bits, 8);
+  const float value = static_cast<float>(ElementAsDouble(*d, bytes, 0));
+  return std::isfinite(value) && text == ShortestRoundTrip(value, 9);
+}
 
 absl::Status ValidateCaptureName(const std::string& name) {
   if (name.empty() || name.size() > 128) {

@@ -52,6 +52,11 @@ absl::Status ValidateCaptureName(const std::string& name);
 // strings "NaN", "Infinity", "-Infinity" (JSON has no such numbers).
 std::string FormatScalarJson(int dtype, uint64_t bits);
 
+// Whether `text` is the JSON token of this scalar: FormatScalarJson's, or,
+// for FLOAT16 and BFLOAT16, the float32 digits captures wrote before 16-bit
+// floats printed in their own format's digits.
+bool ScalarJsonMatches(int dtype, uint64_t bits, absl::string_view text);
+
 }  // namespace argsdump
 
 #endif  // ARGSDUMP_FORMAT_NAMES_H_

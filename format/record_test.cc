@@ -1,3 +1,4 @@
+#include "format/dtype.h"
 #include "format/names.h"
 #include "format/record.h"
 
@@ -76,6 +77,40 @@ TEST(RecordFormatTest, ScalarsPrintShortestRoundTrip) {
   EXPECT_EQ(FormatScalarJson(v1::DTYPE_BOOL, 1), "true");
   EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT16, 0x3C00), "1");     // 1.0 in half
   EXPECT_EQ(FormatScalarJson(v1::DTYPE_BFLOAT16, 0xC000), "-2");   // -2.0 in bf16
+  // 16-bit floats print as few digits as their own format needs.
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT16, 0x2E66), "0.1");    // 0.0999755859375
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_BFLOAT16, 0x3DCD), "0.1");   // 0.10009765625
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT16, 0x7BFF), "6.55e+04");  // 65504, the largest
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT16, 0x0001), "6e-08");  // the smallest subnormal
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT16, 0x8000), "-0");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_FLOAT16, 0x7C00), "\"Infinity\"");
+  EXPECT_EQ(FormatScalarJson(v1::DTYPE_BFLOAT16, 0x7FC0), "\"NaN\"");
+  // The float32 digits older captures wrote for 16-bit floats still match.
+  EXPECT_TRUE(ScalarJsonMatches(v1::DTYPE_FLOAT16, 0x2E66, "0.1"));
+  EXPECT_TRUE(ScalarJsonMatches(v1::DTYPE_FLOAT16, 0x2E66, "0.099975586"));
+  EXPECT_FALSE(ScalarJsonMatches(v1::DTYPE_FLOAT16, 0x2E66, "0.0999"));
+  EXPECT_TRUE(ScalarJsonMatches(v1::DTYPE_FLOAT32, BitsOf(0.1f), "0.1"));
+  EXPECT_FALSE(ScalarJsonMatches(v1::DTYPE_FLOAT32, BitsOf(0.1f), "0.10000000149"));
+  // Every finite positive half reads back as itself: the half nearest the
+  // text's value (found by bisecting the halves, ordered by their bits) is
+  // the one printed.
+  auto nearest_half = [](double x) {
+    uint32_t lo = 0, hi = 0x7BFF;  // the largest finite half
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (HalfToFloat(static_cast<uint16_t>(mid)) < x) lo = mid + 1; else hi = mid;
+    }
+    if (lo > 0 && x - HalfToFloat(static_cast<uint16_t>(lo - 1)) <
+                      HalfToFloat(static_cast<uint16_t>(lo)) - x) {
+      --lo;
+    }
+    return lo;
+  };
+  for (uint32_t b = 1; b < 0x7C00; ++b) {
+    const std::string text = FormatScalarJson(v1::DTYPE_FLOAT16, b);
+    EXPECT_EQ(nearest_half(std::strtod(text.c_str(), nullptr)), b) << text;
+    if (nearest_half(std::strtod(text.c_str(), nullptr)) != b) break;
+  }
   // Only the value's own bytes count (the rest of `bits` is not its).
   EXPECT_EQ(FormatScalarJson(v1::DTYPE_INT16, 0x12348000), "-32768");
   EXPECT_EQ(FormatScalarJson(v1::DTYPE_UINT8, 0x1FF), "255");

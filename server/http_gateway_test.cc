@@ -126,6 +126,10 @@ class HttpGatewayTest : public ::testing::Test {
       tls->enable_server_certificate_verification(true);
       http_ = std::move(tls);
     }
+    // The library's 5 s read bound is shorter than a reduction of a large
+    // slice takes on a loaded machine (the gateway has its own bounds, which
+    // the tests that need them set).
+    http_->set_read_timeout(60);
     token_ = token;
   }
 

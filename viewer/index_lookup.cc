@@ -173,7 +173,7 @@ bool EntryAgrees(const ManifestEntry& e, const ManifestRow& r, const std::option
   ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_SAME)
 #undef ARGSDUMP_SAME
   if (e.is_scalar() != e.has_value) return false;
-  if (e.is_scalar() && e.value != FormatScalarJson(r.dtype, r.scalar_bits)) return false;
+  if (e.is_scalar() && !ScalarJsonMatches(r.dtype, r.scalar_bits, e.value)) return false;
   if (e.stats.has_value() != s.has_value()) return false;
   if (s) {
     const ManifestEntry::Stats& m = *e.stats;
