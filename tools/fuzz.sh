@@ -34,21 +34,41 @@ if ! bazel build --config=fuzz "${labels[@]}" >/tmp/argsdump_fuzz_build.log 2>&1
   exit 1
 fi
 bin=$(bazel info --config=fuzz bazel-bin 2>/dev/null)
-rc=0
-for t in "${targets[@]}"; do
-  label=${t%% *}; seeds=${t#* }
-  name=${label#*:}
-  work=".fuzz/$name"
+# One target for `seconds`; its report goes to .fuzz/<name>/report, and it
+# fails when the target found a crash.
+fuzz_one() {
+  local label=${1%% *} seeds=${1#* }
+  local name=${label#*:}
+  local work=".fuzz/$name"
   mkdir -p "$work/corpus" "$work/crashes"
   cp -n "$seeds"/* "$work/corpus/" 2>/dev/null || true
-  echo "=== fuzz $label for ${seconds}s"
   if "$bin/${label%%:*}/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
       -artifact_prefix="$work/crashes/" -print_final_stats=1 "$work/corpus" 2>"$work/log"; then
-    grep -E "^stat::number_of_executed_units|^Done" "$work/log" | tr '\n' ' '; echo
+    { echo "=== fuzz $label for ${seconds}s"
+      grep -E "^stat::number_of_executed_units|^Done" "$work/log" | tr '\n' ' '; echo; } > "$work/report"
   else
-    tail -40 "$work/log"
-    echo "fuzz: $label found a crash: $(ls "$work/crashes")"
-    rc=1
+    { echo "=== fuzz $label for ${seconds}s"
+      tail -40 "$work/log"
+      echo "fuzz: $label found a crash: $(ls "$work/crashes")"; } > "$work/report"
+    return 1
   fi
+}
+# The targets run side by side, one a core (each is one process on one
+# thread): the phase takes its time budget once per core, not per target.
+jobs=$(nproc)
+rc=0
+running=()
+for t in "${targets[@]}"; do
+  if [ "${#running[@]}" -ge "$jobs" ]; then
+    wait "${running[0]}" || rc=1
+    running=("${running[@]:1}")
+  fi
+  fuzz_one "$t" &
+  running+=("$!")
+done
+for pid in "${running[@]}"; do wait "$pid" || rc=1; done
+for t in "${targets[@]}"; do
+  label=${t%% *}
+  cat ".fuzz/${label#*:}/report"
 done
 exit $rc
