@@ -74,7 +74,9 @@ void WaitForJournal(const std::string& dir, const std::string& path, uint64_t en
   char buf[4096];
   while (Journaled(path, type) < entries) {
     struct pollfd p[2] = {{fd, POLLIN, 0}, {child, POLLIN, 0}};
-    ASSERT_GT(::poll(p, 2, -1), 0);
+    ASSERT_GT(::poll(p, 2, kChildStepLimitMs), 0)
+        << "no journal growth in " << kChildStepLimitMs / 1000 << " s at "
+        << Journaled(path, type) << " of " << entries << " entries";
     ASSERT_FALSE(p[1].revents & POLLIN)
         << "the process ended before " << entries << " entries were journaled";
     ASSERT_GT(::read(fd, buf, sizeof(buf)), 0);

@@ -4,11 +4,14 @@
 #ifndef ARGSDUMP_TESTS_PROCESS_FIXTURES_H_
 #define ARGSDUMP_TESTS_PROCESS_FIXTURES_H_
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +31,22 @@
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
+
+// How long a step that waits on a child (its first line, its exit) may
+// take before the test fails naming the step instead of hanging until the
+// test runner's timeout, which says nothing about where it hung. Far above
+// any step's real time, even under a sanitizer on a loaded machine.
+inline constexpr int kChildStepLimitMs = 120 * 1000;
+
+// Whether `fd` became readable within kChildStepLimitMs.
+inline bool ReadableInTime(int fd) {
+  struct pollfd p = {fd, POLLIN, 0};
+  int n;
+  do {
+    n = ::poll(&p, 1, kChildStepLimitMs);
+  } while (n < 0 && errno == EINTR);
+  return n > 0;
+}
 
 inline std::string ServerBinary() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
@@ -80,6 +99,11 @@ class ServerProcess {
       log_ = ::fdopen(err[0], "r");
     }
     // Blocks until the server prints its first line (or exits).
+    if (!ReadableInTime(out[0])) {
+      ::close(out[0]);
+      FAIL() << "capture_server (pid " << pid_ << ") printed no line in "
+             << kChildStepLimitMs / 1000 << " s";
+    }
     FILE* f = ::fdopen(out[0], "r");
     char line[512] = {};
     ASSERT_NE(std::fgets(line, sizeof(line), f), nullptr) << "capture_server printed nothing";
@@ -91,8 +115,19 @@ class ServerProcess {
     ASSERT_GT(port_, 0) << text;
   }
   void Signal(int sig) { ::kill(pid_, sig); }
+  // The child's wait status once it exited; a child still running after
+  // kChildStepLimitMs is a failure naming it, and is SIGKILLed.
   int Wait() {
     int status = 0;
+    const int child = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+    if (child >= 0) {
+      if (!ReadableInTime(child)) {
+        ADD_FAILURE() << "capture_server (pid " << pid_ << ") did not exit in "
+                      << kChildStepLimitMs / 1000 << " s; killed";
+        ::kill(pid_, SIGKILL);
+      }
+      ::close(child);
+    }
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
     return status;
