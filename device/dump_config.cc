@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/files.h"
+#include "format/names.h"
 #include "google/protobuf/struct.pb.h"
 #include "proto/argsdump/v1/dump_config.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -583,6 +584,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseLabels(
     }
     std::string key(absl::StripAsciiWhitespace(part.substr(0, eq)));
     std::string value(absl::StripAsciiWhitespace(part.substr(eq + 1)));
+    if (absl::Status s = ValidateCaptureLabel(key, value); !s.ok()) return s;
     auto same = std::find_if(labels.begin(), labels.end(),
                              [&](const auto& l) { return l.first == key; });
     if (same != labels.end()) {
@@ -590,6 +592,10 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseLabels(
     } else {
       labels.emplace_back(std::move(key), std::move(value));
     }
+  }
+  if (labels.size() > static_cast<size_t>(kMaxCaptureLabels)) {
+    return absl::InvalidArgumentError(absl::StrCat("at most ", kMaxCaptureLabels,
+                                                   " labels, got ", labels.size()));
   }
   return labels;
 }

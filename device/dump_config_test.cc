@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 
@@ -433,6 +434,35 @@ TEST(DumpConfigTest, ATokenFileIsCheckedByteByByte) {
       "config file c.json", &logs);
   EXPECT_FALSE(bad_in_file.auth_token_file.has_value());
   EXPECT_EQ(Count(logs, DumpLog::kWarning, "byte 2 is 0x00 (NUL)"), 1) << All(logs);
+}
+
+}  // namespace
+}  // namespace argsdump
+
+namespace argsdump {
+namespace {
+
+// Labels a capture service would refuse are refused where they are given,
+// so the entry falls back (with a warning) instead of the service refusing
+// the capture.
+TEST(ParseLabelsTest, LabelsTheServiceWouldRefuseAreRefusedHere) {
+  EXPECT_TRUE(ParseLabels("team=kernels, run = 7").ok());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {std::string(129, 'k') + "=v", "a label key must be 1-128 bytes, got 129"},
+      {"k=" + std::string(4097, 'v'), "a value is at most 4096 bytes, got 4097"},
+      {"k=a\x01" "b", "holds control character 1"},
+      {"k=\xff", "is not UTF-8"},
+  };
+  for (const auto& [text, says] : bad) {
+    const auto labels = ParseLabels(text);
+    ASSERT_FALSE(labels.ok()) << text.substr(0, 40);
+    EXPECT_NE(labels.status().message().find(says), std::string::npos) << labels.status();
+  }
+  std::string many;
+  for (int i = 0; i < 65; ++i) absl::StrAppend(&many, "k", i, "=v,");
+  const auto labels = ParseLabels(many);
+  ASSERT_FALSE(labels.ok());
+  EXPECT_NE(labels.status().message().find("at most 64 labels, got 65"), std::string::npos);
 }
 
 }  // namespace

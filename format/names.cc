@@ -5,11 +5,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/utf8.h"
 
 namespace argsdump {
 namespace {
@@ -194,6 +197,53 @@ bool ScalarJsonMatches(int dtype, uint64_t bits, absl::string_view text) {
   std::memcpy(bytes, &bits, 8);
   const float value = static_cast<float>(ElementAsDouble(*d, bytes, 0));
   return std::isfinite(value) && text == ShortestRoundTrip(value, 9);
+}
+
+namespace {
+
+// Why `text` cannot be a label's key or value ("" when it can).
+std::string LabelTextProblem(absl::string_view text) {
+  if (!IsValidUtf8(text)) return "is not UTF-8";
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) return absl::StrCat("holds control character ", static_cast<int>(c));
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::Status ValidateCaptureLabel(absl::string_view key, absl::string_view value) {
+  if (key.empty() || key.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a label key must be 1-128 bytes, got ", key.size()));
+  }
+  if (std::string why = LabelTextProblem(key); !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("label key '", absl::CHexEscape(key), "' ", why));
+  }
+  if (value.size() > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("label '", key, "': a value is at most 4096 bytes, got ", value.size()));
+  }
+  if (std::string why = LabelTextProblem(value); !why.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("label '", key, "': its value ", why));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCaptureLabels(const google::protobuf::Map<std::string, std::string>& labels) {
+  if (labels.size() > static_cast<size_t>(kMaxCaptureLabels)) {
+    return absl::InvalidArgumentError(absl::StrCat("a capture has at most ", kMaxCaptureLabels,
+                                                   " labels, got ", labels.size()));
+  }
+  // Map order is unspecified: report the smallest offending key, so that
+  // the same labels always get the same message.
+  std::vector<const std::string*> keys;
+  for (const auto& [key, value] : labels) keys.push_back(&key);
+  std::sort(keys.begin(), keys.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+  for (const std::string* key : keys) {
+    if (absl::Status s = ValidateCaptureLabel(*key, labels.at(*key)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateCaptureName(const std::string& name) {

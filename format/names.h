@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "google/protobuf/map.h"
 #include "absl/strings/string_view.h"
 #include "format/dtype.h"
 #include "proto/argsdump/v1/record.pb.h"
@@ -46,6 +47,15 @@ std::optional<v1::Kind> KindFromName(absl::string_view name);
 // the root). The service checks every name it is given; clients check theirs
 // at startup, before they wait for a service.
 absl::Status ValidateCaptureName(const std::string& name);
+
+// A capture's labels, as a service accepts them from a client: at most
+// kMaxCaptureLabels, keys of 1-128 and values of at most 4096 bytes, both
+// UTF-8 without control characters. Every summary and page of ListCaptures
+// carries them: an unbounded label would make every listing too large to
+// send, and a newline would forge lines in logs and listings.
+inline constexpr int kMaxCaptureLabels = 64;
+absl::Status ValidateCaptureLabel(absl::string_view key, absl::string_view value);
+absl::Status ValidateCaptureLabels(const google::protobuf::Map<std::string, std::string>& labels);
 
 // A scalar's value as a JSON token: the shortest decimal that reads back to
 // the same value for floats, integers for integer types, true/false, and the

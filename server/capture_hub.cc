@@ -717,6 +717,9 @@ CaptureHub::~CaptureHub() {
 
 absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& open) {
   if (auto s = ValidateCaptureName(open.capture()); !s.ok()) return s;
+  if (auto s = ValidateCaptureLabels(open.labels()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("capture ", open.capture(), ": ", s.message()));
+  }
   // A new capture is checked for room and created under evict_mu_: opens
   // over the limit evict one at a time, each seeing the captures opened
   // before it, as if they came one after another.

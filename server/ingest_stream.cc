@@ -133,6 +133,9 @@ bool IngestStream::TakeComplete(AppendJob* job) {
 absl::Status IngestStream::Finish(const v1::IngestFinish& finish, v1::CaptureInfo* end) {
   if (finishing_) return absl::FailedPreconditionError("ingest: finish sent twice");
   *end = v1::CaptureInfo();
+  if (absl::Status s = ValidateCaptureLabels(finish.labels()); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("ingest: finish.", s.message()));
+  }
   *end->mutable_labels() = finish.labels();
   *end->mutable_step_levels() = finish.step_levels();
   if (absl::Status s = CheckStepLevels(end->step_levels()); !s.ok()) {

@@ -1,5 +1,6 @@
 // The capture service end to end: a real server on 127.0.0.1:0 (in this
 // process), real files under TEST_TMPDIR, the real GrpcSink and raw stubs.
+#include <functional>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -1204,6 +1205,60 @@ TEST_F(CaptureServiceTest, AHostileKernelTableIsInvalidArgument) {
     Get("bad", &got);
     EXPECT_EQ(got.error_code(), grpc::StatusCode::NOT_FOUND);
   }
+}
+
+// Labels ride in every summary and every ListCaptures page: too many, too
+// long, or holding control characters, they are refused where they come
+// in (the open, the finish), and a refused finish leaves the records the
+// service acknowledged readable.
+TEST_F(CaptureServiceTest, HostileLabelsAreInvalidArgument) {
+  StartServer("labels_bad");
+  std::vector<std::pair<std::function<void(google::protobuf::Map<std::string, std::string>*)>,
+                        std::string>>
+      bad = {
+          {[](auto* l) { for (int i = 0; i < 65; ++i) (*l)[absl::StrCat("k", i)] = "v"; },
+           "at most 64 labels, got 65"},
+          {[](auto* l) { (*l)[std::string(129, 'k')] = "v"; }, "a label key must be 1-128 bytes, got 129"},
+          {[](auto* l) { (*l)[""] = "v"; }, "a label key must be 1-128 bytes, got 0"},
+          {[](auto* l) { (*l)["big"] = std::string(4097, 'v'); },
+           "label 'big': a value is at most 4096 bytes, got 4097"},
+          {[](auto* l) { (*l)["line"] = "a\nforged: line"; }, "label 'line': its value holds control character 10"},
+          {[](auto* l) { (*l)[std::string("e\x1b[2J", 5)] = "v"; }, "holds control character 27"},
+      };
+  for (size_t i = 0; i < bad.size(); ++i) {
+    RawIngest in(stub_.get());
+    v1::IngestRequest open = Open("bad");
+    bad[i].first(open.mutable_open()->mutable_labels());
+    ASSERT_TRUE(in.Send(open));
+    const grpc::Status st = in.End();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << i << ": " << st.error_message();
+    EXPECT_NE(st.error_message().find(bad[i].second), std::string::npos) << st.error_message();
+    grpc::Status got;
+    Get("bad", &got);
+    EXPECT_EQ(got.error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  // The same at the finish: refused, the acknowledged records kept.
+  const Pairs p = MakePairs(3);
+  RawIngest in(stub_.get());
+  ASSERT_TRUE(in.Send(Open("late")));
+  v1::IngestResponse r;
+  ASSERT_TRUE(in.Read(&r));
+  ASSERT_TRUE(r.has_opened());
+  ASSERT_TRUE(in.Send(Batch(p, 0, p.records.size(), 0)));
+  do {
+    ASSERT_TRUE(in.Read(&r));
+  } while (!r.has_ack() || r.ack().durable_records() < p.records.size());
+  v1::IngestRequest finish;
+  (*finish.mutable_finish()->mutable_labels())["big"] = std::string(5000, 'v');
+  ASSERT_TRUE(in.Send(finish));
+  const grpc::Status st = in.End();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("at most 4096 bytes, got 5000"), std::string::npos)
+      << st.error_message();
+  const v1::CaptureSummary late = Get("late");
+  EXPECT_EQ(late.records(), p.records.size());
+  EXPECT_NE(late.state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(late.labels().count("big"), 0u);
 }
 
 TEST_F(CaptureServiceTest, MalformedRecordsAreRefusedAndTheCaptureStaysReadable) {
