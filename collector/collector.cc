@@ -11,7 +11,7 @@
 #include "base/thread.h"
 #include "collector/abi_convert.h"
 #include "collector/refused_record_dump.h"
-#include "server/capture_store.h"
+#include "store/capture_store.h"
 
 namespace argsdump {
 namespace {

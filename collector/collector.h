@@ -36,7 +36,7 @@
 #include "device/recorder.h"
 #include "device/region.h"
 #include "proto/argsdump/v1/record.pb.h"
-#include "server/capture_store.h"
+#include "store/capture_store.h"
 
 namespace argsdump {
 

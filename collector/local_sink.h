@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "collector/sink.h"
-#include "server/capture_store.h"
+#include "store/capture_store.h"
 
 namespace argsdump {
 

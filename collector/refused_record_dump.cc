@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "base/files.h"
 #include "format/names.h"
-#include "server/manifest.h"
+#include "store/manifest.h"
 
 namespace argsdump {
 namespace {

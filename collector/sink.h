@@ -13,7 +13,7 @@
 
 namespace argsdump {
 
-class PreparedRecords;  // server/capture_store.h
+class PreparedRecords;  // store/capture_store.h
 
 class CaptureSink {
  public:

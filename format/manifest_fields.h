@@ -1,5 +1,5 @@
 // The fields of one args[] entry of args_dump.json, described once, in the
-// order the store writes them. The writer (server/manifest.cc) has one
+// order the store writes them. The writer (store/manifest.cc) has one
 // `Put` per field and the reader (viewer/manifest_reader.cc) one case per
 // field, both generated from this list: a field added here and not written
 // or not read does not build.

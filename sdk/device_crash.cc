@@ -13,16 +13,16 @@
 #include "base/files.h"
 #include "base/utf8.h"
 #include "collector/abi_convert.h"
-#include "collector/exception_dump.h"
+#include "sdk/exception_dump.h"
 #include "format/arg_filter.h"
 #include "format/device_crash.h"
 #include "format/names.h"
 #include "format/record.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
-#include "server/capture_index.h"
-#include "server/capture_store.h"
-#include "server/manifest.h"
+#include "store/live_query.h"
+#include "store/capture_store.h"
+#include "store/manifest.h"
 
 namespace argsdump {
 namespace {

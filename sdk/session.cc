@@ -1,5 +1,5 @@
 // SimSession: one wiring of device, region, recorder, collector and sink
-// (sdk/argsdump.h). sim_run's job (collector/sim_job.cc) runs on it too.
+// (sdk/argsdump.h). sim_run's job (apps/sim_run/sim_job.cc) runs on it too.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,7 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "base/files.h"
 #include "collector/collector.h"
-#include "collector/exception_dump.h"
+#include "sdk/exception_dump.h"
 #include "collector/refused_record_dump.h"
 #include "collector/grpc_sink.h"
 #include "collector/local_sink.h"
@@ -32,7 +32,7 @@
 #include "sdk/device_process.h"
 #include "sdk/device_watch.h"
 #include "sdk/wiring.h"
-#include "server/capture_store.h"
+#include "store/capture_store.h"
 #include "format/kernel_table.h"
 #include "format/names.h"
 #include "format/record.h"

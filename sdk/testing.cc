@@ -31,7 +31,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "proto/argsdump/v1/manifest.pb.h"
 #include "sdk/wiring.h"
-#include "server/capture_store.h"
+#include "store/capture_store.h"
 #include "format/names.h"
 #include "viewer/arg_source.h"
 #include "viewer/capture_compare.h"

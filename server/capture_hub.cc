@@ -60,11 +60,11 @@ const char* SealCauseName(SealCause cause) {
   return "?";
 }
 
-// ---- Capture ---------------------------------------------------------------
+// ---- HubCapture ------------------------------------------------------------
 
-Capture::~Capture() { JoinWriter(); }
+HubCapture::~HubCapture() { JoinWriter(); }
 
-void Capture::JoinWriter() {
+void HubCapture::JoinWriter() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     writer_done_ = true;
@@ -72,7 +72,7 @@ void Capture::JoinWriter() {
   jobs_cv_.notify_all();
   if (!writer_.joinable()) return;
   if (writer_.get_id() == std::this_thread::get_id()) {
-    // ~Capture on the writer thread: the last reference went there, after
+    // ~HubCapture on the writer thread: the last reference went there, after
     // a job (WriterLoop). The thread ends as soon as it is back there; jobs
     // still queued (none holds a reference) are answered, not run.
     *destroyed_on_writer_ = true;
@@ -190,12 +190,12 @@ absl::Status RemoveCaptureFiles(const std::string& dir) {
 
 }  // namespace
 
-google::protobuf::RepeatedPtrField<v1::Kernel> Capture::Kernels() const {
+google::protobuf::RepeatedPtrField<v1::Kernel> HubCapture::Kernels() const {
   std::lock_guard<std::mutex> lock(mu_);
   return info_.kernels();
 }
 
-absl::Status Capture::ResolveKernels(ArgFilter* query) const {
+absl::Status HubCapture::ResolveKernels(ArgFilter* query) const {
   if (!query->func_name && !query->func_type) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(mu_);
   absl::Status s = ResolveKernelFilter(info_.kernels(), query);
@@ -203,7 +203,7 @@ absl::Status Capture::ResolveKernels(ArgFilter* query) const {
   return absl::InvalidArgumentError(absl::StrCat("capture ", name_, ": ", s.message()));
 }
 
-v1::CaptureSummary Capture::Summary() const {
+v1::CaptureSummary HubCapture::Summary() const {
   const uint64_t disk_bytes = DiskBytes(dir_);
   std::lock_guard<std::mutex> lock(mu_);
   v1::CaptureSummary s;
@@ -232,22 +232,22 @@ v1::CaptureSummary Capture::Summary() const {
   return s;
 }
 
-bool Capture::finished() const {
+bool HubCapture::finished() const {
   std::lock_guard<std::mutex> lock(mu_);
   return store_ == nullptr;
 }
 
-Watermark Capture::durable() const {
+Watermark HubCapture::durable() const {
   std::lock_guard<std::mutex> lock(mu_);
   return durable_;
 }
 
-std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Capture::Sources() const {
+std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> HubCapture::Sources() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {store_, index_};
 }
 
-QueryPage Capture::Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget,
+QueryPage HubCapture::Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget,
                          bool* live) const {
   const auto [store, index] = Sources();
   if (live != nullptr) *live = store != nullptr;
@@ -256,14 +256,14 @@ QueryPage Capture::Query(const ArgFilter& query, uint64_t from, size_t limit, si
   return QueryPage();
 }
 
-std::optional<ManifestRow> Capture::RecordById(uint64_t record_id) const {
+std::optional<ManifestRow> HubCapture::RecordById(uint64_t record_id) const {
   const auto [store, index] = Sources();
   if (store) return store->RecordById(record_id);
   if (index) return index->RecordById(record_id);
   return std::nullopt;
 }
 
-absl::StatusOr<QueryHit> Capture::HitById(uint64_t record_id) const {
+absl::StatusOr<QueryHit> HubCapture::HitById(uint64_t record_id) const {
   const auto [store, index] = Sources();
   auto missing = [&](uint64_t records) {
     return absl::NotFoundError(
@@ -281,7 +281,7 @@ absl::StatusOr<QueryHit> Capture::HitById(uint64_t record_id) const {
   return missing(0);
 }
 
-std::vector<QueryHit> Capture::ByArrival(const ArgFilter& query, uint64_t from,
+std::vector<QueryHit> HubCapture::ByArrival(const ArgFilter& query, uint64_t from,
                                          uint64_t to) const {
   const auto [store, index] = Sources();
   if (store) return store->ByArrival(query, from, to);
@@ -289,9 +289,9 @@ std::vector<QueryHit> Capture::ByArrival(const ArgFilter& query, uint64_t from,
   return {};
 }
 
-std::string Capture::bin_path() const { return dir_ + "/" + kBinName; }
+std::string HubCapture::bin_path() const { return dir_ + "/" + kBinName; }
 
-absl::Status Capture::Attach() {
+absl::Status HubCapture::Attach() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!store_) {
     return absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is finished"));
@@ -309,7 +309,7 @@ absl::Status Capture::Attach() {
   return absl::OkStatus();
 }
 
-absl::Status Capture::SealIfDetached(DoneCallback done,
+absl::Status HubCapture::SealIfDetached(DoneCallback done,
                                      std::optional<absl::Duration> idle_for) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -341,35 +341,35 @@ absl::Status Capture::SealIfDetached(DoneCallback done,
   return absl::OkStatus();
 }
 
-void Capture::Detach() {
+void HubCapture::Detach() {
   std::lock_guard<std::mutex> lock(mu_);
   attached_ = false;
   last_activity_ = std::chrono::steady_clock::now();
 }
 
-bool Capture::attached() const {
+bool HubCapture::attached() const {
   std::lock_guard<std::mutex> lock(mu_);
   return attached_;
 }
 
-std::chrono::steady_clock::time_point Capture::last_activity() const {
+std::chrono::steady_clock::time_point HubCapture::last_activity() const {
   std::lock_guard<std::mutex> lock(mu_);
   return last_activity_;
 }
 
-uint64_t Capture::AddWatcher(std::function<void()> poke) {
+uint64_t HubCapture::AddWatcher(std::function<void()> poke) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t id = next_watcher_++;
   watchers_[id] = std::move(poke);
   return id;
 }
 
-void Capture::RemoveWatcher(uint64_t id) {
+void HubCapture::RemoveWatcher(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   watchers_.erase(id);
 }
 
-void Capture::NotifyWatchers() {
+void HubCapture::NotifyWatchers() {
   std::vector<std::function<void()>> pokes;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -410,23 +410,23 @@ uint64_t AppendJob::bytes() const {
   return n - std::min<uint64_t>(skip, chunks.empty() ? 0 : chunks.front().size());
 }
 
-void Capture::Append(AppendJob job, DoneCallback done) {
+void HubCapture::Append(AppendJob job, DoneCallback done) {
   Job j{Job::kAppend, std::move(job), {}, std::move(done)};
   Enqueue(std::move(j));
 }
 
-void Capture::Finish(v1::CaptureCounters device_counters, DoneCallback done,
+void HubCapture::Finish(v1::CaptureCounters device_counters, DoneCallback done,
                      v1::CaptureInfo end, SealCause cause) {
   Job j{Job::kFinish, {}, std::move(device_counters), std::move(done), std::move(end), cause};
   Enqueue(std::move(j));
 }
 
-void Capture::Barrier(DoneCallback done) {
+void HubCapture::Barrier(DoneCallback done) {
   Job j{Job::kBarrier, {}, {}, std::move(done)};
   Enqueue(std::move(j));
 }
 
-void Capture::Enqueue(Job job) {
+void HubCapture::Enqueue(Job job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!writer_done_ && writer_.joinable()) {
@@ -440,13 +440,13 @@ void Capture::Enqueue(Job job) {
            durable());
 }
 
-absl::Status Capture::StartWriter() {
+absl::Status HubCapture::StartWriter() {
   return StartThread(absl::StrCat("the writer thread of capture ", name_), &writer_,
                      [this, weak = weak_from_this()] { WriterLoop(weak); });
 }
 
-void Capture::WriterLoop(std::weak_ptr<Capture> weak) {
-  bool destroyed = false;  // ~Capture ran on this thread: nothing of it is left
+void HubCapture::WriterLoop(std::weak_ptr<HubCapture> weak) {
+  bool destroyed = false;  // ~HubCapture ran on this thread: nothing of it is left
   {
     std::lock_guard<std::mutex> lock(mu_);
     destroyed_on_writer_ = &destroyed;
@@ -464,16 +464,16 @@ void Capture::WriterLoop(std::weak_ptr<Capture> weak) {
     }
     // A job's callbacks may hold the last other reference to this capture:
     // it stays alive until the job is done, then goes here, on this thread
-    // (JoinWriter lets the thread go). Null: ~Capture runs on another
+    // (JoinWriter lets the thread go). Null: ~HubCapture runs on another
     // thread, which waits for this one.
-    std::shared_ptr<Capture> self = weak.lock();
+    std::shared_ptr<HubCapture> self = weak.lock();
     const bool more = RunJob(std::move(job), std::move(store));
     self.reset();
     if (destroyed || !more) return;
   }
 }
 
-bool Capture::RunJob(Job job, std::shared_ptr<CaptureStore> store) {
+bool HubCapture::RunJob(Job job, std::shared_ptr<CaptureStore> store) {
   switch (job.kind) {
     case Job::kBarrier:
       job.done(absl::OkStatus(), durable());
@@ -487,7 +487,7 @@ bool Capture::RunJob(Job job, std::shared_ptr<CaptureStore> store) {
   return !RunFinish(std::move(job), *store);
 }
 
-void Capture::RunAppend(Job job, CaptureStore& store) {
+void HubCapture::RunAppend(Job job, CaptureStore& store) {
   absl::Status s;
   const std::vector<absl::string_view> payload = job.append.Payload();
   const uint64_t bytes = job.append.bytes();
@@ -520,7 +520,7 @@ void Capture::RunAppend(Job job, CaptureStore& store) {
   if (s.ok()) NotifyWatchers();
 }
 
-bool Capture::RunFinish(Job job, CaptureStore& store) {
+bool HubCapture::RunFinish(Job job, CaptureStore& store) {
   // The manifest and index, then serve from the index.
   absl::Status s = store.Amend(job.end);
   if (s.ok()) {
@@ -641,7 +641,7 @@ absl::Status CaptureHub::Load() {
   }
   for (const std::string& name : names) {
     const std::string dir = options_.root + "/" + name + "/args_dump";
-    std::shared_ptr<Capture> c(new Capture(name, dir, options_.max_capture_bytes));
+    std::shared_ptr<HubCapture> c(new HubCapture(name, dir, options_.max_capture_bytes));
     c->info_.set_name(name);
     captures_[name] = c;
     // Live when the server went away: live again, detached, for a resume.
@@ -715,7 +715,7 @@ CaptureHub::~CaptureHub() {
   if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the root
 }
 
-absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& open) {
+absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Open(const v1::IngestOpen& open) {
   if (auto s = ValidateCaptureName(open.capture()); !s.ok()) return s;
   if (auto s = ValidateCaptureLabels(open.labels()); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("capture ", open.capture(), ": ", s.message()));
@@ -778,7 +778,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
   if (!store.ok()) return store.status();
   (*store)->set_payload_dedup(options_.payload_dedup && !open.no_payload_dedup());
   (*store)->EnableTaskIndex();
-  std::shared_ptr<Capture> c(new Capture(open.capture(), dir, options_.max_capture_bytes));
+  std::shared_ptr<HubCapture> c(new HubCapture(open.capture(), dir, options_.max_capture_bytes));
   c->info_ = info;
   c->store_ = std::move(store).value();
   c->attached_ = true;
@@ -796,7 +796,7 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Open(const v1::IngestOpen& 
   return c;
 }
 
-absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Find(const std::string& name) const {
+absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Find(const std::string& name) const {
   if (auto s = ValidateCaptureName(name); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   auto it = captures_.find(name);
@@ -805,17 +805,17 @@ absl::StatusOr<std::shared_ptr<Capture>> CaptureHub::Find(const std::string& nam
   return it->second;
 }
 
-std::vector<std::shared_ptr<Capture>> CaptureHub::List(
+std::vector<std::shared_ptr<HubCapture>> CaptureHub::List(
     const std::map<std::string, std::string>& labels, v1::CaptureState state,
     const std::string& after, size_t limit, bool* more) const {
-  std::vector<std::shared_ptr<Capture>> all;
+  std::vector<std::shared_ptr<HubCapture>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = captures_.upper_bound(after); it != captures_.end(); ++it) {
       all.push_back(it->second);
     }
   }
-  std::vector<std::shared_ptr<Capture>> out;
+  std::vector<std::shared_ptr<HubCapture>> out;
   *more = false;
   for (const auto& c : all) {
     const v1::CaptureSummary s = c->Summary();
@@ -835,9 +835,9 @@ std::vector<std::shared_ptr<Capture>> CaptureHub::List(
   return out;
 }
 
-void CaptureHub::Forget(const std::shared_ptr<Capture>& capture) {
+void CaptureHub::Forget(const std::shared_ptr<HubCapture>& capture) {
   if (capture == nullptr) return;
-  std::shared_ptr<Capture> dropped;  // released after the lock, off its writer thread
+  std::shared_ptr<HubCapture> dropped;  // released after the lock, off its writer thread
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = captures_.find(capture->name());
@@ -856,7 +856,7 @@ void CaptureHub::Forget(const std::shared_ptr<Capture>& capture) {
                    " dropped: its stream ended before it wrote a record"));
 }
 
-absl::Status CaptureHub::FinishDetached(const std::string& name, Capture::DoneCallback done) {
+absl::Status CaptureHub::FinishDetached(const std::string& name, HubCapture::DoneCallback done) {
   auto c = Find(name);
   if (!c.ok()) return c.status();
   if ((*c)->finished()) {
@@ -867,7 +867,7 @@ absl::Status CaptureHub::FinishDetached(const std::string& name, Capture::DoneCa
 
 absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::string& why) {
   static std::atomic<uint64_t> deletions{0};
-  std::shared_ptr<Capture> gone;  // released after the lock
+  std::shared_ptr<HubCapture> gone;  // released after the lock
   std::string doomed;             // its folder, renamed out of the name's way
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1001,7 +1001,7 @@ void CaptureHub::ReapLoop() {
       lock.lock();
       if (reap_stop_) break;
     }
-    std::vector<std::shared_ptr<Capture>> idle;
+    std::vector<std::shared_ptr<HubCapture>> idle;
     // How long until the next thing to do (infinite: nothing ever is). A
     // capture detached from now on is due a whole timeout later at the
     // soonest.

@@ -37,8 +37,8 @@
 #include "format/names.h"  // ValidateCaptureName
 #include "proto/argsdump/v1/capture.pb.h"
 #include "proto/argsdump/v1/record.pb.h"
-#include "server/capture_index.h"
-#include "server/capture_store.h"
+#include "store/live_query.h"
+#include "store/capture_store.h"
 
 namespace argsdump {
 
@@ -89,7 +89,7 @@ enum class SealCause {
 };
 const char* SealCauseName(SealCause cause);
 
-class Capture : public std::enable_shared_from_this<Capture> {
+class HubCapture : public std::enable_shared_from_this<HubCapture> {
  public:
   using DoneCallback = std::function<void(absl::Status, Watermark)>;
 
@@ -150,7 +150,7 @@ class Capture : public std::enable_shared_from_this<Capture> {
   uint64_t AddWatcher(std::function<void()> poke);
   void RemoveWatcher(uint64_t id);
 
-  ~Capture();
+  ~HubCapture();
 
  private:
   friend class CaptureHub;
@@ -162,14 +162,14 @@ class Capture : public std::enable_shared_from_this<Capture> {
     v1::CaptureInfo end{};  // kFinish: what amends the capture's info
     SealCause cause = SealCause::kFinishMessage;  // kFinish
   };
-  Capture(std::string name, std::string dir, uint64_t max_bytes)
+  HubCapture(std::string name, std::string dir, uint64_t max_bytes)
       : name_(std::move(name)), dir_(std::move(dir)), max_bytes_(max_bytes) {}
   // What reads go to: the live store, or the finished capture's index (a
   // reader keeps its copy alive across the switch).
   std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Sources() const;
   // ResourceExhausted when the system refuses the thread.
   absl::Status StartWriter();
-  void WriterLoop(std::weak_ptr<Capture> weak);
+  void WriterLoop(std::weak_ptr<HubCapture> weak);
   // One job; false when it sealed the capture (the writer ends).
   bool RunJob(Job job, std::shared_ptr<CaptureStore> store);
   void RunAppend(Job job, CaptureStore& store);
@@ -249,19 +249,19 @@ class CaptureHub {
   // A new live capture (AlreadyExists if the name is taken), or with
   // open.resume() the live capture of that name (NotFound / FailedPrecondition).
   // The caller is attached to it.
-  absl::StatusOr<std::shared_ptr<Capture>> Open(const v1::IngestOpen& open);
-  absl::StatusOr<std::shared_ptr<Capture>> Find(const std::string& name) const;
+  absl::StatusOr<std::shared_ptr<HubCapture>> Open(const v1::IngestOpen& open);
+  absl::StatusOr<std::shared_ptr<HubCapture>> Find(const std::string& name) const;
   // By name, from `after` (exclusive), matching labels and state.
-  std::vector<std::shared_ptr<Capture>> List(const std::map<std::string, std::string>& labels,
+  std::vector<std::shared_ptr<HubCapture>> List(const std::map<std::string, std::string>& labels,
                                              v1::CaptureState state, const std::string& after,
                                              size_t limit, bool* more) const;
   // Drops `capture` when it is live, detached and holds no record (an
   // ingest stream opened it and ended without writing: no files exist).
-  void Forget(const std::shared_ptr<Capture>& capture);
+  void Forget(const std::shared_ptr<HubCapture>& capture);
   // Seals a live capture no stream is attached to (the FinishCapture rpc):
   // FailedPrecondition when it is finished or attached. `done` runs once
   // its manifest is written.
-  absl::Status FinishDetached(const std::string& name, Capture::DoneCallback done);
+  absl::Status FinishDetached(const std::string& name, HubCapture::DoneCallback done);
   const Options& options() const { return options_; }
   // Removes a finished capture and its files; what they took on disk.
   // NotFound, or FailedPrecondition for a live capture (FinishCapture it
@@ -293,7 +293,7 @@ class CaptureHub {
   // every capture opened before them, one at a time (taken before mu_).
   std::mutex evict_mu_;
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Capture>> captures_;
+  std::map<std::string, std::shared_ptr<HubCapture>> captures_;
   std::condition_variable reap_cv_;  // with mu_
   bool reap_stop_ = false;
   std::thread reaper_;

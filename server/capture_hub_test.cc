@@ -69,7 +69,7 @@ std::ostream& operator<<(std::ostream& os, const Outcome& o) {
 // Waits for callbacks from the writer thread.
 class Waiter {
  public:
-  Capture::DoneCallback Callback() {
+  HubCapture::DoneCallback Callback() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++expected_;
@@ -106,7 +106,7 @@ TEST(CaptureHubTest, ReadersAndWatchersRunWhileTheWriterAppendsAndFinishes) {
   ASSERT_TRUE(hub.ok()) << hub.status();
   auto capture = (*hub)->Open(OpenRequest("c"));
   ASSERT_TRUE(capture.ok()) << capture.status();
-  std::shared_ptr<Capture> c = *capture;
+  std::shared_ptr<HubCapture> c = *capture;
   std::atomic<uint64_t> pokes{0};
   const uint64_t watcher = c->AddWatcher([&] { pokes.fetch_add(1); });
   std::atomic<bool> stop{false};
@@ -353,8 +353,8 @@ TEST(CaptureHubTest, TheLastReferenceMayGoOnTheCapturesWriterThread) {
   ASSERT_TRUE(hub.ok()) << hub.status();
   auto opened = (*hub)->Open(OpenRequest("short_lived"));
   ASSERT_TRUE(opened.ok()) << opened.status();
-  std::shared_ptr<Capture> c = std::move(opened).value();
-  std::weak_ptr<Capture> weak = c;
+  std::shared_ptr<HubCapture> c = std::move(opened).value();
+  std::weak_ptr<HubCapture> weak = c;
   // The writer waits at a gate while the jobs behind it are queued.
   std::mutex mu;
   std::condition_variable cv;
@@ -487,7 +487,7 @@ std::vector<std::string> Names(const CaptureHub& hub) {
 // (the oldest) .. c5, and a live one, "grower", that took the root over
 // the limit after they were made.
 std::unique_ptr<CaptureHub> HubOverByTwoCaptures(const std::string& root,
-                                                 std::shared_ptr<Capture>* grower) {
+                                                 std::shared_ptr<HubCapture>* grower) {
   uint64_t each = 0;
   {
     CaptureHub::Options probe;
@@ -528,7 +528,7 @@ TEST(CaptureHubTest, ConcurrentOpensEvictWhatSequentialOpensEvict) {
                                          "new0", "new1", "new2", "new3", "new4",
                                          "new5", "new6", "new7"};
   {
-    std::shared_ptr<Capture> grower;
+    std::shared_ptr<HubCapture> grower;
     auto hub = HubOverByTwoCaptures(Root("evict_sequential"), &grower);
     for (int i = 0; i < kOpens; ++i) {
       auto opened = hub->Open(OpenRequest(absl::StrCat("new", i)));
@@ -537,7 +537,7 @@ TEST(CaptureHubTest, ConcurrentOpensEvictWhatSequentialOpensEvict) {
     EXPECT_EQ(Names(*hub), want);
   }
   for (int round = 0; round < 3; ++round) {
-    std::shared_ptr<Capture> grower;
+    std::shared_ptr<HubCapture> grower;
     auto hub = HubOverByTwoCaptures(Root(absl::StrCat("evict_concurrent_", round)), &grower);
     std::mutex mu;
     std::condition_variable cv;
@@ -698,7 +698,7 @@ TEST(CaptureHubTest, DeleteRacingANewCaptureOfTheSameNameLeavesTheNewOneWhole) {
     });
     go = true;
     // The new capture: opened as soon as the name is free, written at once.
-    std::shared_ptr<Capture> fresh;
+    std::shared_ptr<HubCapture> fresh;
     for (;;) {
       auto opened = hub->Open(OpenRequest("x"));
       if (opened.ok()) {

@@ -351,7 +351,7 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
   }
 
   std::shared_ptr<Shared> shared_;
-  std::shared_ptr<Capture> capture_;
+  std::shared_ptr<HubCapture> capture_;
   uint64_t watcher_ = 0;
   ArgFilter query_;
   uint64_t cursor_ = 0;
@@ -431,7 +431,7 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::FinishCapture(
     reactor->Finish(ToGrpcStatus(capture.status()));
     return reactor;
   }
-  std::shared_ptr<Capture> c = *capture;
+  std::shared_ptr<HubCapture> c = *capture;
   // Answered from the capture's writer thread once the manifest is written.
   absl::Status queued = hub_->FinishDetached(
       request->capture(), [reactor, response, c](absl::Status s, Watermark) {
@@ -458,7 +458,7 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerCont
   auto* reactor = context->DefaultReactor();
   const uint32_t limit = PageSize(request->page_size());
   // Finished captures read their mapped index: off the reaction thread.
-  std::shared_ptr<Capture> c = *capture;
+  std::shared_ptr<HubCapture> c = *capture;
   const PagePosition start = *from;
   io_.Run([c, q, start, limit, response, reactor] {
     bool live = false;
@@ -489,7 +489,7 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::GetArg(grpc::CallbackServerContext
   auto* reactor = context->DefaultReactor();
   // A finished capture's row is read from its mapped index: off the
   // reaction thread, as QueryArgs.
-  std::shared_ptr<Capture> c = *capture;
+  std::shared_ptr<HubCapture> c = *capture;
   const uint64_t id = request->record_id();
   io_.Run([c, id, response, reactor] {
     absl::StatusOr<QueryHit> hit = c->HitById(id);

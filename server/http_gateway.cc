@@ -30,7 +30,7 @@
 #include "server/bearer_token.h"
 #include "server/connection_threads.h"
 #include "server/http_listener.h"
-#include "server/manifest.h"
+#include "store/manifest.h"
 #include "server/proto_json.h"
 #include "server/web_assets.h"
 

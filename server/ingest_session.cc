@@ -336,7 +336,7 @@ void IngestSession::ReleaseLocked() {
     AskEndLocked();
     return;
   }
-  std::shared_ptr<Capture> capture = std::move(capture_);
+  std::shared_ptr<HubCapture> capture = std::move(capture_);
   capture_ = nullptr;  // nothing more reaches it from this stream
   if (created_ && stream_.received_records() == 0 && !stream_.finishing()) {
     Effect([hub = hub_, capture] {
@@ -378,7 +378,7 @@ void IngestSession::RunEffects(std::unique_lock<std::mutex> lock) {
     lock.unlock();
     effect();
     // Let go of what the effect holds before the lock is taken again: its
-    // capture may be the last reference, and ~Capture joins the writer,
+    // capture may be the last reference, and ~HubCapture joins the writer,
     // whose job (a Barrier's callback) may be waiting for this lock.
     effect = nullptr;
     lock.lock();

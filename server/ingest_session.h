@@ -185,7 +185,7 @@ class IngestSession : public std::enable_shared_from_this<IngestSession> {
   State state_ ABSL_GUARDED_BY(mu_) = State::kAwaitingOpen;
   absl::Status end_ ABSL_GUARDED_BY(mu_);  // the status End gets (kEnding on)
   // The capture this stream opened; null before open, and once let go.
-  std::shared_ptr<Capture> capture_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<HubCapture> capture_ ABSL_GUARDED_BY(mu_);
   bool created_ ABSL_GUARDED_BY(mu_) = false;  // the open created it (no resume)
   bool sealed_ ABSL_GUARDED_BY(mu_) = false;   // our finish sealed it: nothing to let go
   IngestStream stream_ ABSL_GUARDED_BY(mu_);   // what the client sent, checked

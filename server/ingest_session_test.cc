@@ -20,8 +20,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/capture_index.h"
-#include "server/capture_store.h"
+#include "store/live_query.h"
+#include "store/capture_store.h"
 
 namespace argsdump {
 namespace {
@@ -296,7 +296,7 @@ class Stream final : public IngestSession::Transport {
 // Holds a capture's writer thread until Open: the jobs queued behind it wait.
 class WriterGate {
  public:
-  explicit WriterGate(Capture& capture) : state_(std::make_shared<Shared>()) {
+  explicit WriterGate(HubCapture& capture) : state_(std::make_shared<Shared>()) {
     capture.Barrier([state = state_](absl::Status, Watermark) {
       std::unique_lock<std::mutex> lock(state->mu);
       state->cv.wait(lock, [&] { return state->open; });
@@ -319,7 +319,7 @@ class WriterGate {
 };
 
 // Waits for every job queued on `capture` so far.
-void Drain(Capture& capture) {
+void Drain(HubCapture& capture) {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
@@ -355,7 +355,7 @@ class IngestSessionTest : public ::testing::Test {
     hub_ = std::move(hub).value();
   }
 
-  std::shared_ptr<Capture> Find(const std::string& name) {
+  std::shared_ptr<HubCapture> Find(const std::string& name) {
     auto c = hub_->Find(name);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *c : nullptr;
@@ -468,7 +468,7 @@ TEST_F(IngestSessionTest, AResumeOpensOnceTheCapturesEarlierJobsAreDone) {
     EXPECT_EQ(end.code, absl::StatusCode::kFailedPrecondition) << end;
     EXPECT_NE(end.message.find("stays live"), std::string::npos) << end;
   }
-  std::shared_ptr<Capture> capture = Find("r");
+  std::shared_ptr<HubCapture> capture = Find("r");
   ASSERT_NE(capture, nullptr);
   EXPECT_FALSE(capture->finished());
   Stream s(hub_.get());
@@ -577,7 +577,7 @@ TEST_F(IngestSessionTest, AMessageAfterFinishOrASecondFinishIsRefused) {
     Stream s(hub_.get());
     Opened(s, name, false);
     SendAcked(s, records.Batch(3));
-    std::shared_ptr<Capture> capture = Find(name);
+    std::shared_ptr<HubCapture> capture = Find(name);
     ASSERT_NE(capture, nullptr);
     auto gate = std::make_unique<WriterGate>(*capture);  // the seal waits
     ASSERT_TRUE(s.Write(Finish()));
@@ -605,7 +605,7 @@ TEST_F(IngestSessionTest, AHalfCloseAfterFinishWaitsForTheSeal) {
   Stream s(hub_.get());
   Opened(s, "hc", false);
   SendAcked(s, records.Batch(2));
-  std::shared_ptr<Capture> capture = Find("hc");
+  std::shared_ptr<HubCapture> capture = Find("hc");
   auto gate = std::make_unique<WriterGate>(*capture);
   ASSERT_TRUE(s.Write(Finish()));
   s.WritesDone();
@@ -790,7 +790,7 @@ TEST_F(IngestSessionTest, PendingPayloadsWaitForTheirLastByte) {
   EXPECT_NE(end.message.find("finished with 1 records still missing payload bytes"),
             std::string::npos)
       << end;
-  std::shared_ptr<Capture> capture = Find("split");
+  std::shared_ptr<HubCapture> capture = Find("split");
   EXPECT_FALSE(capture->finished());
   EXPECT_EQ(capture->durable().records, 2u);
   EXPECT_TRUE(ReadFile(root_ + "/split/args_dump/" + kBinName) == bytes.substr(0, 128));
@@ -806,7 +806,7 @@ TEST_F(IngestSessionTest, AcksCoalesceWhileAWriteIsInFlight) {
   Stream s(hub_.get(), Stream::Writes::kHeld);
   ASSERT_TRUE(s.Write(Open("acks")));
   ASSERT_TRUE(s.WaitForResponses(1));  // `opened`, held
-  std::shared_ptr<Capture> capture = Find("acks");
+  std::shared_ptr<HubCapture> capture = Find("acks");
   constexpr int kBatches = 10;
   for (int b = 0; b < kBatches; ++b) ASSERT_TRUE(s.Write(records.Batch(3)));
   ASSERT_TRUE(s.WaitForRead());  // the last batch is on the writer's queue
@@ -845,7 +845,7 @@ TEST_F(IngestSessionTest, AcksCoalesceWhileAWriteIsInFlight) {
 TEST_F(IngestSessionTest, ReadsPauseWhileTooMuchWaitsForTheWriter) {
   Stream s(hub_.get());
   Opened(s, "ahead", false);
-  std::shared_ptr<Capture> capture = Find("ahead");
+  std::shared_ptr<HubCapture> capture = Find("ahead");
   auto gate = std::make_unique<WriterGate>(*capture);
   const uint64_t big = IngestSession::kReadAheadBytes + 4;
   v1::IngestRequest r;
@@ -877,7 +877,7 @@ TEST_F(IngestSessionTest, AJobTheWriterRefusesEndsTheStreamWithItsStatus) {
   EXPECT_EQ(end.code, absl::StatusCode::kResourceExhausted) << end;
   EXPECT_NE(end.message.find("over the server's quota of 320 bytes"), std::string::npos) << end;
   EXPECT_EQ(s.session().submitted().records, 8u);
-  std::shared_ptr<Capture> capture = Find("quota");
+  std::shared_ptr<HubCapture> capture = Find("quota");
   EXPECT_EQ(capture->durable().records, 4u);
   EXPECT_FALSE(capture->attached());
   EXPECT_FALSE(capture->finished());
@@ -891,7 +891,7 @@ TEST_F(IngestSessionTest, AHalfCloseWithoutFinishLetsTheCaptureGoBeforeTheStatus
   Opened(s, "half", false);
   SendAcked(s, records.Batch(5));
   s.AtEnd([&] {
-    std::shared_ptr<Capture> c = Find("half");
+    std::shared_ptr<HubCapture> c = Find("half");
     EXPECT_FALSE(c->attached());
     EXPECT_FALSE(c->finished());
     EXPECT_EQ(c->durable().records, 5u);

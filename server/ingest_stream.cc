@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "server/capture_store.h"
+#include "store/capture_store.h"
 #include "format/device_crash.h"
 #include "format/names.h"
 #include "format/record.h"

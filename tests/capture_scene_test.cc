@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/sim_job.h"
+#include "apps/sim_run/sim_job.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"
 #include "gtest/gtest.h"

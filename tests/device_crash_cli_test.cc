@@ -97,7 +97,7 @@ struct SimRun {
 std::vector<std::string> SimArgs(const std::string& workload, int level,
                                  const std::string& platform, const std::string& prefix,
                                  const std::string& server, const std::string& name) {
-  std::vector<std::string> args = {Runfile("collector/sim_run"),
+  std::vector<std::string> args = {Runfile("apps/sim_run/sim_run"),
                                    "--workload", workload,
                                    absl::StrCat("--dump-args=", level),
                                    "--platform", platform,
@@ -305,7 +305,7 @@ INSTANTIATE_TEST_SUITE_P(Deaths, DeviceCrashCliTest, ::testing::ValuesIn(Cases()
 // with it (the behaviour the device process exists to avoid).
 TEST(DeviceCrashCliTest2, InProcessDiesWithTheKernel) {
   const std::string root = FreshTempDir("crash_cli_in_process");
-  auto run = StartSim({Runfile("collector/sim_run"), "--workload", "crash_example_abort",
+  auto run = StartSim({Runfile("apps/sim_run/sim_run"), "--workload", "crash_example_abort",
                        "--dump-args=2", "--in-process", "--output-prefix", root + "/run"},
                       root + "/run.out");
   ASSERT_TRUE(run.ok()) << run.status();
@@ -407,7 +407,7 @@ TEST(DeviceCrashCliTest2, ACrashUnderAMemoryLimitIsStillReported) {
   auto run = StartSim({"/bin/bash", "-c",
                        "ulimit -v 1500000 && exec \"$0\" --workload crash_example --dump-args 2 "
                        "--output-prefix \"$1\"",
-                       Runfile("collector/sim_run"), root + "/run"},
+                       Runfile("apps/sim_run/sim_run"), root + "/run"},
                       root + "/run.out");
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_TRUE(Finish(&*run).ok());

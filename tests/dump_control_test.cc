@@ -18,7 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/files.h"
-#include "collector/sim_job.h"
+#include "apps/sim_run/sim_job.h"
 #include "device/dump_config.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"

@@ -21,7 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/journal.h"
+#include "store/journal.h"
 #include "tests/capture_reader.h"
 #include "tests/process_fixtures.h"
 
@@ -314,7 +314,7 @@ TEST(ServerKillTest, EightClientsStreamThroughARestart) {
 
 std::string SimRunBinary() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
-  return absl::StrCat(srcdir ? srcdir : ".", "/argsdump/collector/sim_run");
+  return absl::StrCat(srcdir ? srcdir : ".", "/argsdump/apps/sim_run/sim_run");
 }
 
 // sim_run SIGKILLed while its device runs: --recover gives back a capture

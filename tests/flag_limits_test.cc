@@ -56,18 +56,18 @@ const NumericFlag kFlags[] = {
     {"server/capture_server", "http_budget_wait", "0..1m; 0: not at all", 0, 60000, true},
     {"server/capture_server", "http_send_buffer_bytes", "0..64MiB; 0: the kernel's sizing", 0,
      64 << 20, false},
-    {"collector/sim_run", "schedulers", "1..64", 1, 64, false},
-    {"collector/sim_run", "workers", "1..256", 1, 256, false},
-    {"collector/sim_run", "records_per_buffer", "1..1048576", 1, 1 << 20, false},
-    {"collector/sim_run", "buffers_per_thread", "1..65536", 1, 1 << 16, false},
-    {"collector/sim_run", "ready_queue_depth", "1..65536", 1, 1 << 16, false},
-    {"collector/sim_run", "arena_bytes", "64B..1TiB", 64, int64_t{1} << 40, false},
-    {"collector/sim_run", "wait_bound_ms", "1ms..7d (604800000ms)", 1, 7 * kDay, false},
-    {"collector/sim_run", "drain_threads", "1..64", 1, 64, false},
-    {"collector/sim_run", "collector_shards", "1..64", 1, 64, false},
-    {"collector/sim_run", "steps", "1..1000000", 1, 1000000, false},
-    {"collector/sim_run", "capture_connect_timeout_ms", "1ms..1d (86400000ms)", 1, kDay, false},
-    {"collector/sim_run", "capture_retry_deadline_ms", "0..1d (86400000ms); 0: no retry", 0, kDay,
+    {"apps/sim_run/sim_run", "schedulers", "1..64", 1, 64, false},
+    {"apps/sim_run/sim_run", "workers", "1..256", 1, 256, false},
+    {"apps/sim_run/sim_run", "records_per_buffer", "1..1048576", 1, 1 << 20, false},
+    {"apps/sim_run/sim_run", "buffers_per_thread", "1..65536", 1, 1 << 16, false},
+    {"apps/sim_run/sim_run", "ready_queue_depth", "1..65536", 1, 1 << 16, false},
+    {"apps/sim_run/sim_run", "arena_bytes", "64B..1TiB", 64, int64_t{1} << 40, false},
+    {"apps/sim_run/sim_run", "wait_bound_ms", "1ms..7d (604800000ms)", 1, 7 * kDay, false},
+    {"apps/sim_run/sim_run", "drain_threads", "1..64", 1, 64, false},
+    {"apps/sim_run/sim_run", "collector_shards", "1..64", 1, 64, false},
+    {"apps/sim_run/sim_run", "steps", "1..1000000", 1, 1000000, false},
+    {"apps/sim_run/sim_run", "capture_connect_timeout_ms", "1ms..1d (86400000ms)", 1, kDay, false},
+    {"apps/sim_run/sim_run", "capture_retry_deadline_ms", "0..1d (86400000ms); 0: no retry", 0, kDay,
      false},
 };
 
@@ -200,7 +200,7 @@ INSTANTIATE_TEST_SUITE_P(EveryNumericFlag, FlagLimitsTest,
 // --help states each flag's range, and the table above holds every numeric
 // flag --help lists (a DURATION, BYTES or COUNT value).
 TEST(FlagLimitsHelpTest, TheTableCoversEveryNumericFlagAndHelpStatesItsRange) {
-  for (const std::string binary : {"server/capture_server", "collector/sim_run"}) {
+  for (const std::string binary : {"server/capture_server", "apps/sim_run/sim_run"}) {
     const std::string stdout_path = TempPath("flag_limits_help");
     auto child = ChildProcess::Start({BinaryPath(binary), "--help"}, stdout_path);
     ASSERT_TRUE(child.ok()) << child.status();

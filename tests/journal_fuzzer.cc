@@ -13,9 +13,9 @@
 
 #include <sys/stat.h>
 
-#include "server/capture_index.h"
-#include "server/capture_store.h"
-#include "server/journal.h"
+#include "store/live_query.h"
+#include "store/capture_store.h"
+#include "store/journal.h"
 #include "tests/fuzz_scratch.h"
 #include "viewer/manifest_reader.h"
 #include "base/files.h"

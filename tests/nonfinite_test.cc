@@ -17,7 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "collector/sim_job.h"
+#include "apps/sim_run/sim_job.h"
 #include "device/sim/kernels.h"
 #include "gtest/gtest.h"
 #include "server/capture_service.h"

@@ -183,7 +183,7 @@ TEST_F(SecretFilesCliTest, SimRunWarnsOfATokenFileThatIsNoTokenAndKeepsTheCaptur
   for (const BadFile& f : AllBadTokenFiles()) {
     SCOPED_TRACE(f.name);
     const std::string prefix = FreshTempDir("sim_" + f.name);
-    const Ended e = RunToEnd({Runfile("collector/sim_run"), "--dump-args=2", "--output-prefix=" + prefix,
+    const Ended e = RunToEnd({Runfile("apps/sim_run/sim_run"), "--dump-args=2", "--output-prefix=" + prefix,
                          "--capture-server=" + server_.target(), "--auth_token_file=" + f.path});
     EXPECT_TRUE(WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0)
         << Describe(e.status) << "\n" << e.err;
@@ -198,7 +198,7 @@ TEST_F(SecretFilesCliTest, SimRunWarnsOfATokenFileThatIsNoTokenAndKeepsTheCaptur
   }
   // The good token streams (the server above wants it).
   const Ended good =
-      RunToEnd({Runfile("collector/sim_run"), "--dump-args=2", "--capture-server=" + server_.target(),
+      RunToEnd({Runfile("apps/sim_run/sim_run"), "--dump-args=2", "--capture-server=" + server_.target(),
            "--capture-name=good", "--auth_token_file=" + good_token_});
   EXPECT_TRUE(WIFEXITED(good.status) && WEXITSTATUS(good.status) == 0)
       << Describe(good.status) << "\n" << good.err;
@@ -207,7 +207,7 @@ TEST_F(SecretFilesCliTest, SimRunWarnsOfATokenFileThatIsNoTokenAndKeepsTheCaptur
 TEST_F(SecretFilesCliTest, DumpViewerRefusesATokenFileThatIsNoToken) {
   // A capture to ask for, streamed with the good token.
   const Ended streamed =
-      RunToEnd({Runfile("collector/sim_run"), "--dump-args=2", "--capture-server=" + server_.target(),
+      RunToEnd({Runfile("apps/sim_run/sim_run"), "--dump-args=2", "--capture-server=" + server_.target(),
            "--capture-name=there", "--auth_token_file=" + good_token_});
   ASSERT_TRUE(WIFEXITED(streamed.status) && WEXITSTATUS(streamed.status) == 0) << streamed.err;
   for (const BadFile& f : AllBadTokenFiles()) {
@@ -232,7 +232,7 @@ TEST_F(SecretFilesCliTest, DumpViewerRefusesATokenFileThatIsNoToken) {
 TEST_F(SecretFilesCliTest, SimRunRefusesAWorkloadThatIsNoFile) {
   for (const BadFile& f : NotFiles()) {
     SCOPED_TRACE(f.name);
-    const Ended e = RunToEnd({Runfile("collector/sim_run"), "--workload=" + f.path});
+    const Ended e = RunToEnd({Runfile("apps/sim_run/sim_run"), "--workload=" + f.path});
     ExpectRefused(e, "sim_run: workload file " + f.why);
   }
 }
@@ -246,7 +246,7 @@ TEST_F(SecretFilesCliTest, DumpConfigEntriesNamingNoFileAreWarnings) {
   for (const BadFile& f : NotFiles()) {
     SCOPED_TRACE(f.name);
     const std::string prefix = FreshTempDir("cfg_" + f.name);
-    Ended e = RunToEnd({Runfile("collector/sim_run"), "--dump-args=2", "--steps=2",
+    Ended e = RunToEnd({Runfile("apps/sim_run/sim_run"), "--dump-args=2", "--steps=2",
                    "--output-prefix=" + prefix, "--dump-config=" + f.path});
     EXPECT_TRUE(WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0)
         << Describe(e.status) << "\n" << e.err;
@@ -257,7 +257,7 @@ TEST_F(SecretFilesCliTest, DumpConfigEntriesNamingNoFileAreWarnings) {
     EXPECT_TRUE(std::ifstream(prefix + "/args_dump/args_dump.json").good()) << e.err;
 
     const std::string env_prefix = FreshTempDir("env_" + f.name);
-    e = RunToEnd({"/usr/bin/env", "ARGSDUMP_AUTH_TOKEN_FILE=" + f.path, Runfile("collector/sim_run"),
+    e = RunToEnd({"/usr/bin/env", "ARGSDUMP_AUTH_TOKEN_FILE=" + f.path, Runfile("apps/sim_run/sim_run"),
              "--dump-args=2", "--output-prefix=" + env_prefix});
     EXPECT_TRUE(WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0)
         << Describe(e.status) << "\n" << e.err;
@@ -269,7 +269,7 @@ TEST_F(SecretFilesCliTest, DumpConfigEntriesNamingNoFileAreWarnings) {
     const std::string config = Written("config_" + f.name + ".json",
                                        "{\"level\": 2, \"auth_token_file\": \"" + f.path + "\"}");
     const std::string config_prefix = FreshTempDir("cfgtok_" + f.name);
-    e = RunToEnd({Runfile("collector/sim_run"), "--output-prefix=" + config_prefix,
+    e = RunToEnd({Runfile("apps/sim_run/sim_run"), "--output-prefix=" + config_prefix,
              "--dump-config=" + config});
     EXPECT_TRUE(WIFEXITED(e.status) && WEXITSTATUS(e.status) == 0)
         << Describe(e.status) << "\n" << e.err;

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "collector/sim_job.h"
+#include "apps/sim_run/sim_job.h"
 #include "tests/capture_reader.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"

@@ -17,7 +17,7 @@ targets=(
   "tests:journal_fuzzer tests/testdata/journal_corpus"
   "tests:ingest_stream_fuzzer tests/testdata/ingest_corpus"
   "server:page_token_fuzzer server/testdata/page_token_corpus"
-  "server:payload_map_fuzzer server/testdata/payload_map_corpus"
+  "store:payload_map_fuzzer store/testdata/payload_map_corpus"
   "server:tensor_view_fuzzer server/testdata/tensor_view_corpus"
   "device:workload_fuzzer device/testdata/workload_corpus"
   "device:dump_config_fuzzer device/testdata/dump_config_corpus"

@@ -8,4 +8,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
-exec bazel run -c opt //collector:sim_run -- --dump-args 2 "$@"
+exec bazel run -c opt //apps/sim_run:sim_run -- --dump-args 2 "$@"

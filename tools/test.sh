@@ -12,6 +12,11 @@ cd "$(dirname "$0")/.."
 
 bash tools/setup.sh || { echo "setup failed" >&2; exit 1; }
 
+# No package may depend upward (tools/layers.sh has the layers): checked
+# before anything is built.
+echo "=== layers at ${SECONDS}s"
+bash tools/check_layers.sh || { echo "0 passed, 1 failed"; exit 1; }
+
 configs=(plain asan tsan)
 if [ "${1:-}" = "--plain" ]; then configs=(plain); fi
 

@@ -714,7 +714,7 @@ absl::Status ManifestReader::ParseScalarValue(ManifestEntry* e, absl::string_vie
   return ParseNumberToken(&e->value, where);
 }
 
-// The store's layout of one args[] entry (server/manifest.cc AppendEntry):
+// The store's layout of one args[] entry (store/manifest.cc AppendEntry):
 //   {"task_id": "0x<16 hex digits>", "step": 3, "func_id": [7], ...}
 // the fields in format/manifest_fields.h's order, the kSometimes ones
 // optional, ", " between fields and array elements, ": " after keys,
@@ -1012,7 +1012,7 @@ ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_SCAN_SIMPLE)
 #undef ARGSDUMP_SCAN_SIMPLE
 template <>
 bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kStats>() {
-  // The writer's order (server/manifest.cc Put<kStats>); ParseStats takes
+  // The writer's order (store/manifest.cc Put<kStats>); ParseStats takes
   // any order, so another one is its to read.
   ManifestEntry::Stats& s = e_.stats.emplace();
   return Lit("{\"count\": ") && Uint(&s.count) && Lit(", \"min\": ") && Double(&s.min) &&

@@ -124,7 +124,7 @@ class ManifestReader {
   // a selective filter runs at close to scanning speed. Indices still
   // count every entry.
   void set_filter(const EntryFilter& filter) { filter_ = filter; }
-  // Entries in exactly the layout the store writes (server/manifest.cc) are
+  // Entries in exactly the layout the store writes (store/manifest.cc) are
   // read by a scanner made for it, any other entry by the general parser;
   // the results are the same either way. false: the general parser only
   // (the fuzz target and the tests compare the two).

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "proto/argsdump/v1/record.pb.h"
-#include "server/capture_store.h"
+#include "store/capture_store.h"
 #include "tests/testing/arg_records.h"
 #include "tests/testing/record_batch.h"
 

@@ -35,7 +35,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "benchmark/benchmark.h"
-#include "server/capture_store.h"
+#include "store/capture_store.h"
 #include "viewer/text_export.h"
 #include "tests/testing/arg_records.h"
 #include "tests/testing/temp_dir.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "collector/sim_job.h"
+#include "apps/sim_run/sim_job.h"
 
 namespace argsdump {
 

@@ -1,0 +1,230 @@
+#include "apps/sim_run/sim_job.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "device/workload.h"
+#include "format/names.h"
+#include "sdk/argsdump.h"
+#include "sdk/wiring.h"
+
+namespace argsdump {
+
+absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
+                                       const KernelRegistry& kernels,
+                                       const SimJobOptions& options) {
+  if (options.dump_level < 0 || options.dump_level > 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dump-args: level ", options.dump_level, " is not 0, 1, 2 or 3"));
+  }
+  SimJobResult result;
+  result.dump_dir = options.output_prefix + "/args_dump";
+  // One wiring: the SDK's session, told exactly what sim_run's flags said.
+  SessionOptions session;
+  session.name = workload.name();
+  session.drain_threads = options.drain_threads;
+  session.collector_shards = options.collector_shards;
+  session.dynamic_switch = options.dynamic;
+  session.exception_dump = options.exception_dump;
+  session.capture_retry_deadline = options.capture_retry_deadline;
+  session.connect_timeout = options.capture_connect_timeout;
+  for (const auto& [k, v] : options.labels) session.labels[k] = v;
+  SessionWiring wiring;
+  wiring.resolved = options.dump;
+  wiring.resolved->level = options.dump_level;
+  if (!options.capture_server.empty()) wiring.resolved->capture_server = options.capture_server;
+  wiring.output_prefix = options.output_prefix;
+  wiring.workload = workload.name();
+  wiring.claim_output_prefix = options.default_prefix;
+  wiring.capture_name = options.capture_name;  // default: the prefix's last component
+  wiring.auth_token = options.auth_token;
+  wiring.platform = options.platform;
+  wiring.sim = options.sim;
+  wiring.region = options.region;
+  wiring.dynamic_level = options.dynamic_level;
+  wiring.test_labels = false;
+  // The dump's own problems (a service that cannot be reached, a name it
+  // refuses, a capture that cannot be written) are WARNINGs and the run
+  // goes on, as for any session (seed 003): the result says what happened.
+  wiring.strict = false;
+  wiring.print_summary = false;
+  SimProgressSampler* const progress = options.progress;
+  if (progress != nullptr) wiring.device_finished = [progress] { progress->Stop(); };
+  session.device_process = options.device_process;
+  session.keep_journal = options.keep_journal;
+  // The sampler starts once the device runs (after the fork: no thread may
+  // exist before it).
+  SimSession* opened_session = nullptr;
+  if (progress != nullptr) {
+    wiring.device_started = [progress, &opened_session] {
+      SimSession* s = opened_session;
+      progress->Start([s] { return SessionWiring::Progress(*s); });
+    };
+  }
+  auto opened = SimSession::Open(kernels, session, wiring);
+  if (!opened.ok()) return opened.status();
+  SimSession& s = **opened;
+  opened_session = &s;
+  // The sampler reads the session: it stops on every way out, before the
+  // session goes.
+  struct StopProgress {
+    SimProgressSampler* progress;
+    ~StopProgress() {
+      if (progress != nullptr) progress->Stop();
+    }
+  } stop_progress{progress};
+  absl::StatusOr<std::map<std::string, Tensor>> tensors = std::map<std::string, Tensor>();
+  // One step at a time, as iterations run; a failed or hung step ends the
+  // run (Finish reports it). With device_process this runs in the device
+  // process.
+  const absl::Status ran = s.RunDevice([&](SimSession& device) -> absl::Status {
+    SimRuntime& runtime = *SessionWiring::Runtime(device);
+    for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {
+      if (step > 0 && !device.Synchronize().ok()) break;
+      if (options.before_step) {
+        if (auto c = options.before_step(step)) runtime.SetDumpConfig(*c);
+      }
+      if (!device.BeginStep(step).ok()) break;
+      runtime.HoldDispatch();  // the whole step queued before any of it runs
+      tensors = SubmitWorkload(workload, kernels, &runtime);
+      runtime.ReleaseDispatch();
+      if (!tensors.ok()) return tensors.status();
+      if (options.during_step) {
+        if (auto c = options.during_step(step)) runtime.SetDumpConfig(*c);
+      }
+    }
+    return absl::OkStatus();
+  });
+  absl::StatusOr<SessionResult> finished = s.Finish();
+  if (!finished.ok()) return finished.status();
+  // A workload that could not be submitted (in either process) is an error
+  // of the job, not of the device.
+  if (!ran.ok() && !finished->device_crashed && ran.code() != absl::StatusCode::kAborted) {
+    return ran;
+  }
+  if (!tensors.ok()) return tensors.status();
+  const SessionReport& report = SessionWiring::Report(s);
+  result.dump_dir = report.prefix + "/args_dump";
+  result.step_levels = report.step_levels;
+  result.dump_off_reason = report.dump_off_reason;
+  result.run_status = finished->run_status;
+  result.tasks = finished->tasks;
+  result.tasks_completed = finished->tasks_completed;
+  result.collected = report.collected;
+  result.losses = report.losses;
+  result.dump_log = report.dump_log;
+  result.overflow_tasks = finished->overflow_tasks;
+  result.first_overflow_task = finished->first_overflow_task;
+  result.exception_dumps = finished->exception_dumps;
+  result.device_crashed = finished->device_crashed;
+  result.device_crash = finished->device_crash;
+  result.dump_status = finished->dump_status;
+  result.wrote_capture = finished->wrote_capture;
+  result.capture = finished->capture;
+  result.tensors = std::move(tensors).value();
+  result.seconds = report.seconds;
+  result.sent_records = report.sent_records;
+  result.acked_records = report.acked_records;
+  result.kept_locally_dir = report.kept_locally_dir;
+  result.kept_locally_records = report.kept_locally_records;
+  return result;
+}
+
+std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
+  // The levels the dump ran at, and what else was on (the overflow check,
+  // stats, the stages): one, or each change of the dynamic switch.
+  auto extras = [](const StepLevel& l) {
+    DumpConfig c;
+    c.level = static_cast<int>(l.level);
+    c.overflow = l.overflow;
+    c.stats = l.stats;
+    c.mode = l.mode;
+    const std::string e = c.DescribeExtras();
+    return e.empty() ? e : " " + e;
+  };
+  std::string levels = absl::StrCat(o.dump_level, o.dump.DescribeExtras().empty() ? "" : " ",
+                                    o.dump.DescribeExtras());
+  if (r.step_levels.size() == 1) {
+    levels = absl::StrCat(r.step_levels[0].level, extras(r.step_levels[0]));
+  }
+  if (r.step_levels.size() > 1) {
+    levels.clear();
+    for (size_t i = 0; i < r.step_levels.size(); ++i) {
+      absl::StrAppend(&levels, i == 0 ? "" : ", ", r.step_levels[i].level,
+                      extras(r.step_levels[i]), i == 0 ? " at step " : " from step ",
+                      r.step_levels[i].first_step);
+    }
+  }
+  std::string s = absl::StrCat("workload run: ", r.tasks_completed, " of ", r.tasks,
+                               " tasks completed in ", absl::StrFormat("%.3f", r.seconds),
+                               " s on ", PlatformName(o.platform), ", dump level ", levels,
+                               "\n");
+  if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
+  if (r.device_crashed) {
+    absl::StrAppend(&s, "device crash: ", r.device_crash,
+                    r.wrote_capture || !r.capture.empty()
+                        ? " (the capture holds every record made before, the running tasks' "
+                          "outputs flagged in-flight, and device_crash)\n"
+                        : "\n");
+  }
+  if (!r.dump_status.ok()) {
+    absl::StrAppend(&s, "capture: incomplete: ", r.dump_status.ToString(), "\n");
+  }
+  for (const std::string& dir : r.exception_dumps) {
+    const bool crash = dir.find("/crash_") != std::string::npos;
+    const bool refused = dir.find("/refused_") != std::string::npos;
+    absl::StrAppend(&s, "exception dump: ", dir,
+                    refused ? " (a record the collector refused: its raw bytes in record.bin, "
+                              "why and where in context.json)\n"
+                    : crash ? " (the crashing task's args as captured before dispatch, its "
+                              "tensors as the crash left them, and context.json)\n"
+                            : " (the failing task's inputs, outputs and scalars as dump_viewer "
+                              "reads them, and context.json)\n");
+  }
+  if (r.overflow_tasks > 0) {
+    absl::StrAppend(&s, "overflow: ", r.overflow_tasks,
+                    " task(s) wrote a NaN or an Inf; the first: task ",
+                    TaskIdHex(*r.first_overflow_task),
+                    " (dumped in full, flagged \"overflow\" in the manifest)\n");
+  } else if (o.dump.overflow) {
+    absl::StrAppend(&s, "overflow: no task wrote a NaN or an Inf\n");
+  }
+  if (!r.dump_off_reason.empty()) {
+    return s + "dump: off (its buffers could not be allocated: " + r.dump_off_reason + ")\n";
+  }
+  if (o.dump_level == 0 && !o.dynamic && !o.dump.overflow) return s + "dump: off (level 0)\n";
+  const v1::CaptureCounters& l = r.losses;
+  absl::StrAppend(&s, "records: ", r.collected.records, " (", r.collected.recovered_records,
+                  " recovered from unflushed buffers",
+                  r.collected.snapshot_records > 0
+                      ? absl::StrCat(", ", r.collected.snapshot_records,
+                                     " in-flight snapshots the host took from device memory")
+                      : "",
+                  "), payload bytes: ", r.collected.payload_bytes, "\n");
+  absl::StrAppend(&s, "losses: dropped ", l.dropped_records(), " (ready queue full ",
+                  l.dropped_ready_queue_full(), ", free queue empty ",
+                  l.dropped_free_queue_empty(), ", arena ack timeout ",
+                  l.dropped_arena_ack_timeout(), ", flush timeout ", l.dropped_flush_timeout(),
+                  ", host gone ", l.dropped_host_gone(), "), overwritten ",
+                  r.collected.overwritten, ", invalid ",
+                  r.collected.invalid_records, "\n");
+  if (!r.kept_locally_dir.empty()) {
+    absl::StrAppend(&s, "capture: lost by the capture service (its resume was refused: the "
+                        "capture is gone); ", r.acked_records, " records it had acknowledged "
+                        "went with it, ", r.kept_locally_records, " records it had not "
+                        "acknowledged are kept locally in ", r.kept_locally_dir, "\n");
+  } else if (!r.capture.empty()) {
+    absl::StrAppend(&s, "capture: ", r.capture, " on the capture service (", r.sent_records,
+                    " records sent, ", r.acked_records, " acknowledged as durable)\n");
+  } else if (r.wrote_capture) {
+    absl::StrAppend(&s, "capture: ", r.dump_dir, "/args_dump.json\n");
+  } else {
+    absl::StrAppend(&s, "capture: none (no record was collected",
+                    o.dump_level == 1 ? "; level 1 dumps only args marked with dump(...)" : "",
+                    ")\n");
+  }
+  return s;
+}
+
+}  // namespace argsdump
