@@ -1,6 +1,7 @@
 // absl::Status <-> grpc::Status: the one conversion both ends of the
-// capture service use (the server's reactors, client/capture_client). Codes map one to one (both are google.rpc.Code);
-// a code outside them becomes UNKNOWN. Messages are kept, cut to at most
+// capture service use (the server's reactors, client/capture_client).
+// Codes map one to one (both are google.rpc.Code); a code outside them
+// becomes UNKNOWN. Messages are kept, cut to at most
 // kMaxStatusMessageBytes (on a UTF-8 boundary, saying how much was cut), so
 // an error never outgrows the call's trailing metadata.
 //
