@@ -165,10 +165,6 @@ absl::StatusOr<std::unique_ptr<IngestWriter>> IngestWriter::Open(const CaptureCl
 
 IngestWriter::~IngestWriter() { CloseStream(); }
 
-absl::Status IngestWriter::Context(absl::string_view what) const {
-  return absl::UnavailableError(absl::StrCat("capture service ", client_->target(), ": ", what));
-}
-
 uint64_t IngestWriter::durable_records() const {
   std::lock_guard<std::mutex> lock(mu_);
   return acked_records_;
@@ -217,8 +213,9 @@ absl::Status IngestWriter::OpenStream(bool resume) {
     return absl::DeadlineExceededError(
         absl::StrCat("capture service ", client_->target(), ": no answer to open"));
   }
-  return s.ok() ? Context("stream ended before opened")
-                : FromGrpcStatus(s, absl::StrCat("capture service ", client_->target()));
+  const std::string service = absl::StrCat("capture service ", client_->target());
+  return s.ok() ? absl::UnavailableError(absl::StrCat(service, ": stream ended before opened"))
+                : FromGrpcStatus(s, service);
 }
 
 void IngestWriter::CloseStream() {

@@ -4,9 +4,10 @@
 // (QueryArgsPager, ListCapturesPager), streams payloads chunk by chunk, and
 // writes an Ingest stream through IngestWriter, which resumes a broken one.
 //
-// Errors are absl::Status with the server's code and message unchanged
-// (proto/grpc_status.h); the caller says which call failed (Annotate).
-// Errors the client makes itself name the target.
+// Errors of the calls are absl::Status with the server's code and message
+// unchanged (proto/grpc_status.h, also for what gRPC itself reports: a
+// deadline, an unreachable server); the caller says which call failed
+// (Annotate). IngestWriter's name the service (see there).
 #ifndef ARGSDUMP_CLIENT_CAPTURE_CLIENT_H_
 #define ARGSDUMP_CLIENT_CAPTURE_CLIENT_H_
 
@@ -154,8 +155,8 @@ struct IngestWriterOptions {
 // thread of its own. When a stream breaks the caller asks StreamEnded()
 // why and Resume()s: a new stream with `resume`, backing off, which the
 // server answers with its watermark; the caller sends again from there.
-// Its statuses read "capture service <target>: <why>". One thread drives
-// a writer (the reader thread is its own).
+// The server's errors read "capture service <target>: <message>". One
+// thread drives a writer (the reader thread is its own).
 class IngestWriter {
  public:
   // Opens the first stream (options.open.resume as given) and waits for
@@ -164,11 +165,10 @@ class IngestWriter {
                                                             IngestWriterOptions options);
   ~IngestWriter();
 
-  // Whether a stream is up (false after StreamEnded until a Resume).
-  bool has_stream() const { return stream_ != nullptr; }
   // Sends records[from..] (record ids first_id + from, ...) with their
   // payloads, from the durable byte watermark on, split into batches of at
-  // most max_message_bytes. False when the stream broke.
+  // most max_message_bytes. False when the stream broke (or is ended and
+  // not resumed).
   bool Send(const std::vector<const v1::ArgRecord*>& records,
             const std::vector<absl::string_view>& payloads, size_t from, uint64_t first_id);
   // Waits until `records` are acknowledged: false when the stream broke or
@@ -199,7 +199,6 @@ class IngestWriter {
   absl::Status OpenStream(bool resume);
   void CloseStream();
   void ReaderLoop();
-  absl::Status Context(absl::string_view what) const;
 
   const CaptureClient* const client_;
   const IngestWriterOptions options_;
