@@ -55,15 +55,10 @@ std::unique_ptr<grpc::ClientContext> CaptureClient::NewStreamContext() const {
   return context;
 }
 
-std::unique_ptr<grpc::ClientContext> CaptureClient::NewContext(
-    std::chrono::milliseconds timeout) const {
-  auto context = NewStreamContext();
-  context->set_deadline(std::chrono::system_clock::now() + timeout);
-  return context;
-}
-
 std::unique_ptr<grpc::ClientContext> CaptureClient::NewContext() const {
-  return NewContext(options_.call_timeout);
+  auto context = NewStreamContext();
+  context->set_deadline(std::chrono::system_clock::now() + options_.call_timeout);
+  return context;
 }
 
 absl::StatusOr<v1::CaptureSummary> CaptureClient::GetCapture(const std::string& capture) const {
@@ -186,7 +181,7 @@ absl::Status IngestWriter::OpenStream(bool resume) {
     broken_ = false;
     got_finished_ = false;
   }
-  stream_ = client_->stub()->Ingest(context);
+  stream_ = client_->stub_->Ingest(context);
   if (absl::Status st = StartThread("the capture stream's reader thread", &reader_,
                                     [this] { ReaderLoop(); });
       !st.ok()) {

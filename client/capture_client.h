@@ -86,17 +86,14 @@ class CaptureClient {
       const v1::ReadPayloadRequest& request,
       const std::function<absl::Status(const v1::PayloadChunk&)>& on_chunk) const;
 
-  // A context with the deadline (call_timeout from now unless given) and
-  // the token: for IngestWriter and calls this class does not wrap.
+ private:
+  friend class IngestWriter;  // its stream goes through stub_ and NewStreamContext
+  explicit CaptureClient(CaptureClientOptions options);
+  // A context with the token and the deadline, call_timeout from now.
   std::unique_ptr<grpc::ClientContext> NewContext() const;
-  std::unique_ptr<grpc::ClientContext> NewContext(std::chrono::milliseconds timeout) const;
   // A context with the token and no deadline (a stream that lives as long
   // as its writer; IngestWriter bounds each wait itself).
   std::unique_ptr<grpc::ClientContext> NewStreamContext() const;
-  v1::CaptureService::Stub* stub() const { return stub_.get(); }
-
- private:
-  explicit CaptureClient(CaptureClientOptions options);
 
   const CaptureClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
