@@ -18,17 +18,15 @@
 #define ARGSDUMP_COLLECTOR_GRPC_SINK_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/capture_client.h"
 #include "collector/sink.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
@@ -44,13 +42,13 @@ struct GrpcSinkOptions {
   std::string auth_token;  // sent as "authorization: Bearer <token>" when set
   // How long to wait for the ack of a batch (or for `opened`) before the
   // stream counts as broken.
-  std::chrono::milliseconds ack_timeout{30000};
+  std::chrono::milliseconds ack_timeout = kIngestAckTimeout;
   // How long Connect waits for the channel to come up (0: ack_timeout).
   std::chrono::milliseconds connect_timeout{0};
   // After a broken stream: reconnect (resume) with backoff until this long
   // has passed since it broke -- long enough for the service to restart
   // (its live captures stay live) -- or max_reconnects attempts were made.
-  std::chrono::milliseconds retry_deadline{60000};
+  std::chrono::milliseconds retry_deadline = kIngestRetryDeadline;
   int max_reconnects = 1 << 20;
   // Reattach to the live capture of this name (after this client itself
   // restarted) instead of opening a new one: records go on from its
@@ -80,11 +78,11 @@ class GrpcSink : public CaptureSink {
   absl::Status Finish(const v1::CaptureCounters& losses) override;
 
   // Breaks the current stream as a network failure would (tests).
-  void BreakStreamForTest();
-  uint64_t reconnects() const { return reconnects_; }
+  void BreakStreamForTest() { writer_->Break(); }
+  uint64_t reconnects() const { return writer_->reconnects(); }
   // Records the service holds durably (acknowledged), and records handed
   // to it so far: what a run reports when it ends.
-  uint64_t durable_records();
+  uint64_t durable_records() { return writer_->durable_records(); }
   uint64_t sent_records() const { return sent_records_; }
   const v1::CaptureSummary& finished() const { return finished_; }
   // The service lost the capture and the fallback took over: why, and how
@@ -96,21 +94,9 @@ class GrpcSink : public CaptureSink {
 
  private:
   explicit GrpcSink(GrpcSinkOptions options) : options_(std::move(options)) {}
-  // A new stream, `open` sent, waiting for `opened`.
-  absl::Status OpenStream(bool resume);
-  void CloseStream();
-  void ReaderLoop();
-  // Sends records[from..] (ids first_id + i) with their payloads.
-  bool SendFrom(const std::vector<const v1::ArgRecord*>& records,
-                const std::vector<absl::string_view>& payloads, size_t from, uint64_t first_id);
-  // Waits until `records` are acked; false when the stream broke or timed out.
-  bool WaitAcked(uint64_t records);
-  // After a broken stream (`why`): reopens it with resume, backing off, until
-  // that works, the error is not worth retrying, or retry_deadline passed.
-  absl::Status Reconnect(absl::Status why, int* attempts);
   // `why` came from a resume: the service lost the capture and a fallback
-  // is given. Makes the fallback sink (records from `first_unacked_bytes`
-  // on are rebased to 0 there).
+  // is given. Makes the fallback sink (records from the durable byte
+  // watermark on are rebased to 0 there).
   bool LostCapture(const absl::Status& why) const;
   absl::Status StartFallback(const absl::Status& why);
   // records[from..] to the fallback, rebased.
@@ -118,25 +104,12 @@ class GrpcSink : public CaptureSink {
                              const std::vector<absl::string_view>& payloads, size_t from);
 
   const GrpcSinkOptions options_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::CaptureService::Stub> stub_;
-  std::unique_ptr<grpc::ClientContext> context_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::IngestRequest, v1::IngestResponse>> stream_;
-  std::thread reader_;
-
-  std::mutex mu_;  // below, shared with the reader thread
-  std::condition_variable cv_;
-  bool opened_ = false;
-  bool broken_ = false;
-  bool got_finished_ = false;
-  uint64_t acked_records_ = 0;
-  uint64_t acked_bytes_ = 0;
+  std::unique_ptr<CaptureClient> client_;
+  std::unique_ptr<IngestWriter> writer_;  // the stream, its reader, its watermark
   v1::CaptureSummary finished_;
 
   v1::CaptureInfo end_;  // labels, step levels, device_crash: sent with finish
   uint64_t sent_records_ = 0;  // ids handed out (records durable or in flight)
-  int messages_sent_ = 0;
-  uint64_t reconnects_ = 0;
 
   std::unique_ptr<CaptureSink> fallback_sink_;  // once the service lost the capture
   absl::Status lost_capture_;

@@ -1,14 +1,14 @@
 // absl::Status <-> grpc::Status: the one conversion both ends of the
-// capture service use (the server's reactors, the collector's GrpcSink, the
-// viewer's remote source). Codes map one to one (both are google.rpc.Code);
-// a code outside them becomes UNKNOWN. Messages are kept, cut to at most
+// capture service use (the server's reactors, client/capture_client).
+// Codes map one to one (both are google.rpc.Code); a code outside them
+// becomes UNKNOWN. Messages are kept, cut to at most
 // kMaxStatusMessageBytes (on a UTF-8 boundary, saying how much was cut), so
 // an error never outgrows the call's trailing metadata.
 //
 // Why here: capture_service.proto states the contract this implements
 // ("errors are gRPC status codes with a message"), and every side of the
-// service already depends on //proto; neither the collector nor the viewer
-// reaches into server/ for it, and the server does not reach into theirs.
+// service already depends on //proto; the client does not reach into
+// server/ for it, and the server does not reach into the client.
 #ifndef ARGSDUMP_PROTO_GRPC_STATUS_H_
 #define ARGSDUMP_PROTO_GRPC_STATUS_H_
 

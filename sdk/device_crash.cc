@@ -12,20 +12,22 @@
 #include "absl/strings/str_join.h"
 #include "base/files.h"
 #include "base/utf8.h"
+#include "client/capture_client.h"
 #include "collector/abi_convert.h"
 #include "sdk/exception_dump.h"
 #include "format/arg_filter.h"
 #include "format/device_crash.h"
 #include "format/names.h"
 #include "format/record.h"
-#include "grpcpp/grpcpp.h"
-#include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "store/live_query.h"
 #include "store/capture_store.h"
 #include "store/manifest.h"
 
 namespace argsdump {
 namespace {
+
+// Each call reading a crashed task's records back from a capture service.
+constexpr std::chrono::milliseconds kCrashReadCallTimeout{30000};
 
 std::string JsonString(const std::string& s) {
   std::string out;
@@ -209,52 +211,50 @@ absl::StatusOr<std::vector<TaskRecord>> ReadRemoteTaskRecords(const std::string&
                                                               const std::string& capture,
                                                               const std::string& auth_token,
                                                               uint64_t task_id, v1::Stage stage) {
-  auto channel = grpc::CreateChannel(server, grpc::InsecureChannelCredentials());
-  auto stub = v1::CaptureService::NewStub(channel);
-  auto prepare = [&](grpc::ClientContext* ctx) {
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    if (!auth_token.empty()) ctx->AddMetadata("authorization", "Bearer " + auth_token);
-  };
+  CaptureClientOptions options;
+  options.target = server;
+  options.auth_token = auth_token;
+  options.call_timeout = kCrashReadCallTimeout;
+  absl::StatusOr<std::unique_ptr<CaptureClient>> client =
+      CaptureClient::Create(std::move(options));
+  if (!client.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("QueryArgs on ", server, ": ", client.status().message()));
+  }
+  v1::QueryArgsRequest q;
+  q.set_capture(capture);
+  q.set_task_id(task_id);
+  q.set_stage(stage);
+  q.set_page_size(kMaxPageSize);
+  QueryArgsPager pager(client->get(), std::move(q));
   std::vector<TaskRecord> out;
-  std::string token;
-  do {
-    v1::QueryArgsRequest q;
-    q.set_capture(capture);
-    q.set_task_id(task_id);
-    q.set_stage(stage);
-    q.set_page_size(1000);
-    q.set_page_token(token);
-    v1::QueryArgsResponse page;
-    grpc::ClientContext ctx;
-    prepare(&ctx);
-    grpc::Status st = stub->QueryArgs(&ctx, q, &page);
-    if (!st.ok()) {
+  std::vector<v1::CapturedArg> page;
+  while (!pager.done()) {
+    absl::StatusOr<bool> got = pager.Next(&page);
+    if (!got.ok()) {
       return absl::UnavailableError(
-          absl::StrCat("QueryArgs on ", server, ": ", st.error_message()));
+          absl::StrCat("QueryArgs on ", server, ": ", got.status().message()));
     }
-    for (const v1::CapturedArg& arg : page.args()) {
+    for (const v1::CapturedArg& arg : page) {
       TaskRecord r;
       r.record = arg.record();
       if (r.record.bin_size() > 0) {
         v1::ReadPayloadRequest p;
         p.set_capture(capture);
         p.set_record_id(arg.record_id());
-        grpc::ClientContext pctx;
-        prepare(&pctx);
-        auto reader = stub->ReadPayload(&pctx, p);
-        v1::PayloadChunk chunk;
-        while (reader->Read(&chunk)) r.payload += chunk.data();
-        grpc::Status done = reader->Finish();
+        const absl::Status done = (*client)->ReadPayload(p, [&](const v1::PayloadChunk& chunk) {
+          r.payload += chunk.data();
+          return absl::OkStatus();
+        });
         if (!done.ok() || r.payload.size() != r.record.bin_size()) {
           return absl::UnavailableError(absl::StrCat(
               "ReadPayload of record ", arg.record_id(), " on ", server, ": ",
-              done.ok() ? "short payload" : done.error_message()));
+              done.ok() ? "short payload" : done.message()));
         }
       }
       out.push_back(std::move(r));
     }
-    token = page.next_page_token();
-  } while (!token.empty());
+  }
   return out;
 }
 

@@ -1,21 +1,20 @@
 #include "viewer/remote_source.h"
 
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "format/dtype.h"
+#include "client/capture_client.h"
 #include "format/kernel_table.h"
-#include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "format/names.h"
 #include "format/record.h"
-#include "proto/grpc_status.h"
 
 namespace argsdump {
 
@@ -71,32 +70,22 @@ absl::StatusOr<ManifestEntry> EntryFromRecord(const v1::ArgRecord& r, uint64_t i
 
 namespace {
 
-constexpr uint32_t kPageSize = 1000;  // the service's maximum
-constexpr auto kCallTimeout = std::chrono::seconds(60);
-
 class RemoteSource : public ArgSource {
  public:
-  RemoteSource(RemoteCapture remote, Selection selection)
-      : remote_(std::move(remote)), selection_(std::move(selection)) {
-    channel_ = grpc::CreateChannel(remote_.target, remote_.credentials
-                                                       ? remote_.credentials
-                                                       : grpc::InsecureChannelCredentials());
-    stub_ = v1::CaptureService::NewStub(channel_);
-  }
+  RemoteSource(RemoteCapture remote, Selection selection, std::unique_ptr<CaptureClient> client)
+      : remote_(std::move(remote)), selection_(std::move(selection)), client_(std::move(client)) {}
 
   std::string name() const override {
     return absl::StrCat("capture '", remote_.capture, "' on ", remote_.target);
   }
 
   absl::Status Start() {
-    v1::GetCaptureRequest request;
-    request.set_capture(remote_.capture);
-    auto context = Context();
-    grpc::Status s = stub_->GetCapture(context.get(), request, &summary_);
-    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+    absl::StatusOr<v1::CaptureSummary> got = client_->GetCapture(remote_.capture);
+    if (absl::IsNotFound(got.status())) {
       return absl::NotFoundError(absl::StrCat(name(), ": no such capture", SomeCaptures()));
     }
-    if (!s.ok()) return FromGrpcStatus(s, absl::StrCat(name(), ": GetCapture"));
+    if (!got.ok()) return Annotate(got.status(), absl::StrCat(name(), ": GetCapture"));
+    summary_ = *std::move(got);
     // Names are resolved here too (the service resolves those it is sent):
     // an unknown one is the same error as for a local capture, and live
     // records are matched here.
@@ -107,9 +96,10 @@ class RemoteSource : public ArgSource {
     if (absl::Status loaded = LoadLive(); !loaded.ok()) return loaded;
     // Again: the records just fetched may be newer than the summary, and
     // payload sizes are checked against its args.bin bytes.
-    auto again = Context();
-    s = stub_->GetCapture(again.get(), request, &summary_);
-    return s.ok() ? absl::OkStatus() : FromGrpcStatus(s, absl::StrCat(name(), ": GetCapture"));
+    got = client_->GetCapture(remote_.capture);
+    if (!got.ok()) return Annotate(got.status(), absl::StrCat(name(), ": GetCapture"));
+    summary_ = *std::move(got);
+    return absl::OkStatus();
   }
 
   absl::StatusOr<bool> Next(ManifestEntry* e) override {
@@ -140,7 +130,9 @@ class RemoteSource : public ArgSource {
         if (selection_.Matches(*e)) return true;
       }
       if (done_) return false;
-      if (absl::Status s = FetchPage(QueryRequest(/*filtered=*/true)); !s.ok()) return s;
+      if (!pager_) pager_.emplace(client_.get(), QueryRequest(/*filtered=*/true));
+      if (absl::Status s = FetchPage(&*pager_); !s.ok()) return s;
+      done_ = pager_->done();
     }
   }
 
@@ -157,24 +149,23 @@ class RemoteSource : public ArgSource {
     v1::ReadPayloadRequest request;
     request.set_capture(remote_.capture);
     request.set_record_id(e.record_id);
-    auto context = Context();
-    auto reader = stub_->ReadPayload(context.get(), request);
-    v1::PayloadChunk chunk;
     uint64_t got = 0;
-    while (reader->Read(&chunk)) {
+    absl::Status past_end;
+    const absl::Status s = client_->ReadPayload(request, [&](const v1::PayloadChunk& chunk) {
       if (chunk.offset() > e.bin_size || chunk.data().size() > e.bin_size - chunk.offset()) {
-        context->TryCancel();
-        reader->Finish();
-        return absl::DataLossError(absl::StrCat(name(), ": ReadPayload of record ", e.record_id,
-                                                " sent bytes past its ", e.bin_size));
+        past_end = absl::DataLossError(absl::StrCat(name(), ": ReadPayload of record ",
+                                                    e.record_id, " sent bytes past its ",
+                                                    e.bin_size));
+        return past_end;
       }
       std::copy(chunk.data().begin(), chunk.data().end(), bytes->begin() + chunk.offset());
       got += chunk.data().size();
-    }
-    grpc::Status s = reader->Finish();
+      return absl::OkStatus();
+    });
+    if (!past_end.ok()) return past_end;
     if (!s.ok()) {
-      return FromGrpcStatus(s, absl::StrCat(name(), ": ReadPayload of entry ", e.index,
-                                            " (record ", e.record_id, ")"));
+      return Annotate(s, absl::StrCat(name(), ": ReadPayload of entry ", e.index, " (record ",
+                                      e.record_id, ")"));
     }
     if (got != e.bin_size) {
       return absl::DataLossError(absl::StrCat(name(), ": ReadPayload of record ", e.record_id,
@@ -198,9 +189,8 @@ class RemoteSource : public ArgSource {
     if (live_ || !Pushed()) return some_;
     // Nothing matched the filter the server applied: one unfiltered page.
     page_.clear();
-    done_ = false;
-    token_.clear();
-    if (absl::Status s = FetchPage(QueryRequest(/*filtered=*/false)); !s.ok()) return s;
+    QueryArgsPager unfiltered(client_.get(), QueryRequest(/*filtered=*/false));
+    if (absl::Status s = FetchPage(&unfiltered); !s.ok()) return s;
     for (const v1::CapturedArg& a : page_) {
       absl::StatusOr<ManifestEntry> entry = EntryFromRecord(a.record(), 0, 0);
       if (!entry.ok()) return entry.status();
@@ -212,36 +202,24 @@ class RemoteSource : public ArgSource {
   }
 
  private:
-  std::unique_ptr<grpc::ClientContext> Context() const {
-    auto context = std::make_unique<grpc::ClientContext>();
-    context->set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    if (!remote_.auth_token.empty()) {
-      context->AddMetadata("authorization", "Bearer " + remote_.auth_token);
-    }
-    return context;
-  }
-
   // Whether the selection narrows what the server sends.
   bool Pushed() const { return selection_.args.any(); }
 
   v1::QueryArgsRequest QueryRequest(bool filtered) const {
     v1::QueryArgsRequest r;
     r.set_capture(remote_.capture);
-    r.set_page_size(kPageSize);
-    r.set_page_token(token_);
+    r.set_page_size(kMaxPageSize);
     if (!filtered) return r;
     *r.mutable_filter() = selection_.args.ToProto();
     return r;
   }
 
-  absl::Status FetchPage(const v1::QueryArgsRequest& request) {
-    v1::QueryArgsResponse response;
-    auto context = Context();
-    grpc::Status s = stub_->QueryArgs(context.get(), request, &response);
-    if (!s.ok()) return FromGrpcStatus(s, absl::StrCat(name(), ": QueryArgs"));
-    for (v1::CapturedArg& a : *response.mutable_args()) page_.push_back(std::move(a));
-    token_ = response.next_page_token();
-    done_ = token_.empty();
+  // The pager's next page onto page_.
+  absl::Status FetchPage(QueryArgsPager* pager) {
+    std::vector<v1::CapturedArg> args;
+    absl::StatusOr<bool> got = pager->Next(&args);
+    if (!got.ok()) return Annotate(got.status(), absl::StrCat(name(), ": QueryArgs"));
+    for (v1::CapturedArg& a : args) page_.push_back(std::move(a));
     return absl::OkStatus();
   }
 
@@ -249,8 +227,9 @@ class RemoteSource : public ArgSource {
   absl::Status LoadLive() {
     live_ = true;
     std::map<uint64_t, v1::ArgRecord> records;  // by id, as served (stats included)
+    QueryArgsPager all(client_.get(), QueryRequest(/*filtered=*/false));
     do {
-      if (absl::Status s = FetchPage(QueryRequest(/*filtered=*/false)); !s.ok()) return s;
+      if (absl::Status s = FetchPage(&all); !s.ok()) return s;
       for (const v1::CapturedArg& a : page_) {
         records[a.record_id()] = a.record();
         absl::StatusOr<ManifestEntry> entry = EntryFromRecord(a.record(), 0, a.record_id());
@@ -258,7 +237,7 @@ class RemoteSource : public ArgSource {
         some_.Add(*entry);
       }
       page_.clear();
-    } while (!done_);
+    } while (!all.done());
     RecordList rows;  // only to put them in manifest order
     for (auto& [id, record] : records) {
       if (id != rows.size()) {
@@ -281,25 +260,23 @@ class RemoteSource : public ArgSource {
   std::string SomeCaptures() {
     v1::ListCapturesRequest request;
     request.set_page_size(10);
-    v1::ListCapturesResponse response;
-    auto context = Context();
-    if (!stub_->ListCaptures(context.get(), request, &response).ok()) return "";
+    absl::StatusOr<v1::ListCapturesResponse> response = client_->ListCaptures(request);
+    if (!response.ok()) return "";
     std::vector<std::string> names;
-    for (const auto& c : response.captures()) names.push_back(c.capture());
+    for (const auto& c : response->captures()) names.push_back(c.capture());
     if (names.empty()) return " (the service holds none)";
     return absl::StrCat(" (captures there: ", absl::StrJoin(names, ", "),
-                        response.next_page_token().empty() ? "" : ", ...", ")");
+                        response->next_page_token().empty() ? "" : ", ...", ")");
   }
 
   const RemoteCapture remote_;
   Selection selection_;  // its kernel names resolved by Start
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::CaptureService::Stub> stub_;
+  const std::unique_ptr<CaptureClient> client_;
   v1::CaptureSummary summary_;
   SomeValues some_;
-  // Finished: pages of the server's answer.
+  // Finished: pages of the server's answer to the selection.
+  std::optional<QueryArgsPager> pager_;
   std::deque<v1::CapturedArg> page_;
-  std::string token_;
   bool done_ = false;
   // Live: every record so far and its manifest order.
   bool live_ = false;
@@ -308,35 +285,39 @@ class RemoteSource : public ArgSource {
   size_t live_at_ = 0;
 };
 
+absl::StatusOr<std::unique_ptr<CaptureClient>> ClientOf(const RemoteCapture& remote) {
+  CaptureClientOptions options;
+  options.target = remote.target;
+  options.credentials = remote.credentials;
+  options.auth_token = remote.auth_token;
+  return CaptureClient::Create(std::move(options));
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<v1::CaptureSummary>> ListRemoteCaptures(
     const RemoteCapture& remote, const std::map<std::string, std::string>& labels) {
-  auto channel = grpc::CreateChannel(
-      remote.target, remote.credentials ? remote.credentials : grpc::InsecureChannelCredentials());
-  auto stub = v1::CaptureService::NewStub(channel);
-  std::vector<v1::CaptureSummary> out;
+  absl::StatusOr<std::unique_ptr<CaptureClient>> client = ClientOf(remote);
+  if (!client.ok()) return client.status();
   v1::ListCapturesRequest request;
   for (const auto& [k, v] : labels) (*request.mutable_labels())[k] = v;
-  request.set_page_size(kPageSize);
-  for (;;) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    if (!remote.auth_token.empty()) {
-      context.AddMetadata("authorization", "Bearer " + remote.auth_token);
-    }
-    v1::ListCapturesResponse response;
-    grpc::Status s = stub->ListCaptures(&context, request, &response);
-    if (!s.ok()) return FromGrpcStatus(s, absl::StrCat(remote.target, ": ListCaptures"));
-    for (v1::CaptureSummary& c : *response.mutable_captures()) out.push_back(std::move(c));
-    if (response.next_page_token().empty()) return out;
-    request.set_page_token(response.next_page_token());
+  request.set_page_size(kMaxPageSize);
+  ListCapturesPager pager(client->get(), std::move(request));
+  std::vector<v1::CaptureSummary> out;
+  std::vector<v1::CaptureSummary> page;
+  while (!pager.done()) {
+    absl::StatusOr<bool> got = pager.Next(&page);
+    if (!got.ok()) return Annotate(got.status(), absl::StrCat(remote.target, ": ListCaptures"));
+    for (v1::CaptureSummary& c : page) out.push_back(std::move(c));
   }
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<ArgSource>> OpenRemoteCapture(const RemoteCapture& remote,
                                                              const Selection& selection) {
-  auto source = std::make_unique<RemoteSource>(remote, selection);
+  absl::StatusOr<std::unique_ptr<CaptureClient>> client = ClientOf(remote);
+  if (!client.ok()) return client.status();
+  auto source = std::make_unique<RemoteSource>(remote, selection, *std::move(client));
   if (absl::Status s = source->Start(); !s.ok()) return s;
   return std::unique_ptr<ArgSource>(std::move(source));
 }
