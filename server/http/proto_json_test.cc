@@ -1,7 +1,7 @@
 // ProtoToJson's added members: hex task ids and typed scalar values, each
 // right after the field it explains, and nothing else changed (the text
 // still reads back, unknown members aside, as the same message).
-#include "server/proto_json.h"
+#include "server/http/proto_json.h"
 
 #include <string>
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "server/tensor_view.h"
+#include "server/http/tensor_view.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t at = 0;

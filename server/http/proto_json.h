@@ -17,8 +17,8 @@
 //       floats the shortest decimal that reads back to the same value,
 //       integers exact (64-bit ones beyond 2^53 too: parse them as
 //       big integers if you need every digit), bools true/false.
-#ifndef ARGSDUMP_SERVER_PROTO_JSON_H_
-#define ARGSDUMP_SERVER_PROTO_JSON_H_
+#ifndef ARGSDUMP_SERVER_HTTP_PROTO_JSON_H_
+#define ARGSDUMP_SERVER_HTTP_PROTO_JSON_H_
 
 #include <string>
 
@@ -35,4 +35,4 @@ absl::Status ProtoFromJson(absl::string_view json, google::protobuf::Message* me
 
 }  // namespace argsdump
 
-#endif  // ARGSDUMP_SERVER_PROTO_JSON_H_
+#endif  // ARGSDUMP_SERVER_HTTP_PROTO_JSON_H_

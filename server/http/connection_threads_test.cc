@@ -2,7 +2,7 @@
 // clients than threads, connections that never finish their request, and
 // shutdown while clients are busy. No gRPC here, so this runs under
 // ThreadSanitizer too.
-#include "server/connection_threads.h"
+#include "server/http/connection_threads.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -9,8 +9,8 @@
 // done so longest, once that has lasted `evict_after`. Its socket is shut
 // down for reading (its request reads end) or both ways (its answer's
 // writes fail), and its thread ends it.
-#ifndef ARGSDUMP_SERVER_CONNECTION_THREADS_H_
-#define ARGSDUMP_SERVER_CONNECTION_THREADS_H_
+#ifndef ARGSDUMP_SERVER_HTTP_CONNECTION_THREADS_H_
+#define ARGSDUMP_SERVER_HTTP_CONNECTION_THREADS_H_
 
 #include <chrono>
 #include <cstddef>
@@ -83,4 +83,4 @@ class ConnectionThreads {
 
 }  // namespace argsdump
 
-#endif  // ARGSDUMP_SERVER_CONNECTION_THREADS_H_
+#endif  // ARGSDUMP_SERVER_HTTP_CONNECTION_THREADS_H_

@@ -1,7 +1,7 @@
 // HttpListener under a plain route on 127.0.0.1 port 0, no gRPC: requests
 // that do not arrive in time, answers that are not taken, and every slot
 // taken by clients that keep the server waiting.
-#include "server/http_listener.h"
+#include "server/http/listener.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

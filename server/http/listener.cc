@@ -1,4 +1,4 @@
-#include "server/http_listener.h"
+#include "server/http/listener.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -61,6 +61,9 @@ class BoundedStream : public httplib::Stream {
   HttpListener::Cut cut() const { return cut_; }
   bool broken() const { return broken_; }
 
+  // httplib's Stream declares these const, yet asking means waiting (a
+  // poll with the time left), which marks the stream timed out or broken:
+  // the one place the listener casts const away, on its own object.
   bool is_readable() const override {
     if (buffered() > 0 || (ssl_ != nullptr && SSL_pending(ssl_) > 0)) return true;
     return const_cast<BoundedStream*>(this)->Wait(POLLIN, request_deadline_, false, true);

@@ -1,4 +1,4 @@
-#include "server/tensor_view.h"
+#include "server/http/tensor_view.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "format/names.h"
-#include "server/proto_json.h"
+#include "server/http/proto_json.h"
 
 namespace argsdump {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/proto_json.h"
+#include "server/http/proto_json.h"
 
 #include <cstdint>
 

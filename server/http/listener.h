@@ -21,7 +21,7 @@
 #include <string>
 
 #include "httplib.h"
-#include "server/connection_threads.h"
+#include "server/http/connection_threads.h"
 
 namespace argsdump {
 

@@ -1,4 +1,4 @@
-#include "server/connection_threads.h"
+#include "server/http/connection_threads.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

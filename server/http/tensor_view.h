@@ -1,13 +1,13 @@
 // A tensor record's values as JSON for the web view and for scripts (the
-// HTTP face's /tensor endpoint, server/http_gateway.h): one 1-D or 2-D
+// HTTP face's /tensor endpoint, server/http/gateway.h): one 1-D or 2-D
 // slice of the logical view (higher ranks: the last two dimensions at
 // chosen leading indices), optionally summarised into a grid of at most
 // `fit` cells, with the slice's statistics and a histogram. Plain code over
 // a record and its payload bytes: the gateway reads both through the
 // capture service, this only plans and formats. Every input is untrusted
 // (the record's shape, the query's index and fit, the bytes).
-#ifndef ARGSDUMP_SERVER_TENSOR_VIEW_H_
-#define ARGSDUMP_SERVER_TENSOR_VIEW_H_
+#ifndef ARGSDUMP_SERVER_HTTP_TENSOR_VIEW_H_
+#define ARGSDUMP_SERVER_HTTP_TENSOR_VIEW_H_
 
 #include <cstdint>
 #include <string>
@@ -126,4 +126,4 @@ std::string TensorSliceJson(uint64_t record_id, const v1::ArgRecord& record,
 
 }  // namespace argsdump
 
-#endif  // ARGSDUMP_SERVER_TENSOR_VIEW_H_
+#endif  // ARGSDUMP_SERVER_HTTP_TENSOR_VIEW_H_

@@ -1,7 +1,7 @@
 // The web view's files (server/web/), built into capture_server by
 // server/embed_web.sh: no runtime download, no files to install.
-#ifndef ARGSDUMP_SERVER_WEB_ASSETS_H_
-#define ARGSDUMP_SERVER_WEB_ASSETS_H_
+#ifndef ARGSDUMP_SERVER_HTTP_WEB_ASSETS_H_
+#define ARGSDUMP_SERVER_HTTP_WEB_ASSETS_H_
 
 #include <string>
 #include <vector>
@@ -20,4 +20,4 @@ const std::vector<WebAsset>& WebAssets();
 
 }  // namespace argsdump
 
-#endif  // ARGSDUMP_SERVER_WEB_ASSETS_H_
+#endif  // ARGSDUMP_SERVER_HTTP_WEB_ASSETS_H_

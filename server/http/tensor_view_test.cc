@@ -1,4 +1,4 @@
-#include "server/tensor_view.h"
+#include "server/http/tensor_view.h"
 
 #include <cmath>
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "server/proto_json.h"
+#include "server/http/proto_json.h"
 
 namespace argsdump {
 namespace {

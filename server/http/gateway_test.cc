@@ -33,9 +33,9 @@
 #include "httplib.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "server/capture_service.h"
-#include "server/http_test_capture.h"
-#include "server/proto_json.h"
-#include "server/tensor_view.h"
+#include "server/http/http_test_capture.h"
+#include "server/http/proto_json.h"
+#include "server/http/tensor_view.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {

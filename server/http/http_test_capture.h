@@ -1,8 +1,8 @@
 // Test-only: a small capture with what the HTTP face and the web view
 // draw (a 2-D float tensor with NaN and +-Inf, an inout pair, a 3-D tensor,
 // a truncated payload, a scalar), streamed through a real Ingest call.
-#ifndef ARGSDUMP_SERVER_HTTP_TEST_CAPTURE_H_
-#define ARGSDUMP_SERVER_HTTP_TEST_CAPTURE_H_
+#ifndef ARGSDUMP_SERVER_HTTP_HTTP_TEST_CAPTURE_H_
+#define ARGSDUMP_SERVER_HTTP_HTTP_TEST_CAPTURE_H_
 
 #include <chrono>
 #include <cmath>
@@ -213,4 +213,4 @@ class SceneIngest {
 
 }  // namespace argsdump
 
-#endif  // ARGSDUMP_SERVER_HTTP_TEST_CAPTURE_H_
+#endif  // ARGSDUMP_SERVER_HTTP_HTTP_TEST_CAPTURE_H_
