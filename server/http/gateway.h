@@ -21,7 +21,7 @@
 //   GET    /v1/captures/NAME/args/ID/payload   (Range: bytes=)    ReadPayload
 //   GET    /v1/captures/NAME/args/ID/tensor[?index=&fit=]         GetArg + ReadPayload
 //   POST   /v1/rpc/METHOD  (body: the request message in JSON)   any unary method
-//   GET    /  /app.js  /style.css                                 the web view
+//   GET    /  /app.js  /*.mjs  /style.css                         the web view
 //   OPTIONS /v1/...  a CORS preflight from an origin in cors_origins
 #ifndef ARGSDUMP_SERVER_HTTP_GATEWAY_H_
 #define ARGSDUMP_SERVER_HTTP_GATEWAY_H_

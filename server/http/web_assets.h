@@ -1,5 +1,5 @@
-// The web view's files (server/web/), built into capture_server by
-// server/embed_web.sh: no runtime download, no files to install.
+// The web view's files (server/http/web/), built into capture_server by
+// server/http/embed_web.sh: no runtime download, no files to install.
 #ifndef ARGSDUMP_SERVER_HTTP_WEB_ASSETS_H_
 #define ARGSDUMP_SERVER_HTTP_WEB_ASSETS_H_
 
@@ -11,7 +11,7 @@
 namespace argsdump {
 
 struct WebAsset {
-  std::string path;          // "/index.html", "/app.js", ...
+  std::string path;          // "/index.html", "/app.js", "/format.mjs", ...
   std::string content_type;  // with its charset
   absl::string_view bytes;
 };
