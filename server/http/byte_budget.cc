@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/time/time.h"
 
 namespace argsdump {
 
@@ -19,11 +18,8 @@ ByteBudget::Reservation::~Reservation() {
 std::optional<ByteBudget::Reservation> ByteBudget::Reserve(uint64_t bytes,
                                                             std::chrono::milliseconds wait) {
   bytes = std::min(bytes, total_);
-  absl::MutexLock lock(&mu_);
-  auto fits = [this, bytes]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return used_ + bytes <= total_;
-  };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&fits), absl::FromChrono(wait))) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!freed_.wait_for(lock, wait, [&] { return used_ + bytes <= total_; })) {
     return std::nullopt;
   }
   used_ += bytes;
@@ -31,13 +27,14 @@ std::optional<ByteBudget::Reservation> ByteBudget::Reserve(uint64_t bytes,
 }
 
 uint64_t ByteBudget::used() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return used_;
 }
 
 void ByteBudget::Release(uint64_t bytes) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   used_ -= bytes;
+  freed_.notify_all();
 }
 
 uint64_t ChunkBytesFor(uint64_t length) { return 2 * std::min(length, kPayloadChunkBytes); }

@@ -6,11 +6,12 @@
 #define ARGSDUMP_SERVER_HTTP_BYTE_BUDGET_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 namespace argsdump {
 
@@ -43,7 +44,10 @@ class ByteBudget {
   void Release(uint64_t bytes);
 
   const uint64_t total_;
-  mutable absl::Mutex mu_;
+  // A std::mutex, not absl::Mutex: TSan sees its locks (Debian's Abseil is
+  // not instrumented), and connection threads wait on `freed_` with it.
+  mutable std::mutex mu_;
+  std::condition_variable freed_;  // notified when bytes are given back
   uint64_t used_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -1,7 +1,11 @@
 // Every place the HTTP face works around cpp-httplib (Debian's 0.11), in
 // one file: what the library does not let us do through its interface,
 // each with why we need it. The rest of server/http/ calls these instead
-// of reaching into httplib's internals itself.
+// of reaching into httplib's internals itself. One kind stays where it
+// lives: the listener's httplib::Stream subclass (listener.cc) implements
+// httplib's const is_readable()/is_writable() by waiting on its own
+// non-const state, and says so there; its per-connection entry point is
+// httplib's virtual process_and_close_socket.
 #ifndef ARGSDUMP_SERVER_HTTP_HTTPLIB_WORKAROUNDS_H_
 #define ARGSDUMP_SERVER_HTTP_HTTPLIB_WORKAROUNDS_H_
 
