@@ -116,6 +116,19 @@ TEST(ParseArgFilterParamsTest, EveryFilterParameterFillsItsField) {
   EXPECT_TRUE(f.func_unknown());
 }
 
+TEST(ParseArgFilterParamsTest, ReadsEveryParameterItsEndpointTakes) {
+  // Each listed name, given alone, either fills a field or is refused by
+  // name: ParseArgFilterParams reads it.
+  for (const std::string& name : ArgFilterParamNames()) {
+    httplib::Request req = RequestFor("/x?" + name + "=1");
+    Params p(req, ArgFilterParamNames());
+    v1::ArgFilter f;
+    ParseArgFilterParams(p, &f);
+    EXPECT_TRUE(f.ByteSizeLong() > 0 || p.error().rfind(name + "=1: ", 0) == 0)
+        << name << ": " << p.error();
+  }
+}
+
 TEST(ParseArgFilterParamsTest, FuncIsAnIdOrAName) {
   {
     httplib::Request req = RequestFor("/x?func=12");

@@ -48,8 +48,8 @@ export function choicesOf(field) {
   return null;
 }
 
-export function emptyFilters() {
-  return Object.fromEntries(FILTER_NAMES.map((k) => [k, '']));
+export function emptyFilters(fields = FILTER_FIELDS) {
+  return Object.fromEntries(fields.map((f) => [f.name, '']));
 }
 
 /** Parses a task id typed as "0x..." or decimal into "0x" + 16 hex digits ('' when empty). */
@@ -115,15 +115,15 @@ function normalizeField(field, raw) {
 
 /** Validates and normalises raw filter strings (by name); throws Error with a message. */
 export function normalizeFilters(raw, fields = FILTER_FIELDS) {
-  const f = emptyFilters();
+  const f = emptyFilters(fields);
   for (const field of fields) f[field.name] = normalizeField(field, raw[field.name]);
   return f;
 }
 
 /** The query parameters of normalised filters: the ones set. */
-export function queryParams(f) {
+export function queryParams(f, fields = FILTER_FIELDS) {
   const p = {};
-  for (const k of FILTER_NAMES) if (f[k] !== '') p[k] = f[k];
+  for (const { name } of fields) if (f[name] !== '') p[name] = f[name];
   return p;
 }
 

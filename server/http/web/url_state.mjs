@@ -29,13 +29,13 @@ export const sameIndex = (a, b) => (a || []).join(',') === (b || []).join(',');
 /**
  * The hash of a view: its capture, the applied filters (normalised, by
  * name), and its record ({id, index}) or null. '' when there is nothing.
- * Commas stay readable.
+ * Commas stay readable. `names`: the filter fields', in their order.
  */
-export function hashFor({ capture, query, record }) {
+export function hashFor({ capture, query, record }, names = FILTER_NAMES) {
   const parts = [];
   const add = (k, v) => { if (v !== '' && v !== null && v !== undefined) parts.push(`${k}=${enc(v).replace(/%2C/gi, ',')}`); };
   add('capture', capture);
-  for (const k of FILTER_NAMES) add(k, query[k]);
+  for (const k of names) add(k, query[k]);
   if (record) {
     add('record', record.id);
     if (record.index && record.index.length) add('index', record.index.join(','));
@@ -48,12 +48,12 @@ export function hashFor({ capture, query, record }) {
  * filters (raw strings by name, '' when absent), record (null when absent)
  * and index (parseIndex's).
  */
-export function parseHash(hash) {
+export function parseHash(hash, names = FILTER_NAMES) {
   const p = new URLSearchParams(String(hash || '').replace(/^#/, ''));
   return {
     token: p.has('token') ? p.get('token') : null,
     capture: p.get('capture'),
-    filters: Object.fromEntries(FILTER_NAMES.map((k) => [k, p.get(k) || ''])),
+    filters: Object.fromEntries(names.map((k) => [k, p.get(k) || ''])),
     record: p.get('record'),
     index: parseIndex(p.get('index')),
   };
