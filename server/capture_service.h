@@ -23,7 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "server/capture_hub.h"
-#include "server/http_gateway.h"
+#include "server/http/gateway.h"
 
 namespace argsdump {
 

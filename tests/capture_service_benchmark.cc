@@ -28,7 +28,7 @@
 #include "collector/grpc_sink.h"
 #include "httplib.h"
 #include "server/capture_service.h"
-#include "server/proto_json.h"
+#include "server/http/proto_json.h"
 #include "tests/testing/arg_records.h"
 #include "tests/testing/temp_dir.h"
 

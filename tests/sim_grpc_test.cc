@@ -20,7 +20,7 @@
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "httplib.h"
 #include "server/capture_service.h"
-#include "server/proto_json.h"
+#include "server/http/proto_json.h"
 
 namespace argsdump {
 namespace {

@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "server/capture_service.h"
-#include "server/http_test_capture.h"
+#include "server/http/http_test_capture.h"
 #include "tests/testing/temp_dir.h"
 #include "zlib.h"
 

@@ -18,7 +18,7 @@ targets=(
   "tests:ingest_stream_fuzzer tests/testdata/ingest_corpus"
   "server:page_token_fuzzer server/testdata/page_token_corpus"
   "store:payload_map_fuzzer store/testdata/payload_map_corpus"
-  "server:tensor_view_fuzzer server/testdata/tensor_view_corpus"
+  "server/http:tensor_view_fuzzer server/http/testdata/tensor_view_corpus"
   "device:workload_fuzzer device/testdata/workload_corpus"
   "device:dump_config_fuzzer device/testdata/dump_config_corpus"
   "base:token_fuzzer base/testdata/token_corpus"

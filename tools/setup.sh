@@ -24,6 +24,7 @@ packages=(
   libclang-rt-14-dev
   libcpp-httplib-dev  # capture_server --http_listen (pulls libssl-dev, libbrotli-dev)
   chromium       # tests:web_view_test opens the web page in headless Chromium
+  nodejs         # //server/http:web_modules_test runs the page's ES modules under node --test
 )
 
 missing=()

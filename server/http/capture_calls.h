@@ -1,0 +1,30 @@
+// The /v1/ endpoints that are one unary call each: the captures (list,
+// get, finish, delete), an arg query, one arg, and POST /v1/rpc/METHOD
+// with the request message as JSON.
+#ifndef ARGSDUMP_SERVER_HTTP_CAPTURE_CALLS_H_
+#define ARGSDUMP_SERVER_HTTP_CAPTURE_CALLS_H_
+
+#include "httplib.h"
+#include "server/http/service_calls.h"
+
+namespace argsdump {
+
+class CaptureCalls {
+ public:
+  explicit CaptureCalls(ServiceCalls* calls) : calls_(calls) {}
+
+  void ListCaptures(const httplib::Request& req, httplib::Response& res);
+  void GetCapture(const httplib::Request& req, httplib::Response& res);
+  void FinishCapture(const httplib::Request& req, httplib::Response& res);
+  void DeleteCapture(const httplib::Request& req, httplib::Response& res);
+  void QueryArgs(const httplib::Request& req, httplib::Response& res);
+  void GetArg(const httplib::Request& req, httplib::Response& res);
+  void Rpc(const httplib::Request& req, httplib::Response& res);
+
+ private:
+  ServiceCalls* const calls_;
+};
+
+}  // namespace argsdump
+
+#endif  // ARGSDUMP_SERVER_HTTP_CAPTURE_CALLS_H_
