@@ -1,4 +1,4 @@
-// How the simulated device process died (v1::DeviceCrash, issue 14): the
+// How the simulated device process died (v1::DeviceCrash): the
 // bounds every reader of an untrusted one checks (the store, the ingest
 // stream, the gRPC sink), and its one-line summary for people (the viewer;
 // the host's crash report may use it too).

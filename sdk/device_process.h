@@ -1,4 +1,4 @@
-// The simulated device in its own process (DESIGN.md §10, issue 14): fork
+// The simulated device in its own process: fork
 // from a process with no other thread, run the device side in the child,
 // and let the host know at once when the child ended and how.
 //

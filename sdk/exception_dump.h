@@ -1,4 +1,4 @@
-// The exception dump (seed 003, "Exception Dump"): when a kernel fails, the
+// The exception dump: when a kernel fails, the
 // failing task's inputs, outputs and scalars as they are after the failure
 // (after_completion), with DumpConfig::snapshot_inputs its input and inout
 // tensors as they were at dispatch too (before_dispatch), and its context,

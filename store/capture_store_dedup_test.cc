@@ -1,4 +1,4 @@
-// Content dedup in the capture store (DESIGN.md §11): which payloads are
+// Content dedup in the capture store: which payloads are
 // shared, that every entry still reads its own bytes, and that the journal,
 // Reopen and Recover place shared payloads right.
 #include <sys/resource.h>

@@ -1,4 +1,4 @@
-// Content dedup of payloads within a capture (DESIGN.md §11): a payload
+// Content dedup of payloads within a capture: a payload
 // whose bytes are already in args.bin is not written again; its record
 // points at the bytes there. Two parts:
 //   PayloadIndex  finds a candidate by fingerprint (the size and a CRC-32C

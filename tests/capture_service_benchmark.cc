@@ -364,8 +364,8 @@ BENCHMARK(BM_QueryByTask)
 // glibc's malloc, whose mmap and trim thresholds adapt to the sizes freed: a
 // server that frees 1 MiB blocks raised them for the client too, whose page
 // faults then halved, so the ratios partly measured the client's faults
-// (issue 15: the same binary read 0.9 or 0.74 with the thresholds left to
-// adapt or fixed). They are fixed here, as GLIBC_TUNABLES
+// (the same binary read 0.9 or 0.74 with the thresholds left to adapt or
+// fixed). They are fixed here, as GLIBC_TUNABLES
 // glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456
 // would, so that every build is measured alike.
 int main(int argc, char** argv) {

@@ -959,7 +959,7 @@ TEST_F(CaptureServiceTest, FinishCarriesTheLevelsPerStep) {
   EXPECT_NE(manifest.find("\"dump_args_level\": 1,"), std::string::npos);
 }
 
-// How the device process died (issue 14) goes over the wire with the
+// How the device process died goes over the wire with the
 // finish, into the same manifest the local store writes, and GetCapture
 // reports it: when the capture finishes, and after a restart (read back
 // from args.index).

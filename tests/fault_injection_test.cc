@@ -242,7 +242,7 @@ TEST(LostCaptureTest, WithoutAFallbackTheRefusalIsTheError) {
   EXPECT_FALSE(sink->kept_locally());
 }
 
-// Issue 12, failure 3: with 8 clients streaming, a restart made 6 give up.
+// A restart while many clients stream must not make any of them give up.
 // Eight clients stream at once; the server is SIGKILLed once each has sent
 // two batches, and restarted while they go on sending (their sinks retry
 // through the outage): all eight captures end finished and byte-identical

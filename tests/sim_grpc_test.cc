@@ -109,7 +109,7 @@ TEST_F(SimGrpcTest, BothSinksWriteTheSameCapture) {
   EXPECT_GE(compared, 4);
 }
 
-// Sharing equal payloads (DESIGN.md §11), on and off, to either sink: every
+// Sharing equal payloads, on and off, to either sink: every
 // entry reads the same bytes as it does with sharing off, the local and the
 // remote capture of a run are the same files, and sharing saves exactly
 // the bytes of the entries it shares.

@@ -669,7 +669,7 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
   return 0;
 }
 
-// A capture whose device process died (issue 14): its summary lines, and
+// A capture whose device process died: its summary lines, and
 // the mark of each listing line.
 class CrashMarks {
  public:
