@@ -69,6 +69,11 @@ constexpr size_t kListingBytesPerDim = 21;
 // --compare capture:NAME names a capture on the service given by --server.
 constexpr absl::string_view kCapturePrefix = "capture:";
 
+// A golden file for a tensor holds at most its elements at the widest
+// dtype's size (float64, int64) and a .npy header, far shorter than this.
+constexpr uint64_t kWidestElementBytes = 8;
+constexpr uint64_t kNpyHeaderRoom = 1 << 20;
+
 // A run: the parsed command line and which of our streams are terminals.
 struct Options : ViewerOptions {
   ViewerTerminals terminals;
@@ -80,6 +85,15 @@ struct Options : ViewerOptions {
 constexpr int kStatsValueWidth = 14;
 constexpr int kStatsNonfiniteWidth = 6;
 constexpr int kStatsZerosWidth = 8;
+
+// The --stats table's header line, in StatsTableRow's columns.
+std::string StatsTableHeader(bool kernel_column) {
+  return absl::StrFormat("%*s  %*s  %*s  %*s  %*s  %*s  %*s  %*s  %*s%s\n", kIndexWidth, "index",
+                         kStatsValueWidth, "min", kStatsValueWidth, "max", kStatsValueWidth,
+                         "mean", kStatsValueWidth, "abs_max", kStatsNonfiniteWidth, "nan",
+                         kStatsNonfiniteWidth, "+inf", kStatsNonfiniteWidth, "-inf",
+                         kStatsZerosWidth, "zeros", kernel_column ? "  (kernel)" : "");
+}
 
 // A row of the --stats table; `stored`: numbers the capture stored.
 std::string StatsTableRow(uint64_t index, const ElementStats& st, bool stored,
@@ -203,6 +217,20 @@ void AppendGeometry(const ManifestEntry& e, LineWriter& w) {
   w.Str("  ");
   w.Column(e.is_contiguous ? "yes" : "no", kContigWidth, false);
   w.Str("  ");
+}
+
+// The listing's header line, in ListingLine's columns.
+std::string ListingHeader(bool geometry) {
+  std::string header = absl::StrFormat(
+      "%*s  %-*s  %-*s  %-*s  %*s  %-*s  %-*s  %-*s  ", kIndexWidth, "index", kTaskIdWidth,
+      "task_id", kStageWidth, "stage", kRoleWidth, "role", kArgIndexWidth, "arg", kKindWidth,
+      "kind", kDtypeWidth, "dtype", kShapeWidth, "shape");
+  if (geometry) {
+    absl::StrAppendFormat(&header, "%-*s  %*s  %-*s  ", kStridesWidth, "strides", kStartWidth,
+                          "start", kContigWidth, "contig");
+  }
+  absl::StrAppendFormat(&header, "%*s  %s\n", kBytesWidth, "bytes", "flags");
+  return header;
 }
 
 // One listing line written at `out` (a 10 M-entry listing prints 10 M of
@@ -574,13 +602,10 @@ int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
   }
   // As many elements as the arg at the widest dtype, and a .npy header:
   // a larger file cannot be its golden.
-  constexpr uint64_t kWidestElementBytes = 8;
-  constexpr uint64_t kNpyHeaderAllowance = 1 << 20;  // far above any real header
   uint64_t numel = 1;
   for (uint64_t d : a.shape) numel = d != 0 && numel > UINT64_MAX / d ? UINT64_MAX : numel * d;
-  const uint64_t most = numel > (UINT64_MAX - kNpyHeaderAllowance) / kWidestElementBytes
-                            ? UINT64_MAX
-                            : numel * kWidestElementBytes + kNpyHeaderAllowance;
+  const uint64_t most = numel > (UINT64_MAX - kNpyHeaderRoom) / kWidestElementBytes
+                            ? UINT64_MAX : numel * kWidestElementBytes + kNpyHeaderRoom;
   absl::StatusOr<std::string> read = ReadFileToString(path, std::max(most, kDefaultMaxFileBytes));
   if (!read.ok()) {
     err << "dump_viewer: --compare " << read.status().message() << "\n";
@@ -722,13 +747,7 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
         << npy_notes;
   }
   if (o.stats) {
-    out << absl::StrFormat("%*s  %*s  %*s  %*s  %*s  %*s  %*s  %*s  %*s%s\n", kIndexWidth,
-                           "index", kStatsValueWidth, "min", kStatsValueWidth, "max",
-                           kStatsValueWidth, "mean", kStatsValueWidth, "abs_max",
-                           kStatsNonfiniteWidth, "nan", kStatsNonfiniteWidth, "+inf",
-                           kStatsNonfiniteWidth, "-inf", kStatsZerosWidth, "zeros",
-                           kernels.empty() ? "" : "  (kernel)")
-        << stats_table;
+    out << StatsTableHeader(/*kernel_column=*/!kernels.empty()) << stats_table;
   }
   return 0;
 }
@@ -771,14 +790,7 @@ int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std
     out << CrashMarks::Summary(*c);
     crash.emplace(*c);
   }
-  out << absl::StrFormat("%*s  %-*s  %-*s  %-*s  %*s  %-*s  %-*s  %-*s  ", kIndexWidth, "index",
-                         kTaskIdWidth, "task_id", kStageWidth, "stage", kRoleWidth, "role",
-                         kArgIndexWidth, "arg", kKindWidth, "kind", kDtypeWidth, "dtype",
-                         kShapeWidth, "shape")
-      << (o.geometry ? absl::StrFormat("%-*s  %*s  %-*s  ", kStridesWidth, "strides", kStartWidth,
-                                       "start", kContigWidth, "contig")
-                     : "")
-      << absl::StrFormat("%*s  %s\n", kBytesWidth, "bytes", "flags");
+  out << ListingHeader(o.geometry);
   // The reference's habit: --index N always exports that entry.
   const bool export_text = o.export_text || o.selection.index.has_value();
   uint64_t matched = 0;
