@@ -39,7 +39,7 @@ class CaptureSink {
   // What is known only at the end, stored with the capture by Finish
   // (CaptureStore::Amend): labels (the SDK's step count; a key already
   // there is replaced), the levels per step, and how the device process
-  // died (device_crash, issue 14). Before Finish.
+  // died (device_crash). Before Finish.
   virtual absl::Status Amend(const v1::CaptureInfo& end) = 0;
   // End of the capture: the device's loss counters; the manifest is written.
   virtual absl::Status Finish(const v1::CaptureCounters& losses) = 0;

@@ -1,5 +1,5 @@
-// How the host reaches the device's dump region. Two transports, as the
-// seed's two platforms:
+// How the host reaches the device's dump region. Two transports, one per
+// simulated platform:
 //   a2a3sim  DirectTransport: the host reads and writes the shared region in
 //            place (the device memory is mapped into the host).
 //   a5sim    ShadowTransport: the host keeps a shadow copy of the region and

@@ -1,12 +1,13 @@
-// What to dump, resolved from three entry points (seed 003, "Function Entry
-// and Configuration Priority"): an API call (SetDumpConfig, and the tools'
-// own flags such as --dump-args N), environment variables (ARGSDUMP_*), and
-// a JSON config file (--dump-config FILE). Priority API > environment >
-// file, with non-empty override: an entry overrides only the items it sets.
+// What to dump, resolved from three entry points: an API call (SetDumpConfig,
+// and the tools' own flags such as --dump-args N), environment variables
+// (ARGSDUMP_*), and a JSON config file (--dump-config FILE). Priority API >
+// environment > file, with non-empty override: an entry overrides only the
+// items it sets.
 // Two entries setting one item to different values is an ERROR naming both;
 // the higher one wins. A value that does not parse (an unknown mode, a bad
 // step list, a path that cannot be written, a token file that is not one)
-// is a WARNING naming the entry, the value and why, and that item falls back to the next entry or the default:
+// is a WARNING naming the entry, the value and why, and that item falls
+// back to the next entry or the default:
 // configuration mistakes never abort a run.
 //
 //   item         environment            file key       values
@@ -115,7 +116,7 @@ struct DumpConfig {
   std::string auth_token_file;  // empty: no token is sent
   std::vector<std::pair<std::string, std::string>> labels;  // in the order given
   // Equal payloads within the capture are stored once: entries share the
-  // bytes in args.bin (DESIGN.md §11). Off: every payload is written.
+  // bytes in args.bin. Off: every payload is written.
   bool dedup = true;
   // The verbose log level: an INFO line per dumped task as it is dispatched
   // (its kernels, task id, step, and each arg with its device address).
@@ -145,7 +146,7 @@ struct DumpConfig {
   std::string DescribeExtras() const;
 };
 
-// A log line of the dump configuration ("dumper" lines, seed 003 grading).
+// A log line of the dump configuration ("dumper" lines, graded by severity).
 struct DumpLog {
   enum Severity { kInfo, kWarning, kError } severity;
   std::string text;

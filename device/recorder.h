@@ -1,5 +1,5 @@
 // The device-side recorder: the hot path that writes one task's arguments into
-// the shared region, as the seed's §3 and §7 describe. One ThreadRecorder per
+// the shared region. One ThreadRecorder per
 // recording (scheduler) thread, used only by that thread: no locks, no
 // allocation after construction. The level is latched from the region header
 // when the DumpRecorder is built, before the first dispatch.

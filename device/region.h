@@ -17,7 +17,7 @@
 
 namespace argsdump {
 
-// Run-time sizes of a region; defaults are the seed's (8 x 256 x 64 KiB =
+// Run-time sizes of a region; defaults are the reference's (8 x 256 x 64 KiB =
 // 128 MiB of arena per thread; untouched arena pages cost no memory).
 struct DumpRegionConfig {
   abi::DumpLevel level = abi::DumpLevel::kFull;

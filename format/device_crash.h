@@ -1,6 +1,6 @@
-// How the simulated device process died (v1::DeviceCrash, issue 14): the
-// bounds every reader of an untrusted one checks (the store, the ingest
-// stream, the gRPC sink), and its one-line summary for people (the viewer;
+// How the simulated device process died (v1::DeviceCrash): the bounds every
+// reader of an untrusted one checks (the store, the ingest stream, the gRPC
+// sink), and its one-line summary for people (the viewer;
 // the host's crash report may use it too).
 #ifndef ARGSDUMP_FORMAT_DEVICE_CRASH_H_
 #define ARGSDUMP_FORMAT_DEVICE_CRASH_H_

@@ -128,10 +128,10 @@ struct SessionOptions {
   uint32_t scheduler_threads = 4;
   uint32_t worker_threads = 4;
   uint32_t max_inflight_per_scheduler = 4;
-  // The dump buffers per recording thread (the seed's defaults): records per
-  // metadata buffer, buffers, ready-queue depth, payload arena bytes (a
-  // tensor larger than arena/2 is truncated and flagged), and how long the
-  // device waits for the host before it drops records.
+  // The dump buffers per recording thread (the reference's defaults):
+  // records per metadata buffer, buffers, ready-queue depth, payload arena
+  // bytes (a tensor larger than arena/2 is truncated and flagged), and how
+  // long the device waits for the host before it drops records.
   uint32_t records_per_buffer = 256;
   uint32_t buffers_per_thread = 8;
   uint32_t ready_queue_depth = 8;
@@ -150,7 +150,7 @@ struct SessionOptions {
   // A failing kernel's task is saved with its context under
   // <root>/<name>/exception_dump/ (and the run stops either way).
   bool exception_dump = true;
-  // The device in its own process (DESIGN.md §10): RunDevice forks it and
+  // The device in its own process: RunDevice forks it and
   // runs the orchestration function there, over device memory and dump
   // buffers shared with this process, where the collector and the sink
   // stay. A kernel that kills that process (SIGSEGV, abort(), _exit(), a

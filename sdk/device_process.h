@@ -1,6 +1,6 @@
-// The simulated device in its own process (DESIGN.md §10, issue 14): fork
-// from a process with no other thread, run the device side in the child,
-// and let the host know at once when the child ended and how.
+// The simulated device in its own process: fork from a process with no
+// other thread, run the device side in the child, and let the host know at
+// once when the child ended and how.
 //
 // The child: core dumps off (a crashing kernel is the expected case), a
 // fault handler for SIGSEGV/SIGBUS/SIGFPE/SIGILL/SIGABRT that stores the

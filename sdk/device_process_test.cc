@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -23,6 +22,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sdk/argsdump.h"
@@ -225,10 +225,7 @@ std::multiset<std::string> Fingerprints(const Capture& c) {
 }
 
 std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 // Another thread of this process, idle until destroyed.

@@ -122,7 +122,7 @@ CommandLineDump ParseDumpFlags(const std::vector<std::string>& args,
       }
     };
     if (flag == "--dump-args") {
-      // A bare --dump-args means level 1 (the seed's); "--dump-args N"
+      // A bare --dump-args means level 1; "--dump-args N"
       // takes N only when it is all digits.
       std::string v = "1";
       if (has_eq) {

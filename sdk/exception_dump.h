@@ -1,7 +1,7 @@
-// The exception dump (seed 003, "Exception Dump"): when a kernel fails, the
-// failing task's inputs, outputs and scalars as they are after the failure
-// (after_completion), with DumpConfig::snapshot_inputs its input and inout
-// tensors as they were at dispatch too (before_dispatch), and its context,
+// The exception dump: when a kernel fails, the failing task's inputs,
+// outputs and scalars as they are after the failure (after_completion),
+// with DumpConfig::snapshot_inputs its input and inout tensors as they were
+// at dispatch too (before_dispatch), and its context,
 // are saved under <root>/exception_dump/ in a folder named
 //   [scenario]_[workload]_[func]_[func type]_[step]_[thread]_[task_id]
 // e.g. exception_vector_example_add_elementwise_0_2_0x0000000100000003

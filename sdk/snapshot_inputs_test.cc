@@ -6,12 +6,11 @@
 // in its own process or in this one. At level 2 the capture's own
 // before_dispatch record is used and not written twice.
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sdk/argsdump.h"
@@ -101,10 +100,7 @@ SessionRun RunOnce(const std::string& name, int level, bool snapshot_inputs, boo
 }
 
 std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 // The dump's records of arg 0 at `stage`, and their values.

@@ -1,5 +1,5 @@
-// Project-internal side of the SDK: what sim_run (collector/sim_job) asks of
-// a SimSession beyond the public options, the process-wide command-line and
+// Project-internal side of the SDK: what sim_run (apps/sim_run/sim_job) asks
+// of a SimSession beyond the public options, the process-wide command-line and
 // test context the public functions fill, and the session's internals that
 // sim_run reports. Not for users (BUILD visibility keeps it in the project).
 #ifndef ARGSDUMP_SDK_WIRING_H_

@@ -215,7 +215,7 @@ class CaptureHub {
   struct Options {
     std::string root;
     uint64_t max_capture_bytes = 0;  // args.bin bytes per capture, 0: no limit
-    // Equal payloads within a capture are stored once (DESIGN.md §11),
+    // Equal payloads within a capture are stored once,
     // unless this is off or the client's IngestOpen asks for no sharing.
     bool payload_dedup = true;
     // A live capture no stream is attached to gets its manifest after this

@@ -3,17 +3,16 @@
 // refuses, sequence gaps and duplicates, oversized and malformed messages,
 // pending payloads, ack coalescing, read-ahead, and writer completions and
 // network threads racing a cancel. Runs under TSan (no protobuf maps here).
+#include "base/files.h"
 #include "server/ingest_session.h"
 
 #include <sys/stat.h>
 
 #include <condition_variable>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,10 +38,7 @@ std::ostream& operator<<(std::ostream& os, const Outcome& o) {
 }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 // ---- Requests ---------------------------------------------------------------

@@ -1,4 +1,4 @@
-// Content dedup in the capture store (DESIGN.md §11): which payloads are
+// Content dedup in the capture store: which payloads are
 // shared, that every entry still reads its own bytes, and that the journal,
 // Reopen and Recover place shared payloads right.
 #include <sys/resource.h>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "gtest/gtest.h"
 #include "store/capture_store.h"
 #include "store/payload_dedup.h"
@@ -23,8 +24,7 @@ namespace argsdump {
 namespace {
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 v1::CaptureInfo Info() {

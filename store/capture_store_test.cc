@@ -28,8 +28,7 @@ using google::protobuf::Value;
 std::string CaptureDir(const std::string& name) { return TempPath(name + "/args_dump"); }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 bool Exists(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 #include "store/crc32c.h"
@@ -15,8 +16,7 @@ namespace argsdump {
 namespace {
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 void WriteFile(const std::string& path, const std::string& data) {

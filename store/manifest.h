@@ -1,4 +1,5 @@
-// args_dump.json: the reference's schema (DESIGN.md §6), written from
+// args_dump.json: the reference's schema (proto/argsdump/v1/manifest.proto
+// is its contract for readers), written from
 // argsdump.v1 records. Top level: run_dir, bin_format, dump_args_level,
 // summary counters, bin_file ("args.bin" or null), args[] in ManifestOrder
 // order. Extra fields (loss causes, in-flight snapshots) are additions only.

@@ -5,13 +5,13 @@
 
 #include <cstring>
 #include <functional>
-#include <iterator>
 #include <random>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "format/kernel_table.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
@@ -241,8 +241,7 @@ TEST(CaptureIndexTest, DamagedFilesAreDataLoss) {
 }
 
 std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 void Put(const std::string& path, const std::string& bytes) {

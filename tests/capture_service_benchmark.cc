@@ -27,9 +27,9 @@
 #include "benchmark/benchmark.h"
 #include "collector/grpc_sink.h"
 #include "httplib.h"
-#include "server/capture_service.h"
 #include "server/http/proto_json.h"
 #include "tests/testing/arg_records.h"
+#include "tests/testing/capture_service_fixture.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
@@ -218,12 +218,11 @@ void BM_IngestRatios(benchmark::State& state) {
   const size_t batch = kind == 0 ? 4096 : 16;
   NullServer null_server;
   const std::string root = Scratch("ingest");
-  CaptureServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.hub.root = root;
+  TestCaptureServiceOptions o;
+  o.root = root;
   RemoveTreeAndSync(root);
-  auto server = std::move(CaptureServer::Start(o)).value();
-  const std::string real = absl::StrCat("127.0.0.1:", server->port());
+  auto server = std::move(TestCaptureService::Start(o)).value();
+  const std::string real = server->target();
   const std::string null = absl::StrCat("127.0.0.1:", null_server.port);
   std::vector<double> ratio, ratio_total, real_rate, null_rate;
   int n = 0;
@@ -305,13 +304,11 @@ void BM_QueryByTask(benchmark::State& state) {
   const std::string& root = QueryCapture(records);
   ::malloc_trim(0);  // hand the writer's freed rows back before measuring
   const double anon_before = StatusMiB("RssAnon");
-  CaptureServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.hub.root = root;
-  if (face != kGrpc) o.http.listen = "127.0.0.1:0";
-  auto server = std::move(CaptureServer::Start(o)).value();
-  auto stub = v1::CaptureService::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", server->port()), grpc::InsecureChannelCredentials()));
+  TestCaptureServiceOptions o;
+  o.root = root;
+  o.http = face != kGrpc;
+  auto server = std::move(TestCaptureService::Start(o)).value();
+  auto stub = server->NewStub();
   httplib::Client http("127.0.0.1", face == kGrpc ? 1 : server->http_port());
   http.set_keep_alive(true);
   std::mt19937_64 rng(1);
@@ -364,8 +361,8 @@ BENCHMARK(BM_QueryByTask)
 // glibc's malloc, whose mmap and trim thresholds adapt to the sizes freed: a
 // server that frees 1 MiB blocks raised them for the client too, whose page
 // faults then halved, so the ratios partly measured the client's faults
-// (issue 15: the same binary read 0.9 or 0.74 with the thresholds left to
-// adapt or fixed). They are fixed here, as GLIBC_TUNABLES
+// (the same binary read 0.9 or 0.74 with the thresholds left to adapt or
+// fixed). They are fixed here, as GLIBC_TUNABLES
 // glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=268435456
 // would, so that every build is measured alike.
 int main(int argc, char** argv) {

@@ -19,8 +19,8 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
-#include "server/capture_service.h"
 #include "tests/testing/arg_records.h"
+#include "tests/testing/capture_service_fixture.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
@@ -103,23 +103,19 @@ class CaptureServiceTest : public ::testing::Test {
  protected:
   void StartServer(const std::string& root, uint64_t quota = 0, std::string token = "",
                    std::string tls_cert = "", std::string tls_key = "") {
-    CaptureServerOptions o;
-    o.listen = "127.0.0.1:0";
-    o.hub.root = TempPath(root);
-    o.hub.max_capture_bytes = quota;
+    TestCaptureServiceOptions o;
+    o.root = TempPath(root);
+    o.max_capture_bytes = quota;
     o.auth_token = std::move(token);
     o.tls_cert_file = std::move(tls_cert);
     o.tls_key_file = std::move(tls_key);
-    root_ = o.hub.root;
-    auto server = CaptureServer::Start(o);
+    auto server = TestCaptureService::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
-    target_ = absl::StrCat("127.0.0.1:", server_->port());
+    root_ = server_->root();
+    target_ = server_->target();
     channel_ = grpc::CreateChannel(target_, grpc::InsecureChannelCredentials());
     stub_ = v1::CaptureService::NewStub(channel_);
-  }
-  void TearDown() override {
-    if (server_) server_->Shutdown(std::chrono::milliseconds(1000));
   }
 
   std::unique_ptr<GrpcSink> Sink(const std::string& name, std::string token = "") {
@@ -191,7 +187,7 @@ class CaptureServiceTest : public ::testing::Test {
   }
 
   std::string root_, target_;
-  std::unique_ptr<CaptureServer> server_;
+  std::unique_ptr<TestCaptureService> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::CaptureService::Stub> stub_;
 };
@@ -959,7 +955,7 @@ TEST_F(CaptureServiceTest, FinishCarriesTheLevelsPerStep) {
   EXPECT_NE(manifest.find("\"dump_args_level\": 1,"), std::string::npos);
 }
 
-// How the device process died (issue 14) goes over the wire with the
+// How the device process died goes over the wire with the
 // finish, into the same manifest the local store writes, and GetCapture
 // reports it: when the capture finishes, and after a restart (read back
 // from args.index).

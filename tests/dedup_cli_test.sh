@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sharing equal payloads (DESIGN.md §11) as a user meets it: on by default,
+# Sharing equal payloads as a user meets it: on by default,
 # off by --dedup=false, ARGSDUMP_DEDUP or the config file's "dedup"; a bad
 # value is a WARNING and the default; dump_viewer lists, exports and
 # compares a shared capture exactly as the same run written without sharing.

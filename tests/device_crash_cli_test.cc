@@ -17,15 +17,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "grpcpp/grpcpp.h"
@@ -53,10 +52,7 @@ std::string Runfile(const std::string& path) {
 }
 
 std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 uint64_t Task(uint32_t n) { return (uint64_t{1} << 32) | n; }

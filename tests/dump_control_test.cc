@@ -1,4 +1,4 @@
-// Dump control (issue 6): the mode, kernel allow/block lists by name and
+// Dump control: the mode, kernel allow/block lists by name and
 // type, step lists, and the dynamic switch between steps, through the
 // whole local pipeline (sim runtime -> recorder -> collector -> store) and
 // read back from the files.
@@ -247,8 +247,8 @@ TEST(DumpControlTest, SwitchedOnFromLevelZero) {
   EXPECT_EQ(Steps(c), (std::set<uint32_t>{2}));
 }
 
-// The levels actually used (issue 12, failure 8: after a switch to level 3
-// the manifest said 2 and the summary 0): the manifest's dump_args_level
+// The levels actually used (after a switch to level 3 neither the manifest
+// nor the summary may report an older level): the manifest's dump_args_level
 // is the level switched to, "dump_levels" says from which step which
 // level ran, and so does the run's summary - also on a capture service.
 TEST(DumpControlTest, TheManifestAndSummaryTellTheLevelsPerStep) {
@@ -385,7 +385,7 @@ TEST(OverflowDumpTest, TheFirstOverflowingTaskIsNamedInAChain) {
 
 // Level 1: an overflowing task is dumped in full, whatever its markers -
 // every tensor at completion and every scalar, also those the partial dump
-// before dispatch left out (failure 8 of issue 12: the scalar was lost).
+// before dispatch left out.
 TEST(OverflowDumpTest, AtLevelOneTheOverflowingTaskKeepsEveryScalar) {
   const int n = 4;
   for (const bool marked : {true, false}) {

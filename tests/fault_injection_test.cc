@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "gtest/gtest.h"
 #include "store/journal.h"
 #include "tests/capture_reader.h"
@@ -50,10 +51,7 @@ grpc::Status GetStatus(const std::string& target, const std::string& name,
 
 // Entries of `type` in a journal file as it stands.
 uint64_t Journaled(const std::string& path, JournalEntryType want = JournalEntryType::kRecord) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  auto reader = JournalReader::FromBytes(bytes.str());
+  auto reader = JournalReader::FromBytes(ReadFileToString(path, kUnboundedFileBytes).value_or(""));
   JournalEntryType type;
   std::string payload;
   uint64_t n = 0;
@@ -242,7 +240,7 @@ TEST(LostCaptureTest, WithoutAFallbackTheRefusalIsTheError) {
   EXPECT_FALSE(sink->kept_locally());
 }
 
-// Issue 12, failure 3: with 8 clients streaming, a restart made 6 give up.
+// A restart while many clients stream must not make any of them give up.
 // Eight clients stream at once; the server is SIGKILLed once each has sent
 // two batches, and restarted while they go on sending (their sinks retry
 // through the outage): all eight captures end finished and byte-identical

@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "base/files.h"
 #include "gtest/gtest.h"
 #include "tests/testing/child_process.h"
 #include "tests/testing/temp_dir.h"
@@ -206,12 +208,9 @@ TEST(FlagLimitsHelpTest, TheTableCoversEveryNumericFlagAndHelpStatesItsRange) {
     ASSERT_TRUE(child.ok()) << child.status();
     const std::optional<int> status = (*child)->Wait(std::chrono::seconds(60));
     ASSERT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << binary;
-    FILE* f = std::fopen(stdout_path.c_str(), "r");
-    ASSERT_NE(f, nullptr);
-    std::string help;
-    char buf[4096];
-    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) help.append(buf, n);
-    std::fclose(f);
+    absl::StatusOr<std::string> read = ReadFileToString(stdout_path);
+    ASSERT_TRUE(read.ok()) << read.status();
+    const std::string help = *std::move(read);
     // One line per flag entry: the wrapped help joined with single spaces.
     std::string flat;
     for (absl::string_view word : absl::StrSplit(help, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {

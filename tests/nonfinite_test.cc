@@ -20,8 +20,8 @@
 #include "apps/sim_run/sim_job.h"
 #include "device/sim/kernels.h"
 #include "gtest/gtest.h"
-#include "server/capture_service.h"
 #include "tests/capture_reader.h"
+#include "tests/testing/capture_service_fixture.h"
 #include "tests/testing/sim_jobs.h"
 #include "tests/testing/temp_dir.h"
 #include "viewer/viewer.h"
@@ -131,17 +131,13 @@ std::set<Key> Expected(const CaptureFiles& c) {
 class NonfiniteAgreeTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    CaptureServerOptions o;
-    o.listen = "127.0.0.1:0";
-    o.hub.root = TempPath(absl::StrCat("root_", GetParam().name));
-    root_ = o.hub.root;
-    auto server = CaptureServer::Start(o);
+    TestCaptureServiceOptions o;
+    o.root = TempPath(absl::StrCat("root_", GetParam().name));
+    auto server = TestCaptureService::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
-    target_ = absl::StrCat("127.0.0.1:", server_->port());
-  }
-  void TearDown() override {
-    if (server_) server_->Shutdown(std::chrono::milliseconds(1000));
+    root_ = server_->root();
+    target_ = server_->target();
   }
 
   SimJobOptions Options(const std::string& prefix) const {
@@ -153,7 +149,7 @@ class NonfiniteAgreeTest : public ::testing::TestWithParam<Case> {
   }
 
   std::string root_, target_;
-  std::unique_ptr<CaptureServer> server_;
+  std::unique_ptr<TestCaptureService> server_;
 };
 
 TEST_P(NonfiniteAgreeTest, BothCommandsFindTheNanLocallyAndThroughTheService) {

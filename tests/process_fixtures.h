@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "collector/grpc_sink.h"
 #include "collector/local_sink.h"
 #include "grpcpp/grpcpp.h"
@@ -205,8 +206,7 @@ inline v1::CaptureSummary GetCapture(const std::string& target, const std::strin
 }
 
 inline std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 // The batches written through the local store: what an uninterrupted

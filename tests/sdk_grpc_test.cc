@@ -17,7 +17,7 @@
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "sdk/argsdump.h"
 #include "sdk/testing.h"
-#include "server/capture_service.h"
+#include "tests/testing/capture_service_fixture.h"
 #include "tests/testing/scoped_env.h"
 #include "tests/testing/temp_dir.h"
 
@@ -43,18 +43,14 @@ absl::Status Scale(KernelContext& ctx) {
 class SdkGrpcTest : public ::testing::Test {
  protected:
   void StartServer(const std::string& token = "") {
-    CaptureServerOptions o;
-    o.listen = "127.0.0.1:0";
-    o.hub.root = FreshTempDir("root");
+    TestCaptureServiceOptions o;
+    o.root = FreshTempDir("root");
     o.auth_token = token;
-    root_ = o.hub.root;
-    auto server = CaptureServer::Start(o);
+    auto server = TestCaptureService::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
-    target_ = absl::StrCat("127.0.0.1:", server_->port());
-  }
-  void TearDown() override {
-    if (server_) server_->Shutdown(std::chrono::milliseconds(1000));
+    root_ = server_->root();
+    target_ = server_->target();
   }
 
   // Two steps of out = x * (step + 1) over x = 0..7.
@@ -91,7 +87,7 @@ class SdkGrpcTest : public ::testing::Test {
   }
 
   std::string root_, target_;
-  std::unique_ptr<CaptureServer> server_;
+  std::unique_ptr<TestCaptureService> server_;
 };
 
 TEST_F(SdkGrpcTest, CiStreamsToTheServiceNamedAndLabelledByTheTest) {
@@ -209,10 +205,10 @@ TEST_F(SdkGrpcTest, ACaptureTheServiceLostKeepsWhatItHadNotAcknowledgedLocally) 
   server_->Shutdown(std::chrono::milliseconds(100));
   server_.reset();
   std::filesystem::remove_all(root_ + "/" + name);
-  CaptureServerOptions again;
+  TestCaptureServiceOptions again;
   again.listen = target_;
-  again.hub.root = root_;
-  auto restarted = CaptureServer::Start(again);
+  again.root = root_;
+  auto restarted = TestCaptureService::Start(again);
   ASSERT_TRUE(restarted.ok()) << restarted.status();
   server_ = std::move(restarted).value();
   step(1);

@@ -15,11 +15,11 @@
 #include "device/workload.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/capture_service_fixture.h"
 #include "tests/testing/sim_jobs.h"
 #include "tests/testing/temp_dir.h"
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "httplib.h"
-#include "server/capture_service.h"
 #include "server/http/proto_json.h"
 
 namespace argsdump {
@@ -28,20 +28,17 @@ namespace {
 class SimGrpcTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    CaptureServerOptions o;
-    o.listen = "127.0.0.1:0";
-    o.http.listen = "127.0.0.1:0";  // the same captures over HTTP/JSON
-    o.hub.root = TempPath(absl::StrCat(
+    TestCaptureServiceOptions o;
+    o.http = true;  // the same captures over HTTP/JSON
+    o.root = TempPath(absl::StrCat(
         "root_", ::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    root_ = o.hub.root;
-    auto server = CaptureServer::Start(o);
+    auto server = TestCaptureService::Start(o);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
-    target_ = absl::StrCat("127.0.0.1:", server_->port());
-    stub_ = v1::CaptureService::NewStub(
-        grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
+    root_ = server_->root();
+    target_ = server_->target();
+    stub_ = server_->NewStub();
   }
-  void TearDown() override { server_->Shutdown(std::chrono::milliseconds(1000)); }
 
   // One scheduler and one worker: the same records in the same order on
   // every run, so two runs can be compared byte for byte.
@@ -50,7 +47,7 @@ class SimGrpcTest : public ::testing::Test {
   }
 
   std::string root_, target_;
-  std::unique_ptr<CaptureServer> server_;
+  std::unique_ptr<TestCaptureService> server_;
   std::unique_ptr<v1::CaptureService::Stub> stub_;
 };
 
@@ -109,7 +106,7 @@ TEST_F(SimGrpcTest, BothSinksWriteTheSameCapture) {
   EXPECT_GE(compared, 4);
 }
 
-// Sharing equal payloads (DESIGN.md §11), on and off, to either sink: every
+// Sharing equal payloads, on and off, to either sink: every
 // entry reads the same bytes as it does with sharing off, the local and the
 // remote capture of a run are the same files, and sharing saves exactly
 // the bytes of the entries it shares.

@@ -159,7 +159,7 @@ grep -q '"recovery": {"records_kept"' "$tmp/rec/args_dump/args_dump.json" \
 mkdir -p "$tmp/rec_none/args_dump" && printf 'junk' > "$tmp/rec_none/args_dump/args.journal"
 check "recover with no capture header" 2 "no capture header" -- "$sim_run" --recover "$tmp/rec_none/args_dump"
 
-# The seeds, followed (issue 12, failure 8). A user configuration error is a
+# How the run reports problems. A user configuration error is a
 # WARNING with the fix and a fallback; an internal failure an ERROR and a
 # run without the dump; losses and kernel failures are graded log lines.
 mkdir -p "$tmp/cwd"

@@ -52,7 +52,7 @@ class ArgSource {
   // The capture's labels (a local manifest's are complete once Next
   // returned false).
   virtual std::map<std::string, std::string> Labels() const = 0;
-  // How the device process died, when it did (issue 14): a local
+  // How the device process died, when it did: a local
   // manifest's "device_crash" (known after the first Next: the store
   // writes it before args[]; surely once Next returned false), a remote
   // capture's from GetCapture. None by default (sources of no capture).

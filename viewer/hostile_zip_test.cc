@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/child_process.h"
@@ -38,10 +39,7 @@ namespace {
 using ::testing::HasSubstr;
 
 std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 void Put(const std::string& path, const std::string& bytes) {

@@ -136,8 +136,8 @@ inline TestCapture ViewerScene(bool variant) {
   return c;
 }
 
-// A device that died in task 1's kernel while task 2's ran too (issue 14;
-// SegvCrash): task 0 completed; tasks 1 and 2 have their inputs and
+// A device that died in task 1's kernel while task 2's ran too
+// (SegvCrash): task 0 completed; tasks 1 and 2 have their inputs and
 // in-flight snapshots of their outputs.
 // The kernels of MakeCapture-like captures (func ids 5, 6, 7 by task):
 // names, types, directions and a declared dtype.

@@ -35,23 +35,84 @@
 namespace argsdump {
 namespace {
 
+// Column widths of the listing and the --compare table, shared by their
+// headers and their lines. Each holds its column's longest usual value: 7
+// digits of index, "0x" and 16 hex digits of task id, the longest stage,
+// role and kind names ("before", "output", "tensor"), 3 digits of arg
+// index, the longest dtype name ("FP8E4M3FN"), a shape or value of a few
+// dimensions, 10 digits of bytes. A longer value widens its line only.
+constexpr int kIndexWidth = 7;
+constexpr int kTaskIdWidth = 18;
+constexpr int kStageWidth = 6;
+constexpr int kRoleWidth = 6;
+constexpr int kArgIndexWidth = 3;
+constexpr int kKindWidth = 6;
+constexpr int kDtypeWidth = 9;
+constexpr int kShapeWidth = 16;
+constexpr int kBytesWidth = 10;
+// --geometry's columns: the strides (as wide as a shape), 7 digits of
+// start offset, "yes"/"no" of contiguity (as wide as its header, "contig").
+constexpr int kStridesWidth = kShapeWidth;
+constexpr int kStartWidth = 7;
+constexpr int kContigWidth = 6;
+
+// The longest decimal uint64 (20 digits), with the NUL FastIntToBuffer
+// writes after it, rounded up.
+constexpr size_t kUintBufferBytes = 24;
+// Room a listing line needs besides its three columns of any length (a
+// scalar's value, the shape, the strides) and the crash mark: every
+// bounded column at its widest, the flags, the separators.
+constexpr size_t kListingLineFixedBytes = 512;
+// Room per shape or stride dimension: up to 20 digits and a comma.
+constexpr size_t kListingBytesPerDim = 21;
+
+// --compare capture:NAME names a capture on the service given by --server.
+constexpr absl::string_view kCapturePrefix = "capture:";
+
+// A golden file for a tensor holds at most its elements at the widest
+// dtype's size (float64, int64) and a .npy header, far shorter than this.
+constexpr uint64_t kWidestElementBytes = 8;
+constexpr uint64_t kNpyHeaderRoom = 1 << 20;
+
 // A run: the parsed command line and which of our streams are terminals.
 struct Options : ViewerOptions {
   ViewerTerminals terminals;
 };
+
+// The --stats table's columns after the index: min, max, mean and abs_max
+// (7 significant digits, a sign and an exponent), the nan, +inf and -inf
+// counts, the zeros count.
+constexpr int kStatsValueWidth = 14;
+constexpr int kStatsNonfiniteWidth = 6;
+constexpr int kStatsZerosWidth = 8;
+
+// The --stats table's header line, in StatsTableRow's columns.
+std::string StatsTableHeader(bool kernel_column) {
+  return absl::StrFormat("%*s  %*s  %*s  %*s  %*s  %*s  %*s  %*s  %*s%s\n", kIndexWidth, "index",
+                         kStatsValueWidth, "min", kStatsValueWidth, "max", kStatsValueWidth,
+                         "mean", kStatsValueWidth, "abs_max", kStatsNonfiniteWidth, "nan",
+                         kStatsNonfiniteWidth, "+inf", kStatsNonfiniteWidth, "-inf",
+                         kStatsZerosWidth, "zeros", kernel_column ? "  (kernel)" : "");
+}
 
 // A row of the --stats table; `stored`: numbers the capture stored.
 std::string StatsTableRow(uint64_t index, const ElementStats& st, bool stored,
                           const std::string& kernel) {
   const std::string note = absl::StrCat(stored ? "  stored" : "",
                                         kernel.empty() ? "" : "  ", kernel);
+  std::string row = absl::StrFormat("%*d  ", kIndexWidth, index);
   if (st.finite == 0) {
-    return absl::StrFormat("%7d  %14s  %14s  %14s  %14s  %6d  %6d  %6d  %8d%s\n", index, "-", "-",
-                           "-", "-", st.nan, st.pos_inf, st.neg_inf, st.zeros, note);
+    absl::StrAppendFormat(&row, "%*s  %*s  %*s  %*s  ", kStatsValueWidth, "-", kStatsValueWidth,
+                          "-", kStatsValueWidth, "-", kStatsValueWidth, "-");
+  } else {
+    absl::StrAppendFormat(&row, "%*.7g  %*.7g  %*.7g  %*.7g  ", kStatsValueWidth, st.min,
+                          kStatsValueWidth, st.max, kStatsValueWidth, st.mean(),
+                          kStatsValueWidth, st.abs_max);
   }
-  return absl::StrFormat("%7d  %14.7g  %14.7g  %14.7g  %14.7g  %6d  %6d  %6d  %8d%s\n", index,
-                         st.min, st.max, st.mean(), st.abs_max, st.nan, st.pos_inf, st.neg_inf,
-                         st.zeros, note);
+  absl::StrAppendFormat(&row, "%*d  %*d  %*d  %*d%s\n", kStatsNonfiniteWidth, st.nan,
+                        kStatsNonfiniteWidth, st.pos_inf, kStatsNonfiniteWidth, st.neg_inf,
+                        kStatsZerosWidth, st.zeros, note);
+  return row;
 }
 
 ElementStats FromStored(const ManifestEntry::Stats& s) {
@@ -95,7 +156,7 @@ struct LineWriter {
     if (!right) Blanks(pad);
   }
   void RightUint(uint64_t v, size_t width) {
-    char number[24];
+    char number[kUintBufferBytes];
     const char* end = absl::numbers_internal::FastIntToBuffer(v, number);
     Column(absl::string_view(number, static_cast<size_t>(end - number)), width, true);
   }
@@ -125,19 +186,20 @@ void AppendFlags(const ManifestEntry& e, LineWriter& w) {
 // of bounded width (numbers of up to 20 digits, the vocabulary's names,
 // the flags) and the three of any length.
 size_t ListingLineBound(const ManifestEntry& e, absl::string_view mark) {
-  return 512 + e.value.size() + 21 * (e.shape.size() + e.strides.size()) + mark.size();
+  return kListingLineFixedBytes + e.value.size() +
+         kListingBytesPerDim * (e.shape.size() + e.strides.size()) + mark.size();
 }
 
-// --geometry's columns after the shape: "%-16s  %7s  %-6s" of the strides
+// --geometry's columns after the shape: the strides
 // ("[20,2]"), the start offset and "yes"/"no" for contiguity; "-" in each
 // for a scalar.
 void AppendGeometry(const ManifestEntry& e, LineWriter& w) {
   if (e.is_scalar()) {
-    w.Column("-", 16, false);
+    w.Column("-", kStridesWidth, false);
     w.Str("  ");
-    w.Column("-", 7, true);
+    w.Column("-", kStartWidth, true);
     w.Str("  ");
-    w.Column("-", 6, false);
+    w.Column("-", kContigWidth, false);
     w.Str("  ");
     return;
   }
@@ -149,40 +211,55 @@ void AppendGeometry(const ManifestEntry& e, LineWriter& w) {
   }
   w.Push(']');
   const size_t width = static_cast<size_t>(w.p - column);
-  if (width < 16) w.Blanks(16 - width);
+  if (width < kStridesWidth) w.Blanks(kStridesWidth - width);
   w.Str("  ");
-  w.RightUint(e.start_offset, 7);
+  w.RightUint(e.start_offset, kStartWidth);
   w.Str("  ");
-  w.Column(e.is_contiguous ? "yes" : "no", 6, false);
+  w.Column(e.is_contiguous ? "yes" : "no", kContigWidth, false);
   w.Str("  ");
+}
+
+// The listing's header line, in ListingLine's columns.
+std::string ListingHeader(bool geometry) {
+  std::string header = absl::StrFormat(
+      "%*s  %-*s  %-*s  %-*s  %*s  %-*s  %-*s  %-*s  ", kIndexWidth, "index", kTaskIdWidth,
+      "task_id", kStageWidth, "stage", kRoleWidth, "role", kArgIndexWidth, "arg", kKindWidth,
+      "kind", kDtypeWidth, "dtype", kShapeWidth, "shape");
+  if (geometry) {
+    absl::StrAppendFormat(&header, "%-*s  %*s  %-*s  ", kStridesWidth, "strides", kStartWidth,
+                          "start", kContigWidth, "contig");
+  }
+  absl::StrAppendFormat(&header, "%*s  %s\n", kBytesWidth, "bytes", "flags");
+  return header;
 }
 
 // One listing line written at `out` (a 10 M-entry listing prints 10 M of
 // these: built by hand, not through a format string), its end returned:
-// "%7d  %-18s  %-6s  %-6s  %3d  %-6s  %-9s  %-16s  %10d  %s", trailing
-// blanks trimmed, '\n'; with `geometry`, AppendGeometry's columns after the
+// index, task id, stage, role, arg index, kind, dtype, shape or value,
+// bytes and flags in the columns above, two blanks apart, trailing blanks
+// trimmed, '\n'; with `geometry`, AppendGeometry's columns after the
 // shape. `mark` (a crashed capture's) follows the flags. `out` has room
 // for ListingLineBound(e, mark) bytes.
 char* ListingLine(const ManifestEntry& e, char* out, absl::string_view mark = "",
                   bool geometry = false) {
   LineWriter w{out};
-  w.RightUint(e.index, 7);
+  w.RightUint(e.index, kIndexWidth);
   w.Str("  0x");
   static constexpr char kHex[] = "0123456789abcdef";
   for (int shift = 60; shift >= 0; shift -= 4) w.Push(kHex[(e.task_id >> shift) & 0xF]);
   w.Str("  ");
-  w.Column(StageShortName(e.stage), 6, false);
+  w.Column(StageShortName(e.stage), kStageWidth, false);
   w.Str("  ");
-  w.Column(RoleName(e.role), 6, false);
+  w.Column(RoleName(e.role), kRoleWidth, false);
   w.Str("  ");
-  w.RightUint(e.arg_index, 3);
+  w.RightUint(e.arg_index, kArgIndexWidth);
   w.Str("  ");
-  w.Column(KindName(e.kind), 6, false);
+  w.Column(KindName(e.kind), kKindWidth, false);
   w.Str("  ");
   const std::string_view dtype = DataTypeName(e.dtype);
-  w.Column(absl::string_view(dtype.data(), dtype.size()), 9, false);
+  w.Column(absl::string_view(dtype.data(), dtype.size()), kDtypeWidth, false);
   w.Str("  ");
-  // The shape or value column, written in place and padded to 16.
+  // The shape or value column, written in place and padded.
   const char* const column = w.p;
   if (e.is_scalar()) {
     w.Push('=');
@@ -196,10 +273,10 @@ char* ListingLine(const ManifestEntry& e, char* out, absl::string_view mark = ""
     w.Push(']');
   }
   const size_t width = static_cast<size_t>(w.p - column);
-  if (width < 16) w.Blanks(16 - width);
+  if (width < kShapeWidth) w.Blanks(kShapeWidth - width);
   w.Str("  ");
   if (geometry) AppendGeometry(e, w);
-  w.RightUint(e.bin_size, 10);
+  w.RightUint(e.bin_size, kBytesWidth);
   w.Str("  ");
   const char* const flags = w.p;
   AppendFlags(e, w);
@@ -387,21 +464,29 @@ int FirstNonFinite(ArgSource& source, const Selection& selection, std::ostream& 
 
 std::string Num(double v) { return absl::StrFormat("%.6g", v); }
 
+// The --compare table's own columns after dtype: numel, max_abs and
+// max_rel (6 significant digits and an exponent), cosine ("%.6f"),
+// mismatches. kCompareHeader below is spelled out at these widths.
+constexpr int kNumelWidth = 9;
+constexpr int kDiffWidth = 12;
+constexpr int kCosineWidth = 9;
+constexpr int kMismatchesWidth = 10;
+
 // A row of the --compare table.
 std::string Row(const ManifestEntry& a, uint64_t numel, const ElementDiff* d,
                 const std::string& status) {
-  std::string line;
+  std::string line = absl::StrFormat(
+      "%*d  %-*s  %-*s  %-*s  %*d  %-*s  %*d  ", kIndexWidth, a.index, kTaskIdWidth,
+      TaskIdHex(a.task_id), kStageWidth, StageShortName(a.stage), kRoleWidth, RoleName(a.role),
+      kArgIndexWidth, a.arg_index, kDtypeWidth, DataTypeName(a.dtype).data(), kNumelWidth, numel);
   if (d == nullptr) {
-    line = absl::StrFormat("%7d  %-18s  %-6s  %-6s  %3d  %-9s  %9d  %12s  %12s  %9s  %10s  %s",
-                           a.index, TaskIdHex(a.task_id),
-                           StageShortName(a.stage), RoleName(a.role), a.arg_index,
-                           DataTypeName(a.dtype).data(), numel, "-", "-", "-", "-", status);
+    absl::StrAppendFormat(&line, "%*s  %*s  %*s  %*s  %s", kDiffWidth, "-", kDiffWidth, "-",
+                          kCosineWidth, "-", kMismatchesWidth, "-", status);
   } else {
-    line = absl::StrFormat("%7d  %-18s  %-6s  %-6s  %3d  %-9s  %9d  %12s  %12s  %9s  %10d  %s",
-                           a.index, TaskIdHex(a.task_id),
-                           StageShortName(a.stage), RoleName(a.role), a.arg_index,
-                           DataTypeName(a.dtype).data(), numel, Num(d->max_abs), Num(d->max_rel),
-                           absl::StrFormat("%.6f", d->cosine), d->mismatches, status);
+    absl::StrAppendFormat(&line, "%*s  %*s  %*s  %*d  %s", kDiffWidth, Num(d->max_abs),
+                          kDiffWidth, Num(d->max_rel), kCosineWidth,
+                          absl::StrFormat("%.6f", d->cosine), kMismatchesWidth, d->mismatches,
+                          status);
   }
   line.erase(line.find_last_not_of(' ') + 1);
   return line + "\n";
@@ -515,11 +600,12 @@ int CompareFile(ArgSource& here, const std::string& path, const Tolerance& tol,
         << " is a scalar; a golden file compares a tensor\n";
     return 2;
   }
-  // As many elements as the arg at the widest dtype (8 bytes), and a
-  // .npy header: a larger file cannot be its golden.
+  // As many elements as the arg at the widest dtype, and a .npy header:
+  // a larger file cannot be its golden.
   uint64_t numel = 1;
   for (uint64_t d : a.shape) numel = d != 0 && numel > UINT64_MAX / d ? UINT64_MAX : numel * d;
-  const uint64_t most = numel > (UINT64_MAX - (1 << 20)) / 8 ? UINT64_MAX : numel * 8 + (1 << 20);
+  const uint64_t most = numel > (UINT64_MAX - kNpyHeaderRoom) / kWidestElementBytes
+                            ? UINT64_MAX : numel * kWidestElementBytes + kNpyHeaderRoom;
   absl::StatusOr<std::string> read = ReadFileToString(path, std::max(most, kDefaultMaxFileBytes));
   if (!read.ok()) {
     err << "dump_viewer: --compare " << read.status().message() << "\n";
@@ -661,15 +747,12 @@ int WriteSelected(ArgSource& source, const Options& o, bool export_text,
         << npy_notes;
   }
   if (o.stats) {
-    out << absl::StrFormat("%7s  %14s  %14s  %14s  %14s  %6s  %6s  %6s  %8s%s\n", "index", "min",
-                           "max", "mean", "abs_max", "nan", "+inf", "-inf", "zeros",
-                           kernels.empty() ? "" : "  (kernel)")
-        << stats_table;
+    out << StatsTableHeader(/*kernel_column=*/!kernels.empty()) << stats_table;
   }
   return 0;
 }
 
-// A capture whose device process died (issue 14): its summary lines, and
+// A capture whose device process died: its summary lines, and
 // the mark of each listing line.
 class CrashMarks {
  public:
@@ -707,10 +790,7 @@ int List(ArgSource& source, const Options& o, const ExportRoot& export_root, std
     out << CrashMarks::Summary(*c);
     crash.emplace(*c);
   }
-  out << absl::StrFormat("%7s  %-18s  %-6s  %-6s  %3s  %-6s  %-9s  %-16s  ", "index", "task_id",
-                         "stage", "role", "arg", "kind", "dtype", "shape")
-      << (o.geometry ? absl::StrFormat("%-16s  %7s  %-6s  ", "strides", "start", "contig") : "")
-      << absl::StrFormat("%10s  %s\n", "bytes", "flags");
+  out << ListingHeader(o.geometry);
   // The reference's habit: --index N always exports that entry.
   const bool export_text = o.export_text || o.selection.index.has_value();
   uint64_t matched = 0;
@@ -871,7 +951,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
   if (o.first_nonfinite) return FirstNonFinite(**source, o.selection, out, err);
   if (!o.compare.empty()) {
     const std::string& golden = o.compare;
-    if (absl::StartsWith(golden, "capture:")) {
+    if (absl::StartsWith(golden, kCapturePrefix)) {
       if (!remote) {
         err << "dump_viewer: --compare " << golden << " names a capture on a service; add "
             << "--server host:port\n";
@@ -879,7 +959,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
       }
       Selection by_key = o.selection;
       by_key.index.reset();
-      auto g = open("", golden.substr(8), by_key);
+      auto g = open("", golden.substr(kCapturePrefix.size()), by_key);
       if (!g.ok()) return FailOpen(o, err, g.status());
       return CompareCaptures(**source, **g, o, out, err);
     }

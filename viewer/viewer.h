@@ -22,7 +22,7 @@
 // id, name, type and signature. --func/--func-type names are resolved
 // against that table; one it does not have is exit 2 naming the flag and
 // the kernels it has. A capture whose device process
-// died (its device_crash, issue 14) opens with "device crash: SIGSEGV at
+// died (its device_crash) opens with "device crash: SIGSEGV at
 // 0x0 (task ..., func ..., worker 2, thread 1, step 0); 3 tasks in
 // flight" and its description, and its lines end with "[crashed task]"
 // (the task whose kernel raised the signal) or "[in-flight]" (another task

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "gtest/gtest.h"
 #include "viewer/npy.h"
 #include "viewer/test_capture.h"
@@ -117,8 +118,7 @@ TEST(ViewerTest, ACrashedCaptureSaysHowAndMarksTheTasks) {
 TEST(ViewerTest, ACrashNamedAfterTheArgsIsSummarizedAtTheEnd) {
   const std::string dir = MakeCrashCapture(Root() + "/crashed_late/args_dump");
   const std::string path = dir + "/args_dump.json";
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::string text = ReadFileToString(path).value_or("");
   const size_t from = text.find("  \"device_crash\"");
   const size_t to = text.find("  \"bin_file\"");
   ASSERT_NE(from, std::string::npos);
@@ -331,8 +331,7 @@ TEST(ViewerTest, BadArgumentsNameTheFlag) {
 TEST(ViewerTest, CorruptManifestIsAnErrorNamingTheByte) {
   const std::string dir = MakeCapture(Root() + "/corrupt/args_dump");
   const std::string path = dir + "/args_dump.json";
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::string text = ReadFileToString(path).value_or("");
   std::ofstream(path, std::ios::trunc) << text.substr(0, text.size() / 2);
   const Result r = Viewer({dir});
   EXPECT_EQ(r.code, 2);
@@ -345,11 +344,7 @@ TEST(ViewerTest, CorruptManifestIsAnErrorNamingTheByte) {
 TEST(ViewerTest, HostileSizesShapesAndPathsAreErrorsNotAborts) {
   const std::string dir = MakeCapture(Root() + "/hostile/args_dump");
   const std::string path = dir + "/args_dump.json";
-  std::string good;
-  {
-    std::ifstream in(path);
-    good.assign((std::istreambuf_iterator<char>(in)), {});
-  }
+  const std::string good = ReadFileToString(path).value_or("");
   auto with = [&](const std::string& from, const std::string& to) {
     std::string text = good;
     const size_t at = text.find(from);
@@ -458,8 +453,7 @@ TEST(ViewerTest, PicksTheNewestCaptureUnderOutputs) {
 }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 TEST(ViewerTest, ExportsTheSelectedArgsAsText) {
@@ -624,8 +618,7 @@ std::string Scene(const std::string& name, bool variant) {
 }
 
 std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 TEST(ViewerSceneTest, ListsEveryKindOfArgInManifestOrder) {

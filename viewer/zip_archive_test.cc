@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <random>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 #include "viewer/test_zip.h"
@@ -22,10 +22,7 @@ void Put(const std::string& path, const std::string& bytes) {
 }
 
 std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 std::string ReadMember(const ZipArchive& zip, const ZipMember& m, absl::Status* status) {

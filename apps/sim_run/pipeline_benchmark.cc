@@ -9,7 +9,7 @@
 // BM_PayloadRatios     pipeline / raw write and pipeline / two-copy bound,
 //                      paired per iteration (the numbers the goal is in)
 // BM_DeviceProcessRatios  the same pipelines with the device threads in a
-//                      forked process over the shared region (issue 14),
+//                      forked process over the shared region,
 //                      paired per iteration with the in-process run
 // BM_DedupRatios       sharing equal payloads on vs off, paired per iteration
 // BM_NonfiniteRatios   the collector's NaN/Inf look at each payload on vs off,
@@ -355,7 +355,7 @@ void BM_PayloadRatios(benchmark::State& state) {
 }
 BENCHMARK(BM_PayloadRatios)->Arg(64)->Arg(4096)->Iterations(7)->Unit(benchmark::kMillisecond)->UseManualTime();
 
-// The cost of sharing equal payloads (issue 16): the payload pipeline with
+// The cost of sharing equal payloads: the payload pipeline with
 // the store's dedup on vs off, paired per iteration (alternating which
 // runs first), on data that never repeats (every payload fingerprinted and
 // remembered, none shared: the goal is >= 0.95x) and, for reference, on
@@ -418,7 +418,7 @@ void BM_NonfiniteRatios(benchmark::State& state) {
 }
 BENCHMARK(BM_NonfiniteRatios)->Arg(64)->Arg(4096)->Iterations(9)->Unit(benchmark::kMillisecond)->UseManualTime();
 
-// The device in its own process (issue 14): the same pipeline with the
+// The device in its own process: the same pipeline with the
 // device threads forked off over the shared region, paired per iteration
 // with the in-process run (alternating which goes first). Each run is a
 // fresh process (this binary, --pipeline_run=...), as sim_run is: a fork

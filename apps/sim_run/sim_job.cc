@@ -46,7 +46,7 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   wiring.test_labels = false;
   // The dump's own problems (a service that cannot be reached, a name it
   // refuses, a capture that cannot be written) are WARNINGs and the run
-  // goes on, as for any session (seed 003): the result says what happened.
+  // goes on, as for any session: the result says what happened.
   wiring.strict = false;
   wiring.print_summary = false;
   SimProgressSampler* const progress = options.progress;

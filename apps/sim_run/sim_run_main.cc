@@ -131,7 +131,7 @@ CommandLineSpec SimRunSpec() {
       "capture service lost the capture (deleted while it was down: its resume was\n"
       "refused) and the records it had not acknowledged were kept locally (named).";
   spec.flags_file = __FILE__;
-  spec.bare_values = {{"dump_args", "1"}};  // as in the seed
+  spec.bare_values = {{"dump_args", "1"}};  // a bare --dump-args means level 1
   // Every number and its range (the one parser: tools/quantity.h).
   spec.quantities = {
       {"schedulers", Quantity::Count(1, 64)},

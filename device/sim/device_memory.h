@@ -1,5 +1,5 @@
 // DeviceMemory: the storage behind DeviceBuffers when the device runs in its
-// own process (DESIGN.md §10). One memfd, mapped MAP_SHARED before the
+// own process. One memfd, mapped MAP_SHARED before the
 // device process is forked, so the host keeps reading it after the device
 // process died, as real device memory outlives the AICPU process. Pages cost
 // nothing until touched; a freed buffer's pages are given back at once.

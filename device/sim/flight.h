@@ -1,5 +1,5 @@
 // The flight table: what the host needs when the device process dies, kept
-// by the device in shared memory (DESIGN.md §10). Mapped MAP_SHARED before
+// by the device in shared memory. Mapped MAP_SHARED before
 // the device process is forked; the device writes it, the host reads it only
 // after the device process ended (waitpid), so no ordering between live
 // processes is needed beyond the release/acquire pairs documented here.

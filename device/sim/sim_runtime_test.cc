@@ -73,8 +73,8 @@ TEST(SimRuntimeTest, DependenciesSerialiseWritersAndReaders) {
   }
 }
 
-// Issue 12, failure 9: a step of 10^6 tasks never finished, the reader
-// lists growing per task. Dependency tracking is O(1) amortised per slot -
+// A step of 10^6 tasks must finish: reader lists that grow per task made
+// it quadratic. Dependency tracking is O(1) amortised per slot -
 // counted, not timed - for fan-outs (every task reads one buffer), a
 // writer after a long run of readers, and a whole step queued before any
 // of it runs; and the results are still right.

@@ -7,8 +7,8 @@
 //   SIMPLER_STREAM_SYNC_TIMEOUT_MS  default 50 s  the host stops waiting
 // A value that is not a positive integer is ignored with a warning (that one
 // falls back to its default). On the sim the scheduler override applies on
-// its own (seed 000: parsed and applied independently, so slow CPU-sim
-// kernels can raise the no-progress budget): op-execute and stream-sync,
+// its own (parsed and applied independently, so slow CPU-sim kernels can
+// raise the no-progress budget): op-execute and stream-sync,
 // when not set, follow it with their default margins (25 s and 30 s above
 // it, at least 45 s and 50 s); set ones that break the order are ignored
 // with a warning and follow it the same way.

@@ -50,9 +50,9 @@ TEST(TimeoutsTest, InvalidValuesAreIgnoredWithAWarning) {
   }
 }
 
-// Seed 000: on the sim the scheduler override applies on its own, without
-// the onboard ordering limits; the others follow it (issue 12, failure 8:
-// SIMPLER_SCHEDULER_TIMEOUT_MS=60000 alone reset all three).
+// On the sim the scheduler override applies on its own, without the onboard
+// ordering limits; the others follow it (SIMPLER_SCHEDULER_TIMEOUT_MS=60000
+// alone must not reset all three).
 TEST(TimeoutsTest, TheSchedulerOverrideAppliesAlone) {
   struct Case {
     std::map<std::string, std::string> env;

@@ -1,6 +1,6 @@
-// (d) A task whose args disagree with its kernel's signature (seed §5.3,
-// §8): the dump skips it with one warning per process naming the kernel and
-// the task, the task still runs, and every other task is dumped.
+// (d) A task whose args disagree with its kernel's signature: the dump skips
+// it with one warning per process naming the kernel and the task, the task
+// still runs, and every other task is dumped.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/kernels.h"
