@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# Runs the shell commands of README.md and docs/*.md against the built
+# binaries, so that a page cannot name a flag, a label or a workload that is
+# gone. Every command of a ```sh block is run or skipped, and each skip is
+# listed with its reason:
+#   - `bazel run [-c opt] LABEL -- ARGS` of sim_run, dump_viewer or
+#     capture_server runs the binary from the runfiles with ARGS;
+#     `tools/run.sh ARGS` runs sim_run --dump-args 2 ARGS, as run.sh does;
+#   - a capture_server is started on 127.0.0.1:0, waited for ("listening
+#     on"), stopped with SIGTERM, and must exit 0;
+#   - other commands (bazel test, the suite, grpc_cli, curl) are skipped
+#     with the reason below.
+# A command must exit 0 unless the block is preceded by
+#   <!-- doc-test: exit 0,1 WHY -->     (the exit statuses it may have)
+# and a block preceded by
+#   <!-- doc-test: skip WHY -->
+# is skipped whole. A table preceded by
+#   <!-- doc-test: flags sim_run|dump_viewer|capture_server -->
+# has every --flag of its first column checked against that binary's --help.
+# The commands run in a scratch folder that stands for the user's workspace:
+# outputs/run, outputs/old and outputs/new hold captures, dump.json a dump
+# configuration, token a bearer token, bazel-testlogs/axpb_test an SDK
+# test's outputs.zip, and a capture service (with a capture run1,
+# labelled target=//:axpb_test) answers
+# for 127.0.0.1:50051 and ci-host:50051.
+# Usage: doc_commands_test.sh SIM_RUN DUMP_VIEWER CAPTURE_SERVER PAGE.md...
+set -uo pipefail
+sim_run="$(realpath "$1")"
+dump_viewer="$(realpath "$2")"
+capture_server="$(realpath "$3")"
+shift 3
+runfiles="$PWD"
+pages=()
+for page in "$@"; do pages+=("$runfiles/${page#./}"); done
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+work="$tmp/workspace"
+mkdir -p "$work" "$tmp/home"
+export HOME="$tmp/home" BUILD_WORKING_DIRECTORY="$work"
+unset XDG_CACHE_HOME TEST_UNDECLARED_OUTPUTS_DIR ARGSDUMP_CAPTURE_SERVER
+cd "$work" || exit 1
+
+fails=0 ran=0 skipped=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+# Waits (at most 60 s) for a capture_server to print that it listens; the
+# pipeline's status is grep's (tail ends on SIGPIPE or the timeout).
+wait_listening() {  # wait_listening OUT_FILE PID
+  set +o pipefail
+  timeout 60 tail -n +1 -f "$1" --pid "$2" | grep -m1 -q "listening on"
+  local rc=$?
+  set -o pipefail
+  return "$rc"
+}
+
+# --- the workspace the commands run in ----------------------------------
+setup() {
+  "$sim_run" --dump-args 2 --workload mixed_example --output-prefix outputs/run > "$tmp/setup.log" 2>&1 &&
+    "$sim_run" --dump-args 2 --output-prefix outputs/old >> "$tmp/setup.log" 2>&1 &&
+    "$sim_run" --dump-args 2 --output-prefix outputs/new >> "$tmp/setup.log" 2>&1 &&
+    "$sim_run" --dump-args 2 --output-prefix "$tmp/axpb/Axpb.ThreeSteps" >> "$tmp/setup.log" 2>&1 ||
+    { cat "$tmp/setup.log"; echo "FAIL setup: sim_run"; exit 1; }
+  mkdir -p bazel-testlogs/axpb_test/test.outputs
+  (cd "$tmp/axpb" && zip -qr "$work/bazel-testlogs/axpb_test/test.outputs/outputs.zip" Axpb.ThreeSteps) ||
+    { echo "FAIL setup: zip"; exit 1; }
+  printf '{"level": 2}\n' > dump.json
+  printf 'doc-test-token\n' > token
+  : > "$tmp/service.out"
+  "$capture_server" --listen 127.0.0.1:0 --root "$tmp/service" > "$tmp/service.out" 2> "$tmp/service.err" &
+  service_pid=$!
+  wait_listening "$tmp/service.out" "$service_pid" ||
+    { cat "$tmp/service.err"; echo "FAIL setup: capture_server did not start"; exit 1; }
+  service=$(sed -n 's/^capture_server listening on \([^ ]*\).*/\1/p' "$tmp/service.out")
+  "$sim_run" --dump-args 2 --workload mixed_example --capture-server "$service" \
+    --capture-name run1 --labels target=//:axpb_test,user=me,case=demo >> "$tmp/setup.log" 2>&1 ||
+    { cat "$tmp/setup.log"; echo "FAIL setup: streaming run1"; exit 1; }
+}
+setup
+trap 'kill "$service_pid" 2>/dev/null; wait "$service_pid" 2>/dev/null' EXIT
+
+# --- the commands -------------------------------------------------------
+# One line per command: page, line, the block's marker, the command (lines
+# ending in a backslash joined).
+extract() {
+  awk '
+    FNR == 1 { marker = ""; inside = 0; cmd = "" }
+    !inside && /^<!-- doc-test: .* -->$/ {
+      marker = $0; sub(/^<!-- doc-test: /, "", marker); sub(/ -->$/, "", marker); next }
+    !inside && /^```(sh|bash)$/ { inside = 1; next }
+    inside && /^```$/ { inside = 0; marker = ""; next }
+    inside {
+      line = $0
+      if (cmd == "") { start = FNR; if (line ~ /^[ \t]*$/) next }
+      if (line ~ /\\$/) { sub(/\\$/, "", line); cmd = cmd line " "; next }
+      cmd = cmd line
+      printf "%s\037%d\037%s\037%s\n", FILENAME, start, marker, cmd
+      cmd = ""
+      next
+    }
+    !inside && !/^[ \t]*$/ { marker = "" }
+  ' "$@"
+}
+
+# The words that stand for the user's files and hosts, made real.
+localize() {
+  local c="$1"
+  c="${c//<run>/run}"
+  c="${c//\/srv\/captures/$tmp/root_srv}"
+  c="${c//\/tmp\/captures/$tmp/root_tmp}"
+  c="${c//127.0.0.1:50051/$service}"
+  c="${c//ci-host:50051/$service}"
+  printf '%s' "$c"
+}
+
+binary_of() {  # a bazel label -> the binary, or nothing
+  case "$1" in
+    //apps/sim_run:sim_run | //collector:sim_run | @argsdump//apps/sim_run:sim_run) echo "$sim_run" ;;
+    //viewer:dump_viewer | @argsdump//viewer:dump_viewer) echo "$dump_viewer" ;;
+    //server:capture_server | @argsdump//server:capture_server) echo "$capture_server" ;;
+  esac
+}
+
+skip() {  # skip WHERE REASON COMMAND
+  echo "skip $1: $2: $3"
+  skipped=$((skipped + 1))
+}
+
+run_server() {  # run_server WHERE ARGS...: starts, waits for it, stops it
+  local where="$1" out="$tmp/server.$RANDOM"
+  shift
+  : > "$out.out"
+  "$capture_server" "$@" --listen 127.0.0.1:0 > "$out.out" 2> "$out.err" &
+  local pid=$!
+  if ! wait_listening "$out.out" "$pid"; then
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid"
+    fail "$where: capture_server $* did not start (exit $?):"; cat "$out.out" "$out.err"
+    return
+  fi
+  kill -TERM "$pid"
+  wait "$pid"
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    fail "$where: capture_server $* exited $rc at SIGTERM:"; cat "$out.err"
+  else
+    echo "ok   $where: capture_server $*"
+    ran=$((ran + 1))
+  fi
+}
+
+run_command() {  # run_command WHERE MARKER COMMAND
+  local where="$1" marker="$2" cmd="$3"
+  cmd="$(sed -E 's/[[:space:]]+#[[:space:]].*$//; s/[[:space:]]+$//' <<<"$cmd")"
+  case "$marker" in skip\ *) skip "$where" "${marker#skip }" "$cmd"; return ;; esac
+  local allowed="0"
+  case "$marker" in exit\ *) allowed="${marker#exit }"; allowed="${allowed%% *}" ;; esac
+  local envs="" rest="$cmd"
+  while [[ "$rest" =~ ^([A-Za-z_][A-Za-z0-9_]*=[^[:space:]]*)[[:space:]]+(.*)$ ]]; do
+    envs+="${BASH_REMATCH[1]} "
+    rest="${BASH_REMATCH[2]}"
+  done
+  local background=0
+  if [[ "$rest" =~ ^(.*[^[:space:]])[[:space:]]*\&$ ]]; then background=1; rest="${BASH_REMATCH[1]}"; fi
+  local program="" args=""
+  if [[ "$rest" =~ ^bazel[[:space:]]+run[[:space:]]+(-c[[:space:]]+[a-z]+[[:space:]]+)?([^[:space:]]+)(.*)$ ]]; then
+    local label="${BASH_REMATCH[2]}"
+    args="${BASH_REMATCH[3]}"
+    program="$(binary_of "$label")"
+    [[ "$args" =~ ^[[:space:]]*--([[:space:]]|$)(.*)$ ]] && args="${BASH_REMATCH[2]}"
+    if [ -z "$program" ]; then
+      case "$label" in
+        *benchmark*) skip "$where" "a benchmark (run by hand with -c opt: benchmarks.md)" "$cmd" ;;
+        *) fail "$where: no binary for $label (a label that moved? docs/doc_commands_test.sh knows the binaries): $cmd" ;;
+      esac
+      return
+    fi
+  elif [[ "$rest" =~ ^tools/run\.sh([[:space:]].*)?$ ]]; then
+    program="$sim_run"; args="--dump-args 2 ${BASH_REMATCH[1]}"
+  else
+    case "$rest" in
+      tools/test.sh*) skip "$where" "the whole suite, which runs this test" "$cmd" ;;
+      "bazel test "*) skip "$where" "runs Bazel (tests of a user's workspace: tools/test_example.sh runs them)" "$cmd" ;;
+      grpc_cli\ *) skip "$where" "grpc_cli is not installed (no Debian package; tests/capture_server_process_test.cc reflects)" "$cmd" ;;
+      curl\ * | H=*) skip "$where" "HTTP: curl answers 0 on an HTTP error (tests/web_view_test.cc calls these)" "$cmd" ;;
+      *) fail "$where: a command this test does not know: mark its block <!-- doc-test: skip WHY --> or teach the test: $cmd" ;;
+    esac
+    return
+  fi
+  args="$(localize "$args")"
+  if [ "$program" = "$capture_server" ]; then
+    eval "run_server \"\$where\" $args"
+    return
+  fi
+  [ "$background" -eq 1 ] && { fail "$where: only a capture_server may run in the background: $cmd"; return; }
+  local out rc
+  out="$(eval "env $envs \"\$program\" $args" 2>&1 < /dev/null)"
+  rc=$?
+  if [[ ",$allowed," == *",$rc,"* ]]; then
+    echo "ok   $where (exit $rc): $cmd"
+    ran=$((ran + 1))
+  else
+    fail "$where: exit $rc (want $allowed): $cmd"
+    head -c 4000 <<<"$out"; echo
+  fi
+}
+
+while IFS=$'\037' read -r page line marker cmd; do
+  run_command "${page#"$runfiles"/}:$line" "$marker" "$cmd"
+done < <(extract "${pages[@]}")
+
+# --- the flag tables ----------------------------------------------------
+check_flags() {  # check_flags WHERE BINARY_NAME FLAG...
+  local where="$1" name="$2" help
+  shift 2
+  case "$name" in
+    sim_run) help="$("$sim_run" --help 2>&1)" ;;
+    dump_viewer) help="$("$dump_viewer" --help 2>&1)" ;;
+    capture_server) help="$("$capture_server" --help 2>&1)" ;;
+    *) fail "$where: no binary $name"; return ;;
+  esac
+  local known
+  known="$(grep -oE -- '--(\[no\])?[a-z0-9-]+' <<<"$help" | sed -E 's/^--(\[no\])?//' | sort -u)"
+  local flag bare n=0
+  for flag in "$@"; do
+    bare="${flag#--}"; bare="${bare//_/-}"
+    if grep -qxF -- "$bare" <<<"$known" ||
+       { [[ "$bare" == no* ]] && grep -qxF -- "${bare#no}" <<<"$known"; }; then
+      n=$((n + 1))
+    else
+      fail "$where: $name has no flag $flag (--help lists: $(tr '\n' ' ' <<<"$known"))"
+    fi
+  done
+  echo "ok   $where: $n flags of $name in its --help"
+}
+
+while IFS=$'\t' read -r page line name flags; do
+  # shellcheck disable=SC2086
+  check_flags "${page#"$runfiles"/}:$line" "$name" $flags
+done < <(awk '
+  FNR == 1 { want = "" }
+  /^<!-- doc-test: flags [a-z_]+ -->$/ { want = $4; start = FNR; flags = ""; next }
+  want != "" && /^\|/ {
+    split($0, cell, "|"); first = cell[2]
+    while (match(first, /--[a-z][a-z0-9_-]*/)) {
+      flags = flags " " substr(first, RSTART, RLENGTH); first = substr(first, RSTART + RLENGTH) }
+    next }
+  want != "" && flags != "" { printf "%s\t%d\t%s\t%s\n", FILENAME, start, want, flags; want = "" }
+  END { if (want != "" && flags != "") printf "%s\t%d\t%s\t%s\n", FILENAME, start, want, flags }
+' "${pages[@]}")
+
+echo "$ran run, $skipped skipped, $fails failed"
+[ "$fails" -eq 0 ]
