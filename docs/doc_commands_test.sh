@@ -14,9 +14,10 @@
 #   <!-- doc-test: exit 0,1 WHY -->     (the exit statuses it may have)
 # and a block preceded by
 #   <!-- doc-test: skip WHY -->
-# is skipped whole. A table preceded by
+# is skipped whole. A table or paragraph preceded by
 #   <!-- doc-test: flags sim_run|dump_viewer|capture_server -->
-# has every --flag of its first column checked against that binary's --help.
+# has every --flag it names (of a table: in its first column) checked
+# against that binary's --help.
 # The commands run in a scratch folder that stands for the user's workspace:
 # outputs/run, outputs/old and outputs/new hold captures, dump.json a dump
 # configuration, token a bearer token, bazel-testlogs/axpb_test an SDK
@@ -218,7 +219,9 @@ check_flags() {  # check_flags WHERE BINARY_NAME FLAG...
     *) fail "$where: no binary $name"; return ;;
   esac
   local known
-  known="$(grep -oE -- '--(\[no\])?[a-z0-9-]+' <<<"$help" | sed -E 's/^--(\[no\])?//' | sort -u)"
+  # The flag lines of --help: "  --name=...", "  --[no]name", "  -t, --name=...".
+  known="$(grep -E -- '^  (-[a-z], )?--' <<<"$help" | grep -oE -- '--(\[no\])?[a-z0-9-]+' |
+    sed -E 's/^--(\[no\])?//' | sort -u)"
   local flag bare n=0
   for flag in "$@"; do
     bare="${flag#--}"; bare="${bare//_/-}"
@@ -229,22 +232,28 @@ check_flags() {  # check_flags WHERE BINARY_NAME FLAG...
       fail "$where: $name has no flag $flag (--help lists: $(tr '\n' ' ' <<<"$known"))"
     fi
   done
-  echo "ok   $where: $n flags of $name in its --help"
+  if [ "$n" -eq 0 ] && [ "$#" -eq 0 ]; then
+    fail "$where: a flags marker with no --flag after it"
+  else
+    echo "ok   $where: $n of $# flags of $name in its --help"
+  fi
 }
 
 while IFS=$'\t' read -r page line name flags; do
   # shellcheck disable=SC2086
   check_flags "${page#"$runfiles"/}:$line" "$name" $flags
 done < <(awk '
-  FNR == 1 { want = "" }
-  /^<!-- doc-test: flags [a-z_]+ -->$/ { want = $4; start = FNR; flags = ""; next }
-  want != "" && /^\|/ {
-    split($0, cell, "|"); first = cell[2]
-    while (match(first, /--[a-z][a-z0-9_-]*/)) {
-      flags = flags " " substr(first, RSTART, RLENGTH); first = substr(first, RSTART + RLENGTH) }
-    next }
-  want != "" && flags != "" { printf "%s\t%d\t%s\t%s\n", FILENAME, start, want, flags; want = "" }
-  END { if (want != "" && flags != "") printf "%s\t%d\t%s\t%s\n", FILENAME, start, want, flags }
+  function emit() { printf "%s\t%d\t%s\t%s\n", FILENAME, start, want, flags; want = "" }
+  FNR == 1 { if (want != "" && started) emit(); want = "" }
+  /^[ \t]*<!-- doc-test: flags [a-z_]+ -->$/ { want = $4; start = FNR; flags = ""; started = 0; next }
+  want != "" && /^[ \t]*$/ { if (started) emit(); next }
+  want != "" {
+    started = 1; text = $0
+    if (text ~ /^\|/) { split(text, cell, "|"); text = cell[2] }
+    while (match(text, /--[a-z][a-z0-9_-]*/)) {
+      flags = flags " " substr(text, RSTART, RLENGTH); text = substr(text, RSTART + RLENGTH) }
+  }
+  END { if (want != "" && started) emit() }
 ' "${pages[@]}")
 
 echo "$ran run, $skipped skipped, $fails failed"
