@@ -256,5 +256,50 @@ done < <(awk '
   END { if (want != "" && started) emit() }
 ' "${pages[@]}")
 
+# --- the links between pages -------------------------------------------
+# Every [text](page.md#anchor) between README.md and the pages must name a
+# page and a heading of it (the anchor as GitHub makes it from the heading).
+# Links elsewhere (ARCHITECTURE.md, examples/) are counted, not followed.
+slugs="$(awk '
+  /^```/ { code = !code; next }
+  !code && /^#+ / {
+    h = $0; sub(/^#+ /, "", h); h = tolower(h)
+    gsub(/[^a-z0-9 _-]/, "", h); gsub(/ /, "-", h)
+    print FILENAME "#" h
+  }' "${pages[@]}")"
+links=0 elsewhere=0
+while IFS=$'\t' read -r page line target; do
+  case "$target" in http://* | https://*) continue ;; esac
+  file="${target%%#*}" anchor=""
+  [[ "$target" == *"#"* ]] && anchor="${target#*#}"
+  [ -z "$file" ] && file="${page#"$runfiles"/}"
+  resolved="$(realpath -m -s --relative-to="$runfiles" "$(dirname "$page")/$file")"
+  [ -z "${target%%#*}" ] && resolved="${page#"$runfiles"/}"
+  where="${page#"$runfiles"/}:$line"
+  is_page=0
+  for p in "${pages[@]}"; do [ "${p#"$runfiles"/}" = "$resolved" ] && is_page=1; done
+  if [ "$is_page" -eq 0 ]; then
+    if [[ "$resolved" == docs/*.md || "$resolved" == README.md ]]; then
+      fail "$where: a link to $target, which is no page"
+    fi
+    elsewhere=$((elsewhere + 1))
+    continue
+  fi
+  if [ -n "$anchor" ] && ! grep -qxF -- "$runfiles/$resolved#$anchor" <<<"$slugs"; then
+    fail "$where: a link to $target: $resolved has no heading with that anchor"
+    continue
+  fi
+  links=$((links + 1))
+done < <(awk '
+  /^```/ { code = !code; next }
+  !code {
+    text = $0
+    while (match(text, /\]\([^) ]+\)/)) {
+      printf "%s\t%d\t%s\n", FILENAME, FNR, substr(text, RSTART + 2, RLENGTH - 3)
+      text = substr(text, RSTART + RLENGTH)
+    }
+  }' "${pages[@]}")
+echo "ok   $links links between the pages lead to a page and a heading ($elsewhere lead elsewhere)"
+
 echo "$ran run, $skipped skipped, $fails failed"
 [ "$fails" -eq 0 ]
