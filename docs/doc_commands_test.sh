@@ -8,8 +8,11 @@
 #     `tools/run.sh ARGS` runs sim_run --dump-args 2 ARGS, as run.sh does;
 #   - a capture_server is started on 127.0.0.1:0, waited for ("listening
 #     on"), stopped with SIGTERM, and must exit 0;
-#   - other commands (bazel test, the suite, grpc_cli, curl) are skipped
-#     with the reason below.
+#   - `H=URL` and `curl` run against a capture service's HTTP face: an
+#     HTTP error is taken (the commands finish and delete a capture) but not
+#     an endpoint or a parameter the server does not know;
+#   - other commands (bazel test, the suite, the benchmarks, grpc_cli) are
+#     skipped with the reason below.
 # A command must exit 0 unless the block is preceded by
 #   <!-- doc-test: exit 0,1 WHY -->     (the exit statuses it may have)
 # and a block preceded by
@@ -22,8 +25,8 @@
 # outputs/run, outputs/old and outputs/new hold captures, dump.json a dump
 # configuration, token a bearer token, bazel-testlogs/axpb_test an SDK
 # test's outputs.zip, and a capture service (with a capture run1,
-# labelled target=//:axpb_test) answers
-# for 127.0.0.1:50051 and ci-host:50051.
+# labelled target=//:axpb_test) answers for 127.0.0.1:50051 and
+# ci-host:50051, another one (with its own run1) for http://127.0.0.1:8080.
 # Usage: doc_commands_test.sh SIM_RUN DUMP_VIEWER CAPTURE_SERVER PAGE.md...
 set -uo pipefail
 sim_run="$(realpath "$1")"
@@ -45,9 +48,9 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 # Waits (at most 60 s) for a capture_server to print that it listens; the
 # pipeline's status is grep's (tail ends on SIGPIPE or the timeout).
-wait_listening() {  # wait_listening OUT_FILE PID
+wait_listening() {  # wait_listening OUT_FILE PID [LINE]
   set +o pipefail
-  timeout 60 tail -n +1 -f "$1" --pid "$2" | grep -m1 -q "listening on"
+  timeout 60 tail -n +1 -f "$1" --pid "$2" | grep -m1 -q "${3:-listening on}"
   local rc=$?
   set -o pipefail
   return "$rc"
@@ -65,18 +68,30 @@ setup() {
     { echo "FAIL setup: zip"; exit 1; }
   printf '{"level": 2}\n' > dump.json
   printf 'doc-test-token\n' > token
-  : > "$tmp/service.out"
-  "$capture_server" --listen 127.0.0.1:0 --root "$tmp/service" > "$tmp/service.out" 2> "$tmp/service.err" &
-  service_pid=$!
-  wait_listening "$tmp/service.out" "$service_pid" ||
-    { cat "$tmp/service.err"; echo "FAIL setup: capture_server did not start"; exit 1; }
-  service=$(sed -n 's/^capture_server listening on \([^ ]*\).*/\1/p' "$tmp/service.out")
-  "$sim_run" --dump-args 2 --workload mixed_example --capture-server "$service" \
-    --capture-name run1 --labels target=//:axpb_test,user=me,case=demo >> "$tmp/setup.log" 2>&1 ||
-    { cat "$tmp/setup.log"; echo "FAIL setup: streaming run1"; exit 1; }
+  # The service the gRPC commands use, and one for the HTTP commands (which
+  # finish and delete their run1).
+  start_service grpc
+  service=$(sed -n 's/^capture_server listening on \([^ ]*\).*/\1/p' "$tmp/grpc.out")
+  start_service http --http_listen 127.0.0.1:0
+  http=$(sed -n 's|^capture_server http on \(http://[^/]*\).*|\1|p' "$tmp/http.out")
 }
+service_pids=()
+start_service() {  # start_service NAME [FLAGS...]: a capture_server holding run1
+  local name="$1"
+  shift
+  : > "$tmp/$name.out"
+  "$capture_server" --listen 127.0.0.1:0 --root "$tmp/$name" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err" &
+  service_pids+=($!)
+  wait_listening "$tmp/$name.out" "$!" "${1:+http on}" ||
+    { cat "$tmp/$name.err"; echo "FAIL setup: capture_server ($name) did not start"; exit 1; }
+  local address
+  address=$(sed -n 's/^capture_server listening on \([^ ]*\).*/\1/p' "$tmp/$name.out")
+  "$sim_run" --dump-args 2 --workload mixed_example --capture-server "$address" \
+    --capture-name run1 --labels target=//:axpb_test,user=me,case=demo >> "$tmp/setup.log" 2>&1 ||
+    { cat "$tmp/setup.log"; echo "FAIL setup: streaming run1 ($name)"; exit 1; }
+}
+trap 'kill "${service_pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
 setup
-trap 'kill "$service_pid" 2>/dev/null; wait "$service_pid" 2>/dev/null' EXIT
 
 # --- the commands -------------------------------------------------------
 # One line per command: page, line, the block's marker, the command (lines
@@ -109,6 +124,7 @@ localize() {
   c="${c//\/tmp\/captures/$tmp/root_tmp}"
   c="${c//127.0.0.1:50051/$service}"
   c="${c//ci-host:50051/$service}"
+  c="${c//http:\/\/127.0.0.1:8080/$http}"
   printf '%s' "$c"
 }
 
@@ -148,6 +164,25 @@ run_server() {  # run_server WHERE ARGS...: starts, waits for it, stops it
   fi
 }
 
+# A curl command against the HTTP service (which holds run1). Its answer may
+# be an HTTP error (a finished capture cannot be finished again, a deleted one
+# is gone), but never an endpoint or a parameter the server does not know.
+run_curl() {  # run_curl WHERE COMMAND ARGS
+  local where="$1" cmd="$2" args="$3" out rc body
+  out="$(eval "curl --max-time 60 -w '\nHTTP %{http_code}\n' $args" 2>&1 < /dev/null)"
+  rc=$?
+  body="$out"
+  if [[ "$args" =~ -o[[:space:]]+([^[:space:]]+) ]]; then body+="$(head -c 4000 "${BASH_REMATCH[1]}" 2>/dev/null | tr -d '\000')"; fi
+  if [ "$rc" -ne 0 ]; then
+    fail "$where: curl exited $rc: $cmd"; echo "$out"
+  elif grep -qE "no such endpoint|unknown parameter" <<<"$body"; then
+    fail "$where: the server does not know this request: $cmd"; head -c 4000 <<<"$body"; echo
+  else
+    echo "ok   $where ($(tail -n1 <<<"$out")): $cmd"
+    ran=$((ran + 1))
+  fi
+}
+
 run_command() {  # run_command WHERE MARKER COMMAND
   local where="$1" marker="$2" cmd="$3"
   cmd="$(sed -E 's/[[:space:]]+#[[:space:]].*$//; s/[[:space:]]+$//' <<<"$cmd")"
@@ -181,7 +216,11 @@ run_command() {  # run_command WHERE MARKER COMMAND
       tools/test.sh*) skip "$where" "the whole suite, which runs this test" "$cmd" ;;
       "bazel test "*) skip "$where" "runs Bazel (tests of a user's workspace: tools/test_example.sh runs them)" "$cmd" ;;
       grpc_cli\ *) skip "$where" "grpc_cli is not installed (no Debian package; tests/capture_server_process_test.cc reflects)" "$cmd" ;;
-      curl\ * | H=*) skip "$where" "HTTP: curl answers 0 on an HTTP error (tests/web_view_test.cc calls these)" "$cmd" ;;
+      H=*)
+        H="$(localize "${rest#H=}")"
+        echo "ok   $where: $cmd (H=$H)"
+        ran=$((ran + 1)) ;;
+      curl\ *) run_curl "$where" "$cmd" "$(localize "${rest#curl }")" ;;
       *) fail "$where: a command this test does not know: mark its block <!-- doc-test: skip WHY --> or teach the test: $cmd" ;;
     esac
     return
