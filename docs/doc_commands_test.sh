@@ -186,7 +186,11 @@ run_curl() {  # run_curl WHERE COMMAND ARGS
 run_command() {  # run_command WHERE MARKER COMMAND
   local where="$1" marker="$2" cmd="$3"
   cmd="$(sed -E 's/[[:space:]]+#[[:space:]].*$//; s/[[:space:]]+$//' <<<"$cmd")"
-  case "$marker" in skip\ *) skip "$where" "${marker#skip }" "$cmd"; return ;; esac
+  case "$marker" in
+    "" | exit\ [0-9]*) ;;
+    skip\ ?*) skip "$where" "${marker#skip }" "$cmd"; return ;;
+    *) fail "$where: the block's marker '$marker' is not 'skip WHY' or 'exit N,M WHY'"; return ;;
+  esac
   local allowed="0"
   case "$marker" in exit\ *) allowed="${marker#exit }"; allowed="${allowed%% *}" ;; esac
   local envs="" rest="$cmd"
