@@ -125,7 +125,7 @@ struct DumpConfig {
   // copied before dispatch and kept until it completes: a task whose kernel
   // fails or crashes the device has them in its exception dump as it
   // received them (an inout it changed before it died included), at any
-  // level, level 0 too. Costs a copy of every input (README, Benchmarks).
+  // level, level 0 too. Costs a copy of every input (docs/benchmarks.md).
   bool snapshot_inputs = false;
 
   // Whether a kernel (by name and type) is selected by the lists: not

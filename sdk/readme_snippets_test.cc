@@ -1,6 +1,7 @@
-// README.md's C++ snippets as written (sdk/BUILD.bazel extracts them, in
-// README order, into readme_snippet_N.inc), each given what it leaves to
-// its surroundings, compiled with -Wall -Wextra -Werror and run.
+// The docs' C++ snippets as written (sdk/BUILD.bazel extracts them, in the
+// order of docs/sdk.md then docs/dump-control.md, into readme_snippet_N.inc),
+// each given what it leaves to its surroundings, compiled with -Wall -Wextra
+// -Werror and run.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -9,14 +10,14 @@
 #include "sdk/argsdump.h"
 #include "sdk/testing.h"
 
-// 1. "Dumping your own kernels", step 2: a kernel and a test of it, whole.
+// 1. docs/sdk.md, step 2: a kernel and a test of it, whole.
 namespace snippet_1 {
 #include "sdk/readme_snippet_1.inc"
 }  // namespace snippet_1
 
 namespace {
 
-using argsdump::CoreTaskArgs;  // "Dump levels" writes it as code in namespace argsdump
+using argsdump::CoreTaskArgs;  // docs/dump-control.md writes it as code in namespace argsdump
 using argsdump::DataType;
 using argsdump::Tensor;
 
@@ -30,7 +31,7 @@ absl::Status Add(argsdump::KernelContext& ctx) {
   return absl::OkStatus();
 }
 
-// 2. "Kernels that crash": the device in its own process (this one does
+// 2. docs/sdk.md, "Kernels that crash": the device in its own process (this one does
 // not crash).
 TEST(ReadmeSnippet2, KernelsThatCrash) {
   argsdump::KernelRegistry kernels;
@@ -40,7 +41,7 @@ TEST(ReadmeSnippet2, KernelsThatCrash) {
   EXPECT_FALSE(result->device_crashed);
 }
 
-// 4. "Dump levels": a task's args, marked for level 1.
+// 4. docs/dump-control.md, "Dump levels": a task's args, marked for level 1.
 absl::Status DumpLevelsSnippet(argsdump::SimSession& session, uint16_t add, const Tensor& x,
                                const Tensor& y, const Tensor& z, uint64_t* task_id) {
 #include "sdk/readme_snippet_4.inc"
@@ -80,7 +81,7 @@ TEST(ReadmeSnippet4, DumpLevels) {
   EXPECT_THAT(*z_out, argsdump::testing::IsCloseTo({11, 22, 33, 44}));
 }
 
-// 3. "16-bit floats": a BF16 tensor from floats and back.
+// 3. docs/sdk.md, "16-bit floats": a BF16 tensor from floats and back.
 TEST(ReadmeSnippet3, SixteenBitFloats) {
   argsdump::KernelRegistry kernels;
   auto session = argsdump::SimSession::Open(kernels);

@@ -171,7 +171,7 @@ TEST(CaptureServerProcessTest, ReflectionListsDescribesAndCallsEveryService) {
   grpc::Status s = CallByReflection(channel, reflection.pool(),
                                     "argsdump.v1.CaptureService.ListCaptures", "", &reply);
   EXPECT_TRUE(s.ok()) << s.error_message();
-  // A hex task id, as the README shows it.
+  // A hex task id, as docs/service.md shows it (grpc_cli).
   s = CallByReflection(channel, reflection.pool(), "argsdump.v1.CaptureService.QueryArgs",
                        "capture: 'absent' task_id: 0x0000000100000003 stage: "
                        "STAGE_AFTER_COMPLETION role: ROLE_OUTPUT",
@@ -562,7 +562,7 @@ TEST(CaptureServerProcessTest, HttpBoundsAreFlagsAndTheServerSaysWhatItUses) {
   for (std::string rest; server.NextLogLine(&rest);) {
   }
   EXPECT_EQ(server.Wait(), 0);
-  // The defaults, as README gives them.
+  // The defaults, as docs/http.md gives them.
   ServerProcess defaults;
   defaults.PipeLog();
   defaults.Start(TempPath("http_bounds_defaults"), "127.0.0.1:0", {"--http_listen=127.0.0.1:0"});
