@@ -85,7 +85,7 @@ HandlerResponse AnswerError(const HttpGatewayOptions& options, const httplib::Re
   // httplib answers these before routing, from the request's head.
   const std::string what =
       status == 404   ? absl::StrCat("no such endpoint: ", req.method, " ", req.path,
-                                     " (the API is under /v1/captures; see the README)")
+                                     " (the API is under /v1/captures; see docs/http.md)")
       : status == 413 ? absl::StrCat("request body over ", kMaxRequestBody, " bytes")
       : status == 414 ? std::string("request target (path and query) too long")
       : status == 416 ? absl::StrCat("Range: '", req.get_header_value("Range"),
