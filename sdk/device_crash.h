@@ -1,4 +1,4 @@
-// The host's side of a device process that died (issue 14): what the flight
+// The host's side of a device process that died: what the flight
 // table says was running, the capture's device_crash, the records a task
 // left in the capture, and the exception dump of the task that crashed.
 // Project-internal (the session uses it; BUILD visibility keeps it there).
@@ -58,8 +58,8 @@ absl::StatusOr<std::vector<TaskRecord>> ReadRemoteTaskRecords(const std::string&
                                                               const std::string& auth_token,
                                                               uint64_t task_id, v1::Stage stage);
 
-// The folder's name: crash_<workload>_<func>_<func type>_<step>_<thread>_<task_id>
-// (seed 003's [scenario]_[workload]_[func]_[func type]_[step]_[thread]_[task_id]).
+// The folder's name: crash_<workload>_<func>_<func type>_<step>_<thread>_<task_id>,
+// the exception dump's naming with "crash" as its scenario.
 std::string CrashDumpName(const std::string& workload, const v1::CrashedTask& task);
 
 // Writes <root>/exception_dump/<CrashDumpName>/: a capture holding the
