@@ -545,27 +545,39 @@ absl::Status ManifestReader::ParseCrashedTask(v1::CrashedTask* out, absl::string
   });
 }
 
-bool ManifestReader::Rejects(const EntryFilter& filter, Field field, const ManifestEntry& e) {
-  const ArgFilter& f = filter.args;
-  switch (field) {
-    case Field::kTaskId: return !f.TaskOk(e.task_id);
-    case Field::kStep: return !f.StepOk(e.step);
-    case Field::kFuncId: return !f.ManifestFuncIdsOk(e.func_ids);
-    case Field::kRole: return !f.RoleOk(e.role);
-    case Field::kStage: return !f.StageOk(e.stage);
-    case Field::kArgIndex: return !f.ArgIndexOk(e.arg_index);
-    case Field::kKind: return !f.KindOk(e.kind);
-    case Field::kDtype: return !f.DTypeOk(ToProtoDType(e.dtype));
-    default: return false;
+namespace {
+
+// An entry as a record the filter (format/arg_filter.h) tests: one method
+// per subject of format/arg_filter_fields.h.
+struct ManifestEntryView {
+  const ManifestEntry& e;
+
+  uint64_t TaskId() const { return e.task_id; }
+  uint32_t Step() const { return e.step; }
+  int Stage() const { return e.stage; }
+  int Role() const { return e.role; }
+  int Kind() const { return e.kind; }
+  int Dtype() const { return ToProtoDType(e.dtype); }
+  FuncIdRange<std::vector<int64_t>::const_iterator> FuncId() const {
+    return ArgFilter::ManifestFuncIds{&e.func_ids}.FuncId();
   }
+  // Whether its elements hold a NaN or an Inf: flagged, or counted.
+  bool Stats() const { return e.nonfinite || (e.stats && e.stats->has_nonfinite()); }
+#define ARGSDUMP_ENTRY_SUBJECT(id, style, member) \
+  auto id() const { return e.member; }
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_ENTRY_SUBJECT)
+#undef ARGSDUMP_ENTRY_SUBJECT
+};
+
+}  // namespace
+
+bool ManifestReader::Rejects(const EntryFilter& filter, Field field, const ManifestEntry& e) {
+  return !filter.args.AdmitsAt(field, ManifestEntryView{e});
 }
 
 bool EntryFilter::Matches(const ManifestEntry& e) const {
   if (index && e.index != *index) return false;
-  return args.TaskOk(e.task_id) && args.StepOk(e.step) && args.ManifestFuncIdsOk(e.func_ids) &&
-         args.RoleOk(e.role) && args.StageOk(e.stage) && args.ArgIndexOk(e.arg_index) &&
-         args.KindOk(e.kind) && args.DTypeOk(ToProtoDType(e.dtype)) && args.OverflowOk(e.overflow) &&
-         args.NonfiniteOk(e.nonfinite || (e.stats && e.stats->has_nonfinite()));
+  return args.MatchesRecord(ManifestEntryView{e});
 }
 
 // Clears an entry for reuse, keeping what its strings and vectors hold.
