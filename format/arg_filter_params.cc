@@ -1,5 +1,6 @@
 #include "format/arg_filter_params.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -7,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/utf8.h"
 #include "format/dtype.h"
 #include "format/kernel_table.h"
@@ -19,7 +21,7 @@ namespace {
 template <FilterKind>
 inline constexpr bool kUnhandledKind = false;
 
-absl::Status Expected(absl::string_view what) { return absl::InvalidArgumentError(what); }
+absl::Status Bad(absl::string_view why) { return absl::InvalidArgumentError(why); }
 
 // The enum's descriptor and the prefix of its value names ("STAGE_").
 template <FilterKind K>
@@ -30,26 +32,55 @@ std::pair<const google::protobuf::EnumDescriptor*, absl::string_view> EnumOf() {
   if constexpr (K == FilterKind::kDType) return {v1::DType_descriptor(), "DTYPE_"};
 }
 
-// A value by the manifest's name (before, input, tensor, FLOAT32) or the
-// proto's (STAGE_BEFORE_DISPATCH, or before_dispatch in any case); 0
-// (UNSPECIFIED) for none.
+// The command line's spelling of an enum value: the manifest's (before or
+// before_dispatch, input, tensor, FLOAT32 in any case); 0 for none.
 template <FilterKind K>
-int EnumFromText(absl::string_view text) {
+int EnumFromManifestName(absl::string_view text) {
   if constexpr (K == FilterKind::kStage) {
     if (text == "before") return v1::STAGE_BEFORE_DISPATCH;
     if (text == "after") return v1::STAGE_AFTER_COMPLETION;
+    return StageFromName(text).value_or(v1::STAGE_UNSPECIFIED);
   } else if constexpr (K == FilterKind::kRole) {
-    if (std::optional<v1::Role> r = RoleFromName(text)) return *r;
+    return RoleFromName(text).value_or(v1::ROLE_UNSPECIFIED);
   } else if constexpr (K == FilterKind::kKind) {
-    if (std::optional<v1::Kind> k = KindFromName(text)) return *k;
-  } else if constexpr (K == FilterKind::kDType) {
-    if (std::optional<DataType> d = DataTypeFromName(std::string(text))) return ToProtoDType(*d);
+    return KindFromName(text).value_or(v1::KIND_UNSPECIFIED);
+  } else {
+    const std::optional<DataType> d = DataTypeFromName(std::string(text));
+    return d ? ToProtoDType(*d) : v1::DTYPE_UNSPECIFIED;
   }
+}
+
+// The parameters' spelling of an enum value: the proto's name
+// (STAGE_BEFORE_DISPATCH) or the part after its prefix, in any case; 0
+// (UNSPECIFIED too) for none.
+template <FilterKind K>
+int EnumFromProtoName(absl::string_view text) {
   const auto [descriptor, prefix] = EnumOf<K>();
   std::string upper = absl::AsciiStrToUpper(text);
   if (!absl::StartsWith(upper, prefix)) upper = absl::StrCat(prefix, upper);
   const google::protobuf::EnumValueDescriptor* value = descriptor->FindValueByName(upper);
   return value == nullptr ? 0 : value->number();
+}
+
+// The values EnumFromProtoName takes, as the schema and its errors list them.
+template <FilterKind K>
+std::vector<std::string> EnumValueNames() {
+  const auto [descriptor, prefix] = EnumOf<K>();
+  std::vector<std::string> values;
+  for (int i = 0; i < descriptor->value_count(); ++i) {
+    if (descriptor->value(i)->number() == 0) continue;
+    values.push_back(absl::AsciiStrToLower(descriptor->value(i)->name().substr(prefix.size())));
+  }
+  return values;
+}
+
+// Decimal digits only (the parameters: no sign, no spaces).
+template <typename T>
+bool DigitsFromText(absl::string_view text, T* out) {
+  return !text.empty() &&
+         std::all_of(text.begin(), text.end(),
+                     [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) &&
+         absl::SimpleAtoi(text, out);
 }
 
 std::optional<bool> BoolFromText(absl::string_view text) {
@@ -64,7 +95,7 @@ std::optional<uint64_t> TaskIdFromText(FilterDialect dialect, absl::string_view 
       return ParseTaskIdHex(absl::AsciiStrToLower(text));
     }
     uint64_t v;
-    if (!absl::SimpleAtoi(text, &v)) return std::nullopt;
+    if (!DigitsFromText(text, &v)) return std::nullopt;
     return v;
   }
   const std::optional<uint64_t> v = ParseTaskIdHex(text);
@@ -79,14 +110,12 @@ std::optional<uint64_t> TaskIdFromText(FilterDialect dialect, absl::string_view 
   return digits <= 8 ? (kRunId << 32) | *v : *v;
 }
 
-// A kernel's name, its func id, or -1 for args whose kernel is not known.
-absl::Status FuncRefFromText(absl::string_view text, ArgFilter* f) {
+// The command line's --func: a kernel's name, its func id, or -1 for args
+// whose kernel is not known.
+absl::Status FuncRefFromFlag(absl::string_view text, absl::string_view expected, ArgFilter* f) {
   int64_t v;
   if (absl::SimpleAtoi(text, &v)) {
-    if (v < -1 || v > int64_t{0xFFFFFFFF}) {
-      return Expected(
-          "a kernel name, or a func id (0, 1, ..., or -1 for args whose kernel is not known)");
-    }
+    if (v < -1 || v > int64_t{0xFFFFFFFF}) return Bad(absl::StrCat("expected ", expected));
     if (v == -1) {
       f->func_unknown = true;
     } else {
@@ -95,46 +124,70 @@ absl::Status FuncRefFromText(absl::string_view text, ArgFilter* f) {
     return absl::OkStatus();
   }
   if (text.empty() || text.size() > kMaxKernelNameBytes || !IsValidUtf8(text)) {
-    return Expected(absl::StrCat("a kernel name (1 to ", kMaxKernelNameBytes,
-                                 " bytes of UTF-8) or a func id (0, 1, ..., or -1)"));
+    return Bad(absl::StrCat("expected a kernel name (1 to ", kMaxKernelNameBytes,
+                            " bytes of UTF-8) or a func id (0, 1, ..., or -1)"));
   }
   f->func_name = std::string(text);
   return absl::OkStatus();
 }
 
+// The parameters' func=: a func id (digits), else a kernel's name (the
+// service refuses a name its kernel table lacks).
+void FuncRefFromParam(absl::string_view text, ArgFilter* f) {
+  uint64_t id;
+  if (DigitsFromText(text, &id) && id <= 0xFFFFFFFF) {
+    f->func_id = static_cast<uint32_t>(id);
+  } else {
+    f->func_name = std::string(text);
+  }
+}
+
 // One field of kind K from its text into `out` (a member of `f`).
+// `expected`: the table's words for a bad value on the command line.
 template <FilterKind K, typename Member>
 absl::Status ParseField(FilterDialect dialect, absl::string_view text, absl::string_view expected,
                         ArgFilter* f, Member* out) {
+  const bool params = dialect == FilterDialect::kParams;
+  auto expect = [&] { return Bad(absl::StrCat("expected ", expected)); };
   if constexpr (K == FilterKind::kTaskId) {
     *out = TaskIdFromText(dialect, text);
     if (*out) return absl::OkStatus();
-    return Expected(dialect == FilterDialect::kParams
-                        ? "a task id (0x and up to 16 hex digits, or decimal)"
-                        : expected);
+    return params ? Bad("not a task id (0x + up to 16 hex digits, or decimal)") : expect();
   } else if constexpr (K == FilterKind::kUint32 || K == FilterKind::kUint64) {
     typename Member::value_type v;
-    if (!absl::SimpleAtoi(text, &v)) return Expected(expected);
+    if (params ? !DigitsFromText(text, &v) : !absl::SimpleAtoi(text, &v)) {
+      return params ? Bad(absl::StrCat("not an integer in 0..",
+                                       std::numeric_limits<typename Member::value_type>::max()))
+                    : expect();
+    }
     *out = v;
     return absl::OkStatus();
   } else if constexpr (K == FilterKind::kStage || K == FilterKind::kRole ||
                        K == FilterKind::kKind || K == FilterKind::kDType) {
-    *out = EnumFromText<K>(text);
-    return *out != 0 ? absl::OkStatus() : Expected(expected);
+    *out = params ? EnumFromProtoName<K>(text) : EnumFromManifestName<K>(text);
+    if (*out != 0) return absl::OkStatus();
+    return params ? Bad(absl::StrCat("not one of ", absl::StrJoin(EnumValueNames<K>(), ", ")))
+                  : expect();
   } else if constexpr (K == FilterKind::kBool || K == FilterKind::kFlag) {
     const std::optional<bool> v = BoolFromText(text);
-    if (!v) return Expected(expected);
+    if (!v) return params ? Bad("not true or false") : expect();
     *out = *v;  // kFlag: false is unset
     return absl::OkStatus();
   } else if constexpr (K == FilterKind::kText) {
+    if (params) {
+      *out = std::string(text);
+      return absl::OkStatus();
+    }
     if (text.empty() || text.size() > kMaxKernelTypeBytes || !IsValidUtf8(text)) {
-      return Expected(
-          absl::StrCat("a kernel type (1 to ", kMaxKernelTypeBytes, " bytes of UTF-8)"));
+      return Bad(absl::StrCat("expected ", expected, " (1 to ", kMaxKernelTypeBytes,
+                              " bytes of UTF-8)"));
     }
     *out = std::string(text);
     return absl::OkStatus();
   } else if constexpr (K == FilterKind::kFuncRef) {
-    return FuncRefFromText(text, f);
+    if (!params) return FuncRefFromFlag(text, expected, f);
+    FuncRefFromParam(text, f);
+    return absl::OkStatus();
   } else {
     static_assert(kUnhandledKind<K>, "a FilterKind without its text");
     return absl::OkStatus();
@@ -153,13 +206,7 @@ std::pair<absl::string_view, std::vector<std::string>> SchemaKind() {
     return {"bool", {}};
   } else if constexpr (K == FilterKind::kStage || K == FilterKind::kRole ||
                        K == FilterKind::kKind || K == FilterKind::kDType) {
-    const auto [descriptor, prefix] = EnumOf<K>();
-    std::vector<std::string> values;
-    for (int i = 0; i < descriptor->value_count(); ++i) {
-      if (descriptor->value(i)->number() == 0) continue;
-      values.push_back(absl::AsciiStrToLower(descriptor->value(i)->name().substr(prefix.size())));
-    }
-    return {"enum", std::move(values)};
+    return {"enum", EnumValueNames<K>()};
   } else {
     static_assert(kUnhandledKind<K>, "a FilterKind the schema does not name");
     return {};
@@ -192,8 +239,6 @@ const std::vector<ArgFilterFieldInfo>& ArgFilterFields() {
                              help)                                                            \
   {#member,                                                                                   \
    param,                                                                                     \
-   absl::string_view(#viewer) == "Flag",                                                      \
-   #flag,                                                                                     \
    FilterKind::kind,                                                                          \
    help,                                                                                      \
    [](FilterDialect dialect, absl::string_view text, ArgFilter* f) {                          \
@@ -212,7 +257,7 @@ absl::StatusOr<ArgFilter> ArgFilterFromParams(const ParamGetter& get) {
     if (!value) continue;
     if (absl::Status s = field.parse(FilterDialect::kParams, *value, &f); !s.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(field.param, "=", *value, ": expected ", s.message()));
+          absl::StrCat(field.param, "=", *value, ": ", s.message()));
     }
   }
   return f;

@@ -17,30 +17,35 @@
 
 namespace argsdump {
 
-// Where the text comes from. They differ in one place: a task id's digits.
-// kCommandLine (dump_viewer): hex, 1 to 8 digits the task's number in the
-// run (the id's low word, run id 1). kParams (HTTP): 0x and hex, or
-// decimal.
+// Where the text comes from; each keeps the spellings its users know.
+//   kCommandLine (dump_viewer): task ids in hex, 1 to 8 digits the task's
+//     number in the run (the id's low word, run id 1); the manifest's names
+//     (before, output, tensor, FLOAT32); --func a name, an id or -1 (not
+//     known), names and types checked for length and UTF-8. Errors say
+//     "expected <the table's words>".
+//   kParams (HTTP): numbers as decimal digits only (a task id also 0x and
+//     hex); the proto's names with or without their prefix, in any case
+//     (STAGE_BEFORE_DISPATCH, before_dispatch); true/false/1/0; func= a
+//     func id (digits) or else a kernel's name. Errors say "not ...".
 enum class FilterDialect { kCommandLine, kParams };
 
 struct ArgFilterFieldInfo {
   absl::string_view member;  // ArgFilter's member, v1::ArgFilter's field
   absl::string_view param;   // its parameter name
-  bool has_flag;             // dump_viewer has --<flag> for it
-  absl::string_view flag;
   FilterKind kind;
   absl::string_view help;
-  // Sets the field of `f` from `text`. InvalidArgument whose message is
-  // what the text should have been ("a step (0, 1, ...)").
+  // Sets the field of `f` from `text`. InvalidArgument saying what is wrong
+  // with it ("expected a step (0, 1, ...)", "not true or false"), without
+  // the field's name.
   absl::Status (*parse)(FilterDialect dialect, absl::string_view text, ArgFilter* f);
 };
 
 // The table's fields, in its order.
 const std::vector<ArgFilterFieldInfo>& ArgFilterFields();
 
-// A filter from HTTP-style parameters: `get(name)` is the parameter's one
-// value, or nullopt when it was not given. InvalidArgument
-// "<name>=<value>: expected <what>" for the first bad one.
+// A filter from HTTP-style parameters (kParams): `get(name)` is the
+// parameter's one value, or nullopt when it was not given. InvalidArgument
+// "<name>=<value>: <why>" for the first bad one, in table order.
 using ParamGetter = std::function<std::optional<std::string>(absl::string_view name)>;
 absl::StatusOr<ArgFilter> ArgFilterFromParams(const ParamGetter& get);
 

@@ -51,30 +51,59 @@ TEST(ArgFilterParamsTest, NumbersAndKernels) {
   // Decimal task ids are the whole id (the viewer's 1-8 hex digits are not).
   EXPECT_EQ(FromParams({{"task_id", "4294967299"}})->task_id, 0x100000003u);
   EXPECT_EQ(FromParams({{"task_id", "0X100000003"}})->task_id, 0x100000003u);
-  // func= takes a func id, -1 for "not known", or a name.
+  // func= takes a func id, or else a kernel's name.
   EXPECT_EQ(FromParams({{"func", "7"}})->func_id, 7u);
-  EXPECT_TRUE(FromParams({{"func", "-1"}})->func_unknown);
+  EXPECT_EQ(FromParams({{"func", "-1"}})->func_name, "-1");
   EXPECT_TRUE(FromParams({{"func_unknown", "true"}})->func_unknown);
   EXPECT_FALSE(FromParams({{"func_unknown", "false"}})->any());
   EXPECT_EQ(FromParams({{"func_id", "9"}})->func_id, 9u);
+  EXPECT_EQ(FromParams({{"dtype", "DTYPE_INT8"}})->dtype, v1::DTYPE_INT8);
   EXPECT_FALSE(FromParams({})->any());
 }
 
 TEST(ArgFilterParamsTest, ErrorsNameTheParameter) {
-  EXPECT_EQ(Error({{"step", "x"}}), "step=x: expected a step (0, 1, ...)");
+  EXPECT_EQ(Error({{"step", "x"}}), "step=x: not an integer in 0..4294967295");
   EXPECT_EQ(Error({{"arg_index", "4294967296"}}),
-            "arg_index=4294967296: expected an arg index (0, 1, ...)");
-  EXPECT_EQ(Error({{"stage", "during"}}), "stage=during: expected before or after");
-  EXPECT_EQ(Error({{"stage", "unspecified"}}), "stage=unspecified: expected before or after");
-  EXPECT_EQ(Error({{"overflow", "maybe"}}), "overflow=maybe: expected true or false");
-  EXPECT_EQ(Error({{"task_id", "0xzz"}}),
-            "task_id=0xzz: expected a task id (0x and up to 16 hex digits, or decimal)");
-  EXPECT_EQ(Error({{"func", "-2"}}),
-            "func=-2: expected a kernel name, or a func id (0, 1, ..., or -1 for args whose "
-            "kernel is not known)");
-  EXPECT_EQ(Error({{"func_type", std::string(65, 't')}}),
-            "func_type=" + std::string(65, 't') +
-                ": expected a kernel type (1 to 64 bytes of UTF-8)");
+            "arg_index=4294967296: not an integer in 0..4294967295");
+  // Digits only: no sign, no spaces.
+  EXPECT_EQ(Error({{"step", "+1"}}), "step=+1: not an integer in 0..4294967295");
+  EXPECT_EQ(Error({{"task_id", "1 "}}),
+            "task_id=1 : not a task id (0x + up to 16 hex digits, or decimal)");
+  EXPECT_EQ(Error({{"task_id", "-5"}}),
+            "task_id=-5: not a task id (0x + up to 16 hex digits, or decimal)");
+  EXPECT_EQ(Error({{"stage", "bogus"}}),
+            "stage=bogus: not one of before_dispatch, after_completion");
+  EXPECT_EQ(Error({{"stage", "unspecified"}}),
+            "stage=unspecified: not one of before_dispatch, after_completion");
+  EXPECT_EQ(Error({{"role", "in"}}), "role=in: not one of input, output, inout");
+  EXPECT_EQ(Error({{"overflow", "maybe"}}), "overflow=maybe: not true or false");
+  // The first bad one, in table order.
+  EXPECT_EQ(Error({{"has_nonfinite", "x"}, {"task_id", "y"}}),
+            "task_id=y: not a task id (0x + up to 16 hex digits, or decimal)");
+}
+
+// The same field through the command line's dialect: the viewer's
+// spellings and words.
+TEST(ArgFilterParamsTest, CommandLineDialect) {
+  auto parse = [](ArgFilterField field, absl::string_view text, ArgFilter* f) {
+    return ArgFilterFields()[static_cast<size_t>(field)].parse(FilterDialect::kCommandLine,
+                                                               text, f);
+  };
+  ArgFilter f;
+  ASSERT_TRUE(parse(ArgFilterField::k_task_id, "3", &f).ok());
+  EXPECT_EQ(f.task_id, 0x100000003u);
+  ASSERT_TRUE(parse(ArgFilterField::k_stage, "before", &f).ok());
+  EXPECT_EQ(f.stage, v1::STAGE_BEFORE_DISPATCH);
+  ASSERT_TRUE(parse(ArgFilterField::k_func_name, "-1", &f).ok());
+  EXPECT_TRUE(f.func_unknown);
+  EXPECT_EQ(parse(ArgFilterField::k_step, "x", &f).message(), "expected a step (0, 1, ...)");
+  EXPECT_EQ(parse(ArgFilterField::k_stage, "STAGE_AFTER_COMPLETION", &f).message(),
+            "expected before or after");
+  EXPECT_EQ(parse(ArgFilterField::k_func_name, "-2", &f).message(),
+            "expected a kernel name, or a func id (0, 1, ..., or -1 for args whose kernel is not "
+            "known)");
+  EXPECT_EQ(parse(ArgFilterField::k_func_type, std::string(65, 't'), &f).message(),
+            "expected a kernel type (1 to 64 bytes of UTF-8)");
 }
 
 TEST(ArgFilterParamsTest, ParamNamesAreTheTablesInOrder) {

@@ -135,7 +135,9 @@ absl::Status ReadFilterFlag(const CommandLine& line, size_t field, absl::string_
                             const std::string& value, ArgFilter* f) {
   if (!line.Given(flag)) return absl::OkStatus();
   absl::Status s = ArgFilterFields()[field].parse(FilterDialect::kCommandLine, value, f);
-  return s.ok() ? s : Bad(line, flag, value, s.message());
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(
+      absl::StrCat(line.Spelling(flag), " '", value, "': ", s.message()));
 }
 
 absl::Status ReadFilters(const CommandLine& line, ViewerOptions* o) {
