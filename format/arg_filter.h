@@ -28,6 +28,14 @@ struct FuncIdRange {
   It first, last;
 };
 
+// The manifest's func_id array (ManifestEntry, the SDK's CapturedArg) as a
+// range: [-1] says the kernel is not known (no ids).
+inline FuncIdRange<std::vector<int64_t>::const_iterator> ManifestFuncIdRange(
+    const std::vector<int64_t>& ids) {
+  const bool unknown = ids.size() == 1 && ids[0] == -1;
+  return {ids.begin(), unknown ? ids.begin() : ids.end()};
+}
+
 struct ArgFilter {
 #define ARGSDUMP_FILTER_MEMBER(member, kind, ...) \
   FilterKindTraits<FilterKind::kind>::Member member = {};
@@ -61,15 +69,12 @@ struct ArgFilter {
   // The func-id fields over the manifest's func_id array, where [-1] says
   // the kernel is not known (no ids).
   bool ManifestFuncIdsOk(const std::vector<int64_t>& func_ids) const {
-    return AdmitsAt<ManifestField::kFuncId>(ManifestFuncIds{&func_ids});
+    struct Ids {
+      const std::vector<int64_t>& ids;
+      auto FuncId() const { return ManifestFuncIdRange(ids); }
+    };
+    return AdmitsAt<ManifestField::kFuncId>(Ids{func_ids});
   }
-  struct ManifestFuncIds {
-    const std::vector<int64_t>* ids;
-    FuncIdRange<std::vector<int64_t>::const_iterator> FuncId() const {
-      const bool unknown = ids->size() == 1 && (*ids)[0] == -1;
-      return {ids->begin(), unknown ? ids->begin() : ids->end()};
-    }
-  };
 };
 
 // A stored row (and its stats) as a record the filter tests.

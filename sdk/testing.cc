@@ -265,7 +265,7 @@ struct CapturedArgView {
   uint32_t ArgIndex() const { return a.arg_index; }
   int Kind() const { return ProtoKind(a.kind); }
   FuncIdRange<std::vector<int64_t>::const_iterator> FuncId() const {
-    return ArgFilter::ManifestFuncIds{&a.func_ids}.FuncId();
+    return ManifestFuncIdRange(a.func_ids);
   }
 };
 

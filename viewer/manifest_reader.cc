@@ -559,7 +559,7 @@ struct ManifestEntryView {
   int Kind() const { return e.kind; }
   int Dtype() const { return ToProtoDType(e.dtype); }
   FuncIdRange<std::vector<int64_t>::const_iterator> FuncId() const {
-    return ArgFilter::ManifestFuncIds{&e.func_ids}.FuncId();
+    return ManifestFuncIdRange(e.func_ids);
   }
   // Whether its elements hold a NaN or an Inf: flagged, or counted.
   bool Stats() const { return e.nonfinite || (e.stats && e.stats->has_nonfinite()); }
