@@ -1,6 +1,7 @@
 #include "format/arg_filter_params.h"
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -106,11 +107,15 @@ TEST(ArgFilterParamsTest, CommandLineDialect) {
             "expected a kernel type (1 to 64 bytes of UTF-8)");
 }
 
-TEST(ArgFilterParamsTest, ParamNamesAreTheTablesInOrder) {
-  EXPECT_THAT(ArgFilterParamNames(),
-              ::testing::ElementsAre("task_id", "step", "stage", "role", "kind", "arg_index",
-                                     "func_id", "func_unknown", "func", "func_type", "dtype",
-                                     "overflow", "has_nonfinite"));
+// The HTTP gateway's parameters are among them, each name once.
+TEST(ArgFilterParamsTest, ParamNamesAreUnique) {
+  const std::vector<std::string> names = ArgFilterParamNames();
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"task_id", "step", "stage", "role", "kind",
+                                              "arg_index", "func_id", "func_unknown", "func",
+                                              "func_type", "dtype", "overflow",
+                                              "has_nonfinite"}));
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
+  EXPECT_EQ(names.size(), kArgFilterFieldCount);
 }
 
 TEST(ArgFilterParamsTest, SchemaNamesEveryParameterWithItsKind) {
