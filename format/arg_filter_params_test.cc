@@ -1,10 +1,10 @@
 #include "format/arg_filter_params.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 
-#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace argsdump {
@@ -110,10 +110,11 @@ TEST(ArgFilterParamsTest, CommandLineDialect) {
 // The HTTP gateway's parameters are among them, each name once.
 TEST(ArgFilterParamsTest, ParamNamesAreUnique) {
   const std::vector<std::string> names = ArgFilterParamNames();
-  EXPECT_THAT(names, ::testing::IsSupersetOf({"task_id", "step", "stage", "role", "kind",
-                                              "arg_index", "func_id", "func_unknown", "func",
-                                              "func_type", "dtype", "overflow",
-                                              "has_nonfinite"}));
+  for (const char* gateway : {"task_id", "step", "stage", "role", "kind", "arg_index", "func_id",
+                              "func_unknown", "func", "func_type", "dtype", "overflow",
+                              "has_nonfinite"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), gateway), names.end()) << gateway;
+  }
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
   EXPECT_EQ(names.size(), kArgFilterFieldCount);
 }
