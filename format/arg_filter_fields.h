@@ -78,7 +78,7 @@ enum class FilterKind {
   kDType,    // a v1::DType (0: any)
   kBool,     // selects the records where it is true, or those where false
   kFlag,     // set or not (false: any)
-  kText,     // a kernel type (1 to kMaxKernelTypeBytes of UTF-8)
+  kText,     // text (a kernel type)
   kFuncRef,  // a kernel name; its text may also be a func id or -1
 };
 

@@ -194,19 +194,26 @@ absl::Status ParseField(FilterDialect dialect, absl::string_view text, absl::str
   }
 }
 
-// The schema's kind, and its values for an enum.
+// The schema's kind, its values for an enum, and what the parameter's text
+// adds to the field's help.
+struct SchemaKind {
+  absl::string_view kind;
+  std::vector<std::string> values;
+  absl::string_view help_suffix;
+};
 template <FilterKind K>
-std::pair<absl::string_view, std::vector<std::string>> SchemaKind() {
+SchemaKind SchemaKindOf() {
   if constexpr (K == FilterKind::kUint32 || K == FilterKind::kUint64) {
-    return {"number", {}};
-  } else if constexpr (K == FilterKind::kTaskId || K == FilterKind::kText ||
-                       K == FilterKind::kFuncRef) {
-    return {"text", {}};
+    return {"number", {}, ""};
+  } else if constexpr (K == FilterKind::kTaskId) {
+    return {"text", {}, " (0x and up to 16 hex digits, or decimal)"};
+  } else if constexpr (K == FilterKind::kText || K == FilterKind::kFuncRef) {
+    return {"text", {}, ""};
   } else if constexpr (K == FilterKind::kBool || K == FilterKind::kFlag) {
-    return {"bool", {}};
+    return {"bool", {}, ""};
   } else if constexpr (K == FilterKind::kStage || K == FilterKind::kRole ||
                        K == FilterKind::kKind || K == FilterKind::kDType) {
-    return {"enum", EnumValueNames<K>()};
+    return {"enum", EnumValueNames<K>(), ""};
   } else {
     static_assert(kUnhandledKind<K>, "a FilterKind the schema does not name");
     return {};
@@ -270,21 +277,21 @@ std::vector<std::string> ArgFilterParamNames() {
 }
 
 std::string ArgFilterSchemaJson() {
-  std::string out = "[";
+  std::vector<std::string> entries;
+  auto add = [&entries](absl::string_view param, const SchemaKind& k, absl::string_view help) {
+    std::vector<std::string> values;
+    for (const std::string& v : k.values) values.push_back(JsonString(v));
+    entries.push_back(absl::StrCat("{\"name\": ", JsonString(param), ", \"kind\": ",
+                                   JsonString(k.kind), ", \"values\": [",
+                                   absl::StrJoin(values, ", "), "], \"help\": ",
+                                   JsonString(absl::StrCat(help, k.help_suffix)), "}"));
+  };
 #define ARGSDUMP_FILTER_SCHEMA(member, kind, subject, test, param, viewer, flag, label, expected, \
                                help)                                                            \
-  {                                                                                             \
-    const auto [schema_kind, values] = SchemaKind<FilterKind::kind>();                          \
-    std::string list;                                                                           \
-    for (const std::string& v : values) absl::StrAppend(&list, list.empty() ? "" : ", ",       \
-                                                        JsonString(v));                          \
-    absl::StrAppend(&out, out.size() > 1 ? ",\n " : "", "{\"name\": ", JsonString(param),       \
-                    ", \"kind\": ", JsonString(schema_kind), ", \"values\": [", list,           \
-                    "], \"help\": ", JsonString(help), "}");                                    \
-  }
+  add(param, SchemaKindOf<FilterKind::kind>(), help);
   ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_FILTER_SCHEMA)
 #undef ARGSDUMP_FILTER_SCHEMA
-  return out + "]";
+  return absl::StrCat("[", absl::StrJoin(entries, ",\n "), "]");
 }
 
 }  // namespace argsdump
