@@ -323,20 +323,23 @@ absl::Status ManifestReader::SkipValue(absl::string_view where, int depth) {
   return ParseNumberToken(&ignored, where);
 }
 
+namespace {
+
+// Where a stats field of its type is read into.
+void StatsTarget(uint64_t* field, uint64_t** count, double** /*number*/) { *count = field; }
+void StatsTarget(double* field, uint64_t** /*count*/, double** number) { *number = field; }
+
+}  // namespace
+
 // {"count": N, "min": x, ...}: known keys read, unknown ones skipped.
 absl::Status ManifestReader::ParseStats(ManifestEntry::Stats* out, absl::string_view where) {
   return ParseObject(where, [&](const std::string& key) -> absl::Status {
-    uint64_t* count = key == "count"     ? &out->count
-                      : key == "nan"     ? &out->nan
-                      : key == "pos_inf" ? &out->pos_inf
-                      : key == "neg_inf" ? &out->neg_inf
-                      : key == "zeros"   ? &out->zeros
-                                         : nullptr;
-    double* number = key == "min"    ? &out->min
-                     : key == "max"  ? &out->max
-                     : key == "mean" ? &out->mean
-                     : key == "l2"   ? &out->l2
-                                     : nullptr;
+    uint64_t* count = nullptr;
+    double* number = nullptr;
+#define ARGSDUMP_STATS_KEY(member, type) \
+  if (key == #member) StatsTarget(&out->member, &count, &number);
+    ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_STATS_KEY)
+#undef ARGSDUMP_STATS_KEY
     if (count != nullptr) return ParseUint(count, where);
     if (number == nullptr) return SkipValue(where, 1);
     absl::string_view token;
@@ -898,6 +901,9 @@ class ManifestReader::StoreLayoutScanner {
     absl::string_view token;
     return Token(&token) && absl::SimpleAtod(token, out);
   }
+  // A stats field, a count or a number.
+  bool StatsNumber(uint64_t* out) { return Uint(out); }
+  bool StatsNumber(double* out) { return Double(out); }
 
   // A simple field (format/manifest_fields.h), as ParseSimple reads it.
   template <FieldStyle S>
@@ -1027,11 +1033,11 @@ bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kStats>() {
   // The writer's order (server/manifest.cc Put<kStats>); ParseStats takes
   // any order, so another one is its to read.
   ManifestEntry::Stats& s = e_.stats.emplace();
-  return Lit("{\"count\": ") && Uint(&s.count) && Lit(", \"min\": ") && Double(&s.min) &&
-         Lit(", \"max\": ") && Double(&s.max) && Lit(", \"mean\": ") && Double(&s.mean) &&
-         Lit(", \"l2\": ") && Double(&s.l2) && Lit(", \"nan\": ") && Uint(&s.nan) &&
-         Lit(", \"pos_inf\": ") && Uint(&s.pos_inf) && Lit(", \"neg_inf\": ") &&
-         Uint(&s.neg_inf) && Lit(", \"zeros\": ") && Uint(&s.zeros) && Lit("}");
+  int fields = 0;
+#define ARGSDUMP_SCAN_STATS(member, type) \
+  (fields++ == 0 || Lit(", ")) && Lit("\"" #member "\": ") && StatsNumber(&s.member) &&
+  return Lit("{") && ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_SCAN_STATS) Lit("}");
+#undef ARGSDUMP_SCAN_STATS
 }
 
 absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
