@@ -1,5 +1,7 @@
 #include "format/arg_filter.h"
 
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "format/names.h"
