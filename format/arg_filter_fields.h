@@ -52,8 +52,7 @@ namespace argsdump {
     "func unknown", "true or false", "only args whose kernel is not known")                   \
   X(func_name, kFuncRef, FuncId, kNamedFunc, "func", Flag, func, "func",                       \
     "a kernel name, or a func id (0, 1, ..., or -1 for args whose kernel is not known)",       \
-    "the task's kernel: its name in the capture's kernel table (exact), or its func id "       \
-    "(-1: args whose kernel is not known)")                                                    \
+    "the task's kernel: its name in the capture's kernel table (exact), or its func id")      \
   X(func_type, kText, FuncId, kNamedFunc, "func_type", Flag, func_type, "func type",           \
     "a kernel type", "the type of the task's kernel in the capture's kernel table "            \
     "(elementwise, matmul, ...)")                                                              \

@@ -38,7 +38,7 @@
 #define ARGSDUMP_VIEWER_FLAG_HELP_kKind ""
 #define ARGSDUMP_VIEWER_FLAG_HELP_kDType ""
 #define ARGSDUMP_VIEWER_FLAG_HELP_kText ""
-#define ARGSDUMP_VIEWER_FLAG_HELP_kFuncRef ""
+#define ARGSDUMP_VIEWER_FLAG_HELP_kFuncRef " (-1: args whose kernel is not known)"
 #define ARGSDUMP_VIEWER_FLAG_HELP_kBool ""
 #define ARGSDUMP_VIEWER_FLAG_HELP_kFlag ""
 #define ARGSDUMP_VIEWER_FILTER_FLAG_NoFlag(kind, flag, help)
