@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "format/element_stats.h"
+#include "format/manifest_fields.h"
 #include "format/names.h"
 #include "base/thread.h"
 #include "collector/abi_convert.h"
@@ -29,6 +31,41 @@ absl::StatusOr<v1::ArgRecord> ConvertRecord(const abi::ArgsDumpRecord& r, uint32
   return out;
 }
 
+namespace {
+
+// What the device gives for each simple field of a record
+// (format/manifest_fields.h), `numel` being the shape's product: its value,
+// or nullopt for a field set later (nonfinite from the payload, overwritten
+// by the transport, bin_offset by the store). A simple field without its
+// line here does not build.
+template <ManifestField F, FieldStyle S>
+std::optional<typename FieldType<S>::type> SimpleFromDevice(const abi::ArgsDumpRecord& r,
+                                                            uint64_t numel) = delete;
+#define ARGSDUMP_FROM_DEVICE(id, style, value)                                         \
+  template <>                                                                          \
+  std::optional<FieldType<FieldStyle::style>::type>                                    \
+  SimpleFromDevice<ManifestField::k##id, FieldStyle::style>(const abi::ArgsDumpRecord& r, \
+                                                            uint64_t numel) {          \
+    (void)r;                                                                           \
+    (void)numel;                                                                       \
+    return value;                                                                      \
+  }
+ARGSDUMP_FROM_DEVICE(ArgIndex, kUint32, r.arg_index)
+ARGSDUMP_FROM_DEVICE(StartOffset, kUint64, r.start_offset)
+ARGSDUMP_FROM_DEVICE(IsContiguous, kBool, r.is_contiguous != 0)
+ARGSDUMP_FROM_DEVICE(Numel, kUint64, numel)
+ARGSDUMP_FROM_DEVICE(ArgIndexAmbiguous, kTrueFlag, (r.flags & abi::kFlagArgIndexAmbiguous) != 0)
+ARGSDUMP_FROM_DEVICE(InFlightSnapshot, kTrueFlag, (r.flags & abi::kFlagInFlightSnapshot) != 0)
+ARGSDUMP_FROM_DEVICE(Overflow, kTrueFlag, (r.flags & abi::kFlagOverflow) != 0)
+ARGSDUMP_FROM_DEVICE(Nonfinite, kTrueFlag, std::nullopt)
+ARGSDUMP_FROM_DEVICE(Truncated, kBool, r.truncated != 0)
+ARGSDUMP_FROM_DEVICE(Overwritten, kBool, std::nullopt)
+ARGSDUMP_FROM_DEVICE(BinOffset, kUint64, std::nullopt)
+ARGSDUMP_FROM_DEVICE(BinSize, kUint64, r.payload_size)
+#undef ARGSDUMP_FROM_DEVICE
+
+}  // namespace
+
 absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
                                v1::ArgRecord* out_record) {
   v1::ArgRecord& out = *out_record;
@@ -45,42 +82,40 @@ absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
   if (r.func_count > abi::kMaxFuncIds) return bad("func_count > 3");
   const bool scalar = r.kind == static_cast<uint8_t>(abi::ArgKind::kScalar);
   if (scalar && r.payload_size != 0) return bad("a scalar with payload");
-  out.set_task_id(r.task_id);
-  for (uint32_t i = 0; i < r.func_count; ++i) {
-    if (r.func_ids[i] != abi::kUnknownFuncId) out.add_func_ids(r.func_ids[i]);
-  }
-  out.set_arg_index(r.arg_index);
-  out.set_role(ToProtoRole(static_cast<abi::ArgRole>(r.role)));
-  out.set_stage(ToProtoStage(static_cast<abi::Stage>(r.stage)));
-  out.set_kind(scalar ? v1::KIND_SCALAR : v1::KIND_TENSOR);
+  unsigned __int128 product = 1;
+  for (uint32_t d = 0; d < r.ndims; ++d) product *= r.shapes[d];
+  if (product > (uint64_t{1} << 48)) return bad("shape product overflows");
+  const uint64_t numel = static_cast<uint64_t>(product);
   const auto dtype = static_cast<DataType>(r.dtype);
-  out.set_dtype(ToProtoDType(dtype));
-  unsigned __int128 numel = 1;
-  for (uint32_t d = 0; d < r.ndims; ++d) {
-    out.add_shape(r.shapes[d]);
-    out.add_strides(r.strides[d]);
-    numel *= r.shapes[d];
-  }
-  if (numel > (uint64_t{1} << 48)) return bad("shape product overflows");
-  out.set_numel(static_cast<uint64_t>(numel));
-  out.set_start_offset(r.start_offset);
-  out.set_is_contiguous(r.is_contiguous != 0);
-  out.set_scalar_bits(r.scalar_value);
-  out.set_bin_size(r.payload_size);
-  out.set_logical_bytes(r.logical_bytes);
-  if (!scalar && r.logical_bytes != PayloadBytes(dtype, out.numel())) {
+  if (!scalar && r.logical_bytes != PayloadBytes(dtype, numel)) {
     return bad(absl::StrCat("logical_bytes ", r.logical_bytes, " is not numel x element size"));
   }
   if (r.payload_size > r.logical_bytes && !scalar) return bad("payload larger than the view");
   if ((r.truncated != 0) != (r.payload_size != 0 && r.payload_size < r.logical_bytes)) {
     return bad("truncated flag does not match the payload size");
   }
-  out.set_truncated(r.truncated != 0);
-  out.set_arg_index_ambiguous((r.flags & abi::kFlagArgIndexAmbiguous) != 0);
-  out.set_in_flight_snapshot((r.flags & abi::kFlagInFlightSnapshot) != 0);
+  out.set_task_id(r.task_id);
+  for (uint32_t i = 0; i < r.func_count; ++i) {
+    if (r.func_ids[i] != abi::kUnknownFuncId) out.add_func_ids(r.func_ids[i]);
+  }
+  out.set_role(ToProtoRole(static_cast<abi::ArgRole>(r.role)));
+  out.set_stage(ToProtoStage(static_cast<abi::Stage>(r.stage)));
+  out.set_kind(scalar ? v1::KIND_SCALAR : v1::KIND_TENSOR);
+  out.set_dtype(ToProtoDType(dtype));
+  for (uint32_t d = 0; d < r.ndims; ++d) {
+    out.add_shape(r.shapes[d]);
+    out.add_strides(r.strides[d]);
+  }
+  out.set_scalar_bits(r.scalar_value);
+  out.set_logical_bytes(r.logical_bytes);
   out.set_step(r.step);
-  out.set_overflow((r.flags & abi::kFlagOverflow) != 0);
   out.set_device_thread(thread);
+#define ARGSDUMP_SET_FROM_DEVICE(id, style, member)                                        \
+  if (auto v = SimpleFromDevice<ManifestField::k##id, FieldStyle::style>(r, numel); v) { \
+    out.set_##member(*v);                                                               \
+  }
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_SET_FROM_DEVICE)
+#undef ARGSDUMP_SET_FROM_DEVICE
   return absl::OkStatus();
 }
 

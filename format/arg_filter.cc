@@ -1,69 +1,96 @@
 #include "format/arg_filter.h"
 
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "format/names.h"
 
 namespace argsdump {
+namespace {
+
+template <FilterKind>
+inline constexpr bool kUnhandledKind = false;
+
+// A field from its proto: `has` is called only for `optional` fields.
+template <FilterKind K, typename Proto, typename Has, typename Get>
+void FieldFromProto(const Proto& p, Has has, Get get,
+                    typename FilterKindTraits<K>::Member* out) {
+  if constexpr (FilterKindTraits<K>::kProtoOptional) {
+    if (has(p)) *out = get(p);
+  } else {
+    *out = get(p);
+  }
+}
+
+// "<label> <value>" for a set field.
+template <FilterKind K, typename M>
+std::string DescribeField(absl::string_view label, const M& m) {
+  if constexpr (K == FilterKind::kTaskId) {
+    return absl::StrCat(label, " ", TaskIdHex(*m));
+  } else if constexpr (K == FilterKind::kUint32 || K == FilterKind::kUint64 ||
+                       K == FilterKind::kText || K == FilterKind::kFuncRef) {
+    return absl::StrCat(label, " ", *m);
+  } else if constexpr (K == FilterKind::kStage) {
+    return absl::StrCat(label, " ", StageName(static_cast<v1::Stage>(m)));
+  } else if constexpr (K == FilterKind::kRole) {
+    return absl::StrCat(label, " ", RoleName(static_cast<v1::Role>(m)));
+  } else if constexpr (K == FilterKind::kKind) {
+    return absl::StrCat(label, " ", KindName(static_cast<v1::Kind>(m)));
+  } else if constexpr (K == FilterKind::kDType) {
+    return absl::StrCat(label, " ", DTypeName(m));
+  } else if constexpr (K == FilterKind::kBool) {
+    // "yes|no": what true and false say.
+    const std::pair<absl::string_view, absl::string_view> said = absl::StrSplit(label, '|');
+    return std::string(*m ? said.first : said.second);
+  } else if constexpr (K == FilterKind::kFlag) {
+    return std::string(label);
+  } else {
+    static_assert(kUnhandledKind<K>, "a FilterKind Describe does not print");
+    return "";
+  }
+}
+
+}  // namespace
 
 ArgFilter ArgFilter::FromProto(const v1::ArgFilter& f) {
   ArgFilter q;
-  if (f.has_task_id()) q.task_id = f.task_id();
-  q.stage = f.stage();
-  q.role = f.role();
-  q.kind = f.kind();
-  if (f.has_arg_index()) q.arg_index = f.arg_index();
-  if (f.has_func_id()) q.func_id = f.func_id();
-  q.func_unknown = f.func_unknown();
-  if (f.has_func_name()) q.func_name = f.func_name();
-  if (f.has_func_type()) q.func_type = f.func_type();
-  q.dtype = f.dtype();
-  if (f.has_step()) q.step = f.step();
-  if (f.has_overflow()) q.overflow = f.overflow();
-  if (f.has_has_nonfinite()) q.has_nonfinite = f.has_nonfinite();
+#define ARGSDUMP_FILTER_FROM_PROTO(member, kind, ...)                           \
+  FieldFromProto<FilterKind::kind>(                                             \
+      f, [](const auto& p) { return p.has_##member(); },                        \
+      [](const auto& p) { return p.member(); }, &q.member);
+  ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_FILTER_FROM_PROTO)
+#undef ARGSDUMP_FILTER_FROM_PROTO
   return q;
 }
 
 v1::ArgFilter ArgFilter::ToProto() const {
   v1::ArgFilter f;
-  if (task_id) f.set_task_id(*task_id);
-  f.set_stage(static_cast<v1::Stage>(stage));
-  f.set_role(static_cast<v1::Role>(role));
-  f.set_kind(static_cast<v1::Kind>(kind));
-  if (arg_index) f.set_arg_index(*arg_index);
-  if (func_id) f.set_func_id(*func_id);
-  if (func_unknown) f.set_func_unknown(true);
-  if (func_name) f.set_func_name(*func_name);
-  if (func_type) f.set_func_type(*func_type);
-  f.set_dtype(static_cast<v1::DType>(dtype));
-  if (step) f.set_step(*step);
-  if (overflow) f.set_overflow(*overflow);
-  if (has_nonfinite) f.set_has_nonfinite(*has_nonfinite);
+#define ARGSDUMP_FILTER_TO_PROTO(member, kind, ...)                              \
+  if (arg_filter_internal::IsSet(member)) {                                      \
+    f.set_##member(static_cast<std::decay_t<decltype(f.member())>>(              \
+        arg_filter_internal::ValueOf(member)));                                  \
+  }
+  ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_FILTER_TO_PROTO)
+#undef ARGSDUMP_FILTER_TO_PROTO
   return f;
 }
 
 bool ArgFilter::any() const {
-  return task_id || stage != 0 || role != 0 || kind != 0 || arg_index || func_id ||
-         func_unknown || func_name || func_type || dtype != 0 || step || overflow || has_nonfinite;
+#define ARGSDUMP_FILTER_ANY(member, ...) arg_filter_internal::IsSet(member) ||
+  return ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_FILTER_ANY) false;
+#undef ARGSDUMP_FILTER_ANY
 }
 
 std::string ArgFilter::Describe() const {
   std::string out;
-  auto add = [&out](absl::string_view what) {
-    absl::StrAppend(&out, out.empty() ? "" : " ", what);
-  };
-  if (task_id) add(absl::StrCat("task ", TaskIdHex(*task_id)));
-  if (step) add(absl::StrCat("step ", *step));
-  if (stage != 0) add(absl::StrCat("stage ", StageName(static_cast<v1::Stage>(stage))));
-  if (role != 0) add(absl::StrCat("role ", RoleName(static_cast<v1::Role>(role))));
-  if (kind != 0) add(absl::StrCat("kind ", KindName(static_cast<v1::Kind>(kind))));
-  if (arg_index) add(absl::StrCat("arg ", *arg_index));
-  if (func_id) add(absl::StrCat("func ", *func_id));
-  if (func_unknown) add("func unknown");
-  if (func_name) add(absl::StrCat("func ", *func_name));
-  if (func_type) add(absl::StrCat("func type ", *func_type));
-  if (dtype != 0) add(absl::StrCat("dtype ", DTypeName(dtype)));
-  if (overflow) add(*overflow ? "overflow" : "not overflow");
-  if (has_nonfinite) add(*has_nonfinite ? "non-finite" : "finite");
+#define ARGSDUMP_FILTER_DESCRIBE(member, kind, subject, test, param, viewer, flag, label, ...) \
+  if (arg_filter_internal::IsSet(member)) {                                                   \
+    absl::StrAppend(&out, out.empty() ? "" : " ",                                             \
+                    DescribeField<FilterKind::kind>(label, member));                          \
+  }
+  ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_FILTER_DESCRIBE)
+#undef ARGSDUMP_FILTER_DESCRIBE
   return out.empty() ? "all" : out;
 }
 

@@ -1,8 +1,10 @@
 // Which records a query selects: the one predicate behind v1::ArgFilter,
 // used by the finished index, live captures, watches, the viewer's local
 // reader and its remote source. Every set field must match; unset fields
-// match everything. Field-by-field checks let a reader drop a record at the
-// first field it has read that rules it out.
+// match everything. The fields, their proto conversion, their tests and
+// their description are generated from format/arg_filter_fields.h; a
+// reader may test one manifest field's worth of them (AdmitsAt) to drop a
+// record at the first field it has read that rules it out.
 #ifndef ARGSDUMP_FORMAT_ARG_FILTER_H_
 #define ARGSDUMP_FORMAT_ARG_FILTER_H_
 
@@ -12,35 +14,35 @@
 #include <string>
 #include <vector>
 
+#include "format/arg_filter_fields.h"
+#include "format/manifest_fields.h"
 #include "format/record.h"
 #include "proto/argsdump/v1/capture.pb.h"
 
 namespace argsdump {
 
+// A record's func ids, [first, last): none when its kernel is not known.
+template <typename It>
+struct FuncIdRange {
+  It first, last;
+};
+
+// The manifest's func_id array (ManifestEntry, the SDK's CapturedArg) as a
+// range: [-1] says the kernel is not known (no ids).
+inline FuncIdRange<std::vector<int64_t>::const_iterator> ManifestFuncIdRange(
+    const std::vector<int64_t>& ids) {
+  const bool unknown = ids.size() == 1 && ids[0] == -1;
+  return {ids.begin(), unknown ? ids.begin() : ids.end()};
+}
+
 struct ArgFilter {
-  std::optional<uint64_t> task_id;
-  int stage = 0;  // v1::Stage; 0 (UNSPECIFIED): any
-  int role = 0;   // v1::Role
-  int kind = 0;   // v1::Kind
-  std::optional<uint32_t> arg_index;
-  // Records whose func_ids contain this id.
-  std::optional<uint32_t> func_id;
-  // Records whose kernel is not known (no func ids; the manifest's [-1]).
-  bool func_unknown = false;
-  // Records whose func_ids contain a kernel of this name (exact) / of this
-  // type in the capture's kernel table (format/kernel_table.h). They match
-  // through func_named, the ids ResolveKernelFilter found for them:
-  // unresolved, they match nothing.
-  std::optional<std::string> func_name;
-  std::optional<std::string> func_type;
-  std::optional<std::vector<uint32_t>> func_named;  // sorted
-  int dtype = 0;  // v1::DType
-  std::optional<uint32_t> step;
-  std::optional<bool> overflow;
-  // Records whose captured elements hold a NaN or an Inf (true: the
-  // collector's nonfinite flag, or stored stats that count one), or the
-  // others.
-  std::optional<bool> has_nonfinite;
+#define ARGSDUMP_FILTER_MEMBER(member, kind, ...) \
+  FilterKindTraits<FilterKind::kind>::Member member = {};
+  ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_FILTER_MEMBER)
+#undef ARGSDUMP_FILTER_MEMBER
+  // The func ids ResolveKernelFilter (format/kernel_table.h) found for
+  // func_name / func_type, sorted. Unresolved, those match nothing.
+  std::optional<std::vector<uint32_t>> func_named;
 
   static ArgFilter FromProto(const v1::ArgFilter& f);
   v1::ArgFilter ToProto() const;
@@ -48,51 +50,143 @@ struct ArgFilter {
   // "task 0x... stage after_completion role output": what a user asked.
   std::string Describe() const;
 
-  // One field each: true when the record's value passes.
-  bool TaskOk(uint64_t v) const { return !task_id || v == *task_id; }
-  bool StageOk(int v) const { return stage == 0 || v == stage; }
-  bool RoleOk(int v) const { return role == 0 || v == role; }
-  bool KindOk(int v) const { return kind == 0 || v == kind; }
-  bool ArgIndexOk(uint32_t v) const { return !arg_index || v == *arg_index; }
-  bool DTypeOk(int v) const { return dtype == 0 || v == dtype; }
-  bool StepOk(uint32_t v) const { return !step || v == *step; }
-  bool OverflowOk(bool v) const { return !overflow || v == *overflow; }
-  // `v`: the record is flagged nonfinite, or its stored stats count a NaN
-  // or an Inf.
-  bool NonfiniteOk(bool v) const { return !has_nonfinite || v == *has_nonfinite; }
-  // The record's known func ids, [first, last).
-  template <typename It>
-  bool FuncOk(It first, It last) const {
-    if (func_unknown && first != last) return false;
-    if (func_id && std::find(first, last, *func_id) == last) return false;
-    if (!func_name && !func_type) return true;
-    if (!func_named) return false;
-    for (It it = first; it != last; ++it) {
-      const int64_t id = static_cast<int64_t>(*it);  // the manifest's -1: no kernel
-      if (id >= 0 && std::binary_search(func_named->begin(), func_named->end(),
-                                        static_cast<uint32_t>(id))) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  // FuncOk over the manifest's func_id array, where [-1] says the kernel is
-  // not known (no ids).
-  bool ManifestFuncIdsOk(const std::vector<int64_t>& func_ids) const {
-    const bool unknown = func_ids.size() == 1 && func_ids[0] == -1;
-    return FuncOk(func_ids.begin(), unknown ? func_ids.begin() : func_ids.end());
-  }
+  // The whole predicate over a record seen through `rec`, which has one
+  // method per subject of the table (TaskId(), FuncId(), Stats(), ...).
+  template <typename Record>
+  bool MatchesRecord(const Record& rec) const;
+  // The fields whose subject is `F` only: the record's value for F is
+  // known. `rec` needs only the method for F.
+  template <ManifestField F, typename Record>
+  bool AdmitsAt(const Record& rec) const;
+  // As AdmitsAt, F known at run time (`rec` needs every subject's method).
+  template <typename Record>
+  bool AdmitsAt(ManifestField f, const Record& rec) const;
 
   // The whole predicate over a stored row (`stats`: null when none stored).
-  bool Matches(const ManifestRow& r, const StatsRow* stats = nullptr) const {
-    return StepOk(r.step) && OverflowOk(r.overflow) &&
-           NonfiniteOk(r.nonfinite || (stats != nullptr && stats->has_nonfinite())) && TaskOk(r.task_id) &&
-           StageOk(r.stage) && RoleOk(r.role) && KindOk(r.kind) && ArgIndexOk(r.arg_index) &&
-           DTypeOk(r.dtype) &&
-           FuncOk(r.func_ids, r.func_ids + std::min<uint32_t>(r.func_count, kMaxRecordFuncIds));
+  bool Matches(const ManifestRow& r, const StatsRow* stats = nullptr) const;
+
+  // The func-id fields over the manifest's func_id array, where [-1] says
+  // the kernel is not known (no ids).
+  bool ManifestFuncIdsOk(const std::vector<int64_t>& func_ids) const {
+    struct Ids {
+      const std::vector<int64_t>& ids;
+      auto FuncId() const { return ManifestFuncIdRange(ids); }
+    };
+    return AdmitsAt<ManifestField::kFuncId>(Ids{func_ids});
   }
 };
+
+// A stored row (and its stats) as a record the filter tests.
+struct ManifestRowView {
+  const ManifestRow& row;
+  const StatsRow* stats;
+
+  uint64_t TaskId() const { return row.task_id; }
+  uint32_t Step() const { return row.step; }
+  int Stage() const { return row.stage; }
+  int Role() const { return row.role; }
+  int Kind() const { return row.kind; }
+  int Dtype() const { return row.dtype; }
+  FuncIdRange<const uint16_t*> FuncId() const {
+    return {row.func_ids, row.func_ids + std::min<uint32_t>(row.func_count, kMaxRecordFuncIds)};
+  }
+  // Whether its elements hold a NaN or an Inf: flagged, or counted.
+  bool Stats() const { return row.nonfinite || (stats != nullptr && stats->has_nonfinite()); }
+#define ARGSDUMP_ROW_SUBJECT(id, style, member) \
+  auto id() const { return row.member; }
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_ROW_SUBJECT)
+#undef ARGSDUMP_ROW_SUBJECT
+};
+
+namespace arg_filter_internal {
+
+template <typename T>
+bool IsSet(const std::optional<T>& v) { return v.has_value(); }
+inline bool IsSet(int v) { return v != 0; }
+inline bool IsSet(bool v) { return v; }
+
+template <typename T>
+const T& ValueOf(const std::optional<T>& v) { return *v; }
+inline int ValueOf(int v) { return v; }
+inline bool ValueOf(bool v) { return v; }
+
+template <typename It, typename Ids>
+bool AnyIdIn(const FuncIdRange<It>& r, const Ids& sorted) {
+  for (It it = r.first; it != r.last; ++it) {
+    const int64_t id = static_cast<int64_t>(*it);  // the manifest's -1: no kernel
+    if (id >= 0 && std::binary_search(sorted.begin(), sorted.end(), static_cast<uint32_t>(id))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+template <FilterTest>
+inline constexpr bool kUnhandledTest = false;
+
+// Whether the record's value `v` passes the field `want` (set).
+template <FilterTest T, typename W, typename V>
+bool Passes(const ArgFilter& f, const W& want, const V& v) {
+  if constexpr (T == FilterTest::kEqual) {
+    return v == ValueOf(want);
+  } else if constexpr (T == FilterTest::kAtMost) {
+    return v <= ValueOf(want);
+  } else if constexpr (T == FilterTest::kAtLeast) {
+    return v >= ValueOf(want);
+  } else if constexpr (T == FilterTest::kHasFuncId) {
+    return std::find(v.first, v.last, ValueOf(want)) != v.last;
+  } else if constexpr (T == FilterTest::kNoFuncId) {
+    return v.first == v.last;
+  } else if constexpr (T == FilterTest::kNamedFunc) {
+    return f.func_named.has_value() && AnyIdIn(v, *f.func_named);
+  } else {
+    static_assert(kUnhandledTest<T>, "a FilterTest without its rule");
+    return false;
+  }
+}
+
+}  // namespace arg_filter_internal
+
+// Each field: unset, or the record's value for its subject passes.
+#define ARGSDUMP_FILTER_PASSES(member, kind, subject, test, ...)          \
+  (!arg_filter_internal::IsSet(member) ||                                 \
+   arg_filter_internal::Passes<FilterTest::test>(*this, member, rec.subject()))
+
+template <typename Record>
+bool ArgFilter::MatchesRecord(const Record& rec) const {
+#define ARGSDUMP_FILTER_AND(...) ARGSDUMP_FILTER_PASSES(__VA_ARGS__) &&
+  return ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_FILTER_AND) true;
+#undef ARGSDUMP_FILTER_AND
+}
+
+template <ManifestField F, typename Record>
+bool ArgFilter::AdmitsAt(const Record& rec) const {
+#define ARGSDUMP_FILTER_AT(member, kind, subject, ...)                                   \
+  if constexpr (F == ManifestField::k##subject) {                                        \
+    if (!ARGSDUMP_FILTER_PASSES(member, kind, subject, __VA_ARGS__)) return false;       \
+  }
+  ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_FILTER_AT)
+#undef ARGSDUMP_FILTER_AT
+  return true;
+}
+
+template <typename Record>
+bool ArgFilter::AdmitsAt(ManifestField f, const Record& rec) const {
+#define ARGSDUMP_FILTER_AT(member, kind, subject, ...)                                     \
+  if (f == ManifestField::k##subject && !ARGSDUMP_FILTER_PASSES(member, kind, subject,     \
+                                                                __VA_ARGS__)) {           \
+    return false;                                                                          \
+  }
+  ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_FILTER_AT)
+#undef ARGSDUMP_FILTER_AT
+  return true;
+}
+
+#undef ARGSDUMP_FILTER_PASSES
+
+inline bool ArgFilter::Matches(const ManifestRow& r, const StatsRow* stats) const {
+  return MatchesRecord(ManifestRowView{r, stats});
+}
 
 }  // namespace argsdump
 

@@ -101,5 +101,47 @@ TEST(ArgFilterTest, DescribeSaysWhatWasAsked) {
             "task 0x0000000100000003 stage after_completion role output dtype BFLOAT16 overflow");
 }
 
+// Every v1::ArgFilter field is a line of the table (a proto field the
+// table lacks would be dropped by FromProto), and each survives the trip
+// through the proto.
+TEST(ArgFilterTest, TheTableHoldsEveryProtoField) {
+  const google::protobuf::Descriptor* d = v1::ArgFilter::descriptor();
+  ASSERT_EQ(static_cast<size_t>(d->field_count()), kArgFilterFieldCount);
+  std::vector<std::string> members = {
+#define ARGSDUMP_MEMBER_NAME(member, ...) #member,
+      ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_MEMBER_NAME)
+#undef ARGSDUMP_MEMBER_NAME
+  };
+  for (const std::string& m : members) EXPECT_NE(d->FindFieldByName(m), nullptr) << m;
+}
+
+TEST(ArgFilterTest, EachFieldAloneSurvivesTheProto) {
+  ArgFilter set;
+#define ARGSDUMP_SET_ONE(member, ...) \
+  {                                   \
+    ArgFilter one;                    \
+    one.member = set.member;          \
+    EXPECT_TRUE(one.any()) << #member; \
+    EXPECT_EQ(ArgFilter::FromProto(one.ToProto()).Describe(), one.Describe()) << #member; \
+    EXPECT_EQ(ArgFilter::FromProto(one.ToProto()).ToProto().SerializeAsString(), \
+              one.ToProto().SerializeAsString()) << #member;                    \
+  }
+  set.task_id = 7;
+  set.step = 3;
+  set.stage = v1::STAGE_BEFORE_DISPATCH;
+  set.role = v1::ROLE_INOUT;
+  set.kind = v1::KIND_SCALAR;
+  set.arg_index = 2;
+  set.func_id = 5;
+  set.func_unknown = true;
+  set.func_name = "gemm";
+  set.func_type = "matmul";
+  set.dtype = v1::DTYPE_INT8;
+  set.overflow = false;
+  set.has_nonfinite = true;
+  ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_SET_ONE)
+#undef ARGSDUMP_SET_ONE
+}
+
 }  // namespace
 }  // namespace argsdump

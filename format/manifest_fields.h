@@ -72,6 +72,21 @@ namespace argsdump {
 
 enum class FieldStyle { kUint32, kUint64, kBool, kTrueFlag };
 
+// The fields of an entry's "stats" object, in the order the store writes
+// them: the same names in v1::TensorStats, the index's StatsRow and the
+// viewer's entry, whose copies and readers are generated from this list.
+// T(member, type): type uint64_t (a count) or double.
+#define ARGSDUMP_MANIFEST_STATS_FIELDS(T) \
+  T(count, uint64_t)                      \
+  T(min, double)                          \
+  T(max, double)                          \
+  T(mean, double)                         \
+  T(l2, double)                           \
+  T(nan, uint64_t)                        \
+  T(pos_inf, uint64_t)                    \
+  T(neg_inf, uint64_t)                    \
+  T(zeros, uint64_t)
+
 // The C++ type a simple field's style holds.
 template <FieldStyle S>
 struct FieldType;

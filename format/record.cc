@@ -11,29 +11,17 @@ namespace argsdump {
 
 StatsRow StatsRowFromProto(const v1::TensorStats& s) {
   StatsRow row;
-  row.count = s.count();
-  row.nan = s.nan();
-  row.pos_inf = s.pos_inf();
-  row.neg_inf = s.neg_inf();
-  row.zeros = s.zeros();
-  row.min = s.min();
-  row.max = s.max();
-  row.mean = s.mean();
-  row.l2 = s.l2();
+#define ARGSDUMP_STATS_FROM_PROTO(member, type) row.member = s.member();
+  ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_STATS_FROM_PROTO)
+#undef ARGSDUMP_STATS_FROM_PROTO
   row.present = true;
   return row;
 }
 
 void StatsRowToProto(const StatsRow& row, v1::TensorStats* s) {
-  s->set_count(row.count);
-  s->set_min(row.min);
-  s->set_max(row.max);
-  s->set_mean(row.mean);
-  s->set_l2(row.l2);
-  s->set_nan(row.nan);
-  s->set_pos_inf(row.pos_inf);
-  s->set_neg_inf(row.neg_inf);
-  s->set_zeros(row.zeros);
+#define ARGSDUMP_STATS_TO_PROTO(member, type) s->set_##member(row.member);
+  ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_STATS_TO_PROTO)
+#undef ARGSDUMP_STATS_TO_PROTO
 }
 
 void StatsTable::Add(uint64_t record_id, const v1::ArgRecord& r) {

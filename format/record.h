@@ -131,6 +131,11 @@ struct StatsRow {
   bool has_nonfinite() const { return present && nan + pos_inf + neg_inf > 0; }
 };
 static_assert(sizeof(StatsRow) == 80, "StatsRow is part of the args.index format");
+#define ARGSDUMP_STATS_ROW_TYPE(member, type)                   \
+  static_assert(std::is_same_v<decltype(StatsRow::member), type>, \
+                "StatsRow holds each stats field as its type");
+ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_STATS_ROW_TYPE)
+#undef ARGSDUMP_STATS_ROW_TYPE
 StatsRow StatsRowFromProto(const v1::TensorStats& stats);  // present = true
 void StatsRowToProto(const StatsRow& row, v1::TensorStats* out);
 

@@ -228,6 +228,25 @@ TEST(RecordFormatTest, RecordFromRowRoundTrips) {
   EXPECT_EQ(RecordFromRow(*RowFromRecord(s)).SerializeAsString(), s.SerializeAsString());
 }
 
+// The stats list names every v1::TensorStats field, and each one makes the
+// trip through StatsRow.
+TEST(RecordFormatTest, StatsListCoversTheProto) {
+  const google::protobuf::Descriptor* d = v1::TensorStats::descriptor();
+  int listed = 0;
+  v1::TensorStats s;
+  double value = 1;
+#define ARGSDUMP_STATS_CASE(member, type)                                      \
+  ++listed;                                                                    \
+  EXPECT_NE(d->FindFieldByName(#member), nullptr) << #member;                  \
+  s.set_##member(static_cast<type>(value++));
+  ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_STATS_CASE)
+#undef ARGSDUMP_STATS_CASE
+  EXPECT_EQ(listed, d->field_count());
+  v1::TensorStats back;
+  StatsRowToProto(StatsRowFromProto(s), &back);
+  EXPECT_EQ(back.SerializeAsString(), s.SerializeAsString());
+}
+
 TEST(RecordFormatTest, ValidateRecordNamesWhatIsWrong) {
   EXPECT_TRUE(ValidateRecord(GoodTensor()).ok());
   auto why = [](v1::ArgRecord r) { return std::string(ValidateRecord(r).message()); };

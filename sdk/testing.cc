@@ -254,6 +254,21 @@ namespace {
 
 v1::Kind ProtoKind(Kind kind) { return kind == Kind::kTensor ? v1::KIND_TENSOR : v1::KIND_SCALAR; }
 
+// A captured arg as a record the filter (format/arg_filter.h) tests, for
+// the subjects ArgQuery sets.
+struct CapturedArgView {
+  const CapturedArg& a;
+  uint64_t TaskId() const { return a.task_id; }
+  uint32_t Step() const { return a.step; }
+  int Stage() const { return ToProtoStage(a.stage); }
+  int Role() const { return ToProtoRole(a.role); }
+  uint32_t ArgIndex() const { return a.arg_index; }
+  int Kind() const { return ProtoKind(a.kind); }
+  FuncIdRange<std::vector<int64_t>::const_iterator> FuncId() const {
+    return ManifestFuncIdRange(a.func_ids);
+  }
+};
+
 }  // namespace
 
 // The one filter's rule (format/arg_filter.h) for every field it has; the
@@ -267,10 +282,11 @@ bool ArgQuery::Matches(const CapturedArg& a) const {
   f.arg_index = arg_;
   if (kind_) f.kind = ProtoKind(*kind_);
   f.func_id = func_id_;
-  if (!f.TaskOk(a.task_id) || !f.StepOk(a.step) || !f.StageOk(ToProtoStage(a.stage)) ||
-      !f.RoleOk(ToProtoRole(a.role)) || !f.ArgIndexOk(a.arg_index) ||
-      !f.KindOk(ProtoKind(a.kind)) ||
-      !f.ManifestFuncIdsOk(a.func_ids)) {
+  const CapturedArgView v{a};
+  if (!f.AdmitsAt<ManifestField::kTaskId>(v) || !f.AdmitsAt<ManifestField::kStep>(v) ||
+      !f.AdmitsAt<ManifestField::kStage>(v) || !f.AdmitsAt<ManifestField::kRole>(v) ||
+      !f.AdmitsAt<ManifestField::kArgIndex>(v) || !f.AdmitsAt<ManifestField::kKind>(v) ||
+      !f.AdmitsAt<ManifestField::kFuncId>(v)) {
     return false;
   }
   if (!func_.empty()) {

@@ -177,11 +177,10 @@ bool EntryAgrees(const ManifestEntry& e, const ManifestRow& r, const std::option
   if (e.stats.has_value() != s.has_value()) return false;
   if (s) {
     const ManifestEntry::Stats& m = *e.stats;
-    if (m.count != s->count || m.nan != s->nan || m.pos_inf != s->pos_inf ||
-        m.neg_inf != s->neg_inf || m.zeros != s->zeros || m.min != s->min || m.max != s->max ||
-        m.mean != s->mean || m.l2 != s->l2) {
-      return false;
-    }
+#define ARGSDUMP_SAME_STATS(member, type) \
+  if (m.member != s->member) return false;
+    ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_SAME_STATS)
+#undef ARGSDUMP_SAME_STATS
   }
   return true;
 }

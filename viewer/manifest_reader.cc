@@ -323,20 +323,23 @@ absl::Status ManifestReader::SkipValue(absl::string_view where, int depth) {
   return ParseNumberToken(&ignored, where);
 }
 
+namespace {
+
+// Where a stats field of its type is read into.
+void StatsTarget(uint64_t* field, uint64_t** count, double** /*number*/) { *count = field; }
+void StatsTarget(double* field, uint64_t** /*count*/, double** number) { *number = field; }
+
+}  // namespace
+
 // {"count": N, "min": x, ...}: known keys read, unknown ones skipped.
 absl::Status ManifestReader::ParseStats(ManifestEntry::Stats* out, absl::string_view where) {
   return ParseObject(where, [&](const std::string& key) -> absl::Status {
-    uint64_t* count = key == "count"     ? &out->count
-                      : key == "nan"     ? &out->nan
-                      : key == "pos_inf" ? &out->pos_inf
-                      : key == "neg_inf" ? &out->neg_inf
-                      : key == "zeros"   ? &out->zeros
-                                         : nullptr;
-    double* number = key == "min"    ? &out->min
-                     : key == "max"  ? &out->max
-                     : key == "mean" ? &out->mean
-                     : key == "l2"   ? &out->l2
-                                     : nullptr;
+    uint64_t* count = nullptr;
+    double* number = nullptr;
+#define ARGSDUMP_STATS_KEY(member, type) \
+  if (key == #member) StatsTarget(&out->member, &count, &number);
+    ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_STATS_KEY)
+#undef ARGSDUMP_STATS_KEY
     if (count != nullptr) return ParseUint(count, where);
     if (number == nullptr) return SkipValue(where, 1);
     absl::string_view token;
@@ -545,27 +548,39 @@ absl::Status ManifestReader::ParseCrashedTask(v1::CrashedTask* out, absl::string
   });
 }
 
-bool ManifestReader::Rejects(const EntryFilter& filter, Field field, const ManifestEntry& e) {
-  const ArgFilter& f = filter.args;
-  switch (field) {
-    case Field::kTaskId: return !f.TaskOk(e.task_id);
-    case Field::kStep: return !f.StepOk(e.step);
-    case Field::kFuncId: return !f.ManifestFuncIdsOk(e.func_ids);
-    case Field::kRole: return !f.RoleOk(e.role);
-    case Field::kStage: return !f.StageOk(e.stage);
-    case Field::kArgIndex: return !f.ArgIndexOk(e.arg_index);
-    case Field::kKind: return !f.KindOk(e.kind);
-    case Field::kDtype: return !f.DTypeOk(ToProtoDType(e.dtype));
-    default: return false;
+namespace {
+
+// An entry as a record the filter (format/arg_filter.h) tests: one method
+// per subject of format/arg_filter_fields.h.
+struct ManifestEntryView {
+  const ManifestEntry& e;
+
+  uint64_t TaskId() const { return e.task_id; }
+  uint32_t Step() const { return e.step; }
+  int Stage() const { return e.stage; }
+  int Role() const { return e.role; }
+  int Kind() const { return e.kind; }
+  int Dtype() const { return ToProtoDType(e.dtype); }
+  FuncIdRange<std::vector<int64_t>::const_iterator> FuncId() const {
+    return ManifestFuncIdRange(e.func_ids);
   }
+  // Whether its elements hold a NaN or an Inf: flagged, or counted.
+  bool Stats() const { return e.nonfinite || (e.stats && e.stats->has_nonfinite()); }
+#define ARGSDUMP_ENTRY_SUBJECT(id, style, member) \
+  auto id() const { return e.member; }
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_ENTRY_SUBJECT)
+#undef ARGSDUMP_ENTRY_SUBJECT
+};
+
+}  // namespace
+
+bool ManifestReader::Rejects(const EntryFilter& filter, Field field, const ManifestEntry& e) {
+  return !filter.args.AdmitsAt(field, ManifestEntryView{e});
 }
 
 bool EntryFilter::Matches(const ManifestEntry& e) const {
   if (index && e.index != *index) return false;
-  return args.TaskOk(e.task_id) && args.StepOk(e.step) && args.ManifestFuncIdsOk(e.func_ids) &&
-         args.RoleOk(e.role) && args.StageOk(e.stage) && args.ArgIndexOk(e.arg_index) &&
-         args.KindOk(e.kind) && args.DTypeOk(ToProtoDType(e.dtype)) && args.OverflowOk(e.overflow) &&
-         args.NonfiniteOk(e.nonfinite || (e.stats && e.stats->has_nonfinite()));
+  return args.MatchesRecord(ManifestEntryView{e});
 }
 
 // Clears an entry for reuse, keeping what its strings and vectors hold.
@@ -886,6 +901,9 @@ class ManifestReader::StoreLayoutScanner {
     absl::string_view token;
     return Token(&token) && absl::SimpleAtod(token, out);
   }
+  // A stats field, a count or a number.
+  bool StatsNumber(uint64_t* out) { return Uint(out); }
+  bool StatsNumber(double* out) { return Double(out); }
 
   // A simple field (format/manifest_fields.h), as ParseSimple reads it.
   template <FieldStyle S>
@@ -1015,11 +1033,11 @@ bool ManifestReader::StoreLayoutScanner::Value<ManifestField::kStats>() {
   // The writer's order (store/manifest.cc Put<kStats>); ParseStats takes
   // any order, so another one is its to read.
   ManifestEntry::Stats& s = e_.stats.emplace();
-  return Lit("{\"count\": ") && Uint(&s.count) && Lit(", \"min\": ") && Double(&s.min) &&
-         Lit(", \"max\": ") && Double(&s.max) && Lit(", \"mean\": ") && Double(&s.mean) &&
-         Lit(", \"l2\": ") && Double(&s.l2) && Lit(", \"nan\": ") && Uint(&s.nan) &&
-         Lit(", \"pos_inf\": ") && Uint(&s.pos_inf) && Lit(", \"neg_inf\": ") &&
-         Uint(&s.neg_inf) && Lit(", \"zeros\": ") && Uint(&s.zeros) && Lit("}");
+  int fields = 0;
+#define ARGSDUMP_SCAN_STATS(member, type) \
+  (fields++ == 0 || Lit(", ")) && Lit("\"" #member "\": ") && StatsNumber(&s.member) &&
+  return Lit("{") && ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_SCAN_STATS) Lit("}");
+#undef ARGSDUMP_SCAN_STATS
 }
 
 absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {

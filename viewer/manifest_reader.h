@@ -31,8 +31,9 @@ namespace argsdump {
 // The stats dump mode's numbers of an entry (ManifestEntry::Stats; outside
 // it so that std::optional<> of it is constructible inside the class).
 struct ManifestEntryStats {
-  uint64_t count = 0, nan = 0, pos_inf = 0, neg_inf = 0, zeros = 0;
-  double min = 0, max = 0, mean = 0, l2 = 0;
+#define ARGSDUMP_STATS_MEMBER(member, type) type member = 0;
+  ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_STATS_MEMBER)
+#undef ARGSDUMP_STATS_MEMBER
   bool has_nonfinite() const { return nan + pos_inf + neg_inf > 0; }
 };
 

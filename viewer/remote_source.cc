@@ -55,15 +55,9 @@ absl::StatusOr<ManifestEntry> EntryFromRecord(const v1::ArgRecord& r, uint64_t i
   if (r.has_stats()) {
     const v1::TensorStats& s = r.stats();
     ManifestEntry::Stats& out = e.stats.emplace();
-    out.count = s.count();
-    out.min = s.min();
-    out.max = s.max();
-    out.mean = s.mean();
-    out.l2 = s.l2();
-    out.nan = s.nan();
-    out.pos_inf = s.pos_inf();
-    out.neg_inf = s.neg_inf();
-    out.zeros = s.zeros();
+#define ARGSDUMP_COPY_STATS(member, type) out.member = s.member();
+    ARGSDUMP_MANIFEST_STATS_FIELDS(ARGSDUMP_COPY_STATS)
+#undef ARGSDUMP_COPY_STATS
   }
   return e;
 }

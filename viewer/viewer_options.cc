@@ -9,34 +9,49 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
-#include "base/utf8.h"
-#include "format/dtype.h"
-#include "format/kernel_table.h"
+#include "format/arg_filter_params.h"
 #include "format/names.h"
 #include "tools/cli_flags.h"
 
-// Filters.
-ABSL_FLAG(std::string, task, "",
-          "the task id in hex, with or without 0x and leading zeros (0x0000000100000003 or "
-          "100000003); 1 to 8 digits name the task by its number in the run, the id's low "
-          "word (3 is 0x0000000100000003)");
-ABSL_FLAG(std::string, stage, "", "before (before_dispatch) or after (after_completion)");
-ABSL_FLAG(std::string, role, "", "input, output or inout");
-ABSL_FLAG(std::string, arg, "", "the arg index (0, 1, ...)");
-ABSL_FLAG(std::string, func, "",
-          "the task's kernel: its name in the capture's kernel table (exact), or its func id "
-          "(-1: args whose kernel is not known)");
-ABSL_FLAG(std::string, func_type, "",
-          "the type of the task's kernel in the capture's kernel table (elementwise, matmul, ...)");
-ABSL_FLAG(std::string, kind, "", "tensor or scalar");
-ABSL_FLAG(std::string, dtype, "", "the element type, as the listing spells it (FLOAT32, INT8, ...)");
-ABSL_FLAG(std::string, step, "", "the step (0, 1, ...)");
+// Filters: one flag per field of format/arg_filter_fields.h that has one
+// (its name, help and kind come from there), and --index.
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kTaskId std::string
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kUint32 std::string
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kUint64 std::string
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kStage std::string
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kRole std::string
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kKind std::string
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kDType std::string
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kText std::string
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kFuncRef std::string
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kBool bool
+#define ARGSDUMP_VIEWER_FLAG_TYPE_kFlag bool
+// What the command line's dialect adds to a field's help.
+#define ARGSDUMP_VIEWER_FLAG_HELP_kTaskId                                                    \
+  " in hex, with or without 0x and leading zeros (0x0000000100000003 or 100000003); 1 to 8 " \
+  "digits name the task by its number in the run, the id's low word (3 is "                 \
+  "0x0000000100000003)"
+#define ARGSDUMP_VIEWER_FLAG_HELP_kUint32 ""
+#define ARGSDUMP_VIEWER_FLAG_HELP_kUint64 ""
+#define ARGSDUMP_VIEWER_FLAG_HELP_kStage ""
+#define ARGSDUMP_VIEWER_FLAG_HELP_kRole ""
+#define ARGSDUMP_VIEWER_FLAG_HELP_kKind ""
+#define ARGSDUMP_VIEWER_FLAG_HELP_kDType ""
+#define ARGSDUMP_VIEWER_FLAG_HELP_kText ""
+#define ARGSDUMP_VIEWER_FLAG_HELP_kFuncRef " (-1: args whose kernel is not known)"
+#define ARGSDUMP_VIEWER_FLAG_HELP_kBool ""
+#define ARGSDUMP_VIEWER_FLAG_HELP_kFlag ""
+#define ARGSDUMP_VIEWER_FILTER_FLAG_NoFlag(kind, flag, help)
+#define ARGSDUMP_VIEWER_FILTER_FLAG_Flag(kind, flag, help)                        \
+  ABSL_FLAG(ARGSDUMP_VIEWER_FLAG_TYPE_##kind, flag, ARGSDUMP_VIEWER_FLAG_TYPE_##kind(), \
+            help ARGSDUMP_VIEWER_FLAG_HELP_##kind);
+#define ARGSDUMP_VIEWER_FILTER_FLAG(member, kind, subject, test, param, viewer, flag, label, \
+                                    expected, help)                                         \
+  ARGSDUMP_VIEWER_FILTER_FLAG_##viewer(kind, flag, help)
+ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_VIEWER_FILTER_FLAG)
+#undef ARGSDUMP_VIEWER_FILTER_FLAG
 ABSL_FLAG(std::string, index, "",
           "the manifest index (the listing's first column): that one entry");
-ABSL_FLAG(bool, overflow, false, "only the records the overflow check captured");
-ABSL_FLAG(bool, nonfinite, false,
-          "only records whose captured elements hold a NaN or an Inf (every payload is looked "
-          "at when captured; stats not needed)");
 // Commands.
 ABSL_FLAG(bool, export, false,
           "write each selected arg as <out>/txt/task_<id>_<before|after>_<in|out|inout><n>.txt");
@@ -109,111 +124,44 @@ absl::Status ReadNumber(const CommandLine& line, absl::string_view flag, const s
   return absl::OkStatus();
 }
 
-absl::Status ReadTask(const CommandLine& line, ArgFilter* f) {
-  if (!line.Given("task")) return absl::OkStatus();
-  const std::string value = absl::GetFlag(FLAGS_task);
-  const std::optional<uint64_t> v = ParseTaskIdHex(value);
-  if (!v) return Bad(line, "task", value, "a hex task id such as 0x0000000100000003 or 100000003");
-  // A task id is the run id (high word) and the task's number in the run,
-  // from 0 in submission order (low word). Every run argsdump's runtime
-  // makes has run id 1 (SimConfig::run_id), so no task has a high word of
-  // 0: 1 to 8 digits are the low word, the number people read off a
-  // listing or count in their code.
-  constexpr uint64_t kRunId = 1;
-  const size_t digits =
-      value.size() - (absl::StartsWith(value, "0x") || absl::StartsWith(value, "0X") ? 2 : 0);
-  f->task_id = digits <= 8 ? (kRunId << 32) | *v : *v;
-  return absl::OkStatus();
+// One filter flag, of table field `field`: a bool flag sets its field when
+// true; a text flag, when given, is parsed as the table's kind says.
+absl::Status ReadFilterFlag(const CommandLine& line, size_t field, absl::string_view flag,
+                            bool value, ArgFilter* f) {
+  if (!value) return absl::OkStatus();
+  return ArgFilterFields()[field].parse(FilterDialect::kCommandLine, "true", f);
 }
-
-// The enum filters: stage, role, kind, dtype (the manifest's spellings).
-absl::Status ReadNames(const CommandLine& line, ArgFilter* f) {
-  if (line.Given("stage")) {
-    const std::string v = absl::GetFlag(FLAGS_stage);
-    if (v == "before" || v == "before_dispatch") {
-      f->stage = v1::STAGE_BEFORE_DISPATCH;
-    } else if (v == "after" || v == "after_completion") {
-      f->stage = v1::STAGE_AFTER_COMPLETION;
-    } else {
-      return Bad(line, "stage", v, "before or after");
-    }
-  }
-  if (line.Given("role")) {
-    const std::string v = absl::GetFlag(FLAGS_role);
-    const std::optional<v1::Role> role = RoleFromName(v);
-    if (!role) return Bad(line, "role", v, "input, output or inout");
-    f->role = *role;
-  }
-  if (line.Given("kind")) {
-    const std::string v = absl::GetFlag(FLAGS_kind);
-    const std::optional<v1::Kind> kind = KindFromName(v);
-    if (!kind) return Bad(line, "kind", v, "tensor or scalar");
-    f->kind = *kind;
-  }
-  if (line.Given("dtype")) {
-    const std::string v = absl::GetFlag(FLAGS_dtype);
-    const std::optional<DataType> dtype = DataTypeFromName(v);
-    if (!dtype) return Bad(line, "dtype", v, "a dtype such as FLOAT32, BFLOAT16 or INT8");
-    f->dtype = ToProtoDType(*dtype);
-  }
-  return absl::OkStatus();
-}
-
-// --func NAME|N: a kernel's name, a func id, or -1 for args whose kernel
-// is not known; --func-type TYPE. Names are resolved against the capture's
-// kernel table once it is open (the viewer: an unknown one is exit 2).
-absl::Status ReadFunc(const CommandLine& line, ViewerOptions* o) {
-  ArgFilter* f = &o->selection.args;
-  if (line.Given("func_type")) {
-    const std::string value = absl::GetFlag(FLAGS_func_type);
-    if (value.empty() || value.size() > kMaxKernelTypeBytes || !IsValidUtf8(value)) {
-      return Bad(line, "func_type", value,
-                 absl::StrCat("a kernel type (1 to ", kMaxKernelTypeBytes, " bytes of UTF-8)"));
-    }
-    f->func_type = value;
-    o->func_type_flag = line.Spelling("func_type");
-  }
-  if (!line.Given("func")) return absl::OkStatus();
-  const std::string value = absl::GetFlag(FLAGS_func);
-  int64_t v;
-  if (absl::SimpleAtoi(value, &v)) {
-    if (v < -1 || v > int64_t{0xFFFFFFFF}) {
-      return Bad(line, "func", value,
-                 "a kernel name, or a func id (0, 1, ..., or -1 for args whose kernel is not "
-                 "known)");
-    }
-    if (v == -1) {
-      f->func_unknown = true;
-    } else {
-      f->func_id = static_cast<uint32_t>(v);
-    }
-    return absl::OkStatus();
-  }
-  if (value.empty() || value.size() > kMaxKernelNameBytes || !IsValidUtf8(value)) {
-    return Bad(line, "func", value,
-               absl::StrCat("a kernel name (1 to ", kMaxKernelNameBytes,
-                            " bytes of UTF-8) or a func id (0, 1, ..., or -1)"));
-  }
-  f->func_name = value;
-  o->func_flag = line.Spelling("func");
-  return absl::OkStatus();
+absl::Status ReadFilterFlag(const CommandLine& line, size_t field, absl::string_view flag,
+                            const std::string& value, ArgFilter* f) {
+  if (!line.Given(flag)) return absl::OkStatus();
+  absl::Status s = ArgFilterFields()[field].parse(FilterDialect::kCommandLine, value, f);
+  if (s.ok()) return s;
+  return absl::InvalidArgumentError(
+      absl::StrCat(line.Spelling(flag), " '", value, "': ", s.message()));
 }
 
 absl::Status ReadFilters(const CommandLine& line, ViewerOptions* o) {
   Selection* f = &o->selection;
   ArgFilter& args = f->args;
-  for (absl::Status s :
-       {ReadTask(line, &args), ReadNames(line, &args), ReadFunc(line, o),
-        ReadNumber(line, "arg", absl::GetFlag(FLAGS_arg), "an arg index (0, 1, ...)",
-                   &args.arg_index),
-        ReadNumber(line, "step", absl::GetFlag(FLAGS_step), "a step (0, 1, ...)", &args.step),
-        ReadNumber(line, "index", absl::GetFlag(FLAGS_index), "a manifest index (0, 1, ...)",
-                   &f->index)}) {
-    if (!s.ok()) return s;
+#define ARGSDUMP_VIEWER_READ_NoFlag(member, flag)
+#define ARGSDUMP_VIEWER_READ_Flag(member, flag)                                               \
+  if (absl::Status s = ReadFilterFlag(line, static_cast<size_t>(ArgFilterField::k_##member), \
+                                      #flag, absl::GetFlag(FLAGS_##flag), &args);            \
+      !s.ok()) {                                                                              \
+    return s;                                                                                 \
   }
-  if (absl::GetFlag(FLAGS_overflow)) args.overflow = true;
-  if (absl::GetFlag(FLAGS_nonfinite)) args.has_nonfinite = true;
-  return absl::OkStatus();
+#define ARGSDUMP_VIEWER_READ(member, kind, subject, test, param, viewer, flag, ...) \
+  ARGSDUMP_VIEWER_READ_##viewer(member, flag)
+  ARGSDUMP_ARG_FILTER_FIELDS(ARGSDUMP_VIEWER_READ)
+#undef ARGSDUMP_VIEWER_READ
+#undef ARGSDUMP_VIEWER_READ_Flag
+#undef ARGSDUMP_VIEWER_READ_NoFlag
+  // How the user spelled a kernel's name or type, for when the capture's
+  // kernel table has none such (the viewer: exit 2).
+  if (args.func_name) o->func_flag = line.Spelling("func");
+  if (args.func_type) o->func_type_flag = line.Spelling("func_type");
+  return ReadNumber(line, "index", absl::GetFlag(FLAGS_index), "a manifest index (0, 1, ...)",
+                    &f->index);
 }
 
 absl::Status ReadTolerance(const CommandLine& line, absl::string_view flag,

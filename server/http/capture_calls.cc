@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "format/arg_filter_params.h"
 #include "server/http/params.h"
 #include "server/http/proto_json.h"
 #include "server/http/responses.h"
@@ -33,6 +34,14 @@ void CaptureCalls::ListCaptures(const httplib::Request& req, httplib::Response& 
   if (auto v = p.Single("page_token")) request.set_page_token(*v);
   if (!p.Finish()) return BadRequest(res, p.error());
   calls_->Unary(req, res, &Stub::ListCaptures, request);
+}
+
+void CaptureCalls::Schema(const httplib::Request& req, httplib::Response& res) {
+  Params p(req, {});
+  if (!p.Finish()) return BadRequest(res, p.error());
+  static const std::string* const body =
+      new std::string(absl::StrCat("{\"filter\":", ArgFilterSchemaJson(), "}"));
+  res.set_content(*body, "application/json");
 }
 
 void CaptureCalls::GetCapture(const httplib::Request& req, httplib::Response& res) {

@@ -1,6 +1,7 @@
 // The /v1/ endpoints that are one unary call each: the captures (list,
 // get, finish, delete), an arg query, one arg, and POST /v1/rpc/METHOD
-// with the request message as JSON.
+// with the request message as JSON; and the schema a page builds its
+// filter form from.
 #ifndef ARGSDUMP_SERVER_HTTP_CAPTURE_CALLS_H_
 #define ARGSDUMP_SERVER_HTTP_CAPTURE_CALLS_H_
 
@@ -20,6 +21,10 @@ class CaptureCalls {
   void QueryArgs(const httplib::Request& req, httplib::Response& res);
   void GetArg(const httplib::Request& req, httplib::Response& res);
   void Rpc(const httplib::Request& req, httplib::Response& res);
+  // GET /v1/schema: {"filter": [...]}, the parameters of the args query
+  // (format/arg_filter_params.h's ArgFilterSchemaJson: name, kind, values,
+  // help), so a page's filter form follows the one filter table.
+  void Schema(const httplib::Request& req, httplib::Response& res);
 
  private:
   ServiceCalls* const calls_;

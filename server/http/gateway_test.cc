@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "format/arg_filter_params.h"
 #include "server/http/gateway_test_fixture.h"
 
 namespace argsdump {
@@ -695,6 +696,33 @@ TEST(HttpGatewayStartTest, BadOptionsAreErrorsNotCrashes) {
   auto second = CaptureServer::Start(again);
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.status().message().find("cannot listen"), std::string::npos);
+}
+
+// The schema a page builds its filter form from: every parameter the args
+// query takes, from the one filter table, each with its kind; and each one
+// it lists is a parameter the args endpoint accepts.
+TEST_F(HttpGatewayTest, TheSchemaListsTheFilterParametersTheArgsEndpointTakes) {
+  Start("schema");
+  WriteScene("scene");
+  auto schema = Get("/v1/schema");
+  ASSERT_TRUE(schema);
+  EXPECT_EQ(schema->status, 200);
+  EXPECT_EQ(schema->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(schema->body.rfind("{\"filter\":[", 0), 0u) << schema->body;
+  for (const std::string& name : ArgFilterParamNames()) {
+    EXPECT_NE(schema->body.find("{\"name\": \"" + name + "\""), std::string::npos) << name;
+    auto taken = Get("/v1/captures/scene/args?" + name + "=%01");
+    ASSERT_TRUE(taken);
+    // A bad value of a known parameter: a 400 (from the gateway or the
+    // service), never "unknown parameter".
+    EXPECT_EQ(taken->status, 400) << name;
+    EXPECT_EQ(taken->body.find("unknown parameter"), std::string::npos) << taken->body;
+  }
+  EXPECT_NE(schema->body.find("\"kind\": \"enum\""), std::string::npos);
+  EXPECT_NE(schema->body.find("\"kind\": \"bool\""), std::string::npos);
+  auto extra = Get("/v1/schema?x=1");
+  ASSERT_TRUE(extra);
+  EXPECT_EQ(extra->status, 400);
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 #include "server/http/params.h"
 
+#include "format/arg_filter_params.h"
+
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "base/utf8.h"
+#include "format/arg_filter_params.h"
 #include "format/names.h"
 #include "server/http/httplib_workarounds.h"
 
@@ -130,39 +133,14 @@ size_t Params::Given(const std::string& name) const {
   return it == given_.end() ? 0 : it->second;
 }
 
-const std::vector<std::string>& ArgFilterParamNames() {
-  static const auto* names = new std::vector<std::string>{
-      "task_id", "stage",    "role",  "kind",     "dtype",         "arg_index",   "func_id",
-      "func",    "func_type", "step", "overflow", "has_nonfinite", "func_unknown"};
-  return *names;
-}
-
-void ParseArgFilterParams(Params& p, v1::ArgFilter* f) {
-  if (auto v = p.TaskId("task_id")) f->set_task_id(*v);
-  if (auto v = p.EnumValue<v1::Stage>("stage", v1::Stage_descriptor(), "STAGE_")) {
-    f->set_stage(*v);
+void ParseArgFilterParams(Params& p, v1::ArgFilter* filter) {
+  absl::StatusOr<ArgFilter> f = ArgFilterFromParams(
+      [&p](absl::string_view name) { return p.Single(std::string(name)); });
+  if (!f.ok()) {
+    p.Fail(std::string(f.status().message()));
+    return;
   }
-  if (auto v = p.EnumValue<v1::Role>("role", v1::Role_descriptor(), "ROLE_")) f->set_role(*v);
-  if (auto v = p.EnumValue<v1::Kind>("kind", v1::Kind_descriptor(), "KIND_")) f->set_kind(*v);
-  if (auto v = p.EnumValue<v1::DType>("dtype", v1::DType_descriptor(), "DTYPE_")) {
-    f->set_dtype(*v);
-  }
-  if (auto v = p.Uint("arg_index", kMaxUint32)) f->set_arg_index(*v);
-  if (auto v = p.Uint("func_id", kMaxUint32)) f->set_func_id(*v);
-  // func=: a kernel's name in the capture's kernel table, or its func id.
-  if (auto v = p.Single("func")) {
-    uint64_t id = 0;
-    if (ParseDecimal(*v, &id) && id <= kMaxUint32) {
-      f->set_func_id(static_cast<uint32_t>(id));
-    } else {
-      f->set_func_name(*v);
-    }
-  }
-  if (auto v = p.Single("func_type")) f->set_func_type(*v);
-  if (auto v = p.Uint("step", kMaxUint32)) f->set_step(*v);
-  if (auto v = p.Bool("overflow")) f->set_overflow(*v);
-  if (auto v = p.Bool("has_nonfinite")) f->set_has_nonfinite(*v);
-  if (auto v = p.Bool("func_unknown")) f->set_func_unknown(*v);
+  *filter = f->ToProto();
 }
 
 }  // namespace argsdump

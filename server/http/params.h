@@ -78,14 +78,9 @@ class Params {
   std::string error_;
 };
 
-// The parameters of GET /v1/captures/NAME/args that fill its ArgFilter,
-// in the order they are checked.
-const std::vector<std::string>& ArgFilterParamNames();
-
-// Fills `filter` from the ArgFilter's parameters (task_id, stage, role,
-// kind, dtype, arg_index, func_id, func, func_type, step, overflow,
-// has_nonfinite, func_unknown); problems go to `p`. One function, so that
-// the field list can come from one table.
+// Fills `filter` from the ArgFilter's parameters: every field of
+// format/arg_filter_fields.h, by ArgFilterFromParams (their names:
+// ArgFilterParamNames); the first bad one goes to `p`.
 void ParseArgFilterParams(Params& p, v1::ArgFilter* filter);
 
 }  // namespace argsdump

@@ -124,6 +124,7 @@ std::vector<Route> ApiRoutes(CaptureCalls* c, PayloadCalls* p) {
     };
   };
   return {
+      {"GET", "/v1/schema", kNeedsQuery, on(c, &CaptureCalls::Schema)},
       {"GET", "/v1/captures", kNeedsQuery, on(c, &CaptureCalls::ListCaptures)},
       {"GET", capture, kNeedsQuery, on(c, &CaptureCalls::GetCapture)},
       {"POST", capture + ":finish", kNeedsNothing, on(c, &CaptureCalls::FinishCapture)},

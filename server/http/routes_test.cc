@@ -34,8 +34,9 @@ const Route* Find(const std::vector<Route>& routes, const std::string& method,
 
 TEST_F(RoutesTest, EveryEndpointIsOneRow) {
   const std::vector<Route> routes = ApiRoutes(&captures_, &payloads_);
-  EXPECT_EQ(routes.size(), 9u);
+  EXPECT_EQ(routes.size(), 10u);
   for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/v1/schema"},
            {"GET", "/v1/captures"},
            {"GET", "/v1/captures/run1"},
            {"POST", "/v1/captures/run1:finish"},
