@@ -21,7 +21,7 @@ bool IsDir(const std::string& path) {
 TEST(FolderNameTest, KeepsSafeCharactersOnly) {
   EXPECT_EQ(FolderName("Suite.Case"), "Suite.Case");
   EXPECT_EQ(FolderName("../a b"), "_a_b");
-  EXPECT_EQ(FolderName(""), "session");
+  EXPECT_EQ(FolderName(".."), "session");
   EXPECT_EQ(FolderName(std::string(200, 'x')).size(), 96u);
 }
 

@@ -28,6 +28,7 @@ struct Fixture {
     r.prefix = dir;
     r.dump_dir = dir + "/args_dump";
     r.info.set_name("Suite.Case");
+    r.info.set_level(static_cast<v1::DumpLevel>(1));
     return r;
   }
   absl::StatusOr<ChosenSink> Choose(const std::string& dir) {
