@@ -170,4 +170,12 @@ uint64_t HostGoneDrops(const DumpRegion& region) {
   return dropped;
 }
 
+void SayStoppedWithoutHost(const v1::DeviceReport& r, const DumpRegion* region) {
+  if (region == nullptr) return;
+  PrintDumpLog(DumpLog::kError,
+               absl::StrCat("the device stopped without its host: ", r.tasks_completed(), " of ",
+                            r.tasks_submitted(), " tasks completed; ", HostGoneDrops(*region),
+                            " records dropped (host gone)"));
+}
+
 }  // namespace argsdump

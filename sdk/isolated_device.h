@@ -105,6 +105,9 @@ void ReportRuntime(const SimRuntime& runtime, v1::DeviceReport* report);
 
 // Records the threads of `region` dropped because the host was gone.
 uint64_t HostGoneDrops(const DumpRegion& region);
+// The device process's ERROR line once it stopped without its host: the
+// tasks it completed and the records it dropped (none without a region).
+void SayStoppedWithoutHost(const v1::DeviceReport& report, const DumpRegion* region);
 
 }  // namespace argsdump
 

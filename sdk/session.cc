@@ -115,14 +115,10 @@ struct SimSession::Impl {
   // The device process's side: the runtime, the orchestration, the report.
   std::string RunInDevice(const Orchestration& orchestration);
   void OnHostGone();
-  // The dump as it started (a device that died reported no steps): the
-  // region's level, or 0 when only the overflow check was on.
-  StepLevel StartLevel() const;
   // Finish's steps.
   void FromRuntime(SessionResult* result);
   void FromDevice(SessionResult* result);
   void WriteCrashDumps(SessionResult* result);
-  void Locate(SessionResult* result) const;
   absl::StatusOr<SessionResult> Finish();
 };
 
@@ -178,31 +174,20 @@ std::function<void(const FailedTask&)> SimSession::Impl::ExceptionDumpHook() {
   return [this, workload = Workload()](const FailedTask& f) {
     auto dir = WriteExceptionDump(place.prefix, workload, f);
     std::lock_guard<std::mutex> lock(mu);
-    if (dir.ok()) {
-      exception_dumps.push_back(*dir);
-      PrintDumpLog(DumpLog::kError, absl::StrCat("exception dump of task ", TaskIdHex(f.task_id),
-                                                 " (its kernel failed): ", CapturePlace(*dir)));
-    } else {
-      // Internal failure: say so and go on stopping the run.
-      PrintDumpLog(DumpLog::kError, absl::StrCat("exception dump of task ", TaskIdHex(f.task_id),
-                                                 " failed: ", dir.status().message(),
-                                                 "; the run stops without it"));
-    }
+    if (dir.ok()) exception_dumps.push_back(*dir);
+    // A dump that could not be written is said, and the run goes on stopping.
+    PrintDumpLog(DumpLog::kError,
+                 absl::StrCat("exception dump of task ", TaskIdHex(f.task_id),
+                              dir.ok() ? absl::StrCat(" (its kernel failed): ", CapturePlace(*dir))
+                                       : absl::StrCat(" failed: ", dir.status().message(),
+                                                      "; the run stops without it")));
   };
 }
 
 // The device: the sim runtime with the dump's configuration and the
 // exception dump (with device_process, made in the device process).
 absl::Status SimSession::Impl::StartRuntime() {
-  SimConfig sim;
-  if (wiring.sim) {
-    sim = *wiring.sim;
-  } else {
-    sim.scheduler_threads = options.scheduler_threads;
-    sim.worker_threads = options.worker_threads;
-    sim.max_inflight_per_scheduler = options.max_inflight_per_scheduler;
-  }
-  sim.dump = setup.config();
+  SimConfig sim = setup.RuntimeConfig(options, wiring);
   if (options.exception_dump) sim.exception_dump = ExceptionDumpHook();
   if (isolated) {
     auto made = IsolatedDevice::Create(sim, kernels);
@@ -276,13 +261,7 @@ std::string SimSession::Impl::RunInDevice(const Orchestration& orchestration) {
     for (const std::string& d : exception_dumps) r.add_exception_dumps(d);
     r.set_host_gone(host_gone);
   }
-  const DumpRegion* region = capture ? capture->region() : nullptr;
-  if (r.host_gone() && region != nullptr) {
-    PrintDumpLog(DumpLog::kError,
-                 absl::StrCat("the device stopped without its host: ", r.tasks_completed(),
-                              " of ", r.tasks_submitted(), " tasks completed; ",
-                              HostGoneDrops(*region), " records dropped (host gone)"));
-  }
+  if (r.host_gone() && capture != nullptr) SayStoppedWithoutHost(r, capture->region());
   return r.SerializeAsString();
 }
 
@@ -387,34 +366,16 @@ absl::StatusOr<SessionResult> SimSession::Finish() {
   return impl_->Finish();
 }
 
-StepLevel SimSession::Impl::StartLevel() const {
-  const DumpConfig& config = setup.config();
-  const DumpRegion* region = capture ? capture->region() : nullptr;
-  const bool overflow_only = config.level == 0 && config.overflow && !options.dynamic_switch;
-  const int level = region == nullptr || overflow_only ? 0 : static_cast<int>(region->level());
-  return {0, static_cast<uint32_t>(level), region != nullptr && config.overflow, config.stats,
-          config.mode};
-}
-
 // What the in-process runtime did, into the result.
 void SimSession::Impl::FromRuntime(SessionResult* result) {
-  SessionResult& r = *result;
-  r.run_status = runtime->Synchronize();
+  result->run_status = runtime->Synchronize();
   if (wiring.device_finished) wiring.device_finished();
   if (Capturing() && capture->region() != nullptr) {
     LogFlush(*capture->region(), &report, &warnings);
   }
-  if (!steps.step && runtime->tasks_submitted() > 0) ++steps.begun;  // step 0, implicitly
-  report.step_levels = runtime->step_levels();
-  r.tasks = runtime->tasks_submitted();
-  r.tasks_completed = runtime->tasks_completed();
-  r.dump_skipped_tasks = runtime->dump_skipped_tasks();
-  r.overflow_tasks = runtime->overflow_tasks();
-  r.first_overflow_task = runtime->first_overflow_task();
-  for (std::string& line : runtime->dump_log()) report.dump_log.push_back(std::move(line));
-  for (const std::string& w : runtime->warnings()) warnings.push_back(w);
+  ApplyRuntime(*runtime, result, &report, &warnings, &steps);
   std::lock_guard<std::mutex> lock(mu);
-  r.exception_dumps = exception_dumps;
+  result->exception_dumps = exception_dumps;
 }
 
 // What the device process reported (or, when it died, what the flight
@@ -427,7 +388,9 @@ void SimSession::Impl::FromDevice(SessionResult* result) {
   if (device->report()) {
     ApplyDeviceReport(*device->report(), result, &report, &warnings, &steps);
   } else if (device->crash()) {
-    ApplyDeviceLoss(*device->crash(), device->hang(), StartLevel(), result, &report, &steps);
+    const StepLevel start = StartLevel(setup.config(), capture ? capture->region() : nullptr,
+                                       options.dynamic_switch);
+    ApplyDeviceLoss(*device->crash(), device->hang(), start, result, &report, &steps);
   } else {
     result->run_status = !device->error().ok()
                              ? device->error()
@@ -443,31 +406,9 @@ void SimSession::Impl::WriteCrashDumps(SessionResult* result) {
   request.prefix = place.prefix;
   request.workload = Workload();
   request.snapshot_inputs = setup.config().snapshot_inputs;
-  const ChosenSink* sink = capture ? &capture->sink() : nullptr;
-  if (sink != nullptr && sink->local == nullptr && sink->sink != nullptr) {
-    request.capture.kind = CaptureReadback::Kind::kRemote;
-    request.capture.server = sink->remote_server;
-    request.capture.name = sink->remote_name;
-    request.capture.auth_token = sink->remote_token;
-  } else if (result->wrote_capture) {
-    request.capture.kind = CaptureReadback::Kind::kLocal;
-    request.capture.dump_dir = place.dump_dir;
-  }
+  if (capture != nullptr) request.capture = capture->Readback(result->wrote_capture);
   for (std::string& dir : WriteCrashExceptionDumps(*device->crash(), request)) {
     result->exception_dumps.push_back(std::move(dir));
-  }
-}
-
-// Where the capture went: a local folder, or a service's capture.
-void SimSession::Impl::Locate(SessionResult* result) const {
-  const ChosenSink* sink = capture ? &capture->sink() : nullptr;
-  const bool local = sink != nullptr && sink->local != nullptr;
-  const bool kept_locally = !report.kept_locally_dir.empty();
-  if ((local || kept_locally) && result->wrote_capture) result->capture_dir = place.dump_dir;
-  if (sink != nullptr && !local && sink->sink != nullptr && !kept_locally) {
-    result->capture_name = sink->remote_name;
-    result->capture_server = sink->remote_server;
-    result->capture = absl::StrCat(sink->remote_server, "/", sink->remote_name);
   }
 }
 
@@ -499,7 +440,7 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   if (place.claimed) ::rmdir(place.prefix.c_str());  // only if nothing went in
   r.dump_status = dump_status;
   r.labels = {labels.begin(), labels.end()};
-  Locate(&r);
+  if (capture != nullptr) capture->Locate(report, &r);
   CopyCounts(report, &r);
   r.warnings = warnings;
   report.seconds =

@@ -239,6 +239,31 @@ void SessionCapture::Finish(const Ending& ending, CaptureLabels* labels, Session
   }
 }
 
+CaptureReadback SessionCapture::Readback(bool wrote_capture) const {
+  CaptureReadback c;
+  if (sink_.local == nullptr && sink_.sink != nullptr) {
+    c.kind = CaptureReadback::Kind::kRemote;
+    c.server = sink_.remote_server;
+    c.name = sink_.remote_name;
+    c.auth_token = sink_.remote_token;
+  } else if (wrote_capture) {
+    c.kind = CaptureReadback::Kind::kLocal;
+    c.dump_dir = c_.dump_dir;
+  }
+  return c;
+}
+
+void SessionCapture::Locate(const SessionReport& report, SessionResult* result) const {
+  const bool local = sink_.local != nullptr;
+  const bool kept_locally = !report.kept_locally_dir.empty();
+  if ((local || kept_locally) && result->wrote_capture) result->capture_dir = c_.dump_dir;
+  if (!local && sink_.sink != nullptr && !kept_locally) {
+    result->capture_name = sink_.remote_name;
+    result->capture_server = sink_.remote_server;
+    result->capture = absl::StrCat(sink_.remote_server, "/", sink_.remote_name);
+  }
+}
+
 void SessionCapture::UploadExceptionDumps(const CaptureLabels& labels,
                                           const v1::DeviceCrash* crash, SessionResult* result) {
   if (sink_.remote == nullptr || sink_.remote->kept_locally()) return;

@@ -27,6 +27,7 @@
 #include "device/sim/kernel.h"
 #include "proto/argsdump/v1/record.pb.h"
 #include "sdk/argsdump.h"
+#include "sdk/crash_readback.h"
 #include "sdk/device_crash.h"
 #include "sdk/session_setup.h"
 #include "sdk/session_sink.h"
@@ -86,6 +87,14 @@ class SessionCapture {
   // refused-record folders and wrote_capture to `result`.
   void Finish(const Ending& ending, CaptureLabels* labels, SessionReport* report,
               SessionResult* result, absl::Status* dump_status);
+
+  // Where the capture can be read back once finished (`wrote_capture`: a
+  // local one holds records): the service's capture whenever it streamed.
+  CaptureReadback Readback(bool wrote_capture) const;
+  // Where the capture went, into `result`: its local folder (also when the
+  // service lost it and the local folder took the rest), else the
+  // service's capture.
+  void Locate(const SessionReport& report, SessionResult* result) const;
 
   // Streaming: each exception dump of `result` also goes to the service, as
   // a capture of its own (it stays in its folder too). `crash` (a crash,

@@ -38,6 +38,27 @@ void ApplyDeviceReport(const v1::DeviceReport& d, SessionResult* result, Session
   if (!steps->step && r.tasks > 0 && steps->begun == 0) ++steps->begun;
 }
 
+void ApplyRuntime(const SimRuntime& runtime, SessionResult* result, SessionReport* report,
+                  std::vector<std::string>* warnings, StepCount* steps) {
+  SessionResult& r = *result;
+  if (!steps->step && runtime.tasks_submitted() > 0) ++steps->begun;  // step 0, implicitly
+  report->step_levels = runtime.step_levels();
+  r.tasks = runtime.tasks_submitted();
+  r.tasks_completed = runtime.tasks_completed();
+  r.dump_skipped_tasks = runtime.dump_skipped_tasks();
+  r.overflow_tasks = runtime.overflow_tasks();
+  r.first_overflow_task = runtime.first_overflow_task();
+  for (std::string& line : runtime.dump_log()) report->dump_log.push_back(std::move(line));
+  for (const std::string& w : runtime.warnings()) warnings->push_back(w);
+}
+
+StepLevel StartLevel(const DumpConfig& config, const DumpRegion* region, bool dynamic_switch) {
+  const bool overflow_only = config.level == 0 && config.overflow && !dynamic_switch;
+  const int level = region == nullptr || overflow_only ? 0 : static_cast<int>(region->level());
+  return {0, static_cast<uint32_t>(level), region != nullptr && config.overflow, config.stats,
+          config.mode};
+}
+
 void ApplyDeviceLoss(const DeviceCrashAnalysis& crash, const std::optional<std::string>& hang,
                      const StepLevel& start_level, SessionResult* result,
                      SessionReport* report, StepCount* steps) {

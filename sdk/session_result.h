@@ -33,6 +33,17 @@ void ApplyDeviceReport(const v1::DeviceReport& device, SessionResult* result,
                        SessionReport* report, std::vector<std::string>* warnings,
                        StepCount* steps);
 
+// What the in-process runtime did (its run status aside), into the
+// result, the report and the session's warnings; step 0 counts once it has
+// a task.
+void ApplyRuntime(const SimRuntime& runtime, SessionResult* result, SessionReport* report,
+                  std::vector<std::string>* warnings, StepCount* steps);
+
+// The dump as it started (a device that died reported no steps): the
+// level of `region` (null: the dump was off), or 0 when only the overflow
+// check was on.
+StepLevel StartLevel(const DumpConfig& config, const DumpRegion* region, bool dynamic_switch);
+
 // A device process that died (`hang`: the host's watch killed it, why) from
 // its flight table, into the result and the report; the dump ran at
 // `start_level` (a dead device reported no levels).

@@ -68,6 +68,20 @@ SessionSetup SessionSetup::Resolve(const SessionOptions& options, const SessionW
   return s;
 }
 
+SimConfig SessionSetup::RuntimeConfig(const SessionOptions& options,
+                                      const SessionWiring& wiring) const {
+  SimConfig sim;
+  if (wiring.sim) {
+    sim = *wiring.sim;
+  } else {
+    sim.scheduler_threads = options.scheduler_threads;
+    sim.worker_threads = options.worker_threads;
+    sim.max_inflight_per_scheduler = options.max_inflight_per_scheduler;
+  }
+  sim.dump = config_;
+  return sim;
+}
+
 void SessionSetup::SetApi(const DumpConfigEntry& api, bool resolved_by_caller) {
   std::vector<DumpLog> logs;
   const DumpConfigEntry checked = CheckApiEntry(api, &logs);

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "device/dump_config.h"
+#include "device/sim/sim_runtime.h"
 #include "sdk/argsdump.h"
 #include "sdk/wiring.h"
 
@@ -37,6 +38,9 @@ class SessionSetup {
   bool WantsCapture(const SessionOptions& options) const {
     return config_.level > 0 || options.dynamic_switch || config_.overflow;
   }
+  // The runtime's configuration: wiring.sim's, else the options' threads,
+  // with this dump configuration.
+  SimConfig RuntimeConfig(const SessionOptions& options, const SessionWiring& wiring) const;
   // A config file is watched for edits.
   bool watching() const { return watcher_ != nullptr; }
 

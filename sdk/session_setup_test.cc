@@ -60,6 +60,24 @@ TEST(SessionSetupTest, TheApiEntryIsResolvedUnderTheEnvironment) {
   EXPECT_EQ(setup.config().level, 1);
 }
 
+TEST(SessionSetupTest, TheRuntimeRunsWithTheOptionsAndTheConfiguration) {
+  SessionWiring wiring;
+  DumpConfig resolved;
+  resolved.level = 2;
+  wiring.resolved = resolved;
+  SessionOptions options;
+  options.worker_threads = 3;
+  SessionSetup setup = SessionSetup::Resolve(options, wiring);
+  SimConfig sim = setup.RuntimeConfig(options, wiring);
+  EXPECT_EQ(sim.worker_threads, 3u);
+  ASSERT_TRUE(sim.dump.has_value());
+  EXPECT_EQ(sim.dump->level, 2);
+  SimConfig mine;
+  mine.worker_threads = 5;
+  wiring.sim = mine;
+  EXPECT_EQ(setup.RuntimeConfig(options, wiring).worker_threads, 5u);
+}
+
 TEST(SessionLabelsTest, TestIdentityThenConfigurationThenCode) {
   ScopedEnv target("TEST_TARGET", "//pkg:t");
   ScopedEnv shard("TEST_SHARD_INDEX", "3");
