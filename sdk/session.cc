@@ -41,15 +41,16 @@ using Orchestration = std::function<absl::Status(SimSession&)>;
 // process, so the two behave alike.
 absl::Status CallOrchestration(const Orchestration& orchestration, SimSession& session,
                                const char* where) {
-  absl::Status fn;
+  std::string why;
   try {
     return orchestration(session);
   } catch (const std::exception& e) {
-    fn = absl::UnknownError(absl::StrCat("RunDevice's function threw ", where, ": ", e.what()));
+    why = absl::StrCat(": ", e.what());
   } catch (...) {
-    fn = absl::UnknownError(
-        absl::StrCat("RunDevice's function threw ", where, " (not a std::exception)"));
+    why = " (not a std::exception)";
   }
+  const absl::Status fn =
+      absl::UnknownError(absl::StrCat("RunDevice's function threw ", where, why));
   PrintDumpLog(DumpLog::kError, std::string(fn.message()));
   return fn;
 }
@@ -142,9 +143,7 @@ absl::Status SimSession::Impl::StartCaptureOrGoWithout() {
   c.options = &options;
   c.wiring = &wiring;
   c.config = &setup.config();
-  c.name = place.name;
-  c.prefix = place.prefix;
-  c.dump_dir = place.dump_dir;
+  c.place = place;
   c.labels = labels;
   c.isolated = isolated;
   c.warn = [this](const std::string& w) { Warn(w); };
@@ -289,9 +288,7 @@ absl::Status SimSession::Impl::RunIsolated(const Orchestration& orchestration) {
   return ran;
 }
 
-SimSession::SimSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
-  impl_->owner = this;
-}
+SimSession::SimSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->owner = this; }
 
 absl::Status SimSession::RunDevice(const Orchestration& orchestration) {
   Impl& s = *impl_;
@@ -428,13 +425,10 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
   r.dump = setup.config();
   r.steps = steps.begun;
   r.kernels = KernelNames(kernels);
-  const DeviceCrashAnalysis* crash = device ? (device->crash() ? &*device->crash() : nullptr)
-                                            : nullptr;
-  const bool crashed = crash != nullptr && !device->hang();
-  if (Capturing()) {
-    capture->Finish({crash, device != nullptr && device->hang().has_value(), steps.begun},
-                    &labels, &report, &r, &dump_status);
-  }
+  const DeviceCrashAnalysis* crash = device && device->crash() ? &*device->crash() : nullptr;
+  const bool hang = device != nullptr && device->hang().has_value();
+  const bool crashed = crash != nullptr && !hang;
+  if (Capturing()) capture->Finish({crash, hang, steps.begun}, &labels, &report, &r, &dump_status);
   if (crashed) WriteCrashDumps(&r);
   if (capture) capture->UploadExceptionDumps(labels, crashed ? &crash->crash : nullptr, &r);
   if (place.claimed) ::rmdir(place.prefix.c_str());  // only if nothing went in
@@ -459,7 +453,9 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
                                                  ": the capture is incomplete: ",
                                                  dump_status.message()));
   }
-  if (wiring.print_summary && Capturing()) PrintDumpLog(DumpLog::kInfo, SessionSummary(place.name, r));
+  if (wiring.print_summary && Capturing()) {
+    PrintDumpLog(DumpLog::kInfo, SessionSummary(place.name, r));
+  }
   return r;
 }
 

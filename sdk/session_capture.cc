@@ -83,7 +83,8 @@ absl::Status SessionCapture::Start(SessionReport* report) {
   rc.num_threads = wiring.sim ? wiring.sim->scheduler_threads : options.scheduler_threads;
   // Records the collector refuses are corrupt data: saved like an exception.
   if (options.exception_dump) {
-    refused_records_ = std::make_unique<RefusedRecordDump>(RefusedRecordDumpOptions{c_.prefix});
+    refused_records_ =
+        std::make_unique<RefusedRecordDump>(RefusedRecordDumpOptions{c_.place.prefix});
   }
   collector_ = std::make_unique<Collector>(CollectorOptions{
       wiring.platform, options.drain_threads, options.collector_shards, refused_records_.get()});
@@ -111,7 +112,7 @@ absl::Status SessionCapture::Start(SessionReport* report) {
 void SessionCapture::Describe(int level) {
   const SessionWiring& wiring = *c_.wiring;
   info_.Clear();
-  info_.set_name(wiring.workload.empty() ? c_.name : wiring.workload);
+  info_.set_name(wiring.workload.empty() ? c_.place.name : wiring.workload);
   info_.set_level(static_cast<v1::DumpLevel>(level));
   *info_.mutable_scope() = DumpScopeOf(*c_.config);
   info_.set_platform(PlatformName(wiring.platform));
@@ -124,9 +125,9 @@ absl::Status SessionCapture::MakeSink() {
   request.config = c_.config;
   request.options = c_.options;
   request.wiring = c_.wiring;
-  request.session_name = c_.name;
-  request.prefix = c_.prefix;
-  request.dump_dir = c_.dump_dir;
+  request.session_name = c_.place.name;
+  request.prefix = c_.place.prefix;
+  request.dump_dir = c_.place.dump_dir;
   request.info = info_;
   auto chosen = ChooseSink(request, c_.warn);
   if (!chosen.ok()) return chosen.status();
@@ -148,9 +149,8 @@ void SessionCapture::FinishUncollected(SessionResult* result, absl::Status* dump
   // recorded, and the capture is empty (a store with no record writes no
   // files).
   if (sink_.sink != nullptr) {
-    if (absl::Status st = sink_.sink->Finish(v1::CaptureCounters()); !st.ok() && dump_status->ok()) {
-      *dump_status = st;
-    }
+    absl::Status st = sink_.sink->Finish(v1::CaptureCounters());
+    if (!st.ok() && dump_status->ok()) *dump_status = st;
   }
   collector_->Finalize();
   result->wrote_capture = false;
@@ -184,14 +184,14 @@ void SessionCapture::AccountKeptLocally(SessionReport* report) {
   if (!remote->kept_locally()) return;
   // Not the dump's failure: nothing unacknowledged was lost. Said as a
   // WARNING with where the records are.
-  report->kept_locally_dir = c_.dump_dir;
+  report->kept_locally_dir = c_.place.dump_dir;
   report->kept_locally_records = remote->kept_locally_records();
   report->kept_locally_message = absl::StrCat(
       "capture service ", sink_.remote_server, " no longer has capture '", sink_.remote_name,
       "' (", remote->lost_capture().message(), "): ", report->acked_records,
       " records it had acknowledged went with it; the ", report->kept_locally_records,
-      " records it had not acknowledged are kept locally in ", CapturePlace(c_.dump_dir), " (",
-      report->acked_records + report->kept_locally_records, " records in all)");
+      " records it had not acknowledged are kept locally in ", CapturePlace(c_.place.dump_dir),
+      " (", report->acked_records + report->kept_locally_records, " records in all)");
   c_.warn(report->kept_locally_message);
 }
 
@@ -248,7 +248,7 @@ CaptureReadback SessionCapture::Readback(bool wrote_capture) const {
     c.auth_token = sink_.remote_token;
   } else if (wrote_capture) {
     c.kind = CaptureReadback::Kind::kLocal;
-    c.dump_dir = c_.dump_dir;
+    c.dump_dir = c_.place.dump_dir;
   }
   return c;
 }
@@ -256,7 +256,7 @@ CaptureReadback SessionCapture::Readback(bool wrote_capture) const {
 void SessionCapture::Locate(const SessionReport& report, SessionResult* result) const {
   const bool local = sink_.local != nullptr;
   const bool kept_locally = !report.kept_locally_dir.empty();
-  if ((local || kept_locally) && result->wrote_capture) result->capture_dir = c_.dump_dir;
+  if ((local || kept_locally) && result->wrote_capture) result->capture_dir = c_.place.dump_dir;
   if (!local && sink_.sink != nullptr && !kept_locally) {
     result->capture_name = sink_.remote_name;
     result->capture_server = sink_.remote_server;

@@ -29,6 +29,7 @@
 #include "sdk/argsdump.h"
 #include "sdk/crash_readback.h"
 #include "sdk/device_crash.h"
+#include "sdk/session_place.h"
 #include "sdk/session_setup.h"
 #include "sdk/session_sink.h"
 #include "sdk/wiring.h"
@@ -44,9 +45,7 @@ class SessionCapture {
     const SessionOptions* options = nullptr;
     const SessionWiring* wiring = nullptr;
     const DumpConfig* config = nullptr;
-    std::string name;      // the session's unique name
-    std::string prefix;    // <root>/<name>
-    std::string dump_dir;  // <prefix>/args_dump
+    SessionPlace place;  // the session's name and folders
     CaptureLabels labels;
     bool isolated = false;  // the device has its own process
     // Prints and keeps a WARNING.

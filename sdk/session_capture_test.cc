@@ -35,9 +35,9 @@ struct Session {
     c.options = &options;
     c.wiring = &wiring;
     c.config = &config;
-    c.name = "s";
-    c.prefix = prefix;
-    c.dump_dir = prefix + "/args_dump";
+    c.place.name = "s";
+    c.place.prefix = prefix;
+    c.place.dump_dir = prefix + "/args_dump";
     c.isolated = isolated;
     c.warn = [this](const std::string& w) { warnings.push_back(w); };
     return c;
