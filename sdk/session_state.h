@@ -3,27 +3,27 @@
 // asks CheckCall first, so a call in the wrong state is a FailedPrecondition
 // that names the call and why, never a crash or a silent no-op.
 //
-//                         Open
-//                          |
-//                          v
-//   +-------------------- kOpen ---------------------+
-//   | RunDevice            |  RunDevice               | RunDevice, device_process:
-//   | (in this process)    |  (device_process):       | the fork failed -> kOpen
-//   v                      |  forked                  | (it may be tried again)
-//   kRanInProcess          v                          |
-//   | ^ RunDevice     kDeviceForked  - - - - - - - - -+- - -> kInDevice
-//   | | (again)            |    (host side)               (the forked child's copy:
-//   +-+                    |                               its device runs there; it
-//   |                      |                               ends with the child, never
-//   | Finish or the        | Finish or the                 finishes the session)
-//   | destructor           | destructor
-//   v                      v
-//   +----------------> kFinished <---- kOpen: Finish or the destructor (with
-//                                      device_process an empty device runs
-//                                      first: kOpen -> kDeviceForked -> kFinished)
+//   Open ---------------------------------------------> kOpen
 //
-// Alloc, Submit, BeginStep and Synchronize need the runtime: in this process
-// (kOpen, kRanInProcess) or, with device_process, only in kInDevice.
+//   kOpen -- RunDevice, in this process -------------> kRanInProcess
+//   kRanInProcess -- RunDevice (any number of times) -> kRanInProcess
+//   kOpen -- RunDevice, device_process: forked ------> kDeviceForked  (the host)
+//                                              \-----> kInDevice      (the child's copy)
+//   kOpen -- RunDevice, device_process: fork failed -> kOpen          (may be tried again)
+//   kOpen, kRanInProcess, kDeviceForked
+//         -- Finish, or the destructor --------------> kFinished
+//      (with device_process, Finish in kOpen first runs an empty device:
+//       kOpen -> kDeviceForked -> kFinished)
+//   kInDevice: ends with the device process; it never finishes the session.
+//
+// What each state refuses (FailedPrecondition, naming the call):
+//   kOpen, kRanInProcess  in this process: nothing. With device_process the
+//                         host has no runtime: Alloc, Submit, BeginStep,
+//                         Synchronize, SetDumpConfig (a WARNING).
+//   kDeviceForked         RunDevice (one device process per session), and
+//                         the runtime's calls as in kOpen.
+//   kInDevice             RunDevice and Finish (the host finishes).
+//   kFinished             every call but SetDumpConfig.
 #ifndef ARGSDUMP_SDK_SESSION_STATE_H_
 #define ARGSDUMP_SDK_SESSION_STATE_H_
 
