@@ -1,5 +1,10 @@
 #include "sdk/session_sink.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -47,13 +52,25 @@ TEST(ChooseSinkTest, NoServiceIsTheLocalStore) {
   EXPECT_THAT(f.warnings, SizeIs(0));
 }
 
-// A loopback port nothing listens on (the test's own choice of a port that
-// is refused fast; the connect timeout bounds the wait either way).
-constexpr char kNobody[] = "127.0.0.1:1";
+// A loopback address nothing listens on: a port the system gave this test,
+// closed again (the connect timeout bounds the wait for it).
+std::string Nobody() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ADD_FAILURE() << "no loopback port";
+  }
+  ::close(fd);
+  return "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+}
 
 TEST(ChooseSinkTest, AServiceThatCannotBeReachedKeepsTheCaptureLocally) {
   Fixture f;
-  f.config.capture_server = kNobody;
+  f.config.capture_server = Nobody();
   f.options.connect_timeout = std::chrono::milliseconds(200);
   const std::string dir = FreshTempDir("sink_unreachable");
   auto chosen = f.Choose(dir);
@@ -61,13 +78,13 @@ TEST(ChooseSinkTest, AServiceThatCannotBeReachedKeepsTheCaptureLocally) {
   EXPECT_NE(chosen->local, nullptr);
   EXPECT_EQ(chosen->remote, nullptr);
   ASSERT_THAT(f.warnings, SizeIs(1));
-  EXPECT_THAT(f.warnings[0], HasSubstr("capture service 127.0.0.1:1"));
+  EXPECT_THAT(f.warnings[0], HasSubstr("capture service " + f.config.capture_server));
   EXPECT_THAT(f.warnings[0], HasSubstr("the capture is kept locally in " + dir + "/args_dump"));
 }
 
 TEST(ChooseSinkTest, AnUnusableNameIsReplacedOrStrictlyRefused) {
   Fixture f;
-  f.config.capture_server = kNobody;
+  f.config.capture_server = Nobody();
   f.options.connect_timeout = std::chrono::milliseconds(200);
   f.wiring.capture_name = "bad name/with slash";
   auto chosen = f.Choose(FreshTempDir("sink_name"));
@@ -76,7 +93,7 @@ TEST(ChooseSinkTest, AnUnusableNameIsReplacedOrStrictlyRefused) {
   EXPECT_THAT(f.warnings[0], HasSubstr("capture name 'bad name/with slash' cannot be used"));
 
   Fixture strict;
-  strict.config.capture_server = kNobody;
+  strict.config.capture_server = Nobody();
   strict.wiring.capture_name = "bad name/with slash";
   strict.wiring.strict = true;
   chosen = strict.Choose(FreshTempDir("sink_name_strict"));
