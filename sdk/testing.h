@@ -150,7 +150,7 @@ class Capture {
 
 std::ostream& operator<<(std::ostream& os, const Capture& capture);
 
-// Checks a capture folder against the manifest schema (DESIGN.md §6):
+// Checks a capture folder against the manifest schema (proto/argsdump/v1/manifest.proto):
 // args_dump.json parses strictly as argsdump.v1.ManifestFile (no field the
 // schema does not name), its counters agree with its entries, entries are
 // in manifest order, and every payload lies inside args.bin. DataLoss

@@ -1,5 +1,6 @@
-// Streams an args_dump.json (DESIGN.md §6) entry by entry, without building
-// a document of it: a 10 M-entry manifest is a few GB of text. Accepts any
+// Streams an args_dump.json (its schema: proto/argsdump/v1/manifest.proto)
+// entry by entry, without building a document of it: a 10 M-entry
+// manifest is a few GB of text. Accepts any
 // JSON layout of the schema (key order, whitespace, unknown keys skipped),
 // and reports what is wrong as "<file>: byte N: <where>: <what>" instead of
 // crashing on truncated or corrupted files.
