@@ -209,8 +209,10 @@ SchemaKind SchemaKindOf() {
     return {"text", {}, " (0x and up to 16 hex digits, or decimal)"};
   } else if constexpr (K == FilterKind::kText || K == FilterKind::kFuncRef) {
     return {"text", {}, ""};
-  } else if constexpr (K == FilterKind::kBool || K == FilterKind::kFlag) {
+  } else if constexpr (K == FilterKind::kBool) {
     return {"bool", {}, ""};
+  } else if constexpr (K == FilterKind::kFlag) {
+    return {"flag", {}, ""};
   } else if constexpr (K == FilterKind::kStage || K == FilterKind::kRole ||
                        K == FilterKind::kKind || K == FilterKind::kDType) {
     return {"enum", EnumValueNames<K>(), ""};

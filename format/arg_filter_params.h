@@ -53,8 +53,9 @@ absl::StatusOr<ArgFilter> ArgFilterFromParams(const ParamGetter& get);
 std::vector<std::string> ArgFilterParamNames();
 
 // A JSON array a web page builds its filter form from: one object per
-// parameter, {"name", "kind": "text"|"number"|"enum"|"bool", "values"
-// (enum: the names it takes; others: []), "help"}.
+// parameter, {"name", "kind": "text"|"number"|"enum"|"bool"|"flag",
+// "values" (enum: the names it takes; others: []), "help"}. A bool is
+// true or false when given; a flag only ever true (given or not).
 std::string ArgFilterSchemaJson();
 
 }  // namespace argsdump

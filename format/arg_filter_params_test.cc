@@ -133,6 +133,7 @@ TEST(ArgFilterParamsTest, SchemaNamesEveryParameterWithItsKind) {
   EXPECT_NE(schema.find("{\"name\": \"step\", \"kind\": \"number\", \"values\": []"),
             std::string::npos);
   EXPECT_NE(schema.find("{\"name\": \"overflow\", \"kind\": \"bool\""), std::string::npos);
+  EXPECT_NE(schema.find("{\"name\": \"func_unknown\", \"kind\": \"flag\""), std::string::npos);
   EXPECT_NE(schema.find("{\"name\": \"func\", \"kind\": \"text\""), std::string::npos);
   // The help is JSON: a quote inside would be escaped.
   EXPECT_EQ(schema.find("\n\""), std::string::npos);

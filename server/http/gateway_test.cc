@@ -442,6 +442,17 @@ TEST_F(HttpGatewayTest, TheBearerTokenIsTheServices) {
   auto none = http_->Get(path.c_str());
   ASSERT_TRUE(none);
   EXPECT_EQ(none->status, 401);
+  // The filter schema alone needs no token (the page builds its form from
+  // it before it has one); only as a GET, and it holds no capture's data.
+  auto schema = http_->Get("/v1/schema");
+  ASSERT_TRUE(schema);
+  EXPECT_EQ(schema->status, 200);
+  auto schema_post = http_->Post("/v1/schema", "{}", "application/json");
+  ASSERT_TRUE(schema_post);
+  EXPECT_EQ(schema_post->status, 401);
+  auto schema_extra = http_->Get("/v1/schema/x");
+  ASSERT_TRUE(schema_extra);
+  EXPECT_EQ(schema_extra->status, 401);
   EXPECT_NE(none->body.find("UNAUTHENTICATED"), std::string::npos);
   EXPECT_EQ(none->get_header_value("WWW-Authenticate"), "Bearer realm=\"argsdump\"");
   // The scheme in any case (RFC 9110), the token exactly.

@@ -10,4 +10,9 @@ if [ -z "$node" ]; then
 fi
 dir="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-argsdump}/server/http/web_test"
 [ -d "$dir" ] || dir="$(dirname "$0")/web_test"
+# The server's filter schema (GET /v1/schema), which filters.test.mjs
+# builds the form's fields from.
+ARGSDUMP_SCHEMA_JSON="$dir/../schema.json"
+[ -f "$ARGSDUMP_SCHEMA_JSON" ] || { echo "web_modules_test: no $ARGSDUMP_SCHEMA_JSON" >&2; exit 1; }
+export ARGSDUMP_SCHEMA_JSON
 exec "$node" --test "$dir"/*.test.mjs

@@ -5,7 +5,7 @@
  * Drives index.html against capture_server's JSON API (/v1/..., same origin):
  * a paged list of captures (captures_view.mjs), a filtered and paged table of
  * the selected capture's records (args_view.mjs; the filter form is built from
- * filters.mjs's field descriptors), and a view of the selected record
+ * the server's filter schema, GET v1/schema), and a view of the selected record
  * (record_view.mjs, diff_view.mjs): header, stats, a heatmap of a 2-D slice, a
  * histogram and, for inout args, the after - before difference. The selection
  * and the filters live in location.hash so a view can be shared

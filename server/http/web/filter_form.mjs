@@ -1,11 +1,11 @@
 /*
  * The args table's filter form (#filters), built from the field
- * descriptors of filters.mjs: a select for an enum or an optional bool, a
+ * descriptors of filters.mjs (the server's schema): a select for an enum or an optional bool, a
  * checkbox for a bool, a number or text input otherwise (a text field's
  * suggestions as a datalist). Reads and fills it by the same descriptors.
  */
 import { h } from './dom.mjs';
-import { FILTER_FIELDS, choicesOf, formValue } from './filters.mjs';
+import { choicesOf, filterFields, formValue } from './filters.mjs';
 
 /** The control of one field (id "f-" + its name). */
 function control(field) {
@@ -37,7 +37,7 @@ function fieldLabel(field) {
 }
 
 /** Puts a label per field before the form's first button, and the datalists at its end. */
-export function buildFilterForm(form, fields = FILTER_FIELDS) {
+export function buildFilterForm(form, fields = filterFields()) {
   const first = form.querySelector('button');
   for (const field of fields) form.insertBefore(fieldLabel(field), first);
   for (const field of fields) {
@@ -48,13 +48,13 @@ export function buildFilterForm(form, fields = FILTER_FIELDS) {
 }
 
 /** The form's raw values, by name. */
-export function readFilterForm(form, fields = FILTER_FIELDS) {
+export function readFilterForm(form, fields = filterFields()) {
   const data = new FormData(form);
   return Object.fromEntries(fields.map((f) => [f.name, data.get(f.name) ?? '']));
 }
 
 /** Shows normalised filters in the form. */
-export function fillFilterForm(form, f, fields = FILTER_FIELDS) {
+export function fillFilterForm(form, f, fields = filterFields()) {
   for (const field of fields) {
     const input = form.elements.namedItem(field.name);
     if (!input) continue;

@@ -8,38 +8,67 @@
  *   bool: optional (true: any / true / false, as the proto's `optional
  *         bool`; false: a checkbox, only true is sent);
  *   number: min, max, and default (sent only when it differs);
- *   text: format (task_id, dtype, func: how it is checked), suggestions.
- * label, title, placeholder and size only shape the form. The array is
- * plain data so that it can come from the server instead. Pure: no DOM.
+ *   text: format (task_id, func: how it is checked), suggestions.
+ * label, title, placeholder and size only shape the form. The fields come
+ * from the server's schema (fieldsFromSchema), so a field added to the
+ * server's filter table is in the form without a change here. Pure: no DOM.
  */
 import { taskHex } from './format.mjs';
 
 const UINT32_MAX = 0xffffffff;
 
-export const FILTER_FIELDS = [
-  { name: 'task_id', kind: 'text', format: 'task_id', placeholder: '0x… or decimal', size: 19 },
-  { name: 'stage', kind: 'enum', values: ['before_dispatch', 'after_completion'] },
-  { name: 'role', kind: 'enum', values: ['input', 'output', 'inout'] },
-  { name: 'kind', kind: 'enum', values: ['tensor', 'scalar'] },
-  {
-    name: 'dtype', kind: 'text', format: 'dtype', placeholder: 'float32', size: 8,
-    suggestions: ['float32', 'float16', 'bfloat16', 'float64', 'int8', 'int16', 'int32', 'int64',
-      'uint8', 'uint16', 'uint32', 'uint64', 'bool', 'fp8e4m3fn', 'fp8e8m0', 'fp4e2m1'],
-  },
-  { name: 'arg_index', kind: 'number', min: 0, max: UINT32_MAX },
-  {
-    name: 'func', kind: 'text', format: 'func', placeholder: 'name or id',
-    title: "a kernel's name in the capture's kernel table, or its func id",
-  },
-  { name: 'step', kind: 'number', min: 0, max: UINT32_MAX },
-  { name: 'overflow', kind: 'bool', optional: true },
-  { name: 'has_nonfinite', kind: 'bool', optional: true },
-  { name: 'func_unknown', kind: 'bool', optional: false, label: 'func unknown', title: 'records whose func_ids are unknown' },
-  { name: 'page_size', kind: 'number', min: 1, max: 1000, default: 100 },
-];
+// How some fields are shown and checked in the form, by name: what the
+// server's schema does not say. A field the schema has and this does not
+// know is shown from the schema alone.
+const HINTS = {
+  task_id: { format: 'task_id', placeholder: '0x… or decimal', size: 19 },
+  func: { format: 'func', placeholder: 'name or id' },
+  func_type: { placeholder: 'elementwise', size: 12 },
+  func_unknown: { label: 'func unknown' },
+};
+
+// Not a filter: the page's own paging parameter of the same query.
+const PAGE_SIZE = { name: 'page_size', kind: 'number', min: 1, max: 1000, default: 100 };
+
+/**
+ * The form's fields from the server's schema (GET /v1/schema's "filter":
+ * the one filter table of the server, each {name, kind, values, help}),
+ * page_size last. Kinds: enum (values), bool (any / true / false), flag
+ * (a checkbox: only true is sent), number, text; an unknown kind is typed
+ * as text. Throws Error for a schema that is not a list of named fields.
+ */
+export function fieldsFromSchema(schema) {
+  if (!Array.isArray(schema)) throw new Error('the server\'s schema has no list of filter fields');
+  const seen = new Set();
+  const fields = schema.map((s) => {
+    if (!s || typeof s.name !== 'string' || !/^[a-z][a-z0-9_]{0,63}$/.test(s.name) || seen.has(s.name) || s.name === PAGE_SIZE.name) {
+      throw new Error(`the server's schema has a field without a good name: ${JSON.stringify(s && s.name)}`);
+    }
+    seen.add(s.name);
+    const base = { name: s.name, title: typeof s.help === 'string' ? s.help : undefined, ...(HINTS[s.name] || {}) };
+    const values = Array.isArray(s.values) ? s.values.map((v) => String(v).toLowerCase()) : [];
+    switch (s.kind) {
+      case 'enum': return { ...base, kind: 'enum', values };
+      case 'bool': return { ...base, kind: 'bool', optional: true };
+      case 'flag': return { ...base, kind: 'bool', optional: false };
+      case 'number': return { ...base, kind: 'number', min: 0, max: UINT32_MAX };
+      default: return { ...base, kind: 'text' };
+    }
+  });
+  return [...fields, PAGE_SIZE];
+}
+
+// The fields the page uses: page_size alone until the schema is read.
+let current = [PAGE_SIZE];
+
+/** Sets the fields every function here defaults to (from fieldsFromSchema). */
+export function setFilterFields(fields) { current = fields; }
+
+/** The fields in use, in the order they appear in the form and the hash. */
+export function filterFields() { return current; }
 
 /** The fields' names, in the order they appear in the hash. */
-export const FILTER_NAMES = FILTER_FIELDS.map((f) => f.name);
+export function filterNames(fields = current) { return fields.map((f) => f.name); }
 
 /** The values an enum or optional bool field takes ('' is any); null for the others. */
 export function choicesOf(field) {
@@ -48,7 +77,7 @@ export function choicesOf(field) {
   return null;
 }
 
-export function emptyFilters(fields = FILTER_FIELDS) {
+export function emptyFilters(fields = current) {
   return Object.fromEntries(fields.map((f) => [f.name, '']));
 }
 
@@ -65,11 +94,6 @@ export function parseTaskId(text) {
 // How each text format is checked and normalised.
 const TEXT_FORMATS = {
   task_id: parseTaskId,
-  dtype(raw) {
-    const dtype = String(raw || '').trim().toLowerCase().replace(/^dtype_/, '');
-    if (dtype && !/^[a-z0-9]+$/.test(dtype)) throw new Error(`dtype "${dtype}" is not a dtype name`);
-    return dtype;
-  },
   // A kernel's name in the capture's kernel table, or its func id.
   func(raw) {
     const func = String(raw || '').trim();
@@ -114,14 +138,14 @@ function normalizeField(field, raw) {
 }
 
 /** Validates and normalises raw filter strings (by name); throws Error with a message. */
-export function normalizeFilters(raw, fields = FILTER_FIELDS) {
+export function normalizeFilters(raw, fields = current) {
   const f = emptyFilters(fields);
   for (const field of fields) f[field.name] = normalizeField(field, raw[field.name]);
   return f;
 }
 
 /** The query parameters of normalised filters: the ones set. */
-export function queryParams(f, fields = FILTER_FIELDS) {
+export function queryParams(f, fields = current) {
   const p = {};
   for (const { name } of fields) if (f[name] !== '') p[name] = f[name];
   return p;

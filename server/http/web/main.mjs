@@ -2,14 +2,14 @@
  * The wiring of the page (app.js runs init): the hash applied, the 2 s
  * refresh, the token form, every control's handler.
  */
-import { getToken, setToken, setUnauthorizedHandler } from './api.mjs';
+import { api, getToken, setToken, setUnauthorizedHandler } from './api.mjs';
 import { applyFilters, argsPage, loadArgsPage, markTableRect } from './args_view.mjs';
 import { updateRects } from './canvas.mjs';
 import { loadCaptures, loadSummary, renderCaptureInfo, selectCapture } from './captures_view.mjs';
 import { BG, COLOURS, VIRIDIS_STOPS, rgb } from './colour.mjs';
 import { onDiffMove } from './diff_view.mjs';
 import { $ } from './dom.mjs';
-import { emptyFilters } from './filters.mjs';
+import { emptyFilters, fieldsFromSchema, setFilterFields } from './filters.mjs';
 import { buildFilterForm, fillFilterForm } from './filter_form.mjs';
 import { writeHash } from './hash.mjs';
 import { clearRecord, loadRecord, onHeatmapMove, onSliceChange, selectRecord } from './record_view.mjs';
@@ -104,8 +104,24 @@ function wireCaptureList() {
   capFilters.addEventListener('change', onCapFilters);
 }
 
-/** Builds the filter form, wires every control, applies the hash and starts the refresh. */
-export function init() {
+/**
+ * The filter fields from the server's schema (the server's one filter
+ * table): a field the server gains is in the form with no change here.
+ * Without it the page still lists and shows records, unfiltered.
+ */
+async function loadFilterFields() {
+  try {
+    const schema = await api('v1/schema');
+    setFilterFields(fieldsFromSchema(schema.filter));
+    setError('schema', null);
+  } catch (e) {
+    setError('schema', e);
+  }
+}
+
+/** Reads the schema, builds the filter form, wires every control, applies the hash, starts the refresh. */
+export async function init() {
+  await loadFilterFields();
   for (const sw of document.querySelectorAll('.swatch[data-colour]')) sw.style.background = rgb(COLOURS[sw.dataset.colour]);
   $('legend-bar').style.background = `linear-gradient(to right, ${VIRIDIS_STOPS.map(rgb).join(', ')})`;
   $('diff-bar').style.background = `linear-gradient(to right, ${rgb(COLOURS.diffNeg)}, ${rgb(BG)}, ${rgb(COLOURS.diffPos)})`;

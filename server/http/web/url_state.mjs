@@ -3,7 +3,7 @@
  * (#capture=...&task_id=...&record=...&index=...) that makes a view
  * shareable, and an API URL's query string. Pure: no DOM, no location.
  */
-import { FILTER_NAMES } from './filters.mjs';
+import { filterNames } from './filters.mjs';
 
 const enc = encodeURIComponent;
 
@@ -31,7 +31,7 @@ export const sameIndex = (a, b) => (a || []).join(',') === (b || []).join(',');
  * name), and its record ({id, index}) or null. '' when there is nothing.
  * Commas stay readable. `names`: the filter fields', in their order.
  */
-export function hashFor({ capture, query, record }, names = FILTER_NAMES) {
+export function hashFor({ capture, query, record }, names = filterNames()) {
   const parts = [];
   const add = (k, v) => { if (v !== '' && v !== null && v !== undefined) parts.push(`${k}=${enc(v).replace(/%2C/gi, ',')}`); };
   add('capture', capture);
@@ -48,7 +48,7 @@ export function hashFor({ capture, query, record }, names = FILTER_NAMES) {
  * filters (raw strings by name, '' when absent), record (null when absent)
  * and index (parseIndex's).
  */
-export function parseHash(hash, names = FILTER_NAMES) {
+export function parseHash(hash, names = filterNames()) {
   const p = new URLSearchParams(String(hash || '').replace(/^#/, ''));
   return {
     token: p.has('token') ? p.get('token') : null,

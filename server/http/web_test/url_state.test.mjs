@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { emptyFilters } from '../web/filters.mjs';
+import './schema.mjs';
 import { apiUrl, hashFor, parseHash, parseIndex, sameIndex } from '../web/url_state.mjs';
 
 test('API URLs carry the parameters that are set', () => {
