@@ -805,7 +805,7 @@ class ManifestReader::StoreLayoutScanner {
     if (!Key<F>()) return P == FieldPresence::kSometimes;
     if (!Value<F>()) return false;
     if constexpr (F <= ManifestField::kDtype) {
-      rejected_ = r_.filter_ && Rejects(*r_.filter_, F, e_);
+      rejected_ = r_.drops_early_ && !r_.filter_->args.template AdmitsAt<F>(ManifestEntryView{e_});
     }
     return true;
   }
@@ -1082,7 +1082,7 @@ absl::Status ManifestReader::ParseEntry(ManifestEntry* e) {
         last = field;
         seen |= Bit(field);
       }
-      if (filter_ && field <= Field::kDtype && Rejects(*filter_, field, *e)) {
+      if (drops_early_ && field <= Field::kDtype && Rejects(*filter_, field, *e)) {
         // Not selected: the rest of the entry is skimmed, not parsed.
         skipped_ = true;
         return SkipRestOfEntry();

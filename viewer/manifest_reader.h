@@ -125,7 +125,10 @@ class ManifestReader {
   // checked for structure only (strings, escapes, nesting), not parsed:
   // a selective filter runs at close to scanning speed. Indices still
   // count every entry.
-  void set_filter(const EntryFilter& filter) { filter_ = filter; }
+  void set_filter(const EntryFilter& filter) {
+    filter_ = filter;
+    drops_early_ = filter.args.any();
+  }
   // Entries in exactly the layout the store writes (store/manifest.cc) are
   // read by a scanner made for it, any other entry by the general parser;
   // the results are the same either way. false: the general parser only
@@ -226,6 +229,8 @@ class ManifestReader {
   uint64_t consumed_ = 0;  // bytes before buffer_[0]
   ManifestSummary summary_;
   std::optional<EntryFilter> filter_;
+  // The filter has fields an entry can fail before it is read whole.
+  bool drops_early_ = false;
   bool skipped_ = false;  // the entry just parsed was another task's
   bool in_entry_ = false;  // errors then say "entry N"
   uint64_t entry_ = 0;
