@@ -30,6 +30,19 @@ std::string SafeFileName(const std::string& s) {
 
 namespace {
 
+// A tensor record's view as the task held it: dtype, shape, strides, start
+// offset, contiguity and element count.
+void SetViewGeometry(const TensorView& view, v1::ArgRecord* r) {
+  r->set_dtype(ToProtoDType(view.dtype));
+  for (uint32_t d = 0; d < view.ndims; ++d) {
+    r->add_shape(view.shape[d]);
+    r->add_strides(view.strides[d]);
+  }
+  r->set_start_offset(view.start_offset);
+  r->set_is_contiguous(view.is_contiguous());
+  r->set_numel(view.numel());
+}
+
 // A JSON string (store/manifest.h: escapes, invalid UTF-8 replaced).
 std::string JsonString(const std::string& s) {
   std::string out;
@@ -59,14 +72,7 @@ absl::Status AppendTaskAsItIs(const DumpTask& task, const TaskRecordContext& c, 
     r.set_stage(v1::STAGE_AFTER_COMPLETION);  // as they are now
     r.set_kind(v1::KIND_TENSOR);
     r.set_in_flight_snapshot(in_flight);
-    r.set_dtype(ToProtoDType(a.view.dtype));
-    for (uint32_t d = 0; d < a.view.ndims; ++d) {
-      r.add_shape(a.view.shape[d]);
-      r.add_strides(a.view.strides[d]);
-    }
-    r.set_start_offset(a.view.start_offset);
-    r.set_is_contiguous(a.view.is_contiguous());
-    r.set_numel(a.view.numel());
+    SetViewGeometry(a.view, &r);
     r.set_logical_bytes(a.view.logical_bytes());
     r.set_bin_offset(*bin_offset);
     r.set_bin_size(a.view.logical_bytes());
@@ -111,14 +117,7 @@ absl::StatusOr<uint32_t> AppendInputsAsDispatched(const std::vector<DispatchedIn
     r.set_role(ToProtoRole(a.role));
     r.set_stage(v1::STAGE_BEFORE_DISPATCH);  // as the kernel received them
     r.set_kind(v1::KIND_TENSOR);
-    r.set_dtype(ToProtoDType(a.view.dtype));
-    for (uint32_t d = 0; d < a.view.ndims; ++d) {
-      r.add_shape(a.view.shape[d]);
-      r.add_strides(a.view.strides[d]);
-    }
-    r.set_start_offset(a.view.start_offset);
-    r.set_is_contiguous(a.view.is_contiguous());
-    r.set_numel(a.view.numel());
+    SetViewGeometry(a.view, &r);
     r.set_arg_index_ambiguous(a.ambiguous);
     const uint64_t bytes = a.view.logical_bytes();
     r.set_logical_bytes(bytes);
