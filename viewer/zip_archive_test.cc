@@ -9,7 +9,6 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "base/files.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 #include "viewer/test_zip.h"
@@ -19,10 +18,6 @@ namespace {
 
 void Put(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string Slurp(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 std::string ReadMember(const ZipArchive& zip, const ZipMember& m, absl::Status* status) {
