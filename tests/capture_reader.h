@@ -38,8 +38,6 @@ struct Entry {
   // arg_index, start_offset, is_contiguous, numel, the flags, bin_offset,
   // bin_size: the manifest's simple fields, under their manifest names.
   ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_SIMPLE_FIELD_MEMBER)
-  bool is_tensor() const { return kind == v1::KIND_TENSOR; }
-  bool is_scalar() const { return kind == v1::KIND_SCALAR; }
   bool has_stats = false;
   v1::TensorStats stats;
   google::protobuf::Value value;
