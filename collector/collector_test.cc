@@ -82,7 +82,7 @@ TEST_P(CollectorTest, RunsTwiceAndRecoversUnflushedBuffers) {
     for (uint64_t i = 0; i < 21; ++i) {
       EXPECT_EQ(c.entries[i].task_id, absl::StrCat("0x", absl::Hex(i, absl::kZeroPad16)));
       EXPECT_EQ(c.entries[i].value.number_value(), 10.0 * i);
-      EXPECT_EQ(c.entries[i].dtype, "INT64");
+      EXPECT_EQ(c.entries[i].dtype, DataType::kInt64);
     }
   }
 }

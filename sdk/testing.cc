@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -28,6 +29,7 @@
 #include "collector/abi_convert.h"
 #include "format/arg_filter.h"
 #include "format/dtype.h"
+#include "format/manifest_fields.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/argsdump/v1/manifest.pb.h"
 #include "sdk/wiring.h"
@@ -72,6 +74,31 @@ const char* RoleText(Role r) {
   return "?";
 }
 
+// Where a CapturedArg keeps each simple field of the manifest
+// (format/manifest_fields.h): its member, whose public name may differ from
+// the manifest's, or nullptr for a field it does not carry. A simple field
+// added to the list without a line here does not build, nor does a member
+// whose type is not the field's.
+#define ARGSDUMP_CAPTURED_ArgIndex &CapturedArg::arg_index
+#define ARGSDUMP_CAPTURED_StartOffset &CapturedArg::start_offset
+#define ARGSDUMP_CAPTURED_IsContiguous &CapturedArg::is_contiguous
+#define ARGSDUMP_CAPTURED_Numel &CapturedArg::numel
+#define ARGSDUMP_CAPTURED_ArgIndexAmbiguous &CapturedArg::ambiguous
+#define ARGSDUMP_CAPTURED_InFlightSnapshot &CapturedArg::in_flight_snapshot
+#define ARGSDUMP_CAPTURED_Overflow &CapturedArg::overflow
+#define ARGSDUMP_CAPTURED_Nonfinite nullptr
+#define ARGSDUMP_CAPTURED_Truncated &CapturedArg::truncated
+#define ARGSDUMP_CAPTURED_Overwritten &CapturedArg::overwritten
+#define ARGSDUMP_CAPTURED_BinOffset nullptr
+#define ARGSDUMP_CAPTURED_BinSize &CapturedArg::bin_size
+
+template <typename T>
+void CopySimpleField(CapturedArg* a, T CapturedArg::*member, const T& value) {
+  a->*member = value;
+}
+template <typename T>
+void CopySimpleField(CapturedArg*, std::nullptr_t, const T&) {}
+
 absl::StatusOr<CapturedArg> FromEntry(const ManifestEntry& e) {
   CapturedArg a;
   a.index = e.index;
@@ -94,18 +121,11 @@ absl::StatusOr<CapturedArg> FromEntry(const ManifestEntry& e) {
   }
   a.kind = e.is_tensor() ? Kind::kTensor : Kind::kScalar;
   a.dtype = e.dtype;
-  a.arg_index = e.arg_index;
   a.shape = e.shape;
   a.strides = e.strides;
-  a.start_offset = e.start_offset;
-  a.is_contiguous = e.is_contiguous;
-  a.numel = e.numel;
-  a.truncated = e.truncated;
-  a.overwritten = e.overwritten;
-  a.ambiguous = e.arg_index_ambiguous;
-  a.in_flight_snapshot = e.in_flight_snapshot;
-  a.overflow = e.overflow;
-  a.bin_size = e.bin_size;
+#define ARGSDUMP_COPY(id, style, member) CopySimpleField(&a, ARGSDUMP_CAPTURED_##id, e.member);
+  ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_COPY)
+#undef ARGSDUMP_COPY
   return a;
 }
 

@@ -56,26 +56,26 @@ TEST_P(SceneTest, VectorExampleAtLevelsOneTwoThree) {
     CaptureFiles c = ReadCapture(r.dump_dir);
     EXPECT_EQ(c.manifest.dump_args_level(), level);
     EXPECT_EQ(c.manifest.dropped_records(), 0);
-    std::map<std::tuple<std::string, std::string, int, std::string>, Entry> by_key;
+    std::map<EntryKey, Entry> by_key;
     for (const Entry& e : c.entries) by_key[e.Key()] = e;
     const std::string t0 = "0x0000000100000000", t1 = "0x0000000100000001";
-    const Entry& sum = by_key.at({t0, "after_completion", 2, "output"});
+    const Entry& sum = by_key.at({t0, v1::STAGE_AFTER_COMPLETION, 2u, v1::ROLE_OUTPUT});
     EXPECT_EQ(sum.As<float>(), five);
     EXPECT_EQ(sum.func_id, std::vector<int>{Func("add")});
-    const Entry& in = by_key.at({t1, "before_dispatch", 0, "input"});
+    const Entry& in = by_key.at({t1, v1::STAGE_BEFORE_DISPATCH, 0u, v1::ROLE_INPUT});
     EXPECT_EQ(in.As<float>(), five);
-    EXPECT_EQ(by_key.at({t1, "after_completion", 1, "output"}).As<float>(), six);
-    const Entry& one = by_key.at({t1, "before_dispatch", 2, "input"});
-    EXPECT_EQ(one.kind, "scalar");
-    EXPECT_EQ(one.dtype, "FLOAT32");
+    EXPECT_EQ(by_key.at({t1, v1::STAGE_AFTER_COMPLETION, 1u, v1::ROLE_OUTPUT}).As<float>(), six);
+    const Entry& one = by_key.at({t1, v1::STAGE_BEFORE_DISPATCH, 2u, v1::ROLE_INPUT});
+    EXPECT_EQ(one.kind, v1::KIND_SCALAR);
+    EXPECT_EQ(one.dtype, DataType::kFloat32);
     EXPECT_EQ(one.value.number_value(), 1.0);
     EXPECT_EQ(one.bin_size, 0u);
     if (level == 1) {
       EXPECT_EQ(c.entries.size(), 4u);  // only what was marked
-      EXPECT_EQ(by_key.count({t0, "before_dispatch", 0, "input"}), 0u);
+      EXPECT_EQ(by_key.count({t0, v1::STAGE_BEFORE_DISPATCH, 0u, v1::ROLE_INPUT}), 0u);
     } else {
       EXPECT_EQ(c.entries.size(), 6u);
-      const Entry& a = by_key.at({t0, "before_dispatch", 0, "input"});
+      const Entry& a = by_key.at({t0, v1::STAGE_BEFORE_DISPATCH, 0u, v1::ROLE_INPUT});
       if (level == 2) {
         EXPECT_EQ(a.As<float>(), two);
         EXPECT_EQ(c.manifest.payload_bytes(), 5 * 65536);
@@ -132,8 +132,9 @@ TEST_P(SceneTest, PartialDumpSelectsExactlyTheMarkedArgs) {
   CaptureFiles c = ReadCapture(r.dump_dir);
   std::vector<std::string> got;
   for (const Entry& e : c.entries) {
-    got.push_back(absl::StrCat(e.task_id, " ", e.stage, " ", e.arg_index, " ", e.role, " ",
-                               e.kind, e.ambiguous ? " ambiguous" : ""));
+    got.push_back(absl::StrCat(e.task_id, " ", StageName(e.stage), " ", e.arg_index, " ",
+                               RoleName(e.role), " ", KindName(e.kind),
+                               e.arg_index_ambiguous ? " ambiguous" : ""));
   }
   EXPECT_EQ(got, (std::vector<std::string>{
                      "0x0000000100000001 before_dispatch 0 input tensor",
@@ -157,10 +158,10 @@ TEST_P(SceneTest, InoutBeforeAndAfterDifferExactlyByTheKernel) {
   ASSERT_EQ(c.entries.size(), 3u);
   const Entry& before = c.entries[0];
   const Entry& after = c.entries[2];
-  EXPECT_EQ(before.role, "inout");
-  EXPECT_EQ(before.stage, "before_dispatch");
-  EXPECT_EQ(after.role, "inout");
-  EXPECT_EQ(after.stage, "after_completion");
+  EXPECT_EQ(before.role, v1::ROLE_INOUT);
+  EXPECT_EQ(before.stage, v1::STAGE_BEFORE_DISPATCH);
+  EXPECT_EQ(after.role, v1::ROLE_INOUT);
+  EXPECT_EQ(after.stage, v1::STAGE_AFTER_COMPLETION);
   const std::vector<float> b = before.As<float>(), a = after.As<float>();
   ASSERT_EQ(b.size(), 32u);
   ASSERT_EQ(a.size(), 32u);
@@ -238,8 +239,8 @@ TEST_P(SceneTest, HangKeepsInputsAndThePartialOutput) {
   const Entry& partial = c.entries[4];
   EXPECT_EQ(hang_in.task_id, "0x0000000100000001");
   EXPECT_EQ(hang_in.As<float>(), std::vector<float>(1024, 3.0f));
-  EXPECT_EQ(partial.stage, "after_completion");
-  EXPECT_TRUE(partial.in_flight);
+  EXPECT_EQ(partial.stage, v1::STAGE_AFTER_COMPLETION);
+  EXPECT_TRUE(partial.in_flight_snapshot);
   std::vector<float> expected(1024, 0.0f);
   std::fill(expected.begin(), expected.begin() + 512, 3.0f);
   EXPECT_EQ(partial.As<float>(), expected);
@@ -295,7 +296,7 @@ TEST_P(SceneTest, PressureTruncatesAndWaitsButLosesNothing) {
     if (e.numel == 2048) {
       EXPECT_TRUE(e.truncated);
       EXPECT_EQ(e.bin_size, 2048u);
-      if (e.role == "input") {
+      if (e.role == v1::ROLE_INPUT) {
         const std::vector<float> v = e.As<float>();
         const float start = v[0];
         for (int k = 0; k < 512; ++k) ASSERT_EQ(v[k], start + k);

@@ -63,9 +63,9 @@ std::set<std::string> AllKernels(const CaptureFiles& c) {
 }
 
 // Entries without their task ids (steps of one workload differ only there).
-std::multiset<std::tuple<std::string, int, std::string, std::string>> Shapes(
+std::multiset<std::tuple<v1::Stage, uint32_t, v1::Role, std::string>> Shapes(
     const CaptureFiles& c, std::function<bool(const Entry&)> keep) {
-  std::multiset<std::tuple<std::string, int, std::string, std::string>> out;
+  std::multiset<std::tuple<v1::Stage, uint32_t, v1::Role, std::string>> out;
   for (const Entry& e : c.entries) {
     if (keep(e)) {
       out.insert({e.stage, e.arg_index, e.role,
@@ -84,7 +84,8 @@ TEST(DumpControlTest, ModeSelectsTheStages) {
     SimJobOptions o = Options(absl::StrCat("mode_", DumpModeName(mode)));
     o.dump.mode = mode;
     const CaptureFiles c = RunJob("mixed_example", o);
-    const std::string stage = mode == DumpMode::kInput ? "before_dispatch" : "after_completion";
+    const v1::Stage stage =
+        mode == DumpMode::kInput ? v1::STAGE_BEFORE_DISPATCH : v1::STAGE_AFTER_COMPLETION;
     ASSERT_FALSE(c.entries.empty());
     for (const Entry& e : c.entries) EXPECT_EQ(e.stage, stage);
     // Exactly the full capture's records of that stage, bytes included.
@@ -199,7 +200,7 @@ TEST(DumpControlTest, TheSwitchTakesEffectAtTheNextStepOnly) {
     EXPECT_NE(all.find(line), std::string::npos) << line << "\n" << all;
   }
   for (const Entry& e : c.entries) {
-    if (e.step == 5) EXPECT_EQ(e.stage, "after_completion");
+    if (e.step == 5) EXPECT_EQ(e.stage, v1::STAGE_AFTER_COMPLETION);
   }
   // Step 3 (switched off while it ran) is whole.
   EXPECT_EQ(Shapes(c, [](const Entry& e) { return e.step == 3; }),
@@ -225,7 +226,7 @@ TEST(DumpControlTest, EditingTheConfigFileSwitchesAtTheNextStep) {
   std::vector<std::string> log;
   const CaptureFiles c = RunJob("vector_example", o, &log);
   EXPECT_EQ(Steps(c), (std::set<uint32_t>{0, 1}));
-  for (const Entry& e : c.entries) EXPECT_EQ(e.stage, "after_completion");
+  for (const Entry& e : c.entries) EXPECT_EQ(e.stage, v1::STAGE_AFTER_COMPLETION);
   EXPECT_NE(absl::StrJoin(log, "\n").find("dump switched off at step 2"), std::string::npos);
   // The buffer pools' INFO lines.
   EXPECT_NE(absl::StrJoin(log, "\n").find("dump buffers created: 2 recording threads"),
@@ -274,7 +275,7 @@ TEST(DumpControlTest, TheManifestAndSummaryTellTheLevelsPerStep) {
   EXPECT_EQ(Steps(c), (std::set<uint32_t>{1, 2}));
   // Hybrid: metadata for every tensor, payload for the marked ones only.
   int metadata_only = 0;
-  for (const Entry& e : c.entries) metadata_only += e.kind == "tensor" && e.bin_size == 0;
+  for (const Entry& e : c.entries) metadata_only += e.kind == v1::KIND_TENSOR && e.bin_size == 0;
   EXPECT_GT(metadata_only, 0);
   EXPECT_NE(SummarizeSimJob(*r, o).find("dump level 0 at step 0, 3 from step 1, 0 from step 3"),
             std::string::npos)
@@ -339,11 +340,11 @@ TEST(OverflowDumpTest, TheTaskWithANanIsDumpedAloneAtLevelZero) {
   ASSERT_EQ(c.entries.size(), 2u);  // its input (as at completion) and its output
   for (const Entry& e : c.entries) {
     EXPECT_EQ(e.task_id, task_k);
-    EXPECT_EQ(e.stage, "after_completion");
+    EXPECT_EQ(e.stage, v1::STAGE_AFTER_COMPLETION);
     EXPECT_TRUE(e.overflow);
     EXPECT_EQ(e.payload.size(), 4u * 8 * 4);
   }
-  const std::vector<float> out = c.entries[1].role == "output" ? c.entries[1].As<float>()
+  const std::vector<float> out = c.entries[1].role == v1::ROLE_OUTPUT ? c.entries[1].As<float>()
                                                                : c.entries[0].As<float>();
   EXPECT_TRUE(std::isnan(out[0]));
   EXPECT_TRUE(std::isinf(out[1]));
@@ -375,7 +376,7 @@ TEST(OverflowDumpTest, TheFirstOverflowingTaskIsNamedInAChain) {
   for (const auto& [task, entries] : by_task) {
     const bool overflowed = task >= task_k;
     for (const Entry* e : entries) {
-      EXPECT_EQ(e->overflow, overflowed && e->stage == "after_completion") << task;
+      EXPECT_EQ(e->overflow, overflowed && e->stage == v1::STAGE_AFTER_COMPLETION) << task;
     }
     // Before k: the input before dispatch only (mode input). From k: that,
     // plus input and output at completion.
@@ -403,7 +404,7 @@ TEST(OverflowDumpTest, AtLevelOneTheOverflowingTaskKeepsEveryScalar) {
     EXPECT_EQ(r.overflow_tasks, 1u);
     std::vector<std::string> got;
     for (const Entry& e : c.entries) {
-      got.push_back(absl::StrCat(e.kind, " ", e.role, " ", e.stage, e.overflow ? " overflow" : ""));
+      got.push_back(absl::StrCat(KindName(e.kind), " ", RoleName(e.role), " ", StageName(e.stage), e.overflow ? " overflow" : ""));
     }
     std::vector<std::string> want = {"tensor input after_completion overflow",
                                      "tensor output after_completion overflow",
@@ -413,7 +414,7 @@ TEST(OverflowDumpTest, AtLevelOneTheOverflowingTaskKeepsEveryScalar) {
     std::sort(want.begin(), want.end());
     EXPECT_EQ(got, want);
     for (const Entry& e : c.entries) {
-      if (e.kind == "scalar") EXPECT_EQ(e.value.number_value(), 2.5);
+      if (e.kind == v1::KIND_SCALAR) EXPECT_EQ(e.value.number_value(), 2.5);
     }
   }
 }
@@ -481,7 +482,7 @@ TEST(StatsModeTest, StatsWithAndWithoutThePayload) {
   const CaptureFiles full = RunSpec(NanAt(5, 2, /*chain=*/true), on, &r);
   size_t with_stats = 0;
   for (const Entry& e : full.entries) {
-    if (e.kind != "tensor") continue;
+    if (e.kind != v1::KIND_TENSOR) continue;
     ExpectStats(e, e.As<float>());
     ++with_stats;
   }
@@ -497,7 +498,7 @@ TEST(StatsModeTest, StatsWithAndWithoutThePayload) {
   // Without the overflow check: no input records at completion (3 tasks).
   ASSERT_EQ(bare.entries.size(), full.entries.size() - 3);
   EXPECT_EQ(bare.manifest.payload_bytes(), 0u);
-  std::map<std::tuple<std::string, std::string, int, std::string>, const Entry*> by_key;
+  std::map<EntryKey, const Entry*> by_key;
   for (const Entry& e : full.entries) by_key[e.Key()] = &e;
   for (const Entry& e : bare.entries) {
     EXPECT_EQ(e.bin_size, 0u);
@@ -602,7 +603,7 @@ TEST(LevelTruthTest, ASwitchOfStatsOrOverflowIsSaidPerStep) {
   for (const auto& l : c.manifest.dump_levels()) EXPECT_EQ(l.level(), 2u);
   // Step 1's payloads were not kept; steps 0 and 2 have theirs.
   for (const Entry& e : c.entries) {
-    if (e.kind == "tensor") EXPECT_EQ(e.bin_size == 0, e.step == 1) << e.task_id;
+    if (e.kind == v1::KIND_TENSOR) EXPECT_EQ(e.bin_size == 0, e.step == 1) << e.task_id;
   }
   const std::string summary = SummarizeSimJob(*r, o);
   EXPECT_NE(summary.find("dump level 2 at step 0, 2 with stats only (no payload is kept) from "
@@ -753,8 +754,8 @@ TEST_P(ExceptionDumpTest, TheFailingTaskIsSavedAndTheRunStops) {
   // Its inputs and outputs as they were after the failure: a capture.
   const CaptureFiles saved = ReadCapture(dir);
   ASSERT_EQ(saved.entries.size(), 2u);
-  const Entry& in = saved.entries[0].role == "input" ? saved.entries[0] : saved.entries[1];
-  const Entry& out = saved.entries[0].role == "input" ? saved.entries[1] : saved.entries[0];
+  const Entry& in = saved.entries[0].role == v1::ROLE_INPUT ? saved.entries[0] : saved.entries[1];
+  const Entry& out = saved.entries[0].role == v1::ROLE_INPUT ? saved.entries[1] : saved.entries[0];
   const std::vector<float> x = in.As<float>(), y = out.As<float>();
   ASSERT_EQ(x.size(), 32u);
   ASSERT_EQ(y.size(), 32u);

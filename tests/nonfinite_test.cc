@@ -115,15 +115,17 @@ std::set<Key> Listed(const std::string& listing) {
 std::set<Key> Expected(const CaptureFiles& c) {
   std::set<Key> out;
   for (const Entry& e : c.entries) {
-    if (e.kind != "tensor" || e.overwritten) continue;
+    if (e.kind != v1::KIND_TENSOR || e.overwritten) continue;
     bool found = false;
     if (e.bin_size > 0) {
       for (float v : e.As<float>()) found = found || !std::isfinite(v);
     } else if (e.has_stats) {
       found = e.stats.nan() + e.stats.pos_inf() + e.stats.neg_inf() > 0;
     }
-    const std::string stage = e.stage.substr(0, e.stage.find('_'));
-    if (found) out.insert({e.task_id, stage, e.role, e.arg_index});
+    if (found) {
+      out.insert({e.task_id, StageShortName(e.stage), RoleName(e.role),
+                  static_cast<int>(e.arg_index)});
+    }
   }
   return out;
 }
@@ -172,10 +174,11 @@ TEST_P(NonfiniteAgreeTest, BothCommandsFindTheNanLocallyAndThroughTheService) {
       << "the case does not capture the NaN task's output";
   // And the manifest says so on those records, stats or not.
   for (const Entry& e : files.entries) {
-    const std::string stage = e.stage.substr(0, e.stage.find('_'));
-    EXPECT_EQ(e.nonfinite,
-              expected.count({e.task_id, stage, e.role, e.arg_index}) > 0)
-        << e.task_id << " " << e.stage << " " << e.role << " " << e.arg_index;
+    const Key key{e.task_id, StageShortName(e.stage), RoleName(e.role),
+                  static_cast<int>(e.arg_index)};
+    EXPECT_EQ(e.nonfinite, expected.count(key) > 0)
+        << e.task_id << " " << StageName(e.stage) << " " << RoleName(e.role) << " "
+        << e.arg_index;
   }
 
   const Result listed = Viewer({dir, "--nonfinite"});
@@ -192,10 +195,11 @@ TEST_P(NonfiniteAgreeTest, BothCommandsFindTheNanLocallyAndThroughTheService) {
   // dispatch, and (the overflow dump) the input as it was at completion.
   for (const Entry& e : files.entries) {
     if (e.task_id != nan_task) continue;
-    if (e.stage == "after_completion" && e.role != "input") continue;
-    EXPECT_NE(first.out.find(absl::StrCat(e.stage, " ", e.role, " arg ", e.arg_index)),
-              std::string::npos)
-        << "input " << e.stage << " " << e.role << " " << e.arg_index << " not listed:\n"
+    if (e.stage == v1::STAGE_AFTER_COMPLETION && e.role != v1::ROLE_INPUT) continue;
+    const std::string line =
+        absl::StrCat(StageName(e.stage), " ", RoleName(e.role), " arg ", e.arg_index);
+    EXPECT_NE(first.out.find(line), std::string::npos)
+        << "input " << line << " not listed:\n"
         << first.out;
   }
   if (c.overflow) {
