@@ -162,9 +162,11 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   return result;
 }
 
-std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
-  // The levels the dump ran at, and what else was on (the overflow check,
-  // stats, the stages): one, or each change of the dynamic switch.
+namespace {
+
+// The levels the dump ran at, and what else was on (the overflow check,
+// stats, the stages): one, or each change of the dynamic switch.
+std::string DescribeDumpLevels(const SimJobResult& r, const SimJobOptions& o) {
   auto extras = [](const StepLevel& l) {
     DumpConfig c;
     c.level = static_cast<int>(l.level);
@@ -187,21 +189,11 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                       r.step_levels[i].first_step);
     }
   }
-  std::string s = absl::StrCat("workload run: ", r.tasks_completed, " of ", r.tasks,
-                               " tasks completed in ", absl::StrFormat("%.3f", r.seconds),
-                               " s on ", PlatformName(o.platform), ", dump level ", levels,
-                               "\n");
-  if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
-  if (r.device_crashed) {
-    absl::StrAppend(&s, "device crash: ", r.device_crash,
-                    r.wrote_capture || !r.capture.empty()
-                        ? " (the capture holds every record made before, the running tasks' "
-                          "outputs flagged in-flight, and device_crash)\n"
-                        : "\n");
-  }
-  if (!r.dump_status.ok()) {
-    absl::StrAppend(&s, "capture: incomplete: ", r.dump_status.ToString(), "\n");
-  }
+  return levels;
+}
+
+// One line per exception dump, saying what kind of dump its folder holds.
+void AppendExceptionDumps(const SimJobResult& r, std::string& s) {
   for (const std::string& dir : r.exception_dumps) {
     const bool crash = dir.find("/crash_") != std::string::npos;
     const bool refused = dir.find("/refused_") != std::string::npos;
@@ -213,18 +205,10 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                             : " (the failing task's inputs, outputs and scalars as dump_viewer "
                               "reads them, and context.json)\n");
   }
-  if (r.overflow_tasks > 0) {
-    absl::StrAppend(&s, "overflow: ", r.overflow_tasks,
-                    " task(s) wrote a NaN or an Inf; the first: task ",
-                    TaskIdHex(*r.first_overflow_task),
-                    " (dumped in full, flagged \"overflow\" in the manifest)\n");
-  } else if (o.dump.overflow) {
-    absl::StrAppend(&s, "overflow: no task wrote a NaN or an Inf\n");
-  }
-  if (!r.dump_off_reason.empty()) {
-    return s + "dump: off (its buffers could not be allocated: " + r.dump_off_reason + ")\n";
-  }
-  if (o.dump_level == 0 && !o.dynamic && !o.dump.overflow) return s + "dump: off (level 0)\n";
+}
+
+// The records collected and the ones lost, by cause.
+void AppendRecordsAndLosses(const SimJobResult& r, std::string& s) {
   const v1::CaptureCounters& l = r.losses;
   absl::StrAppend(&s, "records: ", r.collected.records, " (", r.collected.recovered_records,
                   " recovered from unflushed buffers",
@@ -240,6 +224,11 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                   ", host gone ", l.dropped_host_gone(), "), overwritten ",
                   r.collected.overwritten, ", invalid ",
                   r.collected.invalid_records, "\n");
+}
+
+// Where the capture is: kept locally after the service lost it, on the
+// service, in the output folder, or nowhere.
+void AppendCapturePlace(const SimJobResult& r, const SimJobOptions& o, std::string& s) {
   if (!r.kept_locally_dir.empty()) {
     absl::StrAppend(&s, "capture: lost by the capture service (its resume was refused: the "
                         "capture is gone); ", r.acked_records, " records it had acknowledged "
@@ -255,6 +244,41 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                     o.dump_level == 1 ? "; level 1 dumps only args marked with dump(...)" : "",
                     ")\n");
   }
+}
+
+}  // namespace
+
+std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
+  std::string s = absl::StrCat("workload run: ", r.tasks_completed, " of ", r.tasks,
+                               " tasks completed in ", absl::StrFormat("%.3f", r.seconds),
+                               " s on ", PlatformName(o.platform), ", dump level ",
+                               DescribeDumpLevels(r, o), "\n");
+  if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
+  if (r.device_crashed) {
+    absl::StrAppend(&s, "device crash: ", r.device_crash,
+                    r.wrote_capture || !r.capture.empty()
+                        ? " (the capture holds every record made before, the running tasks' "
+                          "outputs flagged in-flight, and device_crash)\n"
+                        : "\n");
+  }
+  if (!r.dump_status.ok()) {
+    absl::StrAppend(&s, "capture: incomplete: ", r.dump_status.ToString(), "\n");
+  }
+  AppendExceptionDumps(r, s);
+  if (r.overflow_tasks > 0) {
+    absl::StrAppend(&s, "overflow: ", r.overflow_tasks,
+                    " task(s) wrote a NaN or an Inf; the first: task ",
+                    TaskIdHex(*r.first_overflow_task),
+                    " (dumped in full, flagged \"overflow\" in the manifest)\n");
+  } else if (o.dump.overflow) {
+    absl::StrAppend(&s, "overflow: no task wrote a NaN or an Inf\n");
+  }
+  if (!r.dump_off_reason.empty()) {
+    return s + "dump: off (its buffers could not be allocated: " + r.dump_off_reason + ")\n";
+  }
+  if (o.dump_level == 0 && !o.dynamic && !o.dump.overflow) return s + "dump: off (level 0)\n";
+  AppendRecordsAndLosses(r, s);
+  AppendCapturePlace(r, o, s);
   return s;
 }
 
