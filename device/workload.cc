@@ -264,88 +264,108 @@ std::vector<std::string> BuiltinWorkloadNames() {
   return names;
 }
 
+namespace {
+
+// vector_example: c = a + b, then f = c + 1 (both dumped).
+void AddVectorExample(v1::WorkloadSpec* w) {
+  AddBuffer(w, "a", "FLOAT32", {16384})->mutable_init()->set_fill(2.0);
+  AddBuffer(w, "b", "FLOAT32", {16384})->mutable_init()->set_fill(3.0);
+  AddBuffer(w, "c", "FLOAT32", {16384});
+  AddBuffer(w, "f", "FLOAT32", {16384});
+  v1::TaskSpec* add = AddTask(w, {"add"});
+  AddTensorArg(add, "a", "input");
+  AddTensorArg(add, "b", "input");
+  AddTensorArg(add, "c", "output", /*dump=*/true);
+  v1::TaskSpec* plus_one = AddTask(w, {"add_scalar"});
+  AddTensorArg(plus_one, "c", "input");
+  AddTensorArg(plus_one, "f", "output");
+  AddScalarArg(plus_one, "FLOAT32", 1.0);
+  plus_one->set_dump(true);
+}
+
+// mixed_example: a matmul, relu, softmax, accumulate, a transposed view's
+// copy, a three-kernel task and a strided window's scale.
+void AddMixedExample(v1::WorkloadSpec* w) {
+  v1::IotaSpec iota;
+  iota.set_start(-1.0);
+  iota.set_step(0.015625);
+  AddBuffer(w, "x", "FLOAT32", {8, 16})->mutable_init()->mutable_iota()->CopyFrom(iota);
+  AddBuffer(w, "w", "FLOAT32", {16, 8})->mutable_init()->set_fill(0.125);
+  AddBuffer(w, "h", "FLOAT32", {8, 8});
+  AddBuffer(w, "r", "FLOAT32", {8, 8});
+  AddBuffer(w, "p", "FLOAT32", {8, 8});
+  AddBuffer(w, "acc", "FLOAT32", {8, 8})->mutable_init()->set_fill(1.0);
+  AddBuffer(w, "pt", "FLOAT32", {8, 8});
+  AddBuffer(w, "s", "FLOAT32", {8, 8});
+  AddBuffer(w, "pr", "FLOAT32", {8, 8});
+  AddBuffer(w, "mx", "FLOAT32", {8, 8});
+  AddBuffer(w, "win", "FLOAT32", {4, 4});
+  v1::ViewSpec* t = w->add_views();
+  t->set_name("p_t");
+  t->set_buffer("p");
+  t->add_shape(8); t->add_shape(8); t->add_strides(1); t->add_strides(8);
+  v1::ViewSpec* v = w->add_views();
+  v->set_name("x_win");
+  v->set_buffer("x");
+  v->add_shape(4); v->add_shape(4); v->add_strides(32); v->add_strides(2);
+  v->set_start_offset(3);
+  v1::TaskSpec* mm = AddTask(w, {"matmul"});
+  AddTensorArg(mm, "x", "input");
+  AddTensorArg(mm, "w", "input");
+  AddTensorArg(mm, "h", "output", true);
+  v1::TaskSpec* relu = AddTask(w, {"relu"});
+  AddTensorArg(relu, "h", "input");
+  AddTensorArg(relu, "r", "output");
+  v1::TaskSpec* sm = AddTask(w, {"softmax"});
+  AddTensorArg(sm, "r", "input");
+  AddTensorArg(sm, "p", "output", true);
+  v1::TaskSpec* acc = AddTask(w, {"accumulate"});
+  AddTensorArg(acc, "acc", "inout", true);
+  AddTensorArg(acc, "p", "input");
+  v1::TaskSpec* tr = AddTask(w, {"copy"});
+  AddTensorArg(tr, "p_t", "input", true);
+  AddTensorArg(tr, "pt", "output");
+  v1::TaskSpec* mix = AddTask(w, {"mix_sum", "mix_prod", "mix_max"});
+  AddTensorArg(mix, "acc", "input");
+  AddTensorArg(mix, "pt", "input");
+  AddTensorArg(mix, "s", "output");
+  AddTensorArg(mix, "pr", "output");
+  AddTensorArg(mix, "mx", "output");
+  mix->set_dump(true);
+  v1::TaskSpec* sc = AddTask(w, {"scale"});
+  AddTensorArg(sc, "x_win", "input");
+  AddTensorArg(sc, "win", "output", true);
+  AddScalarArg(sc, "FLOAT32", 0.5, true);
+}
+
+// hang_example: an add, then a kernel that never returns.
+void AddHangExample(v1::WorkloadSpec* w) {
+  AddBuffer(w, "a", "FLOAT32", {1024})->mutable_init()->set_fill(1.0);
+  AddBuffer(w, "b", "FLOAT32", {1024})->mutable_init()->set_fill(2.0);
+  AddBuffer(w, "c", "FLOAT32", {1024});
+  AddBuffer(w, "d", "FLOAT32", {1024});
+  v1::TaskSpec* add = AddTask(w, {"add"});
+  AddTensorArg(add, "a", "input");
+  AddTensorArg(add, "b", "input");
+  AddTensorArg(add, "c", "output");
+  add->set_dump(true);
+  v1::TaskSpec* hang = AddTask(w, {"hang"});
+  AddTensorArg(hang, "c", "input");
+  AddTensorArg(hang, "d", "output");
+  hang->set_dump(true);
+}
+
+}  // namespace
+
 absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name) {
   v1::WorkloadSpec w;
   w.set_name(name);
   if (name == "vector_example") {
-    AddBuffer(&w, "a", "FLOAT32", {16384})->mutable_init()->set_fill(2.0);
-    AddBuffer(&w, "b", "FLOAT32", {16384})->mutable_init()->set_fill(3.0);
-    AddBuffer(&w, "c", "FLOAT32", {16384});
-    AddBuffer(&w, "f", "FLOAT32", {16384});
-    v1::TaskSpec* add = AddTask(&w, {"add"});
-    AddTensorArg(add, "a", "input");
-    AddTensorArg(add, "b", "input");
-    AddTensorArg(add, "c", "output", /*dump=*/true);
-    v1::TaskSpec* plus_one = AddTask(&w, {"add_scalar"});
-    AddTensorArg(plus_one, "c", "input");
-    AddTensorArg(plus_one, "f", "output");
-    AddScalarArg(plus_one, "FLOAT32", 1.0);
-    plus_one->set_dump(true);
+    AddVectorExample(&w);
   } else if (name == "mixed_example") {
-    v1::IotaSpec iota;
-    iota.set_start(-1.0);
-    iota.set_step(0.015625);
-    AddBuffer(&w, "x", "FLOAT32", {8, 16})->mutable_init()->mutable_iota()->CopyFrom(iota);
-    AddBuffer(&w, "w", "FLOAT32", {16, 8})->mutable_init()->set_fill(0.125);
-    AddBuffer(&w, "h", "FLOAT32", {8, 8});
-    AddBuffer(&w, "r", "FLOAT32", {8, 8});
-    AddBuffer(&w, "p", "FLOAT32", {8, 8});
-    AddBuffer(&w, "acc", "FLOAT32", {8, 8})->mutable_init()->set_fill(1.0);
-    AddBuffer(&w, "pt", "FLOAT32", {8, 8});
-    AddBuffer(&w, "s", "FLOAT32", {8, 8});
-    AddBuffer(&w, "pr", "FLOAT32", {8, 8});
-    AddBuffer(&w, "mx", "FLOAT32", {8, 8});
-    AddBuffer(&w, "win", "FLOAT32", {4, 4});
-    v1::ViewSpec* t = w.add_views();
-    t->set_name("p_t");
-    t->set_buffer("p");
-    t->add_shape(8); t->add_shape(8); t->add_strides(1); t->add_strides(8);
-    v1::ViewSpec* v = w.add_views();
-    v->set_name("x_win");
-    v->set_buffer("x");
-    v->add_shape(4); v->add_shape(4); v->add_strides(32); v->add_strides(2);
-    v->set_start_offset(3);
-    v1::TaskSpec* mm = AddTask(&w, {"matmul"});
-    AddTensorArg(mm, "x", "input");
-    AddTensorArg(mm, "w", "input");
-    AddTensorArg(mm, "h", "output", true);
-    v1::TaskSpec* relu = AddTask(&w, {"relu"});
-    AddTensorArg(relu, "h", "input");
-    AddTensorArg(relu, "r", "output");
-    v1::TaskSpec* sm = AddTask(&w, {"softmax"});
-    AddTensorArg(sm, "r", "input");
-    AddTensorArg(sm, "p", "output", true);
-    v1::TaskSpec* acc = AddTask(&w, {"accumulate"});
-    AddTensorArg(acc, "acc", "inout", true);
-    AddTensorArg(acc, "p", "input");
-    v1::TaskSpec* tr = AddTask(&w, {"copy"});
-    AddTensorArg(tr, "p_t", "input", true);
-    AddTensorArg(tr, "pt", "output");
-    v1::TaskSpec* mix = AddTask(&w, {"mix_sum", "mix_prod", "mix_max"});
-    AddTensorArg(mix, "acc", "input");
-    AddTensorArg(mix, "pt", "input");
-    AddTensorArg(mix, "s", "output");
-    AddTensorArg(mix, "pr", "output");
-    AddTensorArg(mix, "mx", "output");
-    mix->set_dump(true);
-    v1::TaskSpec* sc = AddTask(&w, {"scale"});
-    AddTensorArg(sc, "x_win", "input");
-    AddTensorArg(sc, "win", "output", true);
-    AddScalarArg(sc, "FLOAT32", 0.5, true);
+    AddMixedExample(&w);
   } else if (name == "hang_example") {
-    AddBuffer(&w, "a", "FLOAT32", {1024})->mutable_init()->set_fill(1.0);
-    AddBuffer(&w, "b", "FLOAT32", {1024})->mutable_init()->set_fill(2.0);
-    AddBuffer(&w, "c", "FLOAT32", {1024});
-    AddBuffer(&w, "d", "FLOAT32", {1024});
-    v1::TaskSpec* add = AddTask(&w, {"add"});
-    AddTensorArg(add, "a", "input");
-    AddTensorArg(add, "b", "input");
-    AddTensorArg(add, "c", "output");
-    add->set_dump(true);
-    v1::TaskSpec* hang = AddTask(&w, {"hang"});
-    AddTensorArg(hang, "c", "input");
-    AddTensorArg(hang, "d", "output");
-    hang->set_dump(true);
+    AddHangExample(&w);
   } else if (auto v = std::find_if(std::begin(kCrashVariants), std::end(kCrashVariants),
                                    [&](const CrashVariant& c) { return name == c.workload; });
              v != std::end(kCrashVariants)) {
