@@ -565,11 +565,11 @@ absl::Status ValidateWorkload(const v1::WorkloadSpec& spec, const KernelRegistry
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadSpec& spec,
-                                                             const KernelRegistry& kernels,
-                                                             SimRuntime* runtime) {
-  if (absl::Status s = ValidateWorkload(spec, kernels); !s.ok()) return s;
-  std::map<std::string, Tensor> tensors;
+namespace {
+
+// The spec's buffers, allocated on the device and filled as their init says.
+absl::Status AllocBuffers(const v1::WorkloadSpec& spec, SimRuntime* runtime,
+                          std::map<std::string, Tensor>* tensors) {
   for (int i = 0; i < spec.buffers_size(); ++i) {
     const v1::BufferSpec& b = spec.buffers(i);
     const DataType dtype = *DataTypeFromName(b.dtype());
@@ -592,8 +592,71 @@ absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadS
         StoreElement(data, dtype, i, v);
       }
     }
-    tensors[b.name()] = *t;
+    (*tensors)[b.name()] = *t;
   }
+  return absl::OkStatus();
+}
+
+// The scalars of one task: named ones shared by every arg that names them,
+// anonymous ones one each. They live until the task is submitted.
+struct TaskScalars {
+  std::map<std::string, ScalarBox> vars;
+  std::vector<std::unique_ptr<ScalarBox>> anonymous;
+};
+
+// Task `t`'s args (tensors by role, scalars in `scalars`) and what it marks
+// for the dump, into `args`.
+absl::Status BuildTaskArgs(const v1::TaskSpec& t, int i, std::map<std::string, Tensor>& tensors,
+                           TaskScalars* scalars, CoreTaskArgs* args_out) {
+  CoreTaskArgs& args = *args_out;
+  std::vector<ScalarBox*> scalar_of(t.args_size(), nullptr);
+  for (int j = 0; j < t.args_size(); ++j) {
+    const v1::ArgSpec& a = t.args(j);
+    if (!a.has_scalar()) {
+      const Tensor& tensor = tensors[a.tensor()];
+      const abi::ArgRole role = *RoleFromName(a.role());
+      absl::Status s = role == abi::ArgRole::kInput    ? args.add_input(tensor)
+                       : role == abi::ArgRole::kOutput ? args.add_output(tensor)
+                                                       : args.add_inout(tensor);
+      if (!s.ok()) return s;
+      continue;
+    }
+    ScalarBox* box;
+    if (!a.scalar().var().empty()) {
+      auto [it, fresh] = scalars->vars.try_emplace(a.scalar().var());
+      box = &it->second;
+      if (fresh) SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
+    } else {
+      scalars->anonymous.push_back(std::make_unique<ScalarBox>());
+      box = scalars->anonymous.back().get();
+      SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
+    }
+    scalar_of[j] = box;
+    if (absl::Status s = WithBox(*box, [&](auto& v) { return args.add_scalar(v); }); !s.ok()) {
+      return s;
+    }
+  }
+  for (int j = 0; j < t.args_size(); ++j) {
+    if (!t.args(j).dump()) continue;
+    absl::Status s = scalar_of[j] != nullptr
+                         ? WithBox(*scalar_of[j], [&](auto& v) { return args.dump(v); })
+                         : args.dump(tensors[t.args(j).tensor()]);
+    if (!s.ok()) return FieldError(absl::StrCat("tasks[", i, "].args[", j, "].dump"), std::string(s.message()));
+  }
+  if (t.dump()) {
+    if (absl::Status s = args.dump(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadSpec& spec,
+                                                             const KernelRegistry& kernels,
+                                                             SimRuntime* runtime) {
+  if (absl::Status s = ValidateWorkload(spec, kernels); !s.ok()) return s;
+  std::map<std::string, Tensor> tensors;
+  if (absl::Status s = AllocBuffers(spec, runtime, &tensors); !s.ok()) return s;
   for (const v1::ViewSpec& v : spec.views()) {
     auto t = tensors[v.buffer()].View({v.shape().begin(), v.shape().end()},
                                       {v.strides().begin(), v.strides().end()},
@@ -604,45 +667,8 @@ absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadS
   for (int i = 0; i < spec.tasks_size(); ++i) {
     const v1::TaskSpec& t = spec.tasks(i);
     CoreTaskArgs args;
-    std::map<std::string, ScalarBox> vars;
-    std::vector<std::unique_ptr<ScalarBox>> anonymous;
-    std::vector<ScalarBox*> scalar_of(t.args_size(), nullptr);
-    for (int j = 0; j < t.args_size(); ++j) {
-      const v1::ArgSpec& a = t.args(j);
-      if (!a.has_scalar()) {
-        const Tensor& tensor = tensors[a.tensor()];
-        const abi::ArgRole role = *RoleFromName(a.role());
-        absl::Status s = role == abi::ArgRole::kInput    ? args.add_input(tensor)
-                         : role == abi::ArgRole::kOutput ? args.add_output(tensor)
-                                                         : args.add_inout(tensor);
-        if (!s.ok()) return s;
-        continue;
-      }
-      ScalarBox* box;
-      if (!a.scalar().var().empty()) {
-        auto [it, fresh] = vars.try_emplace(a.scalar().var());
-        box = &it->second;
-        if (fresh) SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
-      } else {
-        anonymous.push_back(std::make_unique<ScalarBox>());
-        box = anonymous.back().get();
-        SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
-      }
-      scalar_of[j] = box;
-      if (absl::Status s = WithBox(*box, [&](auto& v) { return args.add_scalar(v); }); !s.ok()) {
-        return s;
-      }
-    }
-    for (int j = 0; j < t.args_size(); ++j) {
-      if (!t.args(j).dump()) continue;
-      absl::Status s = scalar_of[j] != nullptr
-                           ? WithBox(*scalar_of[j], [&](auto& v) { return args.dump(v); })
-                           : args.dump(tensors[t.args(j).tensor()]);
-      if (!s.ok()) return FieldError(absl::StrCat("tasks[", i, "].args[", j, "].dump"), std::string(s.message()));
-    }
-    if (t.dump()) {
-      if (absl::Status s = args.dump(); !s.ok()) return s;
-    }
+    TaskScalars scalars;
+    if (absl::Status s = BuildTaskArgs(t, i, tensors, &scalars, &args); !s.ok()) return s;
     std::vector<uint16_t> ids;
     for (const std::string& fn : TaskFuncs(t)) ids.push_back(*kernels.IdOf(fn));
     auto id = runtime->Submit(ids, std::move(args));
