@@ -264,88 +264,108 @@ std::vector<std::string> BuiltinWorkloadNames() {
   return names;
 }
 
+namespace {
+
+// vector_example: c = a + b, then f = c + 1 (both dumped).
+void AddVectorExample(v1::WorkloadSpec* w) {
+  AddBuffer(w, "a", "FLOAT32", {16384})->mutable_init()->set_fill(2.0);
+  AddBuffer(w, "b", "FLOAT32", {16384})->mutable_init()->set_fill(3.0);
+  AddBuffer(w, "c", "FLOAT32", {16384});
+  AddBuffer(w, "f", "FLOAT32", {16384});
+  v1::TaskSpec* add = AddTask(w, {"add"});
+  AddTensorArg(add, "a", "input");
+  AddTensorArg(add, "b", "input");
+  AddTensorArg(add, "c", "output", /*dump=*/true);
+  v1::TaskSpec* plus_one = AddTask(w, {"add_scalar"});
+  AddTensorArg(plus_one, "c", "input");
+  AddTensorArg(plus_one, "f", "output");
+  AddScalarArg(plus_one, "FLOAT32", 1.0);
+  plus_one->set_dump(true);
+}
+
+// mixed_example: a matmul, relu, softmax, accumulate, a transposed view's
+// copy, a three-kernel task and a strided window's scale.
+void AddMixedExample(v1::WorkloadSpec* w) {
+  v1::IotaSpec iota;
+  iota.set_start(-1.0);
+  iota.set_step(0.015625);
+  AddBuffer(w, "x", "FLOAT32", {8, 16})->mutable_init()->mutable_iota()->CopyFrom(iota);
+  AddBuffer(w, "w", "FLOAT32", {16, 8})->mutable_init()->set_fill(0.125);
+  AddBuffer(w, "h", "FLOAT32", {8, 8});
+  AddBuffer(w, "r", "FLOAT32", {8, 8});
+  AddBuffer(w, "p", "FLOAT32", {8, 8});
+  AddBuffer(w, "acc", "FLOAT32", {8, 8})->mutable_init()->set_fill(1.0);
+  AddBuffer(w, "pt", "FLOAT32", {8, 8});
+  AddBuffer(w, "s", "FLOAT32", {8, 8});
+  AddBuffer(w, "pr", "FLOAT32", {8, 8});
+  AddBuffer(w, "mx", "FLOAT32", {8, 8});
+  AddBuffer(w, "win", "FLOAT32", {4, 4});
+  v1::ViewSpec* t = w->add_views();
+  t->set_name("p_t");
+  t->set_buffer("p");
+  t->add_shape(8); t->add_shape(8); t->add_strides(1); t->add_strides(8);
+  v1::ViewSpec* v = w->add_views();
+  v->set_name("x_win");
+  v->set_buffer("x");
+  v->add_shape(4); v->add_shape(4); v->add_strides(32); v->add_strides(2);
+  v->set_start_offset(3);
+  v1::TaskSpec* mm = AddTask(w, {"matmul"});
+  AddTensorArg(mm, "x", "input");
+  AddTensorArg(mm, "w", "input");
+  AddTensorArg(mm, "h", "output", true);
+  v1::TaskSpec* relu = AddTask(w, {"relu"});
+  AddTensorArg(relu, "h", "input");
+  AddTensorArg(relu, "r", "output");
+  v1::TaskSpec* sm = AddTask(w, {"softmax"});
+  AddTensorArg(sm, "r", "input");
+  AddTensorArg(sm, "p", "output", true);
+  v1::TaskSpec* acc = AddTask(w, {"accumulate"});
+  AddTensorArg(acc, "acc", "inout", true);
+  AddTensorArg(acc, "p", "input");
+  v1::TaskSpec* tr = AddTask(w, {"copy"});
+  AddTensorArg(tr, "p_t", "input", true);
+  AddTensorArg(tr, "pt", "output");
+  v1::TaskSpec* mix = AddTask(w, {"mix_sum", "mix_prod", "mix_max"});
+  AddTensorArg(mix, "acc", "input");
+  AddTensorArg(mix, "pt", "input");
+  AddTensorArg(mix, "s", "output");
+  AddTensorArg(mix, "pr", "output");
+  AddTensorArg(mix, "mx", "output");
+  mix->set_dump(true);
+  v1::TaskSpec* sc = AddTask(w, {"scale"});
+  AddTensorArg(sc, "x_win", "input");
+  AddTensorArg(sc, "win", "output", true);
+  AddScalarArg(sc, "FLOAT32", 0.5, true);
+}
+
+// hang_example: an add, then a kernel that never returns.
+void AddHangExample(v1::WorkloadSpec* w) {
+  AddBuffer(w, "a", "FLOAT32", {1024})->mutable_init()->set_fill(1.0);
+  AddBuffer(w, "b", "FLOAT32", {1024})->mutable_init()->set_fill(2.0);
+  AddBuffer(w, "c", "FLOAT32", {1024});
+  AddBuffer(w, "d", "FLOAT32", {1024});
+  v1::TaskSpec* add = AddTask(w, {"add"});
+  AddTensorArg(add, "a", "input");
+  AddTensorArg(add, "b", "input");
+  AddTensorArg(add, "c", "output");
+  add->set_dump(true);
+  v1::TaskSpec* hang = AddTask(w, {"hang"});
+  AddTensorArg(hang, "c", "input");
+  AddTensorArg(hang, "d", "output");
+  hang->set_dump(true);
+}
+
+}  // namespace
+
 absl::StatusOr<v1::WorkloadSpec> BuiltinWorkload(const std::string& name) {
   v1::WorkloadSpec w;
   w.set_name(name);
   if (name == "vector_example") {
-    AddBuffer(&w, "a", "FLOAT32", {16384})->mutable_init()->set_fill(2.0);
-    AddBuffer(&w, "b", "FLOAT32", {16384})->mutable_init()->set_fill(3.0);
-    AddBuffer(&w, "c", "FLOAT32", {16384});
-    AddBuffer(&w, "f", "FLOAT32", {16384});
-    v1::TaskSpec* add = AddTask(&w, {"add"});
-    AddTensorArg(add, "a", "input");
-    AddTensorArg(add, "b", "input");
-    AddTensorArg(add, "c", "output", /*dump=*/true);
-    v1::TaskSpec* plus_one = AddTask(&w, {"add_scalar"});
-    AddTensorArg(plus_one, "c", "input");
-    AddTensorArg(plus_one, "f", "output");
-    AddScalarArg(plus_one, "FLOAT32", 1.0);
-    plus_one->set_dump(true);
+    AddVectorExample(&w);
   } else if (name == "mixed_example") {
-    v1::IotaSpec iota;
-    iota.set_start(-1.0);
-    iota.set_step(0.015625);
-    AddBuffer(&w, "x", "FLOAT32", {8, 16})->mutable_init()->mutable_iota()->CopyFrom(iota);
-    AddBuffer(&w, "w", "FLOAT32", {16, 8})->mutable_init()->set_fill(0.125);
-    AddBuffer(&w, "h", "FLOAT32", {8, 8});
-    AddBuffer(&w, "r", "FLOAT32", {8, 8});
-    AddBuffer(&w, "p", "FLOAT32", {8, 8});
-    AddBuffer(&w, "acc", "FLOAT32", {8, 8})->mutable_init()->set_fill(1.0);
-    AddBuffer(&w, "pt", "FLOAT32", {8, 8});
-    AddBuffer(&w, "s", "FLOAT32", {8, 8});
-    AddBuffer(&w, "pr", "FLOAT32", {8, 8});
-    AddBuffer(&w, "mx", "FLOAT32", {8, 8});
-    AddBuffer(&w, "win", "FLOAT32", {4, 4});
-    v1::ViewSpec* t = w.add_views();
-    t->set_name("p_t");
-    t->set_buffer("p");
-    t->add_shape(8); t->add_shape(8); t->add_strides(1); t->add_strides(8);
-    v1::ViewSpec* v = w.add_views();
-    v->set_name("x_win");
-    v->set_buffer("x");
-    v->add_shape(4); v->add_shape(4); v->add_strides(32); v->add_strides(2);
-    v->set_start_offset(3);
-    v1::TaskSpec* mm = AddTask(&w, {"matmul"});
-    AddTensorArg(mm, "x", "input");
-    AddTensorArg(mm, "w", "input");
-    AddTensorArg(mm, "h", "output", true);
-    v1::TaskSpec* relu = AddTask(&w, {"relu"});
-    AddTensorArg(relu, "h", "input");
-    AddTensorArg(relu, "r", "output");
-    v1::TaskSpec* sm = AddTask(&w, {"softmax"});
-    AddTensorArg(sm, "r", "input");
-    AddTensorArg(sm, "p", "output", true);
-    v1::TaskSpec* acc = AddTask(&w, {"accumulate"});
-    AddTensorArg(acc, "acc", "inout", true);
-    AddTensorArg(acc, "p", "input");
-    v1::TaskSpec* tr = AddTask(&w, {"copy"});
-    AddTensorArg(tr, "p_t", "input", true);
-    AddTensorArg(tr, "pt", "output");
-    v1::TaskSpec* mix = AddTask(&w, {"mix_sum", "mix_prod", "mix_max"});
-    AddTensorArg(mix, "acc", "input");
-    AddTensorArg(mix, "pt", "input");
-    AddTensorArg(mix, "s", "output");
-    AddTensorArg(mix, "pr", "output");
-    AddTensorArg(mix, "mx", "output");
-    mix->set_dump(true);
-    v1::TaskSpec* sc = AddTask(&w, {"scale"});
-    AddTensorArg(sc, "x_win", "input");
-    AddTensorArg(sc, "win", "output", true);
-    AddScalarArg(sc, "FLOAT32", 0.5, true);
+    AddMixedExample(&w);
   } else if (name == "hang_example") {
-    AddBuffer(&w, "a", "FLOAT32", {1024})->mutable_init()->set_fill(1.0);
-    AddBuffer(&w, "b", "FLOAT32", {1024})->mutable_init()->set_fill(2.0);
-    AddBuffer(&w, "c", "FLOAT32", {1024});
-    AddBuffer(&w, "d", "FLOAT32", {1024});
-    v1::TaskSpec* add = AddTask(&w, {"add"});
-    AddTensorArg(add, "a", "input");
-    AddTensorArg(add, "b", "input");
-    AddTensorArg(add, "c", "output");
-    add->set_dump(true);
-    v1::TaskSpec* hang = AddTask(&w, {"hang"});
-    AddTensorArg(hang, "c", "input");
-    AddTensorArg(hang, "d", "output");
-    hang->set_dump(true);
+    AddHangExample(&w);
   } else if (auto v = std::find_if(std::begin(kCrashVariants), std::end(kCrashVariants),
                                    [&](const CrashVariant& c) { return name == c.workload; });
              v != std::end(kCrashVariants)) {
@@ -545,11 +565,11 @@ absl::Status ValidateWorkload(const v1::WorkloadSpec& spec, const KernelRegistry
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadSpec& spec,
-                                                             const KernelRegistry& kernels,
-                                                             SimRuntime* runtime) {
-  if (absl::Status s = ValidateWorkload(spec, kernels); !s.ok()) return s;
-  std::map<std::string, Tensor> tensors;
+namespace {
+
+// The spec's buffers, allocated on the device and filled as their init says.
+absl::Status AllocBuffers(const v1::WorkloadSpec& spec, SimRuntime* runtime,
+                          std::map<std::string, Tensor>* tensors) {
   for (int i = 0; i < spec.buffers_size(); ++i) {
     const v1::BufferSpec& b = spec.buffers(i);
     const DataType dtype = *DataTypeFromName(b.dtype());
@@ -572,8 +592,71 @@ absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadS
         StoreElement(data, dtype, i, v);
       }
     }
-    tensors[b.name()] = *t;
+    (*tensors)[b.name()] = *t;
   }
+  return absl::OkStatus();
+}
+
+// The scalars of one task: named ones shared by every arg that names them,
+// anonymous ones one each. They live until the task is submitted.
+struct TaskScalars {
+  std::map<std::string, ScalarBox> vars;
+  std::vector<std::unique_ptr<ScalarBox>> anonymous;
+};
+
+// Task `t`'s args (tensors by role, scalars in `scalars`) and what it marks
+// for the dump, into `args`.
+absl::Status BuildTaskArgs(const v1::TaskSpec& t, int i, std::map<std::string, Tensor>& tensors,
+                           TaskScalars* scalars, CoreTaskArgs* args_out) {
+  CoreTaskArgs& args = *args_out;
+  std::vector<ScalarBox*> scalar_of(t.args_size(), nullptr);
+  for (int j = 0; j < t.args_size(); ++j) {
+    const v1::ArgSpec& a = t.args(j);
+    if (!a.has_scalar()) {
+      const Tensor& tensor = tensors[a.tensor()];
+      const abi::ArgRole role = *RoleFromName(a.role());
+      absl::Status s = role == abi::ArgRole::kInput    ? args.add_input(tensor)
+                       : role == abi::ArgRole::kOutput ? args.add_output(tensor)
+                                                       : args.add_inout(tensor);
+      if (!s.ok()) return s;
+      continue;
+    }
+    ScalarBox* box;
+    if (!a.scalar().var().empty()) {
+      auto [it, fresh] = scalars->vars.try_emplace(a.scalar().var());
+      box = &it->second;
+      if (fresh) SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
+    } else {
+      scalars->anonymous.push_back(std::make_unique<ScalarBox>());
+      box = scalars->anonymous.back().get();
+      SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
+    }
+    scalar_of[j] = box;
+    if (absl::Status s = WithBox(*box, [&](auto& v) { return args.add_scalar(v); }); !s.ok()) {
+      return s;
+    }
+  }
+  for (int j = 0; j < t.args_size(); ++j) {
+    if (!t.args(j).dump()) continue;
+    absl::Status s = scalar_of[j] != nullptr
+                         ? WithBox(*scalar_of[j], [&](auto& v) { return args.dump(v); })
+                         : args.dump(tensors[t.args(j).tensor()]);
+    if (!s.ok()) return FieldError(absl::StrCat("tasks[", i, "].args[", j, "].dump"), std::string(s.message()));
+  }
+  if (t.dump()) {
+    if (absl::Status s = args.dump(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadSpec& spec,
+                                                             const KernelRegistry& kernels,
+                                                             SimRuntime* runtime) {
+  if (absl::Status s = ValidateWorkload(spec, kernels); !s.ok()) return s;
+  std::map<std::string, Tensor> tensors;
+  if (absl::Status s = AllocBuffers(spec, runtime, &tensors); !s.ok()) return s;
   for (const v1::ViewSpec& v : spec.views()) {
     auto t = tensors[v.buffer()].View({v.shape().begin(), v.shape().end()},
                                       {v.strides().begin(), v.strides().end()},
@@ -584,45 +667,8 @@ absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadS
   for (int i = 0; i < spec.tasks_size(); ++i) {
     const v1::TaskSpec& t = spec.tasks(i);
     CoreTaskArgs args;
-    std::map<std::string, ScalarBox> vars;
-    std::vector<std::unique_ptr<ScalarBox>> anonymous;
-    std::vector<ScalarBox*> scalar_of(t.args_size(), nullptr);
-    for (int j = 0; j < t.args_size(); ++j) {
-      const v1::ArgSpec& a = t.args(j);
-      if (!a.has_scalar()) {
-        const Tensor& tensor = tensors[a.tensor()];
-        const abi::ArgRole role = *RoleFromName(a.role());
-        absl::Status s = role == abi::ArgRole::kInput    ? args.add_input(tensor)
-                         : role == abi::ArgRole::kOutput ? args.add_output(tensor)
-                                                         : args.add_inout(tensor);
-        if (!s.ok()) return s;
-        continue;
-      }
-      ScalarBox* box;
-      if (!a.scalar().var().empty()) {
-        auto [it, fresh] = vars.try_emplace(a.scalar().var());
-        box = &it->second;
-        if (fresh) SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
-      } else {
-        anonymous.push_back(std::make_unique<ScalarBox>());
-        box = anonymous.back().get();
-        SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
-      }
-      scalar_of[j] = box;
-      if (absl::Status s = WithBox(*box, [&](auto& v) { return args.add_scalar(v); }); !s.ok()) {
-        return s;
-      }
-    }
-    for (int j = 0; j < t.args_size(); ++j) {
-      if (!t.args(j).dump()) continue;
-      absl::Status s = scalar_of[j] != nullptr
-                           ? WithBox(*scalar_of[j], [&](auto& v) { return args.dump(v); })
-                           : args.dump(tensors[t.args(j).tensor()]);
-      if (!s.ok()) return FieldError(absl::StrCat("tasks[", i, "].args[", j, "].dump"), std::string(s.message()));
-    }
-    if (t.dump()) {
-      if (absl::Status s = args.dump(); !s.ok()) return s;
-    }
+    TaskScalars scalars;
+    if (absl::Status s = BuildTaskArgs(t, i, tensors, &scalars, &args); !s.ok()) return s;
     std::vector<uint16_t> ids;
     for (const std::string& fn : TaskFuncs(t)) ids.push_back(*kernels.IdOf(fn));
     auto id = runtime->Submit(ids, std::move(args));

@@ -193,36 +193,47 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   f->task_ids_ = reinterpret_cast<const uint64_t*>(base + tasks_at);
   if (h.flags & 2) f->stats_at_ = reinterpret_cast<const StatsRow*>(base + stats_at);
   if (checks == IndexChecks::kRowsRead) return f;
+  if (absl::Status s = f->CheckEveryRow(); !s.ok()) return s;
+  return f;
+}
+
+absl::Status IndexFile::CheckEveryRow() const {
   // Everything a query will read, checked once before the capture is
   // served: a row that is not one, ids that are not a permutation, or a
   // task column out of order would otherwise crash lookups or send
   // answers clients cannot parse.
+  const char* const base = static_cast<const char*>(map_);
   auto at = [&](const void* p) { return static_cast<const char*>(p) - base; };
-  std::vector<bool> seen(h.rows, false);
-  for (uint64_t i = 0; i < h.rows; ++i) {
+  auto bad = [&](const std::string& what) {
+    return absl::DataLossError(absl::StrCat("index ", path_, ": ", what));
+  };
+  const uint64_t rows_at = static_cast<uint64_t>(at(rows_at_));
+  std::vector<bool> seen(rows_, false);
+  for (uint64_t i = 0; i < rows_; ++i) {
     if (absl::Status s = CheckStoredRow(base + rows_at + i * sizeof(ManifestRow)); !s.ok()) {
       return bad(absl::StrCat("byte ", rows_at + i * sizeof(ManifestRow), ": row ", i, ": ",
                               s.message()));
     }
-    const uint32_t id = f->record_id_[i];
-    if (id >= h.rows || seen[id] || f->position_[id] != i) {
-      return bad(absl::StrCat("byte ", at(&f->record_id_[i]), ": row ", i, " has record id ", id,
+    const uint32_t id = record_id_[i];
+    if (id >= rows_ || seen[id] || position_[id] != i) {
+      return bad(absl::StrCat("byte ", at(&record_id_[i]), ": row ", i, " has record id ", id,
                               ", which is out of range, repeated, or not where position[] puts "
                               "it"));
     }
     seen[id] = true;
-    if (f->task_ids_[i] != f->rows_at_[i].task_id || (i > 0 && f->task_ids_[i - 1] > f->task_ids_[i])) {
-      return bad(absl::StrCat("byte ", at(&f->task_ids_[i]), ": the task_id column at row ", i,
+    if (task_ids_[i] != rows_at_[i].task_id || (i > 0 && task_ids_[i - 1] > task_ids_[i])) {
+      return bad(absl::StrCat("byte ", at(&task_ids_[i]), ": the task_id column at row ", i,
                               " disagrees with its row or is out of order"));
     }
-    if (f->stats_at_ != nullptr) {
-      const char* present = base + stats_at + i * sizeof(StatsRow) + offsetof(StatsRow, present);
+    if (stats_at_ != nullptr) {
+      const char* present = reinterpret_cast<const char*>(stats_at_) + i * sizeof(StatsRow) +
+                            offsetof(StatsRow, present);
       if (static_cast<uint8_t>(*present) > 1) {
         return bad(absl::StrCat("byte ", present - base, ": stats row ", i, " is not one"));
       }
     }
   }
-  return f;
+  return absl::OkStatus();
 }
 
 IndexFile::~IndexFile() {

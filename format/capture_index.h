@@ -121,6 +121,9 @@ class IndexFile {
 
  private:
   IndexFile() = default;
+  // IndexChecks::kEverything's check of every row, its record id and task
+  // column entry, and its stats row; DataLoss naming the byte.
+  absl::Status CheckEveryRow() const;
   const ManifestRow& row(uint64_t i) const { return rows_at_[i]; }
   const StatsRow* stats(uint64_t i) const {
     return stats_at_ != nullptr && stats_at_[i].present ? &stats_at_[i] : nullptr;

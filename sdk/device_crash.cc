@@ -58,29 +58,10 @@ const KernelInfo* KernelOf(const KernelRegistry& kernels, const FlightTask& t, u
   return kernels.Find(t.task.func_ids[subtask]);
 }
 
-}  // namespace
-
-DeviceCrashAnalysis AnalyzeDeviceCrash(const DeviceExit& exit, const FlightTable& flight,
-                                       const DeviceMemory& memory,
-                                       const KernelRegistry& kernels) {
-  DeviceCrashAnalysis a;
-  v1::DeviceCrash& c = a.crash;
-  const abi::FlightHeader& h = flight.header();
-  a.tasks_submitted = h.tasks_submitted.load(std::memory_order_relaxed);
-  a.tasks_completed = h.tasks_completed.load(std::memory_order_relaxed);
-  if (exit.signaled) {
-    c.set_signal(exit.signal);
-    c.set_signal_name(SignalName(exit.signal));
-  } else {
-    c.set_exit_status(exit.exit_status);
-  }
-  const int32_t fault = h.crash.signal.load(std::memory_order_acquire);
-  const bool handler_ran = fault > 0;
-  if (handler_ran && h.crash.has_fault_address != 0) {
-    c.set_has_fault_address(true);
-    c.set_fault_address(h.crash.fault_address);
-  }
-  // Every slot in flight, by slot index.
+// Every slot in flight, by slot index: the index in a.in_flight of the task
+// in each slot, -1 for an empty one.
+std::vector<int> ReadInFlightTasks(const FlightTable& flight, const DeviceMemory& memory,
+                                   DeviceCrashAnalysis& a) {
   std::vector<int> by_slot(flight.slots(), -1);
   for (uint32_t s = 0; s < flight.slots(); ++s) {
     auto t = std::make_unique<FlightTask>();
@@ -88,9 +69,15 @@ DeviceCrashAnalysis AnalyzeDeviceCrash(const DeviceExit& exit, const FlightTable
     by_slot[s] = static_cast<int>(a.in_flight.size());
     a.in_flight.push_back(std::move(t));
   }
-  c.set_tasks_in_flight(a.in_flight.size());
-  const uint32_t crash_slot = handler_ran ? h.crash.slot : abi::kNoFlightSlot;
-  const int32_t crash_worker = handler_ran ? h.crash.worker : -1;
+  return by_slot;
+}
+
+// One executing entry per worker that was running a task in flight; the
+// crashing one is the fault handler's slot and worker.
+void AddExecutingTasks(const FlightTable& flight, const KernelRegistry& kernels,
+                       const std::vector<int>& by_slot, uint32_t crash_slot,
+                       int32_t crash_worker, DeviceCrashAnalysis& a) {
+  v1::DeviceCrash& c = a.crash;
   for (uint32_t w = 0; w < flight.workers(); ++w) {
     const uint32_t s = flight.worker(w).slot.load(std::memory_order_acquire);
     if (s >= flight.slots() || by_slot[s] < 0) continue;
@@ -111,13 +98,12 @@ DeviceCrashAnalysis AnalyzeDeviceCrash(const DeviceExit& exit, const FlightTable
     e->set_step(t.task.step);
     e->set_crashing(s == crash_slot && static_cast<int32_t>(w) == crash_worker);
   }
-  for (int i = 0; i < c.executing_size(); ++i) {
-    if (c.executing(i).crashing()) a.dumps = {i};
-  }
-  if (a.dumps.empty()) {
-    for (int i = 0; i < c.executing_size(); ++i) a.dumps.push_back(i);
-  }
-  // One line for people.
+}
+
+// The crash in one line for people: how the process ended and where.
+std::string DescribeCrash(const DeviceExit& exit, const DeviceCrashAnalysis& a,
+                          bool handler_ran, int32_t crash_worker) {
+  const v1::DeviceCrash& c = a.crash;
   std::string how = exit.signaled
                         ? absl::StrCat("was killed by ", SignalName(exit.signal))
                         : absl::StrCat("exited with status ", exit.exit_status,
@@ -149,9 +135,45 @@ DeviceCrashAnalysis AnalyzeDeviceCrash(const DeviceExit& exit, const FlightTable
                              : "while ",
                          where);
   }
-  std::string line = absl::StrCat("the device process ", how, " ", where, "; ",
-                                  a.in_flight.size(), " task(s) in flight, ", a.tasks_completed,
-                                  " of ", a.tasks_submitted, " completed");
+  return absl::StrCat("the device process ", how, " ", where, "; ", a.in_flight.size(),
+                      " task(s) in flight, ", a.tasks_completed, " of ", a.tasks_submitted,
+                      " completed");
+}
+
+}  // namespace
+
+DeviceCrashAnalysis AnalyzeDeviceCrash(const DeviceExit& exit, const FlightTable& flight,
+                                       const DeviceMemory& memory,
+                                       const KernelRegistry& kernels) {
+  DeviceCrashAnalysis a;
+  v1::DeviceCrash& c = a.crash;
+  const abi::FlightHeader& h = flight.header();
+  a.tasks_submitted = h.tasks_submitted.load(std::memory_order_relaxed);
+  a.tasks_completed = h.tasks_completed.load(std::memory_order_relaxed);
+  if (exit.signaled) {
+    c.set_signal(exit.signal);
+    c.set_signal_name(SignalName(exit.signal));
+  } else {
+    c.set_exit_status(exit.exit_status);
+  }
+  const int32_t fault = h.crash.signal.load(std::memory_order_acquire);
+  const bool handler_ran = fault > 0;
+  if (handler_ran && h.crash.has_fault_address != 0) {
+    c.set_has_fault_address(true);
+    c.set_fault_address(h.crash.fault_address);
+  }
+  const std::vector<int> by_slot = ReadInFlightTasks(flight, memory, a);
+  c.set_tasks_in_flight(a.in_flight.size());
+  const uint32_t crash_slot = handler_ran ? h.crash.slot : abi::kNoFlightSlot;
+  const int32_t crash_worker = handler_ran ? h.crash.worker : -1;
+  AddExecutingTasks(flight, kernels, by_slot, crash_slot, crash_worker, a);
+  for (int i = 0; i < c.executing_size(); ++i) {
+    if (c.executing(i).crashing()) a.dumps = {i};
+  }
+  if (a.dumps.empty()) {
+    for (int i = 0; i < c.executing_size(); ++i) a.dumps.push_back(i);
+  }
+  const std::string line = DescribeCrash(exit, a, handler_ran, crash_worker);
   c.set_description(Utf8(line, kMaxCrashTextBytes));
   return a;
 }

@@ -89,23 +89,27 @@ int DeviceProcess::ThreadCount() {
   return n;
 }
 
-absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
-    FlightTable* flight, std::function<std::string()> device, std::function<void()> host_gone) {
-  // ThreadSanitizer's runtime keeps a background thread of its own once a
-  // thread was started (it is fork-safe: the runtime locks itself around
-  // fork).
+namespace {
+
+// ThreadSanitizer's runtime keeps a background thread of its own once a
+// thread was started (it is fork-safe: the runtime locks itself around
+// fork).
 #if defined(__SANITIZE_THREAD__)
-  constexpr int kRuntimeThreads = 1;
+constexpr int kRuntimeThreads = 1;
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-  constexpr int kRuntimeThreads = 1;
+constexpr int kRuntimeThreads = 1;
 #else
-  constexpr int kRuntimeThreads = 0;
+constexpr int kRuntimeThreads = 0;
 #endif
 #else
-  constexpr int kRuntimeThreads = 0;
+constexpr int kRuntimeThreads = 0;
 #endif
-  const int others = ThreadCount() - 1;
+
+// FailedPrecondition when this process runs threads besides the caller's
+// (and the sanitizer runtime's): a forked child inherits their locks, not them.
+absl::Status CheckForkable() {
+  const int others = DeviceProcess::ThreadCount() - 1;
   if (others < 0 || others > kRuntimeThreads) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the device process cannot be forked: this process runs ",
@@ -114,6 +118,76 @@ absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
         "device_process before anything in the process starts a thread (a gRPC channel, a "
         "thread pool), or run the device in this process (device_process = false)"));
   }
+  return absl::OkStatus();
+}
+
+// The child's watch thread: bumps the heartbeat the host's watch reads (a
+// process stopped as a whole bumps it no more) until the parent ends, then
+// runs `host_gone`.
+void WatchParent(FlightTable* flight, int parent_fd, pid_t parent,
+                 const std::function<void()>& host_gone) {
+  for (;;) {
+    flight->header().heartbeat.fetch_add(1, std::memory_order_relaxed);
+    bool gone;
+    if (parent_fd >= 0) {
+      pollfd p = {parent_fd, POLLIN, 0};
+      const int n = ::poll(&p, 1, kHeartbeatPeriodMs);
+      gone = n > 0;
+    } else {
+      // No pidfd (a kernel before 5.3): the parent is gone once this
+      // process was re-parented.
+      ::usleep(kHeartbeatPeriodMs * 1000);
+      gone = ::getppid() != parent;
+    }
+    if (gone) break;
+  }
+  if (host_gone) host_gone();
+}
+
+// The forked child: set up, start its watch, run `device`, send its report
+// (with the trailer) on `report_fd`, and _exit; it never returns.
+[[noreturn]] void RunDeviceChild(FlightTable* flight, const std::function<std::string()>& device,
+                                 std::function<void()> host_gone, int report_fd, int parent_fd,
+                                 pid_t parent) {
+  struct rlimit no_core = {0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::signal(SIGPIPE, SIG_IGN);
+  ::prctl(PR_SET_NAME, "argsdump-dev", 0, 0, 0);
+  // A device stopped (SIGSTOP, a debugger detached) when the host dies
+  // would never see it go: the host's death continues it, and the watch
+  // below then stops it as for a running device.
+  ::prctl(PR_SET_PDEATHSIG, SIGCONT, 0, 0, 0);
+  g_flight = flight;
+  InstallFaultHandlers();
+  std::thread watch;
+  const absl::Status watching = StartThread(
+      "the device process's watch thread", &watch,
+      [flight, parent_fd, parent, host_gone] { WatchParent(flight, parent_fd, parent, host_gone); });
+  if (!watching.ok()) {
+    std::fprintf(stderr, "[argsdump dumper] ERROR: %s\n", std::string(watching.message()).c_str());
+    std::fflush(nullptr);
+    ::_exit(kDeviceNoWatch);
+  }
+  watch.detach();
+  // Nothing may unwind past the fork: the caller's code (a test suite's
+  // next tests) would run on in this process.
+  std::string report;
+  try {
+    report = device();
+  } catch (...) {
+    std::fflush(nullptr);
+    ::_exit(kDeviceThrew);
+  }
+  const bool sent = WriteAll(report_fd, report + std::string(kTrailer, kTrailerBytes));
+  std::fflush(nullptr);
+  ::_exit(sent ? 0 : 4);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
+    FlightTable* flight, std::function<std::string()> device, std::function<void()> host_gone) {
+  if (absl::Status s = CheckForkable(); !s.ok()) return s;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("device process: pipe: ", std::strerror(errno)));
@@ -133,56 +207,7 @@ absl::StatusOr<std::unique_ptr<DeviceProcess>> DeviceProcess::Start(
   }
   if (pid == 0) {
     ::close(fds[0]);
-    struct rlimit no_core = {0, 0};
-    ::setrlimit(RLIMIT_CORE, &no_core);
-    ::signal(SIGPIPE, SIG_IGN);
-    ::prctl(PR_SET_NAME, "argsdump-dev", 0, 0, 0);
-    // A device stopped (SIGSTOP, a debugger detached) when the host dies
-    // would never see it go: the host's death continues it, and the watch
-    // below then stops it as for a running device.
-    ::prctl(PR_SET_PDEATHSIG, SIGCONT, 0, 0, 0);
-    g_flight = flight;
-    InstallFaultHandlers();
-    // The watch: the heartbeat the host's watch reads (a process stopped
-    // as a whole bumps it no more), and the parent's end.
-    std::thread watch;
-    const absl::Status watching = StartThread(
-        "the device process's watch thread", &watch, [flight, parent_fd, parent, host_gone] {
-          for (;;) {
-            flight->header().heartbeat.fetch_add(1, std::memory_order_relaxed);
-            bool gone;
-            if (parent_fd >= 0) {
-              pollfd p = {parent_fd, POLLIN, 0};
-              const int n = ::poll(&p, 1, kHeartbeatPeriodMs);
-              gone = n > 0;
-            } else {
-              // No pidfd (a kernel before 5.3): the parent is gone once this
-              // process was re-parented.
-              ::usleep(kHeartbeatPeriodMs * 1000);
-              gone = ::getppid() != parent;
-            }
-            if (gone) break;
-          }
-          if (host_gone) host_gone();
-        });
-    if (!watching.ok()) {
-      std::fprintf(stderr, "[argsdump dumper] ERROR: %s\n", std::string(watching.message()).c_str());
-      std::fflush(nullptr);
-      ::_exit(kDeviceNoWatch);
-    }
-    watch.detach();
-    // Nothing may unwind past the fork: the caller's code (a test suite's
-    // next tests) would run on in this process.
-    std::string report;
-    try {
-      report = device();
-    } catch (...) {
-      std::fflush(nullptr);
-      ::_exit(kDeviceThrew);
-    }
-    const bool sent = WriteAll(fds[1], report + std::string(kTrailer, kTrailerBytes));
-    std::fflush(nullptr);
-    ::_exit(sent ? 0 : 4);
+    RunDeviceChild(flight, device, std::move(host_gone), fds[1], parent_fd, parent);
   }
   ::close(fds[1]);
   if (parent_fd >= 0) ::close(parent_fd);

@@ -75,6 +75,95 @@ std::optional<int> Level(const std::string& flag, const std::string& value,
   return std::nullopt;
 }
 
+// One flag on the command line, at args[i]: its canonical name and an
+// inline value ("--f=v"); reading a value from the next entry moves i on.
+// What cannot be read is a WARNING in `warnings`.
+struct FlagAt {
+  const std::vector<std::string>& args;
+  size_t& i;
+  std::string flag;
+  bool has_eq;
+  std::string inline_value;
+  std::vector<std::string>* warnings;
+
+  // The value of a flag that takes one: "--f=v" or "--f v"; without one,
+  // a WARNING naming the flag and what it falls back to.
+  std::optional<std::string> Value(const char* fallback) {
+    std::string out;
+    if (has_eq) {
+      out = inline_value;
+    } else if (i + 1 < args.size() && !absl::StartsWith(args[i + 1], "--")) {
+      out = args[++i];
+    }
+    if (out.empty()) {
+      warnings->push_back(absl::StrCat("the command line: ", flag, " needs a value; ", fallback));
+      return std::nullopt;
+    }
+    return out;
+  }
+
+  // A switch: bare means true, "=false" turns it off; another value is a
+  // WARNING and the next entry (the variable, the config file) decides.
+  void Switch(std::optional<bool>* out, const char* what, const char* variable) {
+    bool on = true;
+    if (has_eq && !absl::SimpleAtob(inline_value, &on)) {
+      warnings->push_back(absl::StrCat("the command line: ", flag, ": '", inline_value,
+                                       "' is not true or false; ", what,
+                                       " stays as the next entry (", variable,
+                                       ", the config file) sets it, or off"));
+      out->reset();
+    } else {
+      *out = on;
+    }
+  }
+};
+
+// The dump flag `f` into `d`; false when `f` is not a dump flag.
+bool ApplyDumpFlag(FlagAt& f, CommandLineDump& d) {
+  const std::string& flag = f.flag;
+  if (flag == "--dump-args") {
+    // A bare --dump-args means level 1; "--dump-args N"
+    // takes N only when it is all digits.
+    std::string v = "1";
+    if (f.has_eq) {
+      v = f.inline_value;
+    } else if (f.i + 1 < f.args.size() && IsLevelText(f.args[f.i + 1])) {
+      v = f.args[++f.i];
+    }
+    // A later flag replaces an earlier one, a bad one included.
+    d.entry.level = Level(flag, v, kLevelFallback, &d.warnings);
+  } else if (flag == "--dump-args-default") {
+    d.default_level.reset();
+    if (std::optional<std::string> v = f.Value(kDefaultFallback)) {
+      d.default_level = Level(flag, *v, kDefaultFallback, &d.warnings);
+    }
+  } else if (flag == "--dump-verbose") {
+    f.Switch(&d.entry.verbose, "the verbose log", "ARGSDUMP_VERBOSE");
+  } else if (flag == "--dump-snapshot-inputs") {
+    f.Switch(&d.entry.snapshot_inputs, "the inputs' snapshot for exception dumps",
+             "ARGSDUMP_SNAPSHOT_INPUTS");
+  } else if (flag == "--dump-config") {
+    d.config_file.clear();
+    if (std::optional<std::string> v = f.Value(kConfigFallback)) d.config_file = FromUserDir(*v);
+  } else if (flag == "--output-prefix") {
+    d.entry.path.reset();
+    if (std::optional<std::string> v = f.Value(kPrefixFallback)) d.entry.path = FromUserDir(*v);
+  } else if (flag == "--capture-server") {
+    d.entry.capture_server.reset();
+    std::optional<std::string> v = f.Value(kServerFallback);
+    if (v && !IsHostPort(*v)) {
+      d.warnings.push_back(absl::StrCat("the command line: ", flag, ": '", *v,
+                                        "' is not host:port (such as 127.0.0.1:50051); ",
+                                        kServerFallback));
+    } else if (v) {
+      d.entry.capture_server = *v;
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 CommandLineDump ParseDumpFlags(const std::vector<std::string>& args,
@@ -88,79 +177,10 @@ CommandLineDump ParseDumpFlags(const std::vector<std::string>& args,
       break;
     }
     const size_t eq = arg.find('=');
-    const std::string flag = Canonical(absl::string_view(arg).substr(0, eq));
     const bool has_eq = eq != std::string::npos;
-    const std::string inline_value = has_eq ? arg.substr(eq + 1) : "";
-    // The value of a flag that takes one: "--f=v" or "--f v"; without one,
-    // a WARNING naming the flag and what it falls back to.
-    auto value = [&](const char* fallback) -> std::optional<std::string> {
-      std::string out;
-      if (has_eq) {
-        out = inline_value;
-      } else if (i + 1 < args.size() && !absl::StartsWith(args[i + 1], "--")) {
-        out = args[++i];
-      }
-      if (out.empty()) {
-        d.warnings.push_back(
-            absl::StrCat("the command line: ", flag, " needs a value; ", fallback));
-        return std::nullopt;
-      }
-      return out;
-    };
-    // A switch: bare means true, "=false" turns it off; another value is a
-    // WARNING and the next entry (the variable, the config file) decides.
-    auto switch_value = [&](std::optional<bool>* out, const char* what, const char* variable) {
-      bool on = true;
-      if (has_eq && !absl::SimpleAtob(inline_value, &on)) {
-        d.warnings.push_back(absl::StrCat("the command line: ", flag, ": '", inline_value,
-                                          "' is not true or false; ", what,
-                                          " stays as the next entry (", variable,
-                                          ", the config file) sets it, or off"));
-        out->reset();
-      } else {
-        *out = on;
-      }
-    };
-    if (flag == "--dump-args") {
-      // A bare --dump-args means level 1; "--dump-args N"
-      // takes N only when it is all digits.
-      std::string v = "1";
-      if (has_eq) {
-        v = inline_value;
-      } else if (i + 1 < args.size() && IsLevelText(args[i + 1])) {
-        v = args[++i];
-      }
-      // A later flag replaces an earlier one, a bad one included.
-      d.entry.level = Level(flag, v, kLevelFallback, &d.warnings);
-    } else if (flag == "--dump-args-default") {
-      d.default_level.reset();
-      if (std::optional<std::string> v = value(kDefaultFallback)) {
-        d.default_level = Level(flag, *v, kDefaultFallback, &d.warnings);
-      }
-    } else if (flag == "--dump-verbose") {
-      switch_value(&d.entry.verbose, "the verbose log", "ARGSDUMP_VERBOSE");
-    } else if (flag == "--dump-snapshot-inputs") {
-      switch_value(&d.entry.snapshot_inputs, "the inputs' snapshot for exception dumps",
-                   "ARGSDUMP_SNAPSHOT_INPUTS");
-    } else if (flag == "--dump-config") {
-      d.config_file.clear();
-      if (std::optional<std::string> v = value(kConfigFallback)) d.config_file = FromUserDir(*v);
-    } else if (flag == "--output-prefix") {
-      d.entry.path.reset();
-      if (std::optional<std::string> v = value(kPrefixFallback)) d.entry.path = FromUserDir(*v);
-    } else if (flag == "--capture-server") {
-      d.entry.capture_server.reset();
-      std::optional<std::string> v = value(kServerFallback);
-      if (v && !IsHostPort(*v)) {
-        d.warnings.push_back(absl::StrCat("the command line: ", flag, ": '", *v,
-                                          "' is not host:port (such as 127.0.0.1:50051); ",
-                                          kServerFallback));
-      } else if (v) {
-        d.entry.capture_server = *v;
-      }
-    } else {
-      rest->push_back(arg);
-    }
+    FlagAt f{args,   i, Canonical(absl::string_view(arg).substr(0, eq)),
+             has_eq, has_eq ? arg.substr(eq + 1) : "", &d.warnings};
+    if (!ApplyDumpFlag(f, d)) rest->push_back(arg);
   }
   return d;
 }

@@ -606,21 +606,25 @@ absl::StatusOr<std::unique_ptr<CaptureHub>> CaptureHub::Open(Options options) {
   return hub;
 }
 
-absl::Status CaptureHub::Load() {
+absl::Status CaptureHub::ListRoot(std::vector<std::string>* names,
+                                  std::vector<std::string>* folders) const {
   DIR* d = ::opendir(options_.root.c_str());
   if (d == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("capture hub: cannot list ", options_.root, ": ", std::strerror(errno)));
   }
-  std::vector<std::string> names, folders;
   while (struct dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (!ValidateCaptureName(name).ok()) continue;
-    folders.push_back(name);
-    if (IsDirectory(options_.root + "/" + name + "/args_dump")) names.push_back(name);
+    folders->push_back(name);
+    if (IsDirectory(options_.root + "/" + name + "/args_dump")) names->push_back(name);
   }
   ::closedir(d);
-  // Deletions a stop interrupted: their folders were renamed away first.
+  return absl::OkStatus();
+}
+
+void CaptureHub::RemoveInterruptedDeletions(const std::vector<std::string>& folders) const {
+  // Their folders were renamed away first.
   for (const std::string& folder : folders) {
     const std::string parent = options_.root + "/" + folder;
     DIR* p = ::opendir(parent.c_str());
@@ -639,64 +643,76 @@ absl::Status CaptureHub::Load() {
     }
     if (!leftovers.empty()) ::rmdir(parent.c_str());  // only when nothing else is in it
   }
+}
+
+absl::Status CaptureHub::LoadCapture(const std::string& name) {
+  const std::string dir = options_.root + "/" + name + "/args_dump";
+  std::shared_ptr<HubCapture> c(new HubCapture(name, dir, options_.max_capture_bytes));
+  c->info_.set_name(name);
+  captures_[name] = c;
+  // Live when the server went away: live again, detached, for a resume.
+  const bool was_live = !Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName);
+  if (was_live) {
+    auto store = CaptureStore::Reopen(dir);
+    if (store.ok()) {
+      (*store)->EnableTaskIndex();
+      c->info_ = (*store)->info();
+      c->durable_.records = (*store)->records();
+      c->durable_.bin_bytes = (*store)->stream_bytes();
+      c->store_ = std::move(store).value();
+      if (absl::Status s = c->StartWriter(); !s.ok()) return s;
+      Log(absl::StrCat("capture ", name, " is live after a restart: ", c->durable_.records,
+                       " records, ", c->durable_.bin_bytes,
+                       " payload bytes durable; waiting for its client to resume it"));
+      return absl::OkStatus();
+    }
+    Log(absl::StrCat(store.status().message(), "; recovering it as finished"));
+  }
+  // A capture whose writer died gets its manifest and index rebuilt;
+  // what a damaged journal cost is in its manifest ("recovery").
+  RecoveryReport report;
+  if (auto s = CaptureStore::Recover(dir, &report); !s.ok()) {
+    Log(absl::StrCat(dir, ": ", s.message()));
+    if (!report.wrote_files) {
+      c->damage_ = absl::DataLossError(absl::StrCat("capture ", name, ": ", s.message()));
+      return absl::OkStatus();
+    }
+  }
+  const std::string index_path = dir + "/" + kIndexName;
+  auto index = IndexFile::Open(index_path);
+  if (!index.ok() && Exists(dir + "/" + kJournalName)) {
+    // Damaged (every row is checked at open): set it aside, rebuild it
+    // from the journal, which says the same.
+    Log(absl::StrCat(index.status().message(), "; rebuilding it from ", kJournalName));
+    ::rename(index_path.c_str(), (index_path + ".damaged").c_str());
+    RecoveryReport rebuilt;
+    CaptureStore::Recover(dir, &rebuilt).IgnoreError();
+    if (rebuilt.wrote_files) index = IndexFile::Open(index_path);
+  }
+  if (!index.ok()) {
+    Log(absl::StrCat(dir, " cannot be served: ", index.status().message()));
+    c->damage_ =
+        absl::DataLossError(absl::StrCat("capture ", name, ": ", index.status().message()));
+    return absl::OkStatus();
+  }
+  c->info_ = (*index)->info();
+  c->durable_.records = (*index)->size();
+  c->durable_.bin_bytes = (*index)->counters().payload_bytes();
+  if (was_live && report.wrote_files) {
+    Log(absl::StrCat("capture ", name, " finished (", SealCauseName(SealCause::kRecovery), ": ",
+                     report.Describe(), "): ", Counted((*index)->size(), (*index)->counters())));
+  }
+  c->index_ = std::move(index).value();
+  return absl::OkStatus();
+}
+
+absl::Status CaptureHub::Load() {
+  std::vector<std::string> names, folders;
+  if (absl::Status s = ListRoot(&names, &folders); !s.ok()) return s;
+  // Deletions a stop interrupted.
+  RemoveInterruptedDeletions(folders);
   for (const std::string& name : names) {
-    const std::string dir = options_.root + "/" + name + "/args_dump";
-    std::shared_ptr<HubCapture> c(new HubCapture(name, dir, options_.max_capture_bytes));
-    c->info_.set_name(name);
-    captures_[name] = c;
-    // Live when the server went away: live again, detached, for a resume.
-    const bool was_live = !Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName);
-    if (was_live) {
-      auto store = CaptureStore::Reopen(dir);
-      if (store.ok()) {
-        (*store)->EnableTaskIndex();
-        c->info_ = (*store)->info();
-        c->durable_.records = (*store)->records();
-        c->durable_.bin_bytes = (*store)->stream_bytes();
-        c->store_ = std::move(store).value();
-        if (absl::Status s = c->StartWriter(); !s.ok()) return s;
-        Log(absl::StrCat("capture ", name, " is live after a restart: ", c->durable_.records,
-                         " records, ", c->durable_.bin_bytes,
-                         " payload bytes durable; waiting for its client to resume it"));
-        continue;
-      }
-      Log(absl::StrCat(store.status().message(), "; recovering it as finished"));
-    }
-    // A capture whose writer died gets its manifest and index rebuilt;
-    // what a damaged journal cost is in its manifest ("recovery").
-    RecoveryReport report;
-    if (auto s = CaptureStore::Recover(dir, &report); !s.ok()) {
-      Log(absl::StrCat(dir, ": ", s.message()));
-      if (!report.wrote_files) {
-        c->damage_ = absl::DataLossError(absl::StrCat("capture ", name, ": ", s.message()));
-        continue;
-      }
-    }
-    const std::string index_path = dir + "/" + kIndexName;
-    auto index = IndexFile::Open(index_path);
-    if (!index.ok() && Exists(dir + "/" + kJournalName)) {
-      // Damaged (every row is checked at open): set it aside, rebuild it
-      // from the journal, which says the same.
-      Log(absl::StrCat(index.status().message(), "; rebuilding it from ", kJournalName));
-      ::rename(index_path.c_str(), (index_path + ".damaged").c_str());
-      RecoveryReport rebuilt;
-      CaptureStore::Recover(dir, &rebuilt).IgnoreError();
-      if (rebuilt.wrote_files) index = IndexFile::Open(index_path);
-    }
-    if (!index.ok()) {
-      Log(absl::StrCat(dir, " cannot be served: ", index.status().message()));
-      c->damage_ =
-          absl::DataLossError(absl::StrCat("capture ", name, ": ", index.status().message()));
-      continue;
-    }
-    c->info_ = (*index)->info();
-    c->durable_.records = (*index)->size();
-    c->durable_.bin_bytes = (*index)->counters().payload_bytes();
-    if (was_live && report.wrote_files) {
-      Log(absl::StrCat("capture ", name, " finished (", SealCauseName(SealCause::kRecovery), ": ",
-                       report.Describe(), "): ", Counted((*index)->size(), (*index)->counters())));
-    }
-    c->index_ = std::move(index).value();
+    if (absl::Status s = LoadCapture(name); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -276,6 +276,13 @@ class CaptureHub {
  private:
   explicit CaptureHub(Options options) : options_(std::move(options)) {}
   absl::Status Load();
+  // Load's steps: the root's capture folders (`folders`) and those holding
+  // a capture (`names`); the files of deletions a stop interrupted, removed;
+  // one capture listed, live again for a resume or finished (recovered,
+  // its index rebuilt when damaged) or damaged.
+  absl::Status ListRoot(std::vector<std::string>* names, std::vector<std::string>* folders) const;
+  void RemoveInterruptedDeletions(const std::vector<std::string>& folders) const;
+  absl::Status LoadCapture(const std::string& name);
   // Seals live captures idle past options_.live_idle_timeout; evicts
   // finished ones past options_.retain_for.
   void ReapLoop();

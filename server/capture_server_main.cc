@@ -118,14 +118,12 @@ bool IsLoopback(const std::string& listen) {
          listen.rfind("[::1]:", 0) == 0 || listen.rfind("unix:", 0) == 0;
 }
 
-int Main(const CommandLine& line) {
-  if (!line.positional.empty()) {
-    return Fail(absl::StrCat("unexpected argument '", line.positional[0], "'"));
-  }
+// The server's options from the flags (every number was range-checked by
+// the parser) except the token, which is read from its file.
+CaptureServerOptions OptionsFromFlags(const CommandLine& line) {
   CaptureServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
   o.hub.root = absl::GetFlag(FLAGS_root);
-  // Every number was range-checked by the parser (spec.quantities).
   o.hub.max_capture_bytes = static_cast<uint64_t>(line.Quantity("max_capture_bytes"));
   o.hub.payload_dedup = absl::GetFlag(FLAGS_payload_dedup);
   o.hub.live_idle_timeout = line.Duration("live_idle_timeout_ms");
@@ -143,20 +141,13 @@ int Main(const CommandLine& line) {
       static_cast<uint64_t>(line.Quantity("http_inflight_budget_bytes"));
   o.http.budget_wait = absl::ToChronoMilliseconds(line.Duration("http_budget_wait"));
   o.http.send_buffer_bytes = static_cast<int>(line.Quantity("http_send_buffer_bytes"));
-  if (!o.http.cors_origins.empty() && o.http.listen.empty()) {
-    return Fail(absl::StrCat(line.Spelling("http_cors_origin"),
-                             ": the HTTP face is off; it needs --http_listen"));
-  }
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
-  const std::string token_file = absl::GetFlag(FLAGS_auth_token_file);
-  if (!token_file.empty()) {
-    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
-    if (!token.ok()) {
-      return Fail(absl::StrCat(line.Spelling("auth_token_file"), ": ", token.status().message()));
-    }
-    o.auth_token = *std::move(token);
-  }
+  return o;
+}
+
+// A warning for each address past loopback that has no token or no TLS.
+void WarnIfExposed(const CaptureServerOptions& o) {
   for (const std::string& address : {o.listen, o.http.listen}) {
     if (address.empty() || IsLoopback(address)) continue;
     if (o.auth_token.empty() || o.tls_cert_file.empty()) {
@@ -167,22 +158,18 @@ int Main(const CommandLine& line) {
                    o.auth_token.empty() ? "no --auth_token_file is set" : "there is no TLS");
     }
   }
-  // Signals are taken by sigwait below, not by handlers.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
 
-  auto server = CaptureServer::Start(o);
-  if (!server.ok()) return Fail(std::string(server.status().message()));
+// Where the server listens (stdout, which tests and scripts read), and the
+// HTTP face's limits (stderr).
+void PrintListening(const CaptureServerOptions& o, const CaptureServer& server) {
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
-  std::printf("capture_server listening on %s:%d root=%s\n", host.c_str(), (*server)->port(),
+  std::printf("capture_server listening on %s:%d root=%s\n", host.c_str(), server.port(),
               o.hub.root.c_str());
-  if ((*server)->http_port() != 0) {
+  if (server.http_port() != 0) {
     const std::string http_host = o.http.listen.substr(0, o.http.listen.rfind(':'));
     std::printf("capture_server http on %s://%s:%d/\n", o.tls_cert_file.empty() ? "http" : "https",
-                http_host.c_str(), (*server)->http_port());
+                http_host.c_str(), server.http_port());
     std::fprintf(
         stderr,
         "capture_server: HTTP limits: %d connections, request deadline %s, answer stall %s, "
@@ -198,6 +185,36 @@ int Main(const CommandLine& line) {
             ? "sized by the kernel"
             : FormatQuantity(o.http.send_buffer_bytes, Quantity::kBytes).c_str());
   }
+}
+
+int Main(const CommandLine& line) {
+  if (!line.positional.empty()) {
+    return Fail(absl::StrCat("unexpected argument '", line.positional[0], "'"));
+  }
+  CaptureServerOptions o = OptionsFromFlags(line);
+  if (!o.http.cors_origins.empty() && o.http.listen.empty()) {
+    return Fail(absl::StrCat(line.Spelling("http_cors_origin"),
+                             ": the HTTP face is off; it needs --http_listen"));
+  }
+  const std::string token_file = absl::GetFlag(FLAGS_auth_token_file);
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadTokenFile(token_file);
+    if (!token.ok()) {
+      return Fail(absl::StrCat(line.Spelling("auth_token_file"), ": ", token.status().message()));
+    }
+    o.auth_token = *std::move(token);
+  }
+  WarnIfExposed(o);
+  // Signals are taken by sigwait below, not by handlers.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = CaptureServer::Start(o);
+  if (!server.ok()) return Fail(std::string(server.status().message()));
+  PrintListening(o, **server);
   std::fflush(stdout);
   int sig = 0;
   sigwait(&signals, &sig);

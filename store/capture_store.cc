@@ -850,6 +850,54 @@ std::string RecoveryReport::Describe() const {
   return absl::StrJoin(parts, "; ");
 }
 
+namespace {
+
+// The journal's records a recovery keeps: those whose payload args.bin holds
+// whole, as rows with their stats; where the last kept payload ends, and how
+// many were placed on bytes stored before them.
+struct KeptRows {
+  RecordList records;
+  StatsTable stats;
+  uint64_t bin_end = 0;
+  uint64_t shared = 0;
+};
+
+void KeepRecordsWithPayload(const Replay& replay, RecoveryReport& report, KeptRows* kept) {
+  for (size_t i = 0; i < replay.records.size(); ++i) {
+    const v1::ArgRecord& r = replay.records[i];
+    const uint64_t end = r.bin_offset() + r.bin_size();
+    if (r.bin_size() > 0 && (report.bin_missing || end < r.bin_offset() || end > report.bin_bytes)) {
+      ++report.records_without_payload;
+      continue;
+    }
+    kept->bin_end = std::max(kept->bin_end, end);
+    kept->shared += replay.shared[i] ? 1 : 0;
+    kept->stats.Add(kept->records.size(), r);
+    kept->records.push_back(*RowFromRecord(r));
+  }
+  report.records = kept->records.size();
+}
+
+// Bytes past the last kept payload belong to pairs that never reached the
+// journal (a crash between the two writes): cut them, unless the journal
+// was damaged before its tail (they may be the payloads of lost entries).
+absl::Status CutUnjournaledPayloads(const std::string& bin, uint64_t bin_end,
+                                    RecoveryReport& report) {
+  bool damaged = false;
+  for (const JournalReader::Damage& d : report.damage) damaged = damaged || !d.tail;
+  damaged = damaged || report.records_unplaced > 0;  // their bytes may be past the end
+  if (!report.bin_missing && !damaged && report.bin_bytes > bin_end) {
+    if (::truncate(bin.c_str(), static_cast<off_t>(bin_end)) != 0) {
+      return absl::DataLossError(absl::StrCat("capture store: cannot cut ", bin, " back: ",
+                                              std::strerror(errno)));
+    }
+    report.bin_cut = true;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CaptureStore::Recover(const std::string& dir, RecoveryReport* out) {
   RecoveryReport scratch;
   RecoveryReport& report = out != nullptr ? *out : scratch;
@@ -879,35 +927,12 @@ absl::Status CaptureStore::Recover(const std::string& dir, RecoveryReport* out) 
   struct stat st;
   report.bin_missing = ::stat(bin.c_str(), &st) != 0;
   report.bin_bytes = report.bin_missing ? 0 : static_cast<uint64_t>(st.st_size);
-  RecordList records;
-  StatsTable stats;
-  uint64_t bin_end = 0, shared = 0;
-  for (size_t i = 0; i < replay.records.size(); ++i) {
-    const v1::ArgRecord& r = replay.records[i];
-    const uint64_t end = r.bin_offset() + r.bin_size();
-    if (r.bin_size() > 0 && (report.bin_missing || end < r.bin_offset() || end > report.bin_bytes)) {
-      ++report.records_without_payload;
-      continue;
-    }
-    bin_end = std::max(bin_end, end);
-    shared += replay.shared[i] ? 1 : 0;
-    stats.Add(records.size(), r);
-    records.push_back(*RowFromRecord(r));
-  }
-  report.records = records.size();
-  // Bytes past the last kept payload belong to pairs that never reached the
-  // journal (a crash between the two writes): cut them, unless the journal
-  // was damaged before its tail (they may be the payloads of lost entries).
-  bool damaged = false;
-  for (const JournalReader::Damage& d : report.damage) damaged = damaged || !d.tail;
-  damaged = damaged || report.records_unplaced > 0;  // their bytes may be past the end
-  if (!report.bin_missing && !damaged && report.bin_bytes > bin_end) {
-    if (::truncate(bin.c_str(), static_cast<off_t>(bin_end)) != 0) {
-      return absl::DataLossError(absl::StrCat("capture store: cannot cut ", bin, " back: ",
-                                              std::strerror(errno)));
-    }
-    report.bin_cut = true;
-  }
+  KeptRows kept;
+  KeepRecordsWithPayload(replay, report, &kept);
+  if (absl::Status s = CutUnjournaledPayloads(bin, kept.bin_end, report); !s.ok()) return s;
+  const RecordList& records = kept.records;
+  StatsTable& stats = kept.stats;
+  const uint64_t bin_end = kept.bin_end, shared = kept.shared;
   if (!have_counters) {
     CountRecords(records, &counters);
     counters.set_payload_bytes_stored(bin_end);

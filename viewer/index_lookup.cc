@@ -232,6 +232,110 @@ absl::Status HeadAgrees(const ManifestSummary& head, const IndexFile& index,
   return absl::OkStatus();
 }
 
+// A capture's index and its manifest, read together; what they disagree on
+// is DataLoss naming both.
+struct IndexAndManifest {
+  const IndexFile& index;
+  const std::string& index_path;
+  const std::string& manifest_path;
+
+  absl::Status Disagree(const std::string& what) const {
+    return absl::DataLossError(
+        absl::StrCat(index_path, ": does not match ", manifest_path, ": ", what));
+  }
+};
+
+// The head, and the first entry, as the streaming reader reads them, checked
+// against the index; false when the manifest has no entries (nor the index
+// rows).
+absl::StatusOr<bool> CheckHeadAndFirstEntry(const IndexAndManifest& c,
+                                            IndexedSelection* answer) {
+  absl::StatusOr<std::unique_ptr<ManifestReader>> reader = ManifestReader::Open(c.manifest_path);
+  if (!reader.ok()) return reader.status();
+  ManifestEntry first;
+  absl::StatusOr<bool> got = (*reader)->Next(&first);
+  if (!got.ok()) return got.status();
+  answer->summary = (*reader)->summary();
+  if (absl::Status s = HeadAgrees(answer->summary, c.index, c.index_path); !s.ok()) return s;
+  if (!*got) {
+    if (c.index.size() != 0) return c.Disagree("the manifest has no entries");
+    return false;
+  }
+  if (c.index.size() == 0) return c.Disagree("the index has no rows");
+  absl::StatusOr<ManifestRow> row0 = c.index.CheckedRow(0);
+  if (!row0.ok()) return row0.status();
+  if (!EntryAgrees(first, *row0, c.index.StatsOf(0))) return c.Disagree("entry 0");
+  return true;
+}
+
+// The task the selection names (by its id, or by the index of one of its
+// entries); nullopt when no entry can match.
+absl::StatusOr<std::optional<uint64_t>> SelectedTask(const IndexFile& index,
+                                                     const EntryFilter& selection) {
+  if (!selection.index) return *selection.args.task_id;
+  if (*selection.index >= index.size()) return std::optional<uint64_t>();
+  absl::StatusOr<ManifestRow> row = index.CheckedRow(*selection.index);
+  if (!row.ok()) return row.status();
+  const uint64_t task_id = row->task_id;
+  if (selection.args.task_id && *selection.args.task_id != task_id) {
+    return std::optional<uint64_t>();
+  }
+  return task_id;
+}
+
+// The manifest's lines of the task, found without the index.
+absl::StatusOr<std::vector<std::string>> ManifestLinesOfTask(const IndexAndManifest& c,
+                                                             uint64_t task_id) {
+  ManifestBytes m;
+  if (absl::Status s = m.Open(c.manifest_path); !s.ok()) return s;
+  std::string head;
+  size_t args_open = std::string::npos;
+  for (size_t want = 64 << 10; args_open == std::string::npos && want <= kMaxHeadBytes;
+       want *= 4) {
+    if (absl::Status s = m.Read(0, want, &head); !s.ok()) return s;
+    args_open = head.find(kArgsOpen.data(), 0, kArgsOpen.size());
+    if (head.size() < want) break;  // the whole file
+  }
+  if (args_open == std::string::npos) {
+    return c.Disagree(
+        "no \"args\": [ line in the manifest's first 4 MiB (not the store's layout)");
+  }
+  return TaskLines(m, args_open + kArgsOpen.size(), task_id);
+}
+
+// The task's entry lines parsed, each checked against its index row; the
+// ones the selection matches go into `answer`.
+absl::Status ReadTaskEntries(const IndexAndManifest& c, const std::vector<std::string>& lines,
+                             uint64_t task_id, const IndexRange& range,
+                             const EntryFilter& selection, IndexedSelection* answer) {
+  std::string text = "{\"args\": [";
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i > 0) text.push_back(',');
+    text.append(lines[i]);
+  }
+  text.append("]}");
+  std::unique_ptr<ManifestReader> reader = ManifestReader::FromBytes(
+      std::move(text), absl::StrCat(c.manifest_path, " (task ", TaskIdHex(task_id), ")"));
+  ManifestEntry e;
+  for (uint64_t i = range.begin;; ++i) {
+    absl::StatusOr<bool> got = reader->Next(&e);
+    if (!got.ok()) return got.status();
+    if (!*got) {
+      if (i != range.end) return c.Disagree("the task's entries do not parse as its lines");
+      break;
+    }
+    if (i >= range.end) return c.Disagree("the task's entries do not parse as its lines");
+    absl::StatusOr<ManifestRow> row = c.index.CheckedRow(i);
+    if (!row.ok()) return row.status();
+    if (!EntryAgrees(e, *row, c.index.StatsOf(i))) {
+      return c.Disagree(absl::StrCat("entry ", i));
+    }
+    e.index = i;
+    if (selection.Matches(e)) answer->entries.push_back(e);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool IndexCanAnswer(const EntryFilter& selection) {
@@ -249,91 +353,32 @@ absl::StatusOr<IndexedSelection> SelectFromIndex(const std::string& capture_dir,
       IndexFile::Open(index_path, IndexChecks::kRowsRead);
   if (!opened.ok()) return opened.status();
   const IndexFile& index = **opened;
-  auto disagree = [&](const std::string& what) {
-    return absl::DataLossError(
-        absl::StrCat(index_path, ": does not match ", manifest_path, ": ", what));
-  };
+  const IndexAndManifest c{index, index_path, manifest_path};
 
-  // The head, and the first entry, as the streaming reader reads them.
   IndexedSelection answer;
-  {
-    absl::StatusOr<std::unique_ptr<ManifestReader>> reader = ManifestReader::Open(manifest_path);
-    if (!reader.ok()) return reader.status();
-    ManifestEntry first;
-    absl::StatusOr<bool> got = (*reader)->Next(&first);
-    if (!got.ok()) return got.status();
-    answer.summary = (*reader)->summary();
-    if (absl::Status s = HeadAgrees(answer.summary, index, index_path); !s.ok()) return s;
-    if (!*got) {
-      if (index.size() != 0) return disagree("the manifest has no entries");
-      return answer;
-    }
-    if (index.size() == 0) return disagree("the index has no rows");
-    absl::StatusOr<ManifestRow> row0 = index.CheckedRow(0);
-    if (!row0.ok()) return row0.status();
-    if (!EntryAgrees(first, *row0, index.StatsOf(0))) return disagree("entry 0");
-  }
+  absl::StatusOr<bool> has_entries = CheckHeadAndFirstEntry(c, &answer);
+  if (!has_entries.ok()) return has_entries.status();
+  if (!*has_entries) return answer;
 
-  uint64_t task_id = 0;
-  if (selection.index) {
-    if (*selection.index >= index.size()) return answer;
-    absl::StatusOr<ManifestRow> row = index.CheckedRow(*selection.index);
-    if (!row.ok()) return row.status();
-    task_id = row->task_id;
-    if (selection.args.task_id && *selection.args.task_id != task_id) return answer;
-  } else {
-    task_id = *selection.args.task_id;
-  }
+  absl::StatusOr<std::optional<uint64_t>> selected = SelectedTask(index, selection);
+  if (!selected.ok()) return selected.status();
+  if (!selected->has_value()) return answer;
+  const uint64_t task_id = **selected;
   absl::StatusOr<IndexRange> range = index.TaskRows(task_id);
   if (!range.ok()) return range.status();
 
-  // The manifest's lines of that task, found without the index.
-  ManifestBytes m;
-  if (absl::Status s = m.Open(manifest_path); !s.ok()) return s;
-  std::string head;
-  size_t args_open = std::string::npos;
-  for (size_t want = 64 << 10; args_open == std::string::npos && want <= kMaxHeadBytes;
-       want *= 4) {
-    if (absl::Status s = m.Read(0, want, &head); !s.ok()) return s;
-    args_open = head.find(kArgsOpen.data(), 0, kArgsOpen.size());
-    if (head.size() < want) break;  // the whole file
-  }
-  if (args_open == std::string::npos) {
-    return disagree("no \"args\": [ line in the manifest's first 4 MiB (not the store's layout)");
-  }
-  absl::StatusOr<std::vector<std::string>> lines =
-      TaskLines(m, args_open + kArgsOpen.size(), task_id);
+  absl::StatusOr<std::vector<std::string>> lines = ManifestLinesOfTask(c, task_id);
   if (!lines.ok()) return lines.status();
   const uint64_t rows = range->end - range->begin;
   if (lines->size() != rows) {
-    return disagree(absl::StrCat("task ", TaskIdHex(task_id), " has ", lines->size(),
-                                 " entry lines in the manifest and ", rows, " rows in the index"));
+    return c.Disagree(absl::StrCat("task ", TaskIdHex(task_id), " has ", lines->size(),
+                                   " entry lines in the manifest and ", rows,
+                                   " rows in the index"));
   }
   if (rows == 0) return answer;
-  std::string text = "{\"args\": [";
-  for (size_t i = 0; i < lines->size(); ++i) {
-    if (i > 0) text.push_back(',');
-    text.append((*lines)[i]);
-  }
-  text.append("]}");
-  std::unique_ptr<ManifestReader> reader = ManifestReader::FromBytes(
-      std::move(text), absl::StrCat(manifest_path, " (task ", TaskIdHex(task_id), ")"));
-  ManifestEntry e;
-  for (uint64_t i = range->begin;; ++i) {
-    absl::StatusOr<bool> got = reader->Next(&e);
-    if (!got.ok()) return got.status();
-    if (!*got) {
-      if (i != range->end) return disagree("the task's entries do not parse as its lines");
-      break;
-    }
-    if (i >= range->end) return disagree("the task's entries do not parse as its lines");
-    absl::StatusOr<ManifestRow> row = index.CheckedRow(i);
-    if (!row.ok()) return row.status();
-    if (!EntryAgrees(e, *row, index.StatsOf(i))) {
-      return disagree(absl::StrCat("entry ", i));
-    }
-    e.index = i;
-    if (selection.Matches(e)) answer.entries.push_back(e);
+  if (absl::Status s = ReadTaskEntries(c, *lines, task_id, *range, selection, &answer);
+      !s.ok()) {
+    return s;
   }
   return answer;
 }

@@ -121,7 +121,7 @@ absl::Status ZipArchive::ReadAt(uint64_t at, size_t n, std::string* out) const {
   return absl::OkStatus();
 }
 
-absl::Status ZipArchive::Parse() {
+absl::StatusOr<ZipArchive::CentralDirectory> ZipArchive::FindCentralDirectory() const {
   if (size_ < kEndBytes) return Error(0, "too short for a zip archive (no end record)");
   // The end record: the last "PK\5\6" whose comment reaches the end.
   const uint64_t tail = std::min<uint64_t>(size_, kEndBytes + 0xFFFF);
@@ -137,35 +137,104 @@ absl::Status ZipArchive::Parse() {
   if (end == std::string::npos) {
     return Error(size_ - tail, "no end-of-central-directory record: not a zip archive, or cut");
   }
-  const uint64_t end_at = size_ - tail + end;
-  uint64_t entries = U16(t, end + 10);
-  uint64_t cd_size = U32(t, end + 12);
-  uint64_t cd_offset = U32(t, end + 16);
+  CentralDirectory dir;
+  dir.end_at = size_ - tail + end;
+  dir.entries = U16(t, end + 10);
+  dir.size = U32(t, end + 12);
+  dir.offset = U32(t, end + 16);
   if (U16(t, end + 4) != 0 || U16(t, end + 6) != 0) {
-    return Error(end_at, "a multi-disk archive (not read)");
+    return Error(dir.end_at, "a multi-disk archive (not read)");
   }
-  if (entries == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
+  if (dir.entries == 0xFFFF || dir.size == 0xFFFFFFFF || dir.offset == 0xFFFFFFFF) {
     // Zip64: the locator sits right before the end record.
-    if (end_at < 20) return Error(end_at, "zip64 fields without a zip64 locator");
+    if (dir.end_at < 20) return Error(dir.end_at, "zip64 fields without a zip64 locator");
     std::string loc;
-    if (absl::Status s = ReadAt(end_at - 20, 20, &loc); !s.ok()) return s;
+    if (absl::Status s = ReadAt(dir.end_at - 20, 20, &loc); !s.ok()) return s;
     if (U32(loc, 0) != kZip64LocatorSignature) {
-      return Error(end_at - 20, "zip64 fields without a zip64 locator");
+      return Error(dir.end_at - 20, "zip64 fields without a zip64 locator");
     }
     const uint64_t z64_at = U64(loc, 8);
     std::string z64;
     if (absl::Status s = ReadAt(z64_at, 56, &z64); !s.ok()) return s;
     if (U32(z64, 0) != kZip64EndSignature) return Error(z64_at, "no zip64 end record there");
-    entries = U64(z64, 32);
-    cd_size = U64(z64, 40);
-    cd_offset = U64(z64, 48);
+    dir.entries = U64(z64, 32);
+    dir.size = U64(z64, 40);
+    dir.offset = U64(z64, 48);
   }
+  return dir;
+}
+
+absl::Status ZipArchive::ParseCentralEntry(const std::string& cd, size_t at, uint64_t e,
+                                           uint64_t cd_offset, ZipMember* out,
+                                           size_t* entry_bytes) const {
+  const uint64_t here = cd_offset + at;
+  if (cd.size() - at < kCentralBytes || U32(cd, at) != kCentralSignature) {
+    return Error(here, absl::StrCat("central directory entry ", e, " is not one"));
+  }
+  ZipMember& m = *out;
+  const uint8_t host = static_cast<uint8_t>(U16(cd, at + 4) >> 8);
+  const uint32_t external = U32(cd, at + 38);
+  const uint16_t flags = U16(cd, at + 8);
+  m.method = U16(cd, at + 10);
+  m.mtime = DosTime(U16(cd, at + 12), U16(cd, at + 14));
+  m.crc32 = U32(cd, at + 16);
+  m.compressed_size = U32(cd, at + 20);
+  m.size = U32(cd, at + 24);
+  const size_t name_len = U16(cd, at + 28), extra_len = U16(cd, at + 30),
+               comment_len = U16(cd, at + 32);
+  m.local_header_offset = U32(cd, at + 42);
+  if (cd.size() - at - kCentralBytes < name_len + extra_len + comment_len) {
+    return Error(here, absl::StrCat("central directory entry ", e, " runs past the directory"));
+  }
+  if (flags & 0x1) return Error(here, absl::StrCat("member ", e, " is encrypted (not read)"));
+  m.name = cd.substr(at + kCentralBytes, name_len);
+  if (host == kHostUnix || host == kHostDarwin) {
+    const uint32_t type = (external >> 16) & kUnixTypeMask;
+    if (type != 0 && type != kUnixFile && type != kUnixFolder) {
+      return Error(here, absl::StrCat("member '", absl::CHexEscape(m.name), "' is ",
+                                      type == kUnixSymlink ? "a symbolic link"
+                                                           : "a FIFO, device or socket",
+                                      " (not extracted, not read)"));
+    }
+  }
+  // Zip64 sizes and offset, for the fields that say 0xFFFFFFFF.
+  size_t x = at + kCentralBytes + name_len;
+  const size_t x_end = x + extra_len;
+  while (x + 4 <= x_end) {
+    const uint16_t id = U16(cd, x), len = U16(cd, x + 2);
+    if (x + 4 + len > x_end) return Error(cd_offset + x, "an extra field runs past its entry");
+    if (id == 0x0001) {
+      size_t f = x + 4;
+      auto take = [&](uint64_t* field) -> bool {
+        if (*field != 0xFFFFFFFF) return true;
+        if (f + 8 > x + 4 + len) return false;
+        *field = U64(cd, f);
+        f += 8;
+        return true;
+      };
+      if (!take(&m.size) || !take(&m.compressed_size) || !take(&m.local_header_offset)) {
+        return Error(cd_offset + x, "a zip64 extra field too short for its entry");
+      }
+    }
+    x += 4 + len;
+  }
+  if (m.local_header_offset > size_ || m.compressed_size > size_) {
+    return Error(here, absl::StrCat("member '", m.name, "' points past the archive"));
+  }
+  *entry_bytes = kCentralBytes + name_len + extra_len + comment_len;
+  return absl::OkStatus();
+}
+
+absl::Status ZipArchive::Parse() {
+  absl::StatusOr<CentralDirectory> dir = FindCentralDirectory();
+  if (!dir.ok()) return dir.status();
+  const uint64_t entries = dir->entries, cd_size = dir->size, cd_offset = dir->offset;
   if (entries > kMaxMembers) {
-    return Error(end_at, absl::StrCat(entries, " members: more than ", kMaxMembers));
+    return Error(dir->end_at, absl::StrCat(entries, " members: more than ", kMaxMembers));
   }
   if (cd_offset > size_ || cd_size > size_ - cd_offset || cd_size < entries * kCentralBytes) {
-    return Error(end_at, absl::StrCat("the central directory (", cd_size, " bytes at ",
-                                      cd_offset, ") does not fit the archive"));
+    return Error(dir->end_at, absl::StrCat("the central directory (", cd_size, " bytes at ",
+                                           cd_offset, ") does not fit the archive"));
   }
   std::string cd;
   if (absl::Status s = ReadAt(cd_offset, static_cast<size_t>(cd_size), &cd); !s.ok()) return s;
@@ -174,63 +243,14 @@ absl::Status ZipArchive::Parse() {
   std::vector<uint64_t> central_at;
   central_at.reserve(static_cast<size_t>(entries));
   for (uint64_t e = 0; e < entries; ++e) {
-    const uint64_t here = cd_offset + at;
-    if (cd.size() - at < kCentralBytes || U32(cd, at) != kCentralSignature) {
-      return Error(here, absl::StrCat("central directory entry ", e, " is not one"));
-    }
     ZipMember m;
-    const uint8_t host = static_cast<uint8_t>(U16(cd, at + 4) >> 8);
-    const uint32_t external = U32(cd, at + 38);
-    const uint16_t flags = U16(cd, at + 8);
-    m.method = U16(cd, at + 10);
-    m.mtime = DosTime(U16(cd, at + 12), U16(cd, at + 14));
-    m.crc32 = U32(cd, at + 16);
-    m.compressed_size = U32(cd, at + 20);
-    m.size = U32(cd, at + 24);
-    const size_t name_len = U16(cd, at + 28), extra_len = U16(cd, at + 30),
-                 comment_len = U16(cd, at + 32);
-    m.local_header_offset = U32(cd, at + 42);
-    if (cd.size() - at - kCentralBytes < name_len + extra_len + comment_len) {
-      return Error(here, absl::StrCat("central directory entry ", e, " runs past the directory"));
-    }
-    if (flags & 0x1) return Error(here, absl::StrCat("member ", e, " is encrypted (not read)"));
-    m.name = cd.substr(at + kCentralBytes, name_len);
-    if (host == kHostUnix || host == kHostDarwin) {
-      const uint32_t type = (external >> 16) & kUnixTypeMask;
-      if (type != 0 && type != kUnixFile && type != kUnixFolder) {
-        return Error(here, absl::StrCat("member '", absl::CHexEscape(m.name), "' is ",
-                                        type == kUnixSymlink ? "a symbolic link"
-                                                             : "a FIFO, device or socket",
-                                        " (not extracted, not read)"));
-      }
-    }
-    // Zip64 sizes and offset, for the fields that say 0xFFFFFFFF.
-    size_t x = at + kCentralBytes + name_len;
-    const size_t x_end = x + extra_len;
-    while (x + 4 <= x_end) {
-      const uint16_t id = U16(cd, x), len = U16(cd, x + 2);
-      if (x + 4 + len > x_end) return Error(cd_offset + x, "an extra field runs past its entry");
-      if (id == 0x0001) {
-        size_t f = x + 4;
-        auto take = [&](uint64_t* field) -> bool {
-          if (*field != 0xFFFFFFFF) return true;
-          if (f + 8 > x + 4 + len) return false;
-          *field = U64(cd, f);
-          f += 8;
-          return true;
-        };
-        if (!take(&m.size) || !take(&m.compressed_size) || !take(&m.local_header_offset)) {
-          return Error(cd_offset + x, "a zip64 extra field too short for its entry");
-        }
-      }
-      x += 4 + len;
-    }
-    if (m.local_header_offset > size_ || m.compressed_size > size_) {
-      return Error(here, absl::StrCat("member '", m.name, "' points past the archive"));
+    size_t entry_bytes = 0;
+    if (absl::Status s = ParseCentralEntry(cd, at, e, cd_offset, &m, &entry_bytes); !s.ok()) {
+      return s;
     }
     members_.push_back(std::move(m));
-    central_at.push_back(here);
-    at += kCentralBytes + name_len + extra_len + comment_len;
+    central_at.push_back(cd_offset + at);
+    at += entry_bytes;
   }
   return CheckMembers(central_at, cd_offset);
 }
@@ -281,6 +301,69 @@ absl::Status ZipArchive::CheckMembers(const std::vector<uint64_t>& central_at,
   return absl::OkStatus();
 }
 
+absl::Status ZipArchive::ReadStored(const ZipMember& m, uint64_t data_at,
+                                    const PieceSink& emit) const {
+  if (m.compressed_size != m.size) {
+    return Error(data_at, absl::StrCat("stored '", m.name, "' has two sizes"));
+  }
+  std::string in;
+  for (uint64_t off = 0; off < m.size; off += kPiece) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kPiece, m.size - off));
+    if (absl::Status s = ReadAt(data_at + off, n, &in); !s.ok()) return s;
+    if (absl::Status s = emit(in); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ZipArchive::ReadDeflated(const ZipMember& m, uint64_t data_at,
+                                      const PieceSink& emit) const {
+  z_stream z{};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return absl::InternalError("zlib: inflateInit2");
+  // Output room for the member's size and one byte more (so a member that
+  // inflates past its size is caught), at most a piece: a small member
+  // does not allocate and clear a whole piece.
+  std::string out(static_cast<size_t>(std::min<uint64_t>(
+                      kPiece, std::max<uint64_t>(m.size + 1, 4096))),
+                  '\0');
+  std::string in;
+  uint64_t consumed = 0;
+  int rc = Z_OK;
+  absl::Status status;
+  while (status.ok() && rc != Z_STREAM_END) {
+    if (z.avail_in == 0) {
+      if (consumed == m.compressed_size) {
+        status = Error(data_at + consumed, absl::StrCat("the deflate data of '", m.name,
+                                                        "' ends early"));
+        break;
+      }
+      const size_t n =
+          static_cast<size_t>(std::min<uint64_t>(kPiece, m.compressed_size - consumed));
+      status = ReadAt(data_at + consumed, n, &in);
+      if (!status.ok()) break;
+      consumed += n;
+      z.next_in = reinterpret_cast<Bytef*>(&in[0]);
+      z.avail_in = static_cast<uInt>(n);
+    }
+    z.next_out = reinterpret_cast<Bytef*>(&out[0]);
+    z.avail_out = static_cast<uInt>(out.size());
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+      status = Error(data_at + consumed - z.avail_in,
+                     absl::StrCat("the deflate data of '", m.name, "' is damaged (",
+                                  z.msg != nullptr ? z.msg : "zlib error", ")"));
+      break;
+    }
+    const size_t got = out.size() - z.avail_out;
+    if (got > 0) status = emit(absl::string_view(out.data(), got));
+    if (rc == Z_BUF_ERROR && got == 0 && z.avail_in != 0) {
+      status = Error(data_at + consumed, absl::StrCat("the deflate data of '", m.name,
+                                                      "' makes no progress"));
+    }
+  }
+  inflateEnd(&z);
+  return status;
+}
+
 absl::Status ZipArchive::Read(const ZipMember& m,
                               const std::function<absl::Status(absl::string_view)>& sink) const {
   std::string local;
@@ -301,7 +384,7 @@ absl::Status ZipArchive::Read(const ZipMember& m,
   }
   uLong crc = ::crc32(0, nullptr, 0);
   uint64_t produced = 0;
-  auto emit = [&](absl::string_view piece) -> absl::Status {
+  const PieceSink emit = [&](absl::string_view piece) -> absl::Status {
     produced += piece.size();
     if (produced > m.size) {
       return Error(data_at, absl::StrCat("'", m.name, "' holds more than its size of ", m.size));
@@ -310,62 +393,9 @@ absl::Status ZipArchive::Read(const ZipMember& m,
                   static_cast<uInt>(piece.size()));
     return sink(piece);
   };
-  std::string in;
-  if (m.method == 0) {
-    if (m.compressed_size != m.size) {
-      return Error(data_at, absl::StrCat("stored '", m.name, "' has two sizes"));
-    }
-    for (uint64_t off = 0; off < m.size; off += kPiece) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(kPiece, m.size - off));
-      if (absl::Status s = ReadAt(data_at + off, n, &in); !s.ok()) return s;
-      if (absl::Status s = emit(in); !s.ok()) return s;
-    }
-  } else {
-    z_stream z{};
-    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return absl::InternalError("zlib: inflateInit2");
-    // Output room for the member's size and one byte more (so a member that
-    // inflates past its size is caught), at most a piece: a small member
-    // does not allocate and clear a whole piece.
-    std::string out(static_cast<size_t>(std::min<uint64_t>(
-                        kPiece, std::max<uint64_t>(m.size + 1, 4096))),
-                    '\0');
-    uint64_t consumed = 0;
-    int rc = Z_OK;
-    absl::Status status;
-    while (status.ok() && rc != Z_STREAM_END) {
-      if (z.avail_in == 0) {
-        if (consumed == m.compressed_size) {
-          status = Error(data_at + consumed, absl::StrCat("the deflate data of '", m.name,
-                                                          "' ends early"));
-          break;
-        }
-        const size_t n =
-            static_cast<size_t>(std::min<uint64_t>(kPiece, m.compressed_size - consumed));
-        status = ReadAt(data_at + consumed, n, &in);
-        if (!status.ok()) break;
-        consumed += n;
-        z.next_in = reinterpret_cast<Bytef*>(&in[0]);
-        z.avail_in = static_cast<uInt>(n);
-      }
-      z.next_out = reinterpret_cast<Bytef*>(&out[0]);
-      z.avail_out = static_cast<uInt>(out.size());
-      rc = inflate(&z, Z_NO_FLUSH);
-      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
-        status = Error(data_at + consumed - z.avail_in,
-                       absl::StrCat("the deflate data of '", m.name, "' is damaged (",
-                                    z.msg != nullptr ? z.msg : "zlib error", ")"));
-        break;
-      }
-      const size_t got = out.size() - z.avail_out;
-      if (got > 0) status = emit(absl::string_view(out.data(), got));
-      if (rc == Z_BUF_ERROR && got == 0 && z.avail_in != 0) {
-        status = Error(data_at + consumed, absl::StrCat("the deflate data of '", m.name,
-                                                        "' makes no progress"));
-      }
-    }
-    inflateEnd(&z);
-    if (!status.ok()) return status;
-  }
+  const absl::Status read =
+      m.method == 0 ? ReadStored(m, data_at, emit) : ReadDeflated(m, data_at, emit);
+  if (!read.ok()) return read;
   if (produced != m.size) {
     return Error(data_at, absl::StrCat("'", m.name, "' holds ", produced, " bytes, its size says ",
                                        m.size));

@@ -83,6 +83,24 @@ class ZipArchive {
   // Reads `n` bytes at `at` into `out`; DataLoss when the file ends first.
   absl::Status ReadAt(uint64_t at, size_t n, std::string* out) const;
   absl::Status Parse();
+  // Where the central directory is and how many entries it says it holds,
+  // from the end record (and the zip64 end record when the end record's
+  // fields say 0xFFFF...).
+  struct CentralDirectory {
+    uint64_t entries = 0;
+    uint64_t size = 0;
+    uint64_t offset = 0;
+    uint64_t end_at = 0;  // where the end record starts
+  };
+  absl::StatusOr<CentralDirectory> FindCentralDirectory() const;
+  // The central directory entry `e` at `at` in `cd` (read from `cd_offset`)
+  // into `m`; `entry_bytes` is how long the entry is.
+  absl::Status ParseCentralEntry(const std::string& cd, size_t at, uint64_t e,
+                                 uint64_t cd_offset, ZipMember* m, size_t* entry_bytes) const;
+  // The member's data at `data_at`, stored or deflated, handed to `emit`.
+  using PieceSink = std::function<absl::Status(absl::string_view)>;
+  absl::Status ReadStored(const ZipMember& m, uint64_t data_at, const PieceSink& emit) const;
+  absl::Status ReadDeflated(const ZipMember& m, uint64_t data_at, const PieceSink& emit) const;
   // The refusals above, over the parsed members; `central_at` is where
   // each member's central entry starts.
   absl::Status CheckMembers(const std::vector<uint64_t>& central_at, uint64_t cd_offset) const;

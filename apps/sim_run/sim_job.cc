@@ -11,16 +11,11 @@
 
 namespace argsdump {
 
-absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
-                                       const KernelRegistry& kernels,
-                                       const SimJobOptions& options) {
-  if (options.dump_level < 0 || options.dump_level > 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--dump-args: level ", options.dump_level, " is not 0, 1, 2 or 3"));
-  }
-  SimJobResult result;
-  result.dump_dir = options.output_prefix + "/args_dump";
-  // One wiring: the SDK's session, told exactly what sim_run's flags said.
+namespace {
+
+// The SDK session's options, exactly as sim_run's flags said.
+SessionOptions SessionOptionsFor(const v1::WorkloadSpec& workload,
+                                 const SimJobOptions& options) {
   SessionOptions session;
   session.name = workload.name();
   session.drain_threads = options.drain_threads;
@@ -30,6 +25,15 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   session.capture_retry_deadline = options.capture_retry_deadline;
   session.connect_timeout = options.capture_connect_timeout;
   for (const auto& [k, v] : options.labels) session.labels[k] = v;
+  session.device_process = options.device_process;
+  session.keep_journal = options.keep_journal;
+  return session;
+}
+
+// The session's wiring for one job; the progress sampler's hooks are added by
+// the caller, which owns the session they read.
+SessionWiring SessionWiringFor(const v1::WorkloadSpec& workload,
+                               const SimJobOptions& options) {
   SessionWiring wiring;
   wiring.resolved = options.dump;
   wiring.resolved->level = options.dump_level;
@@ -49,10 +53,77 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   // goes on, as for any session: the result says what happened.
   wiring.strict = false;
   wiring.print_summary = false;
+  return wiring;
+}
+
+// One step at a time, as iterations run; a failed or hung step ends the run
+// (Finish reports it). `tensors` holds the last step's outputs, or why its
+// workload could not be submitted.
+absl::Status RunJobSteps(SimSession& device, const v1::WorkloadSpec& workload,
+                         const KernelRegistry& kernels, const SimJobOptions& options,
+                         absl::StatusOr<std::map<std::string, Tensor>>& tensors) {
+  SimRuntime& runtime = *SessionWiring::Runtime(device);
+  for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {
+    if (step > 0 && !device.Synchronize().ok()) break;
+    if (options.before_step) {
+      if (auto c = options.before_step(step)) runtime.SetDumpConfig(*c);
+    }
+    if (!device.BeginStep(step).ok()) break;
+    runtime.HoldDispatch();  // the whole step queued before any of it runs
+    tensors = SubmitWorkload(workload, kernels, &runtime);
+    runtime.ReleaseDispatch();
+    if (!tensors.ok()) return tensors.status();
+    if (options.during_step) {
+      if (auto c = options.during_step(step)) runtime.SetDumpConfig(*c);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What the finished session and its report say, into the job's result.
+void FillJobResult(const SessionReport& report, const SessionResult& finished,
+                   std::map<std::string, Tensor> tensors, SimJobResult& result) {
+  result.dump_dir = report.prefix + "/args_dump";
+  result.step_levels = report.step_levels;
+  result.dump_off_reason = report.dump_off_reason;
+  result.run_status = finished.run_status;
+  result.tasks = finished.tasks;
+  result.tasks_completed = finished.tasks_completed;
+  result.collected = report.collected;
+  result.losses = report.losses;
+  result.dump_log = report.dump_log;
+  result.overflow_tasks = finished.overflow_tasks;
+  result.first_overflow_task = finished.first_overflow_task;
+  result.exception_dumps = finished.exception_dumps;
+  result.device_crashed = finished.device_crashed;
+  result.device_crash = finished.device_crash;
+  result.dump_status = finished.dump_status;
+  result.wrote_capture = finished.wrote_capture;
+  result.capture = finished.capture;
+  result.tensors = std::move(tensors);
+  result.seconds = report.seconds;
+  result.sent_records = report.sent_records;
+  result.acked_records = report.acked_records;
+  result.kept_locally_dir = report.kept_locally_dir;
+  result.kept_locally_records = report.kept_locally_records;
+}
+
+}  // namespace
+
+absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
+                                       const KernelRegistry& kernels,
+                                       const SimJobOptions& options) {
+  if (options.dump_level < 0 || options.dump_level > 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--dump-args: level ", options.dump_level, " is not 0, 1, 2 or 3"));
+  }
+  SimJobResult result;
+  result.dump_dir = options.output_prefix + "/args_dump";
+  // One wiring: the SDK's session, told exactly what sim_run's flags said.
+  const SessionOptions session = SessionOptionsFor(workload, options);
+  SessionWiring wiring = SessionWiringFor(workload, options);
   SimProgressSampler* const progress = options.progress;
   if (progress != nullptr) wiring.device_finished = [progress] { progress->Stop(); };
-  session.device_process = options.device_process;
-  session.keep_journal = options.keep_journal;
   // The sampler starts once the device runs (after the fork: no thread may
   // exist before it).
   SimSession* opened_session = nullptr;
@@ -75,26 +146,9 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     }
   } stop_progress{progress};
   absl::StatusOr<std::map<std::string, Tensor>> tensors = std::map<std::string, Tensor>();
-  // One step at a time, as iterations run; a failed or hung step ends the
-  // run (Finish reports it). With device_process this runs in the device
-  // process.
+  // With device_process the steps run in the device process.
   const absl::Status ran = s.RunDevice([&](SimSession& device) -> absl::Status {
-    SimRuntime& runtime = *SessionWiring::Runtime(device);
-    for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {
-      if (step > 0 && !device.Synchronize().ok()) break;
-      if (options.before_step) {
-        if (auto c = options.before_step(step)) runtime.SetDumpConfig(*c);
-      }
-      if (!device.BeginStep(step).ok()) break;
-      runtime.HoldDispatch();  // the whole step queued before any of it runs
-      tensors = SubmitWorkload(workload, kernels, &runtime);
-      runtime.ReleaseDispatch();
-      if (!tensors.ok()) return tensors.status();
-      if (options.during_step) {
-        if (auto c = options.during_step(step)) runtime.SetDumpConfig(*c);
-      }
-    }
-    return absl::OkStatus();
+    return RunJobSteps(device, workload, kernels, options, tensors);
   });
   absl::StatusOr<SessionResult> finished = s.Finish();
   if (!finished.ok()) return finished.status();
@@ -104,36 +158,15 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     return ran;
   }
   if (!tensors.ok()) return tensors.status();
-  const SessionReport& report = SessionWiring::Report(s);
-  result.dump_dir = report.prefix + "/args_dump";
-  result.step_levels = report.step_levels;
-  result.dump_off_reason = report.dump_off_reason;
-  result.run_status = finished->run_status;
-  result.tasks = finished->tasks;
-  result.tasks_completed = finished->tasks_completed;
-  result.collected = report.collected;
-  result.losses = report.losses;
-  result.dump_log = report.dump_log;
-  result.overflow_tasks = finished->overflow_tasks;
-  result.first_overflow_task = finished->first_overflow_task;
-  result.exception_dumps = finished->exception_dumps;
-  result.device_crashed = finished->device_crashed;
-  result.device_crash = finished->device_crash;
-  result.dump_status = finished->dump_status;
-  result.wrote_capture = finished->wrote_capture;
-  result.capture = finished->capture;
-  result.tensors = std::move(tensors).value();
-  result.seconds = report.seconds;
-  result.sent_records = report.sent_records;
-  result.acked_records = report.acked_records;
-  result.kept_locally_dir = report.kept_locally_dir;
-  result.kept_locally_records = report.kept_locally_records;
+  FillJobResult(SessionWiring::Report(s), *finished, std::move(tensors).value(), result);
   return result;
 }
 
-std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
-  // The levels the dump ran at, and what else was on (the overflow check,
-  // stats, the stages): one, or each change of the dynamic switch.
+namespace {
+
+// The levels the dump ran at, and what else was on (the overflow check,
+// stats, the stages): one, or each change of the dynamic switch.
+std::string DescribeDumpLevels(const SimJobResult& r, const SimJobOptions& o) {
   auto extras = [](const StepLevel& l) {
     DumpConfig c;
     c.level = static_cast<int>(l.level);
@@ -156,21 +189,11 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                       r.step_levels[i].first_step);
     }
   }
-  std::string s = absl::StrCat("workload run: ", r.tasks_completed, " of ", r.tasks,
-                               " tasks completed in ", absl::StrFormat("%.3f", r.seconds),
-                               " s on ", PlatformName(o.platform), ", dump level ", levels,
-                               "\n");
-  if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
-  if (r.device_crashed) {
-    absl::StrAppend(&s, "device crash: ", r.device_crash,
-                    r.wrote_capture || !r.capture.empty()
-                        ? " (the capture holds every record made before, the running tasks' "
-                          "outputs flagged in-flight, and device_crash)\n"
-                        : "\n");
-  }
-  if (!r.dump_status.ok()) {
-    absl::StrAppend(&s, "capture: incomplete: ", r.dump_status.ToString(), "\n");
-  }
+  return levels;
+}
+
+// One line per exception dump, saying what kind of dump its folder holds.
+void AppendExceptionDumps(const SimJobResult& r, std::string& s) {
   for (const std::string& dir : r.exception_dumps) {
     const bool crash = dir.find("/crash_") != std::string::npos;
     const bool refused = dir.find("/refused_") != std::string::npos;
@@ -182,18 +205,10 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                             : " (the failing task's inputs, outputs and scalars as dump_viewer "
                               "reads them, and context.json)\n");
   }
-  if (r.overflow_tasks > 0) {
-    absl::StrAppend(&s, "overflow: ", r.overflow_tasks,
-                    " task(s) wrote a NaN or an Inf; the first: task ",
-                    TaskIdHex(*r.first_overflow_task),
-                    " (dumped in full, flagged \"overflow\" in the manifest)\n");
-  } else if (o.dump.overflow) {
-    absl::StrAppend(&s, "overflow: no task wrote a NaN or an Inf\n");
-  }
-  if (!r.dump_off_reason.empty()) {
-    return s + "dump: off (its buffers could not be allocated: " + r.dump_off_reason + ")\n";
-  }
-  if (o.dump_level == 0 && !o.dynamic && !o.dump.overflow) return s + "dump: off (level 0)\n";
+}
+
+// The records collected and the ones lost, by cause.
+void AppendRecordsAndLosses(const SimJobResult& r, std::string& s) {
   const v1::CaptureCounters& l = r.losses;
   absl::StrAppend(&s, "records: ", r.collected.records, " (", r.collected.recovered_records,
                   " recovered from unflushed buffers",
@@ -209,6 +224,11 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                   ", host gone ", l.dropped_host_gone(), "), overwritten ",
                   r.collected.overwritten, ", invalid ",
                   r.collected.invalid_records, "\n");
+}
+
+// Where the capture is: kept locally after the service lost it, on the
+// service, in the output folder, or nowhere.
+void AppendCapturePlace(const SimJobResult& r, const SimJobOptions& o, std::string& s) {
   if (!r.kept_locally_dir.empty()) {
     absl::StrAppend(&s, "capture: lost by the capture service (its resume was refused: the "
                         "capture is gone); ", r.acked_records, " records it had acknowledged "
@@ -224,6 +244,41 @@ std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
                     o.dump_level == 1 ? "; level 1 dumps only args marked with dump(...)" : "",
                     ")\n");
   }
+}
+
+}  // namespace
+
+std::string SummarizeSimJob(const SimJobResult& r, const SimJobOptions& o) {
+  std::string s = absl::StrCat("workload run: ", r.tasks_completed, " of ", r.tasks,
+                               " tasks completed in ", absl::StrFormat("%.3f", r.seconds),
+                               " s on ", PlatformName(o.platform), ", dump level ",
+                               DescribeDumpLevels(r, o), "\n");
+  if (!r.run_status.ok()) absl::StrAppend(&s, "run status: ", r.run_status.ToString(), "\n");
+  if (r.device_crashed) {
+    absl::StrAppend(&s, "device crash: ", r.device_crash,
+                    r.wrote_capture || !r.capture.empty()
+                        ? " (the capture holds every record made before, the running tasks' "
+                          "outputs flagged in-flight, and device_crash)\n"
+                        : "\n");
+  }
+  if (!r.dump_status.ok()) {
+    absl::StrAppend(&s, "capture: incomplete: ", r.dump_status.ToString(), "\n");
+  }
+  AppendExceptionDumps(r, s);
+  if (r.overflow_tasks > 0) {
+    absl::StrAppend(&s, "overflow: ", r.overflow_tasks,
+                    " task(s) wrote a NaN or an Inf; the first: task ",
+                    TaskIdHex(*r.first_overflow_task),
+                    " (dumped in full, flagged \"overflow\" in the manifest)\n");
+  } else if (o.dump.overflow) {
+    absl::StrAppend(&s, "overflow: no task wrote a NaN or an Inf\n");
+  }
+  if (!r.dump_off_reason.empty()) {
+    return s + "dump: off (its buffers could not be allocated: " + r.dump_off_reason + ")\n";
+  }
+  if (o.dump_level == 0 && !o.dynamic && !o.dump.overflow) return s + "dump: off (level 0)\n";
+  AppendRecordsAndLosses(r, s);
+  AppendCapturePlace(r, o, s);
   return s;
 }
 

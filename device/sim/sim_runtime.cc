@@ -588,8 +588,8 @@ void SimRuntime::BuildDumpTask(Task* task) {
   task->dumped = true;
 }
 
-absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_ids,
-                                            CoreTaskArgs args) {
+absl::Status SimRuntime::CheckSubmit(const std::vector<uint16_t>& func_ids,
+                                     const CoreTaskArgs& args) const {
   if (!args.status().ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("submit: task args are invalid: ", args.status().message()));
@@ -611,43 +611,32 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
           "with this one's Alloc"));
     }
   }
-  auto task = std::make_unique<Task>();
-  task->func_ids = func_ids;
-  task->args = std::move(args);
-  Task* t = task.get();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_ || hang_) {
-      return absl::FailedPreconditionError("submit: the runtime has stopped");
-    }
-    t->id = (uint64_t{config_.run_id} << 32) | tasks_.size();
-    t->step = step_;
-    t->overflow_check = dump_on() && step_dump_.config.overflow;
-    t->verbose = dump_on() && step_dump_.config.verbose;
-    t->snapshot_inputs =
-        kDumpCompiled && config_.exception_dump && step_dump_.config.snapshot_inputs;
-    if (step_dump_.config.stats != StatsMode::kOff) {
-      t->dump.tensor_flags = static_cast<uint8_t>(
-          abi::kFlagStats |
-          (step_dump_.config.stats == StatsMode::kOnly ? abi::kFlagStatsOnly : 0));
-    }
-    if (dump_on() && TaskSelected(step_dump_, t->func_ids, step_)) {
-      t->dump_before = step_dump_.config.CapturesBefore();
-      t->dump_after = step_dump_.config.CapturesAfter();
-      t->dump.step = step_;
-      if (step_dump_.config.level != static_cast<int>(recorder_->level())) {
-        t->dump.level = static_cast<uint8_t>(step_dump_.config.level);
-      }
-    }
-    tasks_.push_back(std::move(task));
-    if (config_.flight != nullptr) {
-      config_.flight->header().tasks_submitted.store(tasks_.size(), std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+void SimRuntime::StampTask(Task* t) {
+  t->id = (uint64_t{config_.run_id} << 32) | tasks_.size();
+  t->step = step_;
+  t->overflow_check = dump_on() && step_dump_.config.overflow;
+  t->verbose = dump_on() && step_dump_.config.verbose;
+  t->snapshot_inputs =
+      kDumpCompiled && config_.exception_dump && step_dump_.config.snapshot_inputs;
+  if (step_dump_.config.stats != StatsMode::kOff) {
+    t->dump.tensor_flags = static_cast<uint8_t>(
+        abi::kFlagStats |
+        (step_dump_.config.stats == StatsMode::kOnly ? abi::kFlagStatsOnly : 0));
+  }
+  if (dump_on() && TaskSelected(step_dump_, t->func_ids, step_)) {
+    t->dump_before = step_dump_.config.CapturesBefore();
+    t->dump_after = step_dump_.config.CapturesAfter();
+    t->dump.step = step_;
+    if (step_dump_.config.level != static_cast<int>(recorder_->level())) {
+      t->dump.level = static_cast<uint8_t>(step_dump_.config.level);
     }
   }
-  // Filtered tasks stop at the check above: no dump view is built.
-  if (t->dump_before || t->dump_after) BuildDumpTask(t);
+}
 
-  std::lock_guard<std::mutex> lock(mu_);
+void SimRuntime::LinkBuffers(Task* t) {
   const auto& slots = t->args.tensors();
   // O(1) amortised per slot: a reader list grows only until the next write
   // (which walks it once and clears it) and is pruned of completed readers
@@ -684,6 +673,31 @@ absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_id
     }
   }
   dependency_work_ += slots.size();
+}
+
+absl::StatusOr<uint64_t> SimRuntime::Submit(const std::vector<uint16_t>& func_ids,
+                                            CoreTaskArgs args) {
+  if (absl::Status s = CheckSubmit(func_ids, args); !s.ok()) return s;
+  auto task = std::make_unique<Task>();
+  task->func_ids = func_ids;
+  task->args = std::move(args);
+  Task* t = task.get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ || hang_) {
+      return absl::FailedPreconditionError("submit: the runtime has stopped");
+    }
+    StampTask(t);
+    tasks_.push_back(std::move(task));
+    if (config_.flight != nullptr) {
+      config_.flight->header().tasks_submitted.store(tasks_.size(), std::memory_order_relaxed);
+    }
+  }
+  // Filtered tasks stop at the check above: no dump view is built.
+  if (t->dump_before || t->dump_after) BuildDumpTask(t);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  LinkBuffers(t);
   if (t->pending == 0) MakeReady(t);
   return t->id;
 }

@@ -221,6 +221,16 @@ class SimRuntime {
   // Waits (mu_ held through `lock`) until every task completed, the run
   // hung or a kernel failed; DeadlineExceeded after the stream-sync timeout.
   absl::Status WaitSettled(std::unique_lock<std::mutex>& lock);
+  // Submit's refusals: invalid args, a func_id count out of range or not a
+  // kernel's, a tensor of another device.
+  absl::Status CheckSubmit(const std::vector<uint16_t>& func_ids,
+                           const CoreTaskArgs& args) const;
+  // A new task's id, step and what the step's dump asks of it. mu_ held.
+  void StampTask(Task* t);
+  // A submitted task's dependencies through its slots' buffers (the last
+  // writer, the readers since), and the buffers' new writer and readers.
+  // mu_ held.
+  void LinkBuffers(Task* t);
   void AddDependency(Task* task, Task* on);  // mu_ held
   void MakeReady(Task* task);                // mu_ held
   // What one scheduler thread keeps for itself (its in-flight tasks, its
