@@ -224,10 +224,6 @@ std::multiset<std::string> Fingerprints(const Capture& c) {
   return out;
 }
 
-std::string Slurp(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 // Another thread of this process, idle until destroyed.
 class IdleThread {
  public:
@@ -390,7 +386,7 @@ TEST_P(DeviceCrashTest, KeepsEverythingRecordedBeforeAndTheCrashingTask) {
   // The manifest says how the device died, and is a valid capture.
   EXPECT_TRUE(testing::CheckCaptureFiles(r.capture_dir).ok())
       << testing::CheckCaptureFiles(r.capture_dir);
-  const std::string manifest = Slurp(r.capture_dir + "/args_dump.json");
+  const std::string manifest = ReadFileOrEmpty(r.capture_dir + "/args_dump.json");
   EXPECT_THAT(manifest, HasSubstr("\"device_crash\""));
 
   // The exception dump: the task's inputs as captured before dispatch, its
@@ -399,7 +395,7 @@ TEST_P(DeviceCrashTest, KeepsEverythingRecordedBeforeAndTheCrashingTask) {
   const std::string dir = r.exception_dumps[0];
   EXPECT_THAT(dir, HasSubstr(absl::StrCat("/exception_dump/crash_", r.name,
                                           "_die_crashing_0_")));
-  const std::string context = Slurp(dir + "/context.json");
+  const std::string context = ReadFileOrEmpty(dir + "/context.json");
   EXPECT_THAT(context, HasSubstr("\"scenario\": \"crash\""));
   EXPECT_THAT(context, HasSubstr("\"task_id\": \"0x0000000100000003\""));
   EXPECT_THAT(context, HasSubstr("\"func\": \"die\""));
@@ -693,7 +689,7 @@ void ExpectAHang(Stall stall) {
   EXPECT_EQ((*v)[1], 3.0 + 1.0);  // written before it stalled
   EXPECT_EQ((*v)[63], 0.0);        // never written
   EXPECT_TRUE(testing::CheckCaptureFiles(r.capture_dir).ok());
-  EXPECT_THAT(Slurp(r.capture_dir + "/args_dump.json"),
+  EXPECT_THAT(ReadFileOrEmpty(r.capture_dir + "/args_dump.json"),
               ::testing::Not(HasSubstr("\"device_crash\"")));
 }
 

@@ -99,10 +99,6 @@ SessionRun RunOnce(const std::string& name, int level, bool snapshot_inputs, boo
   return run;
 }
 
-std::string Slurp(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 // The dump's records of arg 0 at `stage`, and their values.
 std::vector<std::vector<double>> ArgValues(const Capture& c, testing::Stage stage) {
   std::vector<std::vector<double>> out;
@@ -153,7 +149,7 @@ TEST_P(SnapshotInputsTest, TheExceptionDumpKeepsTheInoutAsReceivedAtLevelZero) {
     const auto before = ArgValues(*dumped, testing::Stage::kBeforeDispatch);
     ASSERT_EQ(before.size(), snapshot ? 1u : 0u);
     if (snapshot) EXPECT_EQ(before[0], Iota(1));
-    EXPECT_THAT(Slurp(dir + "/context.json"),
+    EXPECT_THAT(ReadFileOrEmpty(dir + "/context.json"),
                 HasSubstr(absl::StrCat("\"records_before_dispatch\": ", snapshot ? 1 : 0)));
   }
 }

@@ -270,18 +270,11 @@ TEST(TestingLibraryTest, EachMatcherPassesAndFailsWithItsMessage) {
   EXPECT_EQ(first->value_or(""), "task 0x0000000100000009 after output arg 0: only in the golden");
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(TestingLibraryTest, CheckCaptureFilesHoldsCapturesToTheSchema) {
   const std::string dir = AbsentTempPath("schema") + "/args_dump";
   ASSERT_TRUE(ViewerScene(false).WriteTo(dir).ok());
   EXPECT_TRUE(testing::CheckCaptureFiles(dir).ok()) << testing::CheckCaptureFiles(dir);
-  const std::string manifest = Slurp(dir + "/args_dump.json");
+  const std::string manifest = ReadFileOrEmpty(dir + "/args_dump.json");
   auto with = [&](const std::string& text) {
     std::ofstream(dir + "/args_dump.json", std::ios::trunc) << text;
     return testing::CheckCaptureFiles(dir);

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "store/live_query.h"
 #include "store/capture_store.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
@@ -35,10 +36,6 @@ struct Outcome {
 };
 std::ostream& operator<<(std::ostream& os, const Outcome& o) {
   return os << absl::StatusCodeToString(o.code) << ": " << o.message;
-}
-
-std::string ReadFile(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
 }
 
 // ---- Requests ---------------------------------------------------------------
@@ -394,7 +391,7 @@ class IngestSessionTest : public ::testing::Test {
     ASSERT_NE(c, nullptr);
     EXPECT_TRUE(c->finished());
     const std::string dir = root_ + "/" + name + "/args_dump";
-    EXPECT_TRUE(ReadFile(dir + "/" + kBinName) == records.bytes());
+    EXPECT_TRUE(ReadFileOrEmpty(dir + "/" + kBinName) == records.bytes());
     auto index = IndexFile::Open(dir + "/" + kIndexName);
     ASSERT_TRUE(index.ok()) << index.status();
     EXPECT_EQ((*index)->size(), records.next());
@@ -789,7 +786,7 @@ TEST_F(IngestSessionTest, PendingPayloadsWaitForTheirLastByte) {
   std::shared_ptr<HubCapture> capture = Find("split");
   EXPECT_FALSE(capture->finished());
   EXPECT_EQ(capture->durable().records, 2u);
-  EXPECT_TRUE(ReadFile(root_ + "/split/args_dump/" + kBinName) == bytes.substr(0, 128));
+  EXPECT_TRUE(ReadFileOrEmpty(root_ + "/split/args_dump/" + kBinName) == bytes.substr(0, 128));
 }
 
 // ---- Acks, read-ahead, the writer's refusals -------------------------------------

@@ -23,10 +23,6 @@
 namespace argsdump {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 v1::CaptureInfo Info() {
   v1::CaptureInfo info;
   info.set_name("dedup");
@@ -99,7 +95,7 @@ std::unique_ptr<CaptureStore> Write(const std::string& dir, const std::vector<Ar
 
 // Record i's bytes as `dir`'s args.bin and its index say.
 std::vector<std::string> EntryBytes(const CaptureStore& store) {
-  const std::string bin = ReadFile(store.dir() + "/args.bin");
+  const std::string bin = ReadFileOrEmpty(store.dir() + "/args.bin");
   std::vector<std::string> out;
   for (uint64_t i = 0; i < store.records(); ++i) {
     const ManifestRow row = *store.RecordById(i);
@@ -129,8 +125,8 @@ TEST(CaptureStoreDedupTest, AChainStoresEveryProducerConsumerPairOnce) {
     auto plain = Write(TempPath(absl::StrCat("chain_plain", per_batch, "/args_dump")), args,
                        false, per_batch);
     // 40 payloads of 4096 bytes, 21 distinct tensors: 19 inputs shared.
-    EXPECT_EQ(ReadFile(plain->dir() + "/args.bin").size(), 40u * 4096);
-    EXPECT_EQ(ReadFile(shared->dir() + "/args.bin").size(), 21u * 4096);
+    EXPECT_EQ(ReadFileOrEmpty(plain->dir() + "/args.bin").size(), 40u * 4096);
+    EXPECT_EQ(ReadFileOrEmpty(shared->dir() + "/args.bin").size(), 21u * 4096);
     EXPECT_EQ(shared->counters().payload_bytes(), 40u * 4096);
     EXPECT_EQ(shared->counters().payload_bytes_stored(), 21u * 4096);
     EXPECT_EQ(shared->counters().deduplicated_args(), 19u);
@@ -146,9 +142,9 @@ TEST(CaptureStoreDedupTest, AChainStoresEveryProducerConsumerPairOnce) {
     // Without sharing, args.bin is the stream as sent.
     std::string stream;
     for (const Arg& x : args) stream += x.bytes;
-    EXPECT_TRUE(ReadFile(plain->dir() + "/args.bin") == stream);
+    EXPECT_TRUE(ReadFileOrEmpty(plain->dir() + "/args.bin") == stream);
     // The manifests differ in bin_offset and the stored counters only.
-    const std::string m = ReadFile(shared->dir() + "/args_dump.json");
+    const std::string m = ReadFileOrEmpty(shared->dir() + "/args_dump.json");
     EXPECT_NE(m.find("\"payload_bytes_stored\": 86016,"), std::string::npos);
     EXPECT_NE(m.find("\"deduplicated_args\": 19,"), std::string::npos);
   }
@@ -217,7 +213,7 @@ TEST(CaptureStoreDedupTest, ReopenAndRecoverPlaceSharedPayloads) {
     RecoveryReport report;
     ASSERT_TRUE(CaptureStore::Recover(copy, &report).ok()) << report.Describe();
     EXPECT_EQ(report.records, first.size());
-    const std::string m = ReadFile(copy + "/args_dump.json");
+    const std::string m = ReadFileOrEmpty(copy + "/args_dump.json");
     EXPECT_NE(m.find("\"deduplicated_args\": 4,"), std::string::npos) << m.substr(0, 900);
   }
   auto reopened = CaptureStore::Reopen(dir);
@@ -228,8 +224,8 @@ TEST(CaptureStoreDedupTest, ReopenAndRecoverPlaceSharedPayloads) {
   for (size_t i = 0; i < rest.size(); ++i) tail.Add(RecordOf(rest[i], (10 + i) % 4), rest[i].bytes);
   ASSERT_TRUE((*reopened)->AppendBatch(tail.RecordPtrs(), tail.PayloadViews()).ok());
   ASSERT_TRUE((*reopened)->Finish(v1::CaptureCounters()).ok());
-  EXPECT_TRUE(ReadFile(dir + "/args.bin") == ReadFile(whole + "/args.bin"));
-  EXPECT_EQ(ReadFile(dir + "/args_dump.json"), ReadFile(whole + "/args_dump.json"));
+  EXPECT_TRUE(ReadFileOrEmpty(dir + "/args.bin") == ReadFileOrEmpty(whole + "/args.bin"));
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args_dump.json"), ReadFileOrEmpty(whole + "/args_dump.json"));
 }
 
 // The journal's entries, as (offset, type) (the format of journal.h).
@@ -250,7 +246,7 @@ TEST(CaptureStoreDedupTest, ADamagedMapDropsItsBatchAndSaysSo) {
   const std::vector<Arg> args = Chain(6, 512);  // 12 records, 3 batches of 4
   const std::string dir = TempPath("damaged_map/args_dump");
   Write(dir, args, true, 4, /*finish=*/false).reset();
-  std::string journal = ReadFile(dir + "/args.journal");
+  std::string journal = ReadFileOrEmpty(dir + "/args.journal");
   std::vector<size_t> maps;
   for (const auto& [at, type] : Entries(journal)) {
     if (type == static_cast<int>(JournalEntryType::kPayloadMap)) maps.push_back(at);
@@ -265,11 +261,11 @@ TEST(CaptureStoreDedupTest, ADamagedMapDropsItsBatchAndSaysSo) {
   EXPECT_EQ(report.records, 8u);
   EXPECT_NE(report.Describe().find("dropped 4 records whose payload map"), std::string::npos)
       << report.Describe();
-  const std::string m = ReadFile(dir + "/args_dump.json");
+  const std::string m = ReadFileOrEmpty(dir + "/args_dump.json");
   EXPECT_NE(m.find("\"records_unplaced\": 4"), std::string::npos);
   // What was kept reads the right bytes: batches 1 and 3 (the index is in
   // manifest order: by task, then stage).
-  const std::string bin = ReadFile(dir + "/args.bin");
+  const std::string bin = ReadFileOrEmpty(dir + "/args.bin");
   auto index = IndexFile::Open(dir + "/args.index");
   ASSERT_TRUE(index.ok()) << index.status();
   ASSERT_EQ((*index)->size(), 8u);
@@ -288,7 +284,7 @@ TEST(CaptureStoreDedupTest, ADamagedMapDropsItsBatchAndSaysSo) {
 // bytes (args of Chain: record i is task i / 2, stage i % 2); returns how
 // many the index holds.
 size_t ExpectKeptEntriesRight(const std::string& dir, const std::vector<Arg>& args) {
-  const std::string bin = ReadFile(dir + "/args.bin");
+  const std::string bin = ReadFileOrEmpty(dir + "/args.bin");
   auto index = IndexFile::Open(dir + "/args.index");
   EXPECT_TRUE(index.ok()) << index.status();
   if (!index.ok()) return 0;
@@ -311,7 +307,7 @@ TEST(CaptureStoreDedupTest, ATornBatchsMapPlacesNothingAfterIt) {
   const std::string dir = TempPath("torn_map/args_dump");
   Write(dir, first, true, 4, /*finish=*/false).reset();
   // Tear the last record: batch 2's map covers records 4..7, 7 is gone.
-  std::string journal = ReadFile(dir + "/args.journal");
+  std::string journal = ReadFileOrEmpty(dir + "/args.journal");
   std::ofstream(dir + "/args.journal", std::ios::binary | std::ios::trunc)
       << journal.substr(0, journal.size() - 5);
   auto reopened = CaptureStore::Reopen(dir);
@@ -321,7 +317,7 @@ TEST(CaptureStoreDedupTest, ATornBatchsMapPlacesNothingAfterIt) {
   for (size_t i = 7; i < args.size(); ++i) rest.Add(RecordOf(args[i], i % 4), args[i].bytes);
   ASSERT_TRUE((*reopened)->AppendBatch(rest.RecordPtrs(), rest.PayloadViews()).ok());
   reopened->reset();  // the writer dies again
-  journal = ReadFile(dir + "/args.journal");
+  journal = ReadFileOrEmpty(dir + "/args.journal");
   std::vector<size_t> maps;
   for (const auto& [at, type] : Entries(journal)) {
     if (type == static_cast<int>(JournalEntryType::kPayloadMap)) maps.push_back(at);
@@ -342,7 +338,7 @@ TEST(CaptureStoreDedupTest, ADamagedHeaderStillPlacesSharedPayloads) {
   const std::vector<Arg> args = Chain(6, 512);
   const std::string dir = TempPath("damaged_header/args_dump");
   Write(dir, args, true, 4, /*finish=*/false).reset();
-  std::string journal = ReadFile(dir + "/args.journal");
+  std::string journal = ReadFileOrEmpty(dir + "/args.journal");
   journal[4] ^= 0x7F;
   std::ofstream(dir + "/args.journal", std::ios::binary | std::ios::trunc) << journal;
   RecoveryReport report;
@@ -387,7 +383,7 @@ TEST(CaptureStoreDedupTest, AFailedBatchLeavesTheIndexAsItWas) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_EQ(ReadFile(dir + "/args.bin").size(), 4096u);
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args.bin").size(), 4096u);
 }
 
 // Sharing off: no maps in the journal, args.bin as sent (the files of a
@@ -395,7 +391,7 @@ TEST(CaptureStoreDedupTest, AFailedBatchLeavesTheIndexAsItWas) {
 TEST(CaptureStoreDedupTest, OffWritesNoMaps) {
   const std::string dir = TempPath("off/args_dump");
   Write(dir, Chain(4, 256), false, 2, /*finish=*/false).reset();
-  for (const auto& [at, type] : Entries(ReadFile(dir + "/args.journal"))) {
+  for (const auto& [at, type] : Entries(ReadFileOrEmpty(dir + "/args.journal"))) {
     EXPECT_NE(type, static_cast<int>(JournalEntryType::kPayloadMap)) << at;
   }
   auto reopened = CaptureStore::Reopen(dir);

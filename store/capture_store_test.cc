@@ -27,10 +27,6 @@ using google::protobuf::Value;
 
 std::string CaptureDir(const std::string& name) { return TempPath(name + "/args_dump"); }
 
-std::string ReadFile(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 bool Exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
@@ -41,7 +37,7 @@ v1::ManifestFile ParseManifest(const std::string& dir) {
   v1::ManifestFile s;
   google::protobuf::util::JsonParseOptions strict;
   strict.ignore_unknown_fields = false;
-  auto status = google::protobuf::util::JsonStringToMessage(ReadFile(dir + "/args_dump.json"),
+  auto status = google::protobuf::util::JsonStringToMessage(ReadFileOrEmpty(dir + "/args_dump.json"),
                                                             &s, strict);
   EXPECT_TRUE(status.ok()) << status.ToString();
   return s;
@@ -82,7 +78,7 @@ TEST(CaptureStoreTest, WritesSortedManifestAndPayloads) {
   losses.set_dropped_host_gone(2);
   ASSERT_TRUE((*store)->Finish(losses).ok());
 
-  EXPECT_EQ(ReadFile(dir + "/args.bin"), "ccccccccbbbbaaaa");
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args.bin"), "ccccccccbbbbaaaa");
   v1::ManifestFile m = ParseManifest(dir);
   EXPECT_EQ(m.run_dir(), "args_dump");
   EXPECT_EQ(m.bin_format().type(), "logical_contiguous");
@@ -111,8 +107,8 @@ TEST(CaptureStoreTest, WritesSortedManifestAndPayloads) {
   EXPECT_EQ(m.args(2).dtype(), "FLOAT64");
   EXPECT_TRUE(m.args(2).arg_index_ambiguous());
   EXPECT_FALSE(m.args(1).arg_index_ambiguous());
-  EXPECT_EQ(ReadFile(dir + "/args_dump.json").find("arg_index_ambiguous", 0),
-            ReadFile(dir + "/args_dump.json").rfind("arg_index_ambiguous"));  // only where set
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args_dump.json").find("arg_index_ambiguous", 0),
+            ReadFileOrEmpty(dir + "/args_dump.json").rfind("arg_index_ambiguous"));  // only where set
   EXPECT_EQ(m.args(3).stage(), "after_completion");
   EXPECT_EQ(m.args(3).role(), "output");
 }
@@ -143,7 +139,7 @@ TEST(CaptureStoreTest, EagerBinAtLevelOneEvenWhenEmpty) {
   ASSERT_TRUE((*store)->Append(ScalarRecord(0), "").ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
   EXPECT_TRUE(Exists(dir + "/args.bin"));
-  EXPECT_EQ(ReadFile(dir + "/args.bin"), "");
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args.bin"), "");
   EXPECT_EQ(ParseManifest(dir).bin_file().string_value(), "args.bin");
 }
 
@@ -158,7 +154,7 @@ TEST(CaptureStoreTest, OutOfOrderOrMismatchedPairsAreRejectedAndHarmless) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE((*store)->Append(Tensor(3, v1::STAGE_BEFORE_DISPATCH, 0, v1::ROLE_INPUT, 4, 4), "cccc").ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
-  EXPECT_EQ(ReadFile(dir + "/args.bin"), "aaaacccc");
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args.bin"), "aaaacccc");
   EXPECT_EQ(ParseManifest(dir).total_args(), 2u);
   EXPECT_EQ(CaptureStore::Create(dir, Info(v1::DUMP_LEVEL_FULL)).status().code(),
             absl::StatusCode::kAlreadyExists);
@@ -180,7 +176,7 @@ TEST(CaptureStoreTest, RecoverRebuildsTheManifestFromTheJournal) {
   std::ofstream(dir + "/args.bin", std::ios::app | std::ios::binary) << "zzzz";
   EXPECT_FALSE(Exists(dir + "/args_dump.json"));
   ASSERT_TRUE(CaptureStore::Recover(dir).ok());
-  EXPECT_EQ(ReadFile(dir + "/args.bin"), "aaaabbbbccccddddeeeeffffgggghhhhiiiijjjj");
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args.bin"), "aaaabbbbccccddddeeeeffffgggghhhhiiiijjjj");
   v1::ManifestFile m = ParseManifest(dir);
   EXPECT_EQ(m.total_args(), 10u);
   EXPECT_TRUE(m.recovered_from_journal());
@@ -213,8 +209,8 @@ void WriteUnfinished(const std::string& dir, uint64_t n) {
 TEST(CaptureStoreTest, RecoverKeepsEveryEntryAfterADamagedOne) {
   const std::string dir = CaptureDir("damaged_middle");
   WriteUnfinished(dir, 20);
-  const std::string journal = ReadFile(dir + "/args.journal");
-  const std::string bin = ReadFile(dir + "/args.bin");
+  const std::string journal = ReadFileOrEmpty(dir + "/args.journal");
+  const std::string bin = ReadFileOrEmpty(dir + "/args.bin");
   std::string bad = journal;
   const size_t at = journal.size() / 2;
   bad[at] ^= 0x10;
@@ -230,7 +226,7 @@ TEST(CaptureStoreTest, RecoverKeepsEveryEntryAfterADamagedOne) {
   EXPECT_LE(report.damage[0].offset, at);
   EXPECT_GT(report.damage[0].offset + report.damage[0].bytes, at);
   EXPECT_NE(std::string(s.message()).find("kept 39 records; dropped "), std::string::npos) << s;
-  EXPECT_EQ(ReadFile(dir + "/args.bin"), bin + "tail");  // not cut
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args.bin"), bin + "tail");  // not cut
   const v1::ManifestFile m = ParseManifest(dir);
   EXPECT_EQ(m.total_args(), 39u);
   EXPECT_EQ(m.recovery().records_kept(), 39u);
@@ -278,7 +274,7 @@ TEST(CaptureStoreTest, RecoverWithArgsBinMissingOrShortIsDataLoss) {
 TEST(CaptureStoreTest, RecoverAfterATornTailIsOk) {
   const std::string dir = CaptureDir("torn_tail");
   WriteUnfinished(dir, 5);
-  const std::string journal = ReadFile(dir + "/args.journal");
+  const std::string journal = ReadFileOrEmpty(dir + "/args.journal");
   std::ofstream(dir + "/args.journal", std::ios::app | std::ios::binary)
       << journal.substr(8, 20);  // the start of an entry, cut
   std::ofstream(dir + "/args.bin", std::ios::app | std::ios::binary) << "unjournaled";
@@ -288,7 +284,7 @@ TEST(CaptureStoreTest, RecoverAfterATornTailIsOk) {
   ASSERT_EQ(report.damage.size(), 1u);
   EXPECT_TRUE(report.damage[0].tail);
   EXPECT_TRUE(report.bin_cut);
-  EXPECT_EQ(ReadFile(dir + "/args.bin").size(), 20u);
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args.bin").size(), 20u);
   EXPECT_TRUE(ParseManifest(dir).recovery().journal_damage(0).tail());
 }
 
@@ -332,8 +328,8 @@ TEST(CaptureStoreTest, ReopenContinuesALiveCapture) {
   auto finished_whole = CaptureStore::Reopen(whole);
   ASSERT_TRUE(finished_whole.ok());
   ASSERT_TRUE((*finished_whole)->Finish(v1::CaptureCounters()).ok());
-  EXPECT_EQ(ReadFile(dir + "/args.bin"), ReadFile(whole + "/args.bin"));
-  EXPECT_EQ(ReadFile(dir + "/args_dump.json"), ReadFile(whole + "/args_dump.json"));
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args.bin"), ReadFileOrEmpty(whole + "/args.bin"));
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args_dump.json"), ReadFileOrEmpty(whole + "/args_dump.json"));
 }
 
 // What cannot be reopened live is refused, saying why, and left as it is
@@ -350,7 +346,7 @@ TEST(CaptureStoreTest, ReopenRefusesWhatIsNotALiveCapture) {
          ASSERT_TRUE((*s)->Finish(v1::CaptureCounters()).ok());
        }},
       {"damaged", "journal is damaged", [](const std::string& d) {
-         std::string j = ReadFile(d + "/args.journal");
+         std::string j = ReadFileOrEmpty(d + "/args.journal");
          j[j.size() / 2] ^= 0x20;
          std::ofstream(d + "/args.journal", std::ios::binary | std::ios::trunc) << j;
        }},
@@ -365,12 +361,12 @@ TEST(CaptureStoreTest, ReopenRefusesWhatIsNotALiveCapture) {
     const std::string dir = CaptureDir("reopen_refused_" + c.name);
     WriteUnfinished(dir, 4);
     c.damage(dir);
-    const std::string before = ReadFile(dir + "/args.journal");
+    const std::string before = ReadFileOrEmpty(dir + "/args.journal");
     auto store = CaptureStore::Reopen(dir);
     ASSERT_FALSE(store.ok()) << c.name;
     EXPECT_NE(store.status().message().find(c.says), std::string::npos)
         << c.name << ": " << store.status();
-    EXPECT_EQ(ReadFile(dir + "/args.journal"), before) << c.name;
+    EXPECT_EQ(ReadFileOrEmpty(dir + "/args.journal"), before) << c.name;
   }
 }
 
@@ -473,7 +469,7 @@ TEST(CaptureStoreTest, BatchOfMixedPayloadSizesIsWrittenExactly) {
   ASSERT_TRUE(store->AppendBatch(batch.RecordPtrs(), batch.PayloadViews()).ok());
   EXPECT_EQ(store->bin_bytes(), expected.size());
   ASSERT_TRUE(store->Finish(v1::CaptureCounters()).ok());
-  EXPECT_TRUE(ReadFile(dir + "/args.bin") == expected);
+  EXPECT_TRUE(ReadFileOrEmpty(dir + "/args.bin") == expected);
   EXPECT_EQ(ParseManifest(dir).args_size(), static_cast<int>(sizes.size()));
 }
 
@@ -532,7 +528,7 @@ TEST(CaptureStoreTest, ADeviceCrashIsInTheManifestAndTheIndex) {
   ASSERT_TRUE((*store)->Amend(CrashEnd()).ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
   ExpectSegvCrash(ParseManifest(dir));
-  const std::string text = ReadFile(dir + "/args_dump.json");
+  const std::string text = ReadFileOrEmpty(dir + "/args_dump.json");
   EXPECT_NE(text.find("  \"device_crash\": {\"signal\": 11, \"signal_name\": \"SIGSEGV\", "
                       "\"exit_status\": 0, \"fault_address\": \"0x0\", \"tasks_in_flight\": 3, "
                       "\"description\": \"the device process died of SIGSEGV in kernel "
@@ -566,7 +562,7 @@ TEST(CaptureStoreTest, AnExitHasNoFaultAddressAndACleanRunNoCrash) {
   ASSERT_TRUE(m.has_device_crash());
   EXPECT_EQ(m.device_crash().exit_status(), 3);
   EXPECT_EQ(m.device_crash().signal(), 0);
-  EXPECT_EQ(ReadFile(dir + "/args_dump.json").find("fault_address"), std::string::npos);
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args_dump.json").find("fault_address"), std::string::npos);
 
   const std::string clean = CaptureDir("device_clean");
   auto other = CaptureStore::Create(clean, Info(v1::DUMP_LEVEL_FULL));
@@ -574,7 +570,7 @@ TEST(CaptureStoreTest, AnExitHasNoFaultAddressAndACleanRunNoCrash) {
   ASSERT_TRUE((*other)->Amend(v1::CaptureInfo()).ok());
   ASSERT_TRUE((*other)->Finish(v1::CaptureCounters()).ok());
   EXPECT_FALSE(ParseManifest(clean).has_device_crash());
-  EXPECT_EQ(ReadFile(clean + "/args_dump.json").find("device_crash"), std::string::npos);
+  EXPECT_EQ(ReadFileOrEmpty(clean + "/args_dump.json").find("device_crash"), std::string::npos);
 }
 
 // The device_crash is journaled: a capture whose writer died after Amend
@@ -669,7 +665,7 @@ TEST(CaptureStoreTest, TheKernelTableIsInTheManifestAndTheIndex) {
   of_add.add_func_ids(0);
   ASSERT_TRUE((*store)->Append(of_add, std::string(4, 'b')).ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
-  const std::string text = ReadFile(dir + "/args_dump.json");
+  const std::string text = ReadFileOrEmpty(dir + "/args_dump.json");
   EXPECT_NE(text.find(
                 "  \"kernels\": [\n"
                 "    {\"func_id\": 0, \"name\": \"add\", \"type\": \"elementwise\", \"signature\": "

@@ -15,10 +15,6 @@
 namespace argsdump {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
 }
@@ -71,7 +67,7 @@ TEST(JournalTest, VersionThreeReadsAndAppends) {
   // damaged and the entries are read all the same (the store's replay
   // then places payloads by the maps it finds: CaptureStore writes one
   // right after the header); appending to it is refused.
-  std::string bytes = ReadFile(path);
+  std::string bytes = ReadFileOrEmpty(path);
   bytes[4] = 4;
   const std::string v4 = TempPath("v4.journal");
   std::ofstream(v4, std::ios::binary) << bytes;
@@ -126,12 +122,12 @@ TEST(JournalTest, AppendReopensAtTheEnd) {
 TEST(JournalTest, TornTailIsDroppedAndCounted) {
   const std::string path = TempPath("torn.journal");
   WriteThree(path);
-  const std::string data = ReadFile(path);
+  const std::string data = ReadFileOrEmpty(path);
   // A fourth entry written only in part.
   auto w = JournalWriter::Open(path, true);
   ASSERT_TRUE((*w)->Append(JournalEntryType::kRecord, std::string(50, 'z')).ok());
   w->reset();
-  const std::string four = ReadFile(path);
+  const std::string four = ReadFileOrEmpty(path);
   for (size_t cut : {size_t{1}, size_t{5}, size_t{kJournalHeaderBytes + 3},
                      four.size() - data.size() - 1}) {
     WriteFile(path, four.substr(0, data.size() + cut));
@@ -154,7 +150,7 @@ TEST(JournalTest, DamageInTheMiddleIsSkippedAndTheRestIsKept) {
       ASSERT_TRUE((*w)->Append(JournalEntryType::kRecord, std::string(100 + i, 'a' + i)).ok());
     }
   }
-  const std::string data = ReadFile(path);
+  const std::string data = ReadFileOrEmpty(path);
   // Entry i starts at 8 + sum of the earlier entries' sizes.
   std::vector<size_t> starts;
   size_t at = kJournalFileHeaderBytes;
@@ -208,7 +204,7 @@ TEST(JournalTest, DamageInTheMiddleIsSkippedAndTheRestIsKept) {
 TEST(JournalTest, OnlyACutEndIsATornTail) {
   const std::string path = TempPath("tails.journal");
   WriteThree(path);
-  const std::string good = ReadFile(path);
+  const std::string good = ReadFileOrEmpty(path);
   const uint64_t last = good.size() - kJournalHeaderBytes;  // the empty last entry
   struct Case {
     std::string what, bytes;
@@ -295,7 +291,7 @@ TEST(JournalTest, RandomDamageKeepsEveryUntouchedEntry) {
       at += kJournalHeaderBytes + p.size();
     }
     w->reset();
-    data = ReadFile(path);
+    data = ReadFileOrEmpty(path);
   }
   std::mt19937 rng(7);
   for (int trial = 0; trial < 500; ++trial) {

@@ -240,10 +240,6 @@ TEST(CaptureIndexTest, DamagedFilesAreDataLoss) {
   EXPECT_EQ(IndexFile::Open(TempPath("absent.index")).status().code(), absl::StatusCode::kNotFound);
 }
 
-std::string Slurp(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 void Put(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -271,7 +267,7 @@ TEST(CaptureIndexTest, EveryRowAndArrayIsCheckedAtOpen) {
   const RecordList rows = Rows();
   ASSERT_NE(WriteAndOpen("lies.index", rows), nullptr);
   const std::string path = TempPath("lies.index");
-  const std::string good = Slurp(path);
+  const std::string good = ReadFileOrEmpty(path);
   const Layout l = LayoutOf(good, rows.size());
   struct Lie {
     std::string what;
@@ -326,7 +322,7 @@ TEST(CaptureIndexTest, RandomDamageIsRefusedOrHarmless) {
   const RecordList rows = Rows();
   ASSERT_NE(WriteAndOpen("random.index", rows), nullptr);
   const std::string path = TempPath("random.index");
-  const std::string good = Slurp(path);
+  const std::string good = ReadFileOrEmpty(path);
   std::mt19937 rng(3);
   int refused = 0;
   for (int i = 0; i < 2000; ++i) {

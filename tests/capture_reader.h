@@ -21,6 +21,7 @@
 #include "proto/argsdump/v1/manifest.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 
@@ -62,10 +63,6 @@ struct CaptureFiles {
 };
 
 // The file's bytes, or "" when it cannot be read.
-inline std::string ReadWholeFile(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 // `name` read with `parse` (an inverse of format/names.h), or `fallback`
 // with a test failure when it is not one of the schema's spellings.
 template <typename T, typename Parse>
@@ -78,12 +75,12 @@ T ParseManifestName(const std::string& task_id, const char* field, const std::st
 
 inline CaptureFiles ReadCapture(const std::string& dir) {
   CaptureFiles c;
-  c.manifest_text = ReadWholeFile(dir + "/args_dump.json");
+  c.manifest_text = ReadFileOrEmpty(dir + "/args_dump.json");
   google::protobuf::util::JsonParseOptions strict;
   strict.ignore_unknown_fields = false;
   auto status = google::protobuf::util::JsonStringToMessage(c.manifest_text, &c.manifest, strict);
   EXPECT_TRUE(status.ok()) << dir << ": " << status.ToString();
-  c.bin = ReadWholeFile(dir + "/args.bin");
+  c.bin = ReadFileOrEmpty(dir + "/args.bin");
   for (const v1::ManifestEntry& m : c.manifest.args()) {
     Entry e;
     e.task_id = m.task_id();

@@ -252,8 +252,8 @@ TEST(CaptureServerProcessTest, SigkillMidCaptureTheClientResumesOnTheRestartedSe
   EXPECT_EQ(summary.records(), 280u);
   const std::string local = WriteUninterrupted("sigkill_uninterrupted", sent);
   const std::string dir = root + "/killed/args_dump";
-  EXPECT_TRUE(Slurp(dir + "/args.bin") == Slurp(local + "/args.bin"));
-  EXPECT_EQ(Slurp(dir + "/args_dump.json"), Slurp(local + "/args_dump.json"));
+  EXPECT_TRUE(ReadFileOrEmpty(dir + "/args.bin") == ReadFileOrEmpty(local + "/args.bin"));
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
   again.Signal(SIGTERM);
   EXPECT_EQ(again.Wait(), 0);
 }
@@ -287,7 +287,7 @@ TEST(CaptureServerProcessTest, SigtermLeavesLiveCapturesResumable) {
   ASSERT_TRUE(Send(resumed.get(), sent.back()).ok());
   ASSERT_TRUE(resumed->Finish(v1::CaptureCounters()).ok());
   const std::string local = WriteUninterrupted("sigterm_uninterrupted", sent);
-  EXPECT_EQ(Slurp(root + "/live/args_dump/args_dump.json"), Slurp(local + "/args_dump.json"));
+  EXPECT_EQ(ReadFileOrEmpty(root + "/live/args_dump/args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
   again.Signal(SIGTERM);
   EXPECT_EQ(again.Wait(), 0);
 }

@@ -207,9 +207,9 @@ TEST_F(CaptureServiceTest, IngestWritesTheSameFilesAsTheLocalStore) {
   EXPECT_EQ(sink->reconnects(), 0u);
   const std::string local = WriteLocally("run1", p);
   const std::string remote = root_ + "/run1/args_dump";
-  EXPECT_TRUE(ReadWholeFile(remote + "/args.bin") == ReadWholeFile(local + "/args.bin"));
-  EXPECT_EQ(ReadWholeFile(remote + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
-  EXPECT_FALSE(ReadWholeFile(remote + "/args_dump.json").empty());
+  EXPECT_TRUE(ReadFileOrEmpty(remote + "/args.bin") == ReadFileOrEmpty(local + "/args.bin"));
+  EXPECT_EQ(ReadFileOrEmpty(remote + "/args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
+  EXPECT_FALSE(ReadFileOrEmpty(remote + "/args_dump.json").empty());
 }
 
 // Small messages: records end at every kind of place in a message (the
@@ -246,9 +246,9 @@ TEST_F(CaptureServiceTest, ManySmallMessagesWriteTheSameFilesAsTheLocalStore) {
   const std::string local = WriteLocally("small", p);
   const std::string remote = root_ + "/small/args_dump";
   for (const char* file : {"args.bin", "args_dump.json", "args.index"}) {
-    const std::string want = ReadWholeFile(local + "/" + file);
+    const std::string want = ReadFileOrEmpty(local + "/" + file);
     EXPECT_FALSE(want.empty()) << file;
-    EXPECT_TRUE(ReadWholeFile(remote + "/" + file) == want) << file << " differs";
+    EXPECT_TRUE(ReadFileOrEmpty(remote + "/" + file) == want) << file << " differs";
   }
 }
 
@@ -267,8 +267,8 @@ TEST_F(CaptureServiceTest, ResumesAfterTheStreamBreaksWithoutLossOrDuplicates) {
   EXPECT_GE(sink->reconnects(), 2u);
   const std::string local = WriteLocally("resumed", p);
   const std::string remote = root_ + "/resumed/args_dump";
-  EXPECT_TRUE(ReadWholeFile(remote + "/args.bin") == ReadWholeFile(local + "/args.bin"));
-  EXPECT_EQ(ReadWholeFile(remote + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
+  EXPECT_TRUE(ReadFileOrEmpty(remote + "/args.bin") == ReadFileOrEmpty(local + "/args.bin"));
+  EXPECT_EQ(ReadFileOrEmpty(remote + "/args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
 }
 
 // The connection drops in the middle of a batch, with a record's payload
@@ -295,8 +295,8 @@ TEST_F(CaptureServiceTest, ResumesFromTheMiddleOfABatch) {
     EXPECT_GE((*sink)->reconnects(), 1u);
     const std::string local = WriteLocally(name, p);
     const std::string remote = root_ + "/" + name + "/args_dump";
-    EXPECT_TRUE(ReadWholeFile(remote + "/args.bin") == ReadWholeFile(local + "/args.bin"));
-    EXPECT_EQ(ReadWholeFile(remote + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
+    EXPECT_TRUE(ReadFileOrEmpty(remote + "/args.bin") == ReadFileOrEmpty(local + "/args.bin"));
+    EXPECT_EQ(ReadFileOrEmpty(remote + "/args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
   }
 }
 
@@ -731,7 +731,7 @@ TEST_F(CaptureServiceTest, TinyPayloadsAreStoredByteForByte) {
   finish.mutable_finish();
   ASSERT_TRUE(in.Send(finish));
   ASSERT_TRUE(in.End().ok());
-  EXPECT_TRUE(ReadWholeFile(root_ + "/tiny/args_dump/args.bin") == sent);
+  EXPECT_TRUE(ReadFileOrEmpty(root_ + "/tiny/args_dump/args.bin") == sent);
 }
 
 // FinishCapture seals a live capture its client will not come back to.
@@ -896,7 +896,7 @@ TEST_F(CaptureServiceTest, SummariesTellTheLevelThatRan) {
   ASSERT_EQ(list.captures_size(), 1);
   expect_truthful(list.captures(0), "listed");
   const std::string manifest =
-      ReadWholeFile(root_ + "/overflow_only/args_dump/args_dump.json");
+      ReadFileOrEmpty(root_ + "/overflow_only/args_dump/args_dump.json");
   EXPECT_NE(manifest.find("\"dump_args_level\": 0,"), std::string::npos) << manifest;
   // A capture whose client sends no scope keeps the level it recorded at.
   RawIngest plain(stub_.get());
@@ -947,7 +947,7 @@ TEST_F(CaptureServiceTest, FinishCarriesTheLevelsPerStep) {
   const v1::CaptureSummary s = Get("good");
   EXPECT_EQ(s.state(), v1::CAPTURE_STATE_FINISHED);
   EXPECT_EQ(s.level(), v1::DUMP_LEVEL_PARTIAL);  // the last level above 0
-  const std::string manifest = ReadWholeFile(root_ + "/good/args_dump/args_dump.json");
+  const std::string manifest = ReadFileOrEmpty(root_ + "/good/args_dump/args_dump.json");
   EXPECT_NE(manifest.find("\"dump_levels\": [{\"first_step\": 0, \"level\": 0}, "
                           "{\"first_step\": 2, \"level\": 3}, {\"first_step\": 5, \"level\": 1}]"),
             std::string::npos)
@@ -982,8 +982,8 @@ TEST_F(CaptureServiceTest, ADeviceCrashReachesTheManifestAndGetCapture) {
     ASSERT_TRUE((*store)->Amend(end).ok());
     ASSERT_TRUE((*store)->Finish(DeviceCounters()).ok());
   }
-  const std::string manifest = ReadWholeFile(root_ + "/crashed/args_dump/args_dump.json");
-  EXPECT_EQ(manifest, ReadWholeFile(local + "/args_dump.json"));
+  const std::string manifest = ReadFileOrEmpty(root_ + "/crashed/args_dump/args_dump.json");
+  EXPECT_EQ(manifest, ReadFileOrEmpty(local + "/args_dump.json"));
   EXPECT_NE(manifest.find("\"device_crash\": {\"signal\": 11"), std::string::npos) << manifest;
 
   // A capture without one says nothing of a crash.
@@ -1114,8 +1114,8 @@ TEST_F(CaptureServiceTest, TheKernelTableTravelsAndSelectsByName) {
     ASSERT_TRUE((*store)->WriteBatch(p.RecordPtrs(0, n), p.Payloads(0, n)).ok());
     ASSERT_TRUE((*store)->Finish(DeviceCounters()).ok());
   }
-  const std::string manifest = ReadWholeFile(root_ + "/named/args_dump/args_dump.json");
-  EXPECT_EQ(manifest, ReadWholeFile(local + "/args_dump.json"));
+  const std::string manifest = ReadFileOrEmpty(root_ + "/named/args_dump/args_dump.json");
+  EXPECT_EQ(manifest, ReadFileOrEmpty(local + "/args_dump.json"));
   EXPECT_NE(manifest.find("{\"func_id\": 2, \"name\": \"matmul\", \"type\": \"matmul\""),
             std::string::npos);
 
@@ -1407,8 +1407,8 @@ TEST_F(CaptureServiceTest, RestartKeepsLiveCapturesResumable) {
   ASSERT_TRUE((*resumed)->Finish(DeviceCounters()).ok());
   const std::string local = WriteLocally("uninterrupted", p);
   const std::string dir = root_ + "/live/args_dump";
-  EXPECT_TRUE(ReadWholeFile(dir + "/args.bin") == ReadWholeFile(local + "/args.bin"));
-  EXPECT_EQ(ReadWholeFile(dir + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
+  EXPECT_TRUE(ReadFileOrEmpty(dir + "/args.bin") == ReadFileOrEmpty(local + "/args.bin"));
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
   EXPECT_EQ(Get("live").state(), v1::CAPTURE_STATE_FINISHED);
 }
 
@@ -1442,8 +1442,8 @@ TEST_F(CaptureServiceTest, EightClientsStreamAtOnceWithoutLoss) {
     SCOPED_TRACE(c);
     EXPECT_TRUE(results[c].ok()) << results[c];
     const std::string dir = absl::StrCat(root_, "/client", c, "/args_dump");
-    EXPECT_TRUE(ReadWholeFile(dir + "/args.bin") == ReadWholeFile(local + "/args.bin"));
-    EXPECT_EQ(ReadWholeFile(dir + "/args_dump.json"), ReadWholeFile(local + "/args_dump.json"));
+    EXPECT_TRUE(ReadFileOrEmpty(dir + "/args.bin") == ReadFileOrEmpty(local + "/args.bin"));
+    EXPECT_EQ(ReadFileOrEmpty(dir + "/args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
     EXPECT_EQ(Get(absl::StrCat("client", c)).records(), n);
   }
 }
@@ -1461,7 +1461,7 @@ TEST_F(CaptureServiceTest, TlsAndTokenTogether) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl (tools/setup.sh installs it)";
   StartServer("tls", 0, "t0ken", cert, key);
   grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = ReadWholeFile(cert);
+  ssl.pem_root_certs = ReadFileOrEmpty(cert);
   GrpcSinkOptions o;
   o.target = target_;
   o.capture = "secure";

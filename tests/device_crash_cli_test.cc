@@ -51,10 +51,6 @@ std::string Runfile(const std::string& path) {
   return absl::StrCat(srcdir ? srcdir : ".", "/argsdump/", path);
 }
 
-std::string Slurp(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 uint64_t Task(uint32_t n) { return (uint64_t{1} << 32) | n; }
 
 // An arg as everything the capture says of it but its place and its
@@ -120,7 +116,7 @@ absl::Status Finish(SimRun* r) {
   auto status = r->process->Wait(kBound);
   if (!status) return absl::DeadlineExceededError("sim_run did not end");
   r->status = *status;
-  r->stdout_text = Slurp(r->stdout_path);
+  r->stdout_text = ReadFileOrEmpty(r->stdout_path);
   return absl::OkStatus();
 }
 
@@ -234,7 +230,7 @@ TEST_P(DeviceCrashCliTest, ExitsThreeAndKeepsWhatWasRecorded) {
 
   // The manifest (local) says how; the exception dump has the inputs.
   if (!c.remote) {
-    const std::string manifest = Slurp(root + "/crash/args_dump/args_dump.json");
+    const std::string manifest = ReadFileOrEmpty(root + "/crash/args_dump/args_dump.json");
     EXPECT_THAT(manifest, HasSubstr("\"device_crash\": {"));
   }
   const std::string prefix = root + "/crash/exception_dump/";
@@ -258,14 +254,14 @@ TEST_P(DeviceCrashCliTest, ExitsThreeAndKeepsWhatWasRecorded) {
       EXPECT_TRUE(dir.empty()) << "task 3 dumped twice: " << run->stdout_text;
       dir = d;
     } else {
-      EXPECT_THAT(Slurp(d + "/context.json"), HasSubstr("\"crashing\": false")) << d;
+      EXPECT_THAT(ReadFileOrEmpty(d + "/context.json"), HasSubstr("\"crashing\": false")) << d;
     }
   }
   ASSERT_FALSE(dir.empty()) << "no dump of task 3: " << run->stdout_text;
   EXPECT_THAT(dir, HasSubstr("_test_0_"));  // func type "test", step 0
-  EXPECT_THAT(Slurp(dir + "/context.json"),
+  EXPECT_THAT(ReadFileOrEmpty(dir + "/context.json"),
               HasSubstr(faulted ? "\"crashing\": true" : "\"crashing\": false"));
-  const std::string context = Slurp(dir + "/context.json");
+  const std::string context = ReadFileOrEmpty(dir + "/context.json");
   EXPECT_THAT(context, HasSubstr("\"scenario\": \"crash\""));
   EXPECT_THAT(context, HasSubstr("\"task_id\": \"0x0000000100000003\""));
   struct stat st;

@@ -139,8 +139,8 @@ TEST_P(ServerKillTest, TheClientResumesToTheUninterruptedCapture) {
   EXPECT_FALSE(summary.recovered());
   const std::string local =
       WriteUninterrupted(absl::StrCat("kill_uninterrupted_", static_cast<int>(at)), batches);
-  EXPECT_TRUE(Slurp(dir + "/args.bin") == Slurp(local + "/args.bin"));
-  EXPECT_EQ(Slurp(dir + "/args_dump.json"), Slurp(local + "/args_dump.json"));
+  EXPECT_TRUE(ReadFileOrEmpty(dir + "/args.bin") == ReadFileOrEmpty(local + "/args.bin"));
+  EXPECT_EQ(ReadFileOrEmpty(dir + "/args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
   again.Signal(SIGTERM);
   EXPECT_EQ(again.Wait(), 0);
 }
@@ -212,8 +212,8 @@ TEST(LostCaptureTest, RecordsNotAcknowledgedAreKeptLocally) {
       EXPECT_NE(::stat((kept + "/args_dump.json").c_str(), &st), 0) << "no record, no capture";
     } else {
       const std::string expected = WriteUninterrupted("lost_expected", later);
-      EXPECT_TRUE(Slurp(kept + "/args.bin") == Slurp(expected + "/args.bin"));
-      EXPECT_EQ(Slurp(kept + "/args_dump.json"), Slurp(expected + "/args_dump.json"));
+      EXPECT_TRUE(ReadFileOrEmpty(kept + "/args.bin") == ReadFileOrEmpty(expected + "/args.bin"));
+      EXPECT_EQ(ReadFileOrEmpty(kept + "/args_dump.json"), ReadFileOrEmpty(expected + "/args_dump.json"));
     }
     again.Signal(SIGTERM);
     EXPECT_EQ(again.Wait(), 0);
@@ -301,8 +301,8 @@ TEST(ServerKillTest, EightClientsStreamThroughARestart) {
     ASSERT_TRUE(GetStatus(target, absl::StrCat("client", c), &summary).ok());
     EXPECT_EQ(summary.state(), v1::CAPTURE_STATE_FINISHED);
     const std::string dir = absl::StrCat(root, "/client", c, "/args_dump");
-    EXPECT_TRUE(Slurp(dir + "/args.bin") == Slurp(local + "/args.bin"));
-    EXPECT_EQ(Slurp(dir + "/args_dump.json"), Slurp(local + "/args_dump.json"));
+    EXPECT_TRUE(ReadFileOrEmpty(dir + "/args.bin") == ReadFileOrEmpty(local + "/args.bin"));
+    EXPECT_EQ(ReadFileOrEmpty(dir + "/args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
   }
   again.Signal(SIGTERM);
   EXPECT_EQ(again.Wait(), 0);
@@ -423,16 +423,16 @@ TEST(DamagedFilesTest, EveryClassIsServedRecoveredOrRefusedNeverACrash) {
   }
   auto dir = [&](const std::string& name) { return root + "/" + name + "/args_dump"; };
   auto flip = [&](const std::string& path, size_t at, const std::string& bytes) {
-    std::string data = Slurp(path);
+    std::string data = ReadFileOrEmpty(path);
     ASSERT_LT(at + bytes.size(), data.size() + 1);
     data.replace(at, bytes.size(), bytes);
     Put(path, data);
   };
-  const std::string index = Slurp(dir("index") + "/args.index");
+  const std::string index = ReadFileOrEmpty(dir("index") + "/args.index");
   flip(dir("index") + "/args.index", index.size() - 100, std::string(60, '\xff'));
   flip(dir("index_no_journal") + "/args.index", index.size() - 100, std::string(60, '\xff'));
   std::remove((dir("index_no_journal") + "/args.journal").c_str());
-  const std::string journal = Slurp(dir("journal_middle") + "/args.journal");
+  const std::string journal = ReadFileOrEmpty(dir("journal_middle") + "/args.journal");
   flip(dir("journal_middle") + "/args.journal", journal.size() / 2, "\x55\xaa");
   std::ofstream(dir("journal_tail") + "/args.journal", std::ios::app) << "AJNL torn";
   ASSERT_EQ(::truncate((dir("bin_short") + "/args.bin").c_str(), 4096 * 30 + 7), 0);

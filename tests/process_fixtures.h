@@ -205,10 +205,6 @@ inline v1::CaptureSummary GetCapture(const std::string& target, const std::strin
   return summary;
 }
 
-inline std::string Slurp(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 // The batches written through the local store: what an uninterrupted
 // capture's files are.
 inline std::string WriteUninterrupted(const std::string& name,

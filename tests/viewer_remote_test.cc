@@ -165,9 +165,9 @@ TEST_F(ViewerRemoteTest, ExportsTheSameFiles) {
       "npy/task_0000000100000003_after_out0.FP8E4M3FN_as_float32.npy",
   };
   for (const std::string& f : files) {
-    const std::string want = ReadWholeFile(a + "/" + f);
+    const std::string want = ReadFileOrEmpty(a + "/" + f);
     EXPECT_FALSE(want.empty()) << f;
-    EXPECT_EQ(ReadWholeFile(b + "/" + f), want) << f;
+    EXPECT_EQ(ReadFileOrEmpty(b + "/" + f), want) << f;
   }
   // Without --out, a remote export goes to ./<capture>/.
   char old[4096];
@@ -309,7 +309,7 @@ TEST_F(ViewerRemoteTest, StepsFilterTheSameLocallyAndRemotely) {
   EXPECT_EQ(std::count(flagged.out.begin(), flagged.out.end(), '\n'), 1 + 3 + 1)
       << flagged.out;  // header, records 0, 4, 8, count
   EXPECT_NE(flagged.out.find("overflow"), std::string::npos);
-  EXPECT_NE(ReadWholeFile(local + "/args_dump.json").find("\"step\": 2"), std::string::npos);
+  EXPECT_NE(ReadFileOrEmpty(local + "/args_dump.json").find("\"step\": 2"), std::string::npos);
 }
 
 // Stored statistics (the stats dump mode): served with the records, shown

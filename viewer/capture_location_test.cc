@@ -25,10 +25,6 @@ using ::testing::HasSubstr;
 
 void Sh(const std::string& cmd) { ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd; }
 
-std::string Slurp(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 // A test's undeclared outputs: two cases' captures, the second newer.
 std::string MakeTestOutputs(const std::string& dir) {
   Sh("rm -rf '" + dir + "' && mkdir -p '" + dir + "'");
@@ -91,16 +87,16 @@ TEST_F(CaptureLocationTest, OutputsZipTestOutputsFolderAndAFolderInTheZip) {
     EXPECT_THAT(at->note, HasSubstr("the newest of 2 captures in " + zip));
     EXPECT_THAT(at->dir, ::testing::StartsWith(cache_ + "/argsdump/unzipped/"));
     // The same bytes as the files the test wrote.
-    EXPECT_TRUE(Slurp(at->dir + "/args.bin") == Slurp(outputs + "/Suite.New/args_dump/args.bin"));
-    EXPECT_EQ(Slurp(at->dir + "/args_dump.json"),
-              Slurp(outputs + "/Suite.New/args_dump/args_dump.json"));
+    EXPECT_TRUE(ReadFileOrEmpty(at->dir + "/args.bin") == ReadFileOrEmpty(outputs + "/Suite.New/args_dump/args.bin"));
+    EXPECT_EQ(ReadFileOrEmpty(at->dir + "/args_dump.json"),
+              ReadFileOrEmpty(outputs + "/Suite.New/args_dump/args_dump.json"));
   }
   for (const char* inner : {"Suite.Old", "Suite.Old/args_dump", "Suite.Old/"}) {
     auto old = LocateCapture(zip + "/" + std::string(inner));
     ASSERT_TRUE(old.ok()) << inner << ": " << old.status();
     EXPECT_EQ(old->note, "");
-    EXPECT_EQ(Slurp(old->dir + "/args_dump.json"),
-              Slurp(outputs + "/Suite.Old/args_dump/args_dump.json"));
+    EXPECT_EQ(ReadFileOrEmpty(old->dir + "/args_dump.json"),
+              ReadFileOrEmpty(outputs + "/Suite.Old/args_dump/args_dump.json"));
   }
   auto missing = LocateCapture(zip + "/Suite.Gone");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
@@ -112,7 +108,7 @@ TEST_F(CaptureLocationTest, OutputsZipTestOutputsFolderAndAFolderInTheZip) {
   std::ofstream(first->dir + "/marker_of_this_extraction") << "x";
   auto second = LocateCapture(zip + "/Suite.Old");
   EXPECT_EQ(second->dir, first->dir);
-  EXPECT_EQ(Slurp(second->dir + "/marker_of_this_extraction"), "x");
+  EXPECT_EQ(ReadFileOrEmpty(second->dir + "/marker_of_this_extraction"), "x");
   // A newer zip (a new test run) is another cache entry.
   Sh("touch -d '2099-01-01' '" + zip + "'");
   auto third = LocateCapture(zip + "/Suite.Old");
@@ -129,7 +125,7 @@ TEST_F(CaptureLocationTest, DamagedAndHostileZips) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr(dir + "/outputs.zip: byte "));
   const std::string good_src = MakeTestOutputs(dir + "/src");
   const std::string zip = Zip(good_src, dir + "/cut");
-  const std::string bytes = Slurp(zip);
+  const std::string bytes = ReadFileOrEmpty(zip);
   std::ofstream(zip, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   EXPECT_EQ(LocateCapture(zip).status().code(), absl::StatusCode::kDataLoss);
   // A zip whose members try to leave the folder they are extracted to:
@@ -140,7 +136,7 @@ TEST_F(CaptureLocationTest, DamagedAndHostileZips) {
   Sh("echo owned > '" + evil + "/x/args_dump/ABCDEFGHIJK' && echo owned > '" + evil +
      "/x/args_dump/ZZ'");
   Sh("cd '" + evil + "' && zip -qr '" + dir + "/evil.zip' x");
-  std::string z = Slurp(dir + "/evil.zip");
+  std::string z = ReadFileOrEmpty(dir + "/evil.zip");
   auto patch = [&](const std::string& from, const std::string& to) {
     for (size_t at = z.find(from); at != std::string::npos; at = z.find(from, at + 1)) {
       z.replace(at, from.size(), to);

@@ -38,10 +38,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Slurp(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 void Put(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
@@ -63,7 +59,7 @@ void Snapshot(const std::string& dir, const std::string& rel, std::map<std::stri
     } else if (S_ISLNK(st.st_mode)) {
       (*out)[key] = "link";
     } else {
-      (*out)[key] = absl::StrCat("file ", st.st_size, " ", std::hash<std::string>()(Slurp(path)));
+      (*out)[key] = absl::StrCat("file ", st.st_size, " ", std::hash<std::string>()(ReadFileOrEmpty(path)));
     }
   }
   ::closedir(d);
@@ -81,7 +77,7 @@ struct CaptureFiles {
 CaptureFiles RealCapture() {
   const std::string dir = AbsentTempPath("hostile_capture_src");
   EXPECT_TRUE(ViewerScene(false).WriteTo(dir).ok());
-  return {Slurp(dir + "/args_dump.json"), Slurp(dir + "/args.bin")};
+  return {ReadFileOrEmpty(dir + "/args_dump.json"), ReadFileOrEmpty(dir + "/args.bin")};
 }
 
 std::string ViewerBinary() {
@@ -132,7 +128,7 @@ TEST(HostileZipTest, TraversalInTheFolderPartLeavesHomeUntouchedAndExits2) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("o.zip"));
   EXPECT_THAT(r.err, HasSubstr("../../../../args_dump.json"));
-  EXPECT_EQ(Slurp(home + "/.bashrc"), "precious\n");
+  EXPECT_EQ(ReadFileOrEmpty(home + "/.bashrc"), "precious\n");
   // Nothing anywhere but (perhaps) the cache folder itself.
   auto after = Snapshot(t);
   for (auto it = after.begin(); it != after.end();) {
@@ -148,7 +144,7 @@ TEST(HostileZipTest, TraversalInTheFolderPartLeavesHomeUntouchedAndExits2) {
   EXPECT_EQ(bare.code, 2) << bare.err;
   EXPECT_THAT(bare.err, HasSubstr("outputs.zip"));
   EXPECT_THAT(bare.err, HasSubstr("../../../../args_dump.json"));
-  EXPECT_EQ(Slurp(home + "/.bashrc"), "precious\n");
+  EXPECT_EQ(ReadFileOrEmpty(home + "/.bashrc"), "precious\n");
   struct stat st;
   EXPECT_NE(::stat((home + "/args_dump.json").c_str(), &st), 0);
   EXPECT_NE(::stat((ws + "/args_dump.json").c_str(), &st), 0);
@@ -188,7 +184,7 @@ class HostileZipCorpus : public ::testing::Test {
     EXPECT_THAT(err.str(), HasSubstr(t_ + "/" + file)) << file;
     for (const std::string& s : says) EXPECT_THAT(err.str(), HasSubstr(s)) << file;
     EXPECT_EQ(OutsideCache(t_), before) << file;
-    EXPECT_EQ(Slurp(t_ + "/outside/victim"), "precious\n");
+    EXPECT_EQ(ReadFileOrEmpty(t_ + "/outside/victim"), "precious\n");
   }
   std::string name_, t_;
   std::optional<ScopedEnv> xdg_;
@@ -353,7 +349,7 @@ TEST_F(HostileZipCorpus, CapsOnTotalRatioFilesAndFreeSpace) {
   // Within the caps the same bomb extracts: 16 MiB of zeros.
   auto ok = ExtractZipFolder(**zip, "cap", *root);
   ASSERT_TRUE(ok.ok()) << ok.status();
-  EXPECT_EQ(Slurp(*ok + "/b").size(), zeros.size());
+  EXPECT_EQ(ReadFileOrEmpty(*ok + "/b").size(), zeros.size());
 }
 
 TEST_F(HostileZipCorpus, LinksAlreadyInTheCacheAreNotFollowed) {
@@ -371,7 +367,7 @@ TEST_F(HostileZipCorpus, LinksAlreadyInTheCacheAreNotFollowed) {
     EXPECT_THAT(err.str(), HasSubstr("is a symbolic link")) << what;
     EXPECT_THAT(err.str(), HasSubstr(zip)) << what;
     EXPECT_EQ(OutsideCache(t_), before) << what;
-    EXPECT_EQ(Slurp(t_ + "/outside/victim"), "precious\n") << what;
+    EXPECT_EQ(ReadFileOrEmpty(t_ + "/outside/victim"), "precious\n") << what;
   };
   // The payload replaced by a link to a file outside, the mark gone: the
   // extraction runs again and meets the link.
@@ -434,7 +430,7 @@ TEST_F(HostileZipCorpus, ExportsNeverFollowALinkInTheirWay) {
     EXPECT_EQ(code, 2) << what << ": " << out.str() << err.str();
     EXPECT_THAT(err.str(), HasSubstr("is a symbolic link")) << what;
     EXPECT_EQ(OutsideCache(t_), before) << what;
-    EXPECT_EQ(Slurp(t_ + "/outside/victim"), "precious\n") << what;
+    EXPECT_EQ(ReadFileOrEmpty(t_ + "/outside/victim"), "precious\n") << what;
   };
   // Suite.Case beside the zip a link to a folder outside.
   ASSERT_EQ(::symlink((t_ + "/outside").c_str(), (t_ + "/Suite.Case").c_str()), 0);

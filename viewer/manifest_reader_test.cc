@@ -17,13 +17,6 @@
 namespace argsdump {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 void Put(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }
@@ -526,7 +519,7 @@ TEST(ManifestReaderTest, NamesOutsideTheSchemaAreErrors) {
 // parse or a DataLoss that names the file and a byte; never a crash (ASan
 // and UBSan run this too).
 TEST(ManifestReaderTest, TruncatedAndCorruptedManifestsFailCleanly) {
-  const std::string good = Slurp(MakeCapture("fuzz"));
+  const std::string good = ReadFileOrEmpty(MakeCapture("fuzz"));
   ASSERT_GT(good.size(), 1000u);
   const std::string path = TempPath("fuzz_case.json");
   auto check = [&](const std::string& text, const std::string& what) {
@@ -617,7 +610,7 @@ std::string StoreManifest(const std::string& name) {
   }
   const absl::Status written = c.WriteTo(dir, name);
   EXPECT_TRUE(written.ok()) << written;
-  return Slurp(dir + "/args_dump.json");
+  return ReadFileOrEmpty(dir + "/args_dump.json");
 }
 
 // The filters the reader drops entries early on, one per field it checks

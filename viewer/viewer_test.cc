@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "viewer/npy.h"
 #include "viewer/test_capture.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
@@ -452,10 +453,6 @@ TEST(ViewerTest, PicksTheNewestCaptureUnderOutputs) {
   ASSERT_EQ(::chdir(old), 0);
 }
 
-std::string ReadFile(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 TEST(ViewerTest, ExportsTheSelectedArgsAsText) {
   const std::string dir = MakeCapture(Root() + "/export/args_dump");
   const Result r = Viewer({dir, "-t", "0x100000001", "--export"});
@@ -469,14 +466,14 @@ TEST(ViewerTest, ExportsTheSelectedArgsAsText) {
             "Saved: " + txt + "task_0x0000000100000001_after_out1.txt\n"
             "\n"
             "Exported 3 arg(s) to " + dir + "/txt\n");
-  const std::string text = ReadFile(txt + "task_0x0000000100000001_after_out1.txt");
+  const std::string text = ReadFileOrEmpty(txt + "task_0x0000000100000001_after_out1.txt");
   // Task 1's output: 16 of 32 bytes ("bbbb..." = 0x62626262 as float32).
   EXPECT_NE(text.find("# start_offset: 0\n# DATA TRUNCATED (tensor too large for arena)\n\n"
                       "# Overview:\n1.04401e+21 1.04401e+21 1.04401e+21 1.04401e+21\n\n"
                       "# Detail:\n[0, 0] 1.04401e+21\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(ReadFile(txt + "task_0x0000000100000001_before_in2.txt").find("# value: 41\n"),
+  EXPECT_NE(ReadFileOrEmpty(txt + "task_0x0000000100000001_before_in2.txt").find("# value: 41\n"),
             std::string::npos);
   // args.bin cut short: the error names the file and the bytes.
   ASSERT_EQ(::truncate((dir + "/args.bin").c_str(), 40), 0);
@@ -499,9 +496,9 @@ TEST(ViewerTest, ExportsWhatTheReferenceViewerWrites) {
     ASSERT_EQ(line.rfind("Saved: " + out + "/txt/", 0), 0u) << line;
     const std::string name = line.substr(line.rfind('/') + 1);
     SCOPED_TRACE(name);
-    const std::string want = ReadFile(golden + "/txt/" + name);
+    const std::string want = ReadFileOrEmpty(golden + "/txt/" + name);
     ASSERT_FALSE(want.empty());
-    EXPECT_EQ(ReadFile(out + "/txt/" + name), want);
+    EXPECT_EQ(ReadFileOrEmpty(out + "/txt/" + name), want);
     ++files;
   }
   EXPECT_EQ(files, 33);
@@ -517,7 +514,7 @@ TEST(ViewerTest, IndexAlwaysExportsThatEntry) {
                        "Exported 1 arg(s) to " + dir + "/txt\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(ReadFile(dir + "/txt/task_0x0000000100000001_after_out1.txt").find("# arg_index: 1\n"),
+  EXPECT_NE(ReadFileOrEmpty(dir + "/txt/task_0x0000000100000001_after_out1.txt").find("# arg_index: 1\n"),
             std::string::npos);
   // A comparison picks its arg with -i: it compares, exports nothing.
   const std::string golden = MakeCapture(Root() + "/index_golden/args_dump");
@@ -617,10 +614,6 @@ std::string Scene(const std::string& name, bool variant) {
   return dir;
 }
 
-std::string ReadAll(const std::string& path) {
-  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
-}
-
 TEST(ViewerSceneTest, ListsEveryKindOfArgInManifestOrder) {
   const Result r = Viewer({Scene("scene_list", false)});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -665,7 +658,7 @@ TEST(ViewerSceneTest, NpyFilesKeepShapeAndDtype) {
   };
   for (const Want& w : wants) {
     SCOPED_TRACE(w.file);
-    const std::string file = ReadAll(out + "/npy/" + w.file);
+    const std::string file = ReadFileOrEmpty(out + "/npy/" + w.file);
     const NpyArray a = ParseNpy(file).value();
     EXPECT_EQ(a.descr, w.descr);
     EXPECT_EQ(a.shape, w.shape);
@@ -688,7 +681,7 @@ TEST(ViewerSceneTest, NpyFilesKeepShapeAndDtype) {
     }
   }
   // The float16 input keeps its dtype: the payload bytes as they are.
-  const std::string half = ReadAll(out + "/npy/task_0000000100000001_before_in0.npy");
+  const std::string half = ReadFileOrEmpty(out + "/npy/task_0000000100000001_before_in0.npy");
   const NpyArray h = ParseNpy(half).value();
   EXPECT_EQ(h.descr, "<f2");
   EXPECT_EQ(half.substr(h.data_offset), std::string("\x00\x3c\x00\x40\x00\x42\x00\x44", 8));

@@ -62,4 +62,8 @@ void RemoveTreeAndSync(const std::string& path) {
   ::sync();
 }
 
+std::string ReadFileOrEmpty(const std::string& path) {
+  return ReadFileToString(path, kUnboundedFileBytes).value_or("");
+}
+
 }  // namespace argsdump

@@ -1,6 +1,7 @@
 // Paths for a test's files below $TEST_TMPDIR (/tmp when it is unset, as
 // under `bazel run`): the one place tests and benchmarks name, empty or
-// remove their scratch folders. Nothing here is used outside tests.
+// remove their scratch folders, and read back what a test wrote. Nothing
+// here is used outside tests.
 #ifndef ARGSDUMP_TESTS_TESTING_TEMP_DIR_H_
 #define ARGSDUMP_TESTS_TESTING_TEMP_DIR_H_
 
@@ -31,6 +32,10 @@ void RemoveTree(const std::string& path);
 // of what one run wrote does not land in the next run's timed region.
 std::string ProcessTempPath(const std::string& name);
 void RemoveTreeAndSync(const std::string& path);
+
+// The whole file at `path`, of any size; "" when it cannot be read (a
+// test then fails on what it expected to find in it).
+std::string ReadFileOrEmpty(const std::string& path);
 
 }  // namespace argsdump
 
