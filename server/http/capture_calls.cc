@@ -39,8 +39,7 @@ void CaptureCalls::ListCaptures(const httplib::Request& req, httplib::Response& 
 void CaptureCalls::Schema(const httplib::Request& req, httplib::Response& res) {
   Params p(req, {});
   if (!p.Finish()) return BadRequest(res, p.error());
-  static const std::string* const body =
-      new std::string(absl::StrCat("{\"filter\":", ArgFilterSchemaJson(), "}"));
+  static const std::string* const body = new std::string(SchemaBody());
   res.set_content(*body, "application/json");
 }
 

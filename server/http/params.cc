@@ -143,4 +143,6 @@ void ParseArgFilterParams(Params& p, v1::ArgFilter* filter) {
   *filter = f->ToProto();
 }
 
+std::string SchemaBody() { return absl::StrCat("{\"filter\":", ArgFilterSchemaJson(), "}"); }
+
 }  // namespace argsdump

@@ -83,6 +83,9 @@ class Params {
 // ArgFilterParamNames); the first bad one goes to `p`.
 void ParseArgFilterParams(Params& p, v1::ArgFilter* filter);
 
+// What GET /v1/schema answers: {"filter": ArgFilterSchemaJson()}.
+std::string SchemaBody();
+
 }  // namespace argsdump
 
 #endif  // ARGSDUMP_SERVER_HTTP_PARAMS_H_

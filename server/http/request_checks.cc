@@ -68,9 +68,6 @@ absl::StatusOr<std::optional<std::string>> AuthorizationMetadata(const httplib::
 bool Authorize(const httplib::Request& req, httplib::Response& res,
                const std::string& auth_token) {
   if (req.path.rfind("/v1/", 0) != 0) return true;  // the page holds no data
-  // The filter schema is the same for every server and holds no capture's
-  // data: the page builds its form from it before it has a token.
-  if (req.path == "/v1/schema" && req.method == "GET") return true;
   absl::StatusOr<std::optional<std::string>> authorization = AuthorizationMetadata(req);
   absl::Status s = authorization.status();
   if (s.ok()) {

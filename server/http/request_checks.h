@@ -39,8 +39,8 @@ absl::StatusOr<std::optional<std::string>> AuthorizationMetadata(const httplib::
 // looked at (its parameters, body, record id, range): a client without
 // it gets 401, never a 400 that tells it about the request. False (and
 // the 401 sent) when it does not. `auth_token` empty: none needed.
-// GET /v1/schema needs none: it is the same for every server and holds no
-// capture's data.
+// A route of the table that needs no token (routes.h, kNeedsNoToken) is
+// not asked.
 bool Authorize(const httplib::Request& req, httplib::Response& res,
                const std::string& auth_token);
 

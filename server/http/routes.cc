@@ -3,6 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/http/httplib_workarounds.h"
@@ -18,14 +22,16 @@ using HandlerResponse = httplib::Server::HandlerResponse;
 
 // Before routing: CORS, the token, the body's framing. Handled when one of
 // them answered.
-HandlerResponse PreRoute(const HttpGatewayOptions& options, const httplib::Request& req,
-                         httplib::Response& res) {
+// `open`: "METHOD path" of the routes that need no token.
+HandlerResponse PreRoute(const HttpGatewayOptions& options, const std::set<std::string>& open,
+                         const httplib::Request& req, httplib::Response& res) {
   // The Range header means something only to /payload: elsewhere
   // httplib would cut the JSON by it.
   httplib::Request& mutable_req = MutableRequest(req);
   if (req.path.find("/payload") == std::string::npos) mutable_req.ranges.clear();
-  if (AnswerCors(req, res, options.cors_origins) || !Authorize(req, res, options.auth_token) ||
-      !CheckBody(mutable_req, res)) {
+  const bool token_free = open.count(absl::StrCat(req.method, " ", req.path)) > 0;
+  if (AnswerCors(req, res, options.cors_origins) ||
+      (!token_free && !Authorize(req, res, options.auth_token)) || !CheckBody(mutable_req, res)) {
     // A body not read would be taken for the next request.
     if (req.get_header_value("Content-Length", 0) != "0" || req.has_header("Transfer-Encoding")) {
       HttpListener::CloseAfterAnswer();
@@ -124,7 +130,7 @@ std::vector<Route> ApiRoutes(CaptureCalls* c, PayloadCalls* p) {
     };
   };
   return {
-      {"GET", "/v1/schema", kNeedsQuery, on(c, &CaptureCalls::Schema)},
+      {"GET", "/v1/schema", kNeedsQuery | kNeedsNoToken, on(c, &CaptureCalls::Schema)},
       {"GET", "/v1/captures", kNeedsQuery, on(c, &CaptureCalls::ListCaptures)},
       {"GET", capture, kNeedsQuery, on(c, &CaptureCalls::GetCapture)},
       {"POST", capture + ":finish", kNeedsNothing, on(c, &CaptureCalls::FinishCapture)},
@@ -140,12 +146,17 @@ std::vector<Route> ApiRoutes(CaptureCalls* c, PayloadCalls* p) {
 
 void InstallRoutes(httplib::Server* http, const HttpGatewayOptions& options,
                    CaptureCalls* captures, PayloadCalls* payloads) {
+  std::vector<Route> routes = ApiRoutes(captures, payloads);
+  auto open = std::make_shared<std::set<std::string>>();
+  for (const Route& route : routes) {
+    if (route.needs & kNeedsNoToken) open->insert(absl::StrCat(route.method, " ", route.path));
+  }
   http->set_pre_routing_handler(
-      [&options](const httplib::Request& req, httplib::Response& res) {
-        return PreRoute(options, req, res);
+      [&options, open](const httplib::Request& req, httplib::Response& res) {
+        return PreRoute(options, *open, req, res);
       });
   InstallWebAssets(http);
-  for (Route& route : ApiRoutes(captures, payloads)) {
+  for (Route& route : routes) {
     const std::string method = route.method;
     if (method == "GET") {
       http->Get(route.path, std::move(route.handler));

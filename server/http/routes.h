@@ -24,6 +24,9 @@ enum RouteNeeds : unsigned {
   kNeedsBody = 1u << 1,    // a JSON body (at most kMaxRequestBody)
   kNeedsRange = 1u << 2,   // the Range header (elsewhere it is dropped)
   kNeedsBudget = 1u << 3,  // bytes of the in-flight budget while it answers
+  // Answers without the bearer token: it holds no capture's data and is the
+  // same on every server. Its path is literal, not a pattern.
+  kNeedsNoToken = 1u << 4,
 };
 
 struct Route {

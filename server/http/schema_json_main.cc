@@ -3,11 +3,10 @@
 #include <cstdio>
 #include <string>
 
-#include "absl/strings/str_cat.h"
-#include "format/arg_filter_params.h"
+#include "server/http/params.h"
 
 int main() {
-  const std::string body = absl::StrCat("{\"filter\":", argsdump::ArgFilterSchemaJson(), "}\n");
+  const std::string body = argsdump::SchemaBody() + "\n";
   std::fwrite(body.data(), 1, body.size(), stdout);
   return 0;
 }
