@@ -248,8 +248,11 @@ TEST_P(SceneTest, HangKeepsInputsAndThePartialOutput) {
 }
 
 // Tiny arenas and buffers: big tensors are truncated, small ones make the
-// arena wrap (the device waits for acks), the ready queue of depth 1 makes
-// the device wait at the gate; every record still arrives.
+// arena wrap many times, the ready queue of depth 1 makes the device wait at
+// the gate; every record still arrives. Whether the device ever finds a
+// wrapped payload not yet acked depends on how fast the collector runs on
+// this machine, so the count of arena waits is not asserted here (the
+// recorder's own tests drive that wait step by step).
 TEST_P(SceneTest, PressureTruncatesAndWaitsButLosesNothing) {
   v1::WorkloadSpec w;
   w.set_name("pressure");
@@ -289,7 +292,8 @@ TEST_P(SceneTest, PressureTruncatesAndWaitsButLosesNothing) {
   EXPECT_EQ(c.manifest.truncated_args(), 2 * kBig);
   EXPECT_EQ(c.manifest.dropped_records(), 0);
   EXPECT_EQ(c.manifest.dropped_overwrite(), 0);
-  EXPECT_GT(c.manifest.device_waits().arena(), 0u);
+  // 2 threads x 4 KiB of arena carried 60 KiB of small payloads: it wrapped.
+  static_assert(2 * kSmall * 1024 > 2 * 4096 * 4, "the arena must wrap");
   EXPECT_EQ(c.manifest.payload_bytes(), 2 * kBig * 2048 + 2 * kSmall * 1024);
   for (const Entry& e : c.entries) {
     EXPECT_FALSE(e.overwritten);
