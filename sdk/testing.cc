@@ -38,7 +38,7 @@
 #include "viewer/arg_source.h"
 #include "viewer/capture_compare.h"
 #include "viewer/capture_location.h"
-#include "viewer/compare.h"
+#include "format/compare.h"
 #include "viewer/remote_source.h"
 
 extern char** environ;

@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 #include "viewer/arg_source.h"
-#include "viewer/compare.h"
+#include "format/compare.h"
 #include "viewer/manifest_reader.h"
 
 namespace argsdump {

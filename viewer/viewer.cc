@@ -23,7 +23,7 @@
 #include "viewer/arg_source.h"
 #include "viewer/capture_compare.h"
 #include "viewer/capture_location.h"
-#include "viewer/compare.h"
+#include "format/compare.h"
 #include "viewer/npy.h"
 #include "format/names.h"
 #include "format/record.h"

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "tools/progress.h"
 #include "viewer/arg_source.h"
-#include "viewer/compare.h"
+#include "format/compare.h"
 #include "viewer/remote_source.h"
 
 namespace argsdump {

@@ -1,4 +1,4 @@
-#include "viewer/compare.h"
+#include "format/compare.h"
 
 #include <algorithm>
 #include <cmath>

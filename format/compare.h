@@ -1,5 +1,6 @@
 // Element-wise comparison of a captured tensor (or scalar) against a golden
-// one: what dump_viewer --compare reports per arg.
+// one: what dump_viewer --compare reports per arg, and what the capture
+// service's job comparisons report.
 //
 // An element matches when |actual - golden| <= atol + rtol * |golden|
 // (NumPy's isclose), or both are NaN, or both are the same infinity. Max
@@ -7,8 +8,8 @@
 // and the cosine similarity are taken over the pairs where both are finite;
 // the pairs where only one side is finite are counted apart (nonfinite), as
 // mismatches.
-#ifndef ARGSDUMP_VIEWER_COMPARE_H_
-#define ARGSDUMP_VIEWER_COMPARE_H_
+#ifndef ARGSDUMP_FORMAT_COMPARE_H_
+#define ARGSDUMP_FORMAT_COMPARE_H_
 
 #include <cstdint>
 #include <limits>
@@ -57,4 +58,4 @@ ElementDiff CompareSequences(const std::vector<double>& actual, const std::vecto
 
 }  // namespace argsdump
 
-#endif  // ARGSDUMP_VIEWER_COMPARE_H_
+#endif  // ARGSDUMP_FORMAT_COMPARE_H_
