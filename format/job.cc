@@ -131,13 +131,19 @@ absl::StatusOr<uint32_t> ParseWorldSize(absl::string_view text) {
   return ParseBounded(text, 1, kMaxWorldSize, "world size");
 }
 
-absl::StatusOr<std::optional<v1::JobMember>> ResolveJob(const JobRequest& given,
+absl::StatusOr<std::optional<v1::JobMember>> ResolveJob(const std::vector<JobRequest>& given,
                                                        const GetEnv& getenv) {
-  std::string job = given.job;
-  std::optional<uint32_t> rank = given.rank;
-  std::optional<uint32_t> world = given.world_size;
+  std::string job;
+  std::optional<uint32_t> rank;
+  std::optional<uint32_t> world;
   std::vector<std::string> sources;
-  if (!job.empty() || rank || world) sources.push_back(given.source);
+  for (const JobRequest& g : given) {
+    bool used = false;
+    if (job.empty() && !g.job.empty()) job = g.job, used = true;
+    if (!rank && g.rank) rank = g.rank, used = true;
+    if (!world && g.world_size) world = g.world_size, used = true;
+    if (used) sources.push_back(g.source);
+  }
   for (const EnvSource& src : kEnvSources) {
     bool used = false;
     const char* j = Get(getenv, src.job);

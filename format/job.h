@@ -25,6 +25,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -56,8 +57,8 @@ std::optional<uint32_t> RankFromFolder(absl::string_view folder);
 absl::StatusOr<uint32_t> ParseRank(absl::string_view text);
 absl::StatusOr<uint32_t> ParseWorldSize(absl::string_view text);
 
-// What the caller gave (empty / nullopt: not given) and its source name
-// ("options", "flag").
+// What one of the caller's entries gave (empty / nullopt: not given) and
+// its source name ("flag", "options").
 struct JobRequest {
   std::string job;
   std::optional<uint32_t> rank;
@@ -65,14 +66,15 @@ struct JobRequest {
   std::string source;
 };
 
-// The identity from `given`, then the environment (`getenv`: nullptr for an
+// The identity from `given` (the caller's entries, first wins), then the
+// environment (`getenv`: nullptr for an
 // unset variable), field by field as above. nullopt: no job (no name from
 // anywhere). A job named with no rank from any source is rank 0 of a world
 // of unknown size - unless a world size above 1 was given: a rank is needed
 // then. InvalidArgument naming the flag or variable whose value is bad,
 // the missing rank, or a rank at or past the world size.
 using GetEnv = std::function<const char*(const char*)>;
-absl::StatusOr<std::optional<v1::JobMember>> ResolveJob(const JobRequest& given,
+absl::StatusOr<std::optional<v1::JobMember>> ResolveJob(const std::vector<JobRequest>& given,
                                                        const GetEnv& getenv);
 
 }  // namespace argsdump

@@ -18,7 +18,7 @@ GetEnv Env(std::map<std::string, std::string> vars) {
 }
 
 v1::JobMember Resolved(const JobRequest& given, const GetEnv& env) {
-  absl::StatusOr<std::optional<v1::JobMember>> m = ResolveJob(given, env);
+  absl::StatusOr<std::optional<v1::JobMember>> m = ResolveJob({given}, env);
   EXPECT_TRUE(m.ok()) << m.status();
   if (!m.ok() || !m->has_value()) return {};
   return **m;
@@ -96,6 +96,19 @@ TEST(ResolveJobTest, GivenBeatsEnvironmentBeatsLaunchersFieldByField) {
   EXPECT_EQ(m.rank(), 2u);
   EXPECT_EQ(m.world_size(), 16u);
   EXPECT_EQ(m.source(), "flag,env");
+
+  // Two entries of the caller's: the first that sets a field wins.
+  JobRequest options;
+  options.job = "optjob";
+  options.rank = 7;
+  options.world_size = 8;
+  options.source = "options";
+  absl::StatusOr<std::optional<v1::JobMember>> two = ResolveJob({given, options}, env);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ((*two)->job(), "flagjob");
+  EXPECT_EQ((*two)->rank(), 2u);
+  EXPECT_EQ((*two)->world_size(), 8u);
+  EXPECT_EQ((*two)->source(), "flag,options");
 }
 
 TEST(ResolveJobTest, EachLauncherAndTheirOrder) {
