@@ -173,6 +173,19 @@ struct SessionOptions {
   // is removed with the manifest in place: its only use is recovering a
   // capture that never finished). sim_run --keep-journal.
   bool keep_journal = false;
+
+  // The job this session is one rank of (a job of many processes, each with
+  // its own device): its name, this process's rank and the number of ranks.
+  // Unset fields come from --job / --rank / --world-size on the command
+  // line (which win over these), then ARGSDUMP_JOB / ARGSDUMP_RANK /
+  // ARGSDUMP_WORLD_SIZE, then a launcher's variables (torchrun, Open MPI,
+  // MPICH / Intel MPI, Slurm; docs/jobs.md names them). With a job, the
+  // capture goes to <root>/<job>/rank<k>/args_dump, or to a capture
+  // service as <job>.rank<k>. A value that cannot be used is a WARNING and
+  // the session is no job's.
+  std::string job;
+  std::optional<uint32_t> rank;
+  std::optional<uint32_t> world_size;
 };
 
 // What a finished session leaves behind.
@@ -187,6 +200,11 @@ struct SessionResult {
   std::string capture_name;     // streamed captures: the name on the service
   std::string capture_server;   // streamed captures: host:port
   std::map<std::string, std::string> labels;
+  // The job the session was a rank of (empty: none), its rank, and the
+  // number of ranks (0: not known).
+  std::string job;
+  uint32_t rank = 0;
+  uint32_t world_size = 0;
   uint32_t steps = 0;           // steps begun (step 0 counts once it has a task)
   uint64_t tasks = 0;           // submitted
   uint64_t tasks_completed = 0;

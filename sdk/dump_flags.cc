@@ -62,6 +62,10 @@ constexpr char kServerFallback[] =
     "the capture stays local unless ARGSDUMP_CAPTURE_SERVER or the config file names a "
     "capture service";
 
+constexpr char kJobFallback[] =
+    "the job identity falls back to SessionOptions, ARGSDUMP_JOB / ARGSDUMP_RANK / "
+    "ARGSDUMP_WORLD_SIZE or a launcher's variables";
+
 // The level in `value`, or a WARNING naming `flag` and the fallback.
 std::optional<int> Level(const std::string& flag, const std::string& value,
                          const char* fallback, std::vector<std::string>* warnings) {
@@ -145,6 +149,28 @@ bool ApplyDumpFlag(FlagAt& f, CommandLineDump& d) {
   } else if (flag == "--dump-config") {
     d.config_file.clear();
     if (std::optional<std::string> v = f.Value(kConfigFallback)) d.config_file = FromUserDir(*v);
+  } else if (flag == "--job") {
+    d.job.job.clear();
+    if (std::optional<std::string> v = f.Value(kJobFallback)) {
+      if (absl::Status st = ValidateJobName(*v); st.ok()) {
+        d.job.job = *v;
+      } else {
+        d.warnings.push_back(
+            absl::StrCat("the command line: ", flag, ": ", st.message(), "; ", kJobFallback));
+      }
+    }
+  } else if (flag == "--rank" || flag == "--world-size") {
+    std::optional<uint32_t>& out = flag == "--rank" ? d.job.rank : d.job.world_size;
+    out.reset();
+    if (std::optional<std::string> v = f.Value(kJobFallback)) {
+      absl::StatusOr<uint32_t> n = flag == "--rank" ? ParseRank(*v) : ParseWorldSize(*v);
+      if (n.ok()) {
+        out = *n;
+      } else {
+        d.warnings.push_back(absl::StrCat("the command line: ", flag, ": ",
+                                          n.status().message(), "; ", kJobFallback));
+      }
+    }
   } else if (flag == "--output-prefix") {
     d.entry.path.reset();
     if (std::optional<std::string> v = f.Value(kPrefixFallback)) d.entry.path = FromUserDir(*v);
@@ -169,6 +195,7 @@ bool ApplyDumpFlag(FlagAt& f, CommandLineDump& d) {
 CommandLineDump ParseDumpFlags(const std::vector<std::string>& args,
                                std::vector<std::string>* rest) {
   CommandLineDump d;
+  d.job.source = "flag";
   rest->clear();
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];

@@ -129,7 +129,7 @@ void SimSession::Impl::SetUp() {
   warnings = setup.warnings();
   const std::string test_case = RunningTestCase();
   place = PlaceSession(SessionBaseName(options.name, test_case), setup.WantsCapture(options),
-                       setup.config().path, wiring);
+                       setup.config().path, wiring, setup.job() ? &*setup.job() : nullptr);
   report.prefix = place.prefix;
   labels = SessionLabels(options, wiring, setup.config(), test_case);
 }
@@ -145,6 +145,7 @@ absl::Status SimSession::Impl::StartCaptureOrGoWithout() {
   c.config = &setup.config();
   c.place = place;
   c.labels = labels;
+  c.job = setup.job();
   c.isolated = isolated;
   c.warn = [this](const std::string& w) { Warn(w); };
   capture = std::make_unique<SessionCapture>(std::move(c));
@@ -423,6 +424,11 @@ absl::StatusOr<SessionResult> SimSession::Impl::Finish() {
     FromRuntime(&r);
   }
   r.dump = setup.config();
+  if (setup.job()) {
+    r.job = setup.job()->job();
+    r.rank = setup.job()->rank();
+    r.world_size = setup.job()->world_size();
+  }
   r.steps = steps.begun;
   r.kernels = KernelNames(kernels);
   const DeviceCrashAnalysis* crash = device && device->crash() ? &*device->crash() : nullptr;

@@ -117,6 +117,7 @@ void SessionCapture::Describe(int level) {
   *info_.mutable_scope() = DumpScopeOf(*c_.config);
   info_.set_platform(PlatformName(wiring.platform));
   for (const auto& [k, v] : c_.labels) (*info_.mutable_labels())[k] = v;
+  if (c_.job) *info_.mutable_job() = *c_.job;
   FillKernelTable(*c_.kernels, &info_, c_.warn);
 }
 

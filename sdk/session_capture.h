@@ -47,6 +47,7 @@ class SessionCapture {
     const DumpConfig* config = nullptr;
     SessionPlace place;  // the session's name and folders
     CaptureLabels labels;
+    std::optional<v1::JobMember> job;  // the job it is a rank of
     bool isolated = false;  // the device has its own process
     // Prints and keeps a WARNING.
     std::function<void(const std::string&)> warn;

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
+#include "format/job.h"
 #include "sdk/exception_dump.h"
 #include "sdk/session_log.h"
 #include "store/capture_store.h"
@@ -75,6 +76,27 @@ std::string ClaimFolder(const std::string& root, const std::string& name, bool* 
   }
 }
 
+// A job's rank folder: <root>/<job>/rank<k>, claimed with mkdir; when a run
+// before this one left rank<k> there, <root>/<job>_2/rank<k>, _3, ...: the
+// ranks of a job run again meet in the same new folder. `claimed` as
+// ClaimFolder's.
+std::string ClaimRankFolder(const std::string& root, const v1::JobMember& job, bool* claimed) {
+  *claimed = false;
+  const std::string rank = JobRankFolder(job.rank());
+  for (int k = 1; k < 100000; ++k) {
+    const std::string folder =
+        absl::StrCat(root, "/", job.job(), k == 1 ? std::string() : absl::StrCat("_", k));
+    if (!CreateDirectories(folder).ok()) return absl::StrCat(folder, "/", rank);
+    const std::string dir = absl::StrCat(folder, "/", rank);
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      *claimed = true;
+      return dir;
+    }
+    if (errno != EEXIST) return dir;  // not claimed: writing there will say why
+  }
+  return absl::StrCat(root, "/", job.job(), "/", rank);
+}
+
 }  // namespace
 
 std::string FolderName(const std::string& s) {
@@ -111,9 +133,20 @@ std::string SessionBaseName(const std::string& option_name, const std::string& t
 }
 
 SessionPlace PlaceSession(const std::string& base, bool captures,
-                          const std::string& config_path, const SessionWiring& wiring) {
+                          const std::string& config_path, const SessionWiring& wiring,
+                          const v1::JobMember* job) {
   SessionPlace p;
-  if (!wiring.output_prefix.empty() && !wiring.claim_output_prefix) {
+  if (job != nullptr && wiring.output_prefix.empty()) {
+    std::string root = config_path;
+    if (root.empty()) root = EnvOrEmpty("TEST_UNDECLARED_OUTPUTS_DIR");
+    if (root.empty()) {
+      const std::string cwd = EnvOrEmpty("BUILD_WORKING_DIRECTORY");
+      root = cwd.empty() ? "outputs" : cwd + "/outputs";
+    }
+    p.name = base;
+    p.prefix = captures ? ClaimRankFolder(root, *job, &p.claimed)
+                        : absl::StrCat(root, "/", job->job(), "/", JobRankFolder(job->rank()));
+  } else if (!wiring.output_prefix.empty() && !wiring.claim_output_prefix) {
     p.name = base;
     p.prefix = wiring.output_prefix;
   } else if (!wiring.output_prefix.empty()) {

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "proto/argsdump/v1/record.pb.h"
 #include "sdk/wiring.h"
 
 namespace argsdump {
@@ -33,10 +34,13 @@ struct SessionPlace {
 
 // The place of a session named `base`: under wiring.output_prefix when
 // set, else under `config_path`, $TEST_UNDECLARED_OUTPUTS_DIR or
-// ./outputs (then with a stamp). Only a session that `captures` claims a
-// folder.
+// ./outputs (then with a stamp). A rank of a `job` (not null) goes to
+// <that root>/<job>/rank<k> (no stamp: every rank of the job meets there),
+// or <job>_2/rank<k>, ... when an earlier run left that rank's folder. Only
+// a session that `captures` claims a folder.
 SessionPlace PlaceSession(const std::string& base, bool captures,
-                          const std::string& config_path, const SessionWiring& wiring);
+                          const std::string& config_path, const SessionWiring& wiring,
+                          const v1::JobMember* job = nullptr);
 
 }  // namespace argsdump
 

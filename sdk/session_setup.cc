@@ -1,6 +1,7 @@
 #include "sdk/session_setup.h"
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "device/region.h"
@@ -65,7 +66,40 @@ SessionSetup SessionSetup::Resolve(const SessionOptions& options, const SessionW
     PrintDumpLog(l.severity, l.text);
     if (l.severity != DumpLog::kInfo) s.warnings_.push_back(l.text);
   }
+  s.ResolveJob(options, wiring);
   return s;
+}
+
+void SessionSetup::ResolveJob(const SessionOptions& options, const SessionWiring& wiring) {
+  if (wiring.job || wiring.resolved) {
+    job_ = wiring.job;
+    return;
+  }
+  JobRequest api;
+  api.job = options.job;
+  api.rank = options.rank;
+  api.world_size = options.world_size;
+  api.source = "options";
+  absl::StatusOr<std::optional<v1::JobMember>> job =
+      argsdump::ResolveJob({CommandLineDumpFlags().job, api}, [](const char* name) {
+        return std::getenv(name);
+      });
+  if (!job.ok()) {
+    const std::string text = absl::StrCat("the job identity cannot be used (",
+                                          job.status().message(),
+                                          "); the capture is no job's");
+    PrintDumpLog(DumpLog::kWarning, text);
+    warnings_.push_back(text);
+    return;
+  }
+  job_ = *job;
+  if (job_) {
+    PrintDumpLog(DumpLog::kInfo,
+                 absl::StrCat("job ", job_->job(), " rank ", job_->rank(),
+                              job_->world_size() > 0 ? absl::StrCat(" of ", job_->world_size())
+                                                     : std::string(),
+                              " (from ", job_->source(), ")"));
+  }
 }
 
 SimConfig SessionSetup::RuntimeConfig(const SessionOptions& options,

@@ -41,6 +41,10 @@ class SessionSetup {
   // The runtime's configuration: wiring.sim's, else the options' threads,
   // with this dump configuration.
   SimConfig RuntimeConfig(const SessionOptions& options, const SessionWiring& wiring) const;
+  // The job this session is a rank of: the caller's (wiring.job), else the
+  // command line's, the options', the environment's (format/job.h); a
+  // value that cannot be used was a WARNING and there is none.
+  const std::optional<v1::JobMember>& job() const { return job_; }
   // A config file is watched for edits.
   bool watching() const { return watcher_ != nullptr; }
 
@@ -58,6 +62,9 @@ class SessionSetup {
   std::unique_ptr<DumpConfigWatcher> watcher_;
   std::optional<int> default_level_;
   std::vector<std::string> warnings_;
+  std::optional<v1::JobMember> job_;
+
+  void ResolveJob(const SessionOptions& options, const SessionWiring& wiring);
 };
 
 using CaptureLabels = std::vector<std::pair<std::string, std::string>>;

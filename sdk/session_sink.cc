@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
+#include "format/job.h"
 #include "format/names.h"
 #include "sdk/session_log.h"
 #include "sdk/session_place.h"
@@ -29,6 +30,8 @@ absl::StatusOr<std::string> RemoteName(const SinkRequest& request,
   const size_t slash = request.prefix.find_last_of('/');
   const std::string name =
       !wiring.capture_name.empty() ? wiring.capture_name
+      : request.info.has_job()
+          ? JobCaptureName(request.info.job().job(), request.info.job().rank())
       : !wiring.output_prefix.empty()
           ? (slash == std::string::npos ? request.prefix : request.prefix.substr(slash + 1))
           : RemoteCaptureName(target, request.session_name);
@@ -52,7 +55,9 @@ absl::StatusOr<std::unique_ptr<GrpcSink>> Connect(
   GrpcSinkOptions& g = *options;
   auto remote = GrpcSink::Connect(g);
   const std::string wanted = g.capture;
-  for (int k = 2; k <= 100 && !remote.ok() &&
+  // A job's rank is one capture: taken, it is not taken again under
+  // another name (the service would refuse the rank anyway).
+  for (int k = 2; k <= 100 && !g.info.has_job() && !remote.ok() &&
                   remote.status().code() == absl::StatusCode::kAlreadyExists;
        ++k) {
     const std::string suffix = absl::StrCat("_", k);

@@ -16,6 +16,7 @@
 #include "device/dump_config.h"
 #include "device/region.h"
 #include "device/sim/sim_runtime.h"
+#include "format/job.h"
 #include "proto/argsdump/v1/record.pb.h"
 #include "sdk/argsdump.h"
 
@@ -63,6 +64,9 @@ struct SessionWiring {
   // the session claims it, or <output_prefix>_2, _3, ... when another run
   // (of this or another process, in the same second) holds it.
   bool claim_output_prefix = false;
+  // The job identity, resolved by the caller (sim_run's --job, --rank,
+  // --world-size and the environment): the session resolves none.
+  std::optional<v1::JobMember> job;
   // The capture's exact name on a service, and the token to send.
   std::string capture_name;
   std::string auth_token;
@@ -107,6 +111,7 @@ struct CommandLineDump {
   DumpConfigEntry entry;         // level, path, capture_server, verbose
   std::string config_file;       // --dump-config
   std::optional<int> default_level;  // --dump-args-default
+  JobRequest job;                    // --job, --rank, --world-size
   // Flags whose value could not be taken: each names the flag, the value
   // and what the setting falls back to (the session prints them as
   // WARNINGs; a bad dump flag never fails a test).

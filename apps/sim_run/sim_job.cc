@@ -48,6 +48,7 @@ SessionWiring SessionWiringFor(const v1::WorkloadSpec& workload,
   wiring.region = options.region;
   wiring.dynamic_level = options.dynamic_level;
   wiring.test_labels = false;
+  wiring.job = options.job;
   // The dump's own problems (a service that cannot be reached, a name it
   // refuses, a capture that cannot be written) are WARNINGs and the run
   // goes on, as for any session: the result says what happened.
@@ -60,7 +61,8 @@ SessionWiring SessionWiringFor(const v1::WorkloadSpec& workload,
 // (Finish reports it). `tensors` holds the last step's outputs, or why its
 // workload could not be submitted.
 absl::Status RunJobSteps(SimSession& device, const v1::WorkloadSpec& workload,
-                         const KernelRegistry& kernels, const SimJobOptions& options,
+                         const v1::WorkloadSpec* faulty, const KernelRegistry& kernels,
+                         const SimJobOptions& options,
                          absl::StatusOr<std::map<std::string, Tensor>>& tensors) {
   SimRuntime& runtime = *SessionWiring::Runtime(device);
   for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {
@@ -70,7 +72,8 @@ absl::Status RunJobSteps(SimSession& device, const v1::WorkloadSpec& workload,
     }
     if (!device.BeginStep(step).ok()) break;
     runtime.HoldDispatch();  // the whole step queued before any of it runs
-    tensors = SubmitWorkload(workload, kernels, &runtime);
+    const bool fault = faulty != nullptr && step == options.fault->step;
+    tensors = SubmitWorkload(fault ? *faulty : workload, kernels, &runtime);
     runtime.ReleaseDispatch();
     if (!tensors.ok()) return tensors.status();
     if (options.during_step) {
@@ -117,6 +120,17 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
     return absl::InvalidArgumentError(
         absl::StrCat("--dump-args: level ", options.dump_level, " is not 0, 1, 2 or 3"));
   }
+  // The fault, planted up front: a task it cannot be planted in is a bad
+  // flag, before anything runs.
+  std::optional<v1::WorkloadSpec> faulty;
+  const uint32_t rank = options.job ? options.job->rank() : 0;
+  if (options.fault && options.fault->rank == rank) {
+    absl::StatusOr<v1::WorkloadSpec> planted = PlantFault(workload, *options.fault);
+    if (!planted.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--fault: ", planted.status().message()));
+    }
+    faulty = *std::move(planted);
+  }
   SimJobResult result;
   result.dump_dir = options.output_prefix + "/args_dump";
   // One wiring: the SDK's session, told exactly what sim_run's flags said.
@@ -148,7 +162,7 @@ absl::StatusOr<SimJobResult> RunSimJob(const v1::WorkloadSpec& workload,
   absl::StatusOr<std::map<std::string, Tensor>> tensors = std::map<std::string, Tensor>();
   // With device_process the steps run in the device process.
   const absl::Status ran = s.RunDevice([&](SimSession& device) -> absl::Status {
-    return RunJobSteps(device, workload, kernels, options, tensors);
+    return RunJobSteps(device, workload, faulty ? &*faulty : nullptr, kernels, options, tensors);
   });
   absl::StatusOr<SessionResult> finished = s.Finish();
   if (!finished.ok()) return finished.status();

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "collector/collector.h"
+#include "apps/sim_run/planted_fault.h"
 #include "apps/sim_run/sim_progress.h"
 #include "device/dump_config.h"
 #include "device/region.h"
@@ -74,6 +75,12 @@ struct SimJobOptions {
   // Set (not owned): started once the device runs, stopped when the
   // device finished (the progress line ends before the flush lines).
   SimProgressSampler* progress = nullptr;
+  // The job this run is a rank of (the capture carries it; a service
+  // capture is named <job>.rank<k> unless capture_name says otherwise).
+  std::optional<v1::JobMember> job;
+  // Planted into the workload of its step when its rank is this run's (the
+  // job's rank, 0 without a job): apps/sim_run/planted_fault.h.
+  std::optional<PlantedFault> fault;
 };
 
 struct SimJobResult {

@@ -21,11 +21,14 @@
 #include "absl/strings/str_join.h"
 #include "base/files.h"
 #include "apps/sim_run/sim_job.h"
+#include "apps/sim_run/planted_fault.h"
 #include "apps/sim_run/sim_progress.h"
+#include "apps/sim_run/sim_ranks.h"
 #include "store/capture_store.h"
 #include "device/dump_config.h"
 #include "device/sim/kernels.h"
 #include "device/workload.h"
+#include "format/job.h"
 #include "format/names.h"
 #include "tools/cli_flags.h"
 #include "tools/progress.h"
@@ -101,6 +104,23 @@ ABSL_FLAG(bool, snapshot_inputs, false,
           "dump holds them as the kernel received them, at any level (level 0 too); costs a "
           "copy of each input (the dump config's \"snapshot_inputs\" item, "
           "ARGSDUMP_SNAPSHOT_INPUTS)");
+ABSL_FLAG(std::string, job, "",
+          "the job this run is a rank of (1-64 characters of [A-Za-z0-9._-]): the capture "
+          "goes to <output-prefix, default outputs>/<job>/rank<k>/args_dump, or to the "
+          "capture service as <job>.rank<k> (default: ARGSDUMP_JOB, a launcher's job id)");
+ABSL_FLAG(std::string, rank, "",
+          "this run's rank in --job (default: ARGSDUMP_RANK, a launcher's: RANK, "
+          "OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID; else 0)");
+ABSL_FLAG(std::string, world_size, "",
+          "the number of ranks in --job (default: ARGSDUMP_WORLD_SIZE, a launcher's)");
+ABSL_FLAG(std::string, ranks, "0",
+          "run a job of this many simulated ranks at once, each its own sim_run process "
+          "with its own device (--job names it; default <workload>_<YYYYMMDD_HHMMSS>); "
+          "every other flag goes to every rank");
+ABSL_FLAG(std::vector<std::string>, fault, {},
+          "plant a fault for the job tools to find, RANK:STEP:TASK:KIND with KIND nan (a NaN "
+          "in the task's first float input), scalar=V (its first scalar is V) or crash "
+          "(the task crashes its device process); TASK is the task's index in the workload");
 ABSL_FLAG(bool, progress, false,
           "show tasks done / submitted, records, payload bytes and rates on stderr while the "
           "workload runs, a few times a second (default: when stderr is a terminal, once the "
@@ -147,6 +167,7 @@ CommandLineSpec SimRunSpec() {
       {"capture_connect_timeout_ms", Quantity::Milliseconds(1, kMillisecondsPerDay)},
       {"capture_retry_deadline_ms",
        Quantity::Milliseconds(0, kMillisecondsPerDay, "no retry")},
+      {"ranks", Quantity::Count(0, 4096)},
   };
   return spec;
 }
@@ -285,6 +306,17 @@ std::string FreePrefix(const std::string& prefix) {
   }
 }
 
+// A rank's place: <base>/<job>/rank<k>, or <base>/<job>_2/rank<k>, ... when
+// a run before left a capture in that rank's folder (the ranks of a job run
+// again meet in the same new folder).
+std::string RankPrefix(const std::string& base, const v1::JobMember& job) {
+  for (int k = 1;; ++k) {
+    const std::string prefix = absl::StrCat(base, "/", job.job(), k == 1 ? "" : absl::StrCat("_", k),
+                                            "/", JobRankFolder(job.rank()));
+    if (FreePrefix(prefix) == prefix || k >= 100000) return prefix;
+  }
+}
+
 // The dump configuration, by the one resolution the SDK uses too: these
 // flags (the command line) > ARGSDUMP_* > --dump-config. Mistakes are
 // warnings, never an abort. With a config file and several steps, editing
@@ -303,7 +335,11 @@ void SetDump(const CommandLine& line, const std::string& workload, SimJobOptions
   o->dump = config;
   o->output_prefix = config.path.empty() ? FromUserDir(DefaultPrefix(workload)) : config.path;
   o->default_prefix = config.path.empty();
-  if (!o->default_prefix && (config.level > 0 || config.overflow || !points.config_file.empty())) {
+  if (o->job) {
+    // A rank of a job: <prefix, default outputs>/<job>/rank<k>.
+    o->output_prefix = RankPrefix(config.path.empty() ? FromUserDir("outputs") : config.path, *o->job);
+    o->default_prefix = false;
+  } else if (!o->default_prefix && (config.level > 0 || config.overflow || !points.config_file.empty())) {
     // The user's prefix holds a capture already (from the flag,
     // ARGSDUMP_PATH or the file): a fresh sibling, never over it.
     const std::string free = FreePrefix(o->output_prefix);
@@ -354,6 +390,76 @@ std::unique_ptr<SimProgressSampler> MakeProgress(const CommandLine& line) {
   return std::make_unique<SimProgressSampler>(&std::cerr, *std::move(options), period);
 }
 
+// The job identity: --job, --rank, --world-size, then the environment
+// (format/job.h). A value that cannot be used names its flag or variable.
+absl::StatusOr<std::optional<v1::JobMember>> JobIdentity(const CommandLine& line) {
+  JobRequest flags;
+  flags.source = "flag";
+  flags.job = absl::GetFlag(FLAGS_job);
+  if (!flags.job.empty()) {
+    if (absl::Status s = ValidateJobName(flags.job); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(line.Spelling("job"), ": ", s.message()));
+    }
+  }
+  if (!absl::GetFlag(FLAGS_rank).empty()) {
+    absl::StatusOr<uint32_t> r = ParseRank(absl::GetFlag(FLAGS_rank));
+    if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat(line.Spelling("rank"), ": ", r.status().message()));
+    flags.rank = *r;
+  }
+  if (!absl::GetFlag(FLAGS_world_size).empty()) {
+    absl::StatusOr<uint32_t> w = ParseWorldSize(absl::GetFlag(FLAGS_world_size));
+    if (!w.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(line.Spelling("world_size"), ": ", w.status().message()));
+    }
+    flags.world_size = *w;
+  }
+  return ResolveJob({flags}, [](const char* name) { return std::getenv(name); });
+}
+
+// --ranks N: this process launches the job's ranks and waits for them.
+int LaunchJob(const CommandLine& line, const std::string& workload, int argc, char** argv) {
+  const uint32_t ranks = static_cast<uint32_t>(line.Quantity("ranks"));
+  if (!absl::GetFlag(FLAGS_rank).empty()) {
+    return Fail(absl::StrCat(line.Spelling("rank"), ": each rank of --ranks gets its own; "
+                             "give one or the other"));
+  }
+  if (!absl::GetFlag(FLAGS_world_size).empty() &&
+      absl::GetFlag(FLAGS_world_size) != absl::StrCat(ranks)) {
+    return Fail(absl::StrCat(line.Spelling("world_size"), ": ", absl::GetFlag(FLAGS_world_size),
+                             " is not --ranks ", ranks));
+  }
+  RankLaunch launch;
+  launch.ranks = ranks;
+  launch.job = absl::GetFlag(FLAGS_job);
+  if (launch.job.empty()) {
+    // A fresh name: no earlier job under the output folder has it.
+    const std::string base = FromUserDir(absl::GetFlag(FLAGS_output_prefix).empty()
+                                             ? "outputs" : absl::GetFlag(FLAGS_output_prefix));
+    const std::string stamped = DefaultPrefix(workload).substr(std::string("outputs/").size());
+    launch.job = stamped;
+    struct stat st;
+    for (int k = 2; ::stat(absl::StrCat(base, "/", launch.job).c_str(), &st) == 0; ++k) {
+      launch.job = absl::StrCat(stamped, "_", k);
+    }
+  }
+  if (absl::Status s = ValidateJobName(launch.job); !s.ok()) {
+    return Fail(absl::StrCat(line.Spelling("job"), ": ", s.message()));
+  }
+  launch.args.assign(argv + 1, argv + argc);
+  std::fflush(stdout);
+  absl::StatusOr<std::vector<RankExit>> exits = LaunchRanks(launch);
+  if (!exits.ok()) {
+    std::fprintf(stderr, "sim_run: %s\n", std::string(exits.status().message()).c_str());
+    return 1;
+  }
+  uint32_t failed = 0;
+  for (const RankExit& e : *exits) failed += e.exit_status != 0 ? 1 : 0;
+  std::printf("job: %s, %u ranks, %u exited 0%s\n", launch.job.c_str(), ranks, ranks - failed,
+              failed > 0 ? absl::StrCat(", ", failed, " did not (above)").c_str() : "");
+  return JobExitStatus(*exits);
+}
+
 int Main(int argc, char** argv) {
   const CommandLine line = ParseMainCommandLine(SimRunSpec(), argc, argv);
   if (!line.positional.empty()) {
@@ -373,6 +479,19 @@ int Main(int argc, char** argv) {
   absl::StatusOr<v1::WorkloadSpec> workload =
       IsFile(name) ? LoadWorkloadFile(FromUserDir(name), kernels) : BuiltinWorkload(name);
   if (!workload.ok()) return Fail(workload.status().message());
+  for (const std::string& spec : absl::GetFlag(FLAGS_fault)) {
+    absl::StatusOr<PlantedFault> fault = ParsePlantedFault(spec);
+    if (!fault.ok()) return Fail(absl::StrCat(line.Spelling("fault"), ": ", fault.status().message()));
+    if (o.fault) return Fail(absl::StrCat(line.Spelling("fault"), ": one fault per run"));
+    if (absl::StatusOr<v1::WorkloadSpec> w = PlantFault(*workload, *fault); !w.ok()) {
+      return Fail(absl::StrCat(line.Spelling("fault"), ": ", w.status().message()));
+    }
+    o.fault = *fault;
+  }
+  if (line.Quantity("ranks") > 0) return LaunchJob(line, workload->name(), argc, argv);
+  absl::StatusOr<std::optional<v1::JobMember>> job = JobIdentity(line);
+  if (!job.ok()) return Fail(job.status().message());
+  o.job = *job;
   SetDump(line, workload->name(), &o);
   SetCaptureService(line, &o);
   const std::unique_ptr<SimProgressSampler> progress = MakeProgress(line);
