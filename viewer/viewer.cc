@@ -22,6 +22,7 @@
 #include "format/dtype.h"
 #include "viewer/arg_source.h"
 #include "viewer/capture_compare.h"
+#include "viewer/job_view.h"
 #include "viewer/capture_location.h"
 #include "format/compare.h"
 #include "viewer/npy.h"
@@ -900,6 +901,7 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
   static_cast<ViewerOptions&>(o) = *std::move(parsed);
   o.terminals = terminals;
   if (o.list_captures) return ListCaptures(o, out, err);
+  if (!o.job.empty()) return RunJobView(o, out, err);
   const bool remote = !o.remote.target.empty();
   // Where the capture is: a folder, an outputs.zip (or a folder in one), or
   // the newest under outputs/ and bazel-testlogs/.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "format/arg_filter_params.h"
+#include "format/job.h"
 #include "format/names.h"
 #include "tools/cli_flags.h"
 
@@ -81,6 +82,18 @@ ABSL_FLAG(std::string, auth_token_file, "", "file holding the service's bearer t
 ABSL_FLAG(bool, geometry, false,
           "the listing shows each tensor's view: strides and start offset (in elements of its "
           "base) and whether it is contiguous");
+// Jobs of many ranks.
+ABSL_FLAG(std::string, job, "",
+          "a job of many ranks: a folder of rank captures (<folder>/rank<k>/args_dump), or "
+          "with --server a job's name there; alone: its ranks; with --first-nonfinite, "
+          "--compare-job or --compare-ranks: those questions across its ranks");
+ABSL_FLAG(std::string, compare_job, "",
+          "with --job: another job (a folder, or a name on the same --server), compared rank "
+          "by rank; the first divergent rank, step, task, arg and element");
+ABSL_FLAG(std::string, compare_ranks, "",
+          "with --job: the reference rank the others (or --ranks) should agree with");
+ABSL_FLAG(std::vector<std::string>, ranks, {},
+          "with --job: only these ranks (comma separated or repeated)");
 ABSL_FLAG(bool, captures, false, "list the captures of --server (with --label: those so labelled)");
 ABSL_FLAG(std::vector<std::string>, label, {},
           "with --captures: key=value labels a capture must carry (comma separated or repeated)");
@@ -96,6 +109,8 @@ CommandLineSpec ViewerSpec() {
       "  dump_viewer [DIR | --server HOST:PORT --capture NAME] [filters] [--export] [--npy]\n"
       "              [--stats] [--first-nonfinite] [--compare GOLDEN [--atol A] [--rtol R]]\n"
       "  dump_viewer --server HOST:PORT --captures [--label k=v]\n"
+      "  dump_viewer --job FOLDER|NAME [--server HOST:PORT] [--first-nonfinite |\n"
+      "              --compare-job FOLDER|NAME | --compare-ranks R] [--ranks LIST] [filters]\n"
       "DIR is a capture directory (.../args_dump), a folder holding one, or an outputs.zip;\n"
       "without it, the newest outputs/*/args_dump here. Exit status: 0; 1 when nothing\n"
       "matched or --compare found a difference; 2 for bad flags, unreadable captures or\n"
@@ -212,6 +227,22 @@ absl::Status ReadService(const CommandLine& line, ViewerOptions* o) {
     return Bad(line, "capture", "", "a capture name");
   }
   o->list_captures = absl::GetFlag(FLAGS_captures);
+  o->job = absl::GetFlag(FLAGS_job);
+  if (line.Given("job") && o->job.empty()) return Bad(line, "job", "", "a job folder or name");
+  o->compare_job = absl::GetFlag(FLAGS_compare_job);
+  if (line.Given("compare_job") && o->compare_job.empty()) {
+    return Bad(line, "compare_job", "", "a job folder or name");
+  }
+  if (line.Given("compare_ranks")) {
+    absl::StatusOr<uint32_t> r = ParseRank(absl::GetFlag(FLAGS_compare_ranks));
+    if (!r.ok()) return Bad(line, "compare_ranks", absl::GetFlag(FLAGS_compare_ranks), "a rank");
+    o->compare_ranks = *r;
+  }
+  for (const std::string& rank : absl::GetFlag(FLAGS_ranks)) {
+    absl::StatusOr<uint32_t> r = ParseRank(rank);
+    if (!r.ok()) return Bad(line, "ranks", rank, "ranks (0, 1, ...)");
+    o->ranks.push_back(*r);
+  }
   o->geometry = absl::GetFlag(FLAGS_geometry);
   for (const std::string& label : absl::GetFlag(FLAGS_label)) {
     const size_t eq = label.find('=');
@@ -231,7 +262,25 @@ absl::Status CheckCombinations(const ViewerOptions& o) {
   if (o.list_captures && !o.remote.capture.empty()) {
     return conflict("--captures lists every capture; leave --capture out");
   }
-  if (!o.remote.target.empty() && o.remote.capture.empty() && !o.list_captures) {
+  const bool job = !o.job.empty();
+  if (!job && (!o.compare_job.empty() || o.compare_ranks || !o.ranks.empty())) {
+    return conflict("--compare-job, --compare-ranks and --ranks go with --job");
+  }
+  if (job && (!o.dir.empty() || !o.remote.capture.empty() || o.list_captures)) {
+    return conflict("--job names the job (a folder, or a name on --server): leave out a "
+                    "capture directory, --capture and --captures");
+  }
+  if (job && (o.export_text || o.npy || o.stats || !o.compare.empty())) {
+    return conflict("--job takes --first-nonfinite, --compare-job or --compare-ranks (not "
+                    "--export, --npy, --stats, --compare)");
+  }
+  if (!o.compare_job.empty() + o.compare_ranks.has_value() + o.first_nonfinite > 1) {
+    return conflict("--first-nonfinite, --compare-job and --compare-ranks: one at a time");
+  }
+  if (o.tolerance_set && job && o.compare_job.empty() && !o.compare_ranks) {
+    return conflict("--atol/--rtol need --compare, --compare-job or --compare-ranks");
+  }
+  if (!o.remote.target.empty() && o.remote.capture.empty() && !o.list_captures && !job) {
     return conflict("--server needs --capture NAME (the capture to read), or --captures");
   }
   if (o.remote.target.empty() && !o.remote.capture.empty()) {
@@ -241,7 +290,9 @@ absl::Status CheckCombinations(const ViewerOptions& o) {
     return conflict(absl::StrCat("a capture directory ('", o.dir,
                                  "') or --server/--capture, not both"));
   }
-  if (o.tolerance_set && o.compare.empty()) return conflict("--atol/--rtol need --compare");
+  if (o.tolerance_set && o.compare.empty() && !job) {
+    return conflict("--atol/--rtol need --compare");
+  }
   if (!o.compare.empty() && (o.export_text || o.npy || o.stats || o.first_nonfinite)) {
     return conflict("--compare runs alone (not with --export, --npy, --stats, --first-nonfinite)");
   }

@@ -6,7 +6,9 @@
 #ifndef ARGSDUMP_VIEWER_VIEWER_OPTIONS_H_
 #define ARGSDUMP_VIEWER_VIEWER_OPTIONS_H_
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,14 @@ struct ViewerOptions {
   bool list_captures = false;                 // --captures
   std::map<std::string, std::string> labels;  // --label k=v (with --captures)
   ProgressMode progress = ProgressMode::kAuto;  // --progress / --noprogress
+  // A job of many ranks (--job): a folder of rank<k>/args_dump captures, or
+  // a job's name on remote.target. Its questions: first_nonfinite, a job to
+  // compare with rank by rank (--compare-job), the reference rank of
+  // --compare-ranks; ranks: only these (empty: all).
+  std::string job;
+  std::string compare_job;
+  std::optional<uint32_t> compare_ranks;
+  std::vector<uint32_t> ranks;
 };
 
 // InvalidArgument naming the flag and what it takes, or the combination
