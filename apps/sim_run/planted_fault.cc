@@ -95,28 +95,45 @@ absl::Status PlantScalar(v1::TaskSpec& task, uint32_t index, double value) {
       absl::StrCat("task ", index, " (", task.func(), ") has no scalar argument"));
 }
 
+// Elements of a tensor argument (a buffer's or a view's shape); 0 when it
+// names neither.
+uint64_t NumelOf(const v1::WorkloadSpec& w, const std::string& tensor) {
+  const google::protobuf::RepeatedField<uint32_t>* shape = nullptr;
+  if (const v1::BufferSpec* b = FindBuffer(w, tensor)) shape = &b->shape();
+  if (const v1::ViewSpec* v = FindView(w, tensor)) shape = &v->shape();
+  if (shape == nullptr) return 0;
+  uint64_t n = 1;
+  for (uint32_t d : *shape) n *= d;
+  return n;
+}
+
+bool IsFloat32Tensor(const v1::WorkloadSpec& w, const v1::ArgSpec& arg) {
+  const v1::BufferSpec* b = arg.tensor().empty() ? nullptr : BufferOf(w, arg.tensor());
+  return b != nullptr && absl::AsciiStrToUpper(b->dtype().empty() ? "FLOAT32" : b->dtype()) == "FLOAT32";
+}
+
+// crash_segv over the task's first FLOAT32 input and a FLOAT32 output of as
+// many elements.
 absl::Status PlantCrash(const v1::WorkloadSpec& w, v1::TaskSpec& task, uint32_t index) {
-  const v1::ArgSpec* in = nullptr;
-  const v1::ArgSpec* out = nullptr;
-  for (const v1::ArgSpec& arg : task.args()) {
-    const v1::BufferSpec* b = arg.tensor().empty() ? nullptr : BufferOf(w, arg.tensor());
-    if (b == nullptr || absl::AsciiStrToUpper(b->dtype().empty() ? "FLOAT32" : b->dtype()) != "FLOAT32") {
-      continue;
+  for (const v1::ArgSpec& in : task.args()) {
+    if (in.role() != "input" || !IsFloat32Tensor(w, in)) continue;
+    for (const v1::ArgSpec& out : task.args()) {
+      if ((out.role() != "output" && out.role() != "inout") || !IsFloat32Tensor(w, out) ||
+          NumelOf(w, out.tensor()) != NumelOf(w, in.tensor())) {
+        continue;
+      }
+      v1::TaskSpec crash;
+      crash.set_func("crash_segv");
+      *crash.add_args() = in;
+      *crash.add_args() = out;
+      crash.mutable_args(1)->set_role("output");
+      task = std::move(crash);
+      return absl::OkStatus();
     }
-    if (in == nullptr && arg.role() == "input") in = &arg;
-    if (out == nullptr && (arg.role() == "output" || arg.role() == "inout")) out = &arg;
   }
-  if (in == nullptr || out == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "task ", index, " (", task.func(), ") has no FLOAT32 input and output to crash over"));
-  }
-  v1::TaskSpec crash;
-  crash.set_func("crash_segv");
-  *crash.add_args() = *in;
-  *crash.add_args() = *out;
-  crash.mutable_args(1)->set_role("output");
-  task = std::move(crash);
-  return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "task ", index, " (", task.func(),
+      ") has no FLOAT32 input and output of as many elements to crash over"));
 }
 
 }  // namespace
