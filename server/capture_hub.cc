@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "base/thread.h"
+#include "format/job.h"
 #include "format/record.h"
 #include "format/kernel_table.h"
 
@@ -203,6 +204,11 @@ absl::Status HubCapture::ResolveKernels(ArgFilter* query) const {
   return absl::InvalidArgumentError(absl::StrCat("capture ", name_, ": ", s.message()));
 }
 
+v1::JobMember HubCapture::job() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return info_.job();
+}
+
 v1::CaptureSummary HubCapture::Summary() const {
   const uint64_t disk_bytes = DiskBytes(dir_);
   std::lock_guard<std::mutex> lock(mu_);
@@ -214,6 +220,7 @@ v1::CaptureSummary HubCapture::Summary() const {
   s.set_platform(info_.platform());
   *s.mutable_labels() = info_.labels();
   if (info_.has_device_crash()) *s.mutable_device_crash() = info_.device_crash();
+  if (info_.has_job()) *s.mutable_job() = info_.job();
   if (store_) {
     *s.mutable_counters() = store_->counters();
   } else if (index_) {
@@ -714,7 +721,61 @@ absl::Status CaptureHub::Load() {
   for (const std::string& name : names) {
     if (absl::Status s = LoadCapture(name); !s.ok()) return s;
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, c] : captures_) {
+    if (!c->damage_.ok() || ListRankLocked(*c)) continue;
+    const v1::JobMember job = c->job();
+    Log(absl::StrCat("capture ", name, " is rank ", job.rank(), " of job ", job.job(),
+                     ", which capture ", jobs_[job.job()][job.rank()],
+                     " holds: it is not listed as a rank of the job"));
+  }
   return absl::OkStatus();
+}
+
+bool CaptureHub::ListRankLocked(const HubCapture& c) {
+  const v1::JobMember job = c.job();
+  if (job.job().empty()) return true;
+  auto [it, added] = jobs_[job.job()].emplace(job.rank(), c.name());
+  return added || it->second == c.name();
+}
+
+void CaptureHub::UnlistRankLocked(const HubCapture& c) {
+  const v1::JobMember job = c.job();
+  auto j = jobs_.find(job.job());
+  if (j == jobs_.end()) return;
+  auto r = j->second.find(job.rank());
+  if (r == j->second.end() || r->second != c.name()) return;
+  j->second.erase(r);
+  if (j->second.empty()) jobs_.erase(j);
+}
+
+std::vector<std::string> CaptureHub::JobNames(const std::string& after, size_t limit,
+                                              bool* more) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  *more = false;
+  for (auto it = jobs_.upper_bound(after); it != jobs_.end(); ++it) {
+    if (out.size() == limit) {
+      *more = true;
+      break;
+    }
+    out.push_back(it->first);
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<uint32_t, std::shared_ptr<HubCapture>>> CaptureHub::JobRanks(
+    const std::string& job) const {
+  if (absl::Status s = ValidateJobName(job); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto j = jobs_.find(job);
+  if (j == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job named ", job));
+  std::map<uint32_t, std::shared_ptr<HubCapture>> ranks;
+  for (const auto& [rank, name] : j->second) {
+    auto c = captures_.find(name);
+    if (c != captures_.end() && c->second->damage_.ok()) ranks[rank] = c->second;
+  }
+  return ranks;
 }
 
 CaptureHub::~CaptureHub() {
@@ -767,6 +828,12 @@ absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Open(const v1::IngestOpe
   if (absl::Status s = CheckKernelTable(open.kernels()); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("capture ", open.capture(), ": ", s.message()));
   }
+  if (open.has_job()) {
+    if (absl::Status s = CheckJobMember(open.job()); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("capture ", open.capture(), ": ", s.message()));
+    }
+    if (absl::Status s = RankFreeLocked(open); !s.ok()) return s;
+  }
   if (evicts) {
     lock.unlock();  // eviction removes files: not under the hub's lock
     if (absl::Status s = MakeRoom(/*for_room=*/true); !s.ok()) return s;
@@ -775,6 +842,9 @@ absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Open(const v1::IngestOpe
     if (it != captures_.end()) {
       return absl::AlreadyExistsError(absl::StrCat(
           "capture ", open.capture(), " exists; pick another name or resume it"));
+    }
+    if (open.has_job()) {
+      if (absl::Status s = RankFreeLocked(open); !s.ok()) return s;
     }
   }
   const std::string dir = options_.root + "/" + open.capture() + "/args_dump";
@@ -790,6 +860,7 @@ absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Open(const v1::IngestOpe
     *info.mutable_scope() = open.scope();
   }
   *info.mutable_kernels() = open.kernels();
+  if (open.has_job()) *info.mutable_job() = open.job();
   auto store = CaptureStore::Create(dir, info);
   if (!store.ok()) return store.status();
   (*store)->set_payload_dedup(options_.payload_dedup && !open.no_payload_dedup());
@@ -807,9 +878,21 @@ absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Open(const v1::IngestOpe
     return s;
   }
   captures_[open.capture()] = c;
+  ListRankLocked(*c);
   Log(absl::StrCat("capture ", open.capture(), " opened (new, level ", info.level(),
                    ", platform ", info.platform().empty() ? "unset" : info.platform(), ")"));
   return c;
+}
+
+absl::Status CaptureHub::RankFreeLocked(const v1::IngestOpen& open) const {
+  auto j = jobs_.find(open.job().job());
+  if (j == jobs_.end()) return absl::OkStatus();
+  auto r = j->second.find(open.job().rank());
+  if (r == j->second.end()) return absl::OkStatus();
+  return absl::AlreadyExistsError(absl::StrCat("capture ", open.capture(), ": rank ",
+                                               open.job().rank(), " of job ", open.job().job(),
+                                               " is capture ", r->second,
+                                               "; a job has one capture per rank"));
 }
 
 absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Find(const std::string& name) const {
@@ -823,11 +906,12 @@ absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Find(const std::string& 
 
 std::vector<std::shared_ptr<HubCapture>> CaptureHub::List(
     const std::map<std::string, std::string>& labels, v1::CaptureState state,
-    const std::string& after, size_t limit, bool* more) const {
+    const std::string& after, size_t limit, bool* more, const std::string& job) const {
   std::vector<std::shared_ptr<HubCapture>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = captures_.upper_bound(after); it != captures_.end(); ++it) {
+      if (!job.empty() && it->second->job().job() != job) continue;
       all.push_back(it->second);
     }
   }
@@ -865,6 +949,7 @@ void CaptureHub::Forget(const std::shared_ptr<HubCapture>& capture) {
         return;
       }
     }
+    UnlistRankLocked(*capture);
     dropped = std::move(it->second);
     captures_.erase(it);
   }
@@ -900,6 +985,7 @@ absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::
       return absl::InternalError(absl::StrCat("cannot delete capture ", name, ": renaming ",
                                               it->second->dir_, ": ", std::strerror(errno)));
     }
+    UnlistRankLocked(*it->second);
     gone = std::move(it->second);
     captures_.erase(it);
   }

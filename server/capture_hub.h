@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -95,6 +96,8 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
 
   const std::string& name() const { return name_; }
   v1::CaptureSummary Summary() const;
+  // The job it is a rank of (CaptureInfo.job; unset: none).
+  v1::JobMember job() const;
   // The capture's kernel table (GetCapture sends it; ListCaptures' pages
   // do not).
   google::protobuf::RepeatedPtrField<v1::Kernel> Kernels() const;
@@ -248,13 +251,24 @@ class CaptureHub {
 
   // A new live capture (AlreadyExists if the name is taken), or with
   // open.resume() the live capture of that name (NotFound / FailedPrecondition).
-  // The caller is attached to it.
+  // The caller is attached to it. A new capture's job (open.job) is checked
+  // (format/job.h: InvalidArgument) and its rank must be free: AlreadyExists
+  // naming the capture that holds it. A resume keeps the capture's job.
   absl::StatusOr<std::shared_ptr<HubCapture>> Open(const v1::IngestOpen& open);
   absl::StatusOr<std::shared_ptr<HubCapture>> Find(const std::string& name) const;
   // By name, from `after` (exclusive), matching labels and state.
+  // `job` non-empty: only that job's ranks.
   std::vector<std::shared_ptr<HubCapture>> List(const std::map<std::string, std::string>& labels,
                                              v1::CaptureState state, const std::string& after,
-                                             size_t limit, bool* more) const;
+                                             size_t limit, bool* more,
+                                             const std::string& job = "") const;
+  // Jobs: the captures whose CaptureInfo.job names them, rank by rank.
+  // Job names after `after` (exclusive), at most `limit` (more: there are).
+  std::vector<std::string> JobNames(const std::string& after, size_t limit, bool* more) const;
+  // A job's ranks and their captures (damaged ones left out); NotFound when
+  // no capture names the job.
+  absl::StatusOr<std::map<uint32_t, std::shared_ptr<HubCapture>>> JobRanks(
+      const std::string& job) const;
   // Drops `capture` when it is live, detached and holds no record (an
   // ingest stream opened it and ended without writing: no files exist).
   void Forget(const std::shared_ptr<HubCapture>& capture);
@@ -300,7 +314,16 @@ class CaptureHub {
   // every capture opened before them, one at a time (taken before mu_).
   std::mutex evict_mu_;
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<HubCapture>> captures_;
+  std::map<std::string, std::shared_ptr<HubCapture>> captures_ ABSL_GUARDED_BY(mu_);
+  // job -> rank -> the capture's name (in captures_): one capture per rank.
+  std::map<std::string, std::map<uint32_t, std::string>> jobs_ ABSL_GUARDED_BY(mu_);
+  // Lists `c` under its job's rank when it has a job; false when another
+  // capture holds that rank.
+  bool ListRankLocked(const HubCapture& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lets go of `c`'s rank (when it is the one holding it).
+  void UnlistRankLocked(const HubCapture& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK when open.job's rank is free; AlreadyExists naming its capture.
+  absl::Status RankFreeLocked(const v1::IngestOpen& open) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::condition_variable reap_cv_;  // with mu_
   bool reap_stop_ = false;
   std::thread reaper_;

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "base/thread.h"
+#include "format/job.h"
 #include "proto/grpc_status.h"
 #include "server/bearer_token.h"
 #include "server/ingest_session.h"
@@ -389,10 +390,13 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::ListCaptures(grpc::CallbackServerC
   if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
   auto after = ParseNameToken(request->page_token());
   if (!after.ok()) return Done(context, after.status());
+  if (!request->job().empty()) {
+    if (absl::Status s = ValidateJobName(request->job()); !s.ok()) return Done(context, s);
+  }
   std::map<std::string, std::string> labels(request->labels().begin(), request->labels().end());
   bool more = false;
-  const auto captures =
-      hub_->List(labels, request->state(), *after, PageSize(request->page_size()), &more);
+  const auto captures = hub_->List(labels, request->state(), *after,
+                                   PageSize(request->page_size()), &more, request->job());
   for (const auto& c : captures) *response->add_captures() = c->Summary();
   if (more && !captures.empty()) response->set_next_page_token(NameToken(captures.back()->name()));
   response->set_root_disk_bytes(hub_->RootDiskBytes());

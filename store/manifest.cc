@@ -113,6 +113,8 @@ void ManifestContents::SetInfo(const v1::CaptureInfo& info) {
   device_crash.reset();
   if (info.has_device_crash()) device_crash = info.device_crash();
   kernels = info.kernels();
+  job.reset();
+  if (info.has_job()) job = info.job();
 }
 
 std::vector<std::pair<std::string, std::string>> SortedLabels(const v1::CaptureInfo& info) {
@@ -503,6 +505,14 @@ std::string ManifestHead(const ManifestContents& m, const RowSummary& sum) {
       out.append(": ");
       AppendJsonString(m.labels[i].second, &out);
     }
+    out.append("},\n");
+  }
+  if (m.job) {
+    out.append("  \"job\": {\"job\": ");
+    AppendJsonString(m.job->job(), &out);
+    absl::StrAppend(&out, ", \"rank\": ", m.job->rank(), ", \"world_size\": ",
+                    m.job->world_size(), ", \"source\": ");
+    AppendJsonString(m.job->source(), &out);
     out.append("},\n");
   }
   absl::StrAppend(

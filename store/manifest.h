@@ -80,8 +80,10 @@ struct ManifestContents {
   // The kernel table: written as "kernels" (before args[]) when it has
   // any kernel.
   google::protobuf::RepeatedPtrField<v1::Kernel> kernels;
+  // The job the capture is a rank of: written as "job" when set.
+  std::optional<v1::JobMember> job;
 
-  // level, labels, step_levels, device_crash and kernels from the
+  // level, labels, step_levels, device_crash, kernels and job from the
   // capture's info.
   void SetInfo(const v1::CaptureInfo& info);
 };
