@@ -38,7 +38,9 @@
 //   4. the config file (--dump-config, else SessionOptions::config_file)
 //   5. the default level (--dump-args-default N, which argsdump_sim_test's
 //      dump_args attribute passes), else 0: off.
-// Level 0 allocates nothing and runs no dump code.
+// Level 0 allocates nothing and runs no dump code. --job NAME, --rank K and
+// --world-size N on the command line are taken off argv the same way: the
+// job identity (SessionOptions::job, which they override).
 //
 // Where the capture goes: <root>/<session name>/args_dump/, where <root> is
 // the output prefix (D above, ARGSDUMP_PATH), else

@@ -87,5 +87,42 @@ TEST(PlaceSessionTest, UnderTestTheOutputsFolderIsTheRoot) {
       << "named inside the zip, not the folder bazel removes";
 }
 
+TEST(PlaceSessionTest, AJobsRankGoesToItsRankFolderAndARerunToJob2) {
+  const std::string root = FreshTempDir("place_job");
+  v1::JobMember job;
+  job.set_job("nightly");
+  job.set_rank(3);
+  job.set_world_size(8);
+  const SessionPlace a = PlaceSession("Case", true, root, SessionWiring(), &job);
+  EXPECT_EQ(a.prefix, root + "/nightly/rank3");
+  EXPECT_EQ(a.dump_dir, root + "/nightly/rank3/args_dump");
+  EXPECT_TRUE(a.claimed);
+  EXPECT_TRUE(IsDir(a.prefix));
+  // Another rank of the same job meets it in the same folder.
+  job.set_rank(4);
+  EXPECT_EQ(PlaceSession("Case", true, root, SessionWiring(), &job).prefix,
+            root + "/nightly/rank4");
+  // Rank 3 again: its folder is taken; the rerun's ranks go to nightly_2.
+  job.set_rank(3);
+  EXPECT_EQ(PlaceSession("Case", true, root, SessionWiring(), &job).prefix,
+            root + "/nightly_2/rank3");
+  job.set_rank(4);
+  EXPECT_EQ(PlaceSession("Case", true, root, SessionWiring(), &job).prefix,
+            root + "/nightly_2/rank4");
+  // A session that writes nothing claims nothing.
+  job.set_rank(5);
+  const SessionPlace off = PlaceSession("Case", false, root, SessionWiring(), &job);
+  EXPECT_FALSE(off.claimed);
+  EXPECT_FALSE(IsDir(off.prefix));
+}
+
+TEST(PlaceSessionTest, UnderTestAJobIsInTheOutputsFolder) {
+  const std::string root = FreshTempDir("place_job_outputs");
+  ScopedEnv outputs("TEST_UNDECLARED_OUTPUTS_DIR", root);
+  v1::JobMember job;
+  job.set_job("j");
+  EXPECT_EQ(PlaceSession("Case", true, "", SessionWiring(), &job).prefix, root + "/j/rank0");
+}
+
 }  // namespace
 }  // namespace argsdump

@@ -1,5 +1,6 @@
 #include "sdk/session_setup.h"
 
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/scoped_env.h"
@@ -46,6 +47,58 @@ TEST(SessionSetupTest, TakesTheCallersResolutionAsItIs) {
   dynamic.dynamic_switch = true;
   EXPECT_TRUE(setup.WantsCapture(dynamic));
   EXPECT_FALSE(setup.PollFile());  // no file is watched
+}
+
+// The job identity: the command line, then the options, then the
+// environment, field by field; a value that cannot be used is a WARNING.
+TEST(SessionSetupTest, JobIdentityFromTheCommandLineTheOptionsAndTheEnvironment) {
+  ScopedEnv job_env("ARGSDUMP_JOB", "envjob");
+  ScopedEnv rank_env("ARGSDUMP_RANK", "1");
+  ScopedEnv world_env("ARGSDUMP_WORLD_SIZE", "16");
+  SessionOptions options;
+  options.rank = 2;
+  {
+    std::vector<std::string> args = {"t", "--job=flagjob", "--gtest_filter=x"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    int argc = static_cast<int>(argv.size());
+    ASSERT_TRUE(ConsumeDumpFlags(&argc, argv.data()).ok());
+    EXPECT_EQ(argc, 2);  // --job is the SDK's; the gtest flag stays
+  }
+  SessionSetup setup = SessionSetup::Resolve(options, SessionWiring());
+  ASSERT_TRUE(setup.job().has_value());
+  EXPECT_EQ(setup.job()->job(), "flagjob");
+  EXPECT_EQ(setup.job()->rank(), 2u);
+  EXPECT_EQ(setup.job()->world_size(), 16u);
+  EXPECT_EQ(setup.job()->source(), "flag,options,env");
+  ResetCommandLineDumpForTest();
+  {
+    std::vector<std::string> args = {"t", "--rank=99"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    int argc = static_cast<int>(argv.size());
+    ASSERT_TRUE(ConsumeDumpFlags(&argc, argv.data()).ok());
+  }
+  // Rank 99 of 16: a WARNING, and the session is no job's.
+  SessionSetup bad = SessionSetup::Resolve(options, SessionWiring());
+  EXPECT_FALSE(bad.job().has_value());
+  ASSERT_FALSE(bad.warnings().empty());
+  EXPECT_THAT(bad.warnings().back(), HasSubstr("rank 99 is not below the world size 16"));
+  ResetCommandLineDumpForTest();
+  {
+    std::vector<std::string> args = {"t", "--rank=x"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    int argc = static_cast<int>(argv.size());
+    ASSERT_TRUE(ConsumeDumpFlags(&argc, argv.data()).ok());
+  }
+  // A flag whose value cannot be read is a WARNING naming it; the options'
+  // rank is used.
+  SessionSetup flag = SessionSetup::Resolve(options, SessionWiring());
+  ASSERT_TRUE(flag.job().has_value());
+  EXPECT_EQ(flag.job()->rank(), 2u);
+  EXPECT_THAT(absl::StrJoin(flag.warnings(), "\n"), HasSubstr("--rank: rank 'x' is not a decimal"));
+  ResetCommandLineDumpForTest();
 }
 
 TEST(SessionSetupTest, TheApiEntryIsResolvedUnderTheEnvironment) {
