@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/capture_client.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "tests/testing/arg_records.h"
 #include "tests/testing/capture_service_fixture.h"
 #include "tests/testing/record_batch.h"
@@ -81,6 +82,7 @@ class JobServiceTest : public ::testing::Test {
     TestCaptureServiceOptions o;
     o.root = root_;
     o.auth_token = kToken;
+    o.http = true;
     auto service = TestCaptureService::Start(o);
     ASSERT_TRUE(service.ok()) << service.status();
     service_ = std::move(service).value();
@@ -361,6 +363,51 @@ TEST_F(JobServiceTest, ARestartKeepsTheJobs) {
   EXPECT_TRUE(job->missing_ranks().empty());
   auto twice = IngestWriter::Open(client_.get(), RankOpen("j", 1, 2, "j.again"));
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kAlreadyExists) << twice.status();
+}
+
+// The HTTP face: the same answers as JSON, behind the same token.
+TEST_F(JobServiceTest, TheHttpFaceAnswersTheJobQuestions) {
+  Rank("j", 0, 2);
+  Rank("j", 1, 2, Plant{std::make_pair(1u, 0u), std::make_pair(2u, 3u), {}});
+  Rank("k", 0, 2);
+  Rank("k", 1, 2);
+  httplib::Client http("127.0.0.1", service_->http_port());
+  const httplib::Headers auth = {{"Authorization", absl::StrCat("Bearer ", kToken)}};
+  auto get = [&](const std::string& path) {
+    auto r = http.Get(path, auth);
+    EXPECT_TRUE(r) << path;
+    return r ? std::make_pair(r->status, r->body) : std::make_pair(0, std::string());
+  };
+  auto unauthorized = http.Get("/v1/jobs");
+  ASSERT_TRUE(unauthorized);
+  EXPECT_EQ(unauthorized->status, 401);
+  auto [status, body] = get("/v1/jobs");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_TRUE(absl::StrContains(body, "\"job\": \"j\"") || absl::StrContains(body, "\"job\":\"j\""))
+      << body;
+  std::tie(status, body) = get("/v1/jobs/j");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_TRUE(absl::StrContains(body, "j.rank1")) << body;
+  std::tie(status, body) = get("/v1/jobs/j/args?role=output&ranks=1&page_size=2");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_TRUE(absl::StrContains(body, "nextPageToken") || absl::StrContains(body, "next_page_token"))
+      << body;
+  std::tie(status, body) = get("/v1/jobs/j/args?ranks=x");
+  EXPECT_EQ(status, 400) << body;
+  std::tie(status, body) = get("/v1/jobs/j/first_nonfinite");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_TRUE(absl::StrContains(body, "\"add\"")) << body;
+  std::tie(status, body) = get("/v1/jobs/j/compare?reference=k");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_TRUE(absl::StrContains(body, "value")) << body;
+  EXPECT_TRUE(absl::StrContains(body, "j.rank1")) << body;
+  std::tie(status, body) = get("/v1/jobs/j/compare");
+  EXPECT_EQ(status, 400) << body;
+  std::tie(status, body) = get("/v1/jobs/k/compare_ranks?reference_rank=0&ranks=1");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_FALSE(absl::StrContains(body, "\"first\"")) << body;
+  std::tie(status, body) = get("/v1/jobs/nope");
+  EXPECT_EQ(status, 404) << body;
 }
 
 }  // namespace
