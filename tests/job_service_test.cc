@@ -406,6 +406,10 @@ TEST_F(JobServiceTest, TheHttpFaceAnswersTheJobQuestions) {
   std::tie(status, body) = get("/v1/jobs/k/compare_ranks?reference_rank=0&ranks=1");
   EXPECT_EQ(status, 200) << body;
   EXPECT_FALSE(absl::StrContains(body, "\"first\"")) << body;
+  std::tie(status, body) = get("/v1/captures?job=k");
+  EXPECT_EQ(status, 200) << body;
+  EXPECT_TRUE(absl::StrContains(body, "k.rank1")) << body;
+  EXPECT_FALSE(absl::StrContains(body, "j.rank1")) << body;
   std::tie(status, body) = get("/v1/jobs/nope");
   EXPECT_EQ(status, 404) << body;
 }

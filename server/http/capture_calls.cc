@@ -16,8 +16,9 @@ namespace argsdump {
 using Stub = v1::CaptureService::Stub;
 
 void CaptureCalls::ListCaptures(const httplib::Request& req, httplib::Response& res) {
-  Params p(req, {"state", "label", "page_size", "page_token"});
+  Params p(req, {"state", "label", "job", "page_size", "page_token"});
   v1::ListCapturesRequest request;
+  if (auto v = p.Single("job")) request.set_job(*v);
   if (auto v = p.EnumValue<v1::CaptureState>("state", v1::CaptureState_descriptor(),
                                              "CAPTURE_STATE_")) {
     request.set_state(*v);
