@@ -27,8 +27,6 @@ namespace argsdump {
 namespace {
 
 constexpr uint64_t kCompareChunkBytes = 1 << 20;  // payload bytes read at a time per side
-constexpr size_t kScanPage = 4096;
-constexpr size_t kScanBudget = 200000;
 
 // One rank against its reference.
 struct RankPair {
@@ -42,34 +40,18 @@ auto PairKey(const ManifestRow& r) {
   return std::make_tuple(r.step, r.task_id, r.stage, r.arg_index, r.role);
 }
 
-// A capture's rows matching `f`, in pairing order (arrival order among
+// A capture's rows matching `q`, in pairing order (arrival order among
 // equal keys). Rows only: 120 bytes a record, never payloads.
-std::vector<QueryHit> SortedRows(const HubCapture& c, const v1::ArgFilter& f) {
+std::vector<QueryHit> SortedRows(const HubCapture& c, const std::optional<ArgFilter>& q) {
   std::vector<QueryHit> rows;
-  ArgFilter q = ArgFilter::FromProto(f);
-  if (!c.ResolveKernels(&q).ok()) return rows;  // no such kernel: nothing matches
-  for (;;) {
-    rows.clear();
-    uint64_t from = 0;
-    std::optional<bool> was_live;
-    bool again = false;
-    for (;;) {
-      bool live = false;
-      QueryPage page = c.Query(q, from, kScanPage, kScanBudget, &live);
-      if (was_live && *was_live != live) {
-        again = true;  // finished meanwhile: read its index from the start
-        break;
-      }
-      was_live = live;
-      for (QueryHit& h : page.hits) {
-        h.stats.reset();
-        rows.push_back(std::move(h));
-      }
-      if (!page.next) break;
-      from = *page.next;
-    }
-    if (!again) break;
-  }
+  if (!q) return rows;  // the capture has no such kernel: nothing matches
+  ScanRows(
+      c, *q,
+      [&](const QueryHit& h) {
+        rows.push_back(h);
+        rows.back().stats.reset();
+      },
+      [&] { rows.clear(); });
   std::sort(rows.begin(), rows.end(), [](const QueryHit& a, const QueryHit& b) {
     return std::make_tuple(PairKey(a.row), a.record_id) <
            std::make_tuple(PairKey(b.row), b.record_id);
@@ -255,8 +237,9 @@ struct RankOutcome {
 // Walks both ranks' records in pairing order to the first divergence.
 absl::StatusOr<RankOutcome> CompareRank(const RankPair& p, const v1::ArgFilter& f,
                                         const Tolerance& t, const std::atomic<bool>* cancelled) {
-  const std::vector<QueryHit> a = SortedRows(*p.actual, f);
-  const std::vector<QueryHit> g = SortedRows(*p.reference, f);
+  const std::vector<QueryHit> a = SortedRows(*p.actual, ResolvedFilter(*p.actual, f, nullptr));
+  const std::vector<QueryHit> g =
+      SortedRows(*p.reference, ResolvedFilter(*p.reference, f, nullptr));
   BinFile abin(p.actual->bin_path()), gbin(p.reference->bin_path());
   RankOutcome out;
   auto actual_arg = [&](const QueryHit* h, v1::Divergence* d) {
@@ -316,16 +299,6 @@ auto DivergenceKey(const v1::Divergence& d) {
                          r.arg_index(), static_cast<int>(r.role()));
 }
 
-v1::RankProgress ProgressOf(uint32_t rank, const HubCapture& c) {
-  v1::RankProgress p;
-  p.set_rank(rank);
-  p.set_capture(c.name());
-  const bool finished = c.finished();
-  p.set_state(finished ? v1::CAPTURE_STATE_FINISHED : v1::CAPTURE_STATE_LIVE);
-  p.set_durable_records(c.durable().records);
-  return p;
-}
-
 Tolerance ToleranceOf(const v1::CompareTolerance& t) {
   Tolerance out;
   if (t.has_atol()) out.atol = t.atol();
@@ -340,6 +313,15 @@ absl::Status ComparePairs(const std::vector<RankPair>& pairs, const v1::ArgFilte
   if (t.atol < 0 || t.rtol < 0) {
     return absl::InvalidArgumentError("tolerance: atol and rtol must be 0 or more");
   }
+  // A kernel name or type no compared capture has: the caller's mistake,
+  // not records that agree.
+  absl::Status unresolved;
+  bool resolved = pairs.empty();
+  for (const RankPair& p : pairs) {
+    resolved = resolved || ResolvedFilter(*p.actual, f, &unresolved) ||
+               ResolvedFilter(*p.reference, f, &unresolved);
+  }
+  if (!resolved) return unresolved;
   v1::CompareProgress progress;
   progress.set_ranks_total(static_cast<uint32_t>(pairs.size()));
   std::optional<v1::Divergence> first;
@@ -358,8 +340,8 @@ absl::Status ComparePairs(const std::vector<RankPair>& pairs, const v1::ArgFilte
   if (first) *progress.mutable_first() = std::move(*first);
   std::map<std::string, v1::RankProgress> seen;  // by capture: each once
   for (const RankPair& p : pairs) {
-    seen.emplace(p.actual->name(), ProgressOf(p.rank, *p.actual));
-    seen.emplace(p.reference->name(), ProgressOf(p.reference_rank, *p.reference));
+    seen.emplace(p.actual->name(), RankProgressOf(p.rank, *p.actual));
+    seen.emplace(p.reference->name(), RankProgressOf(p.reference_rank, *p.reference));
   }
   for (auto& [name, rp] : seen) *progress.add_progress() = std::move(rp);
   if (!emit(progress)) return absl::CancelledError("the client went away");

@@ -48,58 +48,9 @@ void FillJobArg(uint32_t rank, const HubCapture& c, const QueryHit& hit, v1::Job
   FillArg(hit, out->mutable_arg());
 }
 
-v1::RankProgress Progress(uint32_t rank, const HubCapture& c) {
-  v1::RankProgress p;
-  p.set_rank(rank);
-  p.set_capture(c.name());
-  const bool finished = c.finished();  // before durable(): final then
-  p.set_state(finished ? v1::CAPTURE_STATE_FINISHED : v1::CAPTURE_STATE_LIVE);
-  p.set_durable_records(c.durable().records);
-  return p;
-}
-
 JobArgKey KeyOf(uint32_t rank, const QueryHit& h) {
   return JobArgKey{h.row.step, h.row.task_id, rank,         h.row.stage,
                    h.row.arg_index, h.row.role, h.record_id};
-}
-
-// Calls `each` for every row of `c` that `q` matches, a page at a time. A
-// capture that finishes during the scan (its positions change from arrival
-// to manifest order) is scanned again from its index, `restart` first.
-void ScanRows(const HubCapture& c, const ArgFilter& q,
-              const std::function<void(const QueryHit&)>& each,
-              const std::function<void()>& restart) {
-  for (;;) {
-    uint64_t from = 0;
-    std::optional<bool> was_live;
-    bool again = false;
-    for (;;) {
-      bool live = false;
-      QueryPage page = c.Query(q, from, kScanPage, kScanBudget, &live);
-      if (was_live && *was_live != live) {
-        again = true;
-        break;
-      }
-      was_live = live;
-      for (const QueryHit& h : page.hits) each(h);
-      if (!page.next) break;
-      from = *page.next;
-    }
-    if (!again) return;
-    restart();
-  }
-}
-
-// `f` for one rank, its kernel names resolved through the rank's table;
-// nullopt when the rank has no such kernel (none of its records match):
-// `unresolved` keeps the first such error.
-std::optional<ArgFilter> RankFilter(const HubCapture& c, const v1::ArgFilter& f,
-                                    absl::Status* unresolved) {
-  ArgFilter q = ArgFilter::FromProto(f);
-  absl::Status s = c.ResolveKernels(&q);
-  if (s.ok()) return q;
-  if (unresolved->ok()) *unresolved = s;
-  return std::nullopt;
 }
 
 // The job's ranks, or only `wanted` (NotFound naming a rank it lacks).
@@ -230,6 +181,49 @@ class SmallestArgs {
 
 }  // namespace
 
+v1::RankProgress RankProgressOf(uint32_t rank, const HubCapture& c) {
+  v1::RankProgress p;
+  p.set_rank(rank);
+  p.set_capture(c.name());
+  const bool finished = c.finished();  // before durable(): final then
+  p.set_state(finished ? v1::CAPTURE_STATE_FINISHED : v1::CAPTURE_STATE_LIVE);
+  p.set_durable_records(c.durable().records);
+  return p;
+}
+
+std::optional<ArgFilter> ResolvedFilter(const HubCapture& c, const v1::ArgFilter& f,
+                                        absl::Status* unresolved) {
+  ArgFilter q = ArgFilter::FromProto(f);
+  absl::Status s = c.ResolveKernels(&q);
+  if (s.ok()) return q;
+  if (unresolved != nullptr && unresolved->ok()) *unresolved = s;
+  return std::nullopt;
+}
+
+void ScanRows(const HubCapture& c, const ArgFilter& q,
+              const std::function<void(const QueryHit&)>& each,
+              const std::function<void()>& restart) {
+  for (;;) {
+    uint64_t from = 0;
+    std::optional<bool> was_live;
+    bool again = false;
+    for (;;) {
+      bool live = false;
+      QueryPage page = c.Query(q, from, kScanPage, kScanBudget, &live);
+      if (was_live && *was_live != live) {
+        again = true;
+        break;
+      }
+      was_live = live;
+      for (const QueryHit& h : page.hits) each(h);
+      if (!page.next) break;
+      from = *page.next;
+    }
+    if (!again) return;
+    restart();
+  }
+}
+
 absl::StatusOr<v1::JobSummary> JobQueries::GetJob(const std::string& job) const {
   auto ranks = hub_->JobRanks(job);
   if (!ranks.ok()) return ranks.status();
@@ -262,14 +256,14 @@ absl::StatusOr<v1::QueryJobResponse> JobQueries::QueryJob(
   const size_t limit = PageSize(request.page_size());
   v1::QueryJobResponse out;
   if (!*after) {
-    for (const auto& [rank, c] : *ranks) *out.add_progress() = Progress(rank, *c);
+    for (const auto& [rank, c] : *ranks) *out.add_progress() = RankProgressOf(rank, *c);
   }
   // One more than a page: whether there is a next one.
   SmallestArgs page(limit + 1);
   absl::Status unresolved;
   bool resolved = ranks->empty();
   for (const auto& [rank, c] : *ranks) {
-    std::optional<ArgFilter> q = RankFilter(*c, request.filter(), &unresolved);
+    std::optional<ArgFilter> q = ResolvedFilter(*c, request.filter(), &unresolved);
     if (!q) continue;
     resolved = true;
     SmallestArgs of_rank(limit + 1);
@@ -300,13 +294,13 @@ absl::StatusOr<v1::FirstNonfiniteResponse> JobQueries::FirstNonfinite(
   auto ranks = hub_->JobRanks(request.job());
   if (!ranks.ok()) return ranks.status();
   v1::FirstNonfiniteResponse out;
-  for (const auto& [rank, c] : *ranks) *out.add_progress() = Progress(rank, *c);
+  for (const auto& [rank, c] : *ranks) *out.add_progress() = RankProgressOf(rank, *c);
   // Per rank, the earliest record the index says holds a NaN or an Inf.
   SmallestArgs first(1);
   absl::Status unresolved;
   bool resolved = false;
   for (const auto& [rank, c] : *ranks) {
-    std::optional<ArgFilter> q = RankFilter(*c, request.filter(), &unresolved);
+    std::optional<ArgFilter> q = ResolvedFilter(*c, request.filter(), &unresolved);
     if (!q) continue;
     resolved = true;
     q->has_nonfinite = true;

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -19,6 +20,22 @@
 #include "server/capture_hub.h"
 
 namespace argsdump {
+
+// How far a rank's durable records went, now.
+v1::RankProgress RankProgressOf(uint32_t rank, const HubCapture& c);
+
+// `f` for one rank, its kernel names resolved through the rank's table;
+// nullopt when the rank has no such kernel (none of its records match):
+// `unresolved` (if given) keeps the first such error.
+std::optional<ArgFilter> ResolvedFilter(const HubCapture& c, const v1::ArgFilter& f,
+                                        absl::Status* unresolved);
+
+// Calls `each` for every row of `c` that `q` matches, a page at a time. A
+// capture that finishes during the scan (its positions change from arrival
+// to manifest order) is scanned again from its index, `restart` first.
+void ScanRows(const HubCapture& c, const ArgFilter& q,
+              const std::function<void(const QueryHit&)>& each,
+              const std::function<void()>& restart);
 
 class JobQueries {
  public:

@@ -345,6 +345,18 @@ TEST_F(JobServiceTest, CompareRanksFindsTheReplicaThatDiffers) {
   });
   ASSERT_TRUE(tolerant.ok()) << tolerant.status();
   EXPECT_FALSE(tolerant->has_first());
+  // A kernel no rank has: the request's mistake, not agreement.
+  request.mutable_filter()->set_func_name("matmul");
+  auto unknown = client_->CompareRanks(request, [](const v1::CompareProgress&) {
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument) << unknown.status();
+  request.mutable_filter()->set_func_name("add");
+  auto by_kernel = client_->CompareRanks(request, [](const v1::CompareProgress&) {
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(by_kernel.ok()) << by_kernel.status();
+  EXPECT_EQ(by_kernel->records_compared(), 2 * kSteps * kTasksPerStep * kRecordsPerTask);
 }
 
 TEST_F(JobServiceTest, ARestartKeepsTheJobs) {
