@@ -215,8 +215,8 @@ absl::StatusOr<PairVerdict> CompareRecords(const ManifestRow& a, BinFile& abin,
   }
   if (a.bin_size == 0 && g.bin_size == 0) {
     if (a.dtype != g.dtype) {
-      v.divergence = Reason(absl::StrCat("dtype ", DTypeName(a.dtype), " vs reference ",
-                                         DTypeName(g.dtype)));
+      v.divergence =
+          Reason(absl::StrCat("dtype ", DTypeName(a.dtype), " vs reference ", DTypeName(g.dtype)));
     }
     return v;
   }
@@ -260,7 +260,8 @@ absl::StatusOr<RankOutcome> CompareRank(const RankPair& p, const v1::ArgFilter& 
   };
   size_t i = 0, k = 0;
   while (i < a.size() || k < g.size()) {
-    if (cancelled != nullptr && cancelled->load()) return absl::CancelledError("comparison cancelled");
+    if (cancelled != nullptr && cancelled->load())
+      return absl::CancelledError("comparison cancelled");
     if (k == g.size() || (i < a.size() && PairKey(a[i].row) < PairKey(g[k].row))) {
       v1::Divergence d = Reason(absl::StrCat("no such record in ", p.reference->name()));
       actual_arg(&a[i], &d);
@@ -367,9 +368,8 @@ absl::Status JobQueries::CompareJobs(const v1::CompareJobsRequest& request, cons
     auto a = job->find(rank);
     auto r = reference->find(rank);
     if (a == job->end() || r == reference->end()) {
-      return absl::NotFoundError(absl::StrCat("job ", a == job->end() ? request.job()
-                                                                       : request.reference(),
-                                              " has no rank ", rank));
+      return absl::NotFoundError(absl::StrCat(
+          "job ", a == job->end() ? request.job() : request.reference(), " has no rank ", rank));
     }
     pairs.push_back({rank, a->second, rank, r->second});
   }

@@ -1,6 +1,5 @@
 #include "server/job_queries.h"
 
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -25,9 +24,9 @@ namespace {
 
 constexpr uint32_t kDefaultPageSize = 100;
 constexpr uint32_t kMaxPageSize = 1000;
-constexpr size_t kScanPage = 4096;          // rows per Query while scanning a rank
-constexpr size_t kScanBudget = 200000;      // rows looked at per Query
-constexpr size_t kMaxTaskArgs = 1000;       // FirstNonfinite's task_args
+constexpr size_t kScanPage = 4096;      // rows per Query while scanning a rank
+constexpr size_t kScanBudget = 200000;  // rows looked at per Query
+constexpr size_t kMaxTaskArgs = 1000;   // FirstNonfinite's task_args
 
 using Ranks = std::map<uint32_t, std::shared_ptr<HubCapture>>;
 
@@ -49,8 +48,8 @@ void FillJobArg(uint32_t rank, const HubCapture& c, const QueryHit& hit, v1::Job
 }
 
 JobArgKey KeyOf(uint32_t rank, const QueryHit& h) {
-  return JobArgKey{h.row.step, h.row.task_id, rank,         h.row.stage,
-                   h.row.arg_index, h.row.role, h.record_id};
+  return JobArgKey{h.row.step,      h.row.task_id, rank,       h.row.stage,
+                   h.row.arg_index, h.row.role,    h.record_id};
 }
 
 // The job's ranks, or only `wanted` (NotFound naming a rank it lacks).
@@ -94,7 +93,7 @@ uint32_t StepOfTask(const HubCapture& c, uint64_t task) {
 v1::JobSummary Summarize(const std::string& job, const Ranks& ranks, bool with_ranks) {
   v1::JobSummary out;
   out.set_job(job);
-  std::map<uint32_t, std::vector<uint32_t>> sizes;  // world size -> ranks giving it
+  std::map<uint32_t, std::vector<uint32_t>> sizes;        // world size -> ranks giving it
   std::optional<std::pair<uint64_t, uint32_t>> overflow;  // (task, rank)
   for (const auto& [rank, c] : ranks) {
     v1::CaptureSummary s = c->Summary();
@@ -119,11 +118,11 @@ v1::JobSummary Summarize(const std::string& job, const Ranks& ranks, bool with_r
   if (sizes.size() > 1) {
     std::vector<std::string> said;
     for (const auto& [size, by] : sizes) {
-      said.push_back(absl::StrCat(size, " (rank", by.size() > 1 ? "s " : " ",
-                                  absl::StrJoin(by, ", "), ")"));
+      said.push_back(
+          absl::StrCat(size, " (rank", by.size() > 1 ? "s " : " ", absl::StrJoin(by, ", "), ")"));
     }
-    out.add_problems(absl::StrCat("the ranks give different world sizes: ",
-                                  absl::StrJoin(said, ", ")));
+    out.add_problems(
+        absl::StrCat("the ranks give different world sizes: ", absl::StrJoin(said, ", ")));
   }
   for (const auto& [rank, c] : ranks) {
     if (world_size > 0 && rank >= world_size) {

@@ -167,11 +167,9 @@ void BM_CompareJobs(benchmark::State& state) {
   request.set_reference("lastnight");
   uint64_t bytes = 0;
   for (auto _ : state) {
-    auto answer = s.client->CompareJobs(request, [](const v1::CompareProgress&) {
-      return absl::OkStatus();
-    });
-    if (!answer.ok() || answer->has_first() ||
-        answer->records_compared() != 3ull * ranks * tasks) {
+    auto answer =
+        s.client->CompareJobs(request, [](const v1::CompareProgress&) { return absl::OkStatus(); });
+    if (!answer.ok() || answer->has_first() || answer->records_compared() != 3ull * ranks * tasks) {
       state.SkipWithError("wrong answer");
       break;
     }

@@ -34,8 +34,8 @@ uint64_t TaskId(uint32_t step, uint32_t task) { return 0x9000 - step * 0x100 + t
 
 // What to plant in a rank's records.
 struct Plant {
-  std::optional<std::pair<uint32_t, uint32_t>> nan_at;     // (step, task): output NaN
-  std::optional<std::pair<uint32_t, uint32_t>> scalar_at;  // (step, task): scalar + 1000
+  std::optional<std::pair<uint32_t, uint32_t>> nan_at;      // (step, task): output NaN
+  std::optional<std::pair<uint32_t, uint32_t>> scalar_at;   // (step, task): scalar + 1000
   std::optional<std::pair<uint32_t, uint32_t>> element_at;  // (step, task): output[2] + 1
 };
 
@@ -49,8 +49,7 @@ RecordBatch RankRecords(const Plant& plant = {}) {
     for (uint32_t t = 0; t < kTasksPerStep; ++t) {
       const uint64_t task = TaskId(s, t);
       const auto here = std::make_pair(s, t);
-      batch.Add(TensorRecord(task).FuncIds({1}).Step(s).Shape({4}),
-                Floats({1.0f * t, 2, 3, 4}));
+      batch.Add(TensorRecord(task).FuncIds({1}).Step(s).Shape({4}), Floats({1.0f * t, 2, 3, 4}));
       const int32_t value = static_cast<int32_t>(t) + (plant.scalar_at == here ? 1000 : 0);
       batch.Add(ScalarRecord(task).FuncIds({1}).Step(s).Arg(1).ScalarBits(BitsOf(value)));
       std::vector<float> out = {1.0f * t, 2, 3, 5};
@@ -73,8 +72,8 @@ RecordBatch RankRecords(const Plant& plant = {}) {
 class JobServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = FreshTempDir(absl::StrCat("job_service_",
-                                      ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    root_ = FreshTempDir(absl::StrCat(
+        "job_service_", ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     StartServer();
   }
 
@@ -281,7 +280,8 @@ TEST_F(JobServiceTest, FirstNonfiniteIsTheEarliestStepThenTaskOverTheRanks) {
 }
 
 TEST_F(JobServiceTest, CompareJobsNamesTheOneDifferingScalar) {
-  for (uint32_t r = 0; r < 3; ++r) Rank("tonight", r, 3, r == 1 ? Plant{{}, std::make_pair(2u, 1u), {}} : Plant{});
+  for (uint32_t r = 0; r < 3; ++r)
+    Rank("tonight", r, 3, r == 1 ? Plant{{}, std::make_pair(2u, 1u), {}} : Plant{});
   for (uint32_t r = 0; r < 3; ++r) Rank("lastnight", r, 3);
   v1::CompareJobsRequest request;
   request.set_job("tonight");
@@ -309,9 +309,8 @@ TEST_F(JobServiceTest, CompareJobsNamesTheOneDifferingScalar) {
   EXPECT_FALSE(same.back().has_first());
   EXPECT_EQ(same.back().records_compared(), 3 * kSteps * kTasksPerStep * kRecordsPerTask);
   request.set_reference("nope");
-  auto missing = client_->CompareJobs(request, [](const v1::CompareProgress&) {
-    return absl::OkStatus();
-  });
+  auto missing =
+      client_->CompareJobs(request, [](const v1::CompareProgress&) { return absl::OkStatus(); });
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
 }
 
@@ -340,21 +339,18 @@ TEST_F(JobServiceTest, CompareRanksFindsTheReplicaThatDiffers) {
   EXPECT_EQ(d.mismatches(), 1u);
   // A tolerance that takes the difference in: nothing differs.
   request.mutable_tolerance()->set_atol(1.5);
-  auto tolerant = client_->CompareRanks(request, [](const v1::CompareProgress&) {
-    return absl::OkStatus();
-  });
+  auto tolerant =
+      client_->CompareRanks(request, [](const v1::CompareProgress&) { return absl::OkStatus(); });
   ASSERT_TRUE(tolerant.ok()) << tolerant.status();
   EXPECT_FALSE(tolerant->has_first());
   // A kernel no rank has: the request's mistake, not agreement.
   request.mutable_filter()->set_func_name("matmul");
-  auto unknown = client_->CompareRanks(request, [](const v1::CompareProgress&) {
-    return absl::OkStatus();
-  });
+  auto unknown =
+      client_->CompareRanks(request, [](const v1::CompareProgress&) { return absl::OkStatus(); });
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument) << unknown.status();
   request.mutable_filter()->set_func_name("add");
-  auto by_kernel = client_->CompareRanks(request, [](const v1::CompareProgress&) {
-    return absl::OkStatus();
-  });
+  auto by_kernel =
+      client_->CompareRanks(request, [](const v1::CompareProgress&) { return absl::OkStatus(); });
   ASSERT_TRUE(by_kernel.ok()) << by_kernel.status();
   EXPECT_EQ(by_kernel->records_compared(), 2 * kSteps * kTasksPerStep * kRecordsPerTask);
 }
@@ -402,7 +398,8 @@ TEST_F(JobServiceTest, TheHttpFaceAnswersTheJobQuestions) {
   EXPECT_TRUE(absl::StrContains(body, "j.rank1")) << body;
   std::tie(status, body) = get("/v1/jobs/j/args?role=output&ranks=1&page_size=2");
   EXPECT_EQ(status, 200) << body;
-  EXPECT_TRUE(absl::StrContains(body, "nextPageToken") || absl::StrContains(body, "next_page_token"))
+  EXPECT_TRUE(absl::StrContains(body, "nextPageToken") ||
+              absl::StrContains(body, "next_page_token"))
       << body;
   std::tie(status, body) = get("/v1/jobs/j/args?ranks=x");
   EXPECT_EQ(status, 400) << body;
