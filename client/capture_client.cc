@@ -105,7 +105,99 @@ absl::Status CaptureClient::ReadPayload(
   return FromGrpcStatus(reader->Finish());
 }
 
+// ---- Jobs ------------------------------------------------------------------
+
+absl::StatusOr<v1::ListJobsResponse> CaptureClient::ListJobs(
+    const v1::ListJobsRequest& request) const {
+  v1::ListJobsResponse response;
+  auto context = NewContext();
+  const grpc::Status s = stub_->ListJobs(context.get(), request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+absl::StatusOr<v1::JobSummary> CaptureClient::GetJob(const std::string& job) const {
+  v1::GetJobRequest request;
+  request.set_job(job);
+  v1::JobSummary summary;
+  auto context = NewContext();
+  const grpc::Status s = stub_->GetJob(context.get(), request, &summary);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return summary;
+}
+
+absl::StatusOr<v1::QueryJobResponse> CaptureClient::QueryJob(
+    const v1::QueryJobRequest& request) const {
+  v1::QueryJobResponse response;
+  auto context = NewContext();
+  const grpc::Status s = stub_->QueryJob(context.get(), request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+absl::StatusOr<v1::FirstNonfiniteResponse> CaptureClient::FirstNonfinite(
+    const v1::FirstNonfiniteRequest& request) const {
+  v1::FirstNonfiniteResponse response;
+  auto context = NewContext();
+  const grpc::Status s = stub_->FirstNonfinite(context.get(), request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+namespace {
+
+// A comparison's stream read to its end (see CaptureClient::CompareJobs).
+absl::StatusOr<v1::CompareProgress> ReadComparison(
+    grpc::ClientContext* context, grpc::ClientReaderInterface<v1::CompareProgress>* reader,
+    const CaptureClient::OnCompareProgress& on_progress) {
+  v1::CompareProgress progress, last;
+  while (reader->Read(&progress)) {
+    if (absl::Status s = on_progress(progress); !s.ok()) {
+      context->TryCancel();
+      reader->Finish().IgnoreError();
+      return s;
+    }
+    last = progress;
+  }
+  if (absl::Status s = FromGrpcStatus(reader->Finish()); !s.ok()) return s;
+  if (!last.done()) return absl::DataLossError("the comparison ended without its answer");
+  return last;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::CompareProgress> CaptureClient::CompareJobs(
+    const v1::CompareJobsRequest& request, const OnCompareProgress& on_progress) const {
+  auto context = NewContext();
+  auto reader = stub_->CompareJobs(context.get(), request);
+  return ReadComparison(context.get(), reader.get(), on_progress);
+}
+
+absl::StatusOr<v1::CompareProgress> CaptureClient::CompareRanks(
+    const v1::CompareRanksRequest& request, const OnCompareProgress& on_progress) const {
+  auto context = NewContext();
+  auto reader = stub_->CompareRanks(context.get(), request);
+  return ReadComparison(context.get(), reader.get(), on_progress);
+}
+
 // ---- Pagers ----------------------------------------------------------------
+
+QueryJobPager::QueryJobPager(const CaptureClient* client, v1::QueryJobRequest request)
+    : client_(client), request_(std::move(request)) {}
+
+absl::StatusOr<bool> QueryJobPager::Next(std::vector<v1::JobArg>* args) {
+  args->clear();
+  if (done_) return false;
+  absl::StatusOr<v1::QueryJobResponse> page = client_->QueryJob(request_);
+  if (!page.ok()) return page.status();
+  for (v1::JobArg& a : *page->mutable_args()) args->push_back(std::move(a));
+  if (page->progress_size() > 0) {
+    progress_.assign(page->progress().begin(), page->progress().end());
+  }
+  request_.set_page_token(page->next_page_token());
+  done_ = page->next_page_token().empty();
+  return true;
+}
 
 QueryArgsPager::QueryArgsPager(const CaptureClient* client, v1::QueryArgsRequest request)
     : client_(client), request_(std::move(request)) {}

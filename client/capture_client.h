@@ -86,6 +86,22 @@ class CaptureClient {
       const v1::ReadPayloadRequest& request,
       const std::function<absl::Status(const v1::PayloadChunk&)>& on_chunk) const;
 
+  // Jobs: the captures of one job's ranks. One page of ListJobs and of
+  // QueryJob (QueryJobPager follows the tokens).
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(const v1::ListJobsRequest& request) const;
+  absl::StatusOr<v1::JobSummary> GetJob(const std::string& job) const;
+  absl::StatusOr<v1::QueryJobResponse> QueryJob(const v1::QueryJobRequest& request) const;
+  absl::StatusOr<v1::FirstNonfiniteResponse> FirstNonfinite(
+      const v1::FirstNonfiniteRequest& request) const;
+  // A comparison's progress messages: `on_progress` for each as it comes,
+  // the last with done = true (returned too). A status `on_progress`
+  // returns that is not OK cancels the call and is returned as is.
+  using OnCompareProgress = std::function<absl::Status(const v1::CompareProgress&)>;
+  absl::StatusOr<v1::CompareProgress> CompareJobs(const v1::CompareJobsRequest& request,
+                                                  const OnCompareProgress& on_progress) const;
+  absl::StatusOr<v1::CompareProgress> CompareRanks(const v1::CompareRanksRequest& request,
+                                                   const OnCompareProgress& on_progress) const;
+
  private:
   friend class IngestWriter;  // its stream goes through stub_ and NewStreamContext
   explicit CaptureClient(CaptureClientOptions options);
@@ -128,6 +144,22 @@ class ListCapturesPager {
   const CaptureClient* const client_;
   v1::ListCapturesRequest request_;
   bool done_ = false;
+};
+
+// Every page of a QueryJob, as QueryArgsPager; progress() is the first
+// page's (how far each rank had got).
+class QueryJobPager {
+ public:
+  QueryJobPager(const CaptureClient* client, v1::QueryJobRequest request);
+  absl::StatusOr<bool> Next(std::vector<v1::JobArg>* args);
+  bool done() const { return done_; }
+  const std::vector<v1::RankProgress>& progress() const { return progress_; }
+
+ private:
+  const CaptureClient* const client_;
+  v1::QueryJobRequest request_;
+  bool done_ = false;
+  std::vector<v1::RankProgress> progress_;
 };
 
 // Worth resuming an Ingest stream for: the network or the server went

@@ -126,7 +126,8 @@ TEST(CaptureHubJobsTest, JobsSurviveARestartLiveAndFinished) {
   }
   const std::string manifest = ReadFileOrEmpty(o.root + "/j.rank0/args_dump/" + kManifestName);
   EXPECT_TRUE(absl::StrContains(
-      manifest, "\"job\": {\"job\": \"j\", \"rank\": 0, \"world_size\": 3, \"source\": \"options\"}"))
+      manifest,
+      "\"job\": {\"job\": \"j\", \"rank\": 0, \"world_size\": 3, \"source\": \"options\"}"))
       << manifest.substr(0, 600);
   auto hub = std::move(CaptureHub::Open(o)).value();
   bool more = false;
@@ -140,8 +141,7 @@ TEST(CaptureHubJobsTest, JobsSurviveARestartLiveAndFinished) {
   EXPECT_EQ(ranks->at(0)->Summary().job().world_size(), 3u);
   EXPECT_EQ(ranks->at(2)->Summary().job().rank(), 2u);
   // The rank is still held, and the job filter of the list still works.
-  EXPECT_EQ(hub->Open(RankOpen("x", "j", 2, 3)).status().code(),
-            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(hub->Open(RankOpen("x", "j", 2, 3)).status().code(), absl::StatusCode::kAlreadyExists);
   const auto listed = hub->List({}, v1::CAPTURE_STATE_UNSPECIFIED, "", 10, &more, "j");
   ASSERT_EQ(listed.size(), 2u);
   EXPECT_EQ(listed[0]->name(), "j.rank0");

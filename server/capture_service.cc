@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -361,6 +362,87 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
   v1::WatchCaptureResponse response_;
 };
 
+// ---- CompareJobs, CompareRanks ---------------------------------------------
+
+// Streams a comparison's progress: the comparison runs on the I/O pool and
+// queues its messages; they are written one at a time, then the status.
+class CompareReactor : public grpc::ServerWriteReactor<v1::CompareProgress> {
+ public:
+  using Run = std::function<absl::Status(const JobQueries::Emit&, const std::atomic<bool>*)>;
+
+  CompareReactor(CaptureServiceImpl* service, grpc::CallbackServerContext* context, Run run) {
+    if (absl::Status s = service->CheckAuth(context); !s.ok()) {
+      Finish(ToGrpcStatus(s));
+      return;
+    }
+    service->io()->Run([this, run = std::move(run)] {
+      const absl::Status s = run(
+          [this](const v1::CompareProgress& p) {
+            {
+              std::lock_guard<std::mutex> lock(mu_);
+              if (cancelled_.load()) return false;
+              queue_.push_back(p);
+            }
+            Pump();
+            return true;
+          },
+          &cancelled_);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        end_ = s;
+        ended_ = true;
+      }
+      Pump();
+    });
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok) {
+        cancelled_.store(true);
+        queue_.clear();
+      }
+    }
+    Pump();
+  }
+  void OnCancel() override { cancelled_.store(true); }
+  void OnDone() override { delete this; }
+
+ private:
+  // Starts the next write, or the end once the comparison is over and
+  // every message is out; the call is made outside the lock (it may run
+  // the reaction it completes, and OnDone, inline).
+  void Pump() {
+    bool write = false, finish = false;
+    absl::Status end;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (writing_ || finished_) return;
+      if (!queue_.empty()) {
+        current_ = std::move(queue_.front());
+        queue_.pop_front();
+        writing_ = write = true;
+      } else if (ended_) {
+        finished_ = finish = true;
+        end = end_;
+      }
+    }
+    if (write) StartWrite(&current_);
+    if (finish) Finish(ToGrpcStatus(end));
+  }
+
+  std::mutex mu_;
+  std::deque<v1::CompareProgress> queue_ ABSL_GUARDED_BY(mu_);
+  v1::CompareProgress current_;  // the write in flight
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;  // the comparison returned
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status end_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> cancelled_{false};
+};
+
 }  // namespace
 
 // ---- CaptureServiceImpl ----------------------------------------------------
@@ -511,6 +593,61 @@ grpc::ServerWriteReactor<v1::PayloadChunk>* CaptureServiceImpl::ReadPayload(
 grpc::ServerWriteReactor<v1::WatchCaptureResponse>* CaptureServiceImpl::WatchCapture(
     grpc::CallbackServerContext* context, const v1::WatchCaptureRequest* request) {
   return new WatchReactor(this, context, request);
+}
+
+template <typename Response, typename Fn>
+grpc::ServerUnaryReactor* CaptureServiceImpl::Answer(grpc::CallbackServerContext* context,
+                                                     Response* response, Fn answer) {
+  if (absl::Status s = CheckAuth(context); !s.ok()) return Done(context, s);
+  auto* reactor = context->DefaultReactor();
+  io_.Run([reactor, response, answer = std::move(answer)] {
+    absl::StatusOr<Response> r = answer();
+    if (r.ok()) *response = *std::move(r);
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CaptureServiceImpl::ListJobs(grpc::CallbackServerContext* context,
+                                                       const v1::ListJobsRequest* request,
+                                                       v1::ListJobsResponse* response) {
+  return Answer(context, response, [this, request] { return jobs_.ListJobs(*request); });
+}
+
+grpc::ServerUnaryReactor* CaptureServiceImpl::GetJob(grpc::CallbackServerContext* context,
+                                                     const v1::GetJobRequest* request,
+                                                     v1::JobSummary* response) {
+  return Answer(context, response, [this, request] { return jobs_.GetJob(request->job()); });
+}
+
+grpc::ServerUnaryReactor* CaptureServiceImpl::QueryJob(grpc::CallbackServerContext* context,
+                                                       const v1::QueryJobRequest* request,
+                                                       v1::QueryJobResponse* response) {
+  return Answer(context, response, [this, request] { return jobs_.QueryJob(*request); });
+}
+
+grpc::ServerUnaryReactor* CaptureServiceImpl::FirstNonfinite(
+    grpc::CallbackServerContext* context, const v1::FirstNonfiniteRequest* request,
+    v1::FirstNonfiniteResponse* response) {
+  return Answer(context, response, [this, request] { return jobs_.FirstNonfinite(*request); });
+}
+
+grpc::ServerWriteReactor<v1::CompareProgress>* CaptureServiceImpl::CompareJobs(
+    grpc::CallbackServerContext* context, const v1::CompareJobsRequest* request) {
+  return new CompareReactor(this, context,
+                            [this, request](const JobQueries::Emit& emit,
+                                            const std::atomic<bool>* cancelled) {
+                              return jobs_.CompareJobs(*request, emit, cancelled);
+                            });
+}
+
+grpc::ServerWriteReactor<v1::CompareProgress>* CaptureServiceImpl::CompareRanks(
+    grpc::CallbackServerContext* context, const v1::CompareRanksRequest* request) {
+  return new CompareReactor(this, context,
+                            [this, request](const JobQueries::Emit& emit,
+                                            const std::atomic<bool>* cancelled) {
+                              return jobs_.CompareRanks(*request, emit, cancelled);
+                            });
 }
 
 // ---- CaptureServer ---------------------------------------------------------

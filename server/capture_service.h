@@ -24,6 +24,7 @@
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "server/capture_hub.h"
 #include "server/http/gateway.h"
+#include "server/job_queries.h"
 
 namespace argsdump {
 
@@ -72,6 +73,23 @@ class CaptureServiceImpl final : public v1::CaptureService::CallbackService {
       grpc::CallbackServerContext* context, const v1::ReadPayloadRequest* request) override;
   grpc::ServerWriteReactor<v1::WatchCaptureResponse>* WatchCapture(
       grpc::CallbackServerContext* context, const v1::WatchCaptureRequest* request) override;
+  // The job questions (server/job_queries.h), on the I/O pool.
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const v1::GetJobRequest* request,
+                                   v1::JobSummary* response) override;
+  grpc::ServerUnaryReactor* QueryJob(grpc::CallbackServerContext* context,
+                                     const v1::QueryJobRequest* request,
+                                     v1::QueryJobResponse* response) override;
+  grpc::ServerUnaryReactor* FirstNonfinite(grpc::CallbackServerContext* context,
+                                           const v1::FirstNonfiniteRequest* request,
+                                           v1::FirstNonfiniteResponse* response) override;
+  grpc::ServerWriteReactor<v1::CompareProgress>* CompareJobs(
+      grpc::CallbackServerContext* context, const v1::CompareJobsRequest* request) override;
+  grpc::ServerWriteReactor<v1::CompareProgress>* CompareRanks(
+      grpc::CallbackServerContext* context, const v1::CompareRanksRequest* request) override;
 
   // UNAUTHENTICATED unless the call carries "authorization: Bearer <token>".
   absl::Status CheckAuth(const grpc::CallbackServerContext* context) const;
@@ -79,8 +97,14 @@ class CaptureServiceImpl final : public v1::CaptureService::CallbackService {
   IoPool* io() { return &io_; }
 
  private:
+  // Runs `answer` on the I/O pool and finishes the call with what it gave.
+  template <typename Response, typename Fn>
+  grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context, Response* response,
+                                   Fn answer);
+
   CaptureHub* const hub_;
   const std::string auth_token_;
+  const JobQueries jobs_{hub_};
   IoPool io_{2};
 };
 

@@ -5,13 +5,17 @@
 //   QueryArgs     "p<position>"  a finished capture's manifest position
 //                 "l<position>"  a live capture's (arrival order, or the
 //                                task's rows) - meaningless once it is sealed
-//   ListCaptures  "n<capture>"   (the last name of the page)
+//   ListCaptures  "n<capture>"   (the last name of the page; ListJobs: the
+//                                last job's)
+//   QueryJob      "q<step>.<task_id>.<rank>.<stage>.<arg_index>.<role>.<record_id>"
+//                                the page's last arg, in the job's order
 #ifndef ARGSDUMP_SERVER_PAGE_TOKEN_H_
 #define ARGSDUMP_SERVER_PAGE_TOKEN_H_
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "absl/status/statusor.h"
 
@@ -29,6 +33,25 @@ absl::StatusOr<PagePosition> ParsePositionToken(const std::string& token);
 std::string NameToken(const std::string& capture);
 // "" is "from the start" (""); the name otherwise, or InvalidArgument.
 absl::StatusOr<std::string> ParseNameToken(const std::string& token);
+
+// Where an arg of a job is in QueryJob's order: (step, task_id, rank, stage,
+// arg_index, role), then its record id in its capture.
+struct JobArgKey {
+  uint32_t step = 0;
+  uint64_t task_id = 0;
+  uint32_t rank = 0;
+  uint32_t stage = 0;
+  uint32_t arg_index = 0;
+  uint32_t role = 0;
+  uint64_t record_id = 0;
+  auto Tie() const {
+    return std::make_tuple(step, task_id, rank, stage, arg_index, role, record_id);
+  }
+  bool operator<(const JobArgKey& o) const { return Tie() < o.Tie(); }
+};
+std::string JobArgToken(const JobArgKey& key);
+// "" is the start (nullopt); the key otherwise, or InvalidArgument.
+absl::StatusOr<std::optional<JobArgKey>> ParseJobArgToken(const std::string& token);
 
 // A token as messages show it: quoted, at most 40 characters, anything not
 // printable ASCII as '?', and its length when cut.

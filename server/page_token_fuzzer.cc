@@ -25,6 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (name.status().message().size() > 120) {
     std::abort();
   }
+  auto job_arg = argsdump::ParseJobArgToken(token);
+  if (job_arg.ok()) {
+    if (*job_arg && argsdump::JobArgToken(**job_arg) != token) std::abort();
+  } else if (job_arg.status().message().size() > 120) {
+    std::abort();
+  }
   const std::string shown = argsdump::ShownToken(token);
   for (char c : shown) {
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) std::abort();

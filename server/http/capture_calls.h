@@ -1,7 +1,9 @@
 // The /v1/ endpoints that are one unary call each: the captures (list,
 // get, finish, delete), an arg query, one arg, and POST /v1/rpc/METHOD
 // with the request message as JSON; and the schema a page builds its
-// filter form from.
+// filter form from. And the jobs: list, one job, the args query across its
+// ranks, its first non-finite record, and the comparisons (their stream
+// read to its end, the last message the answer).
 #ifndef ARGSDUMP_SERVER_HTTP_CAPTURE_CALLS_H_
 #define ARGSDUMP_SERVER_HTTP_CAPTURE_CALLS_H_
 
@@ -21,6 +23,12 @@ class CaptureCalls {
   void QueryArgs(const httplib::Request& req, httplib::Response& res);
   void GetArg(const httplib::Request& req, httplib::Response& res);
   void Rpc(const httplib::Request& req, httplib::Response& res);
+  void ListJobs(const httplib::Request& req, httplib::Response& res);
+  void GetJob(const httplib::Request& req, httplib::Response& res);
+  void QueryJob(const httplib::Request& req, httplib::Response& res);
+  void FirstNonfinite(const httplib::Request& req, httplib::Response& res);
+  void CompareJobs(const httplib::Request& req, httplib::Response& res);
+  void CompareRanks(const httplib::Request& req, httplib::Response& res);
   // GET /v1/schema: {"filter": [...]}, the parameters of the args query
   // (format/arg_filter_params.h's ArgFilterSchemaJson: name, kind, values,
   // help), so a page's filter form follows the one filter table.

@@ -124,6 +124,7 @@ void AnswerException(const httplib::Request&, httplib::Response& res, std::excep
 std::vector<Route> ApiRoutes(CaptureCalls* c, PayloadCalls* p) {
   const std::string capture = "/v1/captures/([A-Za-z0-9._-]+)";
   const std::string arg = capture + "/args/([^/]+)";
+  const std::string job = "/v1/jobs/([A-Za-z0-9._-]+)";
   auto on = [](auto* handlers, auto method) {
     return [handlers, method](const httplib::Request& req, httplib::Response& res) {
       (handlers->*method)(req, res);
@@ -140,6 +141,12 @@ std::vector<Route> ApiRoutes(CaptureCalls* c, PayloadCalls* p) {
       {"GET", arg + "/payload", kNeedsQuery | kNeedsRange | kNeedsBudget,
        on(p, &PayloadCalls::Payload)},
       {"GET", arg + "/tensor", kNeedsQuery | kNeedsBudget, on(p, &PayloadCalls::Tensor)},
+      {"GET", "/v1/jobs", kNeedsQuery, on(c, &CaptureCalls::ListJobs)},
+      {"GET", job, kNeedsQuery, on(c, &CaptureCalls::GetJob)},
+      {"GET", job + "/args", kNeedsQuery, on(c, &CaptureCalls::QueryJob)},
+      {"GET", job + "/first_nonfinite", kNeedsQuery, on(c, &CaptureCalls::FirstNonfinite)},
+      {"GET", job + "/compare", kNeedsQuery, on(c, &CaptureCalls::CompareJobs)},
+      {"GET", job + "/compare_ranks", kNeedsQuery, on(c, &CaptureCalls::CompareRanks)},
       {"POST", "/v1/rpc/([A-Za-z]+)", kNeedsBody, on(c, &CaptureCalls::Rpc)},
   };
 }

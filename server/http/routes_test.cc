@@ -34,7 +34,7 @@ const Route* Find(const std::vector<Route>& routes, const std::string& method,
 
 TEST_F(RoutesTest, EveryEndpointIsOneRow) {
   const std::vector<Route> routes = ApiRoutes(&captures_, &payloads_);
-  EXPECT_EQ(routes.size(), 10u);
+  EXPECT_EQ(routes.size(), 16u);
   for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
            {"GET", "/v1/schema"},
            {"GET", "/v1/captures"},
@@ -46,6 +46,12 @@ TEST_F(RoutesTest, EveryEndpointIsOneRow) {
            {"GET", "/v1/captures/run1/args/7/payload"},
            {"GET", "/v1/captures/run1/args/7/tensor"},
            {"POST", "/v1/rpc/QueryArgs"},
+           {"GET", "/v1/jobs"},
+           {"GET", "/v1/jobs/train.1"},
+           {"GET", "/v1/jobs/train.1/args"},
+           {"GET", "/v1/jobs/train.1/first_nonfinite"},
+           {"GET", "/v1/jobs/train.1/compare"},
+           {"GET", "/v1/jobs/train.1/compare_ranks"},
        }) {
     const Route* r = Find(routes, method, path);
     ASSERT_NE(r, nullptr) << method << " " << path;
