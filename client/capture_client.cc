@@ -1,5 +1,6 @@
 #include "client/capture_client.h"
 
+#include <chrono>
 #include <algorithm>
 #include <utility>
 
@@ -285,6 +286,11 @@ absl::Status IngestWriter::OpenStream(bool resume) {
   v1::IngestRequest req;
   *req.mutable_open() = options_.open;
   req.mutable_open()->set_resume(resume);
+  // The server measures its clock's offset from ours against this.
+  req.mutable_open()->set_client_unix_ns(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
   stream_->Write(req);
   std::unique_lock<std::mutex> lock(mu_);
   const bool got = cv_.wait_for(lock, options_.ack_timeout, [&] {

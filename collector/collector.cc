@@ -64,6 +64,18 @@ ARGSDUMP_FROM_DEVICE(BinOffset, kUint64, std::nullopt)
 ARGSDUMP_FROM_DEVICE(BinSize, kUint64, r.payload_size)
 #undef ARGSDUMP_FROM_DEVICE
 
+// The task's times (abi::kTimeDispatch), as ns after the capture's time base;
+// 0 in the proto is "not known", so a dispatch read at the base itself is
+// kept as 1 ns after it. Both fit: 2^56 + 2^40 < 2^64.
+void SetTaskTimes(const abi::ArgsDumpRecord& r, v1::ArgRecord* out) {
+  if ((r.time_flags & abi::kTimeDispatch) == 0) return;
+  const uint64_t dispatch = std::max<uint64_t>(1, abi::DispatchNs(r));
+  out->set_dispatch_ns(dispatch);
+  if ((r.time_flags & abi::kTimeComplete) != 0) {
+    out->set_complete_ns(dispatch + abi::DurationNs(r));
+  }
+}
+
 }  // namespace
 
 absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
@@ -109,6 +121,7 @@ absl::Status ConvertRecordInto(const abi::ArgsDumpRecord& r, uint32_t thread,
   out.set_scalar_bits(r.scalar_value);
   out.set_logical_bytes(r.logical_bytes);
   out.set_step(r.step);
+  SetTaskTimes(r, &out);
   out.set_device_thread(thread);
 #define ARGSDUMP_SET_FROM_DEVICE(id, style, member)                                        \
   if (auto v = SimpleFromDevice<ManifestField::k##id, FieldStyle::style>(r, numel); v) { \

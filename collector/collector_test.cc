@@ -348,6 +348,32 @@ TEST(ConvertRecordTest, RejectsInconsistentGeometry) {
   EXPECT_FALSE(ConvertRecord(r, 0).ok());
 }
 
+TEST(ConvertRecordTest, TaskTimesBecomeNanosecondsAfterTheBase) {
+  abi::ArgsDumpRecord r;
+  std::memset(&r, 0, sizeof(r));
+  r.kind = static_cast<uint8_t>(abi::ArgKind::kScalar);
+  r.dtype = static_cast<uint8_t>(DataType::kFloat32);
+  auto none = ConvertRecord(r, 0);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->dispatch_ns(), 0u);
+  EXPECT_EQ(none->complete_ns(), 0u);
+  abi::SetTaskTimes(r, true, 5000, false, 0);
+  auto dispatched = ConvertRecord(r, 0);
+  ASSERT_TRUE(dispatched.ok()) << dispatched.status();
+  EXPECT_EQ(dispatched->dispatch_ns(), 5000u);
+  EXPECT_EQ(dispatched->complete_ns(), 0u);
+  abi::SetTaskTimes(r, true, 5000, true, 250);
+  auto done = ConvertRecord(r, 0);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->dispatch_ns(), 5000u);
+  EXPECT_EQ(done->complete_ns(), 5250u);
+  abi::SetTaskTimes(r, true, 0, true, 0);  // at the base: still known
+  auto at_base = ConvertRecord(r, 0);
+  ASSERT_TRUE(at_base.ok()) << at_base.status();
+  EXPECT_EQ(at_base->dispatch_ns(), 1u);
+  EXPECT_EQ(at_base->complete_ns(), 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Platforms, CollectorTest,
                          ::testing::Values(Platform::kA2a3Sim, Platform::kA5Sim),
                          [](const auto& info) { return std::string(PlatformName(info.param)); });

@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<GrpcSink>> GrpcSink::Connect(GrpcSinkOptions opti
   if (o.info.has_scope()) *open.mutable_scope() = o.info.scope();
   *open.mutable_kernels() = o.info.kernels();
   if (o.info.has_job()) *open.mutable_job() = o.info.job();
+  if (o.info.has_clock()) *open.mutable_clock() = o.info.clock();
   open.set_resume(o.resume);
   open.set_no_payload_dedup(!o.payload_dedup);
   w.ack_timeout = o.ack_timeout;

@@ -31,6 +31,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace argsdump {
 namespace abi {
@@ -38,7 +39,9 @@ namespace abi {
 inline constexpr uint32_t kMagic = 0x44554D50;  // "DUMP"
 // 2: DumpRegionHeader::host_gone; DropCause::kHostGone (ThreadState's
 // counters after dropped_by_cause moved by 8 bytes).
-inline constexpr uint16_t kAbiVersion = 2;
+// 3: task times (ArgsDumpRecord::time_flags, duration_ns, dispatch_ns) and
+// their base (DumpRegionHeader::time_base_ns).
+inline constexpr uint16_t kAbiVersion = 3;
 inline constexpr uint32_t kMaxDims = 5;
 inline constexpr uint32_t kMaxFuncIds = 3;
 inline constexpr uint16_t kUnknownFuncId = 0xFFFF;
@@ -77,6 +80,24 @@ inline constexpr uint8_t kFlagOverflow = 1u << 3;
 inline constexpr uint8_t kFlagStats = 1u << 4;
 inline constexpr uint8_t kFlagStatsOnly = 1u << 5;
 
+// Task times. The clock is CLOCK_MONOTONIC (std::chrono::steady_clock on
+// Linux), in nanoseconds: the host reads it when it makes the region
+// (DumpRegionHeader::time_base_ns) and the device reads it when it dispatches
+// a task to its kernel and when the task completes. A device in a forked
+// process over the shared region reads the same clock. A record's times are
+// ns after the base, little-endian in bytes that were reserved before:
+// dispatch_ns (56 bits: 2.28 years) and duration_ns (40 bits, completion
+// minus dispatch: 18.3 minutes). A value too large for its bytes is stored as
+// the largest one (saturated, never wrapped). time_flags says which are there:
+// a before_dispatch record has the dispatch time, an after_completion record
+// of a completed task both, an in-flight snapshot (the task never completed)
+// the dispatch time only; a record written by a runtime that keeps no times
+// has neither (the bytes are zero).
+inline constexpr uint8_t kTimeDispatch = 1u << 0;  // dispatch_ns is set
+inline constexpr uint8_t kTimeComplete = 1u << 1;  // duration_ns is set
+inline constexpr uint64_t kMaxDispatchNs = (uint64_t{1} << 56) - 1;
+inline constexpr uint64_t kMaxDurationNs = (uint64_t{1} << 40) - 1;
+
 // What the device does when the host falls behind (a full ready queue, an
 // empty free queue, an arena not yet acknowledged).
 enum class FullPolicy : uint32_t {
@@ -106,12 +127,12 @@ struct ArgsDumpRecord {
   uint8_t role;            // 8   ArgRole
   uint8_t stage;           // 9   Stage
   uint8_t ndims;           // 10  0 for scalars, 1..kMaxDims for tensors
-  uint8_t reserved0;       // 11
+  uint8_t time_flags;      // 11  kTime* bits
   uint32_t arg_index;      // 12  tensor slot, or tensor_count + scalar index
   uint8_t dtype;           // 16  DataType
   uint8_t truncated;       // 17  1 when payload_size < logical_bytes
   uint8_t is_contiguous;   // 18
-  uint8_t reserved1[5];    // 19
+  uint8_t duration_ns[5];  // 19  completion - dispatch, 40-bit LE (kTimeComplete)
   uint64_t payload_offset; // 24  monotonic arena cursor where payload starts
   uint64_t payload_size;   // 32  bytes in the arena (0: metadata only)
   uint64_t scalar_value;   // 40  raw little-endian bits of a scalar
@@ -119,7 +140,7 @@ struct ArgsDumpRecord {
   uint8_t flags;           // 49  kFlag* bits
   uint16_t func_ids[kMaxFuncIds];  // 50  kUnknownFuncId past func_count
   uint8_t func_count;      // 56
-  uint8_t reserved2[7];    // 57
+  uint8_t dispatch_ns[7];  // 57  dispatch - time base, 56-bit LE (kTimeDispatch)
   uint64_t start_offset;   // 64  in elements
   uint32_t strides[kMaxDims];  // 72  in elements
   uint32_t shapes[kMaxDims];   // 92
@@ -132,10 +153,12 @@ static_assert(offsetof(ArgsDumpRecord, task_id) == 0, "ABI");
 static_assert(offsetof(ArgsDumpRecord, role) == 8, "ABI");
 static_assert(offsetof(ArgsDumpRecord, stage) == 9, "ABI");
 static_assert(offsetof(ArgsDumpRecord, ndims) == 10, "ABI");
+static_assert(offsetof(ArgsDumpRecord, time_flags) == 11, "ABI");
 static_assert(offsetof(ArgsDumpRecord, arg_index) == 12, "ABI");
 static_assert(offsetof(ArgsDumpRecord, dtype) == 16, "ABI");
 static_assert(offsetof(ArgsDumpRecord, truncated) == 17, "ABI");
 static_assert(offsetof(ArgsDumpRecord, is_contiguous) == 18, "ABI");
+static_assert(offsetof(ArgsDumpRecord, duration_ns) == 19, "ABI");
 static_assert(offsetof(ArgsDumpRecord, payload_offset) == 24, "ABI");
 static_assert(offsetof(ArgsDumpRecord, payload_size) == 32, "ABI");
 static_assert(offsetof(ArgsDumpRecord, scalar_value) == 40, "ABI");
@@ -143,11 +166,40 @@ static_assert(offsetof(ArgsDumpRecord, kind) == 48, "ABI");
 static_assert(offsetof(ArgsDumpRecord, flags) == 49, "ABI");
 static_assert(offsetof(ArgsDumpRecord, func_ids) == 50, "ABI");
 static_assert(offsetof(ArgsDumpRecord, func_count) == 56, "ABI");
+static_assert(offsetof(ArgsDumpRecord, dispatch_ns) == 57, "ABI");
 static_assert(offsetof(ArgsDumpRecord, start_offset) == 64, "ABI");
 static_assert(offsetof(ArgsDumpRecord, strides) == 72, "ABI");
 static_assert(offsetof(ArgsDumpRecord, shapes) == 92, "ABI");
 static_assert(offsetof(ArgsDumpRecord, logical_bytes) == 112, "ABI");
 static_assert(offsetof(ArgsDumpRecord, step) == 120, "ABI");
+static_assert(offsetof(ArgsDumpRecord, reserved3) == 124, "ABI");
+
+// The task times of a record (see kTimeDispatch): n-byte little-endian
+// fields, written by the device, read by the host.
+inline void StoreTimeBytes(uint8_t* dst, int n, uint64_t value) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the ABI is little-endian");
+  std::memcpy(dst, &value, static_cast<size_t>(n));
+}
+inline uint64_t LoadTimeBytes(const uint8_t* src, int n) {
+  uint64_t value = 0;
+  std::memcpy(&value, src, static_cast<size_t>(n));
+  return value;
+}
+// Sets `r`'s times; `dispatch_ns` and `duration_ns` saturate. A record
+// without a dispatch time gets no duration either.
+inline void SetTaskTimes(ArgsDumpRecord& r, bool has_dispatch, uint64_t dispatch_ns,
+                         bool has_complete, uint64_t duration_ns) {
+  if (!has_dispatch) return;
+  StoreTimeBytes(r.dispatch_ns, 7, dispatch_ns < kMaxDispatchNs ? dispatch_ns : kMaxDispatchNs);
+  uint8_t flags = kTimeDispatch;
+  if (has_complete) {
+    StoreTimeBytes(r.duration_ns, 5, duration_ns < kMaxDurationNs ? duration_ns : kMaxDurationNs);
+    flags |= kTimeComplete;
+  }
+  r.time_flags = flags;
+}
+inline uint64_t DispatchNs(const ArgsDumpRecord& r) { return LoadTimeBytes(r.dispatch_ns, 7); }
+inline uint64_t DurationNs(const ArgsDumpRecord& r) { return LoadTimeBytes(r.duration_ns, 5); }
 
 // Region header. Every field but host_gone is written once by the host
 // (DumpRegion::Create) before the region is handed to the device; the region
@@ -179,7 +231,11 @@ struct DumpRegionHeader {
   // waits (ThreadRecorder: a wait ends at once, every drop counts as
   // DropCause::kHostGone). Not part of the layout Attach() checks.
   std::atomic<uint32_t> host_gone;  // 104
-  uint8_t reserved[20];           // 108
+  uint32_t reserved0;               // 108
+  // CLOCK_MONOTONIC in ns when the host made the region: the base of every
+  // record's times (kTimeDispatch). Host writes once at create.
+  uint64_t time_base_ns;            // 112
+  uint8_t reserved[8];              // 120
 };
 static_assert(sizeof(DumpRegionHeader) == 128, "ABI");
 static_assert(offsetof(DumpRegionHeader, dump_level) == 12, "ABI");
@@ -188,7 +244,8 @@ static_assert(offsetof(DumpRegionHeader, full_policy) == 48, "ABI");
 static_assert(offsetof(DumpRegionHeader, thread_states_offset) == 56, "ABI");
 static_assert(offsetof(DumpRegionHeader, arenas_offset) == 96, "ABI");
 static_assert(offsetof(DumpRegionHeader, host_gone) == 104, "ABI");
-static_assert(offsetof(DumpRegionHeader, reserved) == 108, "ABI");
+static_assert(offsetof(DumpRegionHeader, time_base_ns) == 112, "ABI");
+static_assert(offsetof(DumpRegionHeader, reserved) == 120, "ABI");
 
 // A 64-bit counter alone on its cache line, so the two sides of a queue never
 // false-share. Counters are free-running (never wrap in practice: 2^64).

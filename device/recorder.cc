@@ -56,7 +56,22 @@ ThreadRecorder::ThreadRecorder(const DumpRegion& region, uint32_t thread)
       records_per_buffer_(region.records_per_buffer()),
       level_(region.level()),
       policy_(static_cast<abi::FullPolicy>(region.header().full_policy)),
-      wait_bound_ms_(region.header().wait_bound_ms) {}
+      wait_bound_ms_(region.header().wait_bound_ms),
+      time_base_ns_(region.time_base_ns()) {}
+
+void ThreadRecorder::StampTimes(const DumpTask& task, abi::Stage stage,
+                                abi::ArgsDumpRecord& r) const {
+  if (task.dispatch_mono_ns == 0) return;
+  // A clock read before the base (it cannot be, on one monotonic clock)
+  // counts as the base itself.
+  const uint64_t dispatch =
+      task.dispatch_mono_ns > time_base_ns_ ? task.dispatch_mono_ns - time_base_ns_ : 0;
+  const bool complete = stage == abi::Stage::kAfterCompletion && task.complete_mono_ns != 0;
+  const uint64_t duration = complete && task.complete_mono_ns > task.dispatch_mono_ns
+                                ? task.complete_mono_ns - task.dispatch_mono_ns
+                                : 0;
+  abi::SetTaskTimes(r, true, dispatch, complete, duration);
+}
 
 template <typename Ready>
 bool ThreadRecorder::WaitFor(Ready ready) {
@@ -274,6 +289,7 @@ void ThreadRecorder::RecordTensor(const DumpTask& task, const DumpTensorArg& arg
   }
   r.logical_bytes = logical;
   r.step = task.step;
+  StampTimes(task, stage, r);
   if (truncated) {
     ++truncated_;
     state_->truncated_records.store(truncated_, std::memory_order_relaxed);
@@ -305,6 +321,7 @@ void ThreadRecorder::RecordScalar(const DumpTask& task, const DumpScalarArg& arg
   r.func_count = task.func_count;
   r.logical_bytes = PayloadBytes(arg.dtype, 1);
   r.step = task.step;
+  StampTimes(task, abi::Stage::kBeforeDispatch, r);
   CommitSlot(0);
 }
 

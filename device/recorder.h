@@ -80,6 +80,12 @@ struct DumpTask {
   static constexpr uint8_t kUseRecorderLevel = 0xFF;
   // abi::kFlag* bits put on every tensor record of the task (stats mode).
   uint8_t tensor_flags = 0;
+  // When the task was dispatched to its kernel and when it completed, on
+  // CLOCK_MONOTONIC (std::chrono::steady_clock) in ns; 0: not known (not
+  // dispatched yet, still running). Its records carry them after the region's
+  // time base (abi::kTimeDispatch).
+  uint64_t dispatch_mono_ns = 0;
+  uint64_t complete_mono_ns = 0;
   const DumpTensorArg* tensors = nullptr;
   uint32_t tensor_count = 0;
   const DumpScalarArg* scalars = nullptr;
@@ -113,6 +119,9 @@ class ThreadRecorder {
   void RecordTensor(const DumpTask& task, const DumpTensorArg& arg,
                     abi::Stage stage, bool with_payload, uint8_t flags);
   void RecordScalar(const DumpTask& task, const DumpScalarArg& arg, uint8_t flags);
+  // The task's times into a cleared record, after the region's time base:
+  // the dispatch time always, the completion only at after_completion.
+  void StampTimes(const DumpTask& task, abi::Stage stage, abi::ArgsDumpRecord& r) const;
   // Next free record slot, acquiring a buffer if needed; null = dropped.
   abi::ArgsDumpRecord* NextSlot();
   // `payload_bytes` 0 for metadata-only records.
@@ -138,6 +147,7 @@ class ThreadRecorder {
   const abi::DumpLevel level_;
   const abi::FullPolicy policy_;
   const uint32_t wait_bound_ms_;
+  const uint64_t time_base_ns_;
 
   // Device-local mirrors of this thread's state (single writer).
   uint32_t buffer_ = abi::kNoBuffer;

@@ -70,6 +70,9 @@ void RunTask(benchmark::State& state, abi::DumpLevel level, TensorView view,
   arg.view = view;
   DumpTask task;
   task.func_count = 1;
+  // Times as the runtime sets them: each record stores them.
+  task.dispatch_mono_ns = region->time_base_ns() + 1000;
+  task.complete_mono_ns = region->time_base_ns() + 2000;
   task.func_ids[0] = 1;
   task.tensors = &arg;
   task.tensor_count = 1;
@@ -100,6 +103,9 @@ void BM_RecordScalar(benchmark::State& state) {
   arg.dtype = DataType::kFloat64;
   DumpTask task;
   task.func_count = 1;
+  // Times as the runtime sets them: each record stores them.
+  task.dispatch_mono_ns = region->time_base_ns() + 1000;
+  task.complete_mono_ns = region->time_base_ns() + 2000;
   task.scalars = &arg;
   task.scalar_count = 1;
   ThreadRecorder& rec = recorder.thread(0);

@@ -141,6 +141,59 @@ TEST(RecorderTest, FullLevelCapturesStagesInoutAndScalars) {
   EXPECT_EQ(st.flushed.load(), 1u);
 }
 
+// A task's times go into its records after the region's time base: the
+// dispatch time on every record, the completion (as a duration) only on
+// after_completion ones; too large a value saturates instead of wrapping.
+TEST(RecorderTest, RecordsCarryTheTaskTimesAfterTheRegionsBase) {
+  auto region = MakeRegion(SmallConfig(DumpLevel::kFull));
+  DumpRecorder recorder(*region);
+  ThreadRecorder& rec = recorder.thread(0);
+  TestHost host(*region);
+  std::vector<float> a(4, 1.0f), b(4, 2.0f);
+  std::vector<DumpTensorArg> tensors = {Arg(Flat(a), ArgRole::kInput, 0),
+                                        Arg(Flat(b), ArgRole::kOutput, 1)};
+  DumpScalarArg scale;
+  scale.arg_index = 2;
+  std::vector<DumpScalarArg> scalars = {scale};
+  const uint64_t base = region->time_base_ns();
+  ASSERT_GT(base, 0u);
+  DumpTask task = Task(1, tensors, scalars);
+  task.dispatch_mono_ns = base + 1000;
+  rec.RecordTask(task, Stage::kBeforeDispatch);
+  task.complete_mono_ns = base + 1500;
+  rec.RecordTask(task, Stage::kAfterCompletion);
+  // Still running (an in-flight snapshot): the dispatch time only.
+  DumpTask running = Task(2, tensors);
+  running.dispatch_mono_ns = base + 2000;
+  rec.RecordTask(running, Stage::kAfterCompletion, abi::kFlagInFlightSnapshot);
+  // Times past what the bytes hold saturate.
+  DumpTask far = Task(3, tensors);
+  far.dispatch_mono_ns = base + abi::kMaxDispatchNs + 5;
+  far.complete_mono_ns = far.dispatch_mono_ns + abi::kMaxDurationNs + 5;
+  rec.RecordTask(far, Stage::kAfterCompletion);
+  // A task without times (a runtime that keeps none).
+  rec.RecordTask(Task(4, tensors), Stage::kBeforeDispatch);
+  rec.Flush();
+
+  std::vector<CapturedArg> got = DrainAll(host);
+  ASSERT_EQ(got.size(), 6u);  // a, scale, b; b; b; a
+  for (int i : {0, 1}) {
+    EXPECT_EQ(got[i].record.time_flags, abi::kTimeDispatch) << i;
+    EXPECT_EQ(abi::DispatchNs(got[i].record), 1000u) << i;
+    EXPECT_EQ(abi::DurationNs(got[i].record), 0u) << i;
+  }
+  EXPECT_EQ(got[2].record.time_flags, abi::kTimeDispatch | abi::kTimeComplete);
+  EXPECT_EQ(abi::DispatchNs(got[2].record), 1000u);
+  EXPECT_EQ(abi::DurationNs(got[2].record), 500u);
+  EXPECT_EQ(got[3].record.time_flags, abi::kTimeDispatch);
+  EXPECT_EQ(abi::DispatchNs(got[3].record), 2000u);
+  EXPECT_EQ(got[4].record.time_flags, abi::kTimeDispatch | abi::kTimeComplete);
+  EXPECT_EQ(abi::DispatchNs(got[4].record), abi::kMaxDispatchNs);
+  EXPECT_EQ(abi::DurationNs(got[4].record), abi::kMaxDurationNs);
+  EXPECT_EQ(got[5].record.time_flags, 0);
+  EXPECT_EQ(abi::DispatchNs(got[5].record), 0u);
+}
+
 // Seed 003: optional outputs with an empty shape (no element) skip the
 // dump, at every level and in the overflow dump; an empty input or inout
 // is still recorded (it says what the kernel was given).

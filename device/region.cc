@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -107,6 +108,9 @@ absl::StatusOr<std::unique_ptr<DumpRegion>> DumpRegion::Create(
   h.arena_bytes = config.arena_bytes;
   h.full_policy = static_cast<uint32_t>(config.full_policy);
   h.wait_bound_ms = config.wait_bound_ms;
+  h.time_base_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now().time_since_epoch())
+                                             .count());
   h.region_bytes = ComputeLayout(h);
 
   void* base = mmap(nullptr, h.region_bytes, PROT_READ | PROT_WRITE,

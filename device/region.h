@@ -64,6 +64,9 @@ class DumpRegion {
     return header_->num_threads * header_->buffers_per_thread;
   }
   uint64_t arena_bytes() const { return header_->arena_bytes; }
+  // CLOCK_MONOTONIC ns when the region was made: the base of the records'
+  // task times (abi::kTimeDispatch).
+  uint64_t time_base_ns() const { return header_->time_base_ns; }
 
   abi::ThreadState& thread_state(uint32_t thread) const;
   SpscQueueView ready_queue(uint32_t thread) const;

@@ -1,5 +1,8 @@
 #include "sdk/session_capture.h"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +33,22 @@ v1::DumpScope DumpScopeOf(const DumpConfig& config) {
   scope.set_stats(StatsModeName(config.stats));
   scope.set_mode(DumpModeName(config.mode));
   return scope;
+}
+
+// The capture's time base: the region's (CLOCK_MONOTONIC when it was made)
+// and the wall clock at that moment, from a pair of readings taken now.
+void FillClock(const DumpRegion& region, v1::CaptureClock* clock) {
+  using std::chrono::duration_cast;
+  using std::chrono::nanoseconds;
+  const int64_t mono_now =
+      duration_cast<nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const int64_t unix_now =
+      duration_cast<nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto base = static_cast<int64_t>(region.time_base_ns());
+  clock->set_base_monotonic_ns(base);
+  clock->set_base_unix_ns(unix_now - (mono_now - base));
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) clock->set_host(host);
 }
 
 }  // namespace
@@ -119,6 +138,7 @@ void SessionCapture::Describe(int level) {
   for (const auto& [k, v] : c_.labels) (*info_.mutable_labels())[k] = v;
   if (c_.job) *info_.mutable_job() = *c_.job;
   FillKernelTable(*c_.kernels, &info_, c_.warn);
+  if (region_ != nullptr) FillClock(*region_, info_.mutable_clock());
 }
 
 absl::Status SessionCapture::MakeSink() {

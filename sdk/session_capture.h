@@ -72,6 +72,8 @@ class SessionCapture {
   bool abandoned() const { return abandoned_; }
 
   const DumpRegion* region() const { return region_; }
+  // What the capture says of itself (CaptureInfo), as made at Start.
+  const v1::CaptureInfo& info() const { return info_; }
   DumpRecorder* recorder() const { return recorder_.get(); }
   const Collector& collector() const { return *collector_; }
   const ChosenSink& sink() const { return sink_; }

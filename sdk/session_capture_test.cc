@@ -67,6 +67,27 @@ TEST(SessionCaptureTest, InProcessCollectsFromStartAndFinishesEmpty) {
   EXPECT_THAT(s.warnings, SizeIs(0));
 }
 
+// The capture's clock is the region's time base, with the wall clock and
+// the host read beside it.
+TEST(SessionCaptureTest, TheCapturesClockIsTheRegionsTimeBase) {
+  Session s;
+  SessionCapture capture(s.Context(FreshTempDir("capture_clock"), false));
+  SessionReport report;
+  ASSERT_TRUE(capture.Start(&report).ok());
+  ASSERT_NE(capture.region(), nullptr);
+  const v1::CaptureClock& clock = capture.info().clock();
+  EXPECT_EQ(clock.base_monotonic_ns(), static_cast<int64_t>(capture.region()->time_base_ns()));
+  EXPECT_GT(clock.base_monotonic_ns(), 0);
+  EXPECT_GT(clock.base_unix_ns(), 0);
+  EXPECT_FALSE(clock.host().empty());
+  EXPECT_FALSE(clock.has_server_offset());
+  CaptureLabels labels;
+  SessionResult result;
+  absl::Status dump_status;
+  capture.Finish({}, &labels, &report, &result, &dump_status);
+  EXPECT_TRUE(dump_status.ok()) << dump_status;
+}
+
 TEST(SessionCaptureTest, IsolatedCollectsOnlyOnceAsked) {
   Session s;
   SessionCapture capture(s.Context(FreshTempDir("capture_isolated"), true));

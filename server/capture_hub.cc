@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -194,6 +195,11 @@ absl::Status RemoveCaptureFiles(const std::string& dir) {
 google::protobuf::RepeatedPtrField<v1::Kernel> HubCapture::Kernels() const {
   std::lock_guard<std::mutex> lock(mu_);
   return info_.kernels();
+}
+
+v1::CaptureClock HubCapture::Clock() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return info_.clock();
 }
 
 absl::Status HubCapture::ResolveKernels(ArgFilter* query) const {
@@ -861,6 +867,18 @@ absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Open(const v1::IngestOpe
   }
   *info.mutable_kernels() = open.kernels();
   if (open.has_job()) *info.mutable_job() = open.job();
+  if (open.has_clock()) {
+    // The server's wall clock against the client's, as the open arrives
+    // (the one-way latency included).
+    *info.mutable_clock() = open.clock();
+    if (open.client_unix_ns() != 0) {
+      info.mutable_clock()->set_has_server_offset(true);
+      const int64_t now_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
+      info.mutable_clock()->set_server_offset_ns(now_unix_ns - open.client_unix_ns());
+    }
+  }
   auto store = CaptureStore::Create(dir, info);
   if (!store.ok()) return store.status();
   (*store)->set_payload_dedup(options_.payload_dedup && !open.no_payload_dedup());

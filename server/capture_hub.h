@@ -101,6 +101,9 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   // The capture's kernel table (GetCapture sends it; ListCaptures' pages
   // do not).
   google::protobuf::RepeatedPtrField<v1::Kernel> Kernels() const;
+  // The capture's time base (CaptureInfo.clock), with the server's offset
+  // when the client sent its wall clock.
+  v1::CaptureClock Clock() const;
   // Turns `query`'s kernel name and type into func ids through the
   // capture's kernel table (format/kernel_table.h); InvalidArgument naming
   // the capture's kernels when it has no such kernel.

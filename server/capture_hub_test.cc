@@ -99,6 +99,34 @@ class Waiter {
   Watermark last_;
 };
 
+// The capture keeps the client's clock; the server's offset from it is
+// measured against the client's wall clock sent with the open (here a
+// client whose clock reads 0: the offset is the server's whole wall clock).
+TEST(CaptureHubTest, OpenKeepsTheClockAndMeasuresTheServersOffset) {
+  CaptureHub::Options o;
+  o.root = Root("clock");
+  auto hub = CaptureHub::Open(o);
+  ASSERT_TRUE(hub.ok()) << hub.status();
+  v1::IngestOpen open = OpenRequest("timed");
+  open.mutable_clock()->set_base_monotonic_ns(123);
+  open.mutable_clock()->set_base_unix_ns(456);
+  open.mutable_clock()->set_host("rank-host");
+  open.set_client_unix_ns(1);
+  auto timed = (*hub)->Open(open);
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  const v1::CaptureClock clock = (*timed)->Clock();
+  EXPECT_EQ(clock.base_monotonic_ns(), 123);
+  EXPECT_EQ(clock.base_unix_ns(), 456);
+  EXPECT_EQ(clock.host(), "rank-host");
+  EXPECT_TRUE(clock.has_server_offset());
+  EXPECT_GT(clock.server_offset_ns(), 0);
+  // No clock sent: none kept, no offset.
+  auto plain = (*hub)->Open(OpenRequest("plain"));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE((*plain)->Clock().has_server_offset());
+  EXPECT_EQ((*plain)->Clock().base_unix_ns(), 0);
+}
+
 TEST(CaptureHubTest, ReadersAndWatchersRunWhileTheWriterAppendsAndFinishes) {
   CaptureHub::Options o;
   o.root = Root("concurrent");

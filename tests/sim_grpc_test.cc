@@ -51,6 +51,25 @@ class SimGrpcTest : public ::testing::Test {
   std::unique_ptr<v1::CaptureService::Stub> stub_;
 };
 
+// A streamed run's capture keeps the session's clock (its host and bases),
+// with the server's offset measured at open.
+TEST_F(SimGrpcTest, AStreamedCaptureKeepsTheClockWithTheServersOffset) {
+  const auto w = BuiltinWorkload("vector_example");
+  ASSERT_TRUE(w.ok());
+  SimJobOptions remote = Options(2, "remote_clock");
+  remote.capture_server = target_;
+  remote.capture_name = "clocked";
+  auto r = RunSimJob(*w, BuiltinKernels(), remote);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto capture = server_->hub().Find("clocked");
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  const v1::CaptureClock clock = (*capture)->Clock();
+  EXPECT_GT(clock.base_monotonic_ns(), 0);
+  EXPECT_GT(clock.base_unix_ns(), 0);
+  EXPECT_FALSE(clock.host().empty());
+  EXPECT_TRUE(clock.has_server_offset());
+}
+
 TEST_F(SimGrpcTest, BothSinksWriteTheSameCapture) {
   int compared = 0;
   for (const char* workload : {"vector_example", "mixed_example"}) {

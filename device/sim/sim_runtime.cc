@@ -35,6 +35,12 @@ abi::ArgRole RoleOf(ArgDirection d) {
   }
 }
 
+// A steady_clock (CLOCK_MONOTONIC) time in ns, as task times are recorded.
+uint64_t MonotonicNs(Clock::time_point t) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+}
+
 std::string TaskIdHex(uint64_t id) { return absl::StrCat("0x", absl::Hex(id, absl::kZeroPad16)); }
 
 }  // namespace
@@ -88,6 +94,9 @@ struct SimRuntime::Task {
   uint32_t flight_slot = abi::kNoFlightSlot;
   Clock::time_point dispatched_at;
   bool reaped = false;
+  // When the last subtask's kernel returned (CLOCK_MONOTONIC ns): written
+  // under mu_ as the completion is queued, read by the scheduler that took it.
+  uint64_t completed_mono_ns = 0;
   // Shared with the workers running it.
   std::atomic<bool> cancel{false};
   std::atomic<uint64_t> drained{0};
@@ -914,6 +923,9 @@ bool SimRuntime::CompleteTasks(SchedulerThread& scheduler, const std::vector<Tas
   ThreadRecorder* rec = scheduler.recorder();
   bool stopping = false;
   for (Task* t : done) {
+    // Written under mu_ before the completion was queued; `done` was taken
+    // under mu_.
+    t->dump.complete_mono_ns = t->completed_mono_ns;
     if (rec != nullptr && t->overflow_check && !t->reaped && Overflowed(t)) {
       // The whole task, flagged; it replaces the ordinary after record.
       t->dump.step = t->step;
@@ -947,11 +959,14 @@ void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Tas
     if (rec != nullptr && t->verbose && t->dumped && (t->dump_before || t->dump_after)) {
       LogDumpedTask(t, scheduler.index);
     }
+    // The dispatch time is read as the task is handed over, before its
+    // before_dispatch records (which carry it) are written.
+    t->dispatched_at = Clock::now();
+    t->dump.dispatch_mono_ns = MonotonicNs(t->dispatched_at);
     if (rec != nullptr && t->dumped && t->dump_before) {
       rec->RecordTask(t->dump, abi::Stage::kBeforeDispatch);
     }
     t->scheduler = scheduler.index;
-    t->dispatched_at = Clock::now();
     scheduler.inflight.push_back(t);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1144,6 +1159,7 @@ void SimRuntime::WorkerLoop(uint32_t worker) {
       t->failed_func = t->func_ids[job.subtask];
     }
     if (--t->subtasks_left == 0) {
+      t->completed_mono_ns = MonotonicNs(Clock::now());
       completions_[t->scheduler].push_back(t);
       completions_queued_[t->scheduler].store(1, std::memory_order_relaxed);
       scheduler_cv_[t->scheduler]->notify_one();

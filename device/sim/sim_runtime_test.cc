@@ -162,6 +162,49 @@ TEST(SimRuntimeTest, MixTaskRunsEachSubtaskAndDumpsEachSlotOnce) {
   EXPECT_EQ(by_slot[4], std::vector<float>(8, 3.0f));
 }
 
+// Every record of a run carries its task's dispatch time; after_completion
+// records also its completion, at or after the dispatch; the records of one
+// task agree on the dispatch; tasks that depend on each other are in order.
+TEST(SimRuntimeTest, RecordsCarryDispatchAndCompletionTimes) {
+  RecordingHarness cap(CaptureConfig(abi::DumpLevel::kFull));
+  SimRuntime rt(Config(), BuiltinKernels(), cap.recorder.get());
+  Tensor a = *rt.Alloc(DataType::kFloat32, {8});
+  Tensor s = *rt.Alloc(DataType::kFloat32, {8});
+  Fill(a, 2.0f);
+  ASSERT_TRUE(rt.Start().ok());
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 4; ++i) {
+    CoreTaskArgs args;
+    ASSERT_TRUE(args.add_input(a).ok());
+    ASSERT_TRUE(args.add_input(a).ok());
+    ASSERT_TRUE(args.add_output(s).ok());
+    auto id = rt.Submit({Id("mix_sum")}, std::move(args));
+    ASSERT_TRUE(id.ok()) << id.status();
+    ids.push_back(*id);
+  }
+  ASSERT_TRUE(rt.Synchronize().ok());
+  ASSERT_TRUE(cap.host->Stop().ok());
+  std::map<uint64_t, uint64_t> dispatch, complete;
+  for (const CapturedArg& c : cap.host->TakeRecords()) {
+    ASSERT_NE(c.record.time_flags & abi::kTimeDispatch, 0);
+    const uint64_t d = abi::DispatchNs(c.record);
+    auto it = dispatch.emplace(c.record.task_id, d).first;
+    EXPECT_EQ(it->second, d) << "records of one task disagree";
+    const bool after = c.record.stage == uint8_t(abi::Stage::kAfterCompletion);
+    EXPECT_EQ((c.record.time_flags & abi::kTimeComplete) != 0, after);
+    if (after) complete[c.record.task_id] = d + abi::DurationNs(c.record);
+  }
+  ASSERT_EQ(dispatch.size(), ids.size());
+  ASSERT_EQ(complete.size(), ids.size());
+  // Each task writes `s`, so each is dispatched after the previous completed.
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_LE(dispatch[ids[i]], complete[ids[i]]);
+    if (i > 0) {
+      EXPECT_LE(complete[ids[i - 1]], dispatch[ids[i]]);
+    }
+  }
+}
+
 absl::Status CopyFirst(KernelContext& ctx) {
   auto x = ctx.tensor(0);
   auto y = ctx.tensor(1);
