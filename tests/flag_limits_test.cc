@@ -68,6 +68,7 @@ const NumericFlag kFlags[] = {
     {"apps/sim_run/sim_run", "drain_threads", "1..64", 1, 64, false},
     {"apps/sim_run/sim_run", "collector_shards", "1..64", 1, 64, false},
     {"apps/sim_run/sim_run", "steps", "1..1000000", 1, 1000000, false},
+    {"apps/sim_run/sim_run", "ranks", "0..4096; 0: no job launch (one run)", 0, 4096, false},
     {"apps/sim_run/sim_run", "capture_connect_timeout_ms", "1ms..1d (86400000ms)", 1, kDay, false},
     {"apps/sim_run/sim_run", "capture_retry_deadline_ms", "0..1d (86400000ms); 0: no retry", 0, kDay,
      false},

@@ -167,7 +167,7 @@ CommandLineSpec SimRunSpec() {
       {"capture_connect_timeout_ms", Quantity::Milliseconds(1, kMillisecondsPerDay)},
       {"capture_retry_deadline_ms",
        Quantity::Milliseconds(0, kMillisecondsPerDay, "no retry")},
-      {"ranks", Quantity::Count(0, 4096)},
+      {"ranks", Quantity::Count(0, 4096, "no job launch (one run)")},
   };
   return spec;
 }
