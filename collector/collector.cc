@@ -62,6 +62,8 @@ ARGSDUMP_FROM_DEVICE(Truncated, kBool, r.truncated != 0)
 ARGSDUMP_FROM_DEVICE(Overwritten, kBool, std::nullopt)
 ARGSDUMP_FROM_DEVICE(BinOffset, kUint64, std::nullopt)
 ARGSDUMP_FROM_DEVICE(BinSize, kUint64, r.payload_size)
+ARGSDUMP_FROM_DEVICE(DispatchNs, kNonZero, std::nullopt)  // SetTaskTimes
+ARGSDUMP_FROM_DEVICE(CompleteNs, kNonZero, std::nullopt)
 #undef ARGSDUMP_FROM_DEVICE
 
 // The task's times (abi::kTimeDispatch), as ns after the capture's time base;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <tuple>
@@ -18,7 +19,10 @@ namespace argsdump {
 namespace {
 
 constexpr char kMagic[4] = {'A', 'D', 'I', 'X'};
-constexpr uint32_t kVersion = 2;
+// Version 3 rows carry the task times; version 2 rows (kIndexRowBytesV2)
+// end before them and still read, with times 0.
+constexpr uint32_t kVersion = 3;
+constexpr uint32_t kOldestVersion = 2;
 
 struct IndexHeader {
   char magic[4];
@@ -158,9 +162,12 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   IndexHeader h;
   std::memcpy(&h, map, sizeof(h));
   if (std::memcmp(h.magic, kMagic, 4) != 0) return bad("not an args.index (bad magic)");
-  if (h.version != kVersion) return bad(absl::StrCat("version ", h.version, ", expected ", kVersion));
-  if (h.row_bytes != sizeof(ManifestRow)) {
-    return bad(absl::StrCat("rows of ", h.row_bytes, " bytes, expected ", sizeof(ManifestRow)));
+  if (h.version < kOldestVersion || h.version > kVersion) {
+    return bad(absl::StrCat("version ", h.version, ", expected ", kOldestVersion, " to ", kVersion));
+  }
+  const uint32_t row_bytes = h.version == kVersion ? sizeof(ManifestRow) : kIndexRowBytesV2;
+  if (h.row_bytes != row_bytes) {
+    return bad(absl::StrCat("rows of ", h.row_bytes, " bytes, expected ", row_bytes));
   }
   if (h.info_bytes > (1u << 24) || h.counters_bytes > (1u << 24)) {
     return bad(absl::StrCat("capture info of ", h.info_bytes, " bytes or counters of ",
@@ -168,9 +175,9 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   }
   const uint64_t meta = uint64_t{h.info_bytes} + h.counters_bytes;
   const uint64_t rows_at = sizeof(IndexHeader) + Pad8(meta);
-  // Rows are 120 bytes and the two u32 arrays 8 bytes per row together:
-  // the task_id column starts 8-aligned.
-  const uint64_t tasks_at = rows_at + h.rows * (sizeof(ManifestRow) + 2 * sizeof(uint32_t));
+  // Rows are a multiple of 8 bytes and the two u32 arrays 8 bytes per row
+  // together: the task_id column starts 8-aligned.
+  const uint64_t tasks_at = rows_at + h.rows * (row_bytes + 2 * sizeof(uint32_t));
   const uint64_t stats_at = tasks_at + h.rows * sizeof(uint64_t);
   const uint64_t stats_bytes = (h.flags & 2) ? h.rows * sizeof(StatsRow) : 0;
   if (h.rows > (uint64_t{1} << 32) || bytes != stats_at + stats_bytes) {
@@ -187,8 +194,9 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::Open(const std::string& pa
   }
   f->rows_ = h.rows;
   f->recovered_ = (h.flags & 1) != 0;
-  f->rows_at_ = reinterpret_cast<const ManifestRow*>(base + rows_at);
-  f->record_id_ = reinterpret_cast<const uint32_t*>(base + rows_at + h.rows * sizeof(ManifestRow));
+  f->row_bytes_ = row_bytes;
+  f->rows_at_ = base + rows_at;
+  f->record_id_ = reinterpret_cast<const uint32_t*>(base + rows_at + h.rows * row_bytes);
   f->position_ = f->record_id_ + h.rows;
   f->task_ids_ = reinterpret_cast<const uint64_t*>(base + tasks_at);
   if (h.flags & 2) f->stats_at_ = reinterpret_cast<const StatsRow*>(base + stats_at);
@@ -210,8 +218,8 @@ absl::Status IndexFile::CheckEveryRow() const {
   const uint64_t rows_at = static_cast<uint64_t>(at(rows_at_));
   std::vector<bool> seen(rows_, false);
   for (uint64_t i = 0; i < rows_; ++i) {
-    if (absl::Status s = CheckStoredRow(base + rows_at + i * sizeof(ManifestRow)); !s.ok()) {
-      return bad(absl::StrCat("byte ", rows_at + i * sizeof(ManifestRow), ": row ", i, ": ",
+    if (absl::Status s = CheckStoredRow(RawRow(i).data()); !s.ok()) {
+      return bad(absl::StrCat("byte ", rows_at + i * row_bytes_, ": row ", i, ": ",
                               s.message()));
     }
     const uint32_t id = record_id_[i];
@@ -221,7 +229,7 @@ absl::Status IndexFile::CheckEveryRow() const {
                               "it"));
     }
     seen[id] = true;
-    if (task_ids_[i] != rows_at_[i].task_id || (i > 0 && task_ids_[i - 1] > task_ids_[i])) {
+    if (task_ids_[i] != row(i).task_id || (i > 0 && task_ids_[i - 1] > task_ids_[i])) {
       return bad(absl::StrCat("byte ", at(&task_ids_[i]), ": the task_id column at row ", i,
                               " disagrees with its row or is out of order"));
     }
@@ -234,6 +242,18 @@ absl::Status IndexFile::CheckEveryRow() const {
     }
   }
   return absl::OkStatus();
+}
+
+std::array<char, sizeof(ManifestRow)> IndexFile::RawRow(uint64_t i) const {
+  std::array<char, sizeof(ManifestRow)> raw = {};
+  std::memcpy(raw.data(), rows_at_ + i * row_bytes_, row_bytes_);
+  return raw;
+}
+
+ManifestRow IndexFile::row(uint64_t i) const {
+  ManifestRow r;
+  std::memcpy(&r, rows_at_ + i * row_bytes_, row_bytes_);
+  return r;
 }
 
 IndexFile::~IndexFile() {
@@ -255,7 +275,7 @@ QueryPage IndexFile::Query(const ArgFilter& query, uint64_t from, size_t limit,
   }
   uint64_t i = begin;
   for (size_t looked = 0; i < end && page.hits.size() < limit && looked < budget; ++i, ++looked) {
-    const ManifestRow& r = row(i);
+    const ManifestRow r = row(i);
     if (query.Matches(r, stats(i))) {
       QueryHit hit{record_id_[i], r, i};
       if (const StatsRow* s = stats(i)) hit.stats = *s;
@@ -288,7 +308,7 @@ std::vector<QueryHit> IndexFile::ByArrival(const ArgFilter& query, uint64_t from
                                            uint64_t to) const {
   std::vector<QueryHit> hits;
   for (uint64_t id = from; id < std::min(to, rows_); ++id) {
-    const ManifestRow& r = row(position_[id]);
+    const ManifestRow r = row(position_[id]);
     if (query.Matches(r, stats(position_[id]))) hits.push_back(QueryHit{id, r});
   }
   return hits;
@@ -296,15 +316,16 @@ std::vector<QueryHit> IndexFile::ByArrival(const ArgFilter& query, uint64_t from
 
 absl::StatusOr<ManifestRow> IndexFile::CheckedRow(uint64_t i) const {
   const char* base = static_cast<const char*>(map_);
-  const char* raw = reinterpret_cast<const char*>(rows_at_ + i);
+  const char* raw = rows_at_ + i * row_bytes_;
   auto bad = [&](const std::string& what) {
     return absl::DataLossError(absl::StrCat("index ", path_, ": byte ", raw - base, ": row ", i,
                                             ": ", what));
   };
   if (i >= rows_) return bad(absl::StrCat("out of range (", rows_, " rows)"));
-  if (absl::Status s = CheckStoredRow(raw); !s.ok()) return bad(std::string(s.message()));
+  const std::array<char, sizeof(ManifestRow)> whole = RawRow(i);
+  if (absl::Status s = CheckStoredRow(whole.data()); !s.ok()) return bad(std::string(s.message()));
   ManifestRow row;
-  std::memcpy(&row, raw, sizeof(row));
+  std::memcpy(&row, whole.data(), sizeof(row));
   if (row.task_id != task_ids_[i]) return bad("disagrees with the task_id column");
   if (stats_at_ != nullptr) {
     const char* present = reinterpret_cast<const char*>(stats_at_ + i) + offsetof(StatsRow, present);

@@ -5,16 +5,18 @@
 // args.index (little endian, written once, atomically, by Finish/Recover):
 //   IndexHeader               64 bytes: magic "ADIX", version, sizes
 //   CaptureInfo               info_bytes, serialized (with the kernel
-//                             table, CaptureInfo.kernels: a field older
-//                             readers skip, so the version stays 2; Open
-//                             checks it, format/kernel_table.h)
+//                             table, CaptureInfo.kernels, and the clock:
+//                             fields older readers skip; Open checks the
+//                             table, format/kernel_table.h)
 //   CaptureCounters           counters_bytes, serialized, then zero padding
 //                             to a multiple of 8
-//   ManifestRow rows[n]       in manifest order (sorted by task_id first)
+//   ManifestRow rows[n]       in manifest order (sorted by task_id first);
+//                             row_bytes each: 136 in version 3, 120 in
+//                             version 2 (no task times; read as 0)
 //   uint32 record_id[n]       arrival sequence of each row
 //   uint32 position[n]        row of each record id
 //   uint64 task_id[n]         rows[i].task_id: the column binary searches
-//                             read (15x denser than the rows); 8-aligned,
+//                             read (17x denser than the rows); 8-aligned,
 //                             as everything before it is a multiple of 8
 // Opening it maps the file: a query touches O(log n) pages of the task_id
 // column and the pages of the rows it returns; the process holds no
@@ -22,6 +24,7 @@
 #ifndef ARGSDUMP_FORMAT_CAPTURE_INDEX_H_
 #define ARGSDUMP_FORMAT_CAPTURE_INDEX_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -124,14 +127,17 @@ class IndexFile {
   // IndexChecks::kEverything's check of every row, its record id and task
   // column entry, and its stats row; DataLoss naming the byte.
   absl::Status CheckEveryRow() const;
-  const ManifestRow& row(uint64_t i) const { return rows_at_[i]; }
+  // Row i, a version 2 row with its times 0; RawRow: its bytes, so padded.
+  ManifestRow row(uint64_t i) const;
+  std::array<char, sizeof(ManifestRow)> RawRow(uint64_t i) const;
   const StatsRow* stats(uint64_t i) const {
     return stats_at_ != nullptr && stats_at_[i].present ? &stats_at_[i] : nullptr;
   }
   void* map_ = nullptr;
   size_t map_bytes_ = 0;
   uint64_t rows_ = 0;
-  const ManifestRow* rows_at_ = nullptr;
+  const char* rows_at_ = nullptr;
+  uint32_t row_bytes_ = sizeof(ManifestRow);  // kIndexRowBytesV2 in a version 2 file
   const uint32_t* record_id_ = nullptr;
   const uint32_t* position_ = nullptr;
   const uint64_t* task_ids_ = nullptr;

@@ -10,7 +10,8 @@
 //   kAlways     every entry the store writes; readers tolerate its absence
 //               (manifests of older builds, other writers)
 //   kSometimes  only some entries (step: captures with steps; value:
-//               scalars; the flags: when true; stats: when stored)
+//               scalars; the flags: when true; the task times: when
+//               known; stats: when stored)
 #ifndef ARGSDUMP_FORMAT_MANIFEST_FIELDS_H_
 #define ARGSDUMP_FORMAT_MANIFEST_FIELDS_H_
 
@@ -44,6 +45,8 @@ namespace argsdump {
   X(Overwritten, "overwritten", kAlways)                  \
   X(BinOffset, "bin_offset", kAlways)                     \
   X(BinSize, "bin_size", kAlways)                         \
+  X(DispatchNs, "dispatch_ns", kSometimes)                \
+  X(CompleteNs, "complete_ns", kSometimes)                \
   X(Stats, "stats", kSometimes)
 
 // The simple fields among them: one value each, the same name in the
@@ -54,6 +57,7 @@ namespace argsdump {
 //   kUint32, kUint64  a number
 //   kBool             true / false, always written
 //   kTrueFlag         written only when true (absent: false)
+//   kNonZero          a uint64 written only when not 0 (absent: 0)
 // A new simple field: its proto field, its ManifestRow member and row-list
 // line (format/record.h), its lines here - nothing else to write.
 #define ARGSDUMP_SIMPLE_MANIFEST_FIELDS(S)            \
@@ -68,9 +72,11 @@ namespace argsdump {
   S(Truncated, kBool, truncated)                      \
   S(Overwritten, kBool, overwritten)                  \
   S(BinOffset, kUint64, bin_offset)                   \
-  S(BinSize, kUint64, bin_size)
+  S(BinSize, kUint64, bin_size)                       \
+  S(DispatchNs, kNonZero, dispatch_ns)                \
+  S(CompleteNs, kNonZero, complete_ns)
 
-enum class FieldStyle { kUint32, kUint64, kBool, kTrueFlag };
+enum class FieldStyle { kUint32, kUint64, kBool, kTrueFlag, kNonZero };
 
 // The fields of an entry's "stats" object, in the order the store writes
 // them: the same names in v1::TensorStats, the index's StatsRow and the
@@ -94,6 +100,7 @@ template <> struct FieldType<FieldStyle::kUint32> { using type = uint32_t; };
 template <> struct FieldType<FieldStyle::kUint64> { using type = uint64_t; };
 template <> struct FieldType<FieldStyle::kBool> { using type = bool; };
 template <> struct FieldType<FieldStyle::kTrueFlag> { using type = bool; };
+template <> struct FieldType<FieldStyle::kNonZero> { using type = uint64_t; };
 
 // The members a struct gets for the simple fields (the viewer's entry).
 #define ARGSDUMP_SIMPLE_FIELD_MEMBER(id, style, member) \

@@ -56,7 +56,14 @@ struct ManifestRow {
   bool nonfinite = false;
   uint8_t reserved[1] = {};  // explicit padding: rows are stored raw
   uint32_t step = 0;  // zero in args.index files from before steps existed
+  // The task's times (v1::ArgRecord): 0 in args.index files of version 2,
+  // whose rows end before them (kIndexRowBytesV2).
+  uint64_t dispatch_ns = 0;
+  uint64_t complete_ns = 0;
 };
+
+// An args.index row of version 2: a ManifestRow up to the task times.
+inline constexpr size_t kIndexRowBytesV2 = 120;
 
 // InvalidArgument (naming the field) for what a row cannot hold: more than
 // 5 dims or 3 func ids, shape and strides of different lengths, enum values
@@ -78,13 +85,16 @@ absl::Status ValidateRecord(const v1::ArgRecord& record);
 // A row read back raw from a file (args.index): enums in range, bools 0 or
 // 1, at most 5 dims and 3 func ids, payload offset + size without
 // overflow. InvalidArgument naming the field. `raw` is sizeof(ManifestRow)
-// bytes, read as bytes: a bool holding 0x9f is never loaded as a bool.
+// bytes (an older index's shorter row is first copied into a zeroed one),
+// read as bytes: a bool holding 0x9f is never loaded as a bool.
 absl::Status CheckStoredRow(const char* raw);
 
 // The on-disk index (args.index) stores rows raw: pin their layout.
 static_assert(sizeof(bool) == 1, "ManifestRow bools are one byte on disk");
-static_assert(sizeof(ManifestRow) == 120, "ManifestRow is part of the args.index format");
+static_assert(sizeof(ManifestRow) == 136, "ManifestRow is part of the args.index format");
 static_assert(offsetof(ManifestRow, step) == 116, "ManifestRow is part of the args.index format");
+static_assert(offsetof(ManifestRow, dispatch_ns) == kIndexRowBytesV2,
+              "a version 2 row is a ManifestRow's prefix");
 
 // The row's fields that are v1::ArgRecord's field of the same name:
 // format/manifest_fields.h's simple fields (ARGSDUMP_SIMPLE_MANIFEST_FIELDS,

@@ -91,6 +91,8 @@ const char* RoleText(Role r) {
 #define ARGSDUMP_CAPTURED_Overwritten &CapturedArg::overwritten
 #define ARGSDUMP_CAPTURED_BinOffset nullptr
 #define ARGSDUMP_CAPTURED_BinSize &CapturedArg::bin_size
+#define ARGSDUMP_CAPTURED_DispatchNs nullptr  // task times: not in the SDK's CapturedArg
+#define ARGSDUMP_CAPTURED_CompleteNs nullptr
 
 template <typename T>
 void CopySimpleField(CapturedArg* a, T CapturedArg::*member, const T& value) {

@@ -227,6 +227,7 @@ v1::CaptureSummary HubCapture::Summary() const {
   *s.mutable_labels() = info_.labels();
   if (info_.has_device_crash()) *s.mutable_device_crash() = info_.device_crash();
   if (info_.has_job()) *s.mutable_job() = info_.job();
+  if (info_.has_clock()) *s.mutable_clock() = info_.clock();
   if (store_) {
     *s.mutable_counters() = store_->counters();
   } else if (index_) {

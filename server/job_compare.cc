@@ -41,7 +41,7 @@ auto PairKey(const ManifestRow& r) {
 }
 
 // A capture's rows matching `q`, in pairing order (arrival order among
-// equal keys). Rows only: 120 bytes a record, never payloads.
+// equal keys). Rows only: 136 bytes a record, never payloads.
 std::vector<QueryHit> SortedRows(const HubCapture& c, const std::optional<ArgFilter>& q) {
   std::vector<QueryHit> rows;
   if (!q) return rows;  // the capture has no such kernel: nothing matches

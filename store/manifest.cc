@@ -115,6 +115,8 @@ void ManifestContents::SetInfo(const v1::CaptureInfo& info) {
   kernels = info.kernels();
   job.reset();
   if (info.has_job()) job = info.job();
+  clock.reset();
+  if (info.has_clock()) clock = info.clock();
 }
 
 std::vector<std::pair<std::string, std::string>> SortedLabels(const v1::CaptureInfo& info) {
@@ -272,6 +274,10 @@ void PutSimple(Cursor& c, T value) {
     if (!value) return;
     Key<F>(c);
     c.Lit("true");
+  } else if constexpr (S == FieldStyle::kNonZero) {
+    if (value == 0) return;
+    Key<F>(c);
+    c.Uint(value);
   } else if constexpr (S == FieldStyle::kBool) {
     Key<F>(c);
     c.Bool(value);
@@ -434,6 +440,18 @@ void AppendDeviceCrash(const v1::DeviceCrash& d, std::string* out) {
   out->append("]},\n");
 }
 
+// "clock": what the entries' times count from.
+void AppendClock(const v1::CaptureClock& clock, std::string* out) {
+  absl::StrAppend(out, "  \"clock\": {\"base_monotonic_ns\": ", clock.base_monotonic_ns(),
+                  ", \"base_unix_ns\": ", clock.base_unix_ns(), ", \"host\": ");
+  AppendJsonString(clock.host(), out);
+  if (clock.has_server_offset()) {
+    absl::StrAppend(out, ", \"has_server_offset\": true, \"server_offset_ns\": ",
+                    clock.server_offset_ns());
+  }
+  out->append("},\n");
+}
+
 // "kernels": the kernel table, one kernel a line.
 void AppendKernels(const google::protobuf::RepeatedPtrField<v1::Kernel>& kernels,
                    std::string* out) {
@@ -515,6 +533,7 @@ std::string ManifestHead(const ManifestContents& m, const RowSummary& sum) {
     AppendJsonString(m.job->source(), &out);
     out.append("},\n");
   }
+  if (m.clock) AppendClock(*m.clock, &out);
   absl::StrAppend(
       &out, "  \"total_args\": ", c.total_args(), ",\n",
       "  \"before_dispatch\": ", c.before_dispatch(), ",\n",

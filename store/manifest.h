@@ -82,9 +82,11 @@ struct ManifestContents {
   google::protobuf::RepeatedPtrField<v1::Kernel> kernels;
   // The job the capture is a rank of: written as "job" when set.
   std::optional<v1::JobMember> job;
+  // What the entries' times count from: written as "clock" when set.
+  std::optional<v1::CaptureClock> clock;
 
-  // level, labels, step_levels, device_crash, kernels and job from the
-  // capture's info.
+  // level, labels, step_levels, device_crash, kernels, job and clock from
+  // the capture's info.
   void SetInfo(const v1::CaptureInfo& info);
 };
 

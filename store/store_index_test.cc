@@ -315,6 +315,84 @@ TEST(CaptureIndexTest, EveryRowAndArrayIsCheckedAtOpen) {
   EXPECT_TRUE(IndexFile::Open(path).ok());
 }
 
+// The task times and the clock are kept: every row reads back with its
+// dispatch_ns/complete_ns, the info with its clock.
+TEST(CaptureIndexTest, TaskTimesAndTheClockReadBack) {
+  RecordList rows = Rows();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].dispatch_ns = 1000 + i;
+    rows[i].complete_ns = i % 3 == 0 ? 0 : 5000 + i;  // some not known
+  }
+  v1::CaptureInfo info;
+  info.mutable_clock()->set_base_monotonic_ns(123);
+  info.mutable_clock()->set_base_unix_ns(1795953930000000000);
+  info.mutable_clock()->set_host("node7");
+  const std::string path = TempPath("times.index");
+  ASSERT_TRUE(WriteIndex(path, info, v1::CaptureCounters(), false, rows, ManifestOrder(rows)).ok());
+  for (IndexChecks checks : {IndexChecks::kEveryRow, IndexChecks::kRowsRead}) {
+    auto index = IndexFile::Open(path, checks);
+    ASSERT_TRUE(index.ok()) << index.status();
+    EXPECT_EQ((*index)->info().clock().host(), "node7");
+    EXPECT_EQ((*index)->info().clock().base_unix_ns(), 1795953930000000000);
+    for (uint64_t id = 0; id < rows.size(); ++id) {
+      absl::StatusOr<QueryHit> hit = (*index)->HitById(id);
+      ASSERT_TRUE(hit.ok()) << hit.status();
+      EXPECT_EQ(hit->row.dispatch_ns, rows[id].dispatch_ns) << id;
+      EXPECT_EQ(hit->row.complete_ns, rows[id].complete_ns) << id;
+      EXPECT_EQ(RecordFromRow(hit->row).complete_ns(), rows[id].complete_ns);
+    }
+  }
+}
+
+// An index of version 2 (120-byte rows, no times) still reads: the same
+// rows, their times 0. It is made from a version 3 index of the same rows
+// by cutting the times off every row.
+TEST(CaptureIndexTest, AVersion2IndexReadsWithTimesZero) {
+  RecordList rows = Rows();
+  for (ManifestRow& r : rows) r.dispatch_ns = 77;  // cut off below
+  ASSERT_NE(WriteAndOpen("v3.index", rows), nullptr);
+  const std::string v3 = ReadFileOrEmpty(TempPath("v3.index"));
+  const Layout l = LayoutOf(v3, rows.size());
+  std::string v2 = v3.substr(0, l.rows_at);
+  const uint32_t version = 2, row_bytes = kIndexRowBytesV2;
+  std::memcpy(&v2[4], &version, 4);
+  std::memcpy(&v2[8], &row_bytes, 4);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    v2 += v3.substr(l.rows_at + i * sizeof(ManifestRow), kIndexRowBytesV2);
+  }
+  v2 += v3.substr(l.record_ids_at);
+  const std::string path = TempPath("v2.index");
+  Put(path, v2);
+  for (IndexChecks checks : {IndexChecks::kEveryRow, IndexChecks::kRowsRead}) {
+    auto old = IndexFile::Open(path, checks);
+    ASSERT_TRUE(old.ok()) << old.status();
+    ASSERT_EQ((*old)->size(), rows.size());
+    for (uint64_t id = 0; id < rows.size(); ++id) {
+      absl::StatusOr<QueryHit> hit = (*old)->HitById(id);
+      ASSERT_TRUE(hit.ok()) << hit.status();
+      ManifestRow want = rows[id];
+      want.dispatch_ns = 0;
+      EXPECT_EQ(std::memcmp(&hit->row, &want, sizeof(want)), 0) << id;
+    }
+    ArgFilter q;
+    q.task_id = 0x100000003ull;
+    QueryPage page = (*old)->Query(q, 0, 100, 1000);
+    ASSERT_EQ(page.hits.size(), 3u);
+    EXPECT_EQ(page.hits[0].record_id, 18u);
+    EXPECT_EQ(page.hits[0].row.dispatch_ns, 0u);
+  }
+  // Version 2 with version 3's row size, or a version from the future: refused.
+  std::string wrong = v2;
+  const uint32_t big_rows = sizeof(ManifestRow), future = 4;
+  std::memcpy(&wrong[8], &big_rows, 4);
+  Put(path, wrong);
+  EXPECT_TRUE(absl::IsDataLoss(IndexFile::Open(path).status()));
+  wrong = v3;
+  std::memcpy(&wrong[4], &future, 4);
+  Put(path, wrong);
+  EXPECT_NE(IndexFile::Open(path).status().message().find("version 4"), std::string::npos);
+}
+
 // Random damage anywhere: refused at open, or (bytes no query trusts, such
 // as a shape or a counter) served without a crash: every lookup of the
 // opened index stays in bounds (ASan runs this too).

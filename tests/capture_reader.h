@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -110,6 +111,25 @@ inline CaptureFiles ReadCapture(const std::string& dir) {
     c.entries.push_back(std::move(e));
   }
   return c;
+}
+
+// A manifest's text without what differs from run to run: the entries'
+// task times and the head's "clock" line (for comparing two runs' files).
+inline std::string ManifestWithoutTimes(const std::string& manifest) {
+  std::string out;
+  std::istringstream lines(manifest);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  \"clock\": ", 0) == 0) continue;
+    for (const char* key : {", \"dispatch_ns\": ", ", \"complete_ns\": "}) {
+      for (size_t at; (at = line.find(key)) != std::string::npos;) {
+        size_t end = at + std::string(key).size();
+        while (end < line.size() && line[end] >= '0' && line[end] <= '9') ++end;
+        line.erase(at, end - at);
+      }
+    }
+    out += line + "\n";
+  }
+  return out;
 }
 
 }  // namespace argsdump

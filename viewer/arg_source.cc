@@ -164,6 +164,7 @@ class LocalSource : public ArgSource {
   }
 
   KernelTable Kernels() const override { return reader_->summary().kernels; }
+  std::optional<v1::CaptureClock> Clock() const override { return reader_->summary().clock; }
 
   // Without a filter nothing matched only in a capture of no entries: none
   // to suggest.
@@ -205,6 +206,7 @@ class IndexedSource : public ArgSource {
   }
 
   KernelTable Kernels() const override { return selected_.summary.kernels; }
+  std::optional<v1::CaptureClock> Clock() const override { return selected_.summary.clock; }
 
   absl::StatusOr<SomeValues> Suggestions() override { return FirstValues(dir_); }
 

@@ -61,6 +61,10 @@ class ArgSource {
   // manifest's "kernels" (known after the first Next), a remote capture's
   // from GetCapture. Empty for a capture without one.
   virtual KernelTable Kernels() const { return {}; }
+  // What the entries' times (ManifestEntry::dispatch_ns, complete_ns) count
+  // from: a local manifest's "clock" (known after the first Next), a remote
+  // capture's from GetCapture. None for a capture without one.
+  virtual std::optional<v1::CaptureClock> Clock() const { return std::nullopt; }
 };
 
 // DIR is a capture directory (holding args_dump.json) or a folder holding

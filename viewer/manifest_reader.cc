@@ -382,6 +382,31 @@ absl::Status ManifestReader::ParseInt32(int32_t* out, absl::string_view where) {
 // {"signal": 11, "signal_name": "SIGSEGV", ..., "executing": [{...}]}:
 // known keys read (a wrong type is an error), unknown ones skipped; then
 // the service's bounds (CheckDeviceCrash).
+absl::Status ManifestReader::ParseClock(v1::CaptureClock* out, absl::string_view where) {
+  return ParseObject(where, [&](const std::string& key) -> absl::Status {
+    const std::string at = absl::StrCat(where, ": \"", key.substr(0, 40), "\"");
+    int64_t v = 0;
+    if (key == "host") return ParseString(out->mutable_host(), at);
+    if (key == "has_server_offset") {
+      bool has = false;
+      if (absl::Status s = ParseBool(&has, at); !s.ok()) return s;
+      out->set_has_server_offset(has);
+      return absl::OkStatus();
+    }
+    if (key != "base_monotonic_ns" && key != "base_unix_ns" && key != "server_offset_ns") {
+      return SkipValue(at, 1);
+    }
+    if (absl::Status s = ParseInt(&v, at); !s.ok()) return s;
+    if (key == "base_monotonic_ns") out->set_base_monotonic_ns(v);
+    if (key == "base_unix_ns") out->set_base_unix_ns(v);
+    if (key == "server_offset_ns") {
+      out->set_server_offset_ns(v);
+      out->set_has_server_offset(true);
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::Status ManifestReader::ParseDeviceCrash(v1::DeviceCrash* out, absl::string_view where) {
   std::string text;
   absl::Status parsed = ParseObject(where, [&](const std::string& key) -> absl::Status {
@@ -649,7 +674,7 @@ template <FieldStyle S>
 absl::Status ManifestReader::ParseSimple(typename FieldType<S>::type* out,
                                          absl::string_view where) {
   if constexpr (S == FieldStyle::kUint32) return ParseUint32(out, where);
-  if constexpr (S == FieldStyle::kUint64) return ParseUint(out, where);
+  if constexpr (S == FieldStyle::kUint64 || S == FieldStyle::kNonZero) return ParseUint(out, where);
   if constexpr (S == FieldStyle::kBool || S == FieldStyle::kTrueFlag) return ParseBool(out, where);
 }
 
@@ -909,7 +934,7 @@ class ManifestReader::StoreLayoutScanner {
   template <FieldStyle S>
   bool Simple(typename FieldType<S>::type* out) {
     if constexpr (S == FieldStyle::kUint32) return Uint32(out);
-    if constexpr (S == FieldStyle::kUint64) return Uint(out);
+    if constexpr (S == FieldStyle::kUint64 || S == FieldStyle::kNonZero) return Uint(out);
     if constexpr (S == FieldStyle::kBool || S == FieldStyle::kTrueFlag) return Bool(out);
   }
 
@@ -1219,6 +1244,9 @@ absl::Status ManifestReader::ParseTopLevelValue(const std::string& key) {
     }
   } else if (key == "kernels") {
     return ParseKernels(&summary_.kernels, where);
+  } else if (key == "clock") {
+    summary_.clock.emplace();
+    return ParseClock(&*summary_.clock, where);
   } else if (key == "device_crash") {
     summary_.device_crash.emplace();
     return ParseDeviceCrash(&*summary_.device_crash, where);

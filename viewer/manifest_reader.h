@@ -95,6 +95,9 @@ struct ManifestSummary {
   // held to format/kernel_table.h's bounds. The store writes it before
   // args[], so it is known once ReadHeader or the first Next returned.
   KernelTable kernels;
+  // "clock", when present: what the entries' times count from
+  // (CaptureInfo.clock). Written before args[], as the kernels are.
+  std::optional<v1::CaptureClock> clock;
 };
 
 class ManifestReader {
@@ -200,6 +203,7 @@ class ManifestReader {
   absl::Status ParseDeviceCrash(v1::DeviceCrash* out, absl::string_view where);
   absl::Status ParseCrashedTask(v1::CrashedTask* out, absl::string_view where);
   absl::Status ParseKernels(KernelTable* out, absl::string_view where);
+  absl::Status ParseClock(v1::CaptureClock* out, absl::string_view where);
   absl::Status ParseKernel(v1::Kernel* out, absl::string_view where);
   absl::Status ParseBoundedString(std::string* out, size_t max, absl::string_view where);
   absl::Status ParseInt32(int32_t* out, absl::string_view where);

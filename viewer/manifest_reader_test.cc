@@ -87,6 +87,10 @@ TEST(ManifestReaderTest, EverySimpleFieldReadsBackAsStored) {
                                  .InFlightSnapshot(rng() % 2 == 0)
                                  .Overflow(rng() % 2 == 0),
                              std::string(truncated ? 12 : 32, 'p'));
+    if (rng() % 4 != 0) {  // task times, some not known (0: not written)
+      r.set_dispatch_ns(1 + rng() % (uint64_t{1} << 50));
+      if (rng() % 2 == 0) r.set_complete_ns(r.dispatch_ns() + rng() % 100000);
+    }
     stored.push_back(r);
   }
   ASSERT_TRUE(c.WriteTo(dir, "simple", v1::CaptureCounters()).ok());
@@ -101,6 +105,44 @@ TEST(ManifestReaderTest, EverySimpleFieldReadsBackAsStored) {
     ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_EXPECT_SAME)
 #undef ARGSDUMP_EXPECT_SAME
   }
+}
+
+// The capture's clock is written before args[] and reads back whole; a
+// capture without one has none, and its entries no times.
+TEST(ManifestReaderTest, TheClockReadsBack) {
+  for (bool with_offset : {false, true}) {
+    const std::string dir = TempPath(absl::StrCat("clock", with_offset, "/args_dump"));
+    TestCapture c;
+    c.Add(TensorRecord(0x100000000ull).Arg(0).Dtype(v1::DTYPE_INT32).Shape({2}),
+          std::string(8, 'p'))
+        .set_dispatch_ns(5);
+    v1::CaptureClock clock;
+    clock.set_base_monotonic_ns(123456789);
+    clock.set_base_unix_ns(1795953930123456789);
+    clock.set_host("node \"7\"");
+    if (with_offset) {
+      clock.set_has_server_offset(true);
+      clock.set_server_offset_ns(-4200);
+    }
+    c.SetClock(clock);
+    ASSERT_TRUE(c.WriteTo(dir).ok());
+    auto reader = ManifestReader::Open(dir + "/args_dump.json");
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    ASSERT_TRUE((*reader)->ReadHeader().ok());
+    ASSERT_TRUE((*reader)->summary().clock.has_value());
+    EXPECT_EQ((*reader)->summary().clock->SerializeAsString(), clock.SerializeAsString())
+        << (*reader)->summary().clock->DebugString();
+    EXPECT_EQ((*reader)->summary().counters.count("clock.base_unix_ns"), 0u);
+    ManifestEntry e;
+    ASSERT_TRUE(*(*reader)->Next(&e));
+    EXPECT_EQ(e.dispatch_ns, 5u);
+    EXPECT_EQ(e.complete_ns, 0u);
+  }
+  const std::string path = MakeCapture("no_clock");
+  auto reader = ManifestReader::Open(path);
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE((*reader)->ReadHeader().ok());
+  EXPECT_FALSE((*reader)->summary().clock.has_value());
 }
 
 TEST(ManifestReaderTest, ReadsWhatTheStoreWrites) {

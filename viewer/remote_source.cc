@@ -179,6 +179,11 @@ class RemoteSource : public ArgSource {
 
   KernelTable Kernels() const override { return summary_.kernels(); }
 
+  std::optional<v1::CaptureClock> Clock() const override {
+    if (!summary_.has_clock()) return std::nullopt;
+    return summary_.clock();
+  }
+
   absl::StatusOr<SomeValues> Suggestions() override {
     if (live_ || !Pushed()) return some_;
     // Nothing matched the filter the server applied: one unfiltered page.

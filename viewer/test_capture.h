@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,9 @@ class TestCapture {
   }
   const google::protobuf::RepeatedPtrField<v1::Kernel>& kernels() const { return kernels_; }
 
+  // What the records' times count from (CaptureInfo.clock).
+  void SetClock(v1::CaptureClock clock) { clock_ = std::move(clock); }
+
   // How the device process died, stored with Amend before Finish.
   void SetDeviceCrash(v1::DeviceCrash crash) { *end_.mutable_device_crash() = std::move(crash); }
   // What a sink's Amend gets before Finish (empty unless SetDeviceCrash).
@@ -74,6 +78,7 @@ class TestCapture {
     info.set_name(name);
     info.set_level(v1::DUMP_LEVEL_FULL);
     *info.mutable_kernels() = kernels_;
+    if (clock_) *info.mutable_clock() = *clock_;
     auto store = CaptureStore::Create(dir, info);
     if (!store.ok()) return store.status();
     for (size_t i = 0; i < batch_.size(); ++i) {
@@ -97,6 +102,7 @@ class TestCapture {
   RecordBatch batch_;
   v1::CaptureInfo end_;  // what Amend adds
   google::protobuf::RepeatedPtrField<v1::Kernel> kernels_;
+  std::optional<v1::CaptureClock> clock_;
 };
 
 // Four tasks that exercise every command: float32, float16, bfloat16, fp8,
