@@ -1,7 +1,8 @@
 # Checks a JSON trace (format/trace_json) with a real JSON parser: exactly
 # the expected number of slices, one per task, "ts" monotonic on each
-# (pid, tid) track, "dur" >= 0, slice names among the given kernel names.
-#   python3 check_trace.py TRACE SLICES NAME[,NAME...]
+# (pid, tid) track, "dur" >= 0, slice names among the given kernel names;
+# with PROCESSES, exactly that many processes (named, each with slices).
+#   python3 check_trace.py TRACE SLICES NAME[,NAME...] [PROCESSES]
 import json
 import sys
 
@@ -21,3 +22,8 @@ names = set(sys.argv[3].split(","))
 assert set(e["name"] for e in slices) <= names, set(e["name"] for e in slices)
 for e in trace["traceEvents"]:
     assert e["ph"] in ("X", "M"), e
+if len(sys.argv) > 4:
+    named = [e["pid"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"]
+    assert len(named) == len(set(named)) == int(sys.argv[4]), (named, sys.argv[4])
+    assert set(e["pid"] for e in slices) == set(named), "a process without slices"

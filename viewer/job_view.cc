@@ -18,6 +18,7 @@
 #include "format/names.h"
 #include "viewer/capture_compare.h"
 #include "viewer/remote_source.h"
+#include "viewer/trace_export.h"
 
 namespace argsdump {
 namespace {
@@ -288,6 +289,13 @@ int RunJobView(const ViewerOptions& o, std::ostream& out, std::ostream& err) {
   if (ranks->empty()) {
     err << "dump_viewer: --ranks: job " << o.job << " has none of those ranks\n";
     return 2;
+  }
+  if (!o.trace.empty()) {
+    std::vector<TraceSourcePlace> places;
+    for (const JobRankPlace& r : *ranks) {
+      places.push_back({absl::StrCat("rank ", r.rank, " (", Where(o, r), ")"), r.dir, r.capture});
+    }
+    return WriteTrace(o, places, out, err);
   }
   if (o.first_nonfinite) return FirstNonfinite(o, *ranks, out, err);
   if (!o.compare_job.empty()) {

@@ -623,6 +623,7 @@ void ManifestReader::ResetEntry(ManifestEntry* e) {
   e->has_value = false;
   e->value.clear();
   e->stats.reset();
+  e->device_thread = 0;
 #define ARGSDUMP_RESET(id, style, member) e->member = {};
   ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_RESET)
 #undef ARGSDUMP_RESET

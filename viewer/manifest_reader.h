@@ -66,6 +66,9 @@ struct ManifestEntry {
   // The stats dump mode's numbers, when the manifest carries them.
   using Stats = ManifestEntryStats;
   std::optional<Stats> stats;
+  // The device thread that recorded it: remote records only (the manifest
+  // does not write it; 0 otherwise).
+  uint32_t device_thread = 0;
 };
 
 // Which entries to hand out: the records' filter (format/arg_filter.h: the

@@ -45,6 +45,7 @@ absl::StatusOr<ManifestEntry> EntryFromRecord(const v1::ArgRecord& r, uint64_t i
   e.dtype = *dtype;
   e.shape.assign(r.shape().begin(), r.shape().end());
   e.strides.assign(r.strides().begin(), r.strides().end());
+  e.device_thread = r.device_thread();
 #define ARGSDUMP_COPY(id, style, member) e.member = r.member();
   ARGSDUMP_SIMPLE_MANIFEST_FIELDS(ARGSDUMP_COPY)
 #undef ARGSDUMP_COPY

@@ -23,6 +23,7 @@
 #include "viewer/arg_source.h"
 #include "viewer/capture_compare.h"
 #include "viewer/job_view.h"
+#include "viewer/trace_export.h"
 #include "viewer/capture_location.h"
 #include "format/compare.h"
 #include "viewer/npy.h"
@@ -923,6 +924,10 @@ int RunViewer(const std::vector<std::string>& args, std::ostream& out, std::ostr
       zip_dir = slash == std::string::npos ? "." : slash == 0 ? "/" : at->zip.substr(0, slash);
     }
     o.dir = at->dir;
+  }
+  if (!o.trace.empty()) {
+    const std::string label = remote ? o.remote.capture : o.dir;
+    return WriteTrace(o, {{label, remote ? "" : o.dir, o.remote.capture}}, out, err);
   }
   // --first-nonfinite reads whole tasks (their inputs too); the selection
   // then picks the outputs it checks.

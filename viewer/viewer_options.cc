@@ -94,6 +94,9 @@ ABSL_FLAG(std::string, compare_ranks, "",
           "with --job: the reference rank the others (or --ranks) should agree with");
 ABSL_FLAG(std::vector<std::string>, ranks, {},
           "with --job: only these ranks (comma separated or repeated)");
+ABSL_FLAG(std::string, trace, "",
+          "FILE: write the selected tasks' timeline as a JSON trace (Perfetto, "
+          "chrome://tracing): one process per capture, or per rank with --job");
 ABSL_FLAG(bool, captures, false, "list the captures of --server (with --label: those so labelled)");
 ABSL_FLAG(std::vector<std::string>, label, {},
           "with --captures: key=value labels a capture must carry (comma separated or repeated)");
@@ -111,6 +114,8 @@ CommandLineSpec ViewerSpec() {
       "  dump_viewer --server HOST:PORT --captures [--label k=v]\n"
       "  dump_viewer --job FOLDER|NAME [--server HOST:PORT] [--first-nonfinite |\n"
       "              --compare-job FOLDER|NAME | --compare-ranks R] [--ranks LIST] [filters]\n"
+      "  dump_viewer [DIR | --server HOST:PORT --capture NAME | --job FOLDER|NAME]\n"
+      "              --trace FILE [filters]\n"
       "DIR is a capture directory (.../args_dump), a folder holding one, or an outputs.zip;\n"
       "without it, the newest outputs/*/args_dump here. Exit status: 0; 1 when nothing\n"
       "matched or --compare found a difference; 2 for bad flags, unreadable captures or\n"
@@ -213,6 +218,8 @@ absl::Status ReadCommands(const CommandLine& line, ViewerOptions* o) {
   o->out_dir = absl::GetFlag(FLAGS_out);
   if (line.Given("out") && o->out_dir.empty()) return Bad(line, "out", "", "a folder");
   o->progress = ProgressModeFromFlag(line.Given("progress"), absl::GetFlag(FLAGS_progress));
+  o->trace = absl::GetFlag(FLAGS_trace);
+  if (line.Given("trace") && o->trace.empty()) return Bad(line, "trace", "", "a file to write");
   return absl::OkStatus();
 }
 
@@ -263,6 +270,11 @@ absl::Status CheckCombinations(const ViewerOptions& o) {
     return conflict("--captures lists every capture; leave --capture out");
   }
   const bool job = !o.job.empty();
+  if (!o.trace.empty() && (o.export_text || o.npy || o.stats || o.first_nonfinite ||
+                           !o.compare.empty() || !o.compare_job.empty() || o.compare_ranks ||
+                           o.list_captures || o.tolerance_set || !o.out_dir.empty())) {
+    return conflict("--trace goes alone, or with --job (filters allowed)");
+  }
   if (!job && (!o.compare_job.empty() || o.compare_ranks || !o.ranks.empty())) {
     return conflict("--compare-job, --compare-ranks and --ranks go with --job");
   }

@@ -46,6 +46,8 @@ struct ViewerOptions {
   std::string compare_job;
   std::optional<uint32_t> compare_ranks;
   std::vector<uint32_t> ranks;
+  // --trace FILE: write the capture's (or --job's) task timeline there.
+  std::string trace;
 };
 
 // InvalidArgument naming the flag and what it takes, or the combination
