@@ -423,5 +423,64 @@ TEST_F(JobServiceTest, TheHttpFaceAnswersTheJobQuestions) {
   EXPECT_EQ(status, 404) << body;
 }
 
+// The traces over HTTP: a capture's and a job's (a process per rank, a
+// slice per task), with the bearer token like every other endpoint; a
+// filter picks tasks; an unknown capture or job is 404.
+TEST_F(JobServiceTest, TheHttpFaceAnswersTraces) {
+  for (uint32_t rank : {0u, 1u}) {
+    RecordBatch batch = RankRecords();
+    for (v1::ArgRecord& r : batch.records()) {
+      // Each task 1 us after the last on its rank, 0.5 us long.
+      const uint64_t n = uint64_t{r.step()} * kTasksPerStep + (r.task_id() & 0xff);
+      r.set_dispatch_ns(1000 * (n + 1));
+      if (r.stage() == v1::STAGE_AFTER_COMPLETION) r.set_complete_ns(1000 * (n + 1) + 500);
+    }
+    IngestWriterOptions o = RankOpen("t", rank, 2);
+    o.open.mutable_clock()->set_base_unix_ns(1795953930000000000 + rank * 100);
+    o.open.mutable_clock()->set_host(absl::StrCat("node", rank));
+    auto writer = IngestWriter::Open(client_.get(), o);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->Send(batch.RecordPtrs(), batch.PayloadViews(), 0, 0));
+    ASSERT_TRUE((*writer)->WaitAcked(batch.size()));
+    v1::CaptureSummary summary;
+    ASSERT_TRUE((*writer)->Finish({}, &summary).ok());
+    EXPECT_EQ(summary.clock().host(), absl::StrCat("node", rank));
+  }
+  httplib::Client http("127.0.0.1", service_->http_port());
+  const httplib::Headers auth = {{"Authorization", absl::StrCat("Bearer ", kToken)}};
+  auto count = [](const std::string& body, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = body.find(what); at != std::string::npos; at = body.find(what, at + 1)) ++n;
+    return n;
+  };
+  auto job = http.Get("/v1/jobs/t/trace", auth);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->status, 200) << job->body;
+  EXPECT_TRUE(absl::StartsWith(job->get_header_value("Content-Type"), "application/json"));
+  EXPECT_EQ(count(job->body, "\"ph\": \"X\""), 2 * kSteps * kTasksPerStep) << job->body;
+  EXPECT_EQ(count(job->body, "\"process_name\""), 2u);
+  EXPECT_TRUE(absl::StrContains(job->body, "rank 1 (t.rank1)")) << job->body;
+  EXPECT_TRUE(absl::StrContains(job->body, "\"name\": \"add\"")) << job->body;
+  auto one = http.Get("/v1/captures/t.rank0/trace?step=1", auth);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200) << one->body;
+  EXPECT_EQ(count(one->body, "\"ph\": \"X\""), kTasksPerStep) << one->body;
+  auto ranks = http.Get("/v1/jobs/t/trace?ranks=1", auth);
+  ASSERT_TRUE(ranks);
+  EXPECT_EQ(count(ranks->body, "\"process_name\""), 1u) << ranks->body;
+  auto unauthorized = http.Get("/v1/captures/t.rank0/trace");
+  ASSERT_TRUE(unauthorized);
+  EXPECT_EQ(unauthorized->status, 401);
+  auto none = http.Get("/v1/captures/nope/trace", auth);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 404) << none->body;
+  auto no_job = http.Get("/v1/jobs/nope/trace", auth);
+  ASSERT_TRUE(no_job);
+  EXPECT_EQ(no_job->status, 404) << no_job->body;
+  auto bad = http.Get("/v1/jobs/t/trace?ranks=x", auth);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+}
+
 }  // namespace
 }  // namespace argsdump

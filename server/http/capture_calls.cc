@@ -114,9 +114,6 @@ void CaptureCalls::Rpc(const httplib::Request& req, httplib::Response& res) {
 
 // ---- Jobs ------------------------------------------------------------------
 
-namespace {
-
-// ranks=1,3,5: into `out`; a bad list fails `p`.
 void RanksParam(Params& p, google::protobuf::RepeatedField<uint32_t>* out) {
   std::optional<std::string> text = p.Single("ranks");
   if (!text) return;
@@ -127,6 +124,8 @@ void RanksParam(Params& p, google::protobuf::RepeatedField<uint32_t>* out) {
     out->Add(static_cast<uint32_t>(r));
   }
 }
+
+namespace {
 
 // atol=, rtol=: a comparison's tolerance.
 void ToleranceParams(Params& p, v1::CompareTolerance* out) {

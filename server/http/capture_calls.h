@@ -8,9 +8,13 @@
 #define ARGSDUMP_SERVER_HTTP_CAPTURE_CALLS_H_
 
 #include "httplib.h"
+#include "server/http/params.h"
 #include "server/http/service_calls.h"
 
 namespace argsdump {
+
+// ranks=1,3,5: into `out`; a bad list fails `p`.
+void RanksParam(Params& p, google::protobuf::RepeatedField<uint32_t>* out);
 
 class CaptureCalls {
  public:
@@ -29,6 +33,12 @@ class CaptureCalls {
   void FirstNonfinite(const httplib::Request& req, httplib::Response& res);
   void CompareJobs(const httplib::Request& req, httplib::Response& res);
   void CompareRanks(const httplib::Request& req, httplib::Response& res);
+  // GET /v1/captures/{c}/trace, /v1/jobs/{job}/trace (trace_calls.cc): the
+  // task timeline as a JSON trace (format/trace_json.h), a process per rank;
+  // the filter parameters (and ranks= for a job) pick the records. 413
+  // RESOURCE_EXHAUSTED past 200000 records.
+  void CaptureTrace(const httplib::Request& req, httplib::Response& res);
+  void JobTrace(const httplib::Request& req, httplib::Response& res);
   // GET /v1/schema: {"filter": [...]}, the parameters of the args query
   // (format/arg_filter_params.h's ArgFilterSchemaJson: name, kind, values,
   // help), so a page's filter form follows the one filter table.

@@ -147,6 +147,8 @@ std::vector<Route> ApiRoutes(CaptureCalls* c, PayloadCalls* p) {
       {"GET", job + "/first_nonfinite", kNeedsQuery, on(c, &CaptureCalls::FirstNonfinite)},
       {"GET", job + "/compare", kNeedsQuery, on(c, &CaptureCalls::CompareJobs)},
       {"GET", job + "/compare_ranks", kNeedsQuery, on(c, &CaptureCalls::CompareRanks)},
+      {"GET", capture + "/trace", kNeedsQuery, on(c, &CaptureCalls::CaptureTrace)},
+      {"GET", job + "/trace", kNeedsQuery, on(c, &CaptureCalls::JobTrace)},
       {"POST", "/v1/rpc/([A-Za-z]+)", kNeedsBody, on(c, &CaptureCalls::Rpc)},
   };
 }
