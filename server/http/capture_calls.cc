@@ -204,6 +204,15 @@ void CaptureCalls::FirstNonfinite(const httplib::Request& req, httplib::Response
   calls_->Unary(req, res, &Stub::FirstNonfinite, request);
 }
 
+void CaptureCalls::JobGrid(const httplib::Request& req, httplib::Response& res) {
+  Params p(req, {"max_steps"});
+  v1::GetJobGridRequest request;
+  request.set_job(PathGroup(req, 1));
+  if (auto v = p.Uint("max_steps", kMaxUint32)) request.set_max_steps(*v);
+  if (!p.Finish()) return BadRequest(res, p.error());
+  calls_->Unary(req, res, &Stub::GetJobGrid, request);
+}
+
 void CaptureCalls::CompareJobs(const httplib::Request& req, httplib::Response& res) {
   Params p(req, WithFilterParams({"reference", "ranks", "atol", "rtol"}));
   v1::CompareJobsRequest request;
