@@ -345,6 +345,13 @@ TEST_F(JobServiceTest, TheGridCountsEachRankByStepWithMissingAndCrashedRanks) {
   auto anonymous = http.Get("/v1/jobs/j/grid");
   ASSERT_TRUE(anonymous);
   EXPECT_EQ(anonymous->status, 401);
+  auto rpc = http.Post("/v1/rpc/GetJobGrid", auth, R"({"job": "j", "max_steps": 2})",
+                       "application/json");
+  ASSERT_TRUE(rpc);
+  EXPECT_EQ(rpc->status, 200) << rpc->body;
+  EXPECT_TRUE(absl::StrContains(rpc->body, "\"steps_capped\": true") ||
+              absl::StrContains(rpc->body, "\"steps_capped\":true"))
+      << rpc->body;
   auto none = http.Get("/v1/jobs/nope/grid", auth);
   ASSERT_TRUE(none);
   EXPECT_EQ(none->status, 404) << none->body;
