@@ -27,6 +27,7 @@ class CaptureCalls {
   void GetJob(const httplib::Request& req, httplib::Response& res);
   void QueryJob(const httplib::Request& req, httplib::Response& res);
   void FirstNonfinite(const httplib::Request& req, httplib::Response& res);
+  void JobGrid(const httplib::Request& req, httplib::Response& res);
   void CompareJobs(const httplib::Request& req, httplib::Response& res);
   void CompareRanks(const httplib::Request& req, httplib::Response& res);
   // GET /v1/schema: {"filter": [...]}, the parameters of the args query
