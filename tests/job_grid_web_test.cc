@@ -23,6 +23,7 @@
 #include "server/capture_service.h"
 #include "tests/testing/arg_records.h"
 #include "tests/testing/record_batch.h"
+#include "tests/testing/headless_chromium.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
@@ -33,27 +34,6 @@ constexpr uint32_t kSteps = 3;
 constexpr uint32_t kTasksPerStep = 2;
 constexpr uint32_t kNanRank = 2;
 constexpr uint32_t kNanStep = 1;
-
-// One headless Chromium run over `url`, its DOM once the page's calls are
-// answered (virtual time runs until the page is idle, within the budget).
-std::string DumpDom(const std::string& url) {
-  const std::string profile = FreshTempDir("chromium_profile");
-  const std::string cmd = absl::StrCat(
-      "HOME=", profile, " timeout 120 chromium --headless --no-sandbox --disable-gpu ",
-      "--disable-dev-shm-usage --no-first-run --user-data-dir=", profile,
-      " --window-size=1400,1000 --virtual-time-budget=10000 --dump-dom '", url, "' 2>", profile,
-      "/stderr");
-  FILE* out = popen(cmd.c_str(), "r");
-  if (out == nullptr) return "";
-  std::string text;
-  char buf[65536];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, out)) > 0;) text.append(buf, n);
-  const int status = pclose(out);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "chromium (tools/setup.sh installs it): " << cmd << "\n"
-      << ReadFileToString(profile + "/stderr").value_or("");
-  return text;
-}
 
 // A rank's records: per step, per task, an input and an output tensor;
 // the output of the step's first task holds a NaN when `nan_step` is it.
@@ -167,7 +147,7 @@ class JobGridWebTest : public ::testing::Test {
 };
 
 TEST_F(JobGridWebTest, TheGridMarksTheNanCellAndACellOpensItsRankAtItsStep) {
-  const std::string dom = DumpDom(base_ + "#job=train");
+  const std::string dom = RunChromium(base_ + "#job=train", "--dump-dom");
   ASSERT_FALSE(dom.empty());
   // The jobs list names the job; the job view is shown.
   EXPECT_NE(dom.find("data-job=\"train\""), std::string::npos) << dom.substr(0, 3000);
@@ -198,7 +178,7 @@ TEST_F(JobGridWebTest, TheGridMarksTheNanCellAndACellOpensItsRankAtItsStep) {
   ASSERT_TRUE(std::regex_search(dom, m, link));
   const std::string hash = Unescape(m[1].str());
   EXPECT_EQ(hash, "#capture=train.rank2&step=1");
-  const std::string capture = DumpDom(base_ + hash);
+  const std::string capture = RunChromium(base_ + hash, "--dump-dom");
   EXPECT_NE(capture.find("id=\"args-capture\" class=\"mono\">train.rank2<"), std::string::npos)
       << capture.substr(0, 3000);
   const std::regex step_cell("<tr[^>]*data-record-id=\"[0-9]+\"[^>]*>[\\s\\S]*?</tr>");
