@@ -268,7 +268,12 @@ void Collector::AddStats(const CollectorStats& d) {
 void Collector::DrainLoop(uint32_t index) {
   DrainState& me = *drains_[index];
   const uint32_t n = region_->num_threads();
-  auto idle = std::chrono::microseconds(10);
+  // Passes in a row that found nothing: a few are polled (yielding the
+  // core), then the drain sleeps on the doorbell. Polling alone (a wake
+  // every 10-50 us) cost 74 % of all CPU with 64 runs on 2 cores.
+  constexpr int kPollRounds = 8;
+  constexpr std::chrono::microseconds kDoorbellBound{20000};
+  int idle_rounds = 0;
   for (;;) {
     // Read before the pass: a stop seen here means the device had finished
     // before this pass looked at its queues.
@@ -312,14 +317,31 @@ void Collector::DrainLoop(uint32_t index) {
       }
     }
     if (progressed) {
-      idle = std::chrono::microseconds(10);
+      idle_rounds = 0;
       continue;
     }
-    std::unique_lock<std::mutex> lock(me.mu);
-    if (stopping && me.done.empty() && me.outstanding == 0) return;
-    // Wake early when a shard returns a buffer; otherwise poll the device.
-    me.cv.wait_for(lock, idle, [&] { return !me.done.empty(); });
-    idle = std::min(idle * 2, std::chrono::microseconds(50));
+    {
+      std::lock_guard<std::mutex> lock(me.mu);
+      if (stopping && me.done.empty() && me.outstanding == 0) return;
+    }
+    // Nothing to do: look again a few times at once (a busy device publishes
+    // within microseconds), then sleep on the region's doorbell, which the
+    // device rings when it publishes and the shards when they hand a buffer
+    // back; the bound only backs that up.
+    if (++idle_rounds <= kPollRounds) {
+      std::this_thread::yield();
+      continue;
+    }
+    region_->WaitHostDoorbell(
+        [&] {
+          if (drain_stop_.load()) return true;
+          for (uint32_t t = index; t < n; t += options_.drain_threads) {
+            if (region_->ready_queue(t).HasItem()) return true;
+          }
+          std::lock_guard<std::mutex> lock(me.mu);
+          return !me.done.empty();
+        },
+        kDoorbellBound);
   }
 }
 
@@ -456,7 +478,7 @@ void Collector::ShardLoop(uint32_t index) {
       std::lock_guard<std::mutex> lock(drain.mu);
       drain.done.push_back(ticket);
     }
-    drain.cv.notify_one();
+    region_->RingHostDoorbell();
   }
 }
 
@@ -565,7 +587,7 @@ absl::Status Collector::Stop() {
   if (!started_) return absl::FailedPreconditionError("collector: not started");
   started_ = false;
   drain_stop_ = true;
-  for (auto& d : drains_) d->cv.notify_all();
+  region_->RingHostDoorbell();
   // Drain threads end last among the producers: they wait for the shards to
   // hand back every buffer they gave out.
   for (std::thread& t : drain_threads_) {

@@ -132,9 +132,10 @@ class Collector {
     uint32_t thread = 0;
     uint32_t acks = 0;  // payload records this pair settles for the device
   };
+  // A drain thread's hand-back queue; the drain sleeps on the region's
+  // doorbell, which a shard rings after handing a buffer back.
   struct DrainState {
     std::mutex mu;
-    std::condition_variable cv;
     std::deque<Ticket> done;  // buffers the shards finished with
     uint64_t outstanding = 0; // tickets handed out, not yet done
   };

@@ -231,11 +231,22 @@ struct DumpRegionHeader {
   // waits (ThreadRecorder: a wait ends at once, every drop counts as
   // DropCause::kHostGone). Not part of the layout Attach() checks.
   std::atomic<uint32_t> host_gone;  // 104
-  uint32_t reserved0;               // 108
+  // The host's doorbell (a futex word): a host with nothing to drain sleeps
+  // on it instead of polling. host_sleepers counts the host threads about
+  // to sleep or sleeping; whoever hands the host work (the device after it
+  // publishes a buffer, a host thread returning one) rings it: a seq_cst
+  // fence, then, only when host_sleepers is not 0, host_doorbell += 1 and a
+  // futex wake. A sleeper counts itself (seq_cst) before it looks for work a
+  // last time and sleeps only while host_doorbell still holds the value it
+  // read before counting itself, so a publish is never missed; it sleeps
+  // with a bound all the same. Zero at create; DumpRegion::RingHostDoorbell,
+  // WaitHostDoorbell.
+  std::atomic<uint32_t> host_doorbell;  // 108
   // CLOCK_MONOTONIC in ns when the host made the region: the base of every
   // record's times (kTimeDispatch). Host writes once at create.
   uint64_t time_base_ns;            // 112
-  uint8_t reserved[8];              // 120
+  std::atomic<uint32_t> host_sleepers;  // 120
+  uint8_t reserved[4];              // 124
 };
 static_assert(sizeof(DumpRegionHeader) == 128, "ABI");
 static_assert(offsetof(DumpRegionHeader, dump_level) == 12, "ABI");
@@ -245,7 +256,9 @@ static_assert(offsetof(DumpRegionHeader, thread_states_offset) == 56, "ABI");
 static_assert(offsetof(DumpRegionHeader, arenas_offset) == 96, "ABI");
 static_assert(offsetof(DumpRegionHeader, host_gone) == 104, "ABI");
 static_assert(offsetof(DumpRegionHeader, time_base_ns) == 112, "ABI");
-static_assert(offsetof(DumpRegionHeader, reserved) == 120, "ABI");
+static_assert(offsetof(DumpRegionHeader, host_doorbell) == 108, "ABI");
+static_assert(offsetof(DumpRegionHeader, host_sleepers) == 120, "ABI");
+static_assert(offsetof(DumpRegionHeader, reserved) == 124, "ABI");
 
 // A 64-bit counter alone on its cache line, so the two sides of a queue never
 // false-share. Counters are free-running (never wrap in practice: 2^64).

@@ -192,6 +192,7 @@ bool ThreadRecorder::PublishCurrent(abi::DropCause cause) {
   state_->published_payload_count.store(published_payloads_, std::memory_order_release);
   state_->published_buffer_count.store(published_buffers_, std::memory_order_relaxed);
   ready_.TryPush(buffer_);  // has space: only this thread pushes
+  region_.RingHostDoorbell();  // a host asleep for want of work wakes
   state_->current_buffer.store(abi::kNoBuffer, std::memory_order_release);
   buffer_ = abi::kNoBuffer;
   buffer_header_ = nullptr;

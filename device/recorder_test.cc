@@ -141,6 +141,40 @@ TEST(RecorderTest, FullLevelCapturesStagesInoutAndScalars) {
   EXPECT_EQ(st.flushed.load(), 1u);
 }
 
+// The host's doorbell: a host thread asleep on it (with a bound of an hour:
+// a wake that never comes fails the test by its timeout) wakes when the
+// device publishes a buffer, and does not sleep at all when its work is
+// already there.
+TEST(RecorderTest, ThePublishOfABufferRingsTheHostsDoorbell) {
+  auto region = MakeRegion(SmallConfig(DumpLevel::kFull));
+  DumpRecorder recorder(*region);
+  ThreadRecorder& rec = recorder.thread(0);
+  const std::chrono::hours bound(1);
+  auto published = [&] { return region->ready_queue(0).HasItem(); };
+  std::atomic<bool> asleep_once{false};
+  std::thread host([&] {
+    while (!published()) {
+      region->WaitHostDoorbell([&] {
+        asleep_once = true;
+        return published();
+      }, bound);
+    }
+  });
+  // The device publishes once the host counted itself a sleeper (or was
+  // about to): either order must end the wait.
+  while (!asleep_once.load()) std::this_thread::yield();
+  std::vector<float> a(16, 2.0f);
+  std::vector<DumpTensorArg> tensors = {Arg(Flat(a), ArgRole::kInput, 0)};
+  rec.RecordTask(Task(1, tensors, {}), Stage::kBeforeDispatch);
+  rec.Flush();
+  host.join();
+  EXPECT_TRUE(published());
+  // Work already there: no sleep.
+  region->WaitHostDoorbell(published, bound);
+  // No sleeper left counted: a ring is a fence and a load.
+  EXPECT_EQ(region->header().host_sleepers.load(), 0u);
+}
+
 // A task's times go into its records after the region's time base: the
 // dispatch time on every record, the completion (as a duration) only on
 // after_completion ones; too large a value saturates instead of wrapping.

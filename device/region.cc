@@ -1,8 +1,13 @@
 #include "device/region.h"
 
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <ctime>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -197,6 +202,33 @@ DumpRegion::~DumpRegion() {
 
 void DumpRegion::MarkHostGone() const {
   header_->host_gone.store(1, std::memory_order_release);
+  RingHostDoorbell();
+}
+
+void DumpRegion::RingHostDoorbell() const {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (header_->host_sleepers.load(std::memory_order_relaxed) == 0) return;
+  header_->host_doorbell.fetch_add(1, std::memory_order_seq_cst);
+  // Not FUTEX_PRIVATE: the word is in memory another process maps.
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&header_->host_doorbell), FUTEX_WAKE,
+            INT_MAX, nullptr, nullptr, 0);
+}
+
+void DumpRegion::WaitHostDoorbell(const std::function<bool()>& ready,
+                                  std::chrono::microseconds timeout) const {
+  const uint32_t seen = header_->host_doorbell.load(std::memory_order_seq_cst);
+  header_->host_sleepers.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!ready()) {
+    struct timespec ts;
+    ts.tv_sec = static_cast<time_t>(timeout.count() / 1000000);
+    ts.tv_nsec = static_cast<long>(timeout.count() % 1000000) * 1000;
+    // Returns at once when the word moved on since `seen` (EAGAIN), on a
+    // wake, a signal or the timeout: the caller looks again either way.
+    ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&header_->host_doorbell), FUTEX_WAIT, seen,
+              &ts, nullptr, 0);
+  }
+  header_->host_sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 abi::ThreadState& DumpRegion::thread_state(uint32_t thread) const {

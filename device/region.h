@@ -8,7 +8,9 @@
 
 #include <cstddef>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -86,6 +88,16 @@ class DumpRegion {
   bool host_gone() const {
     return header_->host_gone.load(std::memory_order_acquire) != 0;
   }
+
+  // The host's doorbell (abi::DumpRegionHeader::host_doorbell). Ring: the
+  // host has work (a buffer published or returned); costs a fence and a load
+  // when no host thread sleeps. Wait: sleeps until rung, `timeout` passed,
+  // or - checked after this thread counted itself a sleeper - `ready()` is
+  // true (then it does not sleep). Any thread of any process that maps the
+  // region.
+  void RingHostDoorbell() const;
+  void WaitHostDoorbell(const std::function<bool()>& ready,
+                        std::chrono::microseconds timeout) const;
 
   // True when `buffer` is a valid index owned by `thread` (host-side check
   // of indices that come out of shared memory).

@@ -632,6 +632,12 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::FirstNonfinite(
   return Answer(context, response, [this, request] { return jobs_.FirstNonfinite(*request); });
 }
 
+grpc::ServerUnaryReactor* CaptureServiceImpl::GetJobGrid(grpc::CallbackServerContext* context,
+                                                         const v1::GetJobGridRequest* request,
+                                                         v1::JobGrid* response) {
+  return Answer(context, response, [this, request] { return jobs_.GetJobGrid(*request); });
+}
+
 grpc::ServerWriteReactor<v1::CompareProgress>* CaptureServiceImpl::CompareJobs(
     grpc::CallbackServerContext* context, const v1::CompareJobsRequest* request) {
   return new CompareReactor(this, context,

@@ -86,6 +86,9 @@ class CaptureServiceImpl final : public v1::CaptureService::CallbackService {
   grpc::ServerUnaryReactor* FirstNonfinite(grpc::CallbackServerContext* context,
                                            const v1::FirstNonfiniteRequest* request,
                                            v1::FirstNonfiniteResponse* response) override;
+  grpc::ServerUnaryReactor* GetJobGrid(grpc::CallbackServerContext* context,
+                                       const v1::GetJobGridRequest* request,
+                                       v1::JobGrid* response) override;
   grpc::ServerWriteReactor<v1::CompareProgress>* CompareJobs(
       grpc::CallbackServerContext* context, const v1::CompareJobsRequest* request) override;
   grpc::ServerWriteReactor<v1::CompareProgress>* CompareRanks(

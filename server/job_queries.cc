@@ -27,6 +27,8 @@ constexpr uint32_t kMaxPageSize = 1000;
 constexpr size_t kScanPage = 4096;      // rows per Query while scanning a rank
 constexpr size_t kScanBudget = 200000;  // rows looked at per Query
 constexpr size_t kMaxTaskArgs = 1000;   // FirstNonfinite's task_args
+constexpr uint32_t kDefaultGridSteps = 64;
+constexpr uint32_t kMaxGridSteps = 1024;
 
 using Ranks = std::map<uint32_t, std::shared_ptr<HubCapture>>;
 
@@ -178,6 +180,44 @@ class SmallestArgs {
       heap_;
 };
 
+// One rank's rows counted by step: the lowest `limit` steps kept, and
+// whether a higher one was seen.
+struct RankSteps {
+  std::map<uint32_t, v1::JobGridCell> cells;
+  bool capped = false;
+  uint32_t last_step = 0;
+};
+
+RankSteps CountSteps(const HubCapture& c, uint32_t limit) {
+  RankSteps out;
+  ScanRows(
+      c, ArgFilter(),
+      [&](const QueryHit& h) {
+        const ManifestRow& row = h.row;
+        out.last_step = std::max(out.last_step, row.step);
+        auto it = out.cells.find(row.step);
+        if (it == out.cells.end()) {
+          if (out.cells.size() == limit) {
+            if (row.step > out.cells.rbegin()->first) {
+              out.capped = true;
+              return;
+            }
+            out.cells.erase(std::prev(out.cells.end()));
+            out.capped = true;
+          }
+          it = out.cells.emplace(row.step, v1::JobGridCell()).first;
+        }
+        v1::JobGridCell& cell = it->second;
+        cell.set_records(cell.records() + 1);
+        if (row.nonfinite) cell.set_nonfinite(cell.nonfinite() + 1);
+        if (row.overflow) cell.set_overflow(cell.overflow() + 1);
+        if (row.overwritten) cell.set_overwritten(cell.overwritten() + 1);
+        if (row.truncated) cell.set_truncated(cell.truncated() + 1);
+      },
+      [&] { out = RankSteps(); });
+  return out;
+}
+
 }  // namespace
 
 v1::RankProgress RankProgressOf(uint32_t rank, const HubCapture& c) {
@@ -325,6 +365,58 @@ absl::StatusOr<v1::FirstNonfiniteResponse> JobQueries::FirstNonfinite(
   task.task_id = hit.row.task_id;
   const QueryPage page = c.Query(task, 0, kMaxTaskArgs, kScanBudget);
   for (const QueryHit& h : page.hits) FillArg(h, out.add_task_args());
+  return out;
+}
+
+absl::StatusOr<v1::JobGrid> JobQueries::GetJobGrid(const v1::GetJobGridRequest& request) const {
+  auto ranks = hub_->JobRanks(request.job());
+  if (!ranks.ok()) return ranks.status();
+  const uint32_t limit = request.max_steps() == 0
+                             ? kDefaultGridSteps
+                             : std::min(request.max_steps(), kMaxGridSteps);
+  const v1::JobSummary summary = Summarize(request.job(), *ranks, /*with_ranks=*/true);
+  v1::JobGrid out;
+  out.set_job(request.job());
+  out.set_world_size(summary.world_size());
+  out.set_max_steps(limit);
+  *out.mutable_crashed_ranks() = summary.crashed_ranks();
+  *out.mutable_missing_ranks() = summary.missing_ranks();
+  std::map<uint32_t, RankSteps> counted;
+  std::set<uint32_t> steps;
+  for (const auto& [rank, c] : *ranks) {
+    RankSteps r = CountSteps(*c, limit);
+    out.set_steps_capped(out.steps_capped() || r.capped);
+    for (const auto& [step, cell] : r.cells) steps.insert(step);
+    counted.emplace(rank, std::move(r));
+  }
+  while (steps.size() > limit) {
+    steps.erase(std::prev(steps.end()));
+    out.set_steps_capped(true);
+  }
+  for (uint32_t step : steps) out.add_steps(step);
+  std::map<uint32_t, const v1::CaptureSummary*> by_rank;
+  for (const v1::RankSummary& r : summary.ranks()) by_rank[r.rank()] = &r.capture();
+  for (uint32_t m : summary.missing_ranks()) by_rank.emplace(m, nullptr);
+  for (const auto& [rank, s] : by_rank) {
+    v1::JobGridRank* row = out.add_ranks();
+    row->set_rank(rank);
+    if (s == nullptr) {
+      row->set_missing(true);
+      continue;
+    }
+    const RankSteps& r = counted.at(rank);
+    row->set_capture(s->capture());
+    row->set_state(s->state());
+    row->set_crashed(s->has_device_crash());
+    row->set_records(s->records());
+    row->set_dropped_records(s->counters().dropped_records());
+    row->set_dropped_overwrite(s->counters().dropped_overwrite());
+    row->set_last_step(r.last_step);
+    for (uint32_t step : steps) {
+      auto it = r.cells.find(step);
+      *row->add_cells() = it == r.cells.end() ? v1::JobGridCell() : it->second;
+    }
+  }
   return out;
 }
 

@@ -54,6 +54,11 @@ class JobQueries {
   absl::StatusOr<v1::FirstNonfiniteResponse> FirstNonfinite(
       const v1::FirstNonfiniteRequest& request) const;
 
+  // The job as a ranks x steps grid (JobGrid): every rank's rows counted
+  // by step from its index or live store, keeping the lowest
+  // request.max_steps steps per rank; missing ranks as rows of their own.
+  absl::StatusOr<v1::JobGrid> GetJobGrid(const v1::GetJobGridRequest& request) const;
+
   // Comparisons call `emit` once per rank whose comparison ended, then once
   // with done = true and the first divergence. `emit` returning false (the
   // client went away) or `cancelled` becoming true stops them (Cancelled).

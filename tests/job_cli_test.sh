@@ -6,6 +6,7 @@
 set -uo pipefail
 sim_run="$(realpath "$1")"
 viewer="$(realpath "$2")"
+capture_server="$(realpath "$3")"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 fails=0
 check() {  # check NAME EXPECTED_RC PATTERN -- command...
@@ -88,6 +89,31 @@ check "viewer: not a job folder" 2 "no rank<k>/args_dump in it" -- "$viewer" --j
 check "viewer: --ranks without --job" 2 "go with --job" -- "$viewer" --ranks 1
 check "viewer: bad --compare-ranks" 2 "--compare-ranks 'x'" -- "$viewer" --job "$tmp/out/nan16" --compare-ranks x
 check "viewer: two questions" 2 "one at a time" -- "$viewer" --job "$tmp/out/nan16" --compare-ranks 0 --first-nonfinite
+
+# The same job streamed to a capture service: its rpcs answer, over gRPC
+# (dump_viewer --server) and HTTP.
+"$capture_server" --listen 127.0.0.1:0 --http_listen 127.0.0.1:0 --root "$tmp/srv" \
+  > "$tmp/srv.out" 2> "$tmp/srv.err" &
+srv_pid=$!
+timeout 60 tail -n +1 -f "$tmp/srv.out" | grep -m1 -q "http on"
+addr=$(sed -n 's/^capture_server listening on \([^ ]*\) .*/\1/p' "$tmp/srv.out")
+http=$(sed -n 's/^capture_server http on \(.*\)$/\1/p' "$tmp/srv.out")
+check "16 ranks streamed" 0 "job: s16, 16 ranks, 16 exited 0" -- \
+  "$sim_run" "${run[@]}" --ranks 16 --job s16 --fault 11:3:0:nan --capture-server "$addr"
+check "first non-finite over gRPC" 0 \
+  "first non-finite: rank 11, step 3  task 0x0000000100000015 before input arg 0.*nonfinite" -- \
+  "$viewer" --server "$addr" --job s16 --first-nonfinite
+check "its kernel over gRPC" 0 "kernel: matmul; capture $addr/s16.rank11" -- \
+  "$viewer" --server "$addr" --job s16 --first-nonfinite
+check "ranks over gRPC" 1 "first divergence: rank 11, step 3  task 0x0000000100000015" -- \
+  "$viewer" --server "$addr" --job s16 --compare-ranks 0
+check "listing over gRPC" 0 "^ +11 +100 +[1-9]" -- "$viewer" --server "$addr" --job s16
+check "first non-finite over HTTP" 0 '"rank": ?11.*"capture": ?"s16.rank11"' -- \
+  curl -sS --fail "${http}v1/jobs/s16/first_nonfinite"
+check "the job over HTTP" 0 '"ranksPresent": ?16|"ranks_present": ?16' -- curl -sS --fail "${http}v1/jobs/s16"
+check "the same rank twice is refused" 0 "refused the capture .*capture s16.rank3 exists" -- \
+  "$sim_run" "${run[@]}" --job s16 --rank 3 --world-size 16 --capture-server "$addr"
+kill "$srv_pid"; wait "$srv_pid" 2>/dev/null
 
 if [ "$fails" -ne 0 ]; then echo "$fails failed"; exit 1; fi
 echo "all passed"

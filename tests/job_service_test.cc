@@ -13,7 +13,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/capture_client.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "httplib.h"
 #include "tests/testing/arg_records.h"
 #include "tests/testing/capture_service_fixture.h"
@@ -277,6 +279,82 @@ TEST_F(JobServiceTest, FirstNonfiniteIsTheEarliestStepThenTaskOverTheRanks) {
   ASSERT_TRUE(at_step1.ok()) << at_step1.status();
   EXPECT_EQ(at_step1->first().rank(), 1u);
   EXPECT_EQ(at_step1->first().arg().record().task_id(), TaskId(1, 0));
+}
+
+TEST_F(JobServiceTest, TheGridCountsEachRankByStepWithMissingAndCrashedRanks) {
+  Rank("j", 0, 4);
+  Rank("j", 1, 4, Plant{std::make_pair(1u, 2u), {}, {}}, /*live=*/true);
+  v1::IngestFinish crashed;
+  *crashed.mutable_device_crash() = SegvCrash(TaskId(1, 2), TaskId(1, 1));
+  Rank("j", 3, 4, {}, false, crashed);
+  auto stub = v1::CaptureService::NewStub(
+      grpc::CreateChannel(service_->target(), grpc::InsecureChannelCredentials()));
+  auto grid = [&](uint32_t max_steps) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", absl::StrCat("Bearer ", kToken));
+    v1::GetJobGridRequest request;
+    request.set_job("j");
+    request.set_max_steps(max_steps);
+    v1::JobGrid out;
+    const grpc::Status s = stub->GetJobGrid(&context, request, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return out;
+  };
+  const v1::JobGrid all = grid(0);
+  EXPECT_EQ(all.world_size(), 4u);
+  EXPECT_EQ(std::vector<uint32_t>(all.steps().begin(), all.steps().end()),
+            (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_FALSE(all.steps_capped());
+  ASSERT_EQ(all.ranks_size(), 4);
+  EXPECT_TRUE(all.ranks(2).missing());
+  EXPECT_EQ(all.ranks(2).cells_size(), 0);
+  EXPECT_TRUE(all.ranks(3).crashed());
+  EXPECT_FALSE(all.ranks(0).crashed());
+  EXPECT_EQ(all.ranks(1).state(), v1::CAPTURE_STATE_LIVE);
+  EXPECT_EQ(all.ranks(0).state(), v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(std::vector<uint32_t>(all.missing_ranks().begin(), all.missing_ranks().end()),
+            std::vector<uint32_t>{2});
+  for (int r : {0, 1, 3}) {
+    const v1::JobGridRank& rank = all.ranks(r);
+    EXPECT_EQ(rank.capture(), absl::StrCat("j.rank", r));
+    EXPECT_EQ(rank.last_step(), kSteps - 1);
+    ASSERT_EQ(rank.cells_size(), static_cast<int>(kSteps));
+    for (uint32_t s = 0; s < kSteps; ++s) {
+      EXPECT_EQ(rank.cells(s).records(), kTasksPerStep * kRecordsPerTask);
+      EXPECT_EQ(rank.cells(s).nonfinite(), r == 1 && s == 1 ? 1u : 0u) << r << " " << s;
+    }
+  }
+  // Capped: the lowest steps, and the answer says so.
+  const v1::JobGrid two = grid(2);
+  EXPECT_EQ(std::vector<uint32_t>(two.steps().begin(), two.steps().end()),
+            (std::vector<uint32_t>{0, 1}));
+  EXPECT_TRUE(two.steps_capped());
+  EXPECT_EQ(two.max_steps(), 2u);
+  EXPECT_EQ(two.ranks(0).cells_size(), 2);
+  EXPECT_EQ(two.ranks(0).last_step(), kSteps - 1);
+  // Over HTTP, with the token.
+  httplib::Client http("127.0.0.1", service_->http_port());
+  const httplib::Headers auth = {{"Authorization", absl::StrCat("Bearer ", kToken)}};
+  auto ok = http.Get("/v1/jobs/j/grid?max_steps=1", auth);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_TRUE(absl::StrContains(ok->body, "j.rank3")) << ok->body;
+  auto bad = http.Get("/v1/jobs/j/grid?max_steps=x", auth);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  auto anonymous = http.Get("/v1/jobs/j/grid");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+  auto rpc = http.Post("/v1/rpc/GetJobGrid", auth, R"({"job": "j", "max_steps": 2})",
+                       "application/json");
+  ASSERT_TRUE(rpc);
+  EXPECT_EQ(rpc->status, 200) << rpc->body;
+  EXPECT_TRUE(absl::StrContains(rpc->body, "\"steps_capped\": true") ||
+              absl::StrContains(rpc->body, "\"steps_capped\":true"))
+      << rpc->body;
+  auto none = http.Get("/v1/jobs/nope/grid", auth);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 404) << none->body;
 }
 
 TEST_F(JobServiceTest, CompareJobsNamesTheOneDifferingScalar) {

@@ -19,35 +19,15 @@
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "server/capture_service.h"
 #include "server/http/http_test_capture.h"
+#include "tests/testing/headless_chromium.h"
 #include "tests/testing/temp_dir.h"
 #include "zlib.h"
 
 namespace argsdump {
 namespace {
 
-constexpr int kWidth = 1400, kHeight = 1000;
+constexpr int kWidth = kChromiumWidth, kHeight = kChromiumHeight;
 constexpr char kLongName[] = "MyKernelSuite.StridedAffineWithStartOffset-20261204-151500";
-
-// One headless Chromium run over `url`; `mode` is "--dump-dom" (the DOM
-// on stdout, returned) or "--screenshot=<file>".
-std::string RunChromium(const std::string& url, const std::string& mode) {
-  const std::string profile = FreshTempDir("chromium_profile");
-  const std::string cmd = absl::StrCat(
-      "HOME=", profile, " timeout 120 chromium --headless --no-sandbox --disable-gpu ",
-      "--disable-dev-shm-usage --no-first-run --hide-scrollbars --user-data-dir=", profile,
-      " --window-size=", kWidth, ",", kHeight, " --virtual-time-budget=10000 ", mode, " '", url,
-      "' 2>", profile, "/stderr");
-  FILE* out = popen(cmd.c_str(), "r");
-  if (out == nullptr) return "";
-  std::string text;
-  char buf[65536];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, out)) > 0;) text.append(buf, n);
-  const int status = pclose(out);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "chromium (tools/setup.sh installs it): " << cmd << "\n"
-      << ReadFileToString(profile + "/stderr").value_or("");
-  return text;
-}
 
 // The value of attribute `attr` on the element with id `id` in a DOM dump.
 std::string Attribute(const std::string& dom, const std::string& id, const std::string& attr) {

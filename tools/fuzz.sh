@@ -25,6 +25,7 @@ targets=(
   "device:flight_fuzzer device/testdata/flight_corpus"
   "tools:quantity_fuzzer tools/testdata/quantity_corpus"
   "collector:refused_record_fuzzer collector/testdata/refused_record_corpus"
+  "format:job_fuzzer format/testdata/job_corpus"
 )
 labels=()
 for t in "${targets[@]}"; do labels+=("//${t%% *}"); done

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/capture_client.h"
 #include "format/job.h"
 #include "format/kernel_table.h"
 #include "format/names.h"
@@ -258,6 +259,111 @@ int CompareJobRanks(const ViewerOptions& o, const std::vector<JobRankPlace>& ran
   return 1;
 }
 
+// ---- a job on a capture service: its own answers ------------------------
+
+absl::StatusOr<std::unique_ptr<CaptureClient>> ClientFor(const ViewerOptions& o) {
+  CaptureClientOptions options;
+  options.target = o.remote.target;
+  options.credentials = o.remote.credentials;
+  options.auth_token = o.remote.auth_token;
+  return CaptureClient::Create(std::move(options));
+}
+
+absl::Status Annotated(const absl::Status& s, absl::string_view call) {
+  return absl::Status(s.code(), absl::StrCat(call, ": ", s.message()));
+}
+
+// How far each live rank had got when the service answered.
+void PrintProgress(const google::protobuf::RepeatedPtrField<v1::RankProgress>& progress,
+                   std::ostream& out) {
+  for (const v1::RankProgress& p : progress) {
+    if (p.state() != v1::CAPTURE_STATE_LIVE) continue;
+    out << "  rank " << p.rank() << " is live: answered from its first " << p.durable_records()
+        << " durable records\n";
+  }
+}
+
+int RemoteFirstNonfinite(const ViewerOptions& o, const CaptureClient& client, std::ostream& out,
+                         std::ostream& err) {
+  v1::FirstNonfiniteRequest request;
+  request.set_job(o.job);
+  *request.mutable_filter() = o.selection.args.ToProto();
+  absl::StatusOr<v1::FirstNonfiniteResponse> r = client.FirstNonfinite(request);
+  if (!r.ok()) return Fail(err, Annotated(r.status(), "FirstNonfinite"));
+  if (!r->has_first()) {
+    out << "no record of job " << o.job << " holds a NaN or an Inf\n";
+    PrintProgress(r->progress(), out);
+    return 0;
+  }
+  const v1::JobArg& first = r->first();
+  absl::StatusOr<ManifestEntry> e =
+      EntryFromRecord(first.arg().record(), first.arg().manifest_index(), first.arg().record_id());
+  if (!e.ok()) return Fail(err, e.status());
+  out << "first non-finite: rank " << first.rank() << ", " << EntryLine(*e) << "\n";
+  out << "  kernel: " << (r->funcs().empty() ? "(not known)" : absl::StrJoin(r->funcs(), "+"))
+      << "; capture " << o.remote.target << "/" << first.capture() << ", record "
+      << first.arg().record_id() << "\n";
+  out << "records of task " << TaskIdHex(e->task_id) << " on rank " << first.rank() << ":\n";
+  for (const v1::CapturedArg& a : r->task_args()) {
+    absl::StatusOr<ManifestEntry> t = EntryFromRecord(a.record(), a.manifest_index(), a.record_id());
+    if (!t.ok()) return Fail(err, t.status());
+    out << "  record " << a.record_id() << "  " << EntryLine(*t) << "\n";
+  }
+  PrintProgress(r->progress(), out);
+  return 0;
+}
+
+int RemoteCompare(const ViewerOptions& o, const CaptureClient& client, std::ostream& out,
+                  std::ostream& err) {
+  v1::CompareTolerance tolerance;
+  tolerance.set_atol(o.tolerance.atol);
+  tolerance.set_rtol(o.tolerance.rtol);
+  auto progress = [&](const v1::CompareProgress& p) {
+    if (!p.done()) {
+      out << "  " << p.ranks_done() << " of " << p.ranks_total() << " ranks compared, "
+          << p.records_compared() << " records\n";
+    }
+    return absl::OkStatus();
+  };
+  absl::StatusOr<v1::CompareProgress> done;
+  if (!o.compare_job.empty()) {
+    v1::CompareJobsRequest request;
+    request.set_job(o.job);
+    request.set_reference(o.compare_job);
+    for (uint32_t r : o.ranks) request.add_ranks(r);
+    *request.mutable_filter() = o.selection.args.ToProto();
+    *request.mutable_tolerance() = tolerance;
+    done = client.CompareJobs(request, progress);
+    if (!done.ok()) return Fail(err, Annotated(done.status(), "CompareJobs"));
+  } else {
+    v1::CompareRanksRequest request;
+    request.set_job(o.job);
+    request.set_reference_rank(*o.compare_ranks);
+    for (uint32_t r : o.ranks) request.add_ranks(r);
+    *request.mutable_filter() = o.selection.args.ToProto();
+    *request.mutable_tolerance() = tolerance;
+    done = client.CompareRanks(request, progress);
+    if (!done.ok()) return Fail(err, Annotated(done.status(), "CompareRanks"));
+  }
+  PrintProgress(done->progress(), out);
+  if (!done->has_first()) {
+    out << "job " << o.job << ": " << done->ranks_total() << " ranks, "
+        << done->records_compared() << " args compared, all match\n";
+    return 0;
+  }
+  const v1::Divergence& d = done->first();
+  absl::StatusOr<ManifestEntry> e = EntryFromRecord(d.actual().arg().record(), 0, 0);
+  if (!e.ok()) return Fail(err, e.status());
+  out << "first divergence: rank " << d.actual().rank() << ", step " << e->step << "  "
+      << WhereIs(*e) << ": "
+      << (d.reason().empty()
+              ? absl::StrCat("element ", d.element(), " = ", d.actual_value(), ", reference ",
+                             d.reference_value(), " (", d.mismatches(), " elements differ)")
+              : d.reason())
+      << "\n";
+  return 1;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<JobRankPlace>> LocalJobRanks(const std::string& folder) {
@@ -284,6 +390,14 @@ absl::StatusOr<std::vector<JobRankPlace>> LocalJobRanks(const std::string& folde
 }
 
 int RunJobView(const ViewerOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.remote.target.empty() &&
+      (o.first_nonfinite || !o.compare_job.empty() || o.compare_ranks)) {
+    // The service answers these itself, from its indexes, live ranks too.
+    absl::StatusOr<std::unique_ptr<CaptureClient>> client = ClientFor(o);
+    if (!client.ok()) return Fail(err, client.status());
+    if (o.first_nonfinite) return RemoteFirstNonfinite(o, **client, out, err);
+    return RemoteCompare(o, **client, out, err);
+  }
   absl::StatusOr<std::vector<JobRankPlace>> ranks = JobRanks(o, o.job);
   if (!ranks.ok()) return Fail(err, ranks.status());
   if (ranks->empty()) {

@@ -836,17 +836,44 @@ inline void CpuPause() {
 #endif
 }
 
-// Spins until `done()` or `spins` rounds have passed.
+// Spins until `done()` or `spins` rounds have passed; whether done() was
+// seen.
 template <typename Done>
-void SpinFor(int spins, Done done) {
-  for (int spin = 1; spin <= spins && !done(); ++spin) {
+bool SpinFor(int spins, Done done) {
+  for (int spin = 1; spin <= spins; ++spin) {
+    if (done()) return true;
     if (spin % kYieldEvery == 0) {
       std::this_thread::yield();
     } else {
       CpuPause();
     }
   }
+  return done();
 }
+
+// One thread's spin budget, following how its spins pay off: doubled (up
+// to the maximum) when a spin saw what it waited for, halved when the
+// thread went to sleep anyway. Alone on the machine the budget stays at its
+// maximum; with many more runnable threads than cores (a job of 64 ranks
+// on 2 cores) spins that never pay shrink to nothing and waiting threads
+// block at once, leaving the cores to the threads that have work. A budget
+// of 0 still looks once, so a payoff grows it back.
+class AdaptiveSpin {
+ public:
+  explicit AdaptiveSpin(int max) : max_(max), budget_(max) {}
+  template <typename Done>
+  void Spin(Done done) {
+    if (SpinFor(budget_, done)) {
+      budget_ = std::min(max_, std::max(2 * budget_, kYieldEvery));
+    } else {
+      budget_ /= 2;
+    }
+  }
+
+ private:
+  const int max_;
+  int budget_;
+};
 
 }  // namespace
 
@@ -863,7 +890,8 @@ bool SimRuntime::WaitForWork(SchedulerThread& scheduler, std::vector<Task*>* don
     // A completion usually comes soon: look for one for a moment before
     // sleeping, so the worker's hand-off needs no futex wake.
     lock.unlock();
-    SpinFor(kSchedulerSpins, [&] {
+    thread_local AdaptiveSpin spin(kSchedulerSpins);
+    spin.Spin([&] {
       return completions_queued_[scheduler.index].load(std::memory_order_relaxed) != 0;
     });
     lock.lock();
@@ -1122,7 +1150,8 @@ void SimRuntime::WorkerLoop(uint32_t worker) {
       // A job usually follows soon (the scheduler dispatches the next task
       // of the stream as this one's completion is taken): look for a moment
       // before sleeping, so the hand-off needs no futex wake.
-      SpinFor(kWorkerSpins, [&] { return jobs_queued_.load(std::memory_order_relaxed) != 0; });
+      thread_local AdaptiveSpin spin(kWorkerSpins);
+      spin.Spin([&] { return jobs_queued_.load(std::memory_order_relaxed) != 0; });
       std::unique_lock<std::mutex> lock(jobs_mu_);
       jobs_cv_.wait(lock, [&] { return jobs_stop_ || !jobs_.empty(); });
       if (jobs_stop_) return;

@@ -104,10 +104,11 @@ void CaptureCalls::Rpc(const httplib::Request& req, httplib::Response& res) {
   if (method == "GetJob") return call(v1::GetJobRequest(), &Stub::GetJob);
   if (method == "QueryJob") return call(v1::QueryJobRequest(), &Stub::QueryJob);
   if (method == "FirstNonfinite") return call(v1::FirstNonfiniteRequest(), &Stub::FirstNonfinite);
+  if (method == "GetJobGrid") return call(v1::GetJobGridRequest(), &Stub::GetJobGrid);
   SendError(res, 404, grpc::StatusCode::UNIMPLEMENTED,
             absl::StrCat("no unary method ", method,
                          " (ListCaptures, GetCapture, QueryArgs, GetArg, FinishCapture, "
-                         "DeleteCapture, ListJobs, GetJob, QueryJob, FirstNonfinite; ReadPayload "
+                         "DeleteCapture, ListJobs, GetJob, QueryJob, FirstNonfinite, GetJobGrid; ReadPayload "
                          "is GET .../args/ID/payload, CompareJobs and CompareRanks are GET "
                          "/v1/jobs/JOB/compare and /compare_ranks)"));
 }
@@ -201,6 +202,15 @@ void CaptureCalls::FirstNonfinite(const httplib::Request& req, httplib::Response
   ParseArgFilterParams(p, request.mutable_filter());
   if (!p.Finish()) return BadRequest(res, p.error());
   calls_->Unary(req, res, &Stub::FirstNonfinite, request);
+}
+
+void CaptureCalls::JobGrid(const httplib::Request& req, httplib::Response& res) {
+  Params p(req, {"max_steps"});
+  v1::GetJobGridRequest request;
+  request.set_job(PathGroup(req, 1));
+  if (auto v = p.Uint("max_steps", kMaxUint32)) request.set_max_steps(*v);
+  if (!p.Finish()) return BadRequest(res, p.error());
+  calls_->Unary(req, res, &Stub::GetJobGrid, request);
 }
 
 void CaptureCalls::CompareJobs(const httplib::Request& req, httplib::Response& res) {

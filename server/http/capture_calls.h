@@ -31,6 +31,7 @@ class CaptureCalls {
   void GetJob(const httplib::Request& req, httplib::Response& res);
   void QueryJob(const httplib::Request& req, httplib::Response& res);
   void FirstNonfinite(const httplib::Request& req, httplib::Response& res);
+  void JobGrid(const httplib::Request& req, httplib::Response& res);
   void CompareJobs(const httplib::Request& req, httplib::Response& res);
   void CompareRanks(const httplib::Request& req, httplib::Response& res);
   // GET /v1/captures/{c}/trace, /v1/jobs/{job}/trace (trace_calls.cc): the

@@ -145,6 +145,7 @@ std::vector<Route> ApiRoutes(CaptureCalls* c, PayloadCalls* p) {
       {"GET", job, kNeedsQuery, on(c, &CaptureCalls::GetJob)},
       {"GET", job + "/args", kNeedsQuery, on(c, &CaptureCalls::QueryJob)},
       {"GET", job + "/first_nonfinite", kNeedsQuery, on(c, &CaptureCalls::FirstNonfinite)},
+      {"GET", job + "/grid", kNeedsQuery, on(c, &CaptureCalls::JobGrid)},
       {"GET", job + "/compare", kNeedsQuery, on(c, &CaptureCalls::CompareJobs)},
       {"GET", job + "/compare_ranks", kNeedsQuery, on(c, &CaptureCalls::CompareRanks)},
       {"GET", capture + "/trace", kNeedsQuery, on(c, &CaptureCalls::CaptureTrace)},

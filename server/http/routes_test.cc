@@ -34,7 +34,7 @@ const Route* Find(const std::vector<Route>& routes, const std::string& method,
 
 TEST_F(RoutesTest, EveryEndpointIsOneRow) {
   const std::vector<Route> routes = ApiRoutes(&captures_, &payloads_);
-  EXPECT_EQ(routes.size(), 18u);
+  EXPECT_EQ(routes.size(), 19u);
   for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
            {"GET", "/v1/schema"},
            {"GET", "/v1/captures"},
@@ -50,6 +50,7 @@ TEST_F(RoutesTest, EveryEndpointIsOneRow) {
            {"GET", "/v1/jobs/train.1"},
            {"GET", "/v1/jobs/train.1/args"},
            {"GET", "/v1/jobs/train.1/first_nonfinite"},
+           {"GET", "/v1/jobs/train.1/grid"},
            {"GET", "/v1/jobs/train.1/compare"},
            {"GET", "/v1/jobs/train.1/compare_ranks"},
            {"GET", "/v1/captures/run1/trace"},

@@ -13,6 +13,7 @@ import { emptyFilters, fieldsFromSchema, setFilterFields } from './filters.mjs';
 import { buildFilterForm, fillFilterForm } from './filter_form.mjs';
 import { writeHash } from './hash.mjs';
 import { clearRecord, loadRecord, onHeatmapMove, onSliceChange, selectRecord } from './record_view.mjs';
+import { jobs, loadJobs, showJob, wireJobs } from './jobs_view.mjs';
 import { isLive, state } from './state.mjs';
 import { clearErrors, setError } from './status.mjs';
 import { parseHash } from './url_state.mjs';
@@ -27,6 +28,7 @@ function applyHash() {
     $('token').value = p.token;
     showAuth(true);
   }
+  showJob(p.job);
   selectCapture(p.capture);
   fillFilterForm($('filters'), p.filters);
   applyFilters();
@@ -38,6 +40,7 @@ function applyHash() {
 /** The 2 s refresh: the captures list, the selected capture, and live first pages. */
 async function tick() {
   try {
+    await loadJobs();
     await loadCaptures();
     if (state.capture) {
       const wasLive = isLive();
@@ -69,6 +72,8 @@ function showAuth(show) {
 function reloadAll() {
   clearErrors();
   setError('auth', null);
+  loadJobs();
+  if (jobs.selected) showJob(jobs.selected);
   loadCaptures();
   if (state.capture) loadSummary();
   applyFilters();
@@ -130,6 +135,7 @@ export async function init() {
   if (getToken()) { $('token').value = getToken(); showAuth(true); }
 
   wireCaptureList();
+  wireJobs((job) => { location.hash = `#job=${encodeURIComponent(job)}`; });
   onRowActivate($('args').tBodies[0], 'data-record-id', (tr) => {
     selectRecord(tr.dataset.recordId);
     writeHash();

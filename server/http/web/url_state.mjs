@@ -1,6 +1,6 @@
 /*
  * What the page keeps in its URL and puts in the API's: the location hash
- * (#capture=...&task_id=...&record=...&index=...) that makes a view
+ * (#job=... or #capture=...&task_id=...&record=...&index=...) that makes a view
  * shareable, and an API URL's query string. Pure: no DOM, no location.
  */
 import { filterNames } from './filters.mjs';
@@ -27,13 +27,14 @@ export function parseIndex(text) {
 export const sameIndex = (a, b) => (a || []).join(',') === (b || []).join(',');
 
 /**
- * The hash of a view: its capture, the applied filters (normalised, by
+ * The hash of a view: its job (the job view), its capture, the applied filters (normalised, by
  * name), and its record ({id, index}) or null. '' when there is nothing.
  * Commas stay readable. `names`: the filter fields', in their order.
  */
-export function hashFor({ capture, query, record }, names = filterNames()) {
+export function hashFor({ job, capture, query, record }, names = filterNames()) {
   const parts = [];
   const add = (k, v) => { if (v !== '' && v !== null && v !== undefined) parts.push(`${k}=${enc(v).replace(/%2C/gi, ',')}`); };
+  add('job', job);
   add('capture', capture);
   for (const k of names) add(k, query[k]);
   if (record) {
@@ -44,7 +45,7 @@ export function hashFor({ capture, query, record }, names = filterNames()) {
 }
 
 /**
- * A hash read back: token (null when absent), capture (null when absent),
+ * A hash read back: token (null when absent), job and capture (null when absent),
  * filters (raw strings by name, '' when absent), record (null when absent)
  * and index (parseIndex's).
  */
@@ -52,6 +53,7 @@ export function parseHash(hash, names = filterNames()) {
   const p = new URLSearchParams(String(hash || '').replace(/^#/, ''));
   return {
     token: p.has('token') ? p.get('token') : null,
+    job: p.get('job'),
     capture: p.get('capture'),
     filters: Object.fromEntries(names.map((k) => [k, p.get(k) || ''])),
     record: p.get('record'),

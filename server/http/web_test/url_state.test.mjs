@@ -33,6 +33,13 @@ test('an empty view has no hash; an empty hash no selection', () => {
   assert.equal(parseHash('#token=abc').token, 'abc');
 });
 
+test('the job view keeps its job in the hash', () => {
+  const hash = hashFor({ job: 'train 1', capture: null, query: emptyFilters(), record: null });
+  assert.equal(hash, '#job=train%201');
+  assert.equal(parseHash(hash).job, 'train 1');
+  assert.equal(parseHash('#capture=a').job, null);
+});
+
 test('slice indices', () => {
   assert.equal(parseIndex(''), null);
   assert.equal(parseIndex('1,x'), null);
