@@ -304,6 +304,37 @@ absl::StatusOr<QueryHit> IndexFile::HitById(uint64_t record_id) const {
   return hit;
 }
 
+const ManifestRow* IndexFile::NextMatch(const ArgFilter& query, uint64_t* position,
+                                        ManifestRow* scratch) const {
+  uint64_t from = *position, end = rows_;
+  if (query.task_id) {
+    const uint64_t* lo = std::lower_bound(task_ids_, task_ids_ + rows_, *query.task_id);
+    const uint64_t* hi = std::upper_bound(lo, task_ids_ + rows_, *query.task_id);
+    from = std::max<uint64_t>(from, lo - task_ids_);
+    end = hi - task_ids_;
+  }
+  const bool all = !query.any();
+  // Version 3 rows are ManifestRows, 8-aligned in the mapping (everything
+  // before them is a multiple of 8) and checked at Open.
+  const bool in_place = row_bytes_ == sizeof(ManifestRow);
+  if (!in_place) *scratch = ManifestRow{};  // a version 2 row: times 0
+  for (uint64_t i = from; i < end; ++i) {
+    const ManifestRow* r;
+    if (in_place) {
+      r = reinterpret_cast<const ManifestRow*>(rows_at_ + i * row_bytes_);
+    } else {
+      std::memcpy(scratch, rows_at_ + i * row_bytes_, row_bytes_);
+      r = scratch;
+    }
+    if (all || query.Matches(*r, stats(i))) {
+      *position = i;
+      return r;
+    }
+  }
+  *position = rows_;
+  return nullptr;
+}
+
 std::vector<QueryHit> IndexFile::ByArrival(const ArgFilter& query, uint64_t from,
                                            uint64_t to) const {
   std::vector<QueryHit> hits;

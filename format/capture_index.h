@@ -108,6 +108,15 @@ class IndexFile {
   absl::StatusOr<QueryHit> HitById(uint64_t record_id) const;
   // Record ids [from, to) in arrival order, filtered (WatchCapture replay).
   std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
+  // For walks over every row (kEveryRow: the rows were checked at Open):
+  // the first row at or after `*position` that `query` matches, its
+  // position put in `*position`; null (and size()) when there is none. The
+  // row is read in place (valid while the IndexFile is), or from an older
+  // index's shorter row into `scratch`.
+  const ManifestRow* NextMatch(const ArgFilter& query, uint64_t* position,
+                               ManifestRow* scratch) const;
+  // The record id (arrival sequence) of row `i` (< size()).
+  uint64_t RecordIdAt(uint64_t i) const { return record_id_[i]; }
 
   // The rows of `task_id` (empty when it has none, begin then where it
   // would be), found by binary search and checked as read: each row the

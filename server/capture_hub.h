@@ -122,6 +122,9 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   absl::StatusOr<QueryHit> HitById(uint64_t record_id) const;
   std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
   std::string bin_path() const;
+  // The finished capture's index (opened with IndexChecks::kEveryRow);
+  // null while the capture is live.
+  std::shared_ptr<const IndexFile> index() const;
 
   // Live captures: queue work for the writer thread; `done` runs on it.
   // Append: InvalidArgument / ResourceExhausted (quota) leave the capture

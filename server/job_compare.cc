@@ -2,21 +2,30 @@
 // in (step, task_id, stage, arg_index, role) order and compared by the
 // viewer's rules (format/compare.h), payloads a chunk at a time.
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/thread.h"
 #include "format/compare.h"
 #include "format/dtype.h"
 #include "format/names.h"
@@ -27,6 +36,7 @@ namespace argsdump {
 namespace {
 
 constexpr uint64_t kCompareChunkBytes = 1 << 20;  // payload bytes read at a time per side
+constexpr size_t kMaxCompareThreads = 4;           // per comparison
 
 // One rank against its reference.
 struct RankPair {
@@ -59,24 +69,40 @@ std::vector<QueryHit> SortedRows(const HubCapture& c, const std::optional<ArgFil
   return rows;
 }
 
-// args.bin of a capture, opened once per comparison.
+// args.bin of a finished or live capture, opened once per comparison and
+// mapped (as the service maps args.index): a comparison reads payloads in
+// manifest order, which deduplicated payloads turn into jumps back, and a
+// mapping costs a page fault per page where a read costs a system call
+// per payload. Ranges are checked against the size at open (a live
+// capture's durable records lie within it). Without a mapping (the address
+// space refused it) each payload is read.
 class BinFile {
  public:
   explicit BinFile(std::string path) : path_(std::move(path)) {}
   ~BinFile() {
+    if (map_ != nullptr) ::munmap(map_, size_);
     if (fd_ >= 0) ::close(fd_);
   }
-  absl::Status Read(uint64_t offset, uint64_t size, std::string* out) {
+  BinFile(const BinFile&) = delete;
+  BinFile& operator=(const BinFile&) = delete;
+
+  // Bytes [offset, offset + size), valid until the next View. DataLoss
+  // naming the file when it ends before them.
+  absl::StatusOr<absl::string_view> View(uint64_t offset, uint64_t size) {
     if (fd_ < 0) {
-      fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd_ < 0) {
-        return absl::DataLossError(absl::StrCat("cannot open ", path_, ": ", std::strerror(errno)));
-      }
+      if (absl::Status s = Open(); !s.ok()) return s;
     }
-    out->resize(size);
+    if (offset > size_ || size > size_ - offset) {
+      return absl::DataLossError(absl::StrCat(path_, " ends before byte ", offset + size));
+    }
+    if (map_ != nullptr) {
+      Populate(offset, size);
+      return absl::string_view(static_cast<const char*>(map_) + offset, size);
+    }
+    buffer_.resize(size);
     size_t got = 0;
     while (got < size) {
-      const ssize_t r = ::pread(fd_, &(*out)[got], size - got, static_cast<off_t>(offset + got));
+      const ssize_t r = ::pread(fd_, &buffer_[got], size - got, static_cast<off_t>(offset + got));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) break;
       got += static_cast<size_t>(r);
@@ -84,12 +110,52 @@ class BinFile {
     if (got < size) {
       return absl::DataLossError(absl::StrCat(path_, " ends before byte ", offset + size));
     }
-    return absl::OkStatus();
+    return absl::string_view(buffer_);
   }
 
  private:
+  absl::Status Open() {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+      return absl::DataLossError(absl::StrCat("cannot open ", path_, ": ", std::strerror(errno)));
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+    if (size_ > 0) {
+      void* map = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
+      if (map != MAP_FAILED) map_ = map;
+    }
+    return absl::OkStatus();
+  }
+
+  // Maps the pages of [offset, offset + size) and up to kPopulateBytes
+  // past them in one call (MADV_POPULATE_READ) instead of a page fault
+  // each, which a virtual machine makes dear. The mapped range only grows
+  // onward; a read before it (a deduplicated payload, mapped when first
+  // passed) or a kernel without the call faults its pages in as read.
+  void Populate(uint64_t offset, uint64_t size) {
+    if (offset < populated_begin_ || offset + size <= populated_end_) return;
+    constexpr uint64_t kPage = 4096;
+    uint64_t begin = offset / kPage * kPage;
+    if (begin <= populated_end_) {
+      begin = populated_end_ / kPage * kPage;  // onward from what is mapped
+    } else {
+      populated_begin_ = begin;  // a jump ahead: a new range
+    }
+    const uint64_t end = std::min(size_, std::max(offset + size, begin + kPopulateBytes));
+#ifdef MADV_POPULATE_READ
+    ::madvise(static_cast<char*>(map_) + begin, end - begin, MADV_POPULATE_READ);
+#endif
+    populated_end_ = end;
+  }
+
+  static constexpr uint64_t kPopulateBytes = 8 << 20;
   const std::string path_;
   int fd_ = -1;
+  uint64_t size_ = 0;
+  void* map_ = nullptr;
+  uint64_t populated_begin_ = 0, populated_end_ = 0;  // what Populate mapped
+  std::string buffer_;  // without a mapping: the last payload read
 };
 
 std::string Dims(const ManifestRow& r) {
@@ -163,18 +229,19 @@ absl::StatusOr<PairVerdict> ComparePayloads(const ManifestRow& a, BinFile& abin,
   const uint64_t per_chunk =
       std::max<uint64_t>(8, kCompareChunkBytes * 8 / std::max(abits, gbits) / 8 * 8);
   ElementDiff all;
-  std::string abuf, gbuf;
   for (uint64_t first = 0; first < count; first += per_chunk) {
     const uint64_t n = std::min(per_chunk, count - first);
     const uint64_t abytes = (n * abits + 7) / 8, gbytes = (n * gbits + 7) / 8;
-    if (absl::Status s = abin.Read(a.bin_offset + first * abits / 8, abytes, &abuf); !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = gbin.Read(g.bin_offset + first * gbits / 8, gbytes, &gbuf); !s.ok()) {
-      return s;
-    }
+    absl::StatusOr<absl::string_view> abuf = abin.View(a.bin_offset + first * abits / 8, abytes);
+    if (!abuf.ok()) return abuf.status();
+    absl::StatusOr<absl::string_view> gbuf = gbin.View(g.bin_offset + first * gbits / 8, gbytes);
+    if (!gbuf.ok()) return gbuf.status();
     v.bytes += abytes + gbytes;
-    const ElementDiff e = CompareElements(*ad, abuf, *gd, gbuf, n, t);
+    if (*ad == *gd && *abuf == *gbuf) {  // the same bits: every element matches
+      all.compared += n;
+      continue;
+    }
+    const ElementDiff e = CompareElements(*ad, *abuf, *gd, *gbuf, n, t);
     if (e.mismatches > 0 && all.mismatches == 0) {
       all.first_mismatch = first + e.first_mismatch;
       all.first_actual = e.first_actual;
@@ -232,63 +299,139 @@ struct RankOutcome {
   std::optional<v1::Divergence> first;
   uint64_t records = 0;
   uint64_t bytes = 0;
+  bool unordered = false;  // an index side was not in pairing order: walk sorted copies
 };
 
-// Walks both ranks' records in pairing order to the first divergence.
-absl::StatusOr<RankOutcome> CompareRank(const RankPair& p, const v1::ArgFilter& f,
-                                        const Tolerance& t, const std::atomic<bool>* cancelled) {
-  const std::vector<QueryHit> a = SortedRows(*p.actual, ResolvedFilter(*p.actual, f, nullptr));
-  const std::vector<QueryHit> g =
-      SortedRows(*p.reference, ResolvedFilter(*p.reference, f, nullptr));
+// One side's rows in pairing order, copied and sorted (a live capture, or
+// an index not in pairing order).
+class SortedSide {
+ public:
+  explicit SortedSide(std::vector<QueryHit> rows) : rows_(std::move(rows)) {}
+  bool done() const { return i_ == rows_.size(); }
+  const ManifestRow& row() const { return rows_[i_].row; }
+  uint64_t record_id() const { return rows_[i_].record_id; }
+  void Advance() { ++i_; }
+  bool unordered() const { return false; }
+
+ private:
+  std::vector<QueryHit> rows_;
+  size_t i_ = 0;
+};
+
+// One side's rows read in place from a finished capture's index. Manifest
+// order (task_id, stage, arg_index, role, ...) is pairing order when steps
+// never go down as task ids go up and no two rows share a key, as in a
+// capture of tasks whose ids grow with their steps; unordered() says when
+// a row breaks that, and the rank is walked again sorted.
+class IndexSide {
+ public:
+  IndexSide(const IndexFile& index, const ArgFilter& q) : index_(index), q_(q) {
+    row_ = index_.NextMatch(q_, &position_, &scratch_);
+  }
+  bool done() const { return row_ == nullptr; }
+  const ManifestRow& row() const { return *row_; }
+  uint64_t record_id() const { return index_.RecordIdAt(position_); }
+  void Advance() {
+    const auto before = PairKey(*row_);
+    ++position_;
+    row_ = index_.NextMatch(q_, &position_, &scratch_);
+    if (row_ != nullptr && !(before < PairKey(*row_))) unordered_ = true;
+  }
+  bool unordered() const { return unordered_; }
+
+ private:
+  const IndexFile& index_;
+  const ArgFilter& q_;
+  uint64_t position_ = 0;
+  ManifestRow scratch_;  // an older index's row
+  const ManifestRow* row_ = nullptr;
+  bool unordered_ = false;
+};
+
+// Walks both sides' records in pairing order to the first divergence.
+template <typename ActualSide, typename ReferenceSide>
+absl::StatusOr<RankOutcome> Walk(const RankPair& p, ActualSide& a, ReferenceSide& g,
+                                 const Tolerance& t, const std::function<bool()>& stopped) {
   BinFile abin(p.actual->bin_path()), gbin(p.reference->bin_path());
   RankOutcome out;
-  auto actual_arg = [&](const QueryHit* h, v1::Divergence* d) {
+  auto actual_arg = [&](bool present, v1::Divergence* d) {
     v1::JobArg* j = d->mutable_actual();
     j->set_rank(p.rank);
     j->set_capture(p.actual->name());
-    if (h != nullptr) {
-      j->mutable_arg()->set_record_id(h->record_id);
-      *j->mutable_arg()->mutable_record() = RecordFromRow(h->row);
+    if (present) {
+      j->mutable_arg()->set_record_id(a.record_id());
+      *j->mutable_arg()->mutable_record() = RecordFromRow(a.row());
     }
   };
-  auto reference_arg = [&](const QueryHit& h, v1::Divergence* d) {
+  auto reference_arg = [&](v1::Divergence* d) {
     v1::JobArg* j = d->mutable_reference();
     j->set_rank(p.reference_rank);
     j->set_capture(p.reference->name());
-    j->mutable_arg()->set_record_id(h.record_id);
-    *j->mutable_arg()->mutable_record() = RecordFromRow(h.row);
+    j->mutable_arg()->set_record_id(g.record_id());
+    *j->mutable_arg()->mutable_record() = RecordFromRow(g.row());
   };
-  size_t i = 0, k = 0;
-  while (i < a.size() || k < g.size()) {
-    if (cancelled != nullptr && cancelled->load())
-      return absl::CancelledError("comparison cancelled");
-    if (k == g.size() || (i < a.size() && PairKey(a[i].row) < PairKey(g[k].row))) {
+  for (uint64_t n = 0; !a.done() || !g.done(); ++n) {
+    if (a.unordered() || g.unordered()) {
+      out.unordered = true;
+      return out;
+    }
+    if (n % 4096 == 0 && stopped()) return absl::CancelledError("comparison cancelled");
+    if (g.done() || (!a.done() && PairKey(a.row()) < PairKey(g.row()))) {
       v1::Divergence d = Reason(absl::StrCat("no such record in ", p.reference->name()));
-      actual_arg(&a[i], &d);
+      actual_arg(true, &d);
       out.first = std::move(d);
-      return out;
+      break;
     }
-    if (i == a.size() || PairKey(g[k].row) < PairKey(a[i].row)) {
+    if (a.done() || PairKey(g.row()) < PairKey(a.row())) {
       v1::Divergence d = Reason(absl::StrCat(p.actual->name(), " has no such record"));
-      actual_arg(nullptr, &d);
-      reference_arg(g[k], &d);
+      actual_arg(false, &d);
+      reference_arg(&d);
       out.first = std::move(d);
-      return out;
+      break;
     }
-    absl::StatusOr<PairVerdict> v = CompareRecords(a[i].row, abin, g[k].row, gbin, t);
+    absl::StatusOr<PairVerdict> v = CompareRecords(a.row(), abin, g.row(), gbin, t);
     if (!v.ok()) return v.status();
     ++out.records;
     out.bytes += v->bytes;
     if (v->divergence) {
-      actual_arg(&a[i], &*v->divergence);
-      reference_arg(g[k], &*v->divergence);
+      actual_arg(true, &*v->divergence);
+      reference_arg(&*v->divergence);
       out.first = std::move(v->divergence);
-      return out;
+      break;
     }
-    ++i;
-    ++k;
+    a.Advance();
+    g.Advance();
+  }
+  // A divergence is the first in pairing order only if no later row of
+  // either side belongs before it (or shares its key): the rest of both
+  // sides is checked for order, rows only.
+  if (out.first) {
+    while (!a.done() && !a.unordered()) a.Advance();
+    while (!g.done() && !g.unordered()) g.Advance();
+    if (a.unordered() || g.unordered()) {
+      out = RankOutcome();
+      out.unordered = true;
+    }
   }
   return out;
+}
+
+// One rank against its reference: straight from both indexes when both
+// captures are finished and in pairing order, from sorted copies of their
+// rows otherwise.
+absl::StatusOr<RankOutcome> CompareRank(const RankPair& p, const v1::ArgFilter& f,
+                                        const Tolerance& t, const std::function<bool()>& stopped) {
+  const std::optional<ArgFilter> aq = ResolvedFilter(*p.actual, f, nullptr);
+  const std::optional<ArgFilter> gq = ResolvedFilter(*p.reference, f, nullptr);
+  const std::shared_ptr<const IndexFile> ai = p.actual->index();
+  const std::shared_ptr<const IndexFile> gi = p.reference->index();
+  if (ai && gi && aq && gq) {
+    IndexSide a(*ai, *aq), g(*gi, *gq);
+    absl::StatusOr<RankOutcome> r = Walk(p, a, g, t, stopped);
+    if (!r.ok() || !r->unordered) return r;
+  }
+  SortedSide a(SortedRows(*p.actual, aq)), g(SortedRows(*p.reference, gq));
+  return Walk(p, a, g, t, stopped);
 }
 
 // Where a divergence is in the job's order: (step, task_id, rank, stage,
@@ -326,17 +469,76 @@ absl::Status ComparePairs(const std::vector<RankPair>& pairs, const v1::ArgFilte
   v1::CompareProgress progress;
   progress.set_ranks_total(static_cast<uint32_t>(pairs.size()));
   std::optional<v1::Divergence> first;
-  for (const RankPair& p : pairs) {
-    absl::StatusOr<RankOutcome> r = CompareRank(p, f, t, cancelled);
-    if (!r.ok()) return r.status();
+  // Ranks are compared on worker threads (as many as the cores, at most
+  // kMaxCompareThreads), each taking the next pair; this thread emits the
+  // progress as ranks end, in the order they end.
+  std::mutex mu;
+  std::condition_variable changed;
+  std::deque<std::pair<size_t, absl::StatusOr<RankOutcome>>> ended;  // guarded by mu
+  size_t running = 0;                                               // guarded by mu
+  std::atomic<size_t> next{0};
+  std::atomic<bool> abandon{false};
+  const std::function<bool()> stopped = [&] {
+    return abandon.load(std::memory_order_relaxed) ||
+           (cancelled != nullptr && cancelled->load(std::memory_order_relaxed));
+  };
+  auto work = [&] {
+    for (size_t i; !stopped() && (i = next.fetch_add(1)) < pairs.size();) {
+      absl::StatusOr<RankOutcome> r = CompareRank(pairs[i], f, t, stopped);
+      std::lock_guard<std::mutex> lock(mu);
+      ended.emplace_back(i, std::move(r));
+      changed.notify_one();
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    --running;
+    changed.notify_one();
+  };
+  std::vector<std::thread> workers;
+  const size_t wanted = std::min<size_t>(
+      pairs.size(), std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kMaxCompareThreads));
+  for (size_t w = 0; w < wanted; ++w) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++running;
+    }
+    std::thread worker;
+    if (!StartThread("a job comparison thread", &worker, work).ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      --running;
+      break;
+    }
+    workers.push_back(std::move(worker));
+  }
+  if (workers.empty()) {  // no thread to be had: this one compares
+    std::lock_guard<std::mutex> lock(mu);
+    ++running;
+  }
+  if (workers.empty()) work();
+  absl::Status failed;
+  for (size_t emitted = 0; emitted < pairs.size() && failed.ok();) {
+    std::unique_lock<std::mutex> lock(mu);
+    changed.wait(lock, [&] { return !ended.empty() || running == 0; });
+    if (ended.empty()) break;  // the workers stopped (cancelled)
+    auto [i, r] = std::move(ended.front());
+    ended.pop_front();
+    lock.unlock();
+    ++emitted;
+    if (!r.ok()) {
+      failed = r.status();
+      break;
+    }
     progress.set_records_compared(progress.records_compared() + r->records);
     progress.set_bytes_compared(progress.bytes_compared() + r->bytes);
     progress.set_ranks_done(progress.ranks_done() + 1);
     if (r->first && (!first || DivergenceKey(*r->first) < DivergenceKey(*first))) {
       first = std::move(r->first);
     }
-    if (!emit(progress)) return absl::CancelledError("the client went away");
+    if (!emit(progress)) failed = absl::CancelledError("the client went away");
   }
+  abandon = true;
+  for (std::thread& w : workers) w.join();
+  if (!failed.ok()) return failed;
+  if (progress.ranks_done() < pairs.size()) return absl::CancelledError("comparison cancelled");
   progress.set_done(true);
   if (first) *progress.mutable_first() = std::move(*first);
   std::map<std::string, v1::RankProgress> seen;  // by capture: each once

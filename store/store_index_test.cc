@@ -344,6 +344,26 @@ TEST(CaptureIndexTest, TaskTimesAndTheClockReadBack) {
   }
 }
 
+// Every row NextMatch walks to for `q`, checked against Query's page of the
+// same filter: the same positions, record ids and row bytes.
+void ExpectNextMatchAgreesWithQuery(const IndexFile& index, const ArgFilter& q) {
+  const QueryPage page = index.Query(q, 0, 1 << 20, 1 << 20);
+  std::vector<std::pair<uint64_t, ManifestRow>> walked;
+  ManifestRow scratch;
+  uint64_t position = 0;
+  for (const ManifestRow* r; (r = index.NextMatch(q, &position, &scratch)) != nullptr;
+       ++position) {
+    walked.emplace_back(position, *r);
+  }
+  EXPECT_EQ(position, index.size());
+  ASSERT_EQ(walked.size(), page.hits.size());
+  for (size_t i = 0; i < walked.size(); ++i) {
+    EXPECT_EQ(walked[i].first, page.hits[i].manifest_index.value()) << i;
+    EXPECT_EQ(index.RecordIdAt(walked[i].first), page.hits[i].record_id) << i;
+    EXPECT_EQ(std::memcmp(&walked[i].second, &page.hits[i].row, sizeof(ManifestRow)), 0) << i;
+  }
+}
+
 // An index of version 2 (120-byte rows, no times) still reads: the same
 // rows, their times 0. It is made from a version 3 index of the same rows
 // by cutting the times off every row.
@@ -380,6 +400,10 @@ TEST(CaptureIndexTest, AVersion2IndexReadsWithTimesZero) {
     ASSERT_EQ(page.hits.size(), 3u);
     EXPECT_EQ(page.hits[0].record_id, 18u);
     EXPECT_EQ(page.hits[0].row.dispatch_ns, 0u);
+    if (checks == IndexChecks::kEveryRow) {  // NextMatch: from the shorter rows, times 0
+      ExpectNextMatchAgreesWithQuery(**old, ArgFilter());
+      ExpectNextMatchAgreesWithQuery(**old, q);
+    }
   }
   // Version 2 with version 3's row size, or a version from the future: refused.
   std::string wrong = v2;
@@ -391,6 +415,28 @@ TEST(CaptureIndexTest, AVersion2IndexReadsWithTimesZero) {
   std::memcpy(&wrong[4], &future, 4);
   Put(path, wrong);
   EXPECT_NE(IndexFile::Open(path).status().message().find("version 4"), std::string::npos);
+}
+
+TEST(CaptureIndexTest, NextMatchWalksTheRowsAQueryFinds) {
+  RecordList rows = Rows();
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].dispatch_ns = 1000 + i;
+  std::unique_ptr<IndexFile> index = WriteAndOpen("next_match.index", rows);
+  ASSERT_NE(index, nullptr);
+  ExpectNextMatchAgreesWithQuery(*index, ArgFilter());
+  ArgFilter task;
+  task.task_id = 0x100000003ull;
+  ExpectNextMatchAgreesWithQuery(*index, task);
+  ArgFilter outputs;
+  outputs.role = v1::ROLE_OUTPUT;
+  ExpectNextMatchAgreesWithQuery(*index, outputs);
+  ArgFilter none;
+  none.task_id = 0x7777ull;
+  ExpectNextMatchAgreesWithQuery(*index, none);
+  // From a position past a task's rows, a task filter finds nothing.
+  ManifestRow scratch;
+  uint64_t position = index->size();
+  EXPECT_EQ(index->NextMatch(task, &position, &scratch), nullptr);
+  EXPECT_EQ(position, index->size());
 }
 
 // Random damage anywhere: refused at open, or (bytes no query trusts, such

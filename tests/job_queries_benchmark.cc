@@ -6,11 +6,12 @@
 //                         records a task), the NaN on the last rank's last task
 // BM_CompareJobs/R/T      CompareJobs of two such jobs that agree everywhere
 //                         (every payload read and compared)
-// Counters: peak_rss_mib (VmHWM from the server's start: the writing of the
+// Counters: cores (CPU time over wall time while comparing), peak_rss_mib (VmHWM from the server's start: the writing of the
 // jobs before it is not counted; it includes the ranks' mapped args.index
 // pages, which the server checks at load), anon_mib (the process's heap at
 // the end) and anon_growth_mib (heap the answers added).
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -30,6 +31,13 @@
 
 namespace argsdump {
 namespace {
+
+// The process's CPU time (user + system), seconds.
+double ProcessCpuSeconds() {
+  struct rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 // A line of /proc/self/status ("VmHWM", "RssAnon"), MiB.
 double StatusMiB(const std::string& key) {
@@ -166,6 +174,8 @@ void BM_CompareJobs(benchmark::State& state) {
   request.set_job("tonight");
   request.set_reference("lastnight");
   uint64_t bytes = 0;
+  const double cpu_before = ProcessCpuSeconds();
+  const auto wall_before = std::chrono::steady_clock::now();
   for (auto _ : state) {
     auto answer =
         s.client->CompareJobs(request, [](const v1::CompareProgress&) { return absl::OkStatus(); });
@@ -175,6 +185,10 @@ void BM_CompareJobs(benchmark::State& state) {
     }
     bytes += answer->bytes_compared();
   }
+  // Cores busy while comparing (the server's threads included).
+  state.counters["cores"] =
+      (ProcessCpuSeconds() - cpu_before) /
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_before).count();
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
   state.counters["records"] = 3.0 * ranks * tasks;
   state.counters["anon_growth_mib"] = StatusMiB("RssAnon") - anon_before;
@@ -186,11 +200,13 @@ void BM_CompareJobs(benchmark::State& state) {
 BENCHMARK(BM_FirstNonfinite)
     ->Args({16, 10000})
     ->Args({64, 10000})
+    ->Args({64, 100000})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_CompareJobs)
     ->Args({16, 10000})
     ->Args({64, 10000})
+    ->Args({64, 100000})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
