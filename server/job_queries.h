@@ -2,9 +2,9 @@
 // gRPC: the service only moves their messages). A job is the captures whose
 // CaptureInfo.job names it, one per rank (CaptureHub::JobRanks).
 //
-// Every answer reads rows from each rank's index (finished) or live store,
-// never a whole capture's payloads: a comparison reads two payloads at a
-// time, in bounded chunks. A live rank answers with what is durable, and
+// Every answer reads rows from each rank's index (finished) or live store;
+// only a comparison reads payloads, two at a time, from the ranks'
+// args.bin mapped for the comparison (ranks on up to 4 worker threads). A live rank answers with what is durable, and
 // the answer says how far each rank had got (RankProgress).
 #ifndef ARGSDUMP_SERVER_JOB_QUERIES_H_
 #define ARGSDUMP_SERVER_JOB_QUERIES_H_

@@ -5,6 +5,12 @@
 //   throughput_ratio    records/s with N runs / records/s with 8 (1: linear)
 //   cpu_per_record_ratio  the runs' CPU per record with N / with 8 (1: CPU
 //                         per record independent of how many run at once)
+//   marginal_cpu_per_record_ratio  the same for the CPU a record adds: each
+//                       side's CPU less that of as many one-step runs (a
+//                       run's start: loading, the device process, the
+//                       channel), over the records past the first step
+//   start_cpu_ms, baseline_start_cpu_ms  a one-step run's CPU with N and
+//                       with 8 at once
 //   failed_runs         runs that did not exit 0 (a lost or unacknowledged
 //                       record makes sim_run exit non-zero): must be 0
 // Usage: job_scaling_benchmark --sim_run=PATH --capture_server=PATH
@@ -101,7 +107,7 @@ struct JobRun {
 };
 
 // N runs of mixed_example (20 records a step) for `steps` steps at once.
-JobRun RunJob(const Server& server, int n, int steps, int round) {
+JobRun RunJob(const Server& server, int n, int steps, const std::string& round) {
   const double cpu0 = ChildCpuSeconds();
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<pid_t> pids;
@@ -129,20 +135,33 @@ void BM_JobScaling(benchmark::State& state) {
     return;
   }
   const double records_per_run = 20.0 * steps;
-  double throughput = 0, cpu = 0, wall_n = 0, wall_base = 0;
+  const double added_per_run = 20.0 * (steps - 1);
+  double throughput = 0, cpu = 0, marginal = 0, start = 0, base_start = 0, wall_n = 0,
+         wall_base = 0;
   int failed = 0, round = 0;
   for (auto _ : state) {
-    const JobRun base = RunJob(server, kBaseline, steps, round);
-    const JobRun big = RunJob(server, n, steps, round);
+    const JobRun base = RunJob(server, kBaseline, steps, absl::StrCat(round));
+    const JobRun big = RunJob(server, n, steps, absl::StrCat(round));
+    const JobRun base_one = RunJob(server, kBaseline, 1, absl::StrCat("one", round));
+    const JobRun big_one = RunJob(server, n, 1, absl::StrCat("one", round));
     ++round;
-    failed += base.failed + big.failed;
+    failed += base.failed + big.failed + base_one.failed + big_one.failed;
     throughput += (n * records_per_run / big.wall) / (kBaseline * records_per_run / base.wall);
     cpu += (big.cpu / (n * records_per_run)) / (base.cpu / (kBaseline * records_per_run));
+    if (steps > 1) {
+      marginal += ((big.cpu - big_one.cpu) / (n * added_per_run)) /
+                  ((base.cpu - base_one.cpu) / (kBaseline * added_per_run));
+    }
+    start += big_one.cpu / n * 1000;
+    base_start += base_one.cpu / kBaseline * 1000;
     wall_n += big.wall;
     wall_base += base.wall;
   }
   state.counters["throughput_ratio"] = throughput / round;
   state.counters["cpu_per_record_ratio"] = cpu / round;
+  state.counters["marginal_cpu_per_record_ratio"] = marginal / round;
+  state.counters["start_cpu_ms"] = start / round;
+  state.counters["baseline_start_cpu_ms"] = base_start / round;
   state.counters["wall_s"] = wall_n / round;
   state.counters["baseline_wall_s"] = wall_base / round;
   state.counters["failed_runs"] = failed;
@@ -154,6 +173,7 @@ BENCHMARK(BM_JobScaling)
     ->Args({16, 50})
     ->Args({32, 50})
     ->Args({64, 50})
+    ->Args({64, 500})
     ->Args({2, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
