@@ -48,7 +48,9 @@ TEST(PlantedFaultTest, NanGoesIntoACopyOfTheFirstFloatInput) {
     ASSERT_TRUE(ValidateWorkload(*planted, BuiltinKernels()).ok());
     // Only task t changed, and only one tensor of it.
     for (int k = 0; k < w.tasks_size(); ++k) {
-      if (k != static_cast<int>(t)) EXPECT_EQ(planted->tasks(k).DebugString(), w.tasks(k).DebugString());
+      if (k != static_cast<int>(t)) {
+        EXPECT_EQ(planted->tasks(k).DebugString(), w.tasks(k).DebugString());
+      }
     }
     int changed = 0;
     for (int a = 0; a < w.tasks(t).args_size(); ++a) {
