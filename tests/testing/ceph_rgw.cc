@@ -1,0 +1,157 @@
+#include "tests/testing/ceph_rgw.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace argsdump {
+namespace {
+
+// The script, from the test's runfiles (or ARGSDUMP_CEPH_RGW_UP).
+std::string UpScript() {
+  const char* override_path = std::getenv("ARGSDUMP_CEPH_RGW_UP");
+  if (override_path != nullptr && *override_path != '\0') return override_path;
+  return "tools/ceph_rgw_up.sh";
+}
+
+bool Ended(int pidfd, std::chrono::milliseconds bound) {
+  pollfd p{pidfd, POLLIN, 0};
+  int ready;
+  do {
+    ready = ::poll(&p, 1, static_cast<int>(bound.count()));
+  } while (ready < 0 && errno == EINTR);
+  return ready > 0;
+}
+
+void SendSignal(int pidfd, int signal) {
+  ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CephRgw>> CephRgw::Start() {
+  char pattern[] = "/tmp/argsdump_rgw_XXXXXX";  // short: unix socket paths are <= 107 bytes
+  if (::mkdtemp(pattern) == nullptr) return absl::InternalError("mkdtemp failed");
+  std::unique_ptr<CephRgw> rgw(new CephRgw);
+  rgw->dir_ = pattern;
+  const auto started = std::chrono::steady_clock::now();
+  auto up = ChildProcess::Start({"/bin/bash", UpScript(), rgw->dir_}, rgw->dir_ + "/up.out");
+  if (!up.ok()) return up.status();
+  // Each stage of the script is bounded (90 s); this is the hang guard.
+  const std::optional<int> status = (*up)->Wait(std::chrono::minutes(6));
+  // Whatever the script got to start is ours to stop, success or not.
+  {
+    std::ifstream pids(rgw->dir_ + "/pids");
+    std::ifstream starting(rgw->dir_ + "/pids.starting");
+    std::istream& in = pids.good() ? static_cast<std::istream&>(pids) : starting;
+    std::string line;
+    while (std::getline(in, line)) {
+      std::vector<std::string> parts = absl::StrSplit(line, ' ');
+      Daemon d;
+      if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &d.pid)) continue;
+      d.name = parts[1];
+      d.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, d.pid, 0));
+      if (d.pidfd >= 0) rgw->daemons_.push_back(d);
+    }
+  }
+  if (!status.has_value()) {
+    (*up)->Signal(SIGKILL);
+    return absl::DeadlineExceededError(
+        absl::StrCat("tools/ceph_rgw_up.sh did not finish; logs in ", rgw->dir_, "/log"));
+  }
+  if (WIFEXITED(*status) && WEXITSTATUS(*status) == 77) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Ceph is not installed (tools/setup.sh installs ceph-mon ceph-osd radosgw ceph-common): ",
+        (*up)->stderr_text()));
+  }
+  if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+    return absl::InternalError(absl::StrCat("tools/ceph_rgw_up.sh failed: ", (*up)->stderr_text()));
+  }
+  std::ifstream out(rgw->dir_ + "/endpoint");
+  std::string line;
+  std::getline(out, line);
+  for (absl::string_view field : absl::StrSplit(line, ' ')) {
+    const size_t eq = field.find('=');
+    if (eq == absl::string_view::npos) continue;
+    const absl::string_view name = field.substr(0, eq);
+    const std::string value(field.substr(eq + 1));
+    if (name == "endpoint") rgw->endpoint_ = value;
+    if (name == "access_key") rgw->access_key_ = value;
+    if (name == "secret_key") rgw->secret_key_ = value;
+    if (name == "region") rgw->region_ = value;
+  }
+  if (rgw->endpoint_.empty() || rgw->daemons_.size() != 3) {
+    return absl::InternalError(absl::StrCat("tools/ceph_rgw_up.sh printed no endpoint or pids (",
+                                            rgw->daemons_.size(), " daemons) in ", rgw->dir_));
+  }
+  // If this process dies without running the destructor, the watchdog
+  // (not our child's child: a plain sh) kills the daemons.
+  std::string pids;
+  for (const Daemon& d : rgw->daemons_) absl::StrAppend(&pids, " ", d.pid);
+  auto watchdog = ChildProcess::Start(
+      {"/bin/sh", "-c",
+       absl::StrCat("tail --pid=", ::getpid(), " -f /dev/null >/dev/null 2>&1; kill -KILL", pids,
+                    " 2>/dev/null")},
+      "/dev/null");
+  if (watchdog.ok()) rgw->watchdog_ = std::move(*watchdog);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  std::fprintf(stderr, "%sceph_rgw: RGW at %s up in %lld ms (folder %s)\n",
+               (*up)->stderr_text().c_str(), rgw->endpoint_.c_str(),
+               static_cast<long long>(took.count()), rgw->dir_.c_str());
+  return rgw;
+}
+
+void CephRgw::StopAll() {
+  for (Daemon& d : daemons_) {
+    if (d.pidfd < 0) continue;
+    SendSignal(d.pidfd, SIGTERM);
+    if (!Ended(d.pidfd, std::chrono::seconds(15))) {
+      std::fprintf(stderr, "ceph_rgw: %s (%d) ignored SIGTERM; SIGKILL\n", d.name.c_str(), d.pid);
+      SendSignal(d.pidfd, SIGKILL);
+      Ended(d.pidfd, std::chrono::seconds(5));
+    }
+    ::close(d.pidfd);
+    d.pidfd = -1;
+  }
+}
+
+CephRgw::~CephRgw() {
+  watchdog_.reset();  // SIGKILLs and reaps the sh (its tail ends with us)
+  StopAll();
+  if (std::getenv("ARGSDUMP_KEEP_RGW") == nullptr && !dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+}
+
+absl::StatusOr<CephRgw*> SharedCephRgw() {
+  static std::once_flag once;
+  static std::unique_ptr<CephRgw> shared;  // destroyed at exit: stops the daemons
+  static absl::Status failure;
+  std::call_once(once, [] {
+    auto started = CephRgw::Start();
+    if (started.ok()) {
+      shared = std::move(*started);
+    } else {
+      failure = started.status();
+    }
+  });
+  if (shared == nullptr) return failure;
+  return shared.get();
+}
+
+}  // namespace argsdump
