@@ -277,6 +277,25 @@ TEST_F(S3ClientRgwTest, WrongSecretIsPermissionDeniedWithoutTheSecret) {
   EXPECT_TRUE(absl::IsPermissionDenied(list.status())) << list.status();
 }
 
+TEST_F(S3ClientRgwTest, VirtualHostAddressing) {
+  // http://BUCKET.localhost:PORT/key (the fixture sets rgw dns name = localhost).
+  S3ClientOptions options;
+  options.endpoint = absl::StrCat("http://localhost:", rgw_->endpoint().substr(rgw_->endpoint().rfind(':') + 1));
+  options.region = rgw_->region();
+  options.virtual_host_style = true;
+  options.credentials = Credentials{rgw_->access_key(), rgw_->secret_key(), ""};
+  auto client = S3Client::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->PutObject(kBucket, "vhost/a b", "virtual").ok());
+  auto back = client_->GetObjectToString(kBucket, "vhost/a b", {}, 100);  // path style
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, "virtual");
+  auto page = (*client)->ListObjectsV2(kBucket, "vhost/");
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->objects.size(), 1u);
+  EXPECT_EQ(page->objects[0].key, "vhost/a b");
+}
+
 TEST_F(S3ClientRgwTest, ConcurrentCallsShareOneClient) {
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};

@@ -105,6 +105,9 @@ mon osd nearfull ratio = 0.95
 
 [client.rgw.0]
 rgw frontends = beast endpoint=127.0.0.1:$rgw_port
+# Virtual-host addressing for http://BUCKET.localhost:PORT (libcurl resolves
+# *.localhost to the loopback itself); path style works on any host name.
+rgw dns name = localhost
 rgw data = $dir/rgw
 rgw thread pool size = 64
 rgw gc obj min wait = 5
