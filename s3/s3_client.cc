@@ -323,6 +323,10 @@ absl::Status StatusOfAnswer(const S3Client::Request& request,
       return absl::FailedPreconditionError(message);
     case 416:
       return absl::OutOfRangeError(message);
+    case 301:
+    case 307:
+      // S3's answer to the wrong region or endpoint (redirects are not followed).
+      return absl::FailedPreconditionError(absl::StrCat(message, " (wrong region or endpoint?)"));
     default:
       break;
   }
@@ -481,6 +485,9 @@ absl::StatusOr<S3Client::Response> S3Client::Perform(const Request& request,
     curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, OnSeek);
     curl_easy_setopt(curl, CURLOPT_SEEKDATA, &transfer);
     curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    // Larger reads from the body than curl's 64 KiB default: fewer calls
+    // and larger socket writes for big objects.
+    curl_easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, 1L << 20);
   } else if (request.method == "POST") {
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
@@ -566,11 +573,17 @@ absl::StatusOr<std::string> S3Client::PutObject(const std::string& bucket,
   request.bucket = bucket;
   request.key = key;
   request.body = body;
-  if (options.content_md5) {
-    request.payload_hash = std::string(kUnsignedPayload);
-    request.headers.emplace_back("content-md5", Md5Base64(body));
-  } else {
-    request.payload_hash = Sha256Hex(body);
+  switch (options.body_check) {
+    case PutOptions::BodyCheck::kSignedSha256:
+      request.payload_hash = Sha256Hex(body);
+      break;
+    case PutOptions::BodyCheck::kContentMd5:
+      request.payload_hash = std::string(kUnsignedPayload);
+      request.headers.emplace_back("content-md5", Md5Base64(body));
+      break;
+    case PutOptions::BodyCheck::kNone:
+      request.payload_hash = std::string(kUnsignedPayload);
+      break;
   }
   if (options.if_none_match) request.headers.emplace_back("if-none-match", "*");
   if (!options.content_type.empty()) request.headers.emplace_back("content-type", options.content_type);

@@ -75,9 +75,11 @@ struct ObjectInfo {
 struct PutOptions {
   // Create only: If-None-Match: *; an existing key is FailedPrecondition.
   bool if_none_match = false;
-  // true: Content-MD5 and an UNSIGNED-PAYLOAD signature (one pass over the
-  // body for MD5); false: the body's SHA-256 is signed.
-  bool content_md5 = false;
+  // How the store can check the body: its SHA-256 in the signature (the
+  // default), or Content-MD5 with an UNSIGNED-PAYLOAD signature, or neither
+  // (UNSIGNED-PAYLOAD only: for TLS, or for measuring).
+  enum class BodyCheck { kSignedSha256, kContentMd5, kNone };
+  BodyCheck body_check = BodyCheck::kSignedSha256;
   std::string content_type;
 };
 

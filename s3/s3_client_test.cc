@@ -89,7 +89,9 @@ TEST_F(S3ClientRgwTest, PutGetRangedGetHeadDelete) {
   EXPECT_EQ(head->etag, *etag);
 
   // Content-MD5 instead of a signed SHA-256: S3's ETag of a plain PUT is the MD5.
-  auto md5_etag = client_->PutObject(kBucket, "basic/md5.txt", "hello", PutOptions{false, true, ""});
+  PutOptions md5;
+  md5.body_check = PutOptions::BodyCheck::kContentMd5;
+  auto md5_etag = client_->PutObject(kBucket, "basic/md5.txt", "hello", md5);
   ASSERT_TRUE(md5_etag.ok()) << md5_etag.status();
   EXPECT_EQ(*md5_etag, "\"5d41402abc4b2a76b9719d911017c592\"");
 
