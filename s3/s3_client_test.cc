@@ -316,6 +316,27 @@ TEST_F(S3ClientRgwTest, ConcurrentCallsShareOneClient) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// Last of the RGW cases (gtest runs them in order): the gateway goes away
+// and comes back; RADOS kept the objects.
+TEST_F(S3ClientRgwTest, ZzGatewayStoppedIsUnavailableAndRecovers) {
+  ASSERT_TRUE(client_->PutObject(kBucket, "restart/kept", "kept across a restart").ok());
+  ASSERT_TRUE(rgw_->StopGateway().ok());
+  S3ClientOptions options;
+  options.endpoint = rgw_->endpoint();
+  options.region = rgw_->region();
+  options.credentials = Credentials{rgw_->access_key(), rgw_->secret_key(), ""};
+  options.retry.max_attempts = 3;
+  options.retry.initial_backoff = std::chrono::milliseconds(20);
+  auto impatient = S3Client::Create(options);
+  ASSERT_TRUE(impatient.ok());
+  auto head = (*impatient)->HeadObject(kBucket, "restart/kept");
+  EXPECT_TRUE(absl::IsUnavailable(head.status())) << head.status();
+  ASSERT_TRUE(rgw_->StartGateway().ok());
+  auto back = client_->GetObjectToString(kBucket, "restart/kept", {}, 100);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, "kept across a restart");
+}
+
 // ------------------------------------------------------ a misbehaving store
 
 // A local HTTP server on 127.0.0.1:0, one connection at a time, answering

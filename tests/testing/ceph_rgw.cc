@@ -1,6 +1,9 @@
 #include "tests/testing/ceph_rgw.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -12,6 +15,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -115,6 +119,87 @@ absl::StatusOr<std::unique_ptr<CephRgw>> CephRgw::Start() {
   return rgw;
 }
 
+namespace {
+
+// True once GET / on the endpoint answers 200 (a plain socket: the fixture
+// does not depend on the client it tests).
+bool Answers(const std::string& endpoint) {
+  const size_t colon = endpoint.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(endpoint.substr(colon + 1), &port)) return false;
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = false;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    timeval timeout{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+        static_cast<ssize_t>(request.size())) {
+      char buf[64] = {0};
+      const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, 0);
+      ok = n > 12 && std::string(buf, static_cast<size_t>(n)).find(" 200 ") != std::string::npos;
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+absl::Status CephRgw::StopGateway() {
+  if (restarted_gateway_ != nullptr) {
+    restarted_gateway_->Signal(SIGTERM);
+    if (!restarted_gateway_->Wait(std::chrono::seconds(15)).has_value()) {
+      restarted_gateway_->Signal(SIGKILL);
+    }
+    restarted_gateway_.reset();
+    return absl::OkStatus();
+  }
+  for (Daemon& d : daemons_) {
+    if (d.name != "rgw.0" || d.pidfd < 0) continue;
+    SendSignal(d.pidfd, SIGTERM);
+    if (!Ended(d.pidfd, std::chrono::seconds(15))) {
+      SendSignal(d.pidfd, SIGKILL);
+      Ended(d.pidfd, std::chrono::seconds(5));
+    }
+    ::close(d.pidfd);
+    d.pidfd = -1;
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError("radosgw is not running");
+}
+
+absl::Status CephRgw::StartGateway() {
+  if (restarted_gateway_ != nullptr) return absl::FailedPreconditionError("radosgw runs");
+  for (const Daemon& d : daemons_) {
+    if (d.name == "rgw.0" && d.pidfd >= 0) return absl::FailedPreconditionError("radosgw runs");
+  }
+  // Our child this time (ChildProcess reaps it); its stderr to a file, so
+  // an unread pipe can never block it.
+  auto gateway = ChildProcess::Start(
+      {"/bin/sh", "-c",
+       absl::StrCat("exec radosgw -f -c ", dir_, "/ceph.conf -n client.rgw.0 2>>", dir_,
+                    "/log/rgw.restart.err")},
+      dir_ + "/log/rgw.restart.out");
+  if (!gateway.ok()) return gateway.status();
+  restarted_gateway_ = std::move(*gateway);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!Answers(endpoint_)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("radosgw did not answer within 60 s; logs in ", dir_, "/log"));
+    }
+    // Polling a daemon with a bounded deadline (not a test's synchronisation).
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return absl::OkStatus();
+}
+
 void CephRgw::StopAll() {
   for (Daemon& d : daemons_) {
     if (d.pidfd < 0) continue;
@@ -130,7 +215,8 @@ void CephRgw::StopAll() {
 }
 
 CephRgw::~CephRgw() {
-  watchdog_.reset();  // SIGKILLs and reaps the sh (its tail ends with us)
+  watchdog_.reset();
+  if (restarted_gateway_ != nullptr) (void)StopGateway();  // SIGKILLs and reaps the sh (its tail ends with us)
   StopAll();
   if (std::getenv("ARGSDUMP_KEEP_RGW") == nullptr && !dir_.empty()) {
     std::error_code ignored;

@@ -33,6 +33,12 @@ class CephRgw {
   const std::string& region() const { return region_; }
   const std::string& dir() const { return dir_; }
 
+  // Stops only radosgw (the S3 endpoint goes away; RADOS keeps the objects),
+  // and starts it again on the same port, returning once S3 answers. For
+  // tests of a store that disappears mid-work.
+  absl::Status StopGateway();
+  absl::Status StartGateway();
+
  private:
   CephRgw() = default;
   struct Daemon {
@@ -49,6 +55,7 @@ class CephRgw {
   std::string region_;
   std::vector<Daemon> daemons_;  // in stop order: rgw, osd, mon
   std::unique_ptr<ChildProcess> watchdog_;
+  std::unique_ptr<ChildProcess> restarted_gateway_;  // a radosgw StartGateway started
 };
 
 // The one RGW of this test binary, booted on first use and stopped at exit
