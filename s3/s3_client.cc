@@ -403,18 +403,25 @@ void S3Client::ReleaseHandle(void* handle) {
   curl_easy_cleanup(static_cast<CURL*>(handle));
 }
 
+std::pair<std::string, std::string> S3Client::HostAndPath(const std::string& bucket,
+                                                          const std::string& key) const {
+  if (bucket.empty()) return {authority_, "/"};
+  if (options_.virtual_host_style) return {absl::StrCat(bucket, ".", authority_), "/" + key};
+  return {authority_, absl::StrCat("/", bucket, key.empty() ? "" : "/", key)};
+}
+
+std::string S3Client::PresignedGetUrl(const std::string& bucket, const std::string& key,
+                                      std::chrono::seconds expires) const {
+  const auto [host, path] = HostAndPath(bucket, key);
+  const SigningScope scope{AmzDateTime(absl::ToUnixSeconds(absl::Now())), options_.region, "s3"};
+  return absl::StrCat(scheme_, "://", host, CanonicalUri(path, PathRule::kS3), "?",
+                      PresignedQuery("GET", path, {}, host, scope, options_.credentials,
+                                     static_cast<int>(expires.count())));
+}
+
 absl::StatusOr<S3Client::Response> S3Client::Perform(const Request& request,
                                                      const ChunkCallback* stream) {
-  std::string host = authority_;
-  std::string path = "/";
-  if (!request.bucket.empty()) {
-    if (options_.virtual_host_style) {
-      host = absl::StrCat(request.bucket, ".", authority_);
-      path = absl::StrCat("/", request.key);
-    } else {
-      path = absl::StrCat("/", request.bucket, request.key.empty() ? "" : "/", request.key);
-    }
-  }
+  const auto [host, path] = HostAndPath(request.bucket, request.key);
   SigningInput input;
   input.method = request.method;
   input.path = path;

@@ -158,6 +158,13 @@ class S3Client {
   // For tests and tools; a bucket we already own is OK.
   absl::Status CreateBucket(const std::string& bucket);
 
+  // A URL that GETs the object without credentials for `expires` (SigV4
+  // query form). It carries the access key id and a signature, never the
+  // secret; whoever holds it can read the object until it expires.
+  std::string PresignedGetUrl(const std::string& bucket, const std::string& key,
+                              std::chrono::seconds expires) const;
+
+  // Internal (defined in s3_client.cc, incomplete here).
   struct Request;
   struct Response;
 
@@ -167,6 +174,9 @@ class S3Client {
   absl::StatusOr<Response> Perform(const Request& request, const ChunkCallback* stream);
   // Every retry of the client is here.
   absl::StatusOr<Response> Execute(Request& request, const ChunkCallback* stream);
+  // The Host header and the decoded path of a bucket and key, by addressing style.
+  std::pair<std::string, std::string> HostAndPath(const std::string& bucket,
+                                                  const std::string& key) const;
   void* AcquireHandle();
   void ReleaseHandle(void* handle);
 

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/testing/ceph_rgw.h"
+#include "tests/testing/child_process.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump::s3 {
@@ -296,6 +297,20 @@ TEST_F(S3ClientRgwTest, VirtualHostAddressing) {
   ASSERT_TRUE(page.ok()) << page.status();
   ASSERT_EQ(page->objects.size(), 1u);
   EXPECT_EQ(page->objects[0].key, "vhost/a b");
+}
+
+TEST_F(S3ClientRgwTest, PresignedGetUrlIsFetchedWithoutCredentials) {
+  ASSERT_TRUE(client_->PutObject(kBucket, "presigned/a b.txt", "shared by URL").ok());
+  const std::string url = client_->PresignedGetUrl(kBucket, "presigned/a b.txt", std::chrono::seconds(300));
+  EXPECT_FALSE(absl::StrContains(url, rgw_->secret_key()));
+  EXPECT_TRUE(absl::StrContains(url, "X-Amz-Signature=")) << url;
+  const std::string out = TempPath("presigned.out");
+  auto curl = ChildProcess::Start({"/usr/bin/curl", "-sS", "-f", "-o", out, url}, "/dev/null");
+  ASSERT_TRUE(curl.ok()) << curl.status();
+  const std::optional<int> status = (*curl)->Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(*status, 0) << (*curl)->stderr_text();
+  EXPECT_EQ(ReadFileOrEmpty(out), "shared by URL");
 }
 
 TEST_F(S3ClientRgwTest, ConcurrentCallsShareOneClient) {
