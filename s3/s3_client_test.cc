@@ -514,6 +514,26 @@ TEST(S3ClientFaultTest, ABodyCutOnceIsResumedFromTheByteWhereItBroke) {
   EXPECT_TRUE(absl::StrContains(requests[0], "Authorization: AWS4-HMAC-SHA256 Credential=AKIDLOCAL/"));
 }
 
+TEST(S3ClientFaultTest, AStoreIgnoringTheRangeOfAResumedReadIsCutToTheRange) {
+  // The first answer breaks after 400 bytes; the second ignores the Range
+  // and sends the whole object (200): the stream must still see each byte once.
+  TinyServer server([](const std::string&, int index) {
+    const std::string& object = ServedObject();
+    return absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: ", object.size(),
+                        "\r\nETag: \"e1\"\r\nConnection: close\r\n\r\n",
+                        index == 0 ? object.substr(0, 400) : object);
+  });
+  auto client = ClientOf(server.endpoint(), 4);
+  std::string got;
+  auto info = client->GetObject("bucket", "ignores/range", {}, [&](std::string_view chunk) {
+    got.append(chunk.data(), chunk.size());
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(got == ServedObject());
+  EXPECT_EQ(server.connections(), 2);
+}
+
 TEST(S3ClientFaultTest, ABodyAlwaysCutIsDataLossNamingKeyAndByte) {
   TinyServer server([](const std::string& request, int) { return RangeReply(request, 200); });
   auto client = ClientOf(server.endpoint(), 3);
