@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/ceph_rgw.h"
 #include "tests/testing/child_process.h"
+#include "tests/testing/scoped_env.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump::s3 {
@@ -615,6 +616,38 @@ TEST(S3CredentialsTest, IniFileProfilesAndErrorsWithoutValues) {
   ASSERT_FALSE(broken.ok());
   EXPECT_FALSE(absl::StrContains(broken.status().message(), "secret-broken-line"));
   EXPECT_TRUE(absl::IsNotFound(CredentialsFromFile(path + ".missing", "default").status()));
+}
+
+TEST(S3CredentialsTest, TheEnvironmentFirstThenTheSharedFileAndProfile) {
+  const std::string path = TempPath("s3_default_credentials.ini");
+  {
+    std::ofstream out(path);
+    out << "[default]\naws_access_key_id=AKIDFILE\naws_secret_access_key=s-file\n"
+           "[other]\naws_access_key_id=AKIDOTHER\naws_secret_access_key=s-other\n";
+  }
+  {
+    ScopedEnv id("AWS_ACCESS_KEY_ID", "AKIDENV");
+    ScopedEnv secret("AWS_SECRET_ACCESS_KEY", "s-env");
+    ScopedEnv token("AWS_SESSION_TOKEN", "t-env");
+    auto c = DefaultCredentials(path);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->access_key_id, "AKIDENV");
+    EXPECT_EQ(c->session_token, "t-env");
+  }
+  ScopedEnv no_id("AWS_ACCESS_KEY_ID", nullptr);
+  ScopedEnv no_secret("AWS_SECRET_ACCESS_KEY", nullptr);
+  ScopedEnv file("AWS_SHARED_CREDENTIALS_FILE", path);
+  {
+    ScopedEnv profile("AWS_PROFILE", nullptr);
+    auto c = DefaultCredentials();
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->access_key_id, "AKIDFILE");
+  }
+  ScopedEnv profile("AWS_PROFILE", "other");
+  auto c = DefaultCredentials();
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->access_key_id, "AKIDOTHER");
+  EXPECT_EQ(DefaultCredentials("", "default")->access_key_id, "AKIDFILE");
 }
 
 TEST(S3CredentialsTest, EndpointsAreChecked) {
