@@ -528,6 +528,10 @@ absl::StatusOr<S3Client::Response> S3Client::Perform(const Request& request,
       return response;
     }
     if (RetryableCurlError(code)) return absl::UnavailableError(message);
+    if (code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE ||
+        code == CURLE_SSL_CERTPROBLEM) {
+      return absl::FailedPreconditionError(absl::StrCat(message, " (TLS: is the store's CA trusted?)"));
+    }
     return absl::InternalError(message);
   }
   return response;

@@ -300,6 +300,27 @@ TEST_F(S3ClientRgwTest, VirtualHostAddressing) {
   EXPECT_EQ(page->objects[0].key, "vhost/a b");
 }
 
+TEST_F(S3ClientRgwTest, TlsWithTheStoresCaAndRefusedWithoutIt) {
+  S3ClientOptions options;
+  options.endpoint = rgw_->tls_endpoint();
+  options.region = rgw_->region();
+  options.credentials = Credentials{rgw_->access_key(), rgw_->secret_key(), ""};
+  options.ca_file = rgw_->ca_file();
+  auto client = S3Client::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->PutObject(kBucket, "tls/x", "over TLS").ok());
+  auto back = (*client)->GetObjectToString(kBucket, "tls/x", {}, 100);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, "over TLS");
+  // The system CA store does not know the test's self-signed certificate.
+  options.ca_file.clear();
+  auto untrusting = S3Client::Create(options);
+  ASSERT_TRUE(untrusting.ok());
+  auto head = (*untrusting)->HeadObject(kBucket, "tls/x");
+  EXPECT_TRUE(absl::IsFailedPrecondition(head.status())) << head.status();
+  EXPECT_TRUE(absl::StrContains(head.status().message(), "TLS")) << head.status();
+}
+
 TEST_F(S3ClientRgwTest, PresignedGetUrlIsFetchedWithoutCredentials) {
   ASSERT_TRUE(client_->PutObject(kBucket, "presigned/a b.txt", "shared by URL").ok());
   const std::string url = client_->PresignedGetUrl(kBucket, "presigned/a b.txt", std::chrono::seconds(300));

@@ -6,6 +6,9 @@
 #
 # Prints, as its last stdout line (also in DIR/endpoint):
 #   endpoint=http://127.0.0.1:PORT access_key=... secret_key=... region=us-east-1
+#   tls_endpoint=https://localhost:PORT2 ca_file=DIR/tls.crt
+# (the same gateway over TLS, with a self-signed certificate for localhost,
+# *.localhost and 127.0.0.1 that ca_file trusts).
 # DIR/pids lists "PID NAME" of the daemons (rgw, osd, mon: the order to stop
 # them in). Stopping is the caller's: SIGTERM each pid, SIGKILL after a grace.
 # On failure it stops what it started and exits 1; 77 when a binary is missing.
@@ -22,7 +25,7 @@ access_key=${RGW_ACCESS_KEY:-argsdumptestaccess01}
 secret_key=${RGW_SECRET_KEY:-argsdumptestsecret0000000000000000000001}
 py=/usr/bin/python3  # the distribution's python: it has the rados module
 
-for b in ceph-mon ceph-osd radosgw radosgw-admin monmaptool uuidgen curl "$py"; do
+for b in ceph-mon ceph-osd radosgw radosgw-admin monmaptool uuidgen curl openssl "$py"; do
   command -v "$b" >/dev/null 2>&1 || { echo "ceph_rgw_up: $b missing (tools/setup.sh)" >&2; exit 77; }
 done
 
@@ -41,12 +44,16 @@ fail() {
 }
 trap 'fail "interrupted"' INT TERM
 
-rm -rf "$dir"/{ceph.conf,monmap,mon,osd,rgw,log,run,crash,pids,endpoint}
+rm -rf "$dir"/{ceph.conf,monmap,mon,osd,rgw,log,run,crash,pids,endpoint,tls.crt,tls.key}
 mkdir -p "$dir"/{mon/a,osd/0,rgw,log,run,crash}
 
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 mon_port=$(free_port)
 rgw_port=$(free_port)
+tls_port=$(free_port)
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+  -addext "subjectAltName=DNS:localhost,DNS:*.localhost,IP:127.0.0.1" \
+  -keyout "$dir/tls.key" -out "$dir/tls.crt" >"$dir/log/tls.out" 2>&1 || fail "openssl req failed"
 fsid=$(uuidgen)
 osd_uuid=$(uuidgen)
 conf=$dir/ceph.conf
@@ -104,7 +111,7 @@ mon osd backfillfull ratio = 0.96
 mon osd nearfull ratio = 0.95
 
 [client.rgw.0]
-rgw frontends = beast endpoint=127.0.0.1:$rgw_port
+rgw frontends = beast endpoint=127.0.0.1:$rgw_port ssl_endpoint=127.0.0.1:$tls_port ssl_certificate=$dir/tls.crt ssl_private_key=$dir/tls.key
 # Virtual-host addressing for http://BUCKET.localhost:PORT (libcurl resolves
 # *.localhost to the loopback itself); path style works on any host name.
 rgw dns name = localhost
@@ -184,6 +191,6 @@ radosgw-admin -c "$conf" user create --uid=argsdump --display-name=argsdump \
   || fail "radosgw-admin user create failed"
 
 stage "user made"
-line="endpoint=http://127.0.0.1:$rgw_port access_key=$access_key secret_key=$secret_key region=us-east-1"
+line="endpoint=http://127.0.0.1:$rgw_port access_key=$access_key secret_key=$secret_key region=us-east-1 tls_endpoint=https://localhost:$tls_port ca_file=$dir/tls.crt"
 echo "$line" >"$dir/endpoint"
 echo "$line"

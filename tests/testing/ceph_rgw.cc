@@ -96,6 +96,8 @@ absl::StatusOr<std::unique_ptr<CephRgw>> CephRgw::Start() {
     if (name == "access_key") rgw->access_key_ = value;
     if (name == "secret_key") rgw->secret_key_ = value;
     if (name == "region") rgw->region_ = value;
+    if (name == "tls_endpoint") rgw->tls_endpoint_ = value;
+    if (name == "ca_file") rgw->ca_file_ = value;
   }
   if (rgw->endpoint_.empty() || rgw->daemons_.size() != 3) {
     return absl::InternalError(absl::StrCat("tools/ceph_rgw_up.sh printed no endpoint or pids (",

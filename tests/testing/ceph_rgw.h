@@ -31,6 +31,10 @@ class CephRgw {
   const std::string& access_key() const { return access_key_; }
   const std::string& secret_key() const { return secret_key_; }
   const std::string& region() const { return region_; }
+  // The same gateway over TLS (https://localhost:PORT), its self-signed
+  // certificate's file (the CA a client must trust).
+  const std::string& tls_endpoint() const { return tls_endpoint_; }
+  const std::string& ca_file() const { return ca_file_; }
   const std::string& dir() const { return dir_; }
 
   // Stops only radosgw (the S3 endpoint goes away; RADOS keeps the objects),
@@ -53,6 +57,8 @@ class CephRgw {
   std::string access_key_;
   std::string secret_key_;
   std::string region_;
+  std::string tls_endpoint_;
+  std::string ca_file_;
   std::vector<Daemon> daemons_;  // in stop order: rgw, osd, mon
   std::unique_ptr<ChildProcess> watchdog_;
   std::unique_ptr<ChildProcess> restarted_gateway_;  // a radosgw StartGateway started
