@@ -127,6 +127,7 @@ struct S3Client::Request {
   // The Range asked for, if any: a store may ignore it and send the whole
   // object (200); the stream then gets only the asked bytes.
   std::optional<ByteRange> range;
+  int attempts = 0;  // set by Execute: how many it made
   // What the request is, for messages: "GET bucket/key".
   std::string What() const {
     return absl::StrCat("S3 ", method, " ", bucket, bucket.empty() || key.empty() ? "" : "/", key);
@@ -544,6 +545,7 @@ absl::StatusOr<S3Client::Response> S3Client::Execute(Request& request,
   thread_local std::mt19937_64 random(std::random_device{}());
   absl::Status last;
   for (int attempt = 1;; ++attempt) {
+    request.attempts = attempt;
     absl::StatusOr<Response> response = Perform(request, stream);
     if (response.ok() && !response->refused.ok()) return response->refused;
     if (response.ok() && !response->broken.ok()) return response;  // the caller resumes
@@ -836,6 +838,16 @@ absl::Status S3Client::CompleteMultipartUpload(const std::string& bucket,
   request.body = xml;
   request.payload_hash = Sha256Hex(xml);
   auto response = Execute(request, nullptr);
+  if (absl::IsNotFound(response.status()) && request.attempts > 1 &&
+      absl::StrContains(response.status().message(), "NoSuchUpload")) {
+    // A retry of a completion whose answer was lost: the first attempt may
+    // have completed it (the upload is gone). The object with as many parts
+    // says so.
+    auto head = HeadObject(bucket, key);
+    if (head.ok() && absl::EndsWith(head->etag, absl::StrCat("-", parts.size(), "\""))) {
+      return absl::OkStatus();
+    }
+  }
   if (!response.ok()) return response.status();
   // 200 with an <Error> body: the completion failed after the headers.
   auto result = ParseCompleteMultipartUpload(response->body);

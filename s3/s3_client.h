@@ -139,7 +139,8 @@ class S3Client {
                                              const std::string& source_key,
                                              std::optional<ByteRange> source_range = {});
   // Does not trust the answer's ETag (Ceph RGW 16 sends it empty): HEAD the
-  // key for it.
+  // key for it. A retried completion that finds the upload gone is OK when
+  // the key now holds an object of as many parts (the lost answer's work).
   absl::Status CompleteMultipartUpload(const std::string& bucket, const std::string& key,
                                        const std::string& upload_id,
                                        const std::vector<CompletedPart>& parts);

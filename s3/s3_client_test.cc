@@ -603,6 +603,35 @@ TEST(S3ClientFaultTest, ServerErrorsUntilTheLastAttemptAreUnavailable) {
   EXPECT_EQ(server.connections(), 3);
 }
 
+TEST(S3ClientFaultTest, ACompletionWhoseAnswerWasLostIsRecognisedOnRetry) {
+  // 1st: the connection closes with no answer (the store may have completed);
+  // 2nd: NoSuchUpload; then HEAD finds an object of 2 parts.
+  TinyServer server([](const std::string& request, int index) -> std::string {
+    if (index == 0) return "";
+    if (index == 1) {
+      const std::string body = "<Error><Code>NoSuchUpload</Code><Message>gone</Message></Error>";
+      return absl::StrCat("HTTP/1.1 404 Not Found\r\nContent-Length: ", body.size(),
+                          "\r\nConnection: close\r\n\r\n", body);
+    }
+    EXPECT_TRUE(absl::StartsWith(request, "HEAD ")) << request;
+    return "HTTP/1.1 200 OK\r\nContent-Length: 10\r\nETag: \"abc-2\"\r\nConnection: close\r\n\r\n";
+  });
+  auto client = ClientOf(server.endpoint(), 3);
+  EXPECT_TRUE(client->CompleteMultipartUpload("bucket", "k", "u1", {{1, "\"a\""}, {2, "\"b\""}}).ok());
+  EXPECT_EQ(server.connections(), 3);
+
+  // NoSuchUpload on the first attempt is the caller's mistake, not a lost answer.
+  TinyServer first([](const std::string&, int) -> std::string {
+    const std::string body = "<Error><Code>NoSuchUpload</Code></Error>";
+    return absl::StrCat("HTTP/1.1 404 Not Found\r\nContent-Length: ", body.size(),
+                        "\r\nConnection: close\r\n\r\n", body);
+  });
+  auto direct = ClientOf(first.endpoint(), 3);
+  absl::Status s = direct->CompleteMultipartUpload("bucket", "k", "u1", {{1, "\"a\""}});
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_EQ(first.connections(), 1);
+}
+
 TEST(S3ClientFaultTest, GarbledListingIsDataLoss) {
   TinyServer server([](const std::string&, int) -> std::string {
     const std::string body = "<ListBucketResult><Contents><Key>k</Key><Size>-1</Size></Contents>";
