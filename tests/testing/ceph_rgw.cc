@@ -103,16 +103,9 @@ absl::StatusOr<std::unique_ptr<CephRgw>> CephRgw::Start() {
     return absl::InternalError(absl::StrCat("tools/ceph_rgw_up.sh printed no endpoint or pids (",
                                             rgw->daemons_.size(), " daemons) in ", rgw->dir_));
   }
-  // If this process dies without running the destructor, the watchdog
-  // (not our child's child: a plain sh) kills the daemons.
   std::string pids;
   for (const Daemon& d : rgw->daemons_) absl::StrAppend(&pids, " ", d.pid);
-  auto watchdog = ChildProcess::Start(
-      {"/bin/sh", "-c",
-       absl::StrCat("tail --pid=", ::getpid(), " -f /dev/null >/dev/null 2>&1; kill -KILL", pids,
-                    " 2>/dev/null")},
-      "/dev/null");
-  if (watchdog.ok()) rgw->watchdog_ = std::move(*watchdog);
+  rgw->Watch(pids);
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
   std::fprintf(stderr, "%sceph_rgw: RGW at %s up in %lld ms (folder %s)\n",
@@ -190,6 +183,7 @@ absl::Status CephRgw::StartGateway() {
       dir_ + "/log/rgw.restart.out");
   if (!gateway.ok()) return gateway.status();
   restarted_gateway_ = std::move(*gateway);
+  Watch(absl::StrCat(restarted_gateway_->pid()));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!Answers(endpoint_)) {
     if (std::chrono::steady_clock::now() > deadline) {
@@ -200,6 +194,15 @@ absl::Status CephRgw::StartGateway() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return absl::OkStatus();
+}
+
+void CephRgw::Watch(const std::string& pids) {
+  auto watchdog = ChildProcess::Start(
+      {"/bin/sh", "-c",
+       absl::StrCat("tail --pid=", ::getpid(), " -f /dev/null >/dev/null 2>&1; kill -KILL ", pids,
+                    " 2>/dev/null")},
+      "/dev/null");
+  if (watchdog.ok()) watchdogs_.push_back(std::move(*watchdog));
 }
 
 void CephRgw::StopAll() {
@@ -217,8 +220,8 @@ void CephRgw::StopAll() {
 }
 
 CephRgw::~CephRgw() {
-  watchdog_.reset();
-  if (restarted_gateway_ != nullptr) (void)StopGateway();  // SIGKILLs and reaps the sh (its tail ends with us)
+  watchdogs_.clear();  // SIGKILLs and reaps each sh (its tail ends with us)
+  if (restarted_gateway_ != nullptr) (void)StopGateway();
   StopAll();
   if (std::getenv("ARGSDUMP_KEEP_RGW") == nullptr && !dir_.empty()) {
     std::error_code ignored;

@@ -51,6 +51,9 @@ class CephRgw {
     std::string name;
   };
   void StopAll();
+  // A plain sh that waits for this process to end and SIGKILLs `pids`: the
+  // daemons do not outlive a test that crashed.
+  void Watch(const std::string& pids);
 
   std::string dir_;
   std::string endpoint_;
@@ -60,7 +63,7 @@ class CephRgw {
   std::string tls_endpoint_;
   std::string ca_file_;
   std::vector<Daemon> daemons_;  // in stop order: rgw, osd, mon
-  std::unique_ptr<ChildProcess> watchdog_;
+  std::vector<std::unique_ptr<ChildProcess>> watchdogs_;
   std::unique_ptr<ChildProcess> restarted_gateway_;  // a radosgw StartGateway started
 };
 
