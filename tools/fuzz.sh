@@ -26,6 +26,7 @@ targets=(
   "tools:quantity_fuzzer tools/testdata/quantity_corpus"
   "collector:refused_record_fuzzer collector/testdata/refused_record_corpus"
   "format:job_fuzzer format/testdata/job_corpus"
+  "s3:s3_xml_fuzzer s3/testdata/s3_xml_corpus"
 )
 labels=()
 for t in "${targets[@]}"; do labels+=("//${t%% *}"); done

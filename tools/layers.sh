@@ -10,11 +10,12 @@
 #   tools                 proto base
 #   format                proto base tools
 #   device                proto base tools format
-#   store, client         proto base tools format
+#   s3                    proto base tools format
+#   store, client         proto base tools format (store also s3)
 #   collector             ... format device store client
 #   viewer                ... format client
 #   sdk                   ... format device store client collector viewer
-#   server                ... format store
+#   server                ... format store s3
 #   apps                  ... format device store client collector viewer sdk
 #   examples              sdk
 #   tests, docs, //:      anything
@@ -34,12 +35,13 @@ BEGIN {
   may["tools"] = "third_party bazel proto base"
   may["format"] = low
   may["device"] = low
-  may["store"] = low
+  may["s3"] = low
+  may["store"] = low " s3"
   may["client"] = low
   may["collector"] = low " device store client"
   may["viewer"] = low " client"
   may["sdk"] = low " device store client collector viewer"
-  may["server"] = low " store"
+  may["server"] = low " store s3"
   may["apps"] = low " device store client collector viewer sdk"
   may["examples"] = "third_party bazel sdk"
   may["tests"] = "*"; may["docs"] = "*"; may[""] = "*"

@@ -25,6 +25,19 @@ packages=(
   libcpp-httplib-dev  # capture_server --http_listen (pulls libssl-dev, libbrotli-dev)
   chromium       # tests:web_view_test opens the web page in headless Chromium
   nodejs         # //server/http:web_modules_test runs the page's ES modules under node --test
+  libcurl4-openssl-dev  # //s3: the S3 client's HTTP transport (libcurl over OpenSSL)
+  libssl-dev     # //s3: SHA-256 / HMAC / MD5 of the SigV4 signer (libcrypto)
+  # A real Ceph RGW (mon + memstore OSD + radosgw) that the S3 tests start
+  # themselves on 127.0.0.1 (tools/ceph_rgw_up.sh). With --no-install-recommends
+  # this pulls ~70 packages (~350 MB). Where /usr/sbin/policy-rc.d says
+  # "exit 101" (containers) no daemon is started by the install; on a host
+  # with systemd, stop/disable ceph.target afterwards (the tests use their
+  # own ports and folders, so a running system Ceph is only noise).
+  ceph-mon
+  ceph-osd
+  radosgw
+  ceph-common    # radosgw-admin, monmaptool, python3-rados (pools made in one connection)
+  uuid-runtime   # uuidgen for the cluster's fsid
 )
 
 missing=()
