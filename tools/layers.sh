@@ -11,10 +11,11 @@
 #   format                proto base tools
 #   device                proto base tools format
 #   store, client         proto base tools format
+#   catalog               proto base tools format
 #   collector             ... format device store client
 #   viewer                ... format client
 #   sdk                   ... format device store client collector viewer
-#   server                ... format store
+#   server                ... format store catalog
 #   apps                  ... format device store client collector viewer sdk
 #   examples              sdk
 #   tests, docs, //:      anything
@@ -36,10 +37,11 @@ BEGIN {
   may["device"] = low
   may["store"] = low
   may["client"] = low
+  may["catalog"] = low
   may["collector"] = low " device store client"
   may["viewer"] = low " client"
   may["sdk"] = low " device store client collector viewer"
-  may["server"] = low " store"
+  may["server"] = low " store catalog"
   may["apps"] = low " device store client collector viewer sdk"
   may["examples"] = "third_party bazel sdk"
   may["tests"] = "*"; may["docs"] = "*"; may[""] = "*"

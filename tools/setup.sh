@@ -25,6 +25,8 @@ packages=(
   libcpp-httplib-dev  # capture_server --http_listen (pulls libssl-dev, libbrotli-dev)
   chromium       # tests:web_view_test opens the web page in headless Chromium
   nodejs         # //server/http:web_modules_test runs the page's ES modules under node --test
+  libpq-dev      # //catalog: the capture catalog's PostgreSQL client (libpq)
+  postgresql-15  # catalog tests start a real PostgreSQL (initdb, postgres) in a temp dir
 )
 
 missing=()
