@@ -26,6 +26,7 @@ targets=(
   "tools:quantity_fuzzer tools/testdata/quantity_corpus"
   "collector:refused_record_fuzzer collector/testdata/refused_record_corpus"
   "format:job_fuzzer format/testdata/job_corpus"
+  "catalog:catalog_row_fuzzer catalog/testdata/catalog_row_corpus"
 )
 labels=()
 for t in "${targets[@]}"; do labels+=("//${t%% *}"); done
