@@ -122,7 +122,6 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& args, const std::str
   envp.push_back(nullptr);
   const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Errno("open " + log);
-  if (drop) (void)::fchown(log_fd, uid, gid);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
@@ -133,9 +132,11 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& args, const std::str
     if (null_fd >= 0) ::dup2(null_fd, 0);
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
+    // As root: the server's user in a user namespace of its own, else
+    // (namespaces refused) the real user, given the folder first.
     if (drop && !EnterUserNamespace(uid, gid) &&
-        (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(gid) != 0 ||
-         ::setuid(uid) != 0)) {
+        (::chown(dir.c_str(), uid, gid) != 0 || ::setgroups(groups.size(), groups.data()) != 0 ||
+         ::setgid(gid) != 0 || ::setuid(uid) != 0)) {
       ::_exit(126);
     }
     if (::chdir(dir.c_str()) != 0) ::_exit(126);
@@ -194,9 +195,6 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
       ::getgrouplist(user->pw_name, user->pw_gid, groups.data(), &count);
     }
     groups.resize(static_cast<size_t>(count));
-    // Needed only where the user namespace is refused (setuid instead);
-    // inside Bazel's sandbox the user cannot be mapped and chown fails.
-    (void)::chown(server->dir_.c_str(), server->run_uid_, server->run_gid_);
   }
   absl::StatusOr<int> port = FreePort();
   if (!port.ok()) return port.status();
@@ -215,8 +213,11 @@ absl::StatusOr<std::unique_ptr<PostgresServer>> PostgresServer::Start() {
     return absl::DeadlineExceededError("postgres fixture: initdb did not end within 120 s");
   }
   if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-    return absl::InternalError(absl::StrCat("postgres fixture: initdb failed: ",
-                                            ReadFileOrEmpty(server->dir_ + "/initdb.log")));
+    // Exit 126: the child could not take the server's user or enter the
+    // folder; 127: no initdb to run.
+    return absl::InternalError(absl::StrCat(
+        "postgres fixture: initdb failed (wait status ", *status, "): ",
+        ReadFileOrEmpty(server->dir_ + "/initdb.log")));
   }
   if (absl::Status s = server->RunPostgres(); !s.ok()) return s;
   return server;
