@@ -1,12 +1,12 @@
-// The capture catalog in PostgreSQL: one row per capture (what it is, its
-// state, its objects in the object store, the watermark of what is durable)
-// and one row per committed segment of a live capture. Its invariants are
-// in the SQL: a (job, rank) is taken once; a segment commits only under the
-// capture's current epoch and moves the watermark forward, never back; a
-// capture turns finished in the same transaction that records its final
-// objects. Every row read back is checked (DataLoss naming table, column
-// and row). Thread-safe: calls share a small pool of connections, and a
-// connection lost to a server restart reconnects on the next call.
+// The capture catalog in PostgreSQL: a row per capture (what it is, its
+// state, its objects, the watermark of what is durable) and a row per
+// committed segment of a live capture. Invariants held by the SQL: a (job,
+// rank) is taken once; a segment commits only under the capture's current
+// epoch and never moves the watermark back; a capture turns finished in the
+// transaction that records its final objects. Rows read back are checked
+// (DataLoss naming table, column, row). Thread-safe (a pool of connections,
+// each reconnecting after a server restart). Unavailable from a write leaves
+// it unknown whether it applied: Get tells; asked again it is refused.
 #ifndef ARGSDUMP_CATALOG_CATALOG_H_
 #define ARGSDUMP_CATALOG_CATALOG_H_
 

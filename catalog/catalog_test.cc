@@ -15,6 +15,7 @@
 #include "catalog/pg_connection.h"
 #include "gtest/gtest.h"
 #include "tests/testing/postgres_server.h"
+#include "tests/testing/scoped_env.h"
 
 namespace argsdump {
 namespace {
@@ -423,6 +424,23 @@ TEST(PgConnectionTest, ErrorsNeverShowThePassword) {
   absl::Status malformed = PgConnection::Connect(options).status();
   EXPECT_TRUE(absl::IsInvalidArgument(malformed)) << malformed;
   EXPECT_FALSE(absl::StrContains(malformed.message(), "sup3rsecret")) << malformed;
+}
+
+TEST(PgConnectionTest, ConnectsFromTheStandardEnvironmentVariables) {
+  const std::string uri = FreshDatabase();
+  const std::string port = absl::StrCat(server->port());
+  ScopedEnv host("PGHOST", "127.0.0.1");
+  ScopedEnv pgport("PGPORT", port);
+  ScopedEnv user("PGUSER", "postgres");
+  ScopedEnv database("PGDATABASE", "t_connectsfromthestandardenvironmentvariables");
+  Catalog::Options options;  // no URI: the PG* variables alone
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(options);
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  ASSERT_TRUE((*catalog)->CreateCapture(Info("env"), "p/env").ok());
+  // The same database through the URI sees it.
+  std::unique_ptr<Catalog> by_uri = OpenCatalog(uri);
+  ASSERT_NE(by_uri, nullptr);
+  EXPECT_TRUE(by_uri->Get("env").ok());
 }
 
 TEST(PgConnectionTest, ParametersAndErrorsMapToStatuses) {

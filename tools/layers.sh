@@ -10,8 +10,9 @@
 #   tools                 proto base
 #   format                proto base tools
 #   device                proto base tools format
-#   store, client         proto base tools format
-#   catalog               proto base tools format
+#   catalog               proto base tools
+#   store                 proto base tools format catalog
+#   client                proto base tools format
 #   collector             ... format device store client
 #   viewer                ... format client
 #   sdk                   ... format device store client collector viewer
@@ -35,9 +36,9 @@ BEGIN {
   may["tools"] = "third_party bazel proto base"
   may["format"] = low
   may["device"] = low
-  may["store"] = low
+  may["store"] = low " catalog"
   may["client"] = low
-  may["catalog"] = low
+  may["catalog"] = "third_party bazel proto base tools"
   may["collector"] = low " device store client"
   may["viewer"] = low " client"
   may["sdk"] = low " device store client collector viewer"
