@@ -62,6 +62,13 @@ absl::StatusOr<int> FreePort() {
   return ntohs(addr.sin_port);
 }
 
+// A line on the child's stderr (its log), async-signal-safe.
+void ChildSays(const char* text) {
+  size_t n = 0;
+  while (text[n] != '\0') ++n;
+  (void)!::write(2, text, n);
+}
+
 // Writes `text` to `path` with async-signal-safe calls only.
 bool WriteProcFile(const char* path, const char* text, size_t size) {
   const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
@@ -78,7 +85,9 @@ bool WriteProcFile(const char* path, const char* text, size_t size) {
 // maps only root, so setuid to another user fails there). False when the
 // kernel refuses; the caller then switches user with setuid.
 bool EnterUserNamespace(uid_t uid, gid_t gid) {
-  if (::unshare(CLONE_NEWUSER) != 0) return false;
+  if (::unshare(CLONE_NEWUSER) != 0) {
+    return false;
+  }
   char map[64];
   // "<inside> 0 1": async-signal-safe formatting by hand.
   auto format = [&map](unsigned id) {
@@ -110,6 +119,13 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& args, const std::str
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const std::string map_user = absl::StrCat("--map-user=", uid);
+  const std::string map_group = absl::StrCat("--map-group=", gid);
+  std::vector<char*> via_unshare = {const_cast<char*>("/usr/bin/unshare"),
+                                    const_cast<char*>(map_user.c_str()),
+                                    const_cast<char*>(map_group.c_str()),
+                                    const_cast<char*>("--")};
+  via_unshare.insert(via_unshare.end(), argv.begin(), argv.end());
   std::vector<std::string> env_storage = {"HOME=" + dir, "LC_ALL=C.UTF-8"};
   for (char** e = environ; *e != nullptr; ++e) {
     if (std::strncmp(*e, "HOME=", 5) != 0 && std::strncmp(*e, "LC_ALL=", 7) != 0 &&
@@ -132,15 +148,29 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& args, const std::str
     if (null_fd >= 0) ::dup2(null_fd, 0);
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
-    // As root: the server's user in a user namespace of its own, else
-    // (namespaces refused) the real user, given the folder first.
-    if (drop && !EnterUserNamespace(uid, gid) &&
-        (::chown(dir.c_str(), uid, gid) != 0 || ::setgroups(groups.size(), groups.data()) != 0 ||
-         ::setgid(gid) != 0 || ::setuid(uid) != 0)) {
+    if (::chdir(dir.c_str()) != 0) {
+      ChildSays("postgres fixture: cannot enter the folder\n");
       ::_exit(126);
     }
-    if (::chdir(dir.c_str()) != 0) ::_exit(126);
+    // As root, in order: the server's user in a user namespace of our own;
+    // else the real user, given the folder first; else (a sandbox's user
+    // namespace that maps only root, in a process the kernel will not
+    // unshare, as under TSan) util-linux's unshare(1) doing the same
+    // mapping and exec'ing the server in place (the pid stays the server's).
+    if (drop && !EnterUserNamespace(uid, gid)) {
+      if (::chown(dir.c_str(), uid, gid) != 0) {
+        ::execve(via_unshare[0], via_unshare.data(), envp.data());
+        ChildSays("postgres fixture: cannot take the server's user\n");
+        ::_exit(126);
+      }
+      if (::setgroups(groups.size(), groups.data()) != 0 || ::setgid(gid) != 0 ||
+          ::setuid(uid) != 0) {
+        ChildSays("postgres fixture: cannot take the server's user\n");
+        ::_exit(126);
+      }
+    }
     ::execve(argv[0], argv.data(), envp.data());
+    ChildSays("postgres fixture: cannot exec\n");
     ::_exit(127);
   }
   ::close(log_fd);
