@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -356,6 +357,73 @@ TEST(CatalogTest, ARestartedServerFailsTheCallInFlightThenRecovers) {
   EXPECT_TRUE(absl::IsUnavailable(catalog->Get("r").status()));
   ASSERT_TRUE(server->Restart().ok()) << server->LogTail();
   EXPECT_TRUE(catalog->Get("r").ok());
+}
+
+// A call blocked in the server (on a row lock another session holds) when
+// the server restarts fails Unavailable; the next call on the same Catalog
+// reconnects and succeeds.
+TEST(CatalogTest, ACallInFlightDuringARestartFailsUnavailable) {
+  const std::string uri = FreshDatabase();
+  std::unique_ptr<Catalog> catalog = OpenCatalog(uri);
+  ASSERT_NE(catalog, nullptr);
+  ASSERT_TRUE(catalog->CreateCapture(Info("busy"), "p/busy").ok());
+  std::unique_ptr<PgConnection> holder = Raw(uri);
+  ASSERT_NE(holder, nullptr);
+  Sql(*holder, "BEGIN");
+  Sql(*holder, "SELECT 1 FROM captures WHERE name = 'busy' FOR UPDATE");
+  absl::Status in_flight;
+  std::thread call([&] { in_flight = catalog->AdvanceEpoch("busy").status(); });
+  // Wait (bounded) until the call is waiting on the lock in the server.
+  std::unique_ptr<PgConnection> watcher = Raw(uri);
+  ASSERT_NE(watcher, nullptr);
+  bool waiting = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!waiting && std::chrono::steady_clock::now() < deadline) {
+    absl::StatusOr<PgResult> r = watcher->Exec(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        "AND query LIKE 'UPDATE captures SET epoch%'");
+    ASSERT_TRUE(r.ok()) << r.status();
+    waiting = *DecodeInt8(r->cell(0, 0), {"pg_stat_activity", "count", "0"}) == 1;
+  }
+  ASSERT_TRUE(waiting) << "the call never waited on the lock";
+  ASSERT_TRUE(server->Restart().ok()) << server->LogTail();
+  call.join();
+  EXPECT_TRUE(absl::IsUnavailable(in_flight)) << in_flight;
+  absl::StatusOr<int64_t> epoch = catalog->AdvanceEpoch("busy");
+  ASSERT_TRUE(epoch.ok()) << epoch.status();
+  EXPECT_EQ(*epoch, 2);  // the call that failed did not apply
+}
+
+// More callers than pooled connections: they queue for one, none fails.
+TEST(CatalogTest, ThreadsShareTheBoundedPool) {
+  Catalog::Options options;
+  options.pg.uri = FreshDatabase();
+  options.max_connections = 2;
+  absl::StatusOr<std::unique_ptr<Catalog>> opened = Catalog::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Catalog& catalog = **opened;
+  constexpr int kThreads = 6;
+  constexpr int kSegments = 20;
+  std::vector<absl::Status> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string name = absl::StrCat("w", t);
+      absl::Status s = catalog.CreateCapture(Info(name), "p/" + name).status();
+      for (int i = 0; s.ok() && i < kSegments; ++i) {
+        s = catalog.CommitSegment(name, 1, Segment(i, i, 1, absl::StrCat("p/", name, "/", i)),
+                                  i + 1, i + 1, {});
+      }
+      failures[static_cast<size_t>(t)] = s;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : failures) EXPECT_TRUE(s.ok()) << s;
+  for (int t = 0; t < kThreads; ++t) {
+    absl::StatusOr<CatalogCapture> c = catalog.Get(absl::StrCat("w", t));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->committed_records, static_cast<uint64_t>(kSegments));
+  }
 }
 
 TEST(CatalogTest, HostileRowsAreDataLossNamingTheColumn) {
