@@ -359,9 +359,10 @@ TEST(CatalogTest, ARestartedServerFailsTheCallInFlightThenRecovers) {
   EXPECT_TRUE(catalog->Get("r").ok());
 }
 
-// A call blocked in the server (on a row lock another session holds) when
-// the server restarts fails Unavailable; the next call on the same Catalog
-// reconnects and succeeds.
+// A call blocked in the server when it restarts fails Unavailable; the next
+// call on the same Catalog reconnects and succeeds. The call waits on a row
+// lock of a prepared transaction: unlike a session's, it outlives the
+// restart, so the call cannot slip through while the server shuts down.
 TEST(CatalogTest, ACallInFlightDuringARestartFailsUnavailable) {
   const std::string uri = FreshDatabase();
   std::unique_ptr<Catalog> catalog = OpenCatalog(uri);
@@ -371,6 +372,7 @@ TEST(CatalogTest, ACallInFlightDuringARestartFailsUnavailable) {
   ASSERT_NE(holder, nullptr);
   Sql(*holder, "BEGIN");
   Sql(*holder, "SELECT 1 FROM captures WHERE name = 'busy' FOR UPDATE");
+  Sql(*holder, "PREPARE TRANSACTION 'hold_busy'");
   absl::Status in_flight;
   std::thread call([&] { in_flight = catalog->AdvanceEpoch("busy").status(); });
   // Wait (bounded) until the call is waiting on the lock in the server.
@@ -389,6 +391,9 @@ TEST(CatalogTest, ACallInFlightDuringARestartFailsUnavailable) {
   ASSERT_TRUE(server->Restart().ok()) << server->LogTail();
   call.join();
   EXPECT_TRUE(absl::IsUnavailable(in_flight)) << in_flight;
+  std::unique_ptr<PgConnection> releaser = Raw(uri);
+  ASSERT_NE(releaser, nullptr);
+  Sql(*releaser, "ROLLBACK PREPARED 'hold_busy'");
   absl::StatusOr<int64_t> epoch = catalog->AdvanceEpoch("busy");
   ASSERT_TRUE(epoch.ok()) << epoch.status();
   EXPECT_EQ(*epoch, 2);  // the call that failed did not apply

@@ -114,20 +114,28 @@ absl::Status PgConnection::Open() {
   }
   const int64_t seconds = std::max<int64_t>(2, absl::ToInt64Seconds(options_.connect_timeout));
   const std::string timeout = absl::StrCat(seconds);
-  // dbname is expanded (a URI or conninfo); the keywords after it override
-  // what it says. Unset keywords fall back to the PG* variables.
-  const char* keywords[] = {"dbname", "connect_timeout", "application_name", nullptr};
-  const char* values[] = {options_.uri.empty() ? nullptr : options_.uri.c_str(),
-                          timeout.c_str(), "argsdump", nullptr};
-  if (options_.uri.empty()) {
-    keywords[0] = "connect_timeout";
-    values[0] = timeout.c_str();
-    keywords[1] = "application_name";
-    values[1] = "argsdump";
-    keywords[2] = nullptr;
-    values[2] = nullptr;
+  // A server that vanishes without closing the connection (a host gone, a
+  // partition) would leave a call waiting forever: TCP keepalives and a
+  // TCP user timeout bound it client-side (the URI may say otherwise: the
+  // keywords before dbname yield to what it expands to; those after win).
+  const std::string user_timeout = absl::StrCat(
+      std::max<int64_t>(10000, absl::ToInt64Milliseconds(options_.statement_timeout) + 10000));
+  std::vector<const char*> keywords = {"keepalives", "keepalives_idle", "keepalives_interval",
+                                       "keepalives_count", "tcp_user_timeout"};
+  std::vector<const char*> values = {"1", "10", "5", "3", user_timeout.c_str()};
+  // dbname is expanded (a URI or conninfo); unset keywords fall back to the
+  // PG* variables.
+  if (!options_.uri.empty()) {
+    keywords.push_back("dbname");
+    values.push_back(options_.uri.c_str());
   }
-  conn_ = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  keywords.push_back("connect_timeout");
+  values.push_back(timeout.c_str());
+  keywords.push_back("application_name");
+  values.push_back("argsdump");
+  keywords.push_back(nullptr);
+  values.push_back(nullptr);
+  conn_ = PQconnectdbParams(keywords.data(), values.data(), /*expand_dbname=*/1);
   if (conn_ == nullptr) return absl::ResourceExhaustedError("catalog: libpq could not allocate");
   if (PQstatus(conn_) != CONNECTION_OK) {
     // libpq's connect messages name host, port and user, never the password.

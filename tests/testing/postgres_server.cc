@@ -271,7 +271,9 @@ absl::Status PostgresServer::RunPostgres() {
       {bin_ + "/postgres", "-D", dir_ + "/data", "-p", absl::StrCat(port_), "-c",
        "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "fsync=off", "-c",
        "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "shared_buffers=32MB", "-c",
-       "max_connections=60", "-c", "logging_collector=off"},
+       "max_connections=60", "-c", "logging_collector=off", "-c",
+       // Tests hold locks across a restart in prepared transactions.
+       "max_prepared_transactions=8"},
       dir_, dir_ + "/postgres.log", drop_privileges_, run_uid_, run_gid_, groups);
   if (!pid.ok()) return pid.status();
   pid_ = *pid;
