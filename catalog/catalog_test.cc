@@ -399,6 +399,55 @@ TEST(CatalogTest, ACallInFlightDuringARestartFailsUnavailable) {
   EXPECT_EQ(*epoch, 2);  // the call that failed did not apply
 }
 
+// Waits (bounded) until a statement starting with `query_prefix` waits on a
+// lock in the server.
+bool WaitsOnALock(PgConnection& watcher, const std::string& query_prefix) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    absl::StatusOr<PgResult> r = watcher.Exec(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+        "AND starts_with(query, $1)",
+        {PgParam::Text(query_prefix)});
+    if (!r.ok()) return false;
+    if (*DecodeInt8(r->cell(0, 0), {"pg_stat_activity", "count", "0"}) > 0) return true;
+  }
+  return false;
+}
+
+// A transaction the server aborts as a deadlock's victim is run again, in
+// Catalog's one place for it, and succeeds.
+TEST(CatalogTest, ADeadlockedTransactionIsRetried) {
+  const std::string uri = FreshDatabase();
+  std::unique_ptr<Catalog> catalog = OpenCatalog(uri);
+  ASSERT_NE(catalog, nullptr);
+  ASSERT_TRUE(catalog->CreateCapture(Info("d"), "p/d").ok());
+  ASSERT_TRUE(catalog->CommitSegment("d", 1, Segment(0, 0, 1, "p/d/0"), 1, 1, {}).ok());
+  // Another session holds the segment rows Finish deletes after updating
+  // the capture's row, then asks for that row: a cycle.
+  std::unique_ptr<PgConnection> other = Raw(uri);
+  ASSERT_NE(other, nullptr);
+  // Only Finish's session looks for deadlocks (after its 1 s default):
+  // it is the victim.
+  Sql(*other, "SET deadlock_timeout = '10min'");
+  Sql(*other, "BEGIN");
+  Sql(*other, "SELECT 1 FROM segments WHERE capture = 'd' FOR UPDATE");
+  absl::StatusOr<std::vector<std::string>> finished;
+  std::thread finish([&] { finished = catalog->Finish("d", 1, {"m", "b", "i"}, {}, 1, 1); });
+  std::unique_ptr<PgConnection> watcher = Raw(uri);
+  ASSERT_NE(watcher, nullptr);
+  ASSERT_TRUE(WaitsOnALock(*watcher, "DELETE FROM segments"));
+  // This session's update goes through once Finish is aborted.
+  Sql(*other, "UPDATE captures SET level = level WHERE name = 'd'");
+  Sql(*other, "COMMIT");
+  finish.join();
+  ASSERT_TRUE(finished.ok()) << finished.status();
+  EXPECT_EQ(*finished, std::vector<std::string>{"p/d/0"});
+  absl::StatusOr<PgResult> deadlocks = watcher->Exec(
+      "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()");
+  ASSERT_TRUE(deadlocks.ok()) << deadlocks.status();
+  EXPECT_GE(*DecodeInt8(deadlocks->cell(0, 0), {"pg_stat_database", "deadlocks", "0"}), 1);
+}
+
 // More callers than pooled connections: they queue for one, none fails.
 TEST(CatalogTest, ThreadsShareTheBoundedPool) {
   Catalog::Options options;
