@@ -1,6 +1,9 @@
 #include "catalog/catalog.h"
 
+#include <chrono>
 #include <limits>
+#include <random>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -244,8 +247,20 @@ absl::Status Catalog::Run(bool transaction,
       idle_.push_back(std::move(connection));
       released_.notify_one();
     }
-    // Serialization failures and deadlocks: the one place they are retried.
-    if (absl::IsAborted(status) && attempt < kMaxAttempts) continue;
+    // Serialization failures and deadlocks: the one place they are retried,
+    // after a short random pause so the transaction that won goes first
+    // (run again at once, this one could take the same locks in the same
+    // order and lose again).
+    if (absl::IsAborted(status) && attempt < kMaxAttempts) {
+      std::uniform_int_distribution<int> jitter_ms(10 * attempt, 40 * attempt);
+      int pause_ms;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        pause_ms = jitter_ms(random_);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+      continue;
+    }
     return status;
   }
 }

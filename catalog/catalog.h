@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,7 @@ class Catalog {
   std::condition_variable released_;
   std::vector<std::unique_ptr<PgConnection>> idle_;  // guarded by mu_
   int open_connections_ = 0;                          // guarded by mu_
+  std::minstd_rand random_{std::random_device{}()};  // guarded by mu_
 };
 
 // Schema work exposed for tests: the database's schema version (0 when

@@ -8,6 +8,7 @@
 #include <postgresql/libpq-fe.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -138,6 +139,7 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& args, const std::str
   envp.push_back(nullptr);
   const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Errno("open " + log);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(log_fd);
@@ -169,6 +171,11 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& args, const std::str
         ::_exit(126);
       }
     }
+    // A test that dies (a crash, a timeout's SIGKILL) takes its server
+    // with it: immediate shutdown when the forking thread ends. Set after
+    // the user changed (a change of credentials clears it).
+    ::prctl(PR_SET_PDEATHSIG, SIGQUIT);
+    if (::getppid() != parent) ::_exit(125);
     ::execve(argv[0], argv.data(), envp.data());
     ChildSays("postgres fixture: cannot exec\n");
     ::_exit(127);
