@@ -536,8 +536,13 @@ TEST(PgConnectionTest, ErrorsNeverShowThePassword) {
   options.uri = absl::StrCat("postgresql://postgres:sup3rsecret@127.0.0.1:", server->port() + 0,
                              "/no_such_database");
   absl::Status missing_db = PgConnection::Connect(options).status();
-  EXPECT_FALSE(missing_db.ok());
+  EXPECT_TRUE(absl::IsNotFound(missing_db)) << missing_db;
   EXPECT_FALSE(absl::StrContains(missing_db.message(), "sup3rsecret")) << missing_db;
+  options.uri = absl::StrCat("postgresql://no_such_role:sup3rsecret@127.0.0.1:", server->port(),
+                             "/postgres");
+  absl::Status no_role = PgConnection::Connect(options).status();
+  EXPECT_TRUE(absl::IsPermissionDenied(no_role)) << no_role;
+  EXPECT_FALSE(absl::StrContains(no_role.message(), "sup3rsecret")) << no_role;
   options.uri = "postgresql://postgres:sup3rsecret@127.0.0.1:1/x";
   absl::Status refused = PgConnection::Connect(options).status();
   EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;

@@ -23,6 +23,23 @@ std::string OneLine(absl::string_view message) {
   return line.empty() ? "no message" : line;
 }
 
+// A failed connect has no SQLSTATE in libpq 15; the server's refusals are
+// told apart by their (stable, English) messages: credentials refused is
+// PermissionDenied, a missing database NotFound, the rest (nobody
+// listening, a server starting or gone) Unavailable.
+absl::Status ConnectError(const std::string& message) {
+  const std::string text = absl::StrCat("catalog: cannot connect to PostgreSQL: ", message);
+  if (absl::StrContains(message, "authentication failed") ||
+      absl::StrContains(message, "pg_hba.conf") ||
+      (absl::StrContains(message, "role \"") && absl::StrContains(message, "does not exist"))) {
+    return absl::PermissionDeniedError(text);
+  }
+  if (absl::StrContains(message, "database \"") && absl::StrContains(message, "does not exist")) {
+    return absl::NotFoundError(text);
+  }
+  return absl::UnavailableError(text);
+}
+
 }  // namespace
 
 PgParam PgParam::Int(int64_t value) { return {absl::StrCat(value), false, false}; }
@@ -82,6 +99,7 @@ absl::Status StatusFromSqlState(absl::string_view sqlstate, absl::string_view me
   if (cls == "23") return absl::FailedPreconditionError(text);
   if (cls == "22") return absl::InvalidArgumentError(text);
   if (sqlstate == "55P03") return absl::AbortedError(text);  // lock not available
+  if (sqlstate == "42501") return absl::PermissionDeniedError(text);  // insufficient privilege
   return absl::InternalError(text);
 }
 
@@ -139,8 +157,7 @@ absl::Status PgConnection::Open() {
   if (conn_ == nullptr) return absl::ResourceExhaustedError("catalog: libpq could not allocate");
   if (PQstatus(conn_) != CONNECTION_OK) {
     // libpq's connect messages name host, port and user, never the password.
-    absl::Status status = absl::UnavailableError(
-        absl::StrCat("catalog: cannot connect to PostgreSQL: ", OneLine(PQerrorMessage(conn_))));
+    absl::Status status = ConnectError(OneLine(PQerrorMessage(conn_)));
     PQfinish(conn_);
     conn_ = nullptr;
     return status;

@@ -71,8 +71,9 @@ class PgResult {
 class PgConnection {
  public:
   // Connects now: Unavailable when the server cannot be reached (its
-  // message from libpq, without the connection string), InvalidArgument
-  // for a connection string libpq cannot parse.
+  // message from libpq, without the connection string), PermissionDenied
+  // when it refuses the credentials, NotFound for a missing database,
+  // InvalidArgument for a connection string libpq cannot parse.
   static absl::StatusOr<std::unique_ptr<PgConnection>> Connect(const PgOptions& options);
   ~PgConnection();
   PgConnection(const PgConnection&) = delete;
@@ -83,7 +84,8 @@ class PgConnection {
   // or starting, too many connections -> Unavailable; serialization failure,
   // deadlock -> Aborted; unique violation -> AlreadyExists; other integrity
   // violations -> FailedPrecondition; statement timeout -> DeadlineExceeded;
-  // invalid data -> InvalidArgument; anything else -> Internal.
+  // invalid data -> InvalidArgument; insufficient privilege ->
+  // PermissionDenied; anything else -> Internal.
   absl::StatusOr<PgResult> Exec(absl::string_view sql, const std::vector<PgParam>& params = {});
 
   // True when the last statement left the connection broken (the next Exec
