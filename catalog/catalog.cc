@@ -235,8 +235,12 @@ absl::Status Catalog::Run(bool transaction,
       status = connection->Exec("BEGIN").status();
       if (status.ok()) status = body(*connection);
       if (status.ok()) status = connection->Exec("COMMIT").status();
-      if (!status.ok() && connection->in_transaction()) {
-        (void)connection->Exec("ROLLBACK");
+      if (!status.ok()) {
+        if (connection->in_transaction()) {
+          (void)connection->Exec("ROLLBACK");
+        } else {
+          connection->ForgetLostTransaction();  // it died with the connection
+        }
       }
     } else {
       status = body(*connection);

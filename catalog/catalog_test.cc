@@ -338,7 +338,8 @@ TEST(CatalogTest, TotalsAndOldestFinishedForRetention) {
 }
 
 TEST(CatalogTest, ARestartedServerFailsTheCallInFlightThenRecovers) {
-  std::unique_ptr<Catalog> catalog = OpenCatalog(FreshDatabase());
+  const std::string catalog_uri = FreshDatabase();
+  std::unique_ptr<Catalog> catalog = OpenCatalog(catalog_uri);
   ASSERT_NE(catalog, nullptr);
   ASSERT_TRUE(catalog->CreateCapture(Info("r"), "p/r").ok());
   ASSERT_TRUE(catalog->Get("r").ok());
@@ -357,6 +358,17 @@ TEST(CatalogTest, ARestartedServerFailsTheCallInFlightThenRecovers) {
   EXPECT_TRUE(absl::IsUnavailable(catalog->Get("r").status()));
   ASSERT_TRUE(server->Restart().ok()) << server->LogTail();
   EXPECT_TRUE(catalog->Get("r").ok());
+
+  // A transaction (Delete) lost to a restart: the next single statement on
+  // the same pooled connection reconnects.
+  Catalog::Options one;
+  one.pg.uri = catalog_uri;
+  one.max_connections = 1;
+  absl::StatusOr<std::unique_ptr<Catalog>> single = Catalog::Open(one);
+  ASSERT_TRUE(single.ok()) << single.status();
+  ASSERT_TRUE(server->Restart().ok()) << server->LogTail();
+  EXPECT_TRUE(absl::IsUnavailable((*single)->Delete("r").status()));
+  EXPECT_TRUE((*single)->Get("r").ok());
 }
 
 // A call blocked in the server when it restarts fails Unavailable; the next
@@ -551,6 +563,21 @@ TEST(PgConnectionTest, ErrorsNeverShowThePassword) {
   absl::Status malformed = PgConnection::Connect(options).status();
   EXPECT_TRUE(absl::IsInvalidArgument(malformed)) << malformed;
   EXPECT_FALSE(absl::StrContains(malformed.message(), "sup3rsecret")) << malformed;
+}
+
+// A transaction's statements never run on a new connection outside of it.
+TEST(PgConnectionTest, AConnectionLostInATransactionDoesNotReconnectMidway) {
+  std::unique_ptr<PgConnection> c = Raw(FreshDatabase());
+  ASSERT_NE(c, nullptr);
+  Sql(*c, "BEGIN");
+  Sql(*c, "SELECT 1");
+  ASSERT_TRUE(server->Restart().ok()) << server->LogTail();
+  EXPECT_TRUE(absl::IsUnavailable(c->Exec("SELECT 1").status()));
+  absl::Status midway = c->Exec("SELECT 1").status();
+  EXPECT_TRUE(absl::IsUnavailable(midway)) << midway;
+  EXPECT_TRUE(absl::StrContains(midway.message(), "inside a transaction")) << midway;
+  Sql(*c, "ROLLBACK");  // ends it: reconnects
+  Sql(*c, "SELECT 1");
 }
 
 TEST(PgConnectionTest, ConnectsFromTheStandardEnvironmentVariables) {

@@ -180,8 +180,17 @@ bool PgConnection::in_transaction() const {
 absl::StatusOr<PgResult> PgConnection::Exec(absl::string_view sql,
                                             const std::vector<PgParam>& params) {
   if (broken()) {
+    // A transaction the connection died in is gone with it: its remaining
+    // statements must not run on a new connection outside of it. Only
+    // what ends it (ROLLBACK) or starts another (BEGIN) reconnects.
+    if (lost_in_transaction_ && sql != "BEGIN" && sql != "ROLLBACK") {
+      return absl::UnavailableError(
+          "catalog: the connection to PostgreSQL was lost inside a transaction");
+    }
+    lost_in_transaction_ = false;
     if (absl::Status s = Open(); !s.ok()) return s;
   }
+  const bool was_in_transaction = in_transaction();
   std::vector<const char*> values(params.size());
   std::vector<int> lengths(params.size());
   std::vector<int> formats(params.size());
@@ -214,6 +223,8 @@ absl::StatusOr<PgResult> PgConnection::Exec(absl::string_view sql,
   const char* primary = PQresultErrorField(raw, PG_DIAG_MESSAGE_PRIMARY);
   const std::string message = OneLine(primary != nullptr ? primary : PQerrorMessage(conn_));
   if (sqlstate == nullptr || broken()) {
+    lost_in_transaction_ = was_in_transaction || PQtransactionStatus(conn_) == PQTRANS_INTRANS ||
+                           PQtransactionStatus(conn_) == PQTRANS_INERROR;
     // No SQLSTATE: libpq's own failure, in practice the connection ended.
     return absl::UnavailableError(absl::StrCat("catalog: connection to PostgreSQL lost: ",
                                                message));

@@ -80,13 +80,18 @@ class PgConnection {
   PgConnection& operator=(const PgConnection&) = delete;
 
   // Runs one statement with $1..$n. Reconnects first when the connection was
-  // lost earlier. Errors by SQLSTATE: connection lost, server shutting down
+  // lost earlier, unless it was lost inside a transaction: then only BEGIN
+  // or ROLLBACK reconnect, and anything else is Unavailable. Errors by SQLSTATE: connection lost, server shutting down
   // or starting, too many connections -> Unavailable; serialization failure,
   // deadlock -> Aborted; unique violation -> AlreadyExists; other integrity
   // violations -> FailedPrecondition; statement timeout -> DeadlineExceeded;
   // invalid data -> InvalidArgument; insufficient privilege ->
   // PermissionDenied; anything else -> Internal.
   absl::StatusOr<PgResult> Exec(absl::string_view sql, const std::vector<PgParam>& params = {});
+
+  // The caller has given up the transaction the connection was lost in
+  // (the server discarded it): the next Exec may reconnect for anything.
+  void ForgetLostTransaction() { lost_in_transaction_ = false; }
 
   // True when the last statement left the connection broken (the next Exec
   // reconnects).
@@ -99,6 +104,8 @@ class PgConnection {
   absl::Status Open();
   PgOptions options_;
   PGconn* conn_ = nullptr;
+  // The connection broke inside BEGIN ... COMMIT (see Exec).
+  bool lost_in_transaction_ = false;
 };
 
 // The status for SQLSTATE `sqlstate` (5 characters) and `message` (exposed
