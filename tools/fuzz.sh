@@ -27,6 +27,7 @@ targets=(
   "collector:refused_record_fuzzer collector/testdata/refused_record_corpus"
   "format:job_fuzzer format/testdata/job_corpus"
   "s3:s3_xml_fuzzer s3/testdata/s3_xml_corpus"
+  "catalog:catalog_row_fuzzer catalog/testdata/catalog_row_corpus"
 )
 labels=()
 for t in "${targets[@]}"; do labels+=("//${t%% *}"); done

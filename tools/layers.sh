@@ -11,11 +11,13 @@
 #   format                proto base tools
 #   device                proto base tools format
 #   s3                    proto base tools format
-#   store, client         proto base tools format (store also s3)
+#   catalog               proto base tools
+#   store                 proto base tools format s3 catalog
+#   client                proto base tools format
 #   collector             ... format device store client
 #   viewer                ... format client
 #   sdk                   ... format device store client collector viewer
-#   server                ... format store s3
+#   server                ... format store s3 catalog
 #   apps                  ... format device store client collector viewer sdk
 #   examples              sdk
 #   tests, docs, //:      anything
@@ -36,12 +38,13 @@ BEGIN {
   may["format"] = low
   may["device"] = low
   may["s3"] = low
-  may["store"] = low " s3"
+  may["store"] = low " s3 catalog"
   may["client"] = low
+  may["catalog"] = "third_party bazel proto base tools"
   may["collector"] = low " device store client"
   may["viewer"] = low " client"
   may["sdk"] = low " device store client collector viewer"
-  may["server"] = low " store s3"
+  may["server"] = low " store s3 catalog"
   may["apps"] = low " device store client collector viewer sdk"
   may["examples"] = "third_party bazel sdk"
   may["tests"] = "*"; may["docs"] = "*"; may[""] = "*"

@@ -38,6 +38,8 @@ packages=(
   radosgw
   ceph-common    # radosgw-admin, monmaptool, python3-rados (pools made in one connection)
   uuid-runtime   # uuidgen for the cluster's fsid
+  libpq-dev      # //catalog: the capture catalog's PostgreSQL client (libpq)
+  postgresql-15  # catalog tests start a real PostgreSQL (initdb, postgres) in a temp dir
 )
 
 missing=()
