@@ -1,13 +1,21 @@
 #include "device/sim/sim_runtime.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <exception>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <limits>
+#include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "base/thread.h"
 
 namespace argsdump {
@@ -851,18 +859,81 @@ bool SpinFor(int spins, Done done) {
   return done();
 }
 
+// Whether the machine has many more runnable threads than cores: the
+// kernel's count of them (/proc/stat's procs_running, every process's),
+// read again at most every 10 ms by the spinner that finds it stale. One
+// run's own threads, spinning, stay under the bound; a job of 64 ranks on 2
+// cores is far over it, and there a spin only hands the core to other
+// processes' spinners (each yield a slice of someone else's).
+class RunnableThreads {
+ public:
+  static bool Crowded() {
+    static RunnableThreads gauge;
+    return gauge.Over();
+  }
+
+ private:
+  static constexpr int64_t kRefreshNs = 10'000'000;
+  static constexpr uint32_t kPerCore = 12;
+
+  bool Over() {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            Clock::now().time_since_epoch())
+                            .count();
+    int64_t at = read_at_ns_.load(std::memory_order_relaxed);
+    if (now - at >= kRefreshNs &&
+        read_at_ns_.compare_exchange_strong(at, now, std::memory_order_relaxed)) {
+      runnable_.store(Read(), std::memory_order_relaxed);
+    }
+    return runnable_.load(std::memory_order_relaxed) > bound_;
+  }
+
+  // procs_running from /proc/stat; 0 (not crowded) when it cannot be read.
+  static uint32_t Read() {
+    const int fd = ::open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[8192];
+    size_t got = 0;
+    for (ssize_t r; got < sizeof(buf) - 1 &&
+                    (r = ::read(fd, buf + got, sizeof(buf) - 1 - got)) != 0;) {
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      got += static_cast<size_t>(r);
+    }
+    ::close(fd);
+    const absl::string_view text(buf, got);
+    const size_t at = text.find("\nprocs_running ");
+    if (at == absl::string_view::npos) return 0;
+    absl::string_view number = text.substr(at + 15);
+    number = number.substr(0, number.find('\n'));
+    uint32_t n = 0;
+    return absl::SimpleAtoi(number, &n) ? n : 0;
+  }
+
+  const uint32_t bound_ = kPerCore * std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<int64_t> read_at_ns_{std::numeric_limits<int64_t>::min() / 2};
+  std::atomic<uint32_t> runnable_{0};
+};
+
 // One thread's spin budget, following how its spins pay off: doubled (up
 // to the maximum) when a spin saw what it waited for, halved when the
 // thread went to sleep anyway. Alone on the machine the budget stays at its
 // maximum; with many more runnable threads than cores (a job of 64 ranks
 // on 2 cores) spins that never pay shrink to nothing and waiting threads
-// block at once, leaving the cores to the threads that have work. A budget
-// of 0 still looks once, so a payoff grows it back.
+// block at once, leaving the cores to the threads that have work; while
+// the machine is crowded (RunnableThreads) a spin only looks once. A
+// budget of 0 still looks once, so a payoff grows it back.
 class AdaptiveSpin {
  public:
   explicit AdaptiveSpin(int max) : max_(max), budget_(max) {}
   template <typename Done>
   void Spin(Done done) {
+    if (RunnableThreads::Crowded()) {
+      (void)done();
+      return;
+    }
     if (SpinFor(budget_, done)) {
       budget_ = std::min(max_, std::max(2 * budget_, kYieldEvery));
     } else {
