@@ -404,7 +404,9 @@ TEST_P(DeviceCrashTest, KeepsEverythingRecordedBeforeAndTheCrashingTask) {
     EXPECT_THAT(context, HasSubstr("\"fault_address\": \"0x0\""));
     EXPECT_THAT(context, HasSubstr("\"crashing\": true"));
   }
-  if (c.death == Death::kExit) EXPECT_THAT(context, HasSubstr("\"exit_status\": 3"));
+  if (c.death == Death::kExit) {
+    EXPECT_THAT(context, HasSubstr("\"exit_status\": 3"));
+  }
   EXPECT_TRUE(testing::CheckCaptureFiles(dir).ok()) << testing::CheckCaptureFiles(dir);
   auto dumped = Capture::Open(dir);
   ASSERT_TRUE(dumped.ok()) << dumped.status();

@@ -99,10 +99,10 @@ std::vector<uint64_t> RunSteps(SimSession& s, uint16_t saxpy, uint32_t steps, ui
     EXPECT_TRUE(s.BeginStep(step).ok());
     CoreTaskArgs args;
     float a = 2.0f + static_cast<float>(step), b = 1.0f;
-    args.add_input(*x);
-    args.add_output(*y);
-    args.add_scalar(a);
-    args.add_scalar(b);
+    EXPECT_TRUE(args.add_input(*x).ok());
+    EXPECT_TRUE(args.add_output(*y).ok());
+    EXPECT_TRUE(args.add_scalar(a).ok());
+    EXPECT_TRUE(args.add_scalar(b).ok());
     auto id = s.Submit(saxpy, std::move(args));
     EXPECT_TRUE(id.ok()) << id.status();
     ids.push_back(id.ok() ? *id : 0);
@@ -291,7 +291,9 @@ TEST(SessionConfigTest, CommandLineOverApiOverEnvironmentOverFile) {
                                  "command line's (command line > API > environment > config "
                                  "file)"));
     }
-    if (setters == 0) EXPECT_THAT(log, HasSubstr("level=2 from --dump-args-default"));
+    if (setters == 0) {
+      EXPECT_THAT(log, HasSubstr("level=2 from --dump-args-default"));
+    }
     EXPECT_THAT(log, HasSubstr("[argsdump dumper] INFO: dump config: level=" +
                                std::to_string(cli ? 0 : api ? 3 : env ? 2 : has_file ? 1 : 0)));
   }
@@ -495,10 +497,10 @@ TEST(SessionTest, StepsAreRecordedAndOnlyGoForward) {
     ASSERT_TRUE((*s)->BeginStep(step).ok());
     CoreTaskArgs args;
     float a = 2.0f, b = 0.0f;
-    args.add_input(*x);
-    args.add_output(*x);  // in place: a new view would be the same buffer
-    args.add_scalar(a);
-    args.add_scalar(b);
+    EXPECT_TRUE(args.add_input(*x).ok());
+    EXPECT_TRUE(args.add_output(*x).ok());  // in place: a new view would be the same buffer
+    EXPECT_TRUE(args.add_scalar(a).ok());
+    EXPECT_TRUE(args.add_scalar(b).ok());
     ASSERT_TRUE((*s)->Submit(saxpy, std::move(args)).ok());
     ASSERT_TRUE((*s)->Synchronize().ok());
     if (x->Get<float>(0) > 100) break;
@@ -538,10 +540,10 @@ TEST(SessionTest, EditedConfigFileSwitchesAtTheNextStep) {
     ASSERT_TRUE((*s)->BeginStep(step).ok());
     CoreTaskArgs args;
     float a = 1, b = 0;
-    args.add_input(*x);
-    args.add_output(*y);
-    args.add_scalar(a);
-    args.add_scalar(b);
+    EXPECT_TRUE(args.add_input(*x).ok());
+    EXPECT_TRUE(args.add_output(*y).ok());
+    EXPECT_TRUE(args.add_scalar(a).ok());
+    EXPECT_TRUE(args.add_scalar(b).ok());
     ASSERT_TRUE((*s)->Submit(saxpy, std::move(args)).ok());
   }
   auto r = (*s)->Finish();
@@ -589,15 +591,15 @@ TEST(SessionTest, MisuseIsAStatusNeverACrash) {
   EXPECT_EQ(x->Read<double>().status().code(), absl::StatusCode::kInvalidArgument);
   {
     CoreTaskArgs args;
-    args.add_input(*foreign);
-    args.add_output(*x);
+    EXPECT_TRUE(args.add_input(*foreign).ok());
+    EXPECT_TRUE(args.add_output(*x).ok());
     auto id = (*s)->Submit(saxpy, std::move(args));
     EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(id.status().message()), HasSubstr("another device (session)"));
   }
   {
     CoreTaskArgs args;
-    args.add_input(Tensor());  // no buffer
+    (void)args.add_input(Tensor());  // refused by Submit below
     EXPECT_EQ((*s)->Submit(saxpy, std::move(args)).status().code(),
               absl::StatusCode::kInvalidArgument);
   }
@@ -649,8 +651,8 @@ TEST(SessionTest, FailingKernelIsTheRunStatusAndLeavesAnExceptionDump) {
   auto x = (*s)->Alloc(DataType::kFloat32, {4});
   auto y = (*s)->Alloc(DataType::kFloat32, {4});
   CoreTaskArgs args;
-  args.add_input(*x);
-  args.add_output(*y);
+  EXPECT_TRUE(args.add_input(*x).ok());
+  EXPECT_TRUE(args.add_output(*y).ok());
   ASSERT_TRUE((*s)->Submit(broken, std::move(args)).ok());
   EXPECT_THAT(std::string((*s)->Synchronize().message()), HasSubstr("broken kernel"));
   auto r = (*s)->Finish();
@@ -683,27 +685,27 @@ TEST(SessionTest, MarkersAtLevelOneAndMixTasks) {
   ASSERT_TRUE(b->Write(std::vector<float>{10, 20, 30, 40}).ok());
   {
     CoreTaskArgs args;
-    args.add_input(*a);
-    args.add_input(*b);
-    args.add_output(*c);
-    args.dump(*c);  // only the output
+    EXPECT_TRUE(args.add_input(*a).ok());
+    EXPECT_TRUE(args.add_input(*b).ok());
+    EXPECT_TRUE(args.add_output(*c).ok());
+    EXPECT_TRUE(args.dump(*c).ok());  // only the output
     ASSERT_TRUE((*s)->Submit(add, std::move(args)).ok());
   }
   {
     CoreTaskArgs args;  // not marked: not dumped at level 1
-    args.add_input(*a);
-    args.add_input(*b);
-    args.add_output(*d);
+    EXPECT_TRUE(args.add_input(*a).ok());
+    EXPECT_TRUE(args.add_input(*b).ok());
+    EXPECT_TRUE(args.add_output(*d).ok());
     ASSERT_TRUE((*s)->Submit(add, std::move(args)).ok());
   }
   {
     CoreTaskArgs args;  // a mix task, marked whole
-    args.add_input(*a);
-    args.add_input(*b);
-    args.add_output(*c);
-    args.add_output(*d);
-    args.add_output(*e);
-    args.dump();
+    EXPECT_TRUE(args.add_input(*a).ok());
+    EXPECT_TRUE(args.add_input(*b).ok());
+    EXPECT_TRUE(args.add_output(*c).ok());
+    EXPECT_TRUE(args.add_output(*d).ok());
+    EXPECT_TRUE(args.add_output(*e).ok());
+    EXPECT_TRUE(args.dump().ok());
     ASSERT_TRUE((*s)->Submit({mix_sum, mix_max}, std::move(args)).ok());
   }
   auto r = (*s)->Finish();

@@ -148,7 +148,9 @@ TEST_P(SnapshotInputsTest, TheExceptionDumpKeepsTheInoutAsReceivedAtLevelZero) {
     // As the kernel received it: only with the snapshot.
     const auto before = ArgValues(*dumped, testing::Stage::kBeforeDispatch);
     ASSERT_EQ(before.size(), snapshot ? 1u : 0u);
-    if (snapshot) EXPECT_EQ(before[0], Iota(1));
+    if (snapshot) {
+      EXPECT_EQ(before[0], Iota(1));
+    }
     EXPECT_THAT(ReadFileOrEmpty(dir + "/context.json"),
                 HasSubstr(absl::StrCat("\"records_before_dispatch\": ", snapshot ? 1 : 0)));
   }

@@ -300,7 +300,7 @@ TEST(TestingLibraryTest, CheckCaptureFilesHoldsCapturesToTheSchema) {
     EXPECT_THAT(std::string(status.message()), HasSubstr(dir + "/args_dump.json: "));
   }
   // The manifest right, args.bin cut short.
-  with(manifest);
+  EXPECT_TRUE(with(manifest).ok());
   ASSERT_EQ(::truncate((dir + "/args.bin").c_str(), 10), 0);
   const absl::Status cut = testing::CheckCaptureFiles(dir);
   EXPECT_THAT(std::string(cut.message()), HasSubstr("is not inside args.bin (10 bytes)"));

@@ -89,7 +89,9 @@ std::unique_ptr<CaptureStore> Write(const std::string& dir, const std::vector<Ar
     const absl::Status s = store->AppendPrepared(prepared, cut);
     EXPECT_TRUE(s.ok()) << s;
   }
-  if (finish) EXPECT_TRUE(store->Finish(v1::CaptureCounters()).ok());
+  if (finish) {
+    EXPECT_TRUE(store->Finish(v1::CaptureCounters()).ok());
+  }
   return store;
 }
 

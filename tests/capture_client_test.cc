@@ -42,7 +42,9 @@ class LoopbackPort {
     socklen_t len = sizeof(a);
     EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len), 0);
     port_ = ntohs(a.sin_port);
-    if (listen) EXPECT_EQ(::listen(fd_, 16), 0);
+    if (listen) {
+      EXPECT_EQ(::listen(fd_, 16), 0);
+    }
   }
   ~LoopbackPort() { ::close(fd_); }
   std::string target() const { return absl::StrCat("127.0.0.1:", port_); }

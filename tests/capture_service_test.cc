@@ -924,7 +924,9 @@ TEST_F(CaptureServiceTest, FinishCarriesTheLevelsPerStep) {
     stream->Send(Open(name, resume));
     if (!stream->Read(&r) || !r.has_opened()) return stream->End();
     RawIngest& in = *stream;
-    if (r.opened().durable_records() == 0) EXPECT_TRUE(in.Send(Batch(p, 0, 6, 0)));
+    if (r.opened().durable_records() == 0) {
+      EXPECT_TRUE(in.Send(Batch(p, 0, 6, 0)));
+    }
     v1::IngestRequest finish;
     for (const auto& [step, level] : levels) {
       v1::StepLevel* l = finish.mutable_finish()->add_step_levels();
@@ -1022,7 +1024,9 @@ TEST_F(CaptureServiceTest, ABadDeviceCrashIsInvalidArgument) {
     v1::IngestResponse r;
     ASSERT_TRUE(in.Send(Open("bad", /*resume=*/i > 0)));
     ASSERT_TRUE(in.Read(&r) && r.has_opened());
-    if (i == 0) EXPECT_TRUE(in.Send(Batch(p, 0, 6, 0)));
+    if (i == 0) {
+      EXPECT_TRUE(in.Send(Batch(p, 0, 6, 0)));
+    }
     v1::IngestRequest finish;
     *finish.mutable_finish()->mutable_device_crash() = bad[i];
     EXPECT_TRUE(in.Send(finish));

@@ -247,7 +247,9 @@ TEST_P(DeviceCrashCliTest, ExitsThreeAndKeepsWhatWasRecorded) {
   }
   ASSERT_FALSE(dirs.empty());
   const bool faulted = c.death != "exit" && c.death != "kill";
-  if (faulted) EXPECT_EQ(dirs.size(), 1u) << run->stdout_text;
+  if (faulted) {
+    EXPECT_EQ(dirs.size(), 1u) << run->stdout_text;
+  }
   std::string dir;
   for (const std::string& d : dirs) {
     if (absl::EndsWith(d, "_0x0000000100000003")) {

@@ -200,7 +200,9 @@ TEST(DumpControlTest, TheSwitchTakesEffectAtTheNextStepOnly) {
     EXPECT_NE(all.find(line), std::string::npos) << line << "\n" << all;
   }
   for (const Entry& e : c.entries) {
-    if (e.step == 5) EXPECT_EQ(e.stage, v1::STAGE_AFTER_COMPLETION);
+    if (e.step == 5) {
+      EXPECT_EQ(e.stage, v1::STAGE_AFTER_COMPLETION);
+    }
   }
   // Step 3 (switched off while it ran) is whole.
   EXPECT_EQ(Shapes(c, [](const Entry& e) { return e.step == 3; }),
@@ -414,7 +416,9 @@ TEST(OverflowDumpTest, AtLevelOneTheOverflowingTaskKeepsEveryScalar) {
     std::sort(want.begin(), want.end());
     EXPECT_EQ(got, want);
     for (const Entry& e : c.entries) {
-      if (e.kind == v1::KIND_SCALAR) EXPECT_EQ(e.value.number_value(), 2.5);
+      if (e.kind == v1::KIND_SCALAR) {
+        EXPECT_EQ(e.value.number_value(), 2.5);
+      }
     }
   }
 }
@@ -603,7 +607,9 @@ TEST(LevelTruthTest, ASwitchOfStatsOrOverflowIsSaidPerStep) {
   for (const auto& l : c.manifest.dump_levels()) EXPECT_EQ(l.level(), 2u);
   // Step 1's payloads were not kept; steps 0 and 2 have theirs.
   for (const Entry& e : c.entries) {
-    if (e.kind == v1::KIND_TENSOR) EXPECT_EQ(e.bin_size == 0, e.step == 1) << e.task_id;
+    if (e.kind == v1::KIND_TENSOR) {
+      EXPECT_EQ(e.bin_size == 0, e.step == 1) << e.task_id;
+    }
   }
   const std::string summary = SummarizeSimJob(*r, o);
   EXPECT_NE(summary.find("dump level 2 at step 0, 2 with stats only (no payload is kept) from "

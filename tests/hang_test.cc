@@ -123,7 +123,6 @@ TEST(HangTest, OpPastTheOpExecuteBudgetIsReapedWhileOthersProgress) {
   rc.num_threads = 1;
   rc.arena_bytes = 1 << 20;
   RecordingHarness harness(rc);
-  const DumpRegion* region = harness.region.get();
   DumpRecorder& recorder = *harness.recorder;
   TestHost& host = *harness.host;
   SimConfig sc;

@@ -72,7 +72,9 @@ class ServerProcess {
              const std::vector<std::string>& flags = {}) {
     int out[2], err[2] = {-1, -1};
     ASSERT_EQ(::pipe(out), 0);
-    if (pipe_log_) ASSERT_EQ(::pipe(err), 0);
+    if (pipe_log_) {
+      ASSERT_EQ(::pipe(err), 0);
+    }
     pid_ = ::fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {

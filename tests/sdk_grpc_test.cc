@@ -78,9 +78,9 @@ class SdkGrpcTest : public ::testing::Test {
       if (absl::Status st = (*s)->BeginStep(step); !st.ok()) return st;
       CoreTaskArgs args;
       float factor = static_cast<float>(step + 1);
-      args.add_input(*x);
-      args.add_output(*y);
-      args.add_scalar(factor);
+      EXPECT_TRUE(args.add_input(*x).ok());
+      EXPECT_TRUE(args.add_output(*y).ok());
+      EXPECT_TRUE(args.add_scalar(factor).ok());
       if (auto id = (*s)->Submit(scale, std::move(args)); !id.ok()) return id.status();
     }
     return (*s)->Finish();

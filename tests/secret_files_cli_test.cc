@@ -127,7 +127,9 @@ class SecretFilesCliTest : public ::testing::Test {
   // Paths that are not regular files.
   std::vector<BadFile> NotFiles() {
     const std::string fifo = *short_dir_ + "/fifo";
-    if (::access(fifo.c_str(), F_OK) != 0) EXPECT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    if (::access(fifo.c_str(), F_OK) != 0) {
+      EXPECT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    }
     const std::string socket_path = *short_dir_ + "/socket";
     if (::access(socket_path.c_str(), F_OK) != 0) {
       const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);

@@ -28,7 +28,7 @@ std::string Error(const std::vector<std::string>& args) {
 TEST(ViewerOptionsTest, EveryFlagTakesDashesAndUnderscores) {
   const std::string token = std::string(std::getenv("TEST_TMPDIR")) + "/token";
   std::ofstream(token) << "s3cret\n";
-  for (const std::string& sep : {"-", "_"}) {
+  for (const std::string sep : {"-", "_"}) {
     SCOPED_TRACE(sep);
     ViewerOptions o = Parse({"dir", "--first" + sep + "nonfinite", "--task=0x100000001"});
     EXPECT_TRUE(o.first_nonfinite);

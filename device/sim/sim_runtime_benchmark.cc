@@ -1,7 +1,8 @@
 // What the dump costs the sim runtime when it is off: level 0 (dump code
 // built in, no recorder) against the same runtime with the dump code
-// compiled out (sim_runtime_benchmark_without_dump.cc), in one binary.
-//   bazel run -c opt //device:sim_runtime_benchmark -- \
+// compiled out (sim_runtime_benchmark_without_dump.cc), in one binary,
+// run with (one command line):
+//   bazel run -c opt //device:sim_runtime_benchmark --
 //     --benchmark_repetitions=15 --benchmark_enable_random_interleaving=true
 #include <algorithm>
 #include <chrono>

@@ -83,7 +83,9 @@ TEST(TimeoutsTest, TheSchedulerOverrideAppliesAlone) {
     EXPECT_EQ(t.op_execute, c.op) << env;
     EXPECT_EQ(t.stream_sync, c.stream) << env;
     ASSERT_EQ(w.size(), c.warnings) << env;
-    if (!w.empty()) EXPECT_NE(w[0].find("does not hold"), std::string::npos) << w[0];
+    if (!w.empty()) {
+      EXPECT_NE(w[0].find("does not hold"), std::string::npos) << w[0];
+    }
   }
 }
 
