@@ -560,5 +560,39 @@ TEST_F(JobServiceTest, TheHttpFaceAnswersTraces) {
   EXPECT_EQ(bad->status, 400) << bad->body;
 }
 
+// A trace holds at most 200,000 records over all its ranks: two ranks of
+// 100,001 each are one too many for the job's trace (413 naming the bound
+// and the way out), while each rank alone, or the job with a filter, fits.
+TEST_F(JobServiceTest, AJobsTraceIsBoundedOverItsRanks) {
+  constexpr uint32_t kRecords = 100001;
+  for (uint32_t rank : {0u, 1u}) {
+    RecordBatch batch;
+    for (uint32_t i = 0; i < kRecords; ++i) {
+      batch.Add(ScalarRecord(0x100000000ull + i).FuncIds({1}).Step(i < 10 ? 0 : 1));
+    }
+    auto writer = IngestWriter::Open(client_.get(), RankOpen("big", rank, 2));
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->Send(batch.RecordPtrs(), batch.PayloadViews(), 0, 0));
+    ASSERT_TRUE((*writer)->WaitAcked(batch.size()));
+    v1::CaptureSummary summary;
+    ASSERT_TRUE((*writer)->Finish({}, &summary).ok());
+  }
+  httplib::Client http("127.0.0.1", service_->http_port());
+  http.set_read_timeout(120, 0);
+  const httplib::Headers auth = {{"Authorization", absl::StrCat("Bearer ", kToken)}};
+  auto job = http.Get("/v1/jobs/big/trace", auth);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->status, 413) << job->body.substr(0, 500);
+  EXPECT_TRUE(absl::StrContains(job->body, "at most 200000 records")) << job->body;
+  EXPECT_TRUE(absl::StrContains(job->body, "pick fewer with filters")) << job->body;
+  auto rank = http.Get("/v1/captures/big.rank1/trace", auth);
+  ASSERT_TRUE(rank);
+  EXPECT_EQ(rank->status, 200) << rank->body.substr(0, 500);
+  auto step0 = http.Get("/v1/jobs/big/trace?step=0", auth);
+  ASSERT_TRUE(step0);
+  EXPECT_EQ(step0->status, 200) << step0->body.substr(0, 500);
+  EXPECT_TRUE(absl::StrContains(step0->body, "rank 1 (big.rank1)")) << step0->body.substr(0, 500);
+}
+
 }  // namespace
 }  // namespace argsdump
