@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "base/thread.h"
 #include "format/compare.h"
 #include "format/dtype.h"
@@ -115,9 +116,14 @@ class BinFile {
 
  private:
   absl::Status Open() {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    // Refuses what is not a regular file (a FIFO would block the worker).
+    absl::StatusOr<int> fd = OpenRegularFile(path_);
+    if (!fd.ok()) {
+      return absl::DataLossError(absl::StrCat("cannot open ", path_, ": ", fd.status().message()));
+    }
+    fd_ = *fd;
     struct stat st;
-    if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+    if (::fstat(fd_, &st) != 0) {
       return absl::DataLossError(absl::StrCat("cannot open ", path_, ": ", std::strerror(errno)));
     }
     size_ = static_cast<uint64_t>(st.st_size);
@@ -214,7 +220,8 @@ PairVerdict CompareScalars(const ManifestRow& a, const ManifestRow& g, const Tol
 // Two tensors' payloads, a chunk of elements at a time.
 absl::StatusOr<PairVerdict> ComparePayloads(const ManifestRow& a, BinFile& abin,
                                             const ManifestRow& g, BinFile& gbin,
-                                            const Tolerance& t) {
+                                            const Tolerance& t,
+                                            const std::function<bool()>& stopped) {
   PairVerdict v;
   const std::optional<DataType> ad = FromProtoDType(a.dtype);
   const std::optional<DataType> gd = FromProtoDType(g.dtype);
@@ -230,6 +237,7 @@ absl::StatusOr<PairVerdict> ComparePayloads(const ManifestRow& a, BinFile& abin,
       std::max<uint64_t>(8, kCompareChunkBytes * 8 / std::max(abits, gbits) / 8 * 8);
   ElementDiff all;
   for (uint64_t first = 0; first < count; first += per_chunk) {
+    if (first > 0 && stopped()) return absl::CancelledError("comparison cancelled");
     const uint64_t n = std::min(per_chunk, count - first);
     const uint64_t abytes = (n * abits + 7) / 8, gbytes = (n * gbits + 7) / 8;
     absl::StatusOr<absl::string_view> abuf = abin.View(a.bin_offset + first * abits / 8, abytes);
@@ -263,7 +271,8 @@ absl::StatusOr<PairVerdict> ComparePayloads(const ManifestRow& a, BinFile& abin,
 // bytes that can be trusted, then the elements.
 absl::StatusOr<PairVerdict> CompareRecords(const ManifestRow& a, BinFile& abin,
                                            const ManifestRow& g, BinFile& gbin,
-                                           const Tolerance& t) {
+                                           const Tolerance& t,
+                                           const std::function<bool()>& stopped) {
   PairVerdict v;
   if (a.kind != g.kind) {
     v.divergence =
@@ -291,7 +300,7 @@ absl::StatusOr<PairVerdict> CompareRecords(const ManifestRow& a, BinFile& abin,
     v.divergence = Reason(a.bin_size == 0 ? "no data captured" : "the reference has no data");
     return v;
   }
-  return ComparePayloads(a, abin, g, gbin, t);
+  return ComparePayloads(a, abin, g, gbin, t, stopped);
 }
 
 // What one rank's comparison ended with.
@@ -354,6 +363,7 @@ absl::StatusOr<RankOutcome> Walk(const RankPair& p, ActualSide& a, ReferenceSide
                                  const Tolerance& t, const std::function<bool()>& stopped) {
   BinFile abin(p.actual->bin_path()), gbin(p.reference->bin_path());
   RankOutcome out;
+  absl::Status failed;
   auto actual_arg = [&](bool present, v1::Divergence* d) {
     v1::JobArg* j = d->mutable_actual();
     j->set_rank(p.rank);
@@ -370,12 +380,12 @@ absl::StatusOr<RankOutcome> Walk(const RankPair& p, ActualSide& a, ReferenceSide
     j->mutable_arg()->set_record_id(g.record_id());
     *j->mutable_arg()->mutable_record() = RecordFromRow(g.row());
   };
-  for (uint64_t n = 0; !a.done() || !g.done(); ++n) {
+  while (!a.done() || !g.done()) {
     if (a.unordered() || g.unordered()) {
       out.unordered = true;
       return out;
     }
-    if (n % 4096 == 0 && stopped()) return absl::CancelledError("comparison cancelled");
+    if (stopped()) return absl::CancelledError("comparison cancelled");
     if (g.done() || (!a.done() && PairKey(a.row()) < PairKey(g.row()))) {
       v1::Divergence d = Reason(absl::StrCat("no such record in ", p.reference->name()));
       actual_arg(true, &d);
@@ -389,8 +399,12 @@ absl::StatusOr<RankOutcome> Walk(const RankPair& p, ActualSide& a, ReferenceSide
       out.first = std::move(d);
       break;
     }
-    absl::StatusOr<PairVerdict> v = CompareRecords(a.row(), abin, g.row(), gbin, t);
-    if (!v.ok()) return v.status();
+    absl::StatusOr<PairVerdict> v = CompareRecords(a.row(), abin, g.row(), gbin, t, stopped);
+    if (!v.ok()) {
+      if (absl::IsCancelled(v.status())) return v.status();
+      failed = v.status();  // the first in pairing order only if the rest is in order
+      break;
+    }
     ++out.records;
     out.bytes += v->bytes;
     if (v->divergence) {
@@ -402,17 +416,26 @@ absl::StatusOr<RankOutcome> Walk(const RankPair& p, ActualSide& a, ReferenceSide
     a.Advance();
     g.Advance();
   }
-  // A divergence is the first in pairing order only if no later row of
-  // either side belongs before it (or shares its key): the rest of both
-  // sides is checked for order, rows only.
-  if (out.first) {
-    while (!a.done() && !a.unordered()) a.Advance();
-    while (!g.done() && !g.unordered()) g.Advance();
+  // A divergence (or a payload that cannot be read) is the first in
+  // pairing order only if no later row of either side belongs before it
+  // (or shares its key): the rest of both sides is checked for order, rows
+  // only.
+  if (out.first || !failed.ok()) {
+    for (uint64_t n = 0; !a.done() && !a.unordered(); ++n) {
+      if (n % 4096 == 0 && stopped()) return absl::CancelledError("comparison cancelled");
+      a.Advance();
+    }
+    for (uint64_t n = 0; !g.done() && !g.unordered(); ++n) {
+      if (n % 4096 == 0 && stopped()) return absl::CancelledError("comparison cancelled");
+      g.Advance();
+    }
     if (a.unordered() || g.unordered()) {
       out = RankOutcome();
       out.unordered = true;
+      return out;
     }
   }
+  if (!failed.ok()) return failed;
   return out;
 }
 

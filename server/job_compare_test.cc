@@ -289,6 +289,35 @@ TEST_F(JobCompareTest, ArgsBinCutShortUnderTheHubIsDataLossNamingIt) {
   EXPECT_TRUE(absl::StrContains(status.message(), "ends before byte")) << status;
 }
 
+// Manifest order (by task id) meets task A (step 1), whose payload is past
+// the end of a cut args.bin, before task B (step 0), where the ranks
+// differ: the job's order reaches B first, so B's divergence is the answer
+// and A's payload is never read.
+TEST_F(JobCompareTest, AnUnreadablePayloadLaterInTheJobsOrderDoesNotHideTheFirstDivergence) {
+  Task b;
+  b.id = 0x100000000ull + 5;
+  b.step = 0;
+  b.in.assign(8, 10.0f);
+  b.out.assign(8, 11.0f);
+  Task a;
+  a.id = 0x100000000ull + 1;
+  a.step = 1;
+  a.in.assign(8, 20.0f);
+  a.out.assign(8, 21.0f);
+  Task b_tonight = b;
+  b_tonight.out[4] = 12.0f;
+  // B arrives first: its payloads are args.bin's first 64 bytes.
+  WriteRank(root_, "tonight", 0, 1, {b_tonight, a});
+  WriteRank(root_, "lastnight", 0, 1, {b, a});
+  Load();
+  ASSERT_EQ(::truncate((root_ + "/tonight.rank0/args_dump/args.bin").c_str(), 64), 0);
+  const v1::CompareProgress answer = Answer();
+  ASSERT_TRUE(answer.has_first());
+  EXPECT_EQ(answer.first().actual().arg().record().task_id(), b.id);
+  EXPECT_EQ(answer.first().element(), 4u);
+  EXPECT_EQ(answer.first().actual_value(), 12);
+}
+
 TEST_F(JobCompareTest, ACancelledComparisonAndAClientThatGoesAwayStopIt) {
   for (uint32_t r = 0; r < 8; ++r) {
     WriteRank(root_, "tonight", r, 8, Tasks(200));

@@ -8,22 +8,35 @@
 
 namespace argsdump {
 
+namespace {
+
+ObjectBlockCache::Options Bounded(ObjectBlockCache::Options o) {
+  o.block_bytes = std::clamp<uint64_t>(o.block_bytes, 4 << 10, 64 << 20);
+  return o;
+}
+
+}  // namespace
+
 ObjectBlockCache::ObjectBlockCache(s3::S3Client* client, std::string bucket, Options options)
-    : client_(client), bucket_(std::move(bucket)), options_(options) {}
+    : client_(client), bucket_(std::move(bucket)), options_(Bounded(options)) {}
 
 absl::Status ObjectBlockCache::Read(const StoredObject& object, uint64_t offset, uint64_t size,
                                     char* out) {
   if (offset > object.size || size > object.size - offset) {
-    return absl::OutOfRangeError(absl::StrCat("bytes [", offset, ", ", offset + size, ") of ",
-                                              object.key, " are past its end (", object.size,
-                                              " bytes)"));
+    return absl::OutOfRangeError(absl::StrCat(size, " bytes at ", offset, " of ", object.key,
+                                              " are past its end (", object.size, " bytes)"));
   }
-  const uint64_t block_bytes = std::max<uint64_t>(1, options_.block_bytes);
+  const uint64_t block_bytes = options_.block_bytes;
   while (size > 0) {
     const uint64_t index = offset / block_bytes, within = offset % block_bytes;
     absl::StatusOr<std::shared_ptr<const Block>> block = GetBlock(object, index);
     if (!block.ok()) return block.status();
-    // Fetch checked the block's length: it holds the byte at `within`.
+    // Fetch checked the block's length against the object's: it holds the
+    // byte at `within` (and a block never serves a reader of another size).
+    if (within >= (*block)->bytes.size()) {
+      return absl::DataLossError(absl::StrCat(object.key, " ends at byte ",
+                                              index * block_bytes + (*block)->bytes.size()));
+    }
     const uint64_t n = std::min<uint64_t>(size, (*block)->bytes.size() - within);
     std::memcpy(out, (*block)->bytes.data() + within, n);
     out += n;
@@ -35,7 +48,7 @@ absl::Status ObjectBlockCache::Read(const StoredObject& object, uint64_t offset,
 
 absl::StatusOr<std::shared_ptr<const ObjectBlockCache::Block>> ObjectBlockCache::GetBlock(
     const StoredObject& object, uint64_t index) {
-  const BlockKey key{object.key, object.etag, index};
+  const BlockKey key{object.key, object.etag, object.size, index};
   std::unique_lock<std::mutex> lock(mu_);
   auto it = blocks_.find(key);
   if (it != blocks_.end()) {
@@ -73,7 +86,7 @@ absl::StatusOr<std::shared_ptr<const ObjectBlockCache::Block>> ObjectBlockCache:
 
 absl::StatusOr<std::string> ObjectBlockCache::Fetch(const StoredObject& object,
                                                     uint64_t index) const {
-  const uint64_t block_bytes = std::max<uint64_t>(1, options_.block_bytes);
+  const uint64_t block_bytes = options_.block_bytes;
   const uint64_t begin = index * block_bytes;
   const uint64_t want = std::min(block_bytes, object.size - begin);
   std::string bytes;

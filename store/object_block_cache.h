@@ -37,8 +37,8 @@ struct StoredObject {
 class ObjectBlockCache {
  public:
   struct Options {
-    uint64_t block_bytes = 1 << 20;        // > 0
-    uint64_t capacity_bytes = 256 << 20;   // at least one block is always kept
+    uint64_t block_bytes = 1 << 20;       // taken into [4 KiB, 64 MiB]
+    uint64_t capacity_bytes = 256 << 20;  // at least one block is always kept
   };
   struct Counters {
     uint64_t hits = 0;       // blocks found
@@ -59,7 +59,9 @@ class ObjectBlockCache {
   Counters counters() const;
 
  private:
-  using BlockKey = std::tuple<std::string, std::string, uint64_t>;  // key, etag, index
+  // Key, ETag, size and block index: a reader that names the object with
+  // another size (a damaged catalog row) never shares its blocks.
+  using BlockKey = std::tuple<std::string, std::string, uint64_t, uint64_t>;
   struct Block {
     std::string bytes;
     bool loading = true;
@@ -76,7 +78,7 @@ class ObjectBlockCache {
 
   s3::S3Client* const client_;
   const std::string bucket_;
-  const Options options_;
+  const Options options_;  // block_bytes within its bounds
   mutable std::mutex mu_;
   std::condition_variable loaded_;
   std::map<BlockKey, std::shared_ptr<Block>> blocks_;  // guarded by mu_

@@ -20,7 +20,7 @@ namespace argsdump {
 namespace {
 
 constexpr char kBucket[] = "block-cache";
-constexpr uint64_t kBlock = 64 << 10;
+constexpr uint64_t kBlock = 64 << 10;  // 1000-byte objects are one block
 
 std::string Bytes(size_t size, uint32_t seed) {
   std::string out(size, '\0');
@@ -131,10 +131,15 @@ TEST_F(ObjectBlockCacheTest, AShortMissingOrOverreadObjectIsAnError) {
   absl::Status past = cache->Read(object, 900, 200, out.data());
   EXPECT_EQ(past.code(), absl::StatusCode::kOutOfRange) << past;
   EXPECT_TRUE(absl::StrContains(past.message(), "short/index")) << past;
-  // Named longer than it is (a damaged catalog row): refused, never read past.
+  // Named longer than it is (a damaged catalog row): refused, never read
+  // past, also once the right name has its block in the cache.
+  ASSERT_TRUE(cache->Read(object, 0, 10, out.data()).ok());
   StoredObject longer = object;
   longer.size = 2000;
-  absl::Status s = cache->Read(longer, 0, 2000, out.data());
+  absl::Status s = cache->Read(longer, 1010, 20, out.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "short/index changed")) << s;
+  s = cache->Read(longer, 0, 2000, out.data());
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(absl::StrContains(s.message(), "short/index")) << s;
   StoredObject missing{"short/none", "\"x\"", 10};

@@ -11,10 +11,12 @@
 #include <exception>
 #include <limits>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "base/thread.h"
 
@@ -860,7 +862,7 @@ bool SpinFor(int spins, Done done) {
 }
 
 // Whether the machine has many more runnable threads than cores: the
-// kernel's count of them (/proc/stat's procs_running, every process's),
+// kernel's count of them (/proc/loadavg's running threads, every process's),
 // read again at most every 10 ms by the spinner that finds it stale. One
 // run's own threads, spinning, stay under the bound; a job of 64 ranks on 2
 // cores is far over it, and there a spin only hands the core to other
@@ -888,28 +890,25 @@ class RunnableThreads {
     return runnable_.load(std::memory_order_relaxed) > bound_;
   }
 
-  // procs_running from /proc/stat; 0 (not crowded) when it cannot be read.
+  // The runnable count of /proc/loadavg ("0.52 0.58 0.59 3/456 789": its
+  // fourth field's numerator, the kernel's nr_running); 0 (not crowded)
+  // when it cannot be read.
   static uint32_t Read() {
-    const int fd = ::open("/proc/stat", O_RDONLY | O_CLOEXEC);
+    const int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
-    char buf[8192];
-    size_t got = 0;
-    for (ssize_t r; got < sizeof(buf) - 1 &&
-                    (r = ::read(fd, buf + got, sizeof(buf) - 1 - got)) != 0;) {
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        break;
-      }
-      got += static_cast<size_t>(r);
-    }
+    char buf[256];
+    ssize_t got;
+    do {
+      got = ::read(fd, buf, sizeof(buf));
+    } while (got < 0 && errno == EINTR);
     ::close(fd);
-    const absl::string_view text(buf, got);
-    const size_t at = text.find("\nprocs_running ");
-    if (at == absl::string_view::npos) return 0;
-    absl::string_view number = text.substr(at + 15);
-    number = number.substr(0, number.find('\n'));
+    if (got <= 0) return 0;
+    const std::vector<absl::string_view> fields =
+        absl::StrSplit(absl::string_view(buf, static_cast<size_t>(got)), ' ');
+    if (fields.size() < 4) return 0;
+    const absl::string_view running = fields[3].substr(0, fields[3].find('/'));
     uint32_t n = 0;
-    return absl::SimpleAtoi(number, &n) ? n : 0;
+    return absl::SimpleAtoi(running, &n) ? n : 0;
   }
 
   const uint32_t bound_ = kPerCore * std::max(1u, std::thread::hardware_concurrency());
