@@ -260,20 +260,21 @@ IndexFile::~IndexFile() {
   if (map_ != nullptr) ::munmap(map_, map_bytes_);
 }
 
+IndexRange IndexFile::RowsToLook(const ArgFilter& query, uint64_t from) const {
+  if (!query.task_id) return IndexRange{from, rows_};
+  // Rows are sorted by task_id first; search the dense column.
+  const uint64_t* first = task_ids_;
+  const uint64_t* last = task_ids_ + rows_;
+  const uint64_t* lo = std::lower_bound(first, last, *query.task_id);
+  const uint64_t* hi = std::upper_bound(lo, last, *query.task_id);
+  return IndexRange{std::max<uint64_t>(from, lo - first), static_cast<uint64_t>(hi - first)};
+}
+
 QueryPage IndexFile::Query(const ArgFilter& query, uint64_t from, size_t limit,
                            size_t budget) const {
   QueryPage page;
-  uint64_t begin = from, end = rows_;
-  if (query.task_id) {
-    // Rows are sorted by task_id first; search the dense column.
-    const uint64_t* first = task_ids_;
-    const uint64_t* last = task_ids_ + rows_;
-    const uint64_t* lo = std::lower_bound(first, last, *query.task_id);
-    const uint64_t* hi = std::upper_bound(lo, last, *query.task_id);
-    begin = std::max<uint64_t>(from, lo - first);
-    end = hi - first;
-  }
-  uint64_t i = begin;
+  const IndexRange range = RowsToLook(query, from);
+  uint64_t i = range.begin, end = range.end;
   for (size_t looked = 0; i < end && page.hits.size() < limit && looked < budget; ++i, ++looked) {
     const ManifestRow r = row(i);
     if (query.Matches(r, stats(i))) {
@@ -306,19 +307,13 @@ absl::StatusOr<QueryHit> IndexFile::HitById(uint64_t record_id) const {
 
 const ManifestRow* IndexFile::NextMatch(const ArgFilter& query, uint64_t* position,
                                         ManifestRow* scratch) const {
-  uint64_t from = *position, end = rows_;
-  if (query.task_id) {
-    const uint64_t* lo = std::lower_bound(task_ids_, task_ids_ + rows_, *query.task_id);
-    const uint64_t* hi = std::upper_bound(lo, task_ids_ + rows_, *query.task_id);
-    from = std::max<uint64_t>(from, lo - task_ids_);
-    end = hi - task_ids_;
-  }
+  const IndexRange range = RowsToLook(query, *position);
   const bool all = !query.any();
   // Version 3 rows are ManifestRows, 8-aligned in the mapping (everything
   // before them is a multiple of 8) and checked at Open.
   const bool in_place = row_bytes_ == sizeof(ManifestRow);
   if (!in_place) *scratch = ManifestRow{};  // a version 2 row: times 0
-  for (uint64_t i = from; i < end; ++i) {
+  for (uint64_t i = range.begin; i < range.end; ++i) {
     const ManifestRow* r;
     if (in_place) {
       r = reinterpret_cast<const ManifestRow*>(rows_at_ + i * row_bytes_);

@@ -136,6 +136,9 @@ class IndexFile {
   // IndexChecks::kEverything's check of every row, its record id and task
   // column entry, and its stats row; DataLoss naming the byte.
   absl::Status CheckEveryRow() const;
+  // The rows a query must look at from `from` on: those of its task (by
+  // binary search of the task_id column) when it names one, else the rest.
+  IndexRange RowsToLook(const ArgFilter& query, uint64_t from) const;
   // Row i, a version 2 row with its times 0; RawRow: its bytes, so padded.
   ManifestRow row(uint64_t i) const;
   std::array<char, sizeof(ManifestRow)> RawRow(uint64_t i) const;

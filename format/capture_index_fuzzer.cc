@@ -50,6 +50,20 @@ void RowsRead(const std::string& path) {
   }
 }
 
+// The comparisons' walk over an index that opened: positions only move
+// on and stay in bounds, every row it hands out is a valid record of the
+// filter's task, and its record id is one.
+void NextMatches(const argsdump::IndexFile& f, const argsdump::ArgFilter& q) {
+  argsdump::ManifestRow scratch;
+  uint64_t position = 0, seen = 0;
+  for (const argsdump::ManifestRow* r; seen < 4096 && (r = f.NextMatch(q, &position, &scratch));
+       ++position, ++seen) {
+    if (position >= f.size() || f.RecordIdAt(position) >= f.size()) std::abort();
+    if (q.task_id && r->task_id != *q.task_id) std::abort();
+    Check(*r);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -88,7 +102,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const argsdump::QueryHit& h : p.hits) {
       if (h.row.task_id != *q.task_id) std::abort();
     }
+    NextMatches(f, q);
   }
+  NextMatches(f, all);
   // The kernel table (checked at open): every kernel describes itself, and
   // a name and a type it holds resolve and select within bounds.
   const argsdump::KernelTable& kernels = f.info().kernels();

@@ -261,10 +261,7 @@ std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> HubCapture:
   return {store_, index_};
 }
 
-std::shared_ptr<const IndexFile> HubCapture::index() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return index_;
-}
+std::shared_ptr<const IndexFile> HubCapture::index() const { return Sources().second; }
 
 QueryPage HubCapture::Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget,
                          bool* live) const {

@@ -421,14 +421,14 @@ absl::StatusOr<RankOutcome> Walk(const RankPair& p, ActualSide& a, ReferenceSide
   // (or shares its key): the rest of both sides is checked for order, rows
   // only.
   if (out.first || !failed.ok()) {
-    for (uint64_t n = 0; !a.done() && !a.unordered(); ++n) {
-      if (n % 4096 == 0 && stopped()) return absl::CancelledError("comparison cancelled");
-      a.Advance();
-    }
-    for (uint64_t n = 0; !g.done() && !g.unordered(); ++n) {
-      if (n % 4096 == 0 && stopped()) return absl::CancelledError("comparison cancelled");
-      g.Advance();
-    }
+    auto to_end = [&](auto& side) {  // false: stopped on the way
+      for (uint64_t n = 0; !side.done() && !side.unordered(); ++n) {
+        if (n % 4096 == 0 && stopped()) return false;
+        side.Advance();
+      }
+      return true;
+    };
+    if (!to_end(a) || !to_end(g)) return absl::CancelledError("comparison cancelled");
     if (a.unordered() || g.unordered()) {
       out = RankOutcome();
       out.unordered = true;
@@ -533,10 +533,12 @@ absl::Status ComparePairs(const std::vector<RankPair>& pairs, const v1::ArgFilte
     workers.push_back(std::move(worker));
   }
   if (workers.empty()) {  // no thread to be had: this one compares
-    std::lock_guard<std::mutex> lock(mu);
-    ++running;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++running;
+    }
+    work();
   }
-  if (workers.empty()) work();
   absl::Status failed;
   for (size_t emitted = 0; emitted < pairs.size() && failed.ok();) {
     std::unique_lock<std::mutex> lock(mu);

@@ -22,6 +22,7 @@
 #include "server/job_queries.h"
 #include "store/capture_store.h"
 #include "tests/testing/arg_records.h"
+#include "tests/testing/record_batch.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
@@ -66,36 +67,23 @@ void WriteRank(const std::string& root, const std::string& job, uint32_t rank, u
   m->set_world_size(ranks);
   auto store = CaptureStore::Create(root + "/" + info.name() + "/args_dump", info);
   ASSERT_TRUE(store.ok()) << store.status();
-  std::vector<v1::ArgRecord> records;
-  std::vector<std::string> payloads;
-  uint64_t offset = 0;
+  RecordBatch batch;
   auto output = [&](const Task& k, const std::vector<float>& values) {
-    records.push_back(TensorRecord(k.id)
-                          .Step(k.step)
-                          .Arg(2)
-                          .Role(v1::ROLE_OUTPUT)
-                          .Stage(v1::STAGE_AFTER_COMPLETION)
-                          .Shape({8})
-                          .BinOffset(offset));
-    payloads.push_back(BytesOf(values));
-    offset += 32;
+    batch.Add(TensorRecord(k.id)
+                  .Step(k.step)
+                  .Arg(2)
+                  .Role(v1::ROLE_OUTPUT)
+                  .Stage(v1::STAGE_AFTER_COMPLETION)
+                  .Shape({8}),
+              BytesOf(values));
   };
   for (const Task& k : tasks) {
-    records.push_back(TensorRecord(k.id).Step(k.step).Shape({8}).BinOffset(offset));
-    payloads.push_back(BytesOf(k.in));
-    offset += 32;
-    records.push_back(ScalarRecord(k.id).Step(k.step).Arg(1).ScalarBits(BitsOf(k.scalar)));
-    payloads.emplace_back();
+    batch.Add(TensorRecord(k.id).Step(k.step).Shape({8}), BytesOf(k.in));
+    batch.Add(ScalarRecord(k.id).Step(k.step).Arg(1).ScalarBits(BitsOf(k.scalar)));
     output(k, k.out);
     if (repeat_output_of == k.id) output(k, repeated);
   }
-  std::vector<const v1::ArgRecord*> ptrs;
-  std::vector<absl::string_view> views;
-  for (size_t i = 0; i < records.size(); ++i) {
-    ptrs.push_back(&records[i]);
-    views.push_back(payloads[i]);
-  }
-  ASSERT_TRUE((*store)->AppendBatch(ptrs, views).ok());
+  ASSERT_TRUE((*store)->AppendBatch(batch.RecordPtrs(), batch.PayloadViews()).ok());
   ASSERT_TRUE((*store)->Finish(v1::CaptureCounters()).ok());
 }
 

@@ -469,6 +469,10 @@ TEST(CaptureIndexTest, RandomDamageIsRefusedOrHarmless) {
     }
     (*f)->Query(ArgFilter(), 0, 1000, 1000);
     (*f)->ByArrival(ArgFilter(), 0, 1000);
+    ManifestRow scratch;
+    for (uint64_t at = 0; (*f)->NextMatch(ArgFilter(), &at, &scratch) != nullptr; ++at) {
+      ASSERT_LT((*f)->RecordIdAt(at), (*f)->size());
+    }
   }
   EXPECT_GT(refused, 0);
 }

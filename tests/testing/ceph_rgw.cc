@@ -15,7 +15,6 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -190,8 +189,12 @@ absl::Status CephRgw::StartGateway() {
       return absl::DeadlineExceededError(
           absl::StrCat("radosgw did not answer within 60 s; logs in ", dir_, "/log"));
     }
-    // Polling a daemon with a bounded deadline (not a test's synchronisation).
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // Between two asks, waits on the gateway's end: one that died is
+    // reported at once, with where its logs are.
+    if (WaitForProcessEnd(restarted_gateway_->pid(), std::chrono::milliseconds(50))) {
+      return absl::InternalError(
+          absl::StrCat("radosgw exited before it answered; logs in ", dir_, "/log"));
+    }
   }
   return absl::OkStatus();
 }

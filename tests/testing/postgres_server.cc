@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sched.h>
 #include <postgresql/libpq-fe.h>
 #include <pwd.h>
@@ -11,7 +10,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "catalog/pg_connection.h"
+#include "tests/testing/child_process.h"
 #include "tests/testing/temp_dir.h"
 
 extern char** environ;
@@ -185,20 +184,12 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& args, const std::str
 }
 
 // Waits up to `bound` for `pid` (our child) to end; its wait status, or
-// nullopt. Waits on the process's pidfd, never by sleeping.
+// nullopt. Waits on the process's pidfd (WaitForProcessEnd), never by
+// sleeping.
 std::optional<int> WaitChild(pid_t pid, std::chrono::milliseconds bound) {
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd >= 0) {
-    pollfd p{pidfd, POLLIN, 0};
-    int rc;
-    do {
-      rc = ::poll(&p, 1, static_cast<int>(bound.count()));
-    } while (rc < 0 && errno == EINTR);
-    ::close(pidfd);
-    if (rc == 0) return std::nullopt;
-  }
+  if (!WaitForProcessEnd(pid, bound)) return std::nullopt;
   int status = 0;
-  if (::waitpid(pid, &status, pidfd >= 0 ? WNOHANG : 0) == pid) return status;
+  if (::waitpid(pid, &status, WNOHANG) == pid) return status;
   return std::nullopt;
 }
 
