@@ -384,22 +384,36 @@ absl::StatusOr<std::vector<std::string>> Catalog::Finish(const std::string& name
                                                          const CaptureObjects& objects,
                                                          const v1::CaptureCounters& counters,
                                                          uint64_t bin_bytes,
-                                                         uint64_t stored_bytes) {
+                                                         uint64_t stored_bytes,
+                                                         const v1::CaptureInfo* final_info) {
   RETURN_IF_ERROR(CheckName("manifest key", objects.manifest_key));
-  RETURN_IF_ERROR(CheckName("bin key", objects.bin_key));
+  if (!objects.bin_key.empty()) RETURN_IF_ERROR(CheckName("bin key", objects.bin_key));
   RETURN_IF_ERROR(CheckName("index key", objects.index_key));
   RETURN_IF_ERROR(CheckInt64("bin bytes", bin_bytes));
   RETURN_IF_ERROR(CheckInt64("stored bytes", stored_bytes));
+  std::map<std::string, std::string> final_labels;
+  if (final_info != nullptr) {
+    if (final_info->name() != name) {
+      return absl::InvalidArgumentError("catalog: the final info names another capture");
+    }
+    final_labels.insert(final_info->labels().begin(), final_info->labels().end());
+  }
   std::vector<std::string> segment_keys;
   RETURN_IF_ERROR(Run(true, [&](PgConnection& c) -> absl::Status {
     segment_keys.clear();
     ASSIGN_OR_RETURN(updated, c.Exec(
         "UPDATE captures SET state = 2, finished_at = now(), counters = $3, bin_bytes = $4::int8,"
-        " stored_bytes = $5::int8, manifest_key = $6, bin_key = $7, index_key = $8"
+        " stored_bytes = $5::int8, manifest_key = $6, bin_key = $7, index_key = $8,"
+        " info = COALESCE($9, info), labels = COALESCE($10::jsonb, labels),"
+        " level = COALESCE($11::int4, level)"
         " WHERE name = $1 AND epoch = $2::int8 AND state = 1",
         {PgParam::Text(name), PgParam::Int(epoch), PgParam::Bytes(counters.SerializeAsString()),
          Count(bin_bytes), Count(stored_bytes), PgParam::Text(objects.manifest_key),
-         PgParam::Text(objects.bin_key), PgParam::Text(objects.index_key)}));
+         objects.bin_key.empty() ? PgParam::Null() : PgParam::Text(objects.bin_key),
+         PgParam::Text(objects.index_key),
+         final_info ? PgParam::Bytes(final_info->SerializeAsString()) : PgParam::Null(),
+         final_info ? PgParam::Text(LabelsJson(final_labels)) : PgParam::Null(),
+         final_info ? PgParam::Int(static_cast<int64_t>(final_info->level())) : PgParam::Null()}));
     if (updated.affected() != 1) return ExplainFencedMiss(c, name, epoch, 0, 0, false);
     ASSIGN_OR_RETURN(deleted, c.Exec("DELETE FROM segments WHERE capture = $1 RETURNING object_key",
                                      {PgParam::Text(name)}));

@@ -33,7 +33,7 @@ namespace argsdump {
 // A finished capture's objects (keys in the store).
 struct CaptureObjects {
   std::string manifest_key;  // args_dump.json
-  std::string bin_key;       // args.bin
+  std::string bin_key;       // args.bin ("": none, a level 3 capture without payloads)
   std::string index_key;     // args.index
 };
 
@@ -145,11 +145,14 @@ class Catalog {
 
   // Turns the capture finished with its final objects, counters and sizes,
   // and forgets its segments (returned: the caller deletes those objects).
-  // Fenced like CommitSegment.
+  // `final_info` (when given: what the capture's end amended, its labels
+  // and level) replaces the info it was created with. Fenced like
+  // CommitSegment.
   absl::StatusOr<std::vector<std::string>> Finish(const std::string& name, int64_t epoch,
                                                   const CaptureObjects& objects,
                                                   const v1::CaptureCounters& counters,
-                                                  uint64_t bin_bytes, uint64_t stored_bytes);
+                                                  uint64_t bin_bytes, uint64_t stored_bytes,
+                                                  const v1::CaptureInfo* final_info = nullptr);
 
   absl::StatusOr<CatalogCapture> Get(const std::string& name);
   // A live capture's segments by seq (to resume it).

@@ -97,7 +97,8 @@ absl::StatusOr<CatalogCapture> DecodeCaptureRow(const std::vector<PgCell>& cells
   // The row's parts agree with each other.
   if (c.state == v1::CAPTURE_STATE_FINISHED) {
     if (!c.finished.has_value()) return CellError(row.place("finished_at"), "is NULL on a finished capture");
-    if (c.objects.manifest_key.empty() || c.objects.bin_key.empty() || c.objects.index_key.empty()) {
+    // args.bin may be absent (a level 3 capture that stored no payload).
+    if (c.objects.manifest_key.empty() || c.objects.index_key.empty()) {
       return CellError(row.place("manifest_key"), "a finished capture lacks an object key");
     }
   } else if (c.finished.has_value()) {

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
@@ -216,7 +217,7 @@ v1::JobMember HubCapture::job() const {
 }
 
 v1::CaptureSummary HubCapture::Summary() const {
-  const uint64_t disk_bytes = DiskBytes(dir_);
+  const uint64_t disk_bytes = StoredBytes();
   std::lock_guard<std::mutex> lock(mu_);
   v1::CaptureSummary s;
   s.set_capture(name_);
@@ -230,6 +231,8 @@ v1::CaptureSummary HubCapture::Summary() const {
   if (info_.has_clock()) *s.mutable_clock() = info_.clock();
   if (store_) {
     *s.mutable_counters() = store_->counters();
+  } else if (row_) {
+    *s.mutable_counters() = row_->counters;
   } else if (index_) {
     *s.mutable_counters() = index_->counters();
     s.set_recovered(index_->recovered());
@@ -257,8 +260,52 @@ Watermark HubCapture::durable() const {
 }
 
 std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> HubCapture::Sources() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!row_) return {store_, index_};
+    if (std::shared_ptr<IndexFile> held = store_index_.lock()) return {nullptr, held};
+  }
+  // Let go by the cache since: fetched again (Find said whether it can be).
+  absl::StatusOr<std::shared_ptr<IndexFile>> index = StoreIndex();
+  if (!index.ok()) return {nullptr, nullptr};
+  return {nullptr, *std::move(index)};
+}
+
+bool HubCapture::InStore() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return {store_, index_};
+  return row_.has_value();
+}
+
+uint64_t HubCapture::StoredBytes() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (row_) return row_->stored_bytes;
+  }
+  return DiskBytes(dir_);
+}
+
+absl::Time HubCapture::FinishedTime() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (row_) return row_->finished.value_or(row_->created);
+  }
+  return FinishedAt(dir_);
+}
+
+absl::StatusOr<std::shared_ptr<IndexFile>> HubCapture::StoreIndex() const {
+  CatalogCapture row;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!row_) return absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is not in the object store"));
+    if (std::shared_ptr<IndexFile> held = store_index_.lock()) return held;
+    row = *row_;
+  }
+  absl::StatusOr<std::shared_ptr<IndexFile>> index = remote_->OpenIndex(row);
+  if (index.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    store_index_ = *index;
+  }
+  return index;
 }
 
 std::shared_ptr<const IndexFile> HubCapture::index() const { return Sources().second; }
@@ -305,7 +352,49 @@ std::vector<QueryHit> HubCapture::ByArrival(const ArgFilter& query, uint64_t fro
   return {};
 }
 
-std::string HubCapture::bin_path() const { return dir_ + "/" + kBinName; }
+std::string HubCapture::bin_path() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (row_) return "";
+  }
+  return dir_ + "/" + kBinName;
+}
+
+absl::Status HubCapture::ReadBin(uint64_t offset, uint64_t size,
+                                 const s3::ChunkCallback& on_chunk) const {
+  std::optional<CatalogCapture> row;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    row = row_;
+  }
+  if (row) return remote_->ReadBin(*row, offset, size, on_chunk);
+  const std::string path = dir_ + "/" + kBinName;
+  absl::StatusOr<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) {
+    return absl::DataLossError(absl::StrCat("capture ", name_, ": ", fd.status().message()));
+  }
+  std::string buffer;
+  absl::Status s;
+  for (uint64_t at = offset; at < offset + size && s.ok();) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(1 << 20, offset + size - at));
+    buffer.resize(n);
+    size_t got = 0;
+    while (got < n) {
+      const ssize_t r = ::pread(*fd, &buffer[got], n - got, static_cast<off_t>(at + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    if (got < n) {
+      s = absl::DataLossError(absl::StrCat(path, " ends before byte ", at + n));
+      break;
+    }
+    s = on_chunk(std::string_view(buffer.data(), n));
+    at += n;
+  }
+  ::close(*fd);
+  return s;
+}
 
 absl::Status HubCapture::Attach() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -490,8 +579,46 @@ void HubCapture::WriterLoop(std::weak_ptr<HubCapture> weak) {
 }
 
 bool HubCapture::RunJob(Job job, std::shared_ptr<CaptureStore> store) {
+  if (remote_ != nullptr && needs_restore_) {
+    // A commit failed: the scratch files hold what was never acknowledged.
+    // Rebuilt from the store before anything else: the watermark a resume
+    // gets (its open waits on a barrier) is the store's.
+    if (absl::Status s = RestoreFromStore(); !s.ok()) {
+      job.done(absl::UnavailableError(absl::StrCat("capture ", name_,
+                                                   ": cannot rebuild it from the object store (",
+                                                   s.message(), "); retry")),
+               durable());
+      return true;
+    }
+    std::deque<Job> rest;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      store = store_;
+      if (store == nullptr) {  // the store says it finished: a seal's answer was lost
+        writer_done_ = true;
+        rest.swap(jobs_);
+      }
+    }
+    if (store == nullptr) {
+      rest.push_front(std::move(job));
+      for (Job& j : rest) {
+        j.done(j.kind == Job::kAppend
+                   ? absl::FailedPreconditionError(absl::StrCat("capture ", name_, " is finished"))
+                   : absl::OkStatus(),
+               durable());
+      }
+      NotifyWatchers();
+      return false;
+    }
+  }
   switch (job.kind) {
     case Job::kBarrier:
+      if (remote_ != nullptr && !unacked_.empty() && !CommitPending(*store)) {
+        job.done(absl::UnavailableError(absl::StrCat("capture ", name_,
+                                                     ": the last appends are not durable")),
+                 durable());
+        return true;
+      }
       job.done(absl::OkStatus(), durable());
       return true;
     case Job::kAppend:
@@ -523,6 +650,19 @@ void HubCapture::RunAppend(Job job, CaptureStore& store) {
   if (job.append.pool != nullptr) {
     for (std::string& c : job.append.chunks) job.append.pool->Put(std::move(c));
   }
+  if (remote_ != nullptr && s.ok()) {
+    // Acknowledged once a segment holding it is committed: now when nothing
+    // else waits (an idle stream's record waits for one upload), else once
+    // the group is large or old enough.
+    const auto now = std::chrono::steady_clock::now();
+    unacked_.push_back({std::move(job.done), now});
+    unacked_bytes_ += bytes + PreparedRecords::kRecordEntryGuess * job.append.records.size();
+    if (QueueEmpty() || unacked_bytes_ >= group_.bytes ||
+        absl::FromChrono(now - unacked_.front().since) >= group_.delay) {
+      CommitPending(store);
+    }
+    return;
+  }
   Watermark w;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -536,7 +676,135 @@ void HubCapture::RunAppend(Job job, CaptureStore& store) {
   if (s.ok()) NotifyWatchers();
 }
 
+bool HubCapture::QueueEmpty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_.empty();
+}
+
+bool HubCapture::CommitPending(CaptureStore& store) {
+  v1::CaptureInfo info;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    info = info_;
+  }
+  absl::Status s = remote_->Commit(dir_, info, store.counters(), store.records(),
+                                   store.journal_bytes(), store.bin_bytes(), &live_);
+  std::vector<Unacked> acks;
+  acks.swap(unacked_);
+  unacked_bytes_ = 0;
+  Watermark w;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s.ok()) {
+      durable_.records = store.records();
+      durable_.bin_bytes = store.stream_bytes();
+    }
+    w = durable_;
+  }
+  if (!s.ok()) {
+    needs_restore_ = true;
+    Log(absl::StrCat("capture ", name_, ": a segment could not be committed (", s.message(),
+                     "); its appends fail, and it goes on from record ", w.records,
+                     " once rebuilt from the object store"));
+    s = absl::UnavailableError(absl::StrCat("capture ", name_,
+                                            ": not durable in the object store (", s.message(),
+                                            "); resume from record ", w.records));
+  }
+  for (Unacked& a : acks) a.done(s, w);
+  if (s.ok()) NotifyWatchers();
+  return s.ok();
+}
+
+absl::Status HubCapture::RestoreFromStore() {
+  absl::StatusOr<RemoteCaptures::LiveState> restored = remote_->Restore(name_, dir_);
+  if (!restored.ok()) {
+    if (absl::IsNotFound(restored.status()) && !live_.cataloged) {
+      // Nothing was ever committed (the first commit failed before the
+      // catalog had its row): it starts again empty.
+      RemoteCaptures::LiveState empty;
+      std::lock_guard<std::mutex> lock(mu_);
+      empty.info = info_;
+      restored = std::move(empty);
+      for (const char* f : {kManifestName, kIndexName, kJournalName, kBinName}) {
+        ::unlink((dir_ + "/" + f).c_str());
+      }
+    } else if (absl::IsFailedPrecondition(restored.status())) {
+      // Finished: its seal was committed though its answer was lost.
+      absl::StatusOr<CatalogCapture> row = remote_->catalog().Get(name_);
+      if (!row.ok()) return row.status();
+      if (row->state != v1::CAPTURE_STATE_FINISHED) return restored.status();
+      std::lock_guard<std::mutex> lock(mu_);
+      info_ = row->info;
+      durable_.records = row->committed_records;
+      durable_.bin_bytes = row->counters.payload_bytes();
+      row_ = *std::move(row);
+      store_.reset();
+      attached_ = false;
+      needs_restore_ = false;
+      return absl::OkStatus();
+    } else {
+      return restored.status();
+    }
+  }
+  std::unique_ptr<CaptureStore> store;
+  if (restored->records == 0) {
+    auto created = CaptureStore::Create(dir_, restored->info);
+    if (!created.ok()) return created.status();
+    store = std::move(created).value();
+    store->set_payload_dedup(payload_dedup_);
+  } else {
+    auto reopened = CaptureStore::Reopen(dir_);
+    if (!reopened.ok()) return reopened.status();
+    store = std::move(reopened).value();
+    if (store->records() != restored->records) {
+      return absl::DataLossError(absl::StrCat("capture ", name_, ": its segments rebuild ",
+                                              store->records(), " records, the catalog commits ",
+                                              restored->records));
+    }
+  }
+  store->EnableTaskIndex();
+  live_ = *std::move(restored);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (store->created()) info_ = store->info();
+  durable_.records = store->records();
+  durable_.bin_bytes = store->stream_bytes();
+  store_ = std::move(store);
+  needs_restore_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status HubCapture::SealToStore(CaptureStore& store) {
+  absl::StatusOr<CatalogCapture> row =
+      remote_->Seal(dir_, store.info(), store.counters(), store.bin_bytes(), live_);
+  if (!row.ok()) {
+    // The scratch copy is finished, the store's is not: rebuilt before
+    // anything else (a finish again seals it).
+    needs_restore_ = true;
+    return absl::UnavailableError(absl::StrCat("capture ", name_,
+                                               ": cannot seal it in the object store (",
+                                               row.status().message(), "); retry"));
+  }
+  // The index as written moves into the cache: nothing is downloaded.
+  absl::StatusOr<std::shared_ptr<IndexFile>> index =
+      remote_->OpenIndex(*row, dir_ + "/" + kIndexName);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    row_ = *std::move(row);
+    if (index.ok()) store_index_ = *index;
+  }
+  // Served from the store from now on: the scratch copy goes.
+  RemoveCaptureFiles(dir_).IgnoreError();
+  ::rmdir(dir_.substr(0, dir_.rfind('/')).c_str());
+  return absl::OkStatus();
+}
+
 bool HubCapture::RunFinish(Job job, CaptureStore& store) {
+  if (remote_ != nullptr && !unacked_.empty() && !CommitPending(store)) {
+    job.done(absl::UnavailableError(absl::StrCat("capture ", name_,
+                                                 ": the last appends are not durable; retry")),
+             durable());
+    return false;
+  }
   // The manifest and index, then serve from the index.
   absl::Status s = store.Amend(job.end);
   if (s.ok()) {
@@ -545,7 +813,9 @@ bool HubCapture::RunFinish(Job job, CaptureStore& store) {
   }
   if (s.ok()) s = store.Finish(job.counters);
   std::shared_ptr<IndexFile> index;
-  if (s.ok() && store.created()) {
+  if (s.ok() && store.created() && remote_ != nullptr) {
+    s = SealToStore(store);
+  } else if (s.ok() && store.created()) {
     auto opened = IndexFile::Open(dir_ + "/" + kIndexName);
     if (opened.ok()) {
       index = std::move(opened).value();
@@ -611,7 +881,8 @@ absl::StatusOr<std::unique_ptr<CaptureHub>> CaptureHub::Open(Options options) {
     std::lock_guard<std::mutex> evicting(hub->evict_mu_);
     if (auto s = hub->MakeRoom(/*for_room=*/true); !s.ok() && !absl::IsResourceExhausted(s)) return s;
   }
-  if (IsDeadline(hub->options_.live_idle_timeout) || hub->Retains()) {
+  if (IsDeadline(hub->options_.live_idle_timeout) || hub->Retains() ||
+      (hub->options_.remote != nullptr && IsDeadline(hub->options_.gc_every))) {
     CaptureHub* h = hub.get();
     if (absl::Status s = StartThread("the capture hub's reaper thread", &hub->reaper_,
                                      [h] { h->ReapLoop(); });
@@ -661,9 +932,78 @@ void CaptureHub::RemoveInterruptedDeletions(const std::vector<std::string>& fold
   }
 }
 
+std::shared_ptr<HubCapture> CaptureHub::NewCapture(const std::string& name) const {
+  std::shared_ptr<HubCapture> c(
+      new HubCapture(name, options_.root + "/" + name + "/args_dump", options_.max_capture_bytes));
+  c->remote_ = options_.remote;
+  c->group_.delay = options_.group_commit_delay;
+  c->group_.bytes = options_.group_commit_bytes;
+  c->payload_dedup_ = options_.payload_dedup;
+  return c;
+}
+
+absl::Status CaptureHub::LoadFromCatalog() {
+  CaptureQuery query;
+  query.page_size = 1000;
+  for (;;) {
+    absl::StatusOr<CapturePage> page = options_.remote->catalog().List(query);
+    if (!page.ok()) return page.status();
+    for (CatalogCapture& row : page->captures) {
+      const std::string name = row.info.name();
+      if (!ValidateCaptureName(name).ok()) {
+        Log(absl::StrCat("the catalog lists a capture named \"", absl::CEscape(name),
+                         "\", which is not a capture name: left out"));
+        continue;
+      }
+      std::shared_ptr<HubCapture> c = NewCapture(name);
+      c->info_ = row.info;
+      if (row.state == v1::CAPTURE_STATE_FINISHED) {
+        c->durable_.records = row.committed_records;
+        c->durable_.bin_bytes = row.counters.payload_bytes();
+        c->row_ = std::move(row);
+      } else {
+        c->live_.cataloged = true;
+        absl::Status s = c->RestoreFromStore();
+        if (absl::IsDataLoss(s)) {
+          Log(absl::StrCat("capture ", name, " cannot be rebuilt from the object store: ",
+                           s.message()));
+          c->damage_ = s;
+        } else if (!s.ok()) {
+          return absl::Status(s.code(), absl::StrCat("capture ", name, ": ", s.message()));
+        } else if (!c->finished()) {
+          if (absl::Status started = c->StartWriter(); !started.ok()) return started;
+          Log(absl::StrCat("capture ", name, " is live after a restart: ", c->durable_.records,
+                           " records, ", c->durable_.bin_bytes,
+                           " payload bytes committed in the object store; waiting for its "
+                           "client to resume it"));
+        }
+      }
+      captures_[name] = std::move(c);
+    }
+    if (page->next_page_token.empty()) break;
+    query.page_token = page->next_page_token;
+  }
+  return absl::OkStatus();
+}
+
+void CaptureHub::CollectGarbage() {
+  absl::StatusOr<RemoteCaptures::GarbageReport> r =
+      options_.remote->CollectGarbage(options_.gc_min_age);
+  if (!r.ok()) {
+    Log(absl::StrCat("garbage collection of the object store: ", r.status().message()));
+    return;
+  }
+  if (r->deleted > 0 || r->aborted_uploads > 0 || r->young > 0) {
+    Log(absl::StrCat("garbage collection of the object store: ", r->listed, " objects listed, ",
+                     r->deleted, " orphans deleted (", r->deleted_bytes, " bytes), ", r->young,
+                     " younger than ", absl::FormatDuration(options_.gc_min_age), " kept, ",
+                     r->aborted_uploads, " stale multipart uploads aborted"));
+  }
+}
+
 absl::Status CaptureHub::LoadCapture(const std::string& name) {
   const std::string dir = options_.root + "/" + name + "/args_dump";
-  std::shared_ptr<HubCapture> c(new HubCapture(name, dir, options_.max_capture_bytes));
+  std::shared_ptr<HubCapture> c = NewCapture(name);
   c->info_.set_name(name);
   captures_[name] = c;
   // Live when the server went away: live again, detached, for a resume.
@@ -723,12 +1063,18 @@ absl::Status CaptureHub::LoadCapture(const std::string& name) {
 }
 
 absl::Status CaptureHub::Load() {
-  std::vector<std::string> names, folders;
-  if (absl::Status s = ListRoot(&names, &folders); !s.ok()) return s;
-  // Deletions a stop interrupted.
-  RemoveInterruptedDeletions(folders);
-  for (const std::string& name : names) {
-    if (absl::Status s = LoadCapture(name); !s.ok()) return s;
+  if (options_.remote != nullptr) {
+    // The catalog says what exists; the root is scratch.
+    if (absl::Status s = LoadFromCatalog(); !s.ok()) return s;
+    CollectGarbage();
+  } else {
+    std::vector<std::string> names, folders;
+    if (absl::Status s = ListRoot(&names, &folders); !s.ok()) return s;
+    // Deletions a stop interrupted.
+    RemoveInterruptedDeletions(folders);
+    for (const std::string& name : names) {
+      if (absl::Status s = LoadCapture(name); !s.ok()) return s;
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [name, c] : captures_) {
@@ -886,7 +1232,8 @@ absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Open(const v1::IngestOpe
   if (!store.ok()) return store.status();
   (*store)->set_payload_dedup(options_.payload_dedup && !open.no_payload_dedup());
   (*store)->EnableTaskIndex();
-  std::shared_ptr<HubCapture> c(new HubCapture(open.capture(), dir, options_.max_capture_bytes));
+  std::shared_ptr<HubCapture> c = NewCapture(open.capture());
+  c->payload_dedup_ = options_.payload_dedup && !open.no_payload_dedup();
   c->info_ = info;
   c->store_ = std::move(store).value();
   c->attached_ = true;
@@ -918,11 +1265,22 @@ absl::Status CaptureHub::RankFreeLocked(const v1::IngestOpen& open) const {
 
 absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Find(const std::string& name) const {
   if (auto s = ValidateCaptureName(name); !s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = captures_.find(name);
-  if (it == captures_.end()) return absl::NotFoundError(absl::StrCat("no capture named ", name));
-  if (!it->second->damage_.ok()) return it->second->damage_;
-  return it->second;
+  std::shared_ptr<HubCapture> c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = captures_.find(name);
+    if (it == captures_.end()) return absl::NotFoundError(absl::StrCat("no capture named ", name));
+    if (!it->second->damage_.ok()) return it->second->damage_;
+    c = it->second;
+  }
+  // In the object store: its index through the cache, or why it cannot be
+  // read (a damaged object, the store unreachable).
+  if (c->InStore()) {
+    if (absl::StatusOr<std::shared_ptr<IndexFile>> index = c->StoreIndex(); !index.ok()) {
+      return index.status();
+    }
+  }
+  return c;
 }
 
 std::vector<std::shared_ptr<HubCapture>> CaptureHub::List(
@@ -991,6 +1349,30 @@ absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::
   static std::atomic<uint64_t> deletions{0};
   std::shared_ptr<HubCapture> gone;  // released after the lock
   std::string doomed;             // its folder, renamed out of the name's way
+  std::shared_ptr<HubCapture> in_store;  // in the object store: deleted there
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = captures_.find(name);
+    if (it == captures_.end()) return absl::NotFoundError(absl::StrCat("no capture named ", name));
+    if (!it->second->finished()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "capture ", name, " is live; finish it first (FinishCapture), then delete it"));
+    }
+    if (it->second->InStore()) {
+      UnlistRankLocked(*it->second);
+      in_store = std::move(it->second);
+      captures_.erase(it);
+    }
+  }
+  if (in_store != nullptr) {
+    // The catalog row first (the name is free once it goes), then the objects.
+    absl::StatusOr<uint64_t> freed = options_.remote->Delete(name);
+    Log(absl::StrCat("capture ", name, " ", why, " (",
+                     freed.ok() ? absl::StrCat(*freed, " bytes in the object store")
+                                : std::string(freed.status().message()),
+                     ")"));
+    return freed;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = captures_.find(name);
@@ -1026,13 +1408,13 @@ absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::
 }
 
 uint64_t CaptureHub::RootDiskBytes() const {
-  std::vector<std::string> dirs;
+  std::vector<std::shared_ptr<HubCapture>> held;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, c] : captures_) dirs.push_back(c->dir_);
+    for (const auto& [name, c] : captures_) held.push_back(c);
   }
   uint64_t total = 0;
-  for (const std::string& d : dirs) total += DiskBytes(d);
+  for (const auto& c : held) total += c->StoredBytes();
   return total;
 }
 
@@ -1041,7 +1423,7 @@ bool CaptureHub::Retains() const { return IsDeadline(options_.retain_for); }
 absl::Status CaptureHub::MakeRoom(bool for_room) {
   struct Held {
     std::string name;
-    std::string dir;
+    std::shared_ptr<HubCapture> capture;
     bool finished;
     absl::Time finished_at;
     uint64_t bytes;
@@ -1050,14 +1432,14 @@ absl::Status CaptureHub::MakeRoom(bool for_room) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [name, c] : captures_) {
-      held.push_back({name, c->dir_, c->finished(), absl::UnixEpoch(), 0});
+      held.push_back({name, c, c->finished(), absl::UnixEpoch(), 0});
     }
   }
   uint64_t total = 0, live_bytes = 0;
   size_t live = 0;
   for (Held& h : held) {
-    h.bytes = DiskBytes(h.dir);
-    if (h.finished) h.finished_at = FinishedAt(h.dir);
+    h.bytes = h.capture->StoredBytes();
+    if (h.finished) h.finished_at = h.capture->FinishedTime();
     total += h.bytes;
     if (!h.finished) {
       live_bytes += h.bytes;
@@ -1086,10 +1468,13 @@ absl::Status CaptureHub::MakeRoom(bool for_room) {
                                absl::FormatDuration(options_.retain_for), " ago")
                 : absl::StrCat("evicted, oldest finished first: the root held ", total,
                                " bytes on disk, at or over --max_total_bytes=", limit);
-    Delete(h.name, why).IgnoreError();
-    // What is no longer on disk is freed, whoever removed it (a DeleteCapture
+    const bool in_store = h.capture->InStore();
+    const absl::StatusOr<uint64_t> deleted = Delete(h.name, why);
+    // What is no longer kept is freed, whoever removed it (a DeleteCapture
     // may have come first: NotFound here, its bytes gone all the same).
-    const uint64_t left = DiskBytes(h.dir);
+    const uint64_t left =
+        in_store ? (deleted.ok() || absl::IsNotFound(deleted.status()) ? 0 : h.bytes)
+                 : DiskBytes(h.capture->dir_);
     total -= std::min(total, h.bytes - std::min(h.bytes, left));
   }
   if (for_room && limit > 0 && total >= limit) {
@@ -1113,8 +1498,18 @@ void CaptureHub::ReapLoop() {
   // look measures every capture's files.
   const absl::Duration retention_period =
       std::max(absl::Seconds(1), std::min(options_.retain_for, absl::Minutes(1)));
+  // Orphans in the object store: collected at startup, then every gc_every.
+  const bool collects = options_.remote != nullptr && IsDeadline(options_.gc_every);
+  absl::Time next_collection = absl::Now() + options_.gc_every;
   std::unique_lock<std::mutex> lock(mu_);
   while (!reap_stop_) {
+    if (collects && absl::Now() >= next_collection) {
+      lock.unlock();
+      CollectGarbage();
+      next_collection = absl::Now() + options_.gc_every;
+      lock.lock();
+      if (reap_stop_) break;
+    }
     if (Retains()) {
       lock.unlock();
       {
@@ -1130,6 +1525,7 @@ void CaptureHub::ReapLoop() {
     // soonest.
     absl::Duration wait = std::min(Retains() ? retention_period : absl::InfiniteDuration(),
                                    idle_sealing ? timeout : absl::InfiniteDuration());
+    if (collects) wait = std::min(wait, std::max(absl::ZeroDuration(), next_collection - absl::Now()));
     const auto now = std::chrono::steady_clock::now();
     for (auto& [name, c] : captures_) {
       if (!idle_sealing) break;

@@ -14,6 +14,18 @@
 // timeout seals a live capture. The server's log (stderr) gets a line per
 // capture opened, resumed, dropped or live again after a restart, and one per
 // capture sealed, with its counters and what sealed it (SealCause).
+//
+// With an object store (Options::remote), the root is a scratch disk: a
+// live capture is written there as above, and an append is acknowledged
+// only once a segment holding it is committed in the store and the catalog
+// (group commit: one segment for what arrived while the last one was on
+// its way, cut at group_commit_bytes or group_commit_delay). A commit that
+// fails fails its appends (Unavailable) and the capture's scratch files
+// are rebuilt from what was committed before anything else is done with
+// it (a resume waits for that). Sealing uploads the finished files and
+// lets go of the scratch copy; finished captures are served from the store
+// (the index through RemoteCaptures' cache, payloads by ranged GETs), and
+// opening the hub lists them from the catalog and rebuilds the live ones.
 #ifndef ARGSDUMP_SERVER_CAPTURE_HUB_H_
 #define ARGSDUMP_SERVER_CAPTURE_HUB_H_
 
@@ -40,6 +52,7 @@
 #include "proto/argsdump/v1/record.pb.h"
 #include "store/live_query.h"
 #include "store/capture_store.h"
+#include "store/remote_captures.h"
 
 namespace argsdump {
 
@@ -121,7 +134,14 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   // NotFound past the durable records, DataLoss for a damaged index row.
   absl::StatusOr<QueryHit> HitById(uint64_t record_id) const;
   std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
+  // args.bin on the scratch disk (local captures, live ones in an object
+  // store); empty for a capture whose bytes are in the object store.
   std::string bin_path() const;
+  // Bytes [offset, offset + size) of args.bin, wherever it is, streamed to
+  // `on_chunk` (ranged GETs from an object store, reads of the local file
+  // otherwise). DataLoss naming the file or key and byte when it ends
+  // before them.
+  absl::Status ReadBin(uint64_t offset, uint64_t size, const s3::ChunkCallback& on_chunk) const;
   // The finished capture's index (opened with IndexChecks::kEveryRow);
   // null while the capture is live.
   std::shared_ptr<const IndexFile> index() const;
@@ -173,6 +193,31 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   };
   HubCapture(std::string name, std::string dir, uint64_t max_bytes)
       : name_(std::move(name)), dir_(std::move(dir)), max_bytes_(max_bytes) {}
+  // Object store: how group commits are cut.
+  struct GroupCommit {
+    absl::Duration delay = absl::Milliseconds(50);
+    uint64_t bytes = 8 << 20;
+  };
+  // In the object store, finished: serves from it (the row says where).
+  bool InStore() const;
+  // What the capture takes where it is kept (disk, or the object store),
+  // and when it finished (for retention).
+  uint64_t StoredBytes() const;
+  absl::Time FinishedTime() const;
+  // The finished capture's index from the store (through the cache):
+  // DataLoss naming the key and byte for a damaged one.
+  absl::StatusOr<std::shared_ptr<IndexFile>> StoreIndex() const;
+  // Object store, writer thread: commits what was appended and not yet
+  // acknowledged, then answers those appends; false when the commit failed
+  // (they are answered with its error and the capture needs a restore).
+  bool CommitPending(CaptureStore& store);
+  // Writer thread: the scratch files rebuilt from the committed segments.
+  absl::Status RestoreFromStore();
+  // Writer thread, sealing: the finished files uploaded, the scratch copy let go.
+  absl::Status SealToStore(CaptureStore& store);
+  // Whether the queue of jobs is empty now.
+  bool QueueEmpty() const;
+  bool payload_dedup_ = true;  // what a capture rebuilt with no record is created with
   // What reads go to: the live store, or the finished capture's index (a
   // reader keeps its copy alive across the switch).
   std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Sources() const;
@@ -213,6 +258,23 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   bool* destroyed_on_writer_ = nullptr;  // WriterLoop's; the writer thread's only
   std::map<uint64_t, std::function<void()>> watchers_;
   uint64_t next_watcher_ = 1;
+
+  // Object store (null: the capture is local).
+  RemoteCaptures* remote_ = nullptr;
+  GroupCommit group_;
+  // The writer thread's: commits so far, appends waiting for one.
+  RemoteCaptures::LiveState live_;
+  struct Unacked {
+    DoneCallback done;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::vector<Unacked> unacked_;
+  uint64_t unacked_bytes_ = 0;
+  bool needs_restore_ = false;  // a commit failed: the scratch files are ahead
+  // Finished in the store (guarded by mu_): its row, and its index while
+  // the cache keeps it.
+  std::optional<CatalogCapture> row_;
+  mutable std::weak_ptr<IndexFile> store_index_;
 };
 
 // <root>/.capture_server.lock: held (flock) by the hub serving the root,
@@ -244,6 +306,15 @@ class CaptureHub {
     // startup, when a capture is opened, and by the reaper); 0 or
     // InfiniteDuration: kept. Any value: time arithmetic saturates.
     absl::Duration retain_for = absl::ZeroDuration();
+    // Captures in an object store with a catalog (null: under the root,
+    // which is then only the live captures' scratch disk). Outlives the hub.
+    RemoteCaptures* remote = nullptr;
+    absl::Duration group_commit_delay = absl::Milliseconds(50);
+    uint64_t group_commit_bytes = 8 << 20;
+    // Objects no catalog row names, older than gc_min_age, are deleted at
+    // startup and every gc_every (0: at startup only).
+    absl::Duration gc_every = absl::Hours(1);
+    absl::Duration gc_min_age = absl::Hours(1);
   };
   // Creates the root if needed, locks it (FailedPrecondition naming the
   // holder's pid when another hub has it), lists its captures: finished
@@ -303,6 +374,12 @@ class CaptureHub {
   absl::Status ListRoot(std::vector<std::string>* names, std::vector<std::string>* folders) const;
   void RemoveInterruptedDeletions(const std::vector<std::string>& folders) const;
   absl::Status LoadCapture(const std::string& name);
+  // Object store: every capture the catalog lists, finished ones served
+  // from the store, live ones rebuilt on the scratch disk.
+  absl::Status LoadFromCatalog();
+  std::shared_ptr<HubCapture> NewCapture(const std::string& name) const;
+  // Object store: orphans deleted, counted in the log.
+  void CollectGarbage();
   // Seals live captures idle past options_.live_idle_timeout; evicts
   // finished ones past options_.retain_for.
   void ReapLoop();

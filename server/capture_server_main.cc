@@ -15,7 +15,10 @@
 #include "absl/time/time.h"
 #include "base/files.h"
 #include "grpc/health/v1/health.pb.h"
+#include "catalog/catalog.h"
+#include "s3/s3_client.h"
 #include "server/capture_service.h"
+#include "store/remote_captures.h"
 #include "tools/cli_flags.h"
 #include "tools/quantity.h"
 
@@ -71,6 +74,38 @@ ABSL_FLAG(std::string, http_send_buffer_bytes, "0",
 ABSL_FLAG(std::string, shutdown_grace_ms, "5000",
           "how long running calls get at SIGINT/SIGTERM, in ms or with a unit (then they are "
           "cancelled; live captures stay live on disk, resumable after a restart)");
+ABSL_FLAG(std::string, object_store, "",
+          "s3://BUCKET[/PREFIX]: keep captures in an S3-compatible object store, catalogued "
+          "in PostgreSQL (--catalog); --root is then the live captures' scratch disk");
+ABSL_FLAG(std::string, s3_endpoint, "",
+          "the store's URL (http://127.0.0.1:7480, https://s3.eu-west-1.amazonaws.com); "
+          "required with --object_store");
+ABSL_FLAG(std::string, s3_region, "us-east-1", "the region requests are signed for");
+ABSL_FLAG(std::string, s3_credentials_file, "",
+          "AWS credentials file (ini: [profile] aws_access_key_id / aws_secret_access_key); "
+          "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment come first");
+ABSL_FLAG(std::string, s3_profile, "", "the profile in --s3_credentials_file (default: "
+          "AWS_PROFILE, else \"default\")");
+ABSL_FLAG(bool, s3_virtual_host, false,
+          "address the bucket as BUCKET.host (virtual-host style) instead of host/BUCKET");
+ABSL_FLAG(std::string, s3_ca_file, "",
+          "PEM file of the CA(s) to trust for an https endpoint (default: the system's)");
+ABSL_FLAG(std::string, catalog, "",
+          "the PostgreSQL catalog: postgresql://USER[:PASSWORD]@HOST:PORT/DB (empty: libpq's "
+          "PG* variables); with --object_store");
+ABSL_FLAG(std::string, cache_bytes, "1GiB",
+          "local cache of finished captures' indexes read from the object store");
+ABSL_FLAG(std::string, group_commit_ms, "50",
+          "with --object_store: an append waits at most this long (in ms or with a unit) "
+          "for others to share its segment, when more are queued behind it");
+ABSL_FLAG(std::string, group_commit_bytes, "8MiB",
+          "with --object_store: a segment is cut once it holds this many bytes");
+ABSL_FLAG(std::string, gc_every, "1h",
+          "with --object_store: how often objects no catalog row names are looked for "
+          "(also at startup; 0: only at startup)");
+ABSL_FLAG(std::string, gc_min_age, "1h",
+          "with --object_store: an orphan object is deleted once it is this old (younger "
+          "ones may be an upload whose commit is on its way)");
 ABSL_FLAG(std::string, live_idle_timeout_ms, "600000",
           "a live capture no stream is attached to gets its manifest after this long without "
           "activity, in ms or with a unit (30m)");
@@ -104,6 +139,11 @@ CommandLineSpec CaptureServerSpec() {
       {"http_inflight_budget_bytes", Quantity::Bytes(int64_t{1} << 20, int64_t{1} << 40)},
       {"http_budget_wait", Quantity::Duration(0, 60 * 1000, "not at all")},
       {"http_send_buffer_bytes", Quantity::Bytes(0, int64_t{64} << 20, "the kernel's sizing")},
+      {"cache_bytes", Quantity::Bytes(int64_t{1} << 20, kPiB)},
+      {"group_commit_ms", Quantity::Milliseconds(0, 10 * 1000, "commit each append at once")},
+      {"group_commit_bytes", Quantity::Bytes(int64_t{4} << 10, int64_t{1} << 30)},
+      {"gc_every", Quantity::Duration(0, kCentury, "only at startup")},
+      {"gc_min_age", Quantity::Duration(0, kCentury, "any age")},
   };
   return spec;
 }
@@ -129,6 +169,10 @@ CaptureServerOptions OptionsFromFlags(const CommandLine& line) {
   o.hub.live_idle_timeout = line.Duration("live_idle_timeout_ms");
   o.hub.max_total_bytes = static_cast<uint64_t>(line.Quantity("max_total_bytes"));
   o.hub.retain_for = line.Duration("retain_for");
+  o.hub.group_commit_delay = line.Duration("group_commit_ms");
+  o.hub.group_commit_bytes = static_cast<uint64_t>(line.Quantity("group_commit_bytes"));
+  o.hub.gc_every = line.Duration("gc_every");
+  o.hub.gc_min_age = line.Duration("gc_min_age");
   o.http.listen = absl::GetFlag(FLAGS_http_listen);
   o.http.tensor.max_elements = static_cast<uint64_t>(line.Quantity("http_max_tensor_elements"));
   o.http.cors_origins = absl::GetFlag(FLAGS_http_cors_origin);
@@ -164,8 +208,13 @@ void WarnIfExposed(const CaptureServerOptions& o) {
 // HTTP face's limits (stderr).
 void PrintListening(const CaptureServerOptions& o, const CaptureServer& server) {
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
-  std::printf("capture_server listening on %s:%d root=%s\n", host.c_str(), server.port(),
-              o.hub.root.c_str());
+  std::printf("capture_server listening on %s:%d root=%s%s\n", host.c_str(), server.port(),
+              o.hub.root.c_str(),
+              o.hub.remote == nullptr
+                  ? ""
+                  : absl::StrCat(" object_store=s3://", o.hub.remote->options().location.bucket,
+                                 "/", o.hub.remote->options().location.prefix)
+                        .c_str());
   if (server.http_port() != 0) {
     const std::string http_host = o.http.listen.substr(0, o.http.listen.rfind(':'));
     std::printf("capture_server http on %s://%s:%d/\n", o.tls_cert_file.empty() ? "http" : "https",
@@ -185,6 +234,54 @@ void PrintListening(const CaptureServerOptions& o, const CaptureServer& server) 
             ? "sized by the kernel"
             : FormatQuantity(o.http.send_buffer_bytes, Quantity::kBytes).c_str());
   }
+}
+
+// The object store and its catalog from the flags; null without
+// --object_store. Errors name the flag.
+absl::StatusOr<std::unique_ptr<RemoteCaptures>> OpenObjectStore(const CommandLine& line) {
+  const std::string uri = absl::GetFlag(FLAGS_object_store);
+  if (uri.empty()) {
+    for (const char* flag : {"s3_endpoint", "s3_credentials_file", "catalog"}) {
+      if (line.Given(flag)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(line.Spelling(flag), " is for an object store: set --object_store too"));
+      }
+    }
+    return std::unique_ptr<RemoteCaptures>();
+  }
+  absl::StatusOr<ObjectStoreUri> location = ParseObjectStoreUri(uri);
+  if (!location.ok()) return location.status();
+  s3::S3ClientOptions s3;
+  s3.endpoint = absl::GetFlag(FLAGS_s3_endpoint);
+  if (s3.endpoint.empty()) {
+    return absl::InvalidArgumentError("--object_store needs --s3_endpoint (the store's URL)");
+  }
+  s3.region = absl::GetFlag(FLAGS_s3_region);
+  s3.virtual_host_style = absl::GetFlag(FLAGS_s3_virtual_host);
+  s3.ca_file = absl::GetFlag(FLAGS_s3_ca_file);
+  absl::StatusOr<s3::Credentials> credentials = s3::DefaultCredentials(
+      absl::GetFlag(FLAGS_s3_credentials_file), absl::GetFlag(FLAGS_s3_profile));
+  if (!credentials.ok()) {
+    return absl::Status(credentials.status().code(),
+                        absl::StrCat("object store credentials: ", credentials.status().message(),
+                                     " (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
+                                     "--s3_credentials_file)"));
+  }
+  s3.credentials = *std::move(credentials);
+  absl::StatusOr<std::unique_ptr<s3::S3Client>> client = s3::S3Client::Create(std::move(s3));
+  if (!client.ok()) return client.status();
+  Catalog::Options catalog_options;
+  catalog_options.pg.uri = absl::GetFlag(FLAGS_catalog);
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(catalog_options);
+  if (!catalog.ok()) {
+    return absl::Status(catalog.status().code(),
+                        absl::StrCat("--catalog: ", catalog.status().message()));
+  }
+  RemoteCaptures::Options options;
+  options.location = *std::move(location);
+  options.cache_dir = absl::GetFlag(FLAGS_root) + "/.index-cache";
+  options.cache_bytes = static_cast<uint64_t>(line.Quantity("cache_bytes"));
+  return RemoteCaptures::Open(*std::move(client), *std::move(catalog), std::move(options));
 }
 
 int Main(const CommandLine& line) {
@@ -212,6 +309,9 @@ int Main(const CommandLine& line) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  absl::StatusOr<std::unique_ptr<RemoteCaptures>> remote = OpenObjectStore(line);
+  if (!remote.ok()) return Fail(std::string(remote.status().message()));
+  o.hub.remote = remote->get();
   auto server = CaptureServer::Start(o);
   if (!server.ok()) return Fail(std::string(server.status().message()));
   PrintListening(o, **server);

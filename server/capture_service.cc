@@ -187,6 +187,12 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
       End(absl::OkStatus());
       return;
     }
+    if ((*capture)->bin_path().empty()) {
+      // In the object store: ranged GETs, chunk by chunk.
+      remote_ = *capture;
+      ReadNext();
+      return;
+    }
     fd_ = ::open((*capture)->bin_path().c_str(), O_RDONLY | O_CLOEXEC);
     const int open_errno = errno;
     if (fd_ < 0 && open_errno == ENOENT) {
@@ -230,6 +236,22 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
     service_->io()->Run([this] {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kPayloadChunk, end_ - at_));
       std::string* data = chunk_.mutable_data();
+      if (remote_ != nullptr) {
+        data->clear();
+        data->reserve(n);
+        absl::Status s = remote_->ReadBin(at_, n, [data](std::string_view piece) {
+          data->append(piece.data(), piece.size());
+          return absl::OkStatus();
+        });
+        if (!s.ok()) {
+          End(s);
+          return;
+        }
+        chunk_.set_offset(offset_ + (at_ - start_));
+        at_ += n;
+        StartWrite(&chunk_);
+        return;
+      }
       data->resize(n);
       size_t got = 0;
       while (got < n) {
@@ -251,6 +273,7 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
   void End(const absl::Status& s) { Finish(ToGrpcStatus(s)); }
 
   CaptureServiceImpl* const service_;
+  std::shared_ptr<HubCapture> remote_;  // set when its args.bin is in the object store
   int fd_ = -1;
   uint64_t start_ = 0, offset_ = 0, end_ = 0, at_ = 0;
   v1::PayloadChunk chunk_;

@@ -164,7 +164,9 @@ absl::Status IngestSession::OpenLocked(const v1::IngestOpen& open) {
   state_ = State::kOpening;
   // Once every job of an earlier stream is done: the watermark to go on from.
   Effect([self = shared_from_this(), capture = capture_, resumed = open.resume()] {
-    capture->Barrier([self, resumed](absl::Status, Watermark w) { self->OnOpened(w, resumed); });
+    capture->Barrier([self, resumed](absl::Status s, Watermark w) {
+      self->OnOpened(s, w, resumed);
+    });
   });
   return absl::OkStatus();
 }
@@ -213,10 +215,14 @@ absl::Status IngestSession::FinishLocked(const v1::IngestFinish& finish) {
 
 // ---- The capture's callbacks ----------------------------------------------
 
-void IngestSession::OnOpened(Watermark w, bool resumed) {
+void IngestSession::OnOpened(const absl::Status& s, Watermark w, bool resumed) {
   std::unique_lock<std::mutex> lock(mu_);
   // Ended while opening (a cancel): the capture is let go already.
-  if (state_ == State::kOpening) {
+  if (state_ == State::kOpening && !s.ok()) {
+    // Its durable watermark is not known (an object store's capture that
+    // could not be rebuilt): the client retries the open.
+    EndLocked(s);
+  } else if (state_ == State::kOpening) {
     state_ = State::kStreaming;
     stream_.Start(w);
     submitted_ = w;

@@ -156,7 +156,7 @@ class IngestSession : public std::enable_shared_from_this<IngestSession> {
   void SubmitCompleteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The capture's callbacks (its writer thread).
-  void OnOpened(Watermark w, bool resumed);
+  void OnOpened(const absl::Status& s, Watermark w, bool resumed);
   void OnAppended(const absl::Status& s, Watermark w, uint64_t bytes);
   void OnSealed(const absl::Status& s, const v1::CaptureSummary& summary);
   void OnReleased();

@@ -79,7 +79,10 @@ std::vector<QueryHit> SortedRows(const HubCapture& c, const std::optional<ArgFil
 // space refused it) each payload is read.
 class BinFile {
  public:
-  explicit BinFile(std::string path) : path_(std::move(path)) {}
+  // args.bin's local file, or (its bin_path() empty) the capture's ranged
+  // reads from the object store.
+  explicit BinFile(std::shared_ptr<const HubCapture> capture)
+      : path_(capture->bin_path()), capture_(std::move(capture)) {}
   ~BinFile() {
     if (map_ != nullptr) ::munmap(map_, size_);
     if (fd_ >= 0) ::close(fd_);
@@ -90,6 +93,15 @@ class BinFile {
   // Bytes [offset, offset + size), valid until the next View. DataLoss
   // naming the file when it ends before them.
   absl::StatusOr<absl::string_view> View(uint64_t offset, uint64_t size) {
+    if (path_.empty()) {
+      buffer_.clear();
+      absl::Status s = capture_->ReadBin(offset, size, [this](std::string_view piece) {
+        buffer_.append(piece.data(), piece.size());
+        return absl::OkStatus();
+      });
+      if (!s.ok()) return s;
+      return absl::string_view(buffer_);
+    }
     if (fd_ < 0) {
       if (absl::Status s = Open(); !s.ok()) return s;
     }
@@ -157,6 +169,7 @@ class BinFile {
 
   static constexpr uint64_t kPopulateBytes = 8 << 20;
   const std::string path_;
+  const std::shared_ptr<const HubCapture> capture_;
   int fd_ = -1;
   uint64_t size_ = 0;
   void* map_ = nullptr;
@@ -361,7 +374,7 @@ class IndexSide {
 template <typename ActualSide, typename ReferenceSide>
 absl::StatusOr<RankOutcome> Walk(const RankPair& p, ActualSide& a, ReferenceSide& g,
                                  const Tolerance& t, const std::function<bool()>& stopped) {
-  BinFile abin(p.actual->bin_path()), gbin(p.reference->bin_path());
+  BinFile abin(p.actual), gbin(p.reference);
   RankOutcome out;
   absl::Status failed;
   auto actual_arg = [&](bool present, v1::Divergence* d) {

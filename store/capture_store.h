@@ -175,6 +175,8 @@ class CaptureStore {
   // The writer's: args.bin's size; the payload bytes appended, shared ones
   // included (the next record's bin_offset, and a stream's watermark).
   uint64_t bin_bytes() const { return bin_bytes_; }
+  // args.journal's size (what the writer wrote of it); 0 before the files exist.
+  uint64_t journal_bytes() const { return journal_ != nullptr ? journal_->bytes() : 0; }
   uint64_t stream_bytes() const { return stream_bytes_; }
   // The counters that follow from the records so far; after Finish, the
   // manifest's (device loss counters included).

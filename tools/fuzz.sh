@@ -28,6 +28,7 @@ targets=(
   "format:job_fuzzer format/testdata/job_corpus"
   "s3:s3_xml_fuzzer s3/testdata/s3_xml_corpus"
   "catalog:catalog_row_fuzzer catalog/testdata/catalog_row_corpus"
+  "store:segment_fuzzer store/testdata/segment_corpus"
 )
 labels=()
 for t in "${targets[@]}"; do labels+=("//${t%% *}"); done

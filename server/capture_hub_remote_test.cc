@@ -1,0 +1,459 @@
+// CaptureHub over an object store and a catalog: a real Ceph RGW and a real
+// PostgreSQL, booted by the test. Appends are acknowledged once committed;
+// a restart on an empty scratch disk resumes a live capture from the store;
+// a sealed capture's files in the store are byte for byte those a local
+// capture of the same appends has, and are served from there; failures of
+// the store and the catalog fail appends without losing what was
+// acknowledged; damaged objects are DataLoss naming the key; orphans are
+// collected.
+#include <sys/stat.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/files.h"
+#include "catalog/catalog.h"
+#include "gtest/gtest.h"
+#include "s3/s3_client.h"
+#include "server/capture_hub.h"
+#include "server/capture_hub_testing.h"
+#include "store/remote_captures.h"
+#include "tests/testing/ceph_rgw.h"
+#include "tests/testing/postgres_server.h"
+#include "tests/testing/temp_dir.h"
+
+namespace argsdump {
+namespace {
+
+PostgresServer* SharedPostgres() {
+  static PostgresServer* server = [] {
+    auto started = PostgresServer::Start();
+    EXPECT_TRUE(started.ok()) << started.status();
+    return started.ok() ? started->release() : nullptr;
+  }();
+  return server;
+}
+
+// One bucket and one database per test.
+class RemoteHubTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> serial{0};
+    const int n = serial++;
+    auto rgw = SharedCephRgw();
+    ASSERT_TRUE(rgw.ok()) << rgw.status();
+    rgw_ = *rgw;
+    pg_ = SharedPostgres();
+    ASSERT_NE(pg_, nullptr);
+    bucket_ = absl::StrCat("hub-", ::getpid(), "-", n);
+    auto db = pg_->CreateDatabase(absl::StrCat("hub_", n));
+    ASSERT_TRUE(db.ok()) << db.status();
+    catalog_uri_ = *db;
+    auto client = Client(absl::Seconds(60));
+    ASSERT_TRUE(client->CreateBucket(bucket_).ok());
+    root_ = TempPath(absl::StrCat("remote_hub_", n));
+  }
+
+  std::unique_ptr<s3::S3Client> Client(absl::Duration deadline) {
+    s3::S3ClientOptions o;
+    o.endpoint = rgw_->endpoint();
+    o.region = rgw_->region();
+    o.credentials.access_key_id = rgw_->access_key();
+    o.credentials.secret_access_key = rgw_->secret_key();
+    o.retry.total_deadline = absl::ToChronoMilliseconds(deadline);
+    o.retry.max_backoff = std::chrono::milliseconds(200);
+    auto c = s3::S3Client::Create(std::move(o));
+    EXPECT_TRUE(c.ok()) << c.status();
+    return std::move(c).value();
+  }
+
+  // The store with a retry deadline of `deadline` (short for the tests
+  // that take it away).
+  std::unique_ptr<RemoteCaptures> Remote(const std::string& root,
+                                         absl::Duration deadline = absl::Seconds(60)) {
+    Catalog::Options co;
+    co.pg.uri = catalog_uri_;
+    co.pg.connect_timeout = absl::Seconds(2);
+    auto catalog = Catalog::Open(co);
+    EXPECT_TRUE(catalog.ok()) << catalog.status();
+    if (!catalog.ok()) return nullptr;
+    RemoteCaptures::Options o;
+    o.location.bucket = bucket_;
+    o.location.prefix = "captures/";
+    o.cache_dir = root + "/.index-cache";
+    auto remote = RemoteCaptures::Open(Client(deadline), std::move(catalog).value(), o);
+    EXPECT_TRUE(remote.ok()) << remote.status();
+    return remote.ok() ? std::move(remote).value() : nullptr;
+  }
+
+  std::unique_ptr<CaptureHub> Hub(const std::string& root, RemoteCaptures* remote) {
+    CaptureHub::Options o;
+    o.root = root;
+    o.remote = remote;
+    o.gc_every = absl::ZeroDuration();
+    auto hub = CaptureHub::Open(o);
+    EXPECT_TRUE(hub.ok()) << hub.status();
+    return hub.ok() ? std::move(hub).value() : nullptr;
+  }
+
+  std::string Object(const std::string& key) {
+    auto got = Client(absl::Seconds(60))->GetObjectToString(bucket_, key, {}, 1 << 30);
+    EXPECT_TRUE(got.ok()) << key << ": " << got.status();
+    return got.ok() ? *got : "";
+  }
+
+  std::vector<std::string> Keys(const std::string& prefix) {
+    std::vector<std::string> keys;
+    auto page = Client(absl::Seconds(60))->ListObjectsV2(bucket_, prefix);
+    EXPECT_TRUE(page.ok()) << page.status();
+    if (page.ok()) {
+      for (const auto& o : page->objects) keys.push_back(o.key);
+    }
+    return keys;
+  }
+
+  // The same appends into a local hub, finished: what the store's copy
+  // must equal byte for byte.
+  std::string LocalTwin(const std::string& name, const std::vector<int>& job_sizes) {
+    const std::string root = root_ + "-local";
+    CaptureHub::Options o;
+    o.root = root;
+    auto hub = CaptureHub::Open(o);
+    EXPECT_TRUE(hub.ok()) << hub.status();
+    auto c = (*hub)->Open(OpenRequest(name));
+    EXPECT_TRUE(c.ok()) << c.status();
+    Waiter w;
+    uint64_t records = 0, offset = 0, task = 0;
+    for (int n : job_sizes) {
+      (*c)->Append(Job(records, task, n, &offset), w.Callback());
+      records += 2 * n;
+      task += n;
+    }
+    (*c)->Finish({}, w.Callback());
+    for (const Outcome& s : w.Wait()) EXPECT_TRUE(s.ok()) << s;
+    return root + "/" + name + "/args_dump";
+  }
+
+  void ExpectSameAsLocal(const std::string& name, const std::vector<int>& job_sizes) {
+    const std::string local = LocalTwin(name, job_sizes);
+    for (const char* file : {kBinName, kIndexName, kManifestName}) {
+      auto want = ReadFileToString(local + "/" + file, 1 << 30);
+      ASSERT_TRUE(want.ok()) << want.status();
+      EXPECT_TRUE(Object(absl::StrCat("captures/", name, "/args_dump/", file)) == *want)
+          << file << " differs from the local capture's";
+    }
+  }
+
+  CephRgw* rgw_ = nullptr;
+  PostgresServer* pg_ = nullptr;
+  std::string bucket_;
+  std::string catalog_uri_;
+  std::string root_;
+};
+
+// Appends the jobs of `sizes` (tasks of one tensor and one scalar each)
+// from record `*records` on; every callback's outcome.
+std::vector<Outcome> AppendAll(HubCapture& c, const std::vector<int>& sizes, uint64_t* records,
+                               uint64_t* offset, uint64_t* task) {
+  Waiter w;
+  for (int n : sizes) {
+    c.Append(Job(*records, *task, n, offset), w.Callback());
+    *records += 2 * n;
+    *task += n;
+  }
+  return w.Wait();
+}
+
+TEST_F(RemoteHubTest, AcknowledgedOnceCommittedSealedByteForByteAndServedFromTheStore) {
+  auto remote = Remote(root_);
+  ASSERT_NE(remote, nullptr);
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("run"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, {3, 1, 5}, &records, &offset, &task)) {
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  // Acknowledged means committed: the catalog's watermark is the hub's.
+  auto row = remote->catalog().Get("run");
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_EQ(row->state, v1::CAPTURE_STATE_LIVE);
+  EXPECT_EQ(row->committed_records, records);
+  EXPECT_EQ((*c)->durable().records, records);
+  EXPECT_FALSE(Keys("captures/run/segments/").empty());
+
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  // Sealed: finished in the catalog, the segments gone, the scratch copy gone.
+  row = remote->catalog().Get("run");
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_EQ(row->state, v1::CAPTURE_STATE_FINISHED);
+  EXPECT_TRUE(Keys("captures/run/segments/").empty());
+  struct stat st;
+  EXPECT_NE(::stat((root_ + "/run").c_str(), &st), 0);
+  ExpectSameAsLocal("run", {3, 1, 5});
+
+  // Served from the store: a query by task, a record, its payload.
+  auto found = hub->Find("run");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE((*found)->bin_path().empty());
+  ArgFilter by_task;
+  by_task.task_id = 4;
+  QueryPage page = (*found)->Query(by_task, 0, 10, 1000);
+  ASSERT_EQ(page.hits.size(), 2u);
+  auto hit = (*found)->HitById(page.hits[0].record_id);
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  std::string payload;
+  const ManifestRow& r = hit->row.bin_size > 0 ? hit->row : page.hits[1].row;
+  ASSERT_TRUE((*found)
+                  ->ReadBin(r.bin_offset, r.bin_size,
+                            [&](std::string_view piece) {
+                              payload.append(piece.data(), piece.size());
+                              return absl::OkStatus();
+                            })
+                  .ok());
+  EXPECT_EQ(payload, std::string(64, static_cast<char>(4)));
+  EXPECT_EQ((*found)->Summary().records(), records);
+}
+
+TEST_F(RemoteHubTest, ARestartOnAnEmptyDiskResumesTheLiveCaptureFromTheStore) {
+  uint64_t records = 0, offset = 0, task = 0;
+  {
+    auto remote = Remote(root_);
+    auto hub = Hub(root_, remote.get());
+    ASSERT_NE(hub, nullptr);
+    auto c = hub->Open(OpenRequest("resumed"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    for (const Outcome& s : AppendAll(**c, {2, 4}, &records, &offset, &task)) {
+      ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+  // The server's disk is gone: a new one, empty.
+  const std::string fresh = root_ + "-fresh";
+  auto remote = Remote(fresh);
+  auto hub = Hub(fresh, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("resumed", /*resume=*/true));
+  ASSERT_TRUE(c.ok()) << c.status();
+  Waiter opened;
+  (*c)->Barrier(opened.Callback());
+  for (const Outcome& s : opened.Wait()) ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(opened.last().records, records);
+  EXPECT_EQ(opened.last().bin_bytes, offset);
+  for (const Outcome& s : AppendAll(**c, {3}, &records, &offset, &task)) {
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  ExpectSameAsLocal("resumed", {2, 4, 3});
+  // And once more on another empty disk: listed from the catalog, served.
+  const std::string third = root_ + "-third";
+  auto remote3 = Remote(third);
+  auto hub3 = Hub(third, remote3.get());
+  ASSERT_NE(hub3, nullptr);
+  auto found = hub3->Find("resumed");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_TRUE((*found)->finished());
+  EXPECT_EQ((*found)->Summary().records(), records);
+  ArgFilter all;
+  EXPECT_EQ((*found)->Query(all, 0, 100, 1000).hits.size(), records);
+}
+
+TEST_F(RemoteHubTest, AStoreThatGoesAwayFailsAppendsAndLosesNothingAcknowledged) {
+  auto remote = Remote(root_, absl::Seconds(2));
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("outage"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  const uint64_t acked = records, acked_bytes = offset;
+  ASSERT_TRUE(rgw_->StopGateway().ok());
+  uint64_t lost_records = records, lost_offset = offset, lost_task = task;
+  std::vector<Outcome> failed = AppendAll(**c, {3}, &lost_records, &lost_offset, &lost_task);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].code, absl::StatusCode::kUnavailable) << failed[0];
+  ASSERT_TRUE(rgw_->StartGateway().ok());
+  // The resume's barrier rebuilds the scratch files from what was committed.
+  Waiter opened;
+  (*c)->Barrier(opened.Callback());
+  for (const Outcome& s : opened.Wait()) ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(opened.last().records, acked);
+  EXPECT_EQ(opened.last().bin_bytes, acked_bytes);
+  for (const Outcome& s : AppendAll(**c, {3, 1}, &records, &offset, &task)) {
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  ExpectSameAsLocal("outage", {2, 3, 1});
+}
+
+TEST_F(RemoteHubTest, ACatalogRestartFailsAppendsUntilItIsBack) {
+  auto remote = Remote(root_, absl::Seconds(2));
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("pg"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(pg_->Stop().ok());
+  uint64_t r2 = records, o2 = offset, t2 = task;
+  std::vector<Outcome> failed = AppendAll(**c, {1}, &r2, &o2, &t2);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].code, absl::StatusCode::kUnavailable) << failed[0];
+  ASSERT_TRUE(pg_->Restart().ok()) << pg_->LogTail();
+  Waiter opened;
+  (*c)->Barrier(opened.Callback());
+  for (const Outcome& s : opened.Wait()) ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(opened.last().records, records);
+  for (const Outcome& s : AppendAll(**c, {4}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  ExpectSameAsLocal("pg", {2, 4});
+}
+
+// Sealed captures whose objects were damaged afterwards: each read says
+// DataLoss naming the key, and nothing crashes.
+TEST_F(RemoteHubTest, DamagedObjectsAreDataLossNamingTheKey) {
+  {
+    auto remote = Remote(root_);
+    auto hub = Hub(root_, remote.get());
+    ASSERT_NE(hub, nullptr);
+    for (const char* name : {"garbled", "short"}) {
+      auto c = hub->Open(OpenRequest(name));
+      ASSERT_TRUE(c.ok()) << c.status();
+      uint64_t records = 0, offset = 0, task = 0;
+      for (const Outcome& s : AppendAll(**c, {4}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+      Waiter done;
+      (*c)->Finish({}, done.Callback());
+      for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+  auto client = Client(absl::Seconds(60));
+  const std::string index_key = "captures/garbled/args_dump/args.index";
+  std::string index = Object(index_key);
+  index[index.size() / 2] ^= 0x5a;
+  index.resize(index.size() - 3);
+  ASSERT_TRUE(client->PutObject(bucket_, index_key, index).ok());
+  const std::string bin_key = "captures/short/args_dump/args.bin";
+  ASSERT_TRUE(client->PutObject(bucket_, bin_key, Object(bin_key).substr(0, 100)).ok());
+
+  const std::string fresh = root_ + "-fresh";
+  auto remote = Remote(fresh);
+  auto hub = Hub(fresh, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto garbled = hub->Find("garbled");
+  ASSERT_FALSE(garbled.ok());
+  EXPECT_EQ(garbled.status().code(), absl::StatusCode::kDataLoss) << garbled.status();
+  EXPECT_TRUE(absl::StrContains(garbled.status().message(), index_key)) << garbled.status();
+
+  auto shortened = hub->Find("short");
+  ASSERT_TRUE(shortened.ok()) << shortened.status();
+  auto last = (*shortened)->HitById(6);
+  ASSERT_TRUE(last.ok()) << last.status();
+  absl::Status read = (*shortened)->ReadBin(last->row.bin_offset, last->row.bin_size,
+                                            [](std::string_view) { return absl::OkStatus(); });
+  EXPECT_EQ(read.code(), absl::StatusCode::kDataLoss) << read;
+  EXPECT_TRUE(absl::StrContains(read.message(), bin_key)) << read;
+}
+
+TEST_F(RemoteHubTest, ADamagedSegmentLeavesTheCaptureDamagedNotLost) {
+  {
+    auto remote = Remote(root_);
+    auto hub = Hub(root_, remote.get());
+    ASSERT_NE(hub, nullptr);
+    auto c = hub->Open(OpenRequest("torn"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    uint64_t records = 0, offset = 0, task = 0;
+    for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  }
+  std::vector<std::string> segments = Keys("captures/torn/segments/");
+  ASSERT_FALSE(segments.empty());
+  std::string seg = Object(segments[0]);
+  seg[seg.size() - 1] ^= 1;
+  ASSERT_TRUE(Client(absl::Seconds(60))->PutObject(bucket_, segments[0], seg).ok());
+  const std::string fresh = root_ + "-fresh";
+  auto remote = Remote(fresh);
+  auto hub = Hub(fresh, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto torn = hub->Find("torn");
+  ASSERT_FALSE(torn.ok());
+  EXPECT_EQ(torn.status().code(), absl::StatusCode::kDataLoss) << torn.status();
+  EXPECT_TRUE(absl::StrContains(torn.status().message(), segments[0])) << torn.status();
+  // The segment is kept: nothing deletes what the catalog still names.
+  EXPECT_EQ(Keys("captures/torn/segments/").size(), segments.size());
+}
+
+TEST_F(RemoteHubTest, DeleteRemovesTheRowAndTheObjectsAndGarbageCollectionTheOrphans) {
+  auto remote = Remote(root_);
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("gone"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  auto freed = hub->Delete("gone", "deleted by the test");
+  ASSERT_TRUE(freed.ok()) << freed.status();
+  EXPECT_GT(*freed, 0u);
+  EXPECT_TRUE(absl::IsNotFound(remote->catalog().Get("gone").status()));
+  EXPECT_TRUE(Keys("captures/gone/").empty());
+
+  // What a crash between an upload and its commit leaves, and what is not ours.
+  auto client = Client(absl::Seconds(60));
+  for (const char* key : {"captures/crashed/segments/00000000000000000000.e1",
+                          "captures/crashed/args_dump/args.bin", "captures/notes.txt",
+                          "captures/crashed/other/file"}) {
+    ASSERT_TRUE(client->PutObject(bucket_, key, "bytes").ok());
+  }
+  auto young = remote->CollectGarbage(absl::Hours(1));
+  ASSERT_TRUE(young.ok()) << young.status();
+  EXPECT_EQ(young->deleted, 0u);
+  EXPECT_EQ(young->young, 2u);
+  auto old = remote->CollectGarbage(absl::ZeroDuration());
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->deleted, 2u);
+  std::vector<std::string> left = Keys("captures/");
+  EXPECT_EQ(left, (std::vector<std::string>{"captures/crashed/other/file", "captures/notes.txt"}));
+}
+
+TEST(RemoteCapturesOpenTest, WrongCredentialsAreAClearStartupError) {
+  auto rgw = SharedCephRgw();
+  ASSERT_TRUE(rgw.ok()) << rgw.status();
+  PostgresServer* pg = SharedPostgres();
+  ASSERT_NE(pg, nullptr);
+  auto db = pg->CreateDatabase("wrong_keys");
+  ASSERT_TRUE(db.ok()) << db.status();
+  s3::S3ClientOptions o;
+  o.endpoint = (*rgw)->endpoint();
+  o.region = (*rgw)->region();
+  o.credentials.access_key_id = (*rgw)->access_key();
+  o.credentials.secret_access_key = "not-the-secret";
+  auto client = s3::S3Client::Create(o);
+  ASSERT_TRUE(client.ok());
+  Catalog::Options co;
+  co.pg.uri = *db;
+  auto catalog = Catalog::Open(co);
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  RemoteCaptures::Options ro;
+  ro.location.bucket = "any-bucket";
+  ro.cache_dir = TempPath("wrong_keys_cache");
+  auto remote = RemoteCaptures::Open(std::move(client).value(), std::move(catalog).value(), ro);
+  ASSERT_FALSE(remote.ok());
+  EXPECT_TRUE(absl::StrContains(remote.status().message(), "s3://any-bucket/")) << remote.status();
+  EXPECT_FALSE(absl::StrContains(remote.status().message(), "not-the-secret")) << remote.status();
+}
+
+}  // namespace
+}  // namespace argsdump
