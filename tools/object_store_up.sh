@@ -24,7 +24,8 @@
 #
 # Exit status: 0 up; 1 a step failed (named, with its log's last lines;
 # whatever was started is stopped); 2 refused, nothing touched (DIR already
-# runs a stack, another object_store_up.sh works on DIR, a bad DIR);
+# runs a stack, another object_store_up.sh works on DIR, DIR holds other
+# files and was never a stack's, a bad path);
 # 77 a program is missing (tools/setup.sh installs them).
 # Environment: RGW_STAGE_TIMEOUT (seconds a stage may take, default 90),
 # PG_BINDIR (default /usr/lib/postgresql/15/bin).
@@ -66,6 +67,11 @@ if ((EUID == 0)); then
   command -v setpriv >/dev/null 2>&1 || { echo "object_store_up: setpriv missing" >&2; exit 77; }
 fi
 
+# DIR's ceph, pg and scratch folders are replaced: DIR must be new, empty,
+# or an earlier stack's (the lock file marks it).
+if [[ ! -e $dir/.object_store_up.lock && -n $(ls -A "$dir") ]]; then
+  refuse "$dir holds files and no stack: use a new or empty folder"
+fi
 # One object_store_up.sh per DIR at a time; the daemons do not inherit the
 # lock (9>&- on each), so it ends with this script.
 exec 9>"$dir/.object_store_up.lock"
@@ -149,7 +155,7 @@ code=$(curl -sS -K - -o "$dir/ceph/log/bucket.out" -w '%{http_code}' --max-time 
   --aws-sigv4 "aws:amz:$region:s3" -H "x-amz-content-sha256: $empty_sha256" \
   "$endpoint/$bucket" <<<"user = \"$access_key:$secret_key\"" 2>>"$dir/ceph/log/bucket.out") || true
 [[ $code == 200 ]] ||
-  fail "creating bucket $bucket at $endpoint answered HTTP ${code:-nothing} (the answer, then radosgw's log, in $dir/ceph/log)" \
+  fail "creating bucket $bucket at $endpoint answered HTTP ${code:-nothing} (radosgw's log: $dir/ceph/log/client.rgw.0.log)" \
     "$dir/ceph/log/bucket.out"
 stage "bucket $bucket made"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/object_store_up.sh boots the real stack (Ceph RGW with its bucket,
 # PostgreSQL with its database) in a folder: the bucket answers a signed
-# GET, PostgreSQL a query with the printed credentials; a second up.sh on
+# GET, PostgreSQL a query with the printed credentials (and refuses a wrong
+# password); up.sh refuses a folder of other files; a second up.sh on
 # the folder refuses and leaves the stack running; down.sh stops every pid
 # (and a second down.sh finds nothing); up.sh on the stopped folder boots a
 # fresh stack again.
@@ -38,6 +39,15 @@ gone() {
   stat=${stat##*) }
   [[ ${stat%% *} == Z ]]
 }
+
+# --- a folder of other files is refused, untouched --------------------------
+mkdir "$dir/other" && echo keep >"$dir/other/scratch"
+bash "$up" "$dir/other" >"$out/up0.out" 2>"$out/up0.err"
+rc=$?
+((rc == 2)) || fail "up.sh on a folder of other files exited $rc, not 2"
+[[ $(ls -A "$dir/other") == scratch && $(cat "$dir/other/scratch") == keep ]] ||
+  fail "up.sh touched a folder it refused: $(ls -A "$dir/other")"
+rm -rf "$dir/other"
 
 # --- up ------------------------------------------------------------------
 bash "$up" "$dir" >"$out/up.out" 2>"$out/up.err"
