@@ -42,14 +42,11 @@ py=/usr/bin/python3
 
 refuse() { echo "object_store_up: $*" >&2; exit 2; }
 
-# Ceph writes DIR into its config and puts Unix sockets (at most 107 bytes
-# of path) under it: a plain path, short enough.
+# Ceph's config names paths inside DIR unquoted: a plain path.
 mkdir -p "$dir" || refuse "cannot make $dir"
 dir=$(cd "$dir" && pwd)
 [[ $dir =~ ^[A-Za-z0-9._/+-]+$ ]] ||
   refuse "$dir: use a folder whose path has only letters, digits and ._+-/ (Ceph's config names it)"
-((${#dir} <= 80)) ||
-  refuse "$dir: use a folder path of at most 80 characters (Ceph's admin sockets live under it)"
 
 bin=${PG_BINDIR:-}
 if [[ -z $bin ]]; then
