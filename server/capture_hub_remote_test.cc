@@ -30,12 +30,9 @@ namespace argsdump {
 namespace {
 
 PostgresServer* SharedPostgres() {
-  static PostgresServer* server = [] {
-    auto started = PostgresServer::Start();
-    EXPECT_TRUE(started.ok()) << started.status();
-    return started.ok() ? started->release() : nullptr;
-  }();
-  return server;
+  auto server = SharedPostgresServer();
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *server : nullptr;
 }
 
 // One bucket and one database per test.

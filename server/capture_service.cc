@@ -244,6 +244,13 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
           return absl::OkStatus();
         });
         if (!s.ok()) {
+          // Deleted (DeleteCapture, retention) since the read began: its
+          // objects go with it, and the rest of the payload with them.
+          auto now = service_->hub()->Find(remote_->name());
+          if (absl::IsNotFound(now.status()) || (now.ok() && *now != remote_)) {
+            s = absl::NotFoundError(absl::StrCat("capture ", remote_->name(),
+                                                 " was deleted while its payload was read"));
+          }
           End(s);
           return;
         }

@@ -2,6 +2,13 @@
 // when asked) on a free loopback port over a folder the test names, with the
 // token, TLS files and quota a test needs. Tests talk to it over the network
 // as any client does; it stops when the object goes away.
+//
+// With ARGSDUMP_TEST_BACKEND=object_store in the environment, the same
+// service keeps its captures in an object store with a catalog: a real
+// Ceph RGW and a real PostgreSQL started once per test binary, a bucket and
+// a database per root folder (a restart over the same folder finds them
+// again), the folder being the scratch disk. Tests read a capture's files
+// through CaptureFile, whichever the backend.
 #ifndef ARGSDUMP_TESTS_TESTING_CAPTURE_SERVICE_FIXTURE_H_
 #define ARGSDUMP_TESTS_TESTING_CAPTURE_SERVICE_FIXTURE_H_
 
@@ -14,6 +21,7 @@
 #include "proto/argsdump/v1/capture_service.grpc.pb.h"
 #include "server/capture_hub.h"
 #include "server/capture_service.h"
+#include "store/remote_captures.h"
 
 namespace argsdump {
 
@@ -49,6 +57,12 @@ class TestCaptureService {
   CaptureHub& hub() { return server_->hub(); }
   // A stub over a plaintext channel to target().
   std::unique_ptr<v1::CaptureService::Stub> NewStub() const;
+  // Whether the captures are in an object store (ARGSDUMP_TEST_BACKEND).
+  bool object_store() const { return remote_ != nullptr; }
+  // A capture's file (args_dump.json, args.bin, args.index) as stored: from
+  // the root, or the object store's copy once it is finished there.
+  absl::StatusOr<std::string> CaptureFile(const std::string& capture,
+                                          const std::string& file) const;
   // Stops accepting calls and cancels those still running after `grace`;
   // once only (later calls and the destructor do nothing).
   void Shutdown(std::chrono::milliseconds grace) { server_->Shutdown(grace); }
@@ -57,6 +71,7 @@ class TestCaptureService {
   TestCaptureService() = default;
   std::string root_;
   std::string target_;
+  std::unique_ptr<RemoteCaptures> remote_;  // outlives the server
   std::unique_ptr<CaptureServer> server_;
 };
 

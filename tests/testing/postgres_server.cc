@@ -1,5 +1,7 @@
 #include "tests/testing/postgres_server.h"
 
+#include <mutex>
+
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
@@ -341,6 +343,22 @@ absl::Status PostgresServer::Restart() {
 std::string PostgresServer::LogTail() const {
   std::string log = ReadFileOrEmpty(dir_ + "/postgres.log");
   return log.size() > 2000 ? log.substr(log.size() - 2000) : log;
+}
+
+absl::StatusOr<PostgresServer*> SharedPostgresServer() {
+  static std::once_flag once;
+  static std::unique_ptr<PostgresServer> shared;  // destroyed at exit: stops the server
+  static absl::Status failure;
+  std::call_once(once, [] {
+    auto started = PostgresServer::Start();
+    if (started.ok()) {
+      shared = std::move(*started);
+    } else {
+      failure = started.status();
+    }
+  });
+  if (shared == nullptr) return failure;
+  return shared.get();
 }
 
 }  // namespace argsdump

@@ -52,6 +52,10 @@ class PostgresServer {
   bool drop_privileges_ = false;
 };
 
+// The one PostgreSQL of this test binary, started on first use and stopped
+// at exit (its tests share it: a database each).
+absl::StatusOr<PostgresServer*> SharedPostgresServer();
+
 }  // namespace argsdump
 
 #endif  // ARGSDUMP_TESTS_TESTING_POSTGRES_SERVER_H_
