@@ -222,7 +222,7 @@ TEST_P(NonfiniteAgreeTest, BothCommandsFindTheNanLocallyAndThroughTheService) {
   EXPECT_EQ(rfirst.code, 0) << rfirst.err;
   EXPECT_EQ(rfirst.out, first.out);
   // The service's own files say the same.
-  EXPECT_EQ(Expected(ReadCapture(root_ + "/" + c.name + "/args_dump")), expected);
+  EXPECT_EQ(Expected(ReadCapture(server_->CaptureDir(c.name))), expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(Captures, NonfiniteAgreeTest, ::testing::ValuesIn(Cases()),

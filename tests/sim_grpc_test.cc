@@ -91,7 +91,7 @@ TEST_F(SimGrpcTest, BothSinksWriteTheSameCapture) {
       EXPECT_EQ(r->collected.records, l->collected.records);
       EXPECT_EQ(r->capture, absl::StrCat(target_, "/", name));
       const std::string ldir = local.output_prefix + "/args_dump";
-      const std::string rdir = root_ + "/" + name + "/args_dump";
+      const std::string rdir = server_->CaptureDir(name);
       if (!l->wrote_capture) {  // level 1 of a workload with no dump(...) marks
         EXPECT_FALSE(r->wrote_capture);
         continue;
@@ -148,7 +148,7 @@ TEST_F(SimGrpcTest, SharedPayloadsReadTheSameInBothSinks) {
         }
         auto r = RunSimJob(*w, BuiltinKernels(), o);
         ASSERT_TRUE(r.ok()) << r.status();
-        runs[name] = ReadCapture(remote ? root_ + "/" + name + "/args_dump"
+        runs[name] = ReadCapture(remote ? server_->CaptureDir(name)
                                         : o.output_prefix + "/args_dump");
       }
     }

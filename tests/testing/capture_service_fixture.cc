@@ -1,5 +1,6 @@
 #include "tests/testing/capture_service_fixture.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -9,9 +10,11 @@
 #include "base/files.h"
 #include "catalog/catalog.h"
 #include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
 #include "s3/s3_client.h"
 #include "tests/testing/ceph_rgw.h"
 #include "tests/testing/postgres_server.h"
+#include "tests/testing/temp_dir.h"
 
 namespace argsdump {
 namespace {
@@ -19,7 +22,7 @@ namespace {
 constexpr char kPrefix[] = "captures/";
 
 bool ObjectStoreBackend() {
-  const char* backend = std::getenv("ARGSDUMP_TEST_BACKEND");
+  const char* backend = std::getenv("CAPTURE_SERVICE_TEST_BACKEND");
   return backend != nullptr && std::string(backend) == "object_store";
 }
 
@@ -116,6 +119,23 @@ absl::StatusOr<std::string> TestCaptureService::CaptureFile(const std::string& c
   return remote_->client().GetObjectToString(remote_->options().location.bucket,
                                              absl::StrCat(kPrefix, capture, "/args_dump/", file),
                                              {}, 1ull << 32);
+}
+
+std::string TestCaptureService::CaptureDir(const std::string& capture) const {
+  if (remote_ == nullptr) return absl::StrCat(root_, "/", capture, "/args_dump");
+  static std::atomic<int> downloads{0};
+  const std::string dir =
+      TempPath(absl::StrCat("downloaded_", capture, "_", downloads++, "/args_dump"));
+  EXPECT_TRUE(CreateDirectories(dir).ok()) << dir;
+  for (const char* file : {kManifestName, kBinName, kIndexName}) {
+    absl::StatusOr<std::string> bytes = CaptureFile(capture, file);
+    // A level 3 capture without payloads has no args.bin.
+    if (!bytes.ok() && absl::IsNotFound(bytes.status()) && std::string(file) == kBinName) continue;
+    EXPECT_TRUE(bytes.ok()) << capture << "/" << file << ": " << bytes.status();
+    if (!bytes.ok()) return "";
+    EXPECT_TRUE(WriteStringToFile(absl::StrCat(dir, "/", file), *bytes).ok());
+  }
+  return dir;
 }
 
 std::unique_ptr<v1::CaptureService::Stub> TestCaptureService::NewStub() const {

@@ -3,7 +3,7 @@
 // token, TLS files and quota a test needs. Tests talk to it over the network
 // as any client does; it stops when the object goes away.
 //
-// With ARGSDUMP_TEST_BACKEND=object_store in the environment, the same
+// With CAPTURE_SERVICE_TEST_BACKEND=object_store in the environment, the same
 // service keeps its captures in an object store with a catalog: a real
 // Ceph RGW and a real PostgreSQL started once per test binary, a bucket and
 // a database per root folder (a restart over the same folder finds them
@@ -57,12 +57,17 @@ class TestCaptureService {
   CaptureHub& hub() { return server_->hub(); }
   // A stub over a plaintext channel to target().
   std::unique_ptr<v1::CaptureService::Stub> NewStub() const;
-  // Whether the captures are in an object store (ARGSDUMP_TEST_BACKEND).
+  // Whether the captures are in an object store (CAPTURE_SERVICE_TEST_BACKEND).
   bool object_store() const { return remote_ != nullptr; }
   // A capture's file (args_dump.json, args.bin, args.index) as stored: from
   // the root, or the object store's copy once it is finished there.
   absl::StatusOr<std::string> CaptureFile(const std::string& capture,
                                           const std::string& file) const;
+  // A folder holding a finished capture's files, for readers of a local
+  // capture: <root>/<capture>/args_dump, or the object store's three files
+  // downloaded into a fresh folder. Empty (and a test failure) when they
+  // cannot be had.
+  std::string CaptureDir(const std::string& capture) const;
   // Stops accepting calls and cancels those still running after `grace`;
   // once only (later calls and the destructor do nothing).
   void Shutdown(std::chrono::milliseconds grace) { server_->Shutdown(grace); }
