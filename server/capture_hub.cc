@@ -1286,6 +1286,21 @@ absl::StatusOr<std::shared_ptr<HubCapture>> CaptureHub::Find(const std::string& 
 std::vector<std::shared_ptr<HubCapture>> CaptureHub::List(
     const std::map<std::string, std::string>& labels, v1::CaptureState state,
     const std::string& after, size_t limit, bool* more, const std::string& job) const {
+  if (options_.remote != nullptr && limit > 0 && limit <= 1000) {
+    // The catalog's index answers the filters (a page of it, not every
+    // capture); the live captures nothing was committed of yet are not in
+    // it, and are merged in from here.
+    CaptureQuery query;
+    query.labels = labels;
+    query.state = state;
+    query.job = job;
+    query.page_token = after;
+    query.page_size = static_cast<uint32_t>(limit);
+    absl::StatusOr<CapturePage> page = options_.remote->catalog().List(query);
+    if (page.ok()) return MergeListed(*page, labels, state, after, limit, more, job);
+    Log(absl::StrCat("listing from the catalog: ", page.status().message(),
+                     "; listing what this server holds"));
+  }
   std::vector<std::shared_ptr<HubCapture>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1310,6 +1325,53 @@ std::vector<std::shared_ptr<HubCapture>> CaptureHub::List(
       break;
     }
     out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<HubCapture>> CaptureHub::MergeListed(
+    const CapturePage& page, const std::map<std::string, std::string>& labels,
+    v1::CaptureState state, const std::string& after, size_t limit, bool* more,
+    const std::string& job) const {
+  const bool sql_more = !page.next_page_token.empty();
+  // Past the page's last name the catalog has rows not read: nothing there
+  // can be merged in order.
+  const std::string* bound = sql_more ? &page.captures.back().info.name() : nullptr;
+  std::map<std::string, std::shared_ptr<HubCapture>> listed;
+  std::vector<std::shared_ptr<HubCapture>> uncommitted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const CatalogCapture& row : page.captures) {
+      auto it = captures_.find(row.info.name());
+      if (it != captures_.end() && it->second->damage_.ok()) listed[it->first] = it->second;
+    }
+    for (auto it = captures_.upper_bound(after); it != captures_.end(); ++it) {
+      if (bound != nullptr && it->first > *bound) break;
+      if (listed.count(it->first) == 0 && it->second->damage_.ok()) {
+        uncommitted.push_back(it->second);
+      }
+    }
+  }
+  for (const auto& c : uncommitted) {
+    if (c->finished()) continue;  // finished captures are in the catalog
+    const v1::CaptureSummary s = c->Summary();
+    if (!job.empty() && s.job().job() != job) continue;
+    if (state != v1::CAPTURE_STATE_UNSPECIFIED && s.state() != state) continue;
+    bool match = true;
+    for (const auto& [k, v] : labels) {
+      auto l = s.labels().find(k);
+      match = match && l != s.labels().end() && l->second == v;
+    }
+    if (match) listed[c->name()] = c;
+  }
+  std::vector<std::shared_ptr<HubCapture>> out;
+  *more = sql_more;
+  for (auto& [name, c] : listed) {
+    if (out.size() == limit) {
+      *more = true;
+      break;
+    }
+    out.push_back(std::move(c));
   }
   return out;
 }

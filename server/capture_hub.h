@@ -378,6 +378,12 @@ class CaptureHub {
   // from the store, live ones rebuilt on the scratch disk.
   absl::Status LoadFromCatalog();
   std::shared_ptr<HubCapture> NewCapture(const std::string& name) const;
+  // List over an object store: a page of the catalog's, with the live
+  // captures not committed yet (not in the catalog) merged in by name.
+  std::vector<std::shared_ptr<HubCapture>> MergeListed(
+      const CapturePage& page, const std::map<std::string, std::string>& labels,
+      v1::CaptureState state, const std::string& after, size_t limit, bool* more,
+      const std::string& job) const;
   // Object store: orphans deleted, counted in the log.
   void CollectGarbage();
   // Seals live captures idle past options_.live_idle_timeout; evicts

@@ -425,6 +425,59 @@ TEST_F(RemoteHubTest, DeleteRemovesTheRowAndTheObjectsAndGarbageCollectionTheOrp
   EXPECT_EQ(left, (std::vector<std::string>{"captures/crashed/other/file", "captures/notes.txt"}));
 }
 
+// Listing over the catalog: its page by labels and state, with the live
+// captures nothing was committed of yet (not in the catalog) merged in by
+// name; pages continue after the last name.
+TEST_F(RemoteHubTest, ListingMergesTheCatalogsPageWithUncommittedLiveCaptures) {
+  auto remote = Remote(root_);
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  std::vector<std::shared_ptr<HubCapture>> live;
+  for (const char* name : {"a-done", "b-live", "c-done", "d-empty", "e-done"}) {
+    v1::IngestOpen open = OpenRequest(name);
+    (*open.mutable_labels())["team"] = name[0] == 'c' ? "other" : "kernels";
+    auto c = hub->Open(open);
+    ASSERT_TRUE(c.ok()) << c.status();
+    if (name[2] == 'e') {  // d-empty: opened, nothing appended
+      live.push_back(*c);
+      continue;
+    }
+    uint64_t records = 0, offset = 0, task = 0;
+    for (const Outcome& s : AppendAll(**c, {1}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+    if (name[2] == 'l') {
+      live.push_back(*c);
+      continue;
+    }
+    Waiter done;
+    (*c)->Finish({}, done.Callback());
+    for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  }
+  auto names = [](const std::vector<std::shared_ptr<HubCapture>>& cs) {
+    std::vector<std::string> out;
+    for (const auto& c : cs) out.push_back(c->name());
+    return out;
+  };
+  bool more = false;
+  EXPECT_EQ(names(hub->List({{"team", "kernels"}}, v1::CAPTURE_STATE_UNSPECIFIED, "", 10, &more)),
+            (std::vector<std::string>{"a-done", "b-live", "d-empty", "e-done"}));
+  EXPECT_FALSE(more);
+  EXPECT_EQ(names(hub->List({}, v1::CAPTURE_STATE_LIVE, "", 10, &more)),
+            (std::vector<std::string>{"b-live", "d-empty"}));
+  EXPECT_EQ(names(hub->List({}, v1::CAPTURE_STATE_FINISHED, "", 10, &more)),
+            (std::vector<std::string>{"a-done", "c-done", "e-done"}));
+  std::vector<std::string> paged;
+  std::string after;
+  do {
+    std::vector<std::string> page =
+        names(hub->List({}, v1::CAPTURE_STATE_UNSPECIFIED, after, 2, &more));
+    ASSERT_LE(page.size(), 2u);
+    ASSERT_FALSE(page.empty());
+    paged.insert(paged.end(), page.begin(), page.end());
+    after = page.back();
+  } while (more);
+  EXPECT_EQ(paged, (std::vector<std::string>{"a-done", "b-live", "c-done", "d-empty", "e-done"}));
+}
+
 TEST(RemoteCapturesOpenTest, WrongCredentialsAreAClearStartupError) {
   auto rgw = SharedCephRgw();
   ASSERT_TRUE(rgw.ok()) << rgw.status();
