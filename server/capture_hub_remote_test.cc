@@ -478,6 +478,57 @@ TEST_F(RemoteHubTest, ListingMergesTheCatalogsPageWithUncommittedLiveCaptures) {
   EXPECT_EQ(paged, (std::vector<std::string>{"a-done", "b-live", "c-done", "d-empty", "e-done"}));
 }
 
+// Retention over the store: --max_total_bytes counts the bytes the
+// captures take there, and evicts the oldest finished first (its row and
+// objects); --retain_for evicts by the catalog's finish time.
+TEST_F(RemoteHubTest, RetentionEvictsFromTheCatalogAndTheStore) {
+  {
+    auto remote = Remote(root_);
+    auto hub = Hub(root_, remote.get());
+    ASSERT_NE(hub, nullptr);
+    for (const char* name : {"old", "middle", "new"}) {
+      auto c = hub->Open(OpenRequest(name));
+      ASSERT_TRUE(c.ok()) << c.status();
+      uint64_t records = 0, offset = 0, task = 0;
+      for (const Outcome& s : AppendAll(**c, {3}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+      Waiter done;
+      (*c)->Finish({}, done.Callback());
+      for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+  auto remote = Remote(root_);
+  auto bytes_of = [&](const char* name) {
+    auto row = remote->catalog().Get(name);
+    EXPECT_TRUE(row.ok()) << row.status();
+    return row.ok() ? row->stored_bytes : 0;
+  };
+  const uint64_t old_bytes = bytes_of("old");
+  const uint64_t total = old_bytes + bytes_of("middle") + bytes_of("new");
+  ASSERT_GT(old_bytes, 0u);
+  {
+    CaptureHub::Options o;
+    o.root = root_;
+    o.remote = remote.get();
+    o.gc_every = absl::ZeroDuration();
+    o.max_total_bytes = total - old_bytes + 1;  // room once "old" goes
+    auto hub = CaptureHub::Open(o);
+    ASSERT_TRUE(hub.ok()) << hub.status();
+    EXPECT_TRUE(absl::IsNotFound(remote->catalog().Get("old").status()));
+    EXPECT_TRUE(Keys("captures/old/").empty());
+    EXPECT_TRUE((*hub)->Find("middle").ok());
+    EXPECT_EQ((*hub)->RootDiskBytes(), total - old_bytes);
+  }
+  CaptureHub::Options o;
+  o.root = root_;
+  o.remote = remote.get();
+  o.gc_every = absl::ZeroDuration();
+  o.retain_for = absl::Nanoseconds(1);
+  auto hub = CaptureHub::Open(o);
+  ASSERT_TRUE(hub.ok()) << hub.status();
+  EXPECT_TRUE(Keys("captures/").empty());
+  EXPECT_TRUE(absl::IsNotFound(remote->catalog().Get("new").status()));
+}
+
 TEST(RemoteCapturesOpenTest, WrongCredentialsAreAClearStartupError) {
   auto rgw = SharedCephRgw();
   ASSERT_TRUE(rgw.ok()) << rgw.status();
