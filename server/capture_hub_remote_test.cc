@@ -529,6 +529,63 @@ TEST_F(RemoteHubTest, RetentionEvictsFromTheCatalogAndTheStore) {
   EXPECT_TRUE(absl::IsNotFound(remote->catalog().Get("new").status()));
 }
 
+// Sealing builds args.bin inside the store where segments hold whole
+// parts (5 MiB and more), uploading only what lies between them; the
+// result is the bytes sent, in order, also after a restart (the pieces
+// are found again from the segments).
+TEST_F(RemoteHubTest, SealingCopiesLargeSegmentsInsideTheStore) {
+  const std::vector<uint64_t> sizes = {6 << 20, 100 << 10, 7 << 20, 1 << 10, (5 << 20) + 4};
+  std::string expected;
+  uint64_t records = 0, offset = 0;
+  auto job = [&](size_t i) {
+    AppendJob j;
+    j.first_record = records;
+    EXPECT_TRUE(j.records.Add(TensorRecord(100 + i).Shape({static_cast<int64_t>(sizes[i] / 4)})
+                                  .BinOffset(offset)).ok());
+    std::string bytes(sizes[i] / 4 * 4, '\0');
+    for (size_t b = 0; b < bytes.size(); b += 4096) bytes[b] = static_cast<char>(i * 31 + b / 4096);
+    expected += bytes;
+    offset += bytes.size();
+    records += 1;
+    j.chunks.push_back(std::move(bytes));
+    return j;
+  };
+  {
+    auto remote = Remote(root_);
+    auto hub = Hub(root_, remote.get());
+    ASSERT_NE(hub, nullptr);
+    auto c = hub->Open(OpenRequest("big"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    for (size_t i = 0; i < 3; ++i) {
+      Waiter w;
+      (*c)->Append(job(i), w.Callback());  // one at a time: a segment each
+      for (const Outcome& s : w.Wait()) ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+  const std::string fresh = root_ + "-fresh";
+  auto remote = Remote(fresh);
+  auto hub = Hub(fresh, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("big", /*resume=*/true));
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (size_t i = 3; i < sizes.size(); ++i) {
+    Waiter w;
+    (*c)->Append(job(i), w.Callback());
+    for (const Outcome& s : w.Wait()) ASSERT_TRUE(s.ok()) << s;
+  }
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  const RemoteCaptures::SealCounters sealed = remote->seal_counters();
+  // Copied: 6 MiB (the first part) and the last 5 MiB (behind a 1 KiB
+  // upload that alone is short, but it follows the 7 MiB upload); the 7 MiB
+  // piece came after a 100 KiB one that a part cannot be cut from alone, so
+  // both were uploaded together.
+  EXPECT_EQ(sealed.copied_bytes, sizes[0] + sizes[4]);
+  EXPECT_EQ(sealed.uploaded_bytes, sizes[1] + sizes[2] + sizes[3]);
+  EXPECT_TRUE(Object("captures/big/args_dump/args.bin") == expected);
+}
+
 TEST(RemoteCapturesOpenTest, WrongCredentialsAreAClearStartupError) {
   auto rgw = SharedCephRgw();
   ASSERT_TRUE(rgw.ok()) << rgw.status();

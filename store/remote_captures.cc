@@ -325,6 +325,10 @@ absl::Status RemoteCaptures::Commit(const std::string& dir, const v1::CaptureInf
       !s.ok()) {
     return failed(s);
   }
+  if (bin_end > state->bin_bytes) {
+    next.bin_pieces.push_back({key, kSegmentHeaderBytes + (journal_end - state->journal_bytes),
+                               bin_end - state->bin_bytes});
+  }
   next.next_seq += 1;
   next.records = records;
   next.journal_bytes = journal_end;
@@ -432,6 +436,10 @@ absl::StatusOr<RemoteCaptures::LiveState> RemoteCaptures::Restore(const std::str
       }
       if (s = WriteAllTo(bfd, bin, bin_path); !s.ok()) break;
     }
+    if (h->bin_bytes > 0) {
+      state.bin_pieces.push_back({seg.object_key, kSegmentHeaderBytes + h->journal_bytes,
+                                  h->bin_bytes});
+    }
     state.records += h->records;
     state.journal_bytes += h->journal_bytes;
     state.bin_bytes += h->bin_bytes;
@@ -487,6 +495,83 @@ absl::Status RemoteCaptures::UploadFile(const std::string& path, const std::stri
   return s;
 }
 
+absl::Status RemoteCaptures::UploadBin(const std::string& path, uint64_t size,
+                                       const LiveState& state, const std::string& key) {
+  constexpr uint64_t kMinPart = 5ull << 20;  // S3's least part but the last
+  uint64_t in_pieces = 0;
+  for (const LiveState::BinPiece& p : state.bin_pieces) in_pieces += p.bytes;
+  uint64_t uploaded = 0;
+  if (!options_.copy_parts || size <= options_.part_bytes || in_pieces != size) {
+    absl::Status s = UploadFile(path, key, &uploaded);
+    std::lock_guard<std::mutex> lock(seal_mu_);
+    seal_counters_.uploaded_bytes += s.ok() ? uploaded : 0;
+    return s;
+  }
+  const std::string& bucket = options_.location.bucket;
+  auto upload = client_->CreateMultipartUpload(bucket, key);
+  if (!upload.ok()) return upload.status();
+  std::vector<s3::CompletedPart> parts;
+  uint64_t copied = 0;
+  std::string body;
+  // Bytes [from, to) of args.bin not copied yet: uploaded from the scratch
+  // file in parts of about part_bytes (never a short one but the last).
+  auto flush = [&](uint64_t from, uint64_t to, bool last) -> absl::Status {
+    while (from < to) {
+      uint64_t n = to - from;
+      if (n > options_.part_bytes + kMinPart || (!last && n > options_.part_bytes && n - options_.part_bytes >= kMinPart)) {
+        n = options_.part_bytes;
+      }
+      if (absl::Status s = ReadRange(path, from, n, &body); !s.ok()) return s;
+      const int number = static_cast<int>(parts.size()) + 1;
+      auto etag = client_->UploadPart(bucket, key, *upload, number, body);
+      if (!etag.ok()) return etag.status();
+      parts.push_back({number, *etag});
+      uploaded += n;
+      from += n;
+    }
+    return absl::OkStatus();
+  };
+  absl::Status s;
+  uint64_t pending = 0, at = 0;  // [pending, at): to upload
+  for (const LiveState::BinPiece& p : state.bin_pieces) {
+    const uint64_t waiting = at - pending;
+    if (p.bytes >= kMinPart && (waiting == 0 || waiting >= kMinPart)) {
+      if (s = flush(pending, at, false); !s.ok()) break;
+      const int number = static_cast<int>(parts.size()) + 1;
+      auto etag = client_->UploadPartCopy(bucket, key, *upload, number, bucket, p.key,
+                                          s3::ByteRange{p.at, p.bytes});
+      if (!etag.ok()) {
+        s = etag.status();
+        break;
+      }
+      parts.push_back({number, *etag});
+      copied += p.bytes;
+      pending = at + p.bytes;
+    }
+    at += p.bytes;
+  }
+  if (s.ok()) s = flush(pending, at, true);
+  if (s.ok()) s = client_->CompleteMultipartUpload(bucket, key, *upload, parts);
+  if (!s.ok()) {
+    client_->AbortMultipartUpload(bucket, key, *upload).IgnoreError();
+    // A store that cannot copy parts (or a segment that went): the bytes
+    // are on the scratch disk all the same.
+    s = UploadFile(path, key, &uploaded);
+    copied = 0;
+  }
+  std::lock_guard<std::mutex> lock(seal_mu_);
+  if (s.ok()) {
+    seal_counters_.copied_bytes += copied;
+    seal_counters_.uploaded_bytes += uploaded;
+  }
+  return s;
+}
+
+RemoteCaptures::SealCounters RemoteCaptures::seal_counters() const {
+  std::lock_guard<std::mutex> lock(seal_mu_);
+  return seal_counters_;
+}
+
 absl::StatusOr<CatalogCapture> RemoteCaptures::Seal(const std::string& dir,
                                                     const v1::CaptureInfo& info,
                                                     const v1::CaptureCounters& counters,
@@ -498,7 +583,9 @@ absl::StatusOr<CatalogCapture> RemoteCaptures::Seal(const std::string& dir,
   FileSize(dir + "/" + kBinName, &has_bin);
   if (has_bin) {
     objects.bin_key = FinalKey(name, kBinName);
-    if (absl::Status s = UploadFile(dir + "/" + kBinName, objects.bin_key, &n); !s.ok()) return s;
+    const std::string path = dir + "/" + kBinName;
+    n = FileSize(path, &has_bin);
+    if (absl::Status s = UploadBin(path, n, state, objects.bin_key); !s.ok()) return s;
     stored += n;
   }
   objects.index_key = FinalKey(name, kIndexName);

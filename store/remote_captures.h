@@ -86,6 +86,11 @@ class RemoteCaptures {
     uint64_t cache_bytes = 1ull << 30;
     // Files larger than this are uploaded in parts of this size.
     uint64_t part_bytes = 16ull << 20;
+    // Sealing builds args.bin from the segments' payload bytes by
+    // server-side copies (UploadPartCopy) where a segment holds at least
+    // a part's minimum (5 MiB), uploading only the rest; off: all of it is
+    // uploaded from the scratch disk.
+    bool copy_parts = true;
   };
   // Checks that the bucket answers with these credentials (a clear error
   // when it does not: wrong keys, no such bucket, store unreachable).
@@ -109,6 +114,13 @@ class RemoteCaptures {
     uint64_t bin_bytes = 0;      // of args.bin, committed
     bool cataloged = false;      // the catalog has its row
     v1::CaptureInfo info;        // as the catalog has it (Restore)
+    // Where args.bin's bytes are in the committed segments, in order.
+    struct BinPiece {
+      std::string key;  // the segment
+      uint64_t at = 0;  // in the segment object
+      uint64_t bytes = 0;
+    };
+    std::vector<BinPiece> bin_pieces;
   };
 
   // One segment: the bytes of `dir`'s args.journal and args.bin past
@@ -175,6 +187,22 @@ class RemoteCaptures {
   RemoteCaptures(std::unique_ptr<s3::S3Client> client, std::unique_ptr<Catalog> catalog,
                  Options options);
   absl::Status UploadFile(const std::string& path, const std::string& key, uint64_t* bytes);
+  // args.bin (`size` bytes at `path`) as `key`: copied part by part from
+  // the segments where they hold a whole part, the rest uploaded.
+  absl::Status UploadBin(const std::string& path, uint64_t size, const LiveState& state,
+                         const std::string& key);
+
+ public:
+  // What sealing moved: bytes copied inside the store and bytes uploaded.
+  struct SealCounters {
+    uint64_t copied_bytes = 0;
+    uint64_t uploaded_bytes = 0;
+  };
+  SealCounters seal_counters() const;
+
+ private:
+  mutable std::mutex seal_mu_;
+  SealCounters seal_counters_;  // guarded by seal_mu_
   std::string SegmentKey(const std::string& name, uint64_t seq, int64_t epoch) const;
 
   std::unique_ptr<s3::S3Client> client_;
