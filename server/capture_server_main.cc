@@ -90,6 +90,10 @@ ABSL_FLAG(bool, s3_virtual_host, false,
           "address the bucket as BUCKET.host (virtual-host style) instead of host/BUCKET");
 ABSL_FLAG(std::string, s3_ca_file, "",
           "PEM file of the CA(s) to trust for an https endpoint (default: the system's)");
+ABSL_FLAG(std::string, s3_retry_deadline, "20s",
+          "how long one request to the store is retried (backoff with jitter) before it "
+          "fails: a segment's commit then fails its appends UNAVAILABLE, and clients resume "
+          "(kept below the clients' 30 s wait for an acknowledgment)");
 ABSL_FLAG(std::string, catalog, "",
           "the PostgreSQL catalog: postgresql://USER[:PASSWORD]@HOST:PORT/DB (empty: libpq's "
           "PG* variables); with --object_store");
@@ -140,6 +144,7 @@ CommandLineSpec CaptureServerSpec() {
       {"http_budget_wait", Quantity::Duration(0, 60 * 1000, "not at all")},
       {"http_send_buffer_bytes", Quantity::Bytes(0, int64_t{64} << 20, "the kernel's sizing")},
       {"cache_bytes", Quantity::Bytes(int64_t{1} << 20, kPiB)},
+      {"s3_retry_deadline", Quantity::Duration(100, 3600 * 1000)},
       {"group_commit_ms", Quantity::Milliseconds(0, 10 * 1000, "commit each append at once")},
       {"group_commit_bytes", Quantity::Bytes(int64_t{4} << 10, int64_t{1} << 30)},
       {"gc_every", Quantity::Duration(0, kCentury, "only at startup")},
@@ -259,6 +264,7 @@ absl::StatusOr<std::unique_ptr<RemoteCaptures>> OpenObjectStore(const CommandLin
   s3.region = absl::GetFlag(FLAGS_s3_region);
   s3.virtual_host_style = absl::GetFlag(FLAGS_s3_virtual_host);
   s3.ca_file = absl::GetFlag(FLAGS_s3_ca_file);
+  s3.retry.total_deadline = absl::ToChronoMilliseconds(line.Duration("s3_retry_deadline"));
   absl::StatusOr<s3::Credentials> credentials = s3::DefaultCredentials(
       absl::GetFlag(FLAGS_s3_credentials_file), absl::GetFlag(FLAGS_s3_profile));
   if (!credentials.ok()) {

@@ -6,6 +6,7 @@
 // store are a capture the reader opens as it is.
 #include <sys/stat.h>
 
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,7 +26,8 @@ namespace {
 
 enum class KillAt { kAfterOpen, kAfterOneBatch, kAfterThreeBatches, kMidBatch, kDuringFinish };
 
-class ObjectStoreKillTest : public ::testing::TestWithParam<KillAt> {
+// A bucket and a database of their own per test, and the server's flags.
+class ObjectStoreServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto rgw = SharedCephRgw();
@@ -33,7 +35,8 @@ class ObjectStoreKillTest : public ::testing::TestWithParam<KillAt> {
     rgw_ = *rgw;
     auto pg = SharedPostgresServer();
     ASSERT_TRUE(pg.ok()) << pg.status();
-    const int at = static_cast<int>(GetParam());
+    static std::atomic<int> serial{0};
+    const int at = serial++;
     auto db = (*pg)->CreateDatabase(absl::StrCat("kill_", at));
     ASSERT_TRUE(db.ok()) << db.status();
     bucket_ = absl::StrCat("kill-", ::getpid(), "-", at);
@@ -69,6 +72,9 @@ class ObjectStoreKillTest : public ::testing::TestWithParam<KillAt> {
   std::unique_ptr<s3::S3Client> client_;
   std::vector<std::string> flags_;
 };
+
+class ObjectStoreKillTest : public ObjectStoreServerTest,
+                            public ::testing::WithParamInterface<KillAt> {};
 
 // Reads the capture's durable records as the server makes them so (a
 // watch answers once a segment is committed) until `records` were seen;
@@ -171,6 +177,49 @@ TEST_P(ObjectStoreKillTest, RestartedOnAnEmptyDiskTheClientResumesToTheUninterru
   EXPECT_EQ(read.entries.size(), 6u * 40 + 300 - 40);
   again.Signal(SIGTERM);
   EXPECT_EQ(again.Wait(), 0);
+}
+
+// The store goes away mid-ingest (its gateway stopped): the server's
+// commit fails after its retries and fails the appends (UNAVAILABLE); the
+// client keeps resuming until the store is back; the capture ends byte for
+// byte the uninterrupted one. Waits on the server's log, not on time.
+TEST_F(ObjectStoreServerTest, AStoreOutageMidIngestLosesNothingAcknowledged) {
+  std::vector<std::string> flags = flags_;
+  flags.push_back("--s3_retry_deadline=1s");
+  ServerProcess server;
+  server.PipeLog();
+  ASSERT_NO_FATAL_FAILURE(server.Start(FreshTempDir("os_outage_root"), "127.0.0.1:0", flags));
+  auto sink = Connect(server.target(), "run");
+  ASSERT_NE(sink, nullptr);
+  uint64_t offset = 0;
+  std::vector<RecordBatch> batches;
+  for (int b = 0; b < 6; ++b) {
+    batches.push_back(MakeBatch(1000 + b * 1000, b == 3 ? 300 : 40, &offset));
+  }
+  for (int b = 0; b < 3; ++b) ASSERT_TRUE(Send(sink.get(), batches[b]).ok());
+  ASSERT_TRUE(rgw_->StopGateway().ok());
+  absl::Status sent;
+  std::thread client([&] {
+    for (int b = 3; b < 6 && sent.ok(); ++b) sent = Send(sink.get(), batches[b]);
+    if (sent.ok()) sent = sink->Finish(v1::CaptureCounters());
+  });
+  const std::string failed = server.WaitForLogLine("could not be committed");
+  EXPECT_NE(failed, "") << "the server ended before a commit failed";
+  ASSERT_TRUE(rgw_->StartGateway().ok());
+  std::thread drain([&] {  // the log pipe must not fill
+    for (std::string line; server.NextLogLine(&line);) {
+    }
+  });
+  client.join();
+  EXPECT_TRUE(sent.ok()) << sent;
+  EXPECT_GE(sink->reconnects(), 1u);
+  EXPECT_EQ(GetCapture(server.target(), "run").state(), v1::CAPTURE_STATE_FINISHED);
+  const std::string local = WriteUninterrupted("os_outage_uninterrupted", batches);
+  EXPECT_TRUE(Stored("args.bin") == ReadFileOrEmpty(local + "/args.bin"));
+  EXPECT_EQ(Stored("args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
+  server.Signal(SIGTERM);
+  EXPECT_EQ(server.Wait(), 0);
+  drain.join();
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryPoint, ObjectStoreKillTest,
