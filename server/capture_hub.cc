@@ -663,17 +663,18 @@ void HubCapture::RunAppend(Job job, CaptureStore& store) {
     }
     return;
   }
-  Watermark w;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (s.ok()) {
-      durable_.records = store.records();
-      durable_.bin_bytes = store.stream_bytes();
-    }
-    w = durable_;
-  }
+  const Watermark w = Durable(store, s.ok());
   job.done(s, w);
   if (s.ok()) NotifyWatchers();
+}
+
+Watermark HubCapture::Durable(const CaptureStore& store, bool advance) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (advance) {
+    durable_.records = store.records();
+    durable_.bin_bytes = store.stream_bytes();
+  }
+  return durable_;
 }
 
 bool HubCapture::QueueEmpty() const {
@@ -682,8 +683,12 @@ bool HubCapture::QueueEmpty() const {
 }
 
 bool HubCapture::CommitPending(CaptureStore& store) {
+  // The whole info (its kernel table may be large) only for the commit
+  // that creates the catalog's row; later ones need its name.
   v1::CaptureInfo info;
-  {
+  if (live_.cataloged) {
+    info.set_name(name_);
+  } else {
     std::lock_guard<std::mutex> lock(mu_);
     info = info_;
   }
@@ -692,15 +697,7 @@ bool HubCapture::CommitPending(CaptureStore& store) {
   std::vector<Unacked> acks;
   acks.swap(unacked_);
   unacked_bytes_ = 0;
-  Watermark w;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (s.ok()) {
-      durable_.records = store.records();
-      durable_.bin_bytes = store.stream_bytes();
-    }
-    w = durable_;
-  }
+  const Watermark w = Durable(store, s.ok());
   if (!s.ok()) {
     needs_restore_ = true;
     Log(absl::StrCat("capture ", name_, ": a segment could not be committed (", s.message(),

@@ -217,6 +217,8 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   absl::Status SealToStore(CaptureStore& store);
   // Whether the queue of jobs is empty now.
   bool QueueEmpty() const;
+  // The durable watermark, moved to `store`'s end first when `advance`.
+  Watermark Durable(const CaptureStore& store, bool advance);
   bool payload_dedup_ = true;  // what a capture rebuilt with no record is created with
   // What reads go to: the live store, or the finished capture's index (a
   // reader keeps its copy alive across the switch).

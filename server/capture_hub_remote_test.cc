@@ -56,11 +56,7 @@ class RemoteHubTest : public ::testing::Test {
   }
 
   std::unique_ptr<s3::S3Client> Client(absl::Duration deadline) {
-    s3::S3ClientOptions o;
-    o.endpoint = rgw_->endpoint();
-    o.region = rgw_->region();
-    o.credentials.access_key_id = rgw_->access_key();
-    o.credentials.secret_access_key = rgw_->secret_key();
+    s3::S3ClientOptions o = rgw_->ClientOptions();
     o.retry.total_deadline = absl::ToChronoMilliseconds(deadline);
     o.retry.max_backoff = std::chrono::milliseconds(200);
     auto c = s3::S3Client::Create(std::move(o));
@@ -593,10 +589,7 @@ TEST(RemoteCapturesOpenTest, WrongCredentialsAreAClearStartupError) {
   ASSERT_NE(pg, nullptr);
   auto db = pg->CreateDatabase("wrong_keys");
   ASSERT_TRUE(db.ok()) << db.status();
-  s3::S3ClientOptions o;
-  o.endpoint = (*rgw)->endpoint();
-  o.region = (*rgw)->region();
-  o.credentials.access_key_id = (*rgw)->access_key();
+  s3::S3ClientOptions o = (*rgw)->ClientOptions();
   o.credentials.secret_access_key = "not-the-secret";
   auto client = s3::S3Client::Create(o);
   ASSERT_TRUE(client.ok());

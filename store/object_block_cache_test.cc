@@ -37,11 +37,7 @@ class ObjectBlockCacheTest : public ::testing::Test {
   void SetUp() override {
     auto rgw = SharedCephRgw();
     ASSERT_TRUE(rgw.ok()) << rgw.status();
-    s3::S3ClientOptions o;
-    o.endpoint = (*rgw)->endpoint();
-    o.region = (*rgw)->region();
-    o.credentials = s3::Credentials{(*rgw)->access_key(), (*rgw)->secret_key(), ""};
-    auto client = s3::S3Client::Create(o);
+    auto client = s3::S3Client::Create((*rgw)->ClientOptions());
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = std::move(client).value();
     ASSERT_TRUE(client_->CreateBucket(kBucket).ok());

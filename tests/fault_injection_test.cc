@@ -85,8 +85,6 @@ void WaitForJournal(const std::string& dir, const std::string& path, uint64_t en
 
 // ---- the server killed at every point of an ingest ---------------------------------
 
-enum class KillAt { kAfterOpen, kAfterOneBatch, kAfterThreeBatches, kMidBatch, kDuringFinish };
-
 class ServerKillTest : public ::testing::TestWithParam<KillAt> {};
 
 // Whatever point the server dies at, the client that keeps going (its
@@ -100,10 +98,8 @@ TEST_P(ServerKillTest, TheClientResumesToTheUninterruptedCapture) {
   const std::string target = server.target();
   auto sink = Connect(target, "run");
   ASSERT_NE(sink, nullptr);
-  uint64_t offset = 0;
-  std::vector<RecordBatch> batches;
-  for (int b = 0; b < 6; ++b) batches.push_back(MakeBatch(1000 + b * 1000, b == 3 ? 300 : 40, &offset));
-  const int before = at == KillAt::kAfterOpen ? 0 : at == KillAt::kAfterOneBatch ? 1 : at == KillAt::kDuringFinish ? 6 : 3;
+  const std::vector<RecordBatch> batches = KillBatches();
+  const int before = BatchesBeforeKill(at);
   for (int b = 0; b < before; ++b) ASSERT_TRUE(Send(sink.get(), batches[b]).ok());
   absl::Status racing;
   std::thread client;
@@ -128,7 +124,7 @@ TEST_P(ServerKillTest, TheClientResumesToTheUninterruptedCapture) {
     EXPECT_TRUE(racing.ok()) << racing;
   }
   if (at != KillAt::kDuringFinish) {
-    for (int b = at == KillAt::kMidBatch ? 4 : before; b < 6; ++b) {
+    for (int b = FirstBatchAfterRestart(at); b < 6; ++b) {
       ASSERT_TRUE(Send(sink.get(), batches[b]).ok()) << b;
     }
     ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());

@@ -24,8 +24,6 @@
 namespace argsdump {
 namespace {
 
-enum class KillAt { kAfterOpen, kAfterOneBatch, kAfterThreeBatches, kMidBatch, kDuringFinish };
-
 // A bucket and a database of their own per test, and the server's flags.
 class ObjectStoreServerTest : public ::testing::Test {
  protected:
@@ -40,12 +38,7 @@ class ObjectStoreServerTest : public ::testing::Test {
     auto db = (*pg)->CreateDatabase(absl::StrCat("kill_", at));
     ASSERT_TRUE(db.ok()) << db.status();
     bucket_ = absl::StrCat("kill-", ::getpid(), "-", at);
-    s3::S3ClientOptions o;
-    o.endpoint = rgw_->endpoint();
-    o.region = rgw_->region();
-    o.credentials.access_key_id = rgw_->access_key();
-    o.credentials.secret_access_key = rgw_->secret_key();
-    auto client = s3::S3Client::Create(o);
+    auto client = s3::S3Client::Create(rgw_->ClientOptions());
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = std::move(client).value();
     ASSERT_TRUE(client_->CreateBucket(bucket_).ok());
@@ -76,10 +69,11 @@ class ObjectStoreServerTest : public ::testing::Test {
 class ObjectStoreKillTest : public ObjectStoreServerTest,
                             public ::testing::WithParamInterface<KillAt> {};
 
-// Reads the capture's durable records as the server makes them so (a
-// watch answers once a segment is committed) until `records` were seen;
-// false when the watch ends first.
-bool WaitForDurable(const std::string& target, const std::string& name, int records) {
+// Watches the capture: its durable records come as the server makes them
+// so (a segment committed), and the watch ends by itself once the capture
+// is sealed. Returns once `records` were seen (true), or the watch ended
+// (false; with records < 0: waits for that).
+bool Watch(const std::string& target, const std::string& name, int records) {
   auto stub = v1::CaptureService::NewStub(
       grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
@@ -89,25 +83,10 @@ bool WaitForDurable(const std::string& target, const std::string& name, int reco
   auto reader = stub->WatchCapture(&ctx, watch);
   v1::WatchCaptureResponse page;
   int seen = 0;
-  while (seen < records && reader->Read(&page)) seen += page.args_size();
+  while ((records < 0 || seen < records) && reader->Read(&page)) seen += page.args_size();
   ctx.TryCancel();
   reader->Finish().IgnoreError();
-  return seen >= records;
-}
-
-// Waits until the capture is sealed: a watch of it ends by itself then.
-void WaitForSealed(const std::string& target, const std::string& name) {
-  auto stub = v1::CaptureService::NewStub(
-      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-  v1::WatchCaptureRequest watch;
-  watch.set_capture(name);
-  auto reader = stub->WatchCapture(&ctx, watch);
-  v1::WatchCaptureResponse page;
-  while (reader->Read(&page)) {
-  }
-  reader->Finish().IgnoreError();
+  return records >= 0 && seen >= records;
 }
 
 TEST_P(ObjectStoreKillTest, RestartedOnAnEmptyDiskTheClientResumesToTheUninterruptedCapture) {
@@ -119,15 +98,8 @@ TEST_P(ObjectStoreKillTest, RestartedOnAnEmptyDiskTheClientResumesToTheUninterru
   const std::string target = server.target();
   auto sink = Connect(target, "run");
   ASSERT_NE(sink, nullptr);
-  uint64_t offset = 0;
-  std::vector<RecordBatch> batches;
-  for (int b = 0; b < 6; ++b) {
-    batches.push_back(MakeBatch(1000 + b * 1000, b == 3 ? 300 : 40, &offset));
-  }
-  const int before = at == KillAt::kAfterOpen       ? 0
-                     : at == KillAt::kAfterOneBatch ? 1
-                     : at == KillAt::kDuringFinish  ? 6
-                                                    : 3;
+  const std::vector<RecordBatch> batches = KillBatches();
+  const int before = BatchesBeforeKill(at);
   for (int b = 0; b < before; ++b) ASSERT_TRUE(Send(sink.get(), batches[b]).ok());
   absl::Status racing;
   std::thread client;
@@ -135,12 +107,12 @@ TEST_P(ObjectStoreKillTest, RestartedOnAnEmptyDiskTheClientResumesToTheUninterru
     // A batch of 300 records in several messages: killed once part of it
     // is committed (the rest may or may not be).
     client = std::thread([&] { racing = Send(sink.get(), batches[3]); });
-    ASSERT_TRUE(WaitForDurable(target, "run", 3 * 40 + 1));
+    ASSERT_TRUE(Watch(target, "run", 3 * 40 + 1));
   } else if (at == KillAt::kDuringFinish) {
     // Killed once the capture is sealed in the store: the client's answer
     // may be lost.
     client = std::thread([&] { racing = sink->Finish(v1::CaptureCounters()); });
-    WaitForSealed(target, "run");
+    Watch(target, "run", -1);
   }
   server.Signal(SIGKILL);
   server.Wait();
@@ -153,7 +125,7 @@ TEST_P(ObjectStoreKillTest, RestartedOnAnEmptyDiskTheClientResumesToTheUninterru
     EXPECT_TRUE(racing.ok()) << racing;
   }
   if (at != KillAt::kDuringFinish) {
-    for (int b = at == KillAt::kMidBatch ? 4 : before; b < 6; ++b) {
+    for (int b = FirstBatchAfterRestart(at); b < 6; ++b) {
       ASSERT_TRUE(Send(sink.get(), batches[b]).ok()) << b;
     }
     ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
@@ -191,11 +163,7 @@ TEST_F(ObjectStoreServerTest, AStoreOutageMidIngestLosesNothingAcknowledged) {
   ASSERT_NO_FATAL_FAILURE(server.Start(FreshTempDir("os_outage_root"), "127.0.0.1:0", flags));
   auto sink = Connect(server.target(), "run");
   ASSERT_NE(sink, nullptr);
-  uint64_t offset = 0;
-  std::vector<RecordBatch> batches;
-  for (int b = 0; b < 6; ++b) {
-    batches.push_back(MakeBatch(1000 + b * 1000, b == 3 ? 300 : 40, &offset));
-  }
+  const std::vector<RecordBatch> batches = KillBatches();
   for (int b = 0; b < 3; ++b) ASSERT_TRUE(Send(sink.get(), batches[b]).ok());
   ASSERT_TRUE(rgw_->StopGateway().ok());
   absl::Status sent;

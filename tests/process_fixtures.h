@@ -179,6 +179,31 @@ inline RecordBatch MakeBatch(uint64_t first_task, int n, uint64_t* offset) {
   return b;
 }
 
+// The points of an ingest a server is killed at, and what its client sends
+// around them: six batches of tasks 1000, 2000, ..., the fourth of 300
+// records (a batch of several messages, killed in the middle of), the
+// others of 40.
+enum class KillAt { kAfterOpen, kAfterOneBatch, kAfterThreeBatches, kMidBatch, kDuringFinish };
+inline std::vector<RecordBatch> KillBatches() {
+  uint64_t offset = 0;
+  std::vector<RecordBatch> batches;
+  for (int b = 0; b < 6; ++b) {
+    batches.push_back(MakeBatch(1000 + b * 1000, b == 3 ? 300 : 40, &offset));
+  }
+  return batches;
+}
+// Batches sent whole before the kill (kMidBatch: then the fourth races it).
+inline int BatchesBeforeKill(KillAt at) {
+  return at == KillAt::kAfterOpen       ? 0
+         : at == KillAt::kAfterOneBatch ? 1
+         : at == KillAt::kDuringFinish  ? 6
+                                        : 3;
+}
+// The first batch the client sends once the server is back.
+inline int FirstBatchAfterRestart(KillAt at) {
+  return at == KillAt::kMidBatch ? 4 : BatchesBeforeKill(at);
+}
+
 inline absl::Status Send(CaptureSink* sink, const RecordBatch& b) {
   return sink->WriteBatch(b.RecordPtrs(), b.PayloadViews());
 }

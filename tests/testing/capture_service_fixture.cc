@@ -29,12 +29,7 @@ bool ObjectStoreBackend() {
 absl::StatusOr<std::unique_ptr<s3::S3Client>> RgwClient() {
   auto rgw = SharedCephRgw();
   if (!rgw.ok()) return rgw.status();
-  s3::S3ClientOptions o;
-  o.endpoint = (*rgw)->endpoint();
-  o.region = (*rgw)->region();
-  o.credentials.access_key_id = (*rgw)->access_key();
-  o.credentials.secret_access_key = (*rgw)->secret_key();
-  return s3::S3Client::Create(std::move(o));
+  return s3::S3Client::Create((*rgw)->ClientOptions());
 }
 
 // Where a root folder's captures go: its bucket and catalog, made on first

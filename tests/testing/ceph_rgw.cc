@@ -18,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tests/testing/shared_instance.h"
 #include "absl/strings/str_split.h"
 
 namespace argsdump {
@@ -232,20 +233,15 @@ CephRgw::~CephRgw() {
   }
 }
 
-absl::StatusOr<CephRgw*> SharedCephRgw() {
-  static std::once_flag once;
-  static std::unique_ptr<CephRgw> shared;  // destroyed at exit: stops the daemons
-  static absl::Status failure;
-  std::call_once(once, [] {
-    auto started = CephRgw::Start();
-    if (started.ok()) {
-      shared = std::move(*started);
-    } else {
-      failure = started.status();
-    }
-  });
-  if (shared == nullptr) return failure;
-  return shared.get();
+s3::S3ClientOptions CephRgw::ClientOptions() const {
+  s3::S3ClientOptions o;
+  o.endpoint = endpoint_;
+  o.region = region_;
+  o.credentials.access_key_id = access_key_;
+  o.credentials.secret_access_key = secret_key_;
+  return o;
 }
+
+absl::StatusOr<CephRgw*> SharedCephRgw() { return SharedInstance<CephRgw>(); }
 
 }  // namespace argsdump

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "s3/s3_client.h"
 #include "tests/testing/child_process.h"
 
 namespace argsdump {
@@ -36,6 +37,8 @@ class CephRgw {
   const std::string& tls_endpoint() const { return tls_endpoint_; }
   const std::string& ca_file() const { return ca_file_; }
   const std::string& dir() const { return dir_; }
+  // A client's options for this gateway: its endpoint, region and keys.
+  s3::S3ClientOptions ClientOptions() const;
 
   // Stops only radosgw (the S3 endpoint goes away; RADOS keeps the objects),
   // and starts it again on the same port, returning once S3 answers. For

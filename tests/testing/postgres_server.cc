@@ -1,7 +1,5 @@
 #include "tests/testing/postgres_server.h"
 
-#include <mutex>
-
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
@@ -25,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "catalog/pg_connection.h"
 #include "tests/testing/child_process.h"
+#include "tests/testing/shared_instance.h"
 #include "tests/testing/temp_dir.h"
 
 extern char** environ;
@@ -345,20 +344,6 @@ std::string PostgresServer::LogTail() const {
   return log.size() > 2000 ? log.substr(log.size() - 2000) : log;
 }
 
-absl::StatusOr<PostgresServer*> SharedPostgresServer() {
-  static std::once_flag once;
-  static std::unique_ptr<PostgresServer> shared;  // destroyed at exit: stops the server
-  static absl::Status failure;
-  std::call_once(once, [] {
-    auto started = PostgresServer::Start();
-    if (started.ok()) {
-      shared = std::move(*started);
-    } else {
-      failure = started.status();
-    }
-  });
-  if (shared == nullptr) return failure;
-  return shared.get();
-}
+absl::StatusOr<PostgresServer*> SharedPostgresServer() { return SharedInstance<PostgresServer>(); }
 
 }  // namespace argsdump
