@@ -617,20 +617,24 @@ std::optional<StatsRow> IndexFile::StatsOf(uint64_t i, absl::Status* error) cons
 }
 
 absl::StatusOr<IndexRange> IndexFile::TaskBounds(uint64_t task_id) const {
-  // The row at i, checked against its column entry (a damaged column or
-  // row sends the search astray only if both agree on the damage).
-  auto task_at = [&](uint64_t i) -> absl::StatusOr<uint64_t> {
-    absl::StatusOr<ManifestRow> row = ReadRow(i, false);
-    if (!row.ok()) return row.status();
-    return row->task_id;
+  // The search reads the task_id column only (8 bytes a row: few blocks of
+  // a ranged index); what it finds is then checked against the rows, which
+  // are what the column is an index of. If row begin - 1 is of a lower
+  // task, row end of a higher one and every row between of this one (the
+  // readers of the range check those), then, the rows being sorted by
+  // task, [begin, end) is the task's range whatever the column holds
+  // elsewhere: a damaged column entry the search stepped on can make it
+  // end elsewhere, but then those checks fail instead.
+  auto column_at = [&](uint64_t i) -> absl::StatusOr<uint64_t> {
+    if (absl::Status s = Need(&task_ids_[i], sizeof(uint64_t)); !s.ok()) return s;
+    return task_ids_[i];
   };
-  // Two binary searches over [0, rows): first >= task_id, first > task_id.
-  // Every probe is checked; the values probed must be ordered as their
-  // positions are (a search over an unordered column gives no answer).
+  // The first row in [lo, hi) whose entry is >= task_id (> when
+  // `strictly`), or hi.
   auto first_not_below = [&](uint64_t lo, uint64_t hi, bool strictly) -> absl::StatusOr<uint64_t> {
     while (lo < hi) {
       const uint64_t mid = lo + (hi - lo) / 2;
-      absl::StatusOr<uint64_t> t = task_at(mid);
+      absl::StatusOr<uint64_t> t = column_at(mid);
       if (!t.ok()) return t.status();
       if (strictly ? *t <= task_id : *t < task_id) {
         lo = mid + 1;
@@ -642,13 +646,31 @@ absl::StatusOr<IndexRange> IndexFile::TaskBounds(uint64_t task_id) const {
   };
   absl::StatusOr<uint64_t> begin = first_not_below(0, rows_, false);
   if (!begin.ok()) return begin.status();
-  absl::StatusOr<uint64_t> end = first_not_below(*begin, rows_, true);
+  // A task has few rows: its end is searched for by doubling steps from
+  // its beginning (the blocks next to it), not over the rest of the index.
+  uint64_t lo = *begin, step = 1;
+  for (;;) {
+    const uint64_t probe = lo + step - 1;
+    if (probe >= rows_) break;
+    absl::StatusOr<uint64_t> t = column_at(probe);
+    if (!t.ok()) return t.status();
+    if (*t > task_id) break;
+    lo = probe + 1;
+    step *= 2;
+  }
+  absl::StatusOr<uint64_t> end = first_not_below(lo, std::min(rows_, lo + step - 1), true);
   if (!end.ok()) return end.status();
   auto out_of_order = [&](uint64_t i) {
     return absl::DataLossError(absl::StrCat("index ", path_, ": the task_id column is out of "
                                             "order at row ", i));
   };
-  // The neighbours are other tasks, on the right sides.
+  // The rows around the range are other tasks, on the right sides (each
+  // checked, and agreeing with its column entry).
+  auto task_at = [&](uint64_t i) -> absl::StatusOr<uint64_t> {
+    absl::StatusOr<ManifestRow> row = ReadRow(i, false);
+    if (!row.ok()) return row.status();
+    return row->task_id;
+  };
   if (*begin > 0) {
     absl::StatusOr<uint64_t> t = task_at(*begin - 1);
     if (!t.ok()) return t.status();

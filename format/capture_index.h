@@ -167,11 +167,11 @@ class IndexFile {
   }
 
   // The rows of `task_id` (empty when it has none, begin then where it
-  // would be), found by binary search and checked as read: each row the
-  // search looks at agrees with its task_id column entry, the rows around
-  // the range belong to other tasks in order, and every row of the range
-  // is one (CheckStoredRow). DataLoss naming the byte otherwise. O(log n)
-  // pages plus the range's.
+  // would be), found by binary search of the task_id column and checked
+  // as read: the rows around the range belong to other tasks in order, and
+  // every row of the range is one (CheckStoredRow) of this task; each
+  // agrees with its column entry. DataLoss naming the byte otherwise.
+  // O(log n) pages of the column plus the range's.
   absl::StatusOr<IndexRange> TaskRows(uint64_t task_id) const;
   // Row `i` (< size()), checked: a row (CheckStoredRow) that agrees with
   // the task_id column. DataLoss naming the byte otherwise.
@@ -207,8 +207,8 @@ class IndexFile {
   // The row of record `record_id` (< size()), from position[] made
   // readable, checked against record_id[] on a ranged index.
   absl::StatusOr<uint64_t> ReadPosition(uint64_t record_id) const;
-  // TaskRows' two binary searches and the check of the rows around the
-  // range, without the check of every row in it (its readers check them).
+  // TaskRows' search and its check of the rows around the range, without
+  // the check of every row in it (its readers check those).
   absl::StatusOr<IndexRange> TaskBounds(uint64_t task_id) const;
   // Its stats row made readable (ranged) and read; nullopt when none.
   absl::StatusOr<std::optional<StatsRow>> ReadStats(uint64_t i) const;

@@ -28,6 +28,9 @@
 #include "benchmark/benchmark.h"
 #include "format/capture_index.h"
 #include "format/record.h"
+#include "s3/s3_client.h"
+#include "store/object_block_cache.h"
+#include "tests/testing/ceph_rgw.h"
 #include "tests/testing/temp_dir.h"
 
 namespace argsdump {
@@ -139,6 +142,200 @@ void BM_LocalTaskWalk(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_LocalTaskWalk);
+
+[[noreturn]] void Die(const absl::Status& s) {
+  std::fprintf(stderr, "%s\n", s.ToString().c_str());
+  std::abort();
+}
+
+// The index in the RGW, put once per process.
+struct Remote {
+  std::unique_ptr<s3::S3Client> client;
+  StoredObject object;
+};
+constexpr char kBucket[] = "ranged-index-benchmark";
+
+Remote& InRgw() {
+  static Remote* remote = [] {
+    auto rgw = SharedCephRgw();
+    if (!rgw.ok()) Die(rgw.status());
+    s3::S3ClientOptions o;
+    o.endpoint = (*rgw)->endpoint();
+    o.region = (*rgw)->region();
+    o.credentials = s3::Credentials{(*rgw)->access_key(), (*rgw)->secret_key(), ""};
+    auto client = s3::S3Client::Create(o);
+    if (!client.ok()) Die(client.status());
+    auto* out = new Remote{std::move(client).value(), {}};
+    if (absl::Status s = out->client->CreateBucket(kBucket); !s.ok()) Die(s);
+    const std::string bytes = ReadFileOrEmpty(Index().path);
+    s3::PutOptions put;
+    put.body_check = s3::PutOptions::BodyCheck::kNone;  // loopback; the size is checked
+    auto etag = out->client->PutObject(kBucket, "bench/args.index", bytes, put);
+    if (!etag.ok()) Die(etag.status());
+    out->object = StoredObject{"bench/args.index", *etag, bytes.size()};
+    return out;
+  }();
+  return *remote;
+}
+
+std::unique_ptr<ObjectBlockCache> NewCache(uint64_t block_bytes) {
+  ObjectBlockCache::Options o;
+  o.block_bytes = block_bytes;
+  o.capacity_bytes = 512 << 20;  // the whole index fits
+  return std::make_unique<ObjectBlockCache>(InRgw().client.get(), kBucket, o);
+}
+
+std::unique_ptr<IndexFile> OpenRanged(ObjectBlockCache* cache) {
+  const StoredObject object = InRgw().object;
+  auto f = IndexFile::OpenRanged(object.key, object.size,
+                                 [cache, object](uint64_t offset, uint64_t size, char* out) {
+                                   return cache->Read(object, offset, size, out);
+                                 });
+  if (!f.ok()) Die(f.status());
+  return std::move(f).value();
+}
+
+// Latencies of the timed operations, reported as p50_ms and p99_ms.
+class Latencies {
+ public:
+  template <typename F>
+  void Time(benchmark::State& state, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    state.SetIterationTime(s);
+    seconds_.push_back(s);
+  }
+  void Report(benchmark::State& state) {
+    if (seconds_.empty()) return;
+    std::sort(seconds_.begin(), seconds_.end());
+    auto at = [&](double q) {
+      return seconds_[std::min(seconds_.size() - 1, static_cast<size_t>(q * seconds_.size()))] *
+             1e3;
+    };
+    state.counters["p50_ms"] = at(0.50);
+    state.counters["p99_ms"] = at(0.99);
+    state.counters["max_ms"] = seconds_.back() * 1e3;
+  }
+
+ private:
+  std::vector<double> seconds_;
+};
+
+QueryPage QueryTask(const IndexFile& f, uint64_t task) {
+  ArgFilter q;
+  q.task_id = task;
+  QueryPage page = f.Query(q, 0, 100, 1000);
+  if (!page.error.ok()) Die(page.error);
+  if (page.hits.size() != kPerTask) Die(absl::InternalError("a task's rows not found"));
+  return page;
+}
+
+void BM_RangedGetOneBlock(benchmark::State& state) {
+  const uint64_t block = state.range(0);
+  Remote& remote = InRgw();
+  std::mt19937_64 rng(3);
+  Latencies latencies;
+  for (auto _ : state) {
+    const uint64_t offset = rng() % (remote.object.size / block) * block;
+    latencies.Time(state, [&] {
+      auto got = remote.client->GetObjectToString(kBucket, remote.object.key,
+                                                  s3::ByteRange{offset, block}, block);
+      if (!got.ok()) Die(got.status());
+      if (got->size() != block) Die(absl::InternalError("short block"));
+    });
+  }
+  latencies.Report(state);
+}
+BENCHMARK(BM_RangedGetOneBlock)
+    ->Arg(64 << 10)
+    ->Arg(1 << 20)
+    ->Iterations(400)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_QueryByTaskCold(benchmark::State& state) {
+  const std::vector<uint64_t>& tasks = Index().tasks;
+  InRgw();
+  std::mt19937_64 rng(5);
+  Latencies latencies;
+  uint64_t requests = 0, fetched = 0;
+  for (auto _ : state) {
+    std::unique_ptr<ObjectBlockCache> cache = NewCache(state.range(0));
+    const uint64_t task = tasks[rng() % tasks.size()];
+    std::unique_ptr<IndexFile> f;
+    latencies.Time(state, [&] {
+      f = OpenRanged(cache.get());
+      QueryTask(*f, task);
+    });
+    requests += cache->counters().misses;
+    fetched += f->fetched_bytes();
+  }
+  latencies.Report(state);
+  state.counters["requests"] = static_cast<double>(requests) / state.iterations();
+  state.counters["fetched_kib"] = static_cast<double>(fetched) / state.iterations() / 1024;
+}
+BENCHMARK(BM_QueryByTaskCold)
+    ->Arg(64 << 10)
+    ->Arg(1 << 20)
+    ->Iterations(200)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_QueryByTaskWarmCache(benchmark::State& state) {
+  const std::vector<uint64_t>& tasks = Index().tasks;
+  std::unique_ptr<ObjectBlockCache> cache = NewCache(state.range(0));
+  {
+    // Every block into the cache.
+    const StoredObject& object = InRgw().object;
+    std::string block(state.range(0), '\0');
+    for (uint64_t at = 0; at < object.size; at += block.size()) {
+      const uint64_t n = std::min<uint64_t>(block.size(), object.size - at);
+      if (absl::Status s = cache->Read(object, at, n, block.data()); !s.ok()) Die(s);
+    }
+  }
+  const uint64_t misses = cache->counters().misses;
+  std::mt19937_64 rng(5);
+  Latencies latencies;
+  for (auto _ : state) {
+    const uint64_t task = tasks[rng() % tasks.size()];
+    latencies.Time(state, [&] { QueryTask(*OpenRanged(cache.get()), task); });
+  }
+  latencies.Report(state);
+  state.counters["requests"] =
+      static_cast<double>(cache->counters().misses - misses) / state.iterations();
+}
+BENCHMARK(BM_QueryByTaskWarmCache)
+    ->Arg(64 << 10)
+    ->Arg(1 << 20)
+    ->Iterations(2000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_QueryByTaskWarm(benchmark::State& state) {
+  const std::vector<uint64_t>& tasks = Index().tasks;
+  std::unique_ptr<ObjectBlockCache> cache = NewCache(state.range(0));
+  std::unique_ptr<IndexFile> f = OpenRanged(cache.get());
+  std::vector<uint64_t> asked;
+  for (size_t i = 0; i < 64; ++i) asked.push_back(tasks[i * 3803 % tasks.size()]);
+  for (uint64_t task : asked) QueryTask(*f, task);
+  const uint64_t misses = cache->counters().misses;
+  Latencies latencies;
+  size_t i = 0;
+  for (auto _ : state) {
+    latencies.Time(state, [&] { QueryTask(*f, asked[i++ % asked.size()]); });
+  }
+  latencies.Report(state);
+  state.counters["requests"] =
+      static_cast<double>(cache->counters().misses - misses) / state.iterations();
+  state.counters["fetched_kib"] = static_cast<double>(f->fetched_bytes()) / 1024;
+}
+BENCHMARK(BM_QueryByTaskWarm)
+    ->Arg(64 << 10)
+    ->Iterations(20000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace argsdump
