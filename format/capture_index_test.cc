@@ -32,13 +32,15 @@ struct Capture {
   StatsTable stats;
 };
 
-Capture MakeCapture(uint64_t tasks) {
+uint64_t EvenTask(uint64_t n) { return 0x100000000ull + n * 5; }
+
+Capture MakeCapture(uint64_t tasks, uint64_t (*task_id)(uint64_t) = EvenTask) {
   Capture c;
   for (uint64_t n = 0; n < tasks; ++n) {
     const uint64_t t = n * 7919 % tasks;  // 7919 is prime: a permutation
     for (uint32_t a = 0; a < 3; ++a) {
       ManifestRow r;
-      r.task_id = 0x100000000ull + t * 5;
+      r.task_id = task_id(t);
       r.arg_index = a;
       r.stage = a < 2 ? v1::STAGE_BEFORE_DISPATCH : v1::STAGE_AFTER_COMPLETION;
       r.role = a < 2 ? v1::ROLE_INPUT : v1::ROLE_OUTPUT;
@@ -174,7 +176,7 @@ class RangedIndexTest : public ::testing::Test {
     ASSERT_GT(blocks_, 60u);
   }
 
-  uint64_t task(uint64_t n) const { return 0x100000000ull + n * 5; }
+  uint64_t task(uint64_t n) const { return EvenTask(n); }
 
   Capture capture_;
   MemoryStore store_;
@@ -294,6 +296,38 @@ TEST_F(RangedIndexTest, QueryByTaskReadsLogarithmicallyManyBlocks) {
   const int reads = store_.total_reads();
   ExpectSameHits(f->Query(q, 0, 100, 1000).hits, page.hits);
   EXPECT_EQ(store_.total_reads(), reads);
+}
+
+// Task ids far from evenly spread (the interpolation's guesses are poor):
+// the same answers, still O(log n) blocks.
+uint64_t SkewedTask(uint64_t n) {
+  if (n == 6999) return uint64_t{1} << 62;  // one far outlier
+  return n < 3500 ? 2 * n : 1000000 + n * n * n;
+}
+
+TEST(RangedIndexSkewTest, UnevenTaskIdsAnswerAsTheLocalIndexInFewBlocks) {
+  const Capture capture = MakeCapture(7000, SkewedTask);
+  auto [path, bytes] = Write("skewed.index", capture);
+  auto local = IndexFile::Open(path);
+  ASSERT_TRUE(local.ok()) << local.status();
+  const uint64_t blocks = (bytes.size() + kBlock - 1) / kBlock;
+  const int log_blocks = static_cast<int>(std::ceil(std::log2(blocks)));
+  for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{3499}, uint64_t{3500}, uint64_t{5000},
+                     uint64_t{6998}, uint64_t{6999}}) {
+    for (uint64_t t : {SkewedTask(n), SkewedTask(n) + 1}) {
+      MemoryStore store;
+      store.bytes = bytes;
+      auto f = OpenRanged(&store);
+      ASSERT_NE(f, nullptr);
+      ArgFilter q;
+      q.task_id = t;
+      const QueryPage page = f->Query(q, 0, 100, 1000);
+      ASSERT_TRUE(page.error.ok()) << page.error;
+      ExpectSameHits(page.hits, (*local)->Query(q, 0, 100, 1000).hits);
+      EXPECT_EQ(page.hits.size(), t == SkewedTask(n) ? 3u : 0u) << t;
+      EXPECT_LE(store.total_reads(), 2 * log_blocks + 6) << t << " of " << blocks << " blocks";
+    }
+  }
 }
 
 TEST_F(RangedIndexTest, ThreadsFetchEachBlockOnce) {
