@@ -182,6 +182,7 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::OpenRanged(std::string nam
   f->map_bytes_ = size;
   f->path_ = std::move(name);
   f->read_ = std::move(read);
+  f->ranged_ = true;
   const uint64_t blocks = (size + kRangedBlockBytes - 1) / kRangedBlockBytes;
   f->block_state_.reset(new std::atomic<uint8_t>[blocks]);
   for (uint64_t b = 0; b < blocks; ++b) f->block_state_[b].store(kEmpty, std::memory_order_relaxed);
@@ -355,7 +356,7 @@ IndexRange IndexFile::RowsToLook(const ArgFilter& query, uint64_t from) const {
 
 QueryPage IndexFile::Query(const ArgFilter& query, uint64_t from, size_t limit,
                            size_t budget) const {
-  if (read_) return RangedQuery(query, from, limit, budget);
+  if (ranged_) return RangedQuery(query, from, limit, budget);
   QueryPage page;
   const IndexRange range = RowsToLook(query, from);
   uint64_t i = range.begin, end = range.end;
@@ -409,7 +410,7 @@ QueryPage IndexFile::RangedQuery(const ArgFilter& query, uint64_t from, size_t l
 
 std::optional<ManifestRow> IndexFile::RecordById(uint64_t record_id, absl::Status* error) const {
   if (record_id >= rows_) return std::nullopt;
-  if (!read_) return row(position_[record_id]);
+  if (!ranged_) return row(position_[record_id]);
   absl::StatusOr<uint64_t> position = ReadPosition(record_id);
   absl::StatusOr<ManifestRow> r =
       position.ok() ? ReadRow(*position, true) : absl::StatusOr<ManifestRow>(position.status());
@@ -512,7 +513,7 @@ uint64_t IndexFile::RangedRecordIdAt(uint64_t i, absl::Status* error) const {
 std::vector<QueryHit> IndexFile::ByArrival(const ArgFilter& query, uint64_t from, uint64_t to,
                                            absl::Status* error) const {
   std::vector<QueryHit> hits;
-  if (!read_) {
+  if (!ranged_) {
     for (uint64_t id = from; id < std::min(to, rows_); ++id) {
       const ManifestRow r = row(position_[id]);
       if (query.Matches(r, stats(position_[id]))) hits.push_back(QueryHit{id, r});
@@ -545,7 +546,7 @@ absl::StatusOr<ManifestRow> IndexFile::ReadRow(uint64_t i, bool with_stats) cons
   const char* present = stats_at_ == nullptr ? nullptr
                                              : reinterpret_cast<const char*>(stats_at_ + i) +
                                                    offsetof(StatsRow, present);
-  if (read_) {
+  if (ranged_) {
     absl::Status s = Need(raw, row_bytes_);
     if (s.ok()) s = Need(&task_ids_[i], sizeof(uint64_t));
     if (s.ok() && with_stats && present != nullptr) s = Need(present, 1);
@@ -578,7 +579,7 @@ absl::StatusOr<uint64_t> IndexFile::ReadRecordId(uint64_t i) const {
 }
 
 absl::StatusOr<uint64_t> IndexFile::ReadPosition(uint64_t record_id) const {
-  if (!read_) return position_[record_id];
+  if (!ranged_) return position_[record_id];
   if (absl::Status s = Need(&position_[record_id], sizeof(uint32_t)); !s.ok()) return s;
   const uint64_t position = position_[record_id];
   auto bad = [&] {

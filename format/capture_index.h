@@ -156,13 +156,13 @@ class IndexFile {
   // index's shorter row (or any row of a ranged index) into `scratch`.
   const ManifestRow* NextMatch(const ArgFilter& query, uint64_t* position,
                                ManifestRow* scratch, absl::Status* error = nullptr) const {
-    if (read_) return RangedNextMatch(query, position, scratch, error);
+    if (ranged_) return RangedNextMatch(query, position, scratch, error);
     return LocalNextMatch(query, position, scratch);
   }
   // The record id (arrival sequence) of row `i` (< size()). On a ranged
   // index, fetched and checked (< size()); size() on failure.
   uint64_t RecordIdAt(uint64_t i, absl::Status* error = nullptr) const {
-    if (read_) return RangedRecordIdAt(i, error);
+    if (ranged_) return RangedRecordIdAt(i, error);
     return record_id_[i];
   }
 
@@ -188,7 +188,7 @@ class IndexFile {
   // a local index; for a ranged one, fetches the blocks not fetched yet
   // (the reader's error, named, when a fetch fails).
   absl::Status Need(uint64_t offset, uint64_t size) const {
-    if (!read_) return absl::OkStatus();
+    if (!ranged_) return absl::OkStatus();
     return Fetch(offset, size);
   }
   absl::Status Need(const void* p, uint64_t size) const {
@@ -233,6 +233,7 @@ class IndexFile {
   }
   void* map_ = nullptr;
   size_t map_bytes_ = 0;
+  bool ranged_ = false;  // read_ is set: the hot paths test this, next to what they read
   uint64_t rows_ = 0;
   const char* rows_at_ = nullptr;
   uint32_t row_bytes_ = sizeof(ManifestRow);  // kIndexRowBytesV2 in a version 2 file
