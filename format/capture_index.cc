@@ -169,6 +169,14 @@ absl::StatusOr<std::unique_ptr<IndexFile>> IndexFile::OpenRanged(std::string nam
   if (size < sizeof(IndexHeader)) {
     return absl::DataLossError(absl::StrCat("index ", name, ": shorter than its header"));
   }
+  // 2^32 rows of the widest layout after the largest info and counters.
+  constexpr uint64_t kLargest = sizeof(IndexHeader) + (uint64_t{2} << 24) + 8 +
+                                (uint64_t{1} << 32) * (sizeof(ManifestRow) + 2 * sizeof(uint32_t) +
+                                                       sizeof(uint64_t) + sizeof(StatsRow));
+  if (size > kLargest) {
+    return absl::DataLossError(
+        absl::StrCat("index ", name, ": ", size, " bytes, more than any index holds"));
+  }
   // Address space only: pages hold memory once a fetched block is written
   // to them.
   void* map = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,

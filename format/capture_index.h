@@ -137,8 +137,9 @@ class IndexFile {
 
   // Matches in manifest order from position `from`, at most `limit` of them,
   // looking at no more than `budget` rows (then `next` says where to go on).
-  // With a task_id, only that task's rows are looked at (binary search;
-  // checked as TaskRows does on a ranged index). Failures in page.error.
+  // With a task_id, only that task's rows are looked at (a search of the
+  // task_id column; checked as TaskRows does on a ranged index). Failures
+  // in page.error.
   QueryPage Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget) const;
   // The row of a record id; nullopt when out of range.
   std::optional<ManifestRow> RecordById(uint64_t record_id,
@@ -149,7 +150,8 @@ class IndexFile {
   // Record ids [from, to) in arrival order, filtered (WatchCapture replay).
   std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to,
                                   absl::Status* error = nullptr) const;
-  // For walks over every row (kEveryRow: the rows were checked at Open):
+  // For walks over every row (kEveryRow: the rows were checked at Open; a
+  // ranged index checks each as it reads it, TaskRows' way for a task):
   // the first row at or after `*position` that `query` matches, its
   // position put in `*position`; null (and size()) when there is none. The
   // row is read in place (valid while the IndexFile is), or from an older
@@ -167,11 +169,12 @@ class IndexFile {
   }
 
   // The rows of `task_id` (empty when it has none, begin then where it
-  // would be), found by binary search of the task_id column and checked
-  // as read: the rows around the range belong to other tasks in order, and
-  // every row of the range is one (CheckStoredRow) of this task; each
-  // agrees with its column entry. DataLoss naming the byte otherwise.
-  // O(log n) pages of the column plus the range's.
+  // would be), found by a search of the task_id column (interpolating:
+  // task ids are counters) and checked as read: the rows around the range
+  // belong to other tasks in order, and every row of the range is one
+  // (CheckStoredRow) of this task; each agrees with its column entry.
+  // DataLoss naming the byte otherwise. O(log n) pages of the column (a
+  // few when task ids are spread evenly) plus the range's.
   absl::StatusOr<IndexRange> TaskRows(uint64_t task_id) const;
   // Row `i` (< size()), checked: a row (CheckStoredRow) that agrees with
   // the task_id column. DataLoss naming the byte otherwise.

@@ -439,6 +439,12 @@ TEST_F(RangedIndexTest, AStoreThatServesLessThanTheIndexIsAnError) {
   EXPECT_TRUE(absl::IsDataLoss(wrong.status())) << wrong.status();
   auto tiny = IndexFile::OpenRanged("mem/tiny", 10, short_store.Reader());
   EXPECT_TRUE(absl::IsDataLoss(tiny.status())) << tiny.status();
+  // A size no index has (a damaged catalog row): refused before anything
+  // is reserved or read.
+  const int reads = short_store.total_reads();
+  auto huge = IndexFile::OpenRanged("mem/huge", uint64_t{1} << 60, short_store.Reader());
+  EXPECT_TRUE(absl::IsDataLoss(huge.status())) << huge.status();
+  EXPECT_EQ(short_store.total_reads(), reads);
 }
 
 TEST_F(RangedIndexTest, DamagedBytesAreDataLossNamingTheByte) {
