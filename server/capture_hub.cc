@@ -316,13 +316,21 @@ QueryPage HubCapture::Query(const ArgFilter& query, uint64_t from, size_t limit,
   if (live != nullptr) *live = store != nullptr;
   if (store) return store->Query(query, from, limit, budget);
   if (index) return index->Query(query, from, limit, budget);
-  return QueryPage();
+  QueryPage page;
+  page.error = IndexError();
+  return page;
 }
 
-std::optional<ManifestRow> HubCapture::RecordById(uint64_t record_id) const {
+absl::Status HubCapture::IndexError() const {
+  if (!InStore()) return absl::OkStatus();
+  return StoreIndex().status();
+}
+
+std::optional<ManifestRow> HubCapture::RecordById(uint64_t record_id, absl::Status* error) const {
   const auto [store, index] = Sources();
   if (store) return store->RecordById(record_id);
-  if (index) return index->RecordById(record_id);
+  if (index) return index->RecordById(record_id, error);
+  if (error != nullptr) *error = IndexError();
   return std::nullopt;
 }
 
@@ -345,10 +353,11 @@ absl::StatusOr<QueryHit> HubCapture::HitById(uint64_t record_id) const {
 }
 
 std::vector<QueryHit> HubCapture::ByArrival(const ArgFilter& query, uint64_t from,
-                                         uint64_t to) const {
+                                         uint64_t to, absl::Status* error) const {
   const auto [store, index] = Sources();
   if (store) return store->ByArrival(query, from, to);
-  if (index) return index->ByArrival(query, from, to);
+  if (index) return index->ByArrival(query, from, to, error);
+  if (error != nullptr) *error = IndexError();
   return {};
 }
 
@@ -781,9 +790,8 @@ absl::Status HubCapture::SealToStore(CaptureStore& store) {
                                                ": cannot seal it in the object store (",
                                                row.status().message(), "); retry"));
   }
-  // The index as written moves into the cache: nothing is downloaded.
-  absl::StatusOr<std::shared_ptr<IndexFile>> index =
-      remote_->OpenIndex(*row, dir_ + "/" + kIndexName);
+  // Served from the store at once: its index opened ranged.
+  absl::StatusOr<std::shared_ptr<IndexFile>> index = remote_->OpenIndex(*row);
   {
     std::lock_guard<std::mutex> lock(mu_);
     row_ = *std::move(row);

@@ -129,11 +129,14 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   // or a task's rows) or the finished capture's index (manifest order).
   QueryPage Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget,
                   bool* live = nullptr) const;
-  std::optional<ManifestRow> RecordById(uint64_t record_id) const;
+  // A capture in an object store may fail to read its index: `error` (if
+  // given) gets why (Query: QueryPage::error), and the answer is empty.
+  std::optional<ManifestRow> RecordById(uint64_t record_id, absl::Status* error = nullptr) const;
   // GetArg: the record with its stats and (finished) manifest index;
   // NotFound past the durable records, DataLoss for a damaged index row.
   absl::StatusOr<QueryHit> HitById(uint64_t record_id) const;
-  std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to) const;
+  std::vector<QueryHit> ByArrival(const ArgFilter& query, uint64_t from, uint64_t to,
+                                  absl::Status* error = nullptr) const;
   // args.bin on the scratch disk (local captures, live ones in an object
   // store); empty for a capture whose bytes are in the object store.
   std::string bin_path() const;
@@ -200,6 +203,8 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   };
   // In the object store, finished: serves from it (the row says where).
   bool InStore() const;
+  // Why a capture in the store has no index to read (OK otherwise).
+  absl::Status IndexError() const;
   // What the capture takes where it is kept (disk, or the object store),
   // and when it finished (for retention).
   uint64_t StoredBytes() const;

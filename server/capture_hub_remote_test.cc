@@ -77,7 +77,6 @@ class RemoteHubTest : public ::testing::Test {
     RemoteCaptures::Options o;
     o.location.bucket = bucket_;
     o.location.prefix = "captures/";
-    o.cache_dir = root + "/.index-cache";
     auto remote = RemoteCaptures::Open(Client(deadline), std::move(catalog).value(), o);
     EXPECT_TRUE(remote.ok()) << remote.status();
     return remote.ok() ? std::move(remote).value() : nullptr;
@@ -359,6 +358,61 @@ TEST_F(RemoteHubTest, DamagedObjectsAreDataLossNamingTheKey) {
   EXPECT_TRUE(absl::StrContains(read.message(), bin_key)) << read;
 }
 
+// A finished capture's index is read from the store block by block as
+// queries need it: damage inside it is DataLoss when a query reaches it
+// (never a wrong answer), and a store that is away is UNAVAILABLE until it
+// is back, for the same capture.
+TEST_F(RemoteHubTest, TheIndexIsReadByRangesAndItsFailuresAreTheQuerysAnswer) {
+  for (const char* name : {"scarred", "faraway"}) {
+    auto remote = Remote(root_);
+    auto hub = Hub(root_, remote.get());
+    ASSERT_NE(hub, nullptr);
+    auto c = hub->Open(OpenRequest(name));
+    ASSERT_TRUE(c.ok()) << c.status();
+    uint64_t records = 0, offset = 0, task = 0;
+    for (const Outcome& s : AppendAll(**c, {200, 200}, &records, &offset, &task)) {
+      ASSERT_TRUE(s.ok()) << s;
+    }
+    Waiter done;
+    (*c)->Finish({}, done.Callback());
+    for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  }
+  const std::string key = "captures/scarred/args_dump/args.index";
+  std::string index = Object(key);
+  for (size_t i = index.size() / 2; i < index.size() / 2 + 256; ++i) index[i] = '\xff';
+  ASSERT_TRUE(Client(absl::Seconds(60))->PutObject(bucket_, key, index).ok());
+
+  const std::string fresh = root_ + "-fresh";
+  auto remote = Remote(fresh, absl::Seconds(2));
+  auto hub = Hub(fresh, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto scarred = hub->Find("scarred");
+  ASSERT_TRUE(scarred.ok()) << scarred.status();  // its header is whole
+  ArgFilter all;
+  QueryPage page = (*scarred)->Query(all, 0, 1000, 1000000);
+  EXPECT_EQ(page.error.code(), absl::StatusCode::kDataLoss) << page.error;
+  EXPECT_TRUE(page.hits.empty());
+  EXPECT_TRUE(absl::StrContains(page.error.message(), key)) << page.error;
+
+  auto faraway = hub->Find("faraway");  // opened: its header read
+  ASSERT_TRUE(faraway.ok()) << faraway.status();
+  ASSERT_TRUE(rgw_->StopGateway().ok());
+  page = (*faraway)->Query(all, 0, 1000, 1000000);
+  EXPECT_EQ(page.error.code(), absl::StatusCode::kUnavailable) << page.error;
+  absl::Status unread;
+  EXPECT_FALSE((*faraway)->RecordById(399, &unread).has_value());
+  EXPECT_EQ(unread.code(), absl::StatusCode::kUnavailable) << unread;
+  ASSERT_TRUE(rgw_->StartGateway().ok());
+  page = (*faraway)->Query(all, 0, 1000, 1000000);
+  EXPECT_TRUE(page.error.ok()) << page.error;
+  EXPECT_EQ(page.hits.size(), 800u);
+  ArgFilter by_task;
+  by_task.task_id = 250;
+  page = (*faraway)->Query(by_task, 0, 10, 1000);
+  ASSERT_EQ(page.hits.size(), 2u);
+  EXPECT_EQ(page.hits[0].row.task_id, 250u);
+}
+
 TEST_F(RemoteHubTest, ADamagedSegmentLeavesTheCaptureDamagedNotLost) {
   {
     auto remote = Remote(root_);
@@ -599,7 +653,6 @@ TEST(RemoteCapturesOpenTest, WrongCredentialsAreAClearStartupError) {
   ASSERT_TRUE(catalog.ok()) << catalog.status();
   RemoteCaptures::Options ro;
   ro.location.bucket = "any-bucket";
-  ro.cache_dir = TempPath("wrong_keys_cache");
   auto remote = RemoteCaptures::Open(std::move(client).value(), std::move(catalog).value(), ro);
   ASSERT_FALSE(remote.ok());
   EXPECT_TRUE(absl::StrContains(remote.status().message(), "s3://any-bucket/")) << remote.status();

@@ -285,7 +285,6 @@ absl::StatusOr<std::unique_ptr<RemoteCaptures>> OpenObjectStore(const CommandLin
   }
   RemoteCaptures::Options options;
   options.location = *std::move(location);
-  options.cache_dir = absl::GetFlag(FLAGS_root) + "/.index-cache";
   options.cache_bytes = static_cast<uint64_t>(line.Quantity("cache_bytes"));
   return RemoteCaptures::Open(*std::move(client), *std::move(catalog), std::move(options));
 }

@@ -165,7 +165,12 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
       End(capture.status());
       return;
     }
-    auto row = (*capture)->RecordById(request->record_id());
+    absl::Status unread;
+    auto row = (*capture)->RecordById(request->record_id(), &unread);
+    if (!unread.ok()) {
+      End(unread);
+      return;
+    }
     if (!row) {
       End(absl::NotFoundError(absl::StrCat("capture ", request->capture(), " has no record ",
                                            request->record_id(), " (",
@@ -363,7 +368,12 @@ class WatchReactor : public grpc::ServerWriteReactor<v1::WatchCaptureResponse> {
     const Watermark w = capture_->durable();
     while (cursor_ < w.records) {
       const uint64_t to = std::min(w.records, cursor_ + kWatchScan);
-      std::vector<QueryHit> hits = capture_->ByArrival(query_, cursor_, to);
+      absl::Status unread;
+      std::vector<QueryHit> hits = capture_->ByArrival(query_, cursor_, to, &unread);
+      if (!unread.ok()) {
+        EndLocked(unread);
+        return;
+      }
       cursor_ = to;
       if (hits.empty()) continue;
       response_.Clear();
@@ -579,6 +589,10 @@ grpc::ServerUnaryReactor* CaptureServiceImpl::QueryArgs(grpc::CallbackServerCont
   io_.Run([c, q, start, limit, response, reactor] {
     bool live = false;
     const QueryPage page = c->Query(q, start.position, limit, kQueryBudget, &live);
+    if (!page.error.ok()) {
+      reactor->Finish(ToGrpcStatus(page.error));
+      return;
+    }
     if (start.live && *start.live != live) {
       // A live capture's positions mean nothing in its manifest order.
       reactor->Finish(ToGrpcStatus(absl::AbortedError(

@@ -53,16 +53,18 @@ auto PairKey(const ManifestRow& r) {
 
 // A capture's rows matching `q`, in pairing order (arrival order among
 // equal keys). Rows only: 136 bytes a record, never payloads.
-std::vector<QueryHit> SortedRows(const HubCapture& c, const std::optional<ArgFilter>& q) {
+absl::StatusOr<std::vector<QueryHit>> SortedRows(const HubCapture& c,
+                                                 const std::optional<ArgFilter>& q) {
   std::vector<QueryHit> rows;
   if (!q) return rows;  // the capture has no such kernel: nothing matches
-  ScanRows(
+  absl::Status scanned = ScanRows(
       c, *q,
       [&](const QueryHit& h) {
         rows.push_back(h);
         rows.back().stats.reset();
       },
       [&] { rows.clear(); });
+  if (!scanned.ok()) return scanned;
   std::sort(rows.begin(), rows.end(), [](const QueryHit& a, const QueryHit& b) {
     return std::make_tuple(PairKey(a.row), a.record_id) <
            std::make_tuple(PairKey(b.row), b.record_id);
@@ -344,24 +346,27 @@ class SortedSide {
 // order (task_id, stage, arg_index, role, ...) is pairing order when steps
 // never go down as task ids go up and no two rows share a key, as in a
 // capture of tasks whose ids grow with their steps; unordered() says when
-// a row breaks that, and the rank is walked again sorted.
+// a row breaks that, and the rank is walked again sorted. So does a row an
+// index in an object store could not read: the sorted walk's scan answers
+// with the error.
 class IndexSide {
  public:
   IndexSide(const IndexFile& index, const ArgFilter& q) : index_(index), q_(q) {
-    row_ = index_.NextMatch(q_, &position_, &scratch_);
+    row_ = index_.NextMatch(q_, &position_, &scratch_, &error_);
   }
   bool done() const { return row_ == nullptr; }
   const ManifestRow& row() const { return *row_; }
-  uint64_t record_id() const { return index_.RecordIdAt(position_); }
+  uint64_t record_id() const { return index_.RecordIdAt(position_, &error_); }
   void Advance() {
     const auto before = PairKey(*row_);
     ++position_;
-    row_ = index_.NextMatch(q_, &position_, &scratch_);
+    row_ = index_.NextMatch(q_, &position_, &scratch_, &error_);
     if (row_ != nullptr && !(before < PairKey(*row_))) unordered_ = true;
   }
-  bool unordered() const { return unordered_; }
+  bool unordered() const { return unordered_ || !error_.ok(); }
 
  private:
+  mutable absl::Status error_;
   const IndexFile& index_;
   const ArgFilter& q_;
   uint64_t position_ = 0;
@@ -429,6 +434,11 @@ absl::StatusOr<RankOutcome> Walk(const RankPair& p, ActualSide& a, ReferenceSide
     a.Advance();
     g.Advance();
   }
+  if (a.unordered() || g.unordered()) {  // a side ended on a row it could not read
+    out = RankOutcome();
+    out.unordered = true;
+    return out;
+  }
   // A divergence (or a payload that cannot be read) is the first in
   // pairing order only if no later row of either side belongs before it
   // (or shares its key): the rest of both sides is checked for order, rows
@@ -466,7 +476,11 @@ absl::StatusOr<RankOutcome> CompareRank(const RankPair& p, const v1::ArgFilter& 
     absl::StatusOr<RankOutcome> r = Walk(p, a, g, t, stopped);
     if (!r.ok() || !r->unordered) return r;
   }
-  SortedSide a(SortedRows(*p.actual, aq)), g(SortedRows(*p.reference, gq));
+  absl::StatusOr<std::vector<QueryHit>> actual = SortedRows(*p.actual, aq);
+  if (!actual.ok()) return actual.status();
+  absl::StatusOr<std::vector<QueryHit>> reference = SortedRows(*p.reference, gq);
+  if (!reference.ok()) return reference.status();
+  SortedSide a(*std::move(actual)), g(*std::move(reference));
   return Walk(p, a, g, t, stopped);
 }
 

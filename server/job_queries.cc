@@ -186,11 +186,12 @@ struct RankSteps {
   std::map<uint32_t, v1::JobGridCell> cells;
   bool capped = false;
   uint32_t last_step = 0;
+  absl::Status error;  // the rank's index could not be read
 };
 
 RankSteps CountSteps(const HubCapture& c, uint32_t limit) {
   RankSteps out;
-  ScanRows(
+  out.error = ScanRows(
       c, ArgFilter(),
       [&](const QueryHit& h) {
         const ManifestRow& row = h.row;
@@ -239,7 +240,7 @@ std::optional<ArgFilter> ResolvedFilter(const HubCapture& c, const v1::ArgFilter
   return std::nullopt;
 }
 
-void ScanRows(const HubCapture& c, const ArgFilter& q,
+absl::Status ScanRows(const HubCapture& c, const ArgFilter& q,
               const std::function<void(const QueryHit&)>& each,
               const std::function<void()>& restart) {
   for (;;) {
@@ -249,6 +250,7 @@ void ScanRows(const HubCapture& c, const ArgFilter& q,
     for (;;) {
       bool live = false;
       QueryPage page = c.Query(q, from, kScanPage, kScanBudget, &live);
+      if (!page.error.ok()) return page.error;
       if (was_live && *was_live != live) {
         again = true;
         break;
@@ -258,7 +260,7 @@ void ScanRows(const HubCapture& c, const ArgFilter& q,
       if (!page.next) break;
       from = *page.next;
     }
-    if (!again) return;
+    if (!again) return absl::OkStatus();
     restart();
   }
 }
@@ -307,7 +309,7 @@ absl::StatusOr<v1::QueryJobResponse> JobQueries::QueryJob(
     resolved = true;
     SmallestArgs of_rank(limit + 1);
     const uint32_t r = rank;
-    ScanRows(
+    absl::Status scanned = ScanRows(
         *c, *q,
         [&](const QueryHit& h) {
           const JobArgKey key = KeyOf(r, h);
@@ -315,6 +317,7 @@ absl::StatusOr<v1::QueryJobResponse> JobQueries::QueryJob(
           of_rank.Offer(key, h);
         },
         [&] { of_rank.Clear(); });
+    if (!scanned.ok()) return scanned;
     for (auto& [key, hit] : of_rank.Take()) page.Offer(key, hit);
   }
   if (!resolved) return unresolved;
@@ -345,9 +348,10 @@ absl::StatusOr<v1::FirstNonfiniteResponse> JobQueries::FirstNonfinite(
     q->has_nonfinite = true;
     SmallestArgs of_rank(1);
     const uint32_t r = rank;
-    ScanRows(
+    absl::Status scanned = ScanRows(
         *c, *q, [&](const QueryHit& h) { of_rank.Offer(KeyOf(r, h), h); },
         [&] { of_rank.Clear(); });
+    if (!scanned.ok()) return scanned;
     for (auto& [key, hit] : of_rank.Take()) first.Offer(key, hit);
   }
   if (!resolved) return unresolved;
@@ -385,6 +389,7 @@ absl::StatusOr<v1::JobGrid> JobQueries::GetJobGrid(const v1::GetJobGridRequest& 
   std::set<uint32_t> steps;
   for (const auto& [rank, c] : *ranks) {
     RankSteps r = CountSteps(*c, limit);
+    if (!r.error.ok()) return r.error;
     out.set_steps_capped(out.steps_capped() || r.capped);
     for (const auto& [step, cell] : r.cells) steps.insert(step);
     counted.emplace(rank, std::move(r));

@@ -32,8 +32,10 @@ std::optional<ArgFilter> ResolvedFilter(const HubCapture& c, const v1::ArgFilter
 
 // Calls `each` for every row of `c` that `q` matches, a page at a time. A
 // capture that finishes during the scan (its positions change from arrival
-// to manifest order) is scanned again from its index, `restart` first.
-void ScanRows(const HubCapture& c, const ArgFilter& q,
+// to manifest order) is scanned again from its index, `restart` first. An
+// index that cannot be read (an object store's) ends the scan with its
+// error.
+absl::Status ScanRows(const HubCapture& c, const ArgFilter& q,
               const std::function<void(const QueryHit&)>& each,
               const std::function<void()>& restart);
 

@@ -212,7 +212,12 @@ absl::StatusOr<SegmentHeader> ParseSegment(absl::string_view object, absl::strin
 
 RemoteCaptures::RemoteCaptures(std::unique_ptr<s3::S3Client> client,
                                std::unique_ptr<Catalog> catalog, Options options)
-    : client_(std::move(client)), catalog_(std::move(catalog)), options_(std::move(options)) {}
+    : client_(std::move(client)), catalog_(std::move(catalog)), options_(std::move(options)) {
+  ObjectBlockCache::Options blocks;
+  blocks.block_bytes = IndexFile::kRangedBlockBytes;
+  blocks.capacity_bytes = std::max<uint64_t>(options_.cache_bytes / 2, blocks.block_bytes);
+  blocks_ = std::make_unique<ObjectBlockCache>(client_.get(), options_.location.bucket, blocks);
+}
 
 RemoteCaptures::~RemoteCaptures() = default;
 
@@ -229,21 +234,6 @@ absl::StatusOr<std::unique_ptr<RemoteCaptures>> RemoteCaptures::Open(
     return absl::Status(listed.status().code(),
                         absl::StrCat("object store s3://", options.location.bucket, "/",
                                      options.location.prefix, ": ", listed.status().message()));
-  }
-  if (options.cache_dir.empty()) {
-    return absl::InvalidArgumentError("object store: no folder for the index cache");
-  }
-  if (absl::Status s = CreateDirectories(options.cache_dir); !s.ok()) return s;
-  // What an earlier run cached is not known to be whole: start empty.
-  if (DIR* d = ::opendir(options.cache_dir.c_str())) {
-    std::vector<std::string> stale;
-    while (struct dirent* e = ::readdir(d)) {
-      if (absl::EndsWith(e->d_name, ".index") || absl::EndsWith(e->d_name, ".part")) {
-        stale.push_back(options.cache_dir + "/" + e->d_name);
-      }
-    }
-    ::closedir(d);
-    for (const std::string& f : stale) ::unlink(f.c_str());
   }
   return std::unique_ptr<RemoteCaptures>(
       new RemoteCaptures(std::move(client), std::move(catalog), std::move(options)));
@@ -621,11 +611,12 @@ absl::StatusOr<CatalogCapture> RemoteCaptures::Seal(const std::string& dir,
 }
 
 absl::StatusOr<std::shared_ptr<IndexFile>> RemoteCaptures::OpenIndex(
-    const CatalogCapture& capture, const std::string& local_index) {
+    const CatalogCapture& capture) {
   const std::string& key = capture.objects.index_key;
+  const std::string& name = capture.info.name();
   if (key.empty()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("capture ", capture.info.name(), " has no index object (live)"));
+        absl::StrCat("capture ", name, " has no index object (live)"));
   }
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
@@ -637,72 +628,54 @@ absl::StatusOr<std::shared_ptr<IndexFile>> RemoteCaptures::OpenIndex(
     }
     ++cache_counters_.misses;
   }
-  std::string path;
-  {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    path = absl::StrCat(options_.cache_dir, "/", ++cache_serial_, ".index");
-  }
-  uint64_t bytes = 0;
-  bool moved = false;
-  if (!local_index.empty() && ::rename(local_index.c_str(), path.c_str()) == 0) {
-    moved = true;
-  }
-  if (!moved) {
-    const std::string part = path + ".part";
-    const int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      return absl::UnavailableError(absl::StrCat("cannot create ", part, ": ", std::strerror(errno)));
+  // Its size and ETag, which every block read is checked against.
+  absl::StatusOr<s3::ObjectInfo> head = client_->HeadObject(options_.location.bucket, key);
+  if (!head.ok()) {
+    if (absl::IsNotFound(head.status())) {
+      return absl::DataLossError(
+          absl::StrCat("capture ", name, ": its index object ", key, " is missing"));
     }
-    auto got = client_->GetObject(options_.location.bucket, key, {},
-                                  [&](std::string_view chunk) {
-                                    bytes += chunk.size();
-                                    return WriteAllTo(fd, absl::string_view(chunk.data(), chunk.size()), part);
-                                  });
-    ::close(fd);
-    if (!got.ok() || ::rename(part.c_str(), path.c_str()) != 0) {
-      ::unlink(part.c_str());
-      if (!got.ok() && absl::IsNotFound(got.status())) {
-        return absl::DataLossError(absl::StrCat("capture ", capture.info.name(),
-                                                ": its index object ", key, " is missing"));
-      }
-      return got.ok() ? absl::UnavailableError(absl::StrCat("cannot rename ", part))
-                      : got.status();
-    }
+    return head.status();
   }
-  auto index = IndexFile::Open(path, IndexChecks::kEveryRow);
+  const StoredObject object{key, head->etag, head->size};
+  ObjectBlockCache* blocks = blocks_.get();
+  absl::StatusOr<std::unique_ptr<IndexFile>> index = IndexFile::OpenRanged(
+      key, object.size,
+      [blocks, object](uint64_t offset, uint64_t size, char* out) {
+        return blocks->Read(object, offset, size, out);
+      });
   if (!index.ok()) {
-    ::unlink(path.c_str());
-    return absl::DataLossError(absl::StrCat("capture ", capture.info.name(), ": index object ",
-                                            key, ": ", index.status().message()));
+    const absl::Status& s = index.status();
+    if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) return s;
+    return absl::DataLossError(absl::StrCat("capture ", name, ": ", s.message()));
   }
-  bool exists = false;
-  bytes = FileSize(path, &exists);
-  // Unlinked now: the mapping holds the bytes for as long as a reader
-  // holds the index; the cache counts them until it lets go.
-  ::unlink(path.c_str());
   std::shared_ptr<IndexFile> shared = std::move(index).value();
   std::lock_guard<std::mutex> lock(cache_mu_);
   auto it = cache_.find(key);
-  if (it != cache_.end()) {  // another thread cached it meanwhile
+  if (it != cache_.end()) {  // another thread opened it meanwhile
     lru_.splice(lru_.begin(), lru_, it->second.lru);
     return it->second.index;
   }
   lru_.push_front(key);
-  cache_[key] = Cached{path, bytes, shared, lru_.begin()};
-  cache_counters_.bytes += bytes;
+  cache_[key] = Cached{shared, lru_.begin()};
   EvictLocked();
   return shared;
 }
 
 void RemoteCaptures::EvictLocked() {
-  // The most recent entry stays, however large.
-  while (cache_counters_.bytes > options_.cache_bytes && lru_.size() > 1) {
+  // What the open indexes hold grows as they are read: counted now. The
+  // most recent stays, however large.
+  uint64_t bytes = 0;
+  for (const auto& [key, cached] : cache_) bytes += cached.index->fetched_bytes();
+  const uint64_t room = std::max<uint64_t>(options_.cache_bytes / 2, 1);
+  while (bytes > room && lru_.size() > 1) {
     auto it = cache_.find(lru_.back());
-    cache_counters_.bytes -= it->second.bytes;
+    bytes -= std::min(bytes, it->second.index->fetched_bytes());
     ++cache_counters_.evictions;
     cache_.erase(it);
     lru_.pop_back();
   }
+  cache_counters_.bytes = bytes;
 }
 
 RemoteCaptures::CacheCounters RemoteCaptures::cache_counters() const {
@@ -749,7 +722,6 @@ absl::StatusOr<uint64_t> RemoteCaptures::Delete(const std::string& name) {
     std::lock_guard<std::mutex> lock(cache_mu_);
     auto it = cache_.find(key);
     if (it != cache_.end()) {
-      cache_counters_.bytes -= it->second.bytes;
       lru_.erase(it->second.lru);
       cache_.erase(it);
     }

@@ -46,6 +46,7 @@
 #include "format/capture_index.h"
 #include "proto/argsdump/v1/capture.pb.h"
 #include "s3/s3_client.h"
+#include "store/object_block_cache.h"
 
 namespace argsdump {
 
@@ -80,9 +81,9 @@ class RemoteCaptures {
  public:
   struct Options {
     ObjectStoreUri location;
-    // Finished captures' indexes downloaded here (a folder of the server's
-    // scratch disk), at most this many bytes, least recently used evicted.
-    std::string cache_dir;
+    // Finished captures' indexes are read by ranged GETs of 64 KiB blocks,
+    // kept in memory up to this many bytes (half for the blocks, half for
+    // the indexes open), least recently used let go first.
     uint64_t cache_bytes = 1ull << 30;
     // Files larger than this are uploaded in parts of this size.
     uint64_t part_bytes = 16ull << 20;
@@ -148,12 +149,12 @@ class RemoteCaptures {
                                       const v1::CaptureCounters& counters, uint64_t bin_bytes,
                                       const LiveState& state);
 
-  // A finished capture's index, through the local cache (downloaded whole
-  // on a miss, checked every row). `local_index` (when not empty): a file
-  // holding the same bytes, moved into the cache instead of downloading
-  // (the sealing server's own).
-  absl::StatusOr<std::shared_ptr<IndexFile>> OpenIndex(const CatalogCapture& capture,
-                                                       const std::string& local_index = "");
+  // A finished capture's index, opened ranged (IndexFile::OpenRanged: its
+  // header read now, the rest block by block as queries read it, every row
+  // checked as read) over the block cache, and kept open while the cache
+  // has room. DataLoss naming the key for a missing, short or damaged
+  // object; FailedPrecondition when it changed under a reader.
+  absl::StatusOr<std::shared_ptr<IndexFile>> OpenIndex(const CatalogCapture& capture);
   // Bytes [offset, offset + size) of a finished capture's args.bin, ranged
   // GETs streamed to `on_chunk`. DataLoss naming the key and byte when the
   // object is shorter.
@@ -175,6 +176,8 @@ class RemoteCaptures {
   // multipart uploads older than `min_age` aborted.
   absl::StatusOr<GarbageReport> CollectGarbage(absl::Duration min_age);
 
+  // Indexes open: found open, opened, let go for room; the bytes the open
+  // ones hold.
   struct CacheCounters {
     uint64_t hits = 0;
     uint64_t misses = 0;
@@ -209,19 +212,18 @@ class RemoteCaptures {
   std::unique_ptr<Catalog> catalog_;
   const Options options_;
 
-  // The index cache: by object key (the object's ETag checked on a miss).
+  // The indexes open, by object key; their blocks come through blocks_
+  // (keyed by key, ETag and size: a changed object is never mixed in).
   struct Cached {
-    std::string path;
-    uint64_t bytes = 0;
     std::shared_ptr<IndexFile> index;
     std::list<std::string>::iterator lru;
   };
   void EvictLocked();
+  std::unique_ptr<ObjectBlockCache> blocks_;
   mutable std::mutex cache_mu_;
   std::map<std::string, Cached> cache_;  // guarded by cache_mu_
   std::list<std::string> lru_;           // most recent first; guarded by cache_mu_
   CacheCounters cache_counters_;         // guarded by cache_mu_
-  uint64_t cache_serial_ = 0;            // guarded by cache_mu_
 };
 
 }  // namespace argsdump

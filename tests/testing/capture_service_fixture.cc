@@ -68,7 +68,6 @@ absl::StatusOr<std::unique_ptr<RemoteCaptures>> OpenRemote(const std::string& ro
   RemoteCaptures::Options o;
   o.location.bucket = home->bucket;
   o.location.prefix = kPrefix;
-  o.cache_dir = root + "/.index-cache";
   return RemoteCaptures::Open(*std::move(client), *std::move(catalog), std::move(o));
 }
 
