@@ -578,6 +578,23 @@ absl::StatusOr<S3Client::Response> S3Client::Execute(Request& request,
 
 // ------------------------------------------------------------ operations
 
+// How the store can check a body: its SHA-256 signed, or Content-MD5 with
+// an unsigned payload, or neither.
+void S3Client::CheckBody(PutOptions::BodyCheck check, Request* request) {
+  switch (check) {
+    case PutOptions::BodyCheck::kSignedSha256:
+      request->payload_hash = Sha256Hex(request->body);
+      break;
+    case PutOptions::BodyCheck::kContentMd5:
+      request->payload_hash = std::string(kUnsignedPayload);
+      request->headers.emplace_back("content-md5", Md5Base64(request->body));
+      break;
+    case PutOptions::BodyCheck::kNone:
+      request->payload_hash = std::string(kUnsignedPayload);
+      break;
+  }
+}
+
 absl::StatusOr<std::string> S3Client::PutObject(const std::string& bucket,
                                                 const std::string& key, std::string_view body,
                                                 const PutOptions& options) {
@@ -586,18 +603,7 @@ absl::StatusOr<std::string> S3Client::PutObject(const std::string& bucket,
   request.bucket = bucket;
   request.key = key;
   request.body = body;
-  switch (options.body_check) {
-    case PutOptions::BodyCheck::kSignedSha256:
-      request.payload_hash = Sha256Hex(body);
-      break;
-    case PutOptions::BodyCheck::kContentMd5:
-      request.payload_hash = std::string(kUnsignedPayload);
-      request.headers.emplace_back("content-md5", Md5Base64(body));
-      break;
-    case PutOptions::BodyCheck::kNone:
-      request.payload_hash = std::string(kUnsignedPayload);
-      break;
-  }
+  CheckBody(options.body_check, &request);
   if (options.if_none_match) request.headers.emplace_back("if-none-match", "*");
   if (!options.content_type.empty()) request.headers.emplace_back("content-type", options.content_type);
   auto response = Execute(request, nullptr);
@@ -760,14 +766,15 @@ absl::StatusOr<std::string> S3Client::CreateMultipartUpload(const std::string& b
 absl::StatusOr<std::string> S3Client::UploadPart(const std::string& bucket,
                                                  const std::string& key,
                                                  const std::string& upload_id, int part_number,
-                                                 std::string_view body) {
+                                                 std::string_view body,
+                                                 PutOptions::BodyCheck check) {
   Request request;
   request.method = "PUT";
   request.bucket = bucket;
   request.key = key;
   request.query = {{"partNumber", absl::StrCat(part_number)}, {"uploadId", upload_id}};
   request.body = body;
-  request.payload_hash = Sha256Hex(body);
+  CheckBody(check, &request);
   auto response = Execute(request, nullptr);
   if (!response.ok()) return response.status();
   std::string etag = response->Header("etag");

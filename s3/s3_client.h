@@ -128,10 +128,12 @@ class S3Client {
 
   absl::StatusOr<std::string> CreateMultipartUpload(const std::string& bucket,
                                                     const std::string& key);
-  // The part's ETag (parts but the last are >= 5 MiB on S3).
-  absl::StatusOr<std::string> UploadPart(const std::string& bucket, const std::string& key,
-                                         const std::string& upload_id, int part_number,
-                                         std::string_view body);
+  // The part's ETag (parts but the last are >= 5 MiB on S3); `check` as
+  // PutObject's.
+  absl::StatusOr<std::string> UploadPart(
+      const std::string& bucket, const std::string& key, const std::string& upload_id,
+      int part_number, std::string_view body,
+      PutOptions::BodyCheck check = PutOptions::BodyCheck::kSignedSha256);
   // Server-side copy of `source_key` (a range of it, when given) as a part.
   absl::StatusOr<std::string> UploadPartCopy(const std::string& bucket, const std::string& key,
                                              const std::string& upload_id, int part_number,
@@ -178,6 +180,7 @@ class S3Client {
   // The Host header and the decoded path of a bucket and key, by addressing style.
   std::pair<std::string, std::string> HostAndPath(const std::string& bucket,
                                                   const std::string& key) const;
+  static void CheckBody(PutOptions::BodyCheck check, Request* request);
   void* AcquireHandle();
   void ReleaseHandle(void* handle);
 

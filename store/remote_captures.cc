@@ -50,16 +50,14 @@ uint32_t SegmentCrc(const char* header, absl::string_view journal, absl::string_
   return Crc32c(crc, bin.data(), bin.size());
 }
 
-// Bytes [offset, offset + size) of the file at `path`.
-absl::Status ReadRange(const std::string& path, uint64_t offset, uint64_t size,
-                       std::string* out) {
-  out->resize(size);
+// Bytes [offset, offset + size) of the file at `path`, into `out`.
+absl::Status ReadRangeInto(const std::string& path, uint64_t offset, uint64_t size, char* out) {
   if (size == 0) return absl::OkStatus();
   auto fd = OpenRegularFile(path);
   if (!fd.ok()) return fd.status();
   uint64_t got = 0;
   while (got < size) {
-    const ssize_t r = ::pread(*fd, &(*out)[got], size - got, static_cast<off_t>(offset + got));
+    const ssize_t r = ::pread(*fd, out + got, size - got, static_cast<off_t>(offset + got));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) break;
     got += static_cast<uint64_t>(r);
@@ -69,6 +67,12 @@ absl::Status ReadRange(const std::string& path, uint64_t offset, uint64_t size,
     return absl::DataLossError(absl::StrCat(path, " ends before byte ", offset + size));
   }
   return absl::OkStatus();
+}
+
+absl::Status ReadRange(const std::string& path, uint64_t offset, uint64_t size,
+                       std::string* out) {
+  out->resize(size);
+  return ReadRangeInto(path, offset, size, out->data());
 }
 
 absl::Status WriteAllTo(int fd, absl::string_view bytes, const std::string& path) {
@@ -262,68 +266,62 @@ absl::Status RemoteCaptures::Commit(const std::string& dir, const v1::CaptureInf
                                                    ": a commit cannot go back"));
   }
   if (records == state->records) return absl::OkStatus();  // nothing new
-  std::string journal, bin;
-  if (absl::Status s = ReadRange(dir + "/" + kJournalName, state->journal_bytes,
-                                 journal_end - state->journal_bytes, &journal);
+  // The object: its header (written last, over the body's checksum), the
+  // journal's new bytes and args.bin's, read straight into place.
+  const uint64_t journal_bytes = journal_end - state->journal_bytes;
+  const uint64_t bin_bytes = bin_end - state->bin_bytes;
+  std::string object(kSegmentHeaderBytes + journal_bytes + bin_bytes, '\0');
+  char* body = object.data() + kSegmentHeaderBytes;
+  if (absl::Status s = ReadRangeInto(dir + "/" + kJournalName, state->journal_bytes,
+                                     journal_bytes, body);
       !s.ok()) {
     return s;
   }
-  if (absl::Status s =
-          ReadRange(dir + "/" + kBinName, state->bin_bytes, bin_end - state->bin_bytes, &bin);
+  if (absl::Status s = ReadRangeInto(dir + "/" + kBinName, state->bin_bytes, bin_bytes,
+                                     body + journal_bytes);
       !s.ok()) {
     return s;
   }
-  LiveState next = *state;
-  if (!next.cataloged) {
+  // On an error the row, when this commit made it, stays: the capture is
+  // live with what was committed before, which a restore takes as it is.
+  if (!state->cataloged) {
     auto created = catalog_->CreateCapture(info, CapturePrefix(info.name()));
     if (!created.ok()) return created.status();
-    next.epoch = created->epoch;
-    next.cataloged = true;
+    state->epoch = created->epoch;
+    state->cataloged = true;
   }
   SegmentHeader h;
   h.first_record = state->records;
   h.records = records - state->records;
   h.journal_offset = state->journal_bytes;
   h.bin_offset = state->bin_bytes;
-  std::string object = EncodeSegmentHeader(h, journal, bin);
-  object.reserve(object.size() + journal.size() + bin.size());
-  object += journal;
-  object += bin;
-  journal.clear();
-  bin.clear();
-  const std::string key = SegmentKey(info.name(), next.next_seq, next.epoch);
+  const absl::string_view journal(body, journal_bytes), bin(body + journal_bytes, bin_bytes);
+  const std::string header = EncodeSegmentHeader(h, journal, bin);
+  std::memcpy(object.data(), header.data(), kSegmentHeaderBytes);
+  const std::string key = SegmentKey(info.name(), state->next_seq, state->epoch);
   s3::PutOptions put;
   put.body_check = s3::PutOptions::BodyCheck::kContentMd5;
-  // On an error the row, when this commit made it, stays: the capture is
-  // live with what was committed before, which a restore takes as it is.
-  auto failed = [&](absl::Status s) {
-    state->epoch = next.epoch;
-    state->cataloged = next.cataloged;
-    return s;
-  };
   if (auto etag = client_->PutObject(options_.location.bucket, key, object, put); !etag.ok()) {
-    return failed(etag.status());
+    return etag.status();
   }
   CatalogSegment segment;
-  segment.seq = next.next_seq;
+  segment.seq = state->next_seq;
   segment.object_key = key;
   segment.first_record = state->records;
   segment.record_count = records - state->records;
   segment.bytes = object.size();
-  if (absl::Status s = catalog_->CommitSegment(info.name(), next.epoch, segment, records,
+  if (absl::Status s = catalog_->CommitSegment(info.name(), state->epoch, segment, records,
                                                journal_end, counters);
       !s.ok()) {
-    return failed(s);
+    return s;
   }
-  if (bin_end > state->bin_bytes) {
-    next.bin_pieces.push_back({key, kSegmentHeaderBytes + (journal_end - state->journal_bytes),
-                               bin_end - state->bin_bytes});
+  if (bin_bytes > 0) {
+    state->bin_pieces.push_back({key, kSegmentHeaderBytes + journal_bytes, bin_bytes});
   }
-  next.next_seq += 1;
-  next.records = records;
-  next.journal_bytes = journal_end;
-  next.bin_bytes = bin_end;
-  *state = std::move(next);
+  state->next_seq += 1;
+  state->records = records;
+  state->journal_bytes = journal_end;
+  state->bin_bytes = bin_end;
   return absl::OkStatus();
 }
 
@@ -472,7 +470,8 @@ absl::Status RemoteCaptures::UploadFile(const std::string& path, const std::stri
     s = ReadRange(path, at, n, &body);
     if (!s.ok()) break;
     const int number = static_cast<int>(parts.size()) + 1;
-    auto etag = client_->UploadPart(bucket, key, *upload, number, body);
+    auto etag = client_->UploadPart(bucket, key, *upload, number, body,
+                                    s3::PutOptions::BodyCheck::kContentMd5);
     if (!etag.ok()) {
       s = etag.status();
       break;
@@ -513,7 +512,8 @@ absl::Status RemoteCaptures::UploadBin(const std::string& path, uint64_t size,
       }
       if (absl::Status s = ReadRange(path, from, n, &body); !s.ok()) return s;
       const int number = static_cast<int>(parts.size()) + 1;
-      auto etag = client_->UploadPart(bucket, key, *upload, number, body);
+      auto etag = client_->UploadPart(bucket, key, *upload, number, body,
+                                      s3::PutOptions::BodyCheck::kContentMd5);
       if (!etag.ok()) return etag.status();
       parts.push_back({number, *etag});
       uploaded += n;

@@ -127,9 +127,10 @@ class RemoteCaptures {
   // One segment: the bytes of `dir`'s args.journal and args.bin past
   // `state`'s up to (journal_end, bin_end), holding records up to
   // `records`, uploaded and then committed; `state` moves on. The first
-  // commit of a capture creates its catalog row from `info`. On an error
-  // `state` is as it was; whether the catalog took the segment is then
-  // unknown (Restore tells).
+  // commit of a capture creates its catalog row from `info` (later ones
+  // read only its name). On an error `state` keeps its watermark (a row this
+  // commit created stays, with its epoch); whether the catalog took the
+  // segment is then unknown (Restore tells).
   absl::Status Commit(const std::string& dir, const v1::CaptureInfo& info,
                       const v1::CaptureCounters& counters, uint64_t records,
                       uint64_t journal_end, uint64_t bin_end, LiveState* state);

@@ -85,12 +85,7 @@ double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
 
 std::unique_ptr<s3::S3Client> NewClient() {
   CephRgw* rgw = Must(SharedCephRgw(), "Ceph RGW");
-  s3::S3ClientOptions o;
-  o.endpoint = rgw->endpoint();
-  o.region = rgw->region();
-  o.credentials.access_key_id = rgw->access_key();
-  o.credentials.secret_access_key = rgw->secret_key();
-  return Must(s3::S3Client::Create(std::move(o)), "S3 client");
+  return Must(s3::S3Client::Create(rgw->ClientOptions()), "S3 client");
 }
 
 constexpr char kPrefix[] = "captures/";
@@ -129,7 +124,6 @@ class StoreServer {
     RemoteCaptures::Options ro;
     ro.location.bucket = home.bucket;
     ro.location.prefix = kPrefix;
-    ro.cache_dir = root_ + "/.index-cache";
     Must(CreateDirectories(root_), root_);
     remote_ = Must(RemoteCaptures::Open(NewClient(), Must(Catalog::Open(co), "catalog"), ro),
                    "object store");
