@@ -1425,7 +1425,9 @@ absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::
       return absl::FailedPreconditionError(absl::StrCat(
           "capture ", name, " is live; finish it first (FinishCapture), then delete it"));
     }
-    if (it->second->InStore()) {
+    // A capture the store's segments could not rebuild (damaged) is in
+    // the catalog all the same: deleted there, not only here.
+    if (it->second->InStore() || (options_.remote != nullptr && !it->second->damage_.ok())) {
       UnlistRankLocked(*it->second);
       in_store = std::move(it->second);
       captures_.erase(it);

@@ -440,6 +440,52 @@ TEST_F(RemoteHubTest, ADamagedSegmentLeavesTheCaptureDamagedNotLost) {
   EXPECT_EQ(Keys("captures/torn/segments/").size(), segments.size());
 }
 
+// A capture that cannot be rebuilt from the store is deleted there as a
+// local damaged one is from the disk: its row and its segments go, it does
+// not come back after a restart, and its name can be taken again.
+TEST_F(RemoteHubTest, DeletingADamagedCaptureRemovesItFromTheStore) {
+  {
+    auto remote = Remote(root_);
+    auto hub = Hub(root_, remote.get());
+    ASSERT_NE(hub, nullptr);
+    auto c = hub->Open(OpenRequest("torn"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    uint64_t records = 0, offset = 0, task = 0;
+    for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  }
+  std::vector<std::string> segments = Keys("captures/torn/segments/");
+  ASSERT_FALSE(segments.empty());
+  std::string seg = Object(segments[0]);
+  seg[seg.size() - 1] ^= 1;
+  ASSERT_TRUE(Client(absl::Seconds(60))->PutObject(bucket_, segments[0], seg).ok());
+  {
+    const std::string fresh = root_ + "-fresh";
+    auto remote = Remote(fresh);
+    auto hub = Hub(fresh, remote.get());
+    ASSERT_NE(hub, nullptr);
+    ASSERT_TRUE(absl::IsDataLoss(hub->Find("torn").status())) << hub->Find("torn").status();
+    auto freed = hub->Delete("torn", "deleted by the test");
+    ASSERT_TRUE(freed.ok()) << freed.status();
+    EXPECT_TRUE(absl::IsNotFound(remote->catalog().Get("torn").status()));
+    EXPECT_TRUE(Keys("captures/torn/").empty());
+    // The name is free: a new capture of it commits and finishes.
+    auto c = hub->Open(OpenRequest("torn"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    uint64_t records = 0, offset = 0, task = 0;
+    for (const Outcome& s : AppendAll(**c, {1}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+    Waiter done;
+    (*c)->Finish({}, done.Callback());
+    for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  }
+  const std::string third = root_ + "-third";
+  auto remote = Remote(third);
+  auto hub = Hub(third, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto found = hub->Find("torn");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ((*found)->Summary().records(), 2u);
+}
+
 TEST_F(RemoteHubTest, DeleteRemovesTheRowAndTheObjectsAndGarbageCollectionTheOrphans) {
   auto remote = Remote(root_);
   auto hub = Hub(root_, remote.get());

@@ -444,7 +444,13 @@ absl::StatusOr<RemoteCaptures::LiveState> RemoteCaptures::Restore(const std::str
         state.journal_bytes, " journal bytes; the catalog committed ", row->committed_records,
         " and ", row->committed_bytes));
   }
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    // What was written is not the capture: nothing of it is left (a new
+    // capture of the name, once this one is deleted, starts on a clean folder).
+    ::unlink(journal_path.c_str());
+    ::unlink(bin_path.c_str());
+    return s;
+  }
   return state;
 }
 

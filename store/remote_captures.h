@@ -138,7 +138,8 @@ class RemoteCaptures {
   // out) and writes `dir`'s args.journal and args.bin as its committed
   // segments say, replacing what is there. NotFound when the catalog has
   // no such capture, FailedPrecondition when it finished, DataLoss naming
-  // the key and byte for a damaged or missing segment.
+  // the key and byte for a damaged or missing segment; on an error `dir`
+  // holds neither file.
   absl::StatusOr<LiveState> Restore(const std::string& name, const std::string& dir);
 
   // Uploads `dir`'s finished files (args.bin, args.index, the manifest),
