@@ -1436,6 +1436,14 @@ absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::
   if (in_store != nullptr) {
     // The catalog row first (the name is free once it goes), then the objects.
     absl::StatusOr<uint64_t> freed = options_.remote->Delete(name);
+    if (!freed.ok() && !absl::IsNotFound(freed.status())) {
+      // The catalog did not take it (or its answer was lost: asked again,
+      // it says NotFound): the capture stays listed and served meanwhile.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (captures_.emplace(name, in_store).second) ListRankLocked(*in_store);
+      Log(absl::StrCat("capture ", name, " not deleted: ", freed.status().message()));
+      return freed;
+    }
     Log(absl::StrCat("capture ", name, " ", why, " (",
                      freed.ok() ? absl::StrCat(*freed, " bytes in the object store")
                                 : std::string(freed.status().message()),

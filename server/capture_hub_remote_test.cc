@@ -313,6 +313,34 @@ TEST_F(RemoteHubTest, ACatalogRestartFailsAppendsUntilItIsBack) {
   ExpectSameAsLocal("pg", {2, 4});
 }
 
+// A deletion the catalog could not take leaves the capture as it was:
+// listed and served once the catalog is back, and deleted when asked again.
+TEST_F(RemoteHubTest, ADeletionTheCatalogRefusedLeavesTheCaptureServed) {
+  auto remote = Remote(root_, absl::Seconds(2));
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("kept"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(pg_->Stop().ok());
+  auto refused = hub->Delete("kept", "deleted by the test");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  ASSERT_TRUE(pg_->Restart().ok()) << pg_->LogTail();
+  auto found = hub->Find("kept");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ((*found)->Summary().records(), records);
+  bool more = false;
+  EXPECT_EQ(hub->List({}, v1::CAPTURE_STATE_UNSPECIFIED, "", 10, &more).size(), 1u);
+  auto freed = hub->Delete("kept", "deleted by the test");
+  ASSERT_TRUE(freed.ok()) << freed.status();
+  EXPECT_TRUE(Keys("captures/kept/").empty());
+}
+
 // Sealed captures whose objects were damaged afterwards: each read says
 // DataLoss naming the key, and nothing crashes.
 TEST_F(RemoteHubTest, DamagedObjectsAreDataLossNamingTheKey) {
