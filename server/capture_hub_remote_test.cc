@@ -549,6 +549,40 @@ TEST_F(RemoteHubTest, DeleteRemovesTheRowAndTheObjectsAndGarbageCollectionTheOrp
   EXPECT_EQ(left, (std::vector<std::string>{"captures/crashed/other/file", "captures/notes.txt"}));
 }
 
+// Keys the catalog names are not trusted: sealing and deleting a capture
+// delete only objects below its own prefix, whatever its rows say.
+TEST_F(RemoteHubTest, OnlyTheCapturesOwnObjectsAreDeleted) {
+  auto remote = Remote(root_);
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto client = Client(absl::Seconds(60));
+  const std::vector<std::string> others = {"elsewhere/precious", "captures/other/args_dump/args.bin",
+                                           "captures/x-other/args_dump/args.index"};
+  for (const std::string& key : others) ASSERT_TRUE(client->PutObject(bucket_, key, "kept").ok());
+  auto c = hub->Open(OpenRequest("x"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  PgOptions po;
+  po.uri = catalog_uri_;
+  auto raw = PgConnection::Connect(po);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  // A segment row naming another's object: sealing forgets it.
+  ASSERT_TRUE((*raw)->Exec("INSERT INTO segments (capture, seq, object_key, first_record,"
+                           " record_count, bytes) VALUES ('x', 99, $1, 4, 0, 4)",
+                           {PgParam::Text(others[0])})
+                  .ok());
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  // Final keys naming others' objects: deleting the capture forgets them.
+  ASSERT_TRUE((*raw)->Exec("UPDATE captures SET bin_key = $1, index_key = $2 WHERE name = 'x'",
+                           {PgParam::Text(others[1]), PgParam::Text(others[2])})
+                  .ok());
+  ASSERT_TRUE(hub->Delete("x", "deleted by the test").ok());
+  for (const std::string& key : others) EXPECT_EQ(Object(key), "kept") << key;
+}
+
 // Listing over the catalog: its page by labels and state, with the live
 // captures nothing was committed of yet (not in the catalog) merged in by
 // name; pages continue after the last name.

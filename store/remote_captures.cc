@@ -597,7 +597,10 @@ absl::StatusOr<CatalogCapture> RemoteCaptures::Seal(const std::string& dir,
       catalog_->Finish(name, state.epoch, objects, counters, bin_bytes, stored, &info);
   if (!segment_keys.ok()) return segment_keys.status();
   // Segments that cannot be deleted now are orphans: garbage collection's.
+  // A key the catalog names outside the capture's prefix is not its own.
+  const std::string own = CapturePrefix(name);
   for (const std::string& key : *segment_keys) {
+    if (!absl::StartsWith(key, own)) continue;
     client_->DeleteObject(options_.location.bucket, key).IgnoreError();
   }
   CatalogCapture row;
@@ -722,9 +725,13 @@ absl::Status RemoteCaptures::ReadBin(const CatalogCapture& capture, uint64_t off
 absl::StatusOr<uint64_t> RemoteCaptures::Delete(const std::string& name) {
   auto deleted = catalog_->Delete(name);
   if (!deleted.ok()) return deleted.status();
+  const std::string own = CapturePrefix(name);
   for (const std::string& key : deleted->object_keys) {
-    // What cannot be deleted now is an orphan: garbage collection's.
-    client_->DeleteObject(options_.location.bucket, key).IgnoreError();
+    // What cannot be deleted now is an orphan: garbage collection's. A key
+    // the catalog names outside the capture's prefix is not its own.
+    if (absl::StartsWith(key, own)) {
+      client_->DeleteObject(options_.location.bucket, key).IgnoreError();
+    }
     std::lock_guard<std::mutex> lock(cache_mu_);
     auto it = cache_.find(key);
     if (it != cache_.end()) {

@@ -162,7 +162,8 @@ class RemoteCaptures {
   absl::Status ReadBin(const CatalogCapture& capture, uint64_t offset, uint64_t size,
                        const s3::ChunkCallback& on_chunk);
 
-  // Removes the catalog row, then the objects; what they took.
+  // Removes the catalog row, then its objects (only those below the
+  // capture's prefix, whatever the row names); what they took.
   absl::StatusOr<uint64_t> Delete(const std::string& name);
 
   struct GarbageReport {
