@@ -739,14 +739,19 @@ absl::Status HubCapture::RestoreFromStore() {
       absl::StatusOr<CatalogCapture> row = remote_->catalog().Get(name_);
       if (!row.ok()) return row.status();
       if (row->state != v1::CAPTURE_STATE_FINISHED) return restored.status();
-      std::lock_guard<std::mutex> lock(mu_);
-      info_ = row->info;
-      durable_.records = row->committed_records;
-      durable_.bin_bytes = row->counters.payload_bytes();
-      row_ = *std::move(row);
-      store_.reset();
-      attached_ = false;
-      needs_restore_ = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        info_ = row->info;
+        durable_.records = row->committed_records;
+        durable_.bin_bytes = row->counters.payload_bytes();
+        row_ = *std::move(row);
+        store_.reset();
+        attached_ = false;
+        needs_restore_ = false;
+      }
+      // Served from the store: the scratch copy goes, as after a seal.
+      RemoveCaptureFiles(dir_).IgnoreError();
+      ::rmdir(dir_.substr(0, dir_.rfind('/')).c_str());
       return absl::OkStatus();
     } else {
       return restored.status();

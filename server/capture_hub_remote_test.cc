@@ -258,6 +258,50 @@ TEST_F(RemoteHubTest, ARestartOnAnEmptyDiskResumesTheLiveCaptureFromTheStore) {
   EXPECT_EQ((*found)->Query(all, 0, 100, 1000).hits.size(), records);
 }
 
+// A server whose capture another took over (a restart elsewhere while it
+// still ran) is fenced out of sealing it: the finished capture's objects
+// stay the ones the new owner sealed, and the old server, told the capture
+// finished, serves it from the store and keeps no scratch copy of it.
+TEST_F(RemoteHubTest, AFencedOutServerNeitherSealsNorOverwritesTheFinishedCapture) {
+  auto remote_a = Remote(root_);
+  auto hub_a = Hub(root_, remote_a.get());
+  ASSERT_NE(hub_a, nullptr);
+  auto a = hub_a->Open(OpenRequest("taken"));
+  ASSERT_TRUE(a.ok()) << a.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**a, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  // Another server takes it over from the store and finishes it.
+  const std::string other = root_ + "-other";
+  auto remote_b = Remote(other);
+  auto hub_b = Hub(other, remote_b.get());
+  ASSERT_NE(hub_b, nullptr);
+  auto b = hub_b->Open(OpenRequest("taken", /*resume=*/true));
+  ASSERT_TRUE(b.ok()) << b.status();
+  Waiter sealed;
+  (*b)->Finish({}, sealed.Callback());
+  for (const Outcome& s : sealed.Wait()) ASSERT_TRUE(s.ok()) << s;
+  const std::string manifest_key = "captures/taken/args_dump/args_dump.json";
+  const std::string manifest = Object(manifest_key);
+  ASSERT_FALSE(manifest.empty());
+  // The first server's client finishes it too, with other counters.
+  v1::CaptureCounters device;
+  device.set_dropped_records(7);
+  Waiter fenced;
+  (*a)->Finish(device, fenced.Callback());
+  fenced.Wait();
+  EXPECT_EQ(Object(manifest_key), manifest);
+  Waiter again;
+  (*a)->Finish(device, again.Callback());
+  for (const Outcome& s : again.Wait()) EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE((*a)->finished());
+  EXPECT_EQ(Object(manifest_key), manifest);
+  struct stat st;
+  EXPECT_NE(::stat((root_ + "/taken").c_str(), &st), 0);
+  auto found = hub_a->Find("taken");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ((*found)->Summary().records(), records);
+}
+
 TEST_F(RemoteHubTest, AStoreThatGoesAwayFailsAppendsAndLosesNothingAcknowledged) {
   auto remote = Remote(root_, absl::Seconds(2));
   auto hub = Hub(root_, remote.get());

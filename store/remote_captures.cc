@@ -573,6 +573,17 @@ absl::StatusOr<CatalogCapture> RemoteCaptures::Seal(const std::string& dir,
                                                     const v1::CaptureCounters& counters,
                                                     uint64_t bin_bytes, const LiveState& state) {
   const std::string& name = info.name();
+  // A writer another server fenced out uploads nothing: the finished
+  // objects' keys are the capture's, and would overwrite what the new
+  // owner sealed (the Finish below is fenced too, after the uploads).
+  auto current = catalog_->Get(name);
+  if (!current.ok()) return current.status();
+  if (current->state != v1::CAPTURE_STATE_LIVE || current->epoch != state.epoch) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "capture ", name, " is no longer this server's to seal (",
+        current->state == v1::CAPTURE_STATE_LIVE ? "taken over" : "finished", ": epoch ",
+        current->epoch, ", this server's ", state.epoch, ")"));
+  }
   CaptureObjects objects;
   uint64_t stored = 0, n = 0;
   bool has_bin = false;
