@@ -757,15 +757,25 @@ absl::Status HubCapture::RestoreFromStore() {
       return restored.status();
     }
   }
+  // What the store and the catalog sent back is not trusted: bytes that
+  // rebuild no live capture are this capture's damage, not the server's
+  // failure (a disk that fails is).
+  auto damage = [&](const absl::Status& s) {
+    if (absl::IsUnavailable(s) || absl::IsResourceExhausted(s)) return s;
+    for (const char* f : {kJournalName, kBinName}) ::unlink((dir_ + "/" + f).c_str());
+    return absl::DataLossError(absl::StrCat("capture ", name_,
+                                            ": its committed segments rebuild no live capture (",
+                                            s.message(), ")"));
+  };
   std::unique_ptr<CaptureStore> store;
   if (restored->records == 0) {
     auto created = CaptureStore::Create(dir_, restored->info);
-    if (!created.ok()) return created.status();
+    if (!created.ok()) return damage(created.status());
     store = std::move(created).value();
     store->set_payload_dedup(payload_dedup_);
   } else {
     auto reopened = CaptureStore::Reopen(dir_);
-    if (!reopened.ok()) return reopened.status();
+    if (!reopened.ok()) return damage(reopened.status());
     store = std::move(reopened).value();
     if (store->records() != restored->records) {
       return absl::DataLossError(absl::StrCat("capture ", name_, ": its segments rebuild ",

@@ -515,6 +515,47 @@ TEST_F(RemoteHubTest, ADamagedSegmentLeavesTheCaptureDamagedNotLost) {
 // A capture that cannot be rebuilt from the store is deleted there as a
 // local damaged one is from the disk: its row and its segments go, it does
 // not come back after a restart, and its name can be taken again.
+// A segment whose checksum holds but whose journal bytes are not a journal
+// (the store's bytes are not trusted) leaves that capture damaged; the
+// server starts and serves the others.
+TEST_F(RemoteHubTest, ASegmentWithAGarbageJournalLeavesOnlyThatCaptureDamaged) {
+  {
+    auto remote = Remote(root_);
+    auto hub = Hub(root_, remote.get());
+    ASSERT_NE(hub, nullptr);
+    for (const char* name : {"garbage", "sound"}) {
+      auto c = hub->Open(OpenRequest(name));
+      ASSERT_TRUE(c.ok()) << c.status();
+      uint64_t records = 0, offset = 0, task = 0;
+      for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+  std::vector<std::string> segments = Keys("captures/garbage/segments/");
+  ASSERT_EQ(segments.size(), 1u);
+  const std::string object = Object(segments[0]);
+  absl::string_view journal, bin;
+  auto h = ParseSegment(object, segments[0], &journal, &bin);
+  ASSERT_TRUE(h.ok()) << h.status();
+  const std::string garbage(journal.size(), 'g');
+  const std::string forged = EncodeSegmentHeader(*h, garbage, bin) + garbage + std::string(bin);
+  ASSERT_EQ(forged.size(), object.size());
+  ASSERT_TRUE(Client(absl::Seconds(60))->PutObject(bucket_, segments[0], forged).ok());
+  const std::string fresh = root_ + "-fresh";
+  auto remote = Remote(fresh);
+  auto hub = Hub(fresh, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto damaged = hub->Find("garbage");
+  EXPECT_EQ(damaged.status().code(), absl::StatusCode::kDataLoss) << damaged.status();
+  EXPECT_TRUE(absl::StrContains(damaged.status().message(), "garbage")) << damaged.status();
+  auto sound = hub->Find("sound");
+  ASSERT_TRUE(sound.ok()) << sound.status();
+  EXPECT_EQ((*sound)->durable().records, 4u);
+  // Deleted, its name is free again.
+  ASSERT_TRUE(hub->Delete("garbage", "deleted by the test").ok());
+  auto again = hub->Open(OpenRequest("garbage"));
+  EXPECT_TRUE(again.ok()) << again.status();
+}
+
 TEST_F(RemoteHubTest, DeletingADamagedCaptureRemovesItFromTheStore) {
   {
     auto remote = Remote(root_);
