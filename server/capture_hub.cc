@@ -593,9 +593,12 @@ bool HubCapture::RunJob(Job job, std::shared_ptr<CaptureStore> store) {
     // Rebuilt from the store before anything else: the watermark a resume
     // gets (its open waits on a barrier) is the store's.
     if (absl::Status s = RestoreFromStore(); !s.ok()) {
-      job.done(absl::UnavailableError(absl::StrCat("capture ", name_,
-                                                   ": cannot rebuild it from the object store (",
-                                                   s.message(), "); retry")),
+      // A damaged segment stays damaged: said as it is, not as a retry.
+      job.done(absl::IsDataLoss(s)
+                   ? s
+                   : absl::UnavailableError(absl::StrCat(
+                         "capture ", name_, ": cannot rebuild it from the object store (",
+                         s.message(), "); retry")),
                durable());
       return true;
     }

@@ -332,6 +332,34 @@ TEST_F(RemoteHubTest, AStoreThatGoesAwayFailsAppendsAndLosesNothingAcknowledged)
   ExpectSameAsLocal("outage", {2, 3, 1});
 }
 
+// A rebuild after a failed commit that finds a committed segment damaged
+// says DataLoss naming the segment (retrying cannot help), not Unavailable.
+TEST_F(RemoteHubTest, ARebuildThatFindsADamagedSegmentIsDataLoss) {
+  auto remote = Remote(root_, absl::Seconds(2));
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("rotten"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  std::vector<std::string> segments = Keys("captures/rotten/segments/");
+  ASSERT_EQ(segments.size(), 1u);
+  std::string seg = Object(segments[0]);
+  seg[seg.size() - 1] ^= 1;
+  ASSERT_TRUE(Client(absl::Seconds(60))->PutObject(bucket_, segments[0], seg).ok());
+  ASSERT_TRUE(rgw_->StopGateway().ok());
+  std::vector<Outcome> failed = AppendAll(**c, {1}, &records, &offset, &task);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].code, absl::StatusCode::kUnavailable) << failed[0];
+  ASSERT_TRUE(rgw_->StartGateway().ok());
+  Waiter rebuilt;
+  (*c)->Barrier(rebuilt.Callback());
+  std::vector<Outcome> outcome = rebuilt.Wait();
+  ASSERT_EQ(outcome.size(), 1u);
+  EXPECT_EQ(outcome[0].code, absl::StatusCode::kDataLoss) << outcome[0];
+  EXPECT_TRUE(absl::StrContains(outcome[0].message, segments[0])) << outcome[0];
+}
+
 TEST_F(RemoteHubTest, ACatalogRestartFailsAppendsUntilItIsBack) {
   auto remote = Remote(root_, absl::Seconds(2));
   auto hub = Hub(root_, remote.get());
