@@ -593,9 +593,12 @@ bool HubCapture::RunJob(Job job, std::shared_ptr<CaptureStore> store) {
     // Rebuilt from the store before anything else: the watermark a resume
     // gets (its open waits on a barrier) is the store's.
     if (absl::Status s = RestoreFromStore(); !s.ok()) {
-      job.done(absl::UnavailableError(absl::StrCat("capture ", name_,
-                                                   ": cannot rebuild it from the object store (",
-                                                   s.message(), "); retry")),
+      // A damaged segment stays damaged: said as it is, not as a retry.
+      job.done(absl::IsDataLoss(s)
+                   ? s
+                   : absl::UnavailableError(absl::StrCat(
+                         "capture ", name_, ": cannot rebuild it from the object store (",
+                         s.message(), "); retry")),
                durable());
       return true;
     }
@@ -739,28 +742,43 @@ absl::Status HubCapture::RestoreFromStore() {
       absl::StatusOr<CatalogCapture> row = remote_->catalog().Get(name_);
       if (!row.ok()) return row.status();
       if (row->state != v1::CAPTURE_STATE_FINISHED) return restored.status();
-      std::lock_guard<std::mutex> lock(mu_);
-      info_ = row->info;
-      durable_.records = row->committed_records;
-      durable_.bin_bytes = row->counters.payload_bytes();
-      row_ = *std::move(row);
-      store_.reset();
-      attached_ = false;
-      needs_restore_ = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        info_ = row->info;
+        durable_.records = row->committed_records;
+        durable_.bin_bytes = row->counters.payload_bytes();
+        row_ = *std::move(row);
+        store_.reset();
+        attached_ = false;
+        needs_restore_ = false;
+      }
+      // Served from the store: the scratch copy goes, as after a seal.
+      RemoveCaptureFiles(dir_).IgnoreError();
+      ::rmdir(dir_.substr(0, dir_.rfind('/')).c_str());
       return absl::OkStatus();
     } else {
       return restored.status();
     }
   }
+  // What the store and the catalog sent back is not trusted: bytes that
+  // rebuild no live capture are this capture's damage, not the server's
+  // failure (a disk that fails is).
+  auto damage = [&](const absl::Status& s) {
+    if (absl::IsUnavailable(s) || absl::IsResourceExhausted(s)) return s;
+    for (const char* f : {kJournalName, kBinName}) ::unlink((dir_ + "/" + f).c_str());
+    return absl::DataLossError(absl::StrCat("capture ", name_,
+                                            ": its committed segments rebuild no live capture (",
+                                            s.message(), ")"));
+  };
   std::unique_ptr<CaptureStore> store;
   if (restored->records == 0) {
     auto created = CaptureStore::Create(dir_, restored->info);
-    if (!created.ok()) return created.status();
+    if (!created.ok()) return damage(created.status());
     store = std::move(created).value();
     store->set_payload_dedup(payload_dedup_);
   } else {
     auto reopened = CaptureStore::Reopen(dir_);
-    if (!reopened.ok()) return reopened.status();
+    if (!reopened.ok()) return damage(reopened.status());
     store = std::move(reopened).value();
     if (store->records() != restored->records) {
       return absl::DataLossError(absl::StrCat("capture ", name_, ": its segments rebuild ",
@@ -1425,7 +1443,9 @@ absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::
       return absl::FailedPreconditionError(absl::StrCat(
           "capture ", name, " is live; finish it first (FinishCapture), then delete it"));
     }
-    if (it->second->InStore()) {
+    // A capture the store's segments could not rebuild (damaged) is in
+    // the catalog all the same: deleted there, not only here.
+    if (it->second->InStore() || (options_.remote != nullptr && !it->second->damage_.ok())) {
       UnlistRankLocked(*it->second);
       in_store = std::move(it->second);
       captures_.erase(it);
@@ -1434,6 +1454,14 @@ absl::StatusOr<uint64_t> CaptureHub::Delete(const std::string& name, const std::
   if (in_store != nullptr) {
     // The catalog row first (the name is free once it goes), then the objects.
     absl::StatusOr<uint64_t> freed = options_.remote->Delete(name);
+    if (!freed.ok() && !absl::IsNotFound(freed.status())) {
+      // The catalog did not take it (or its answer was lost: asked again,
+      // it says NotFound): the capture stays listed and served meanwhile.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (captures_.emplace(name, in_store).second) ListRankLocked(*in_store);
+      Log(absl::StrCat("capture ", name, " not deleted: ", freed.status().message()));
+      return freed;
+    }
     Log(absl::StrCat("capture ", name, " ", why, " (",
                      freed.ok() ? absl::StrCat(*freed, " bytes in the object store")
                                 : std::string(freed.status().message()),

@@ -258,6 +258,50 @@ TEST_F(RemoteHubTest, ARestartOnAnEmptyDiskResumesTheLiveCaptureFromTheStore) {
   EXPECT_EQ((*found)->Query(all, 0, 100, 1000).hits.size(), records);
 }
 
+// A server whose capture another took over (a restart elsewhere while it
+// still ran) is fenced out of sealing it: the finished capture's objects
+// stay the ones the new owner sealed, and the old server, told the capture
+// finished, serves it from the store and keeps no scratch copy of it.
+TEST_F(RemoteHubTest, AFencedOutServerNeitherSealsNorOverwritesTheFinishedCapture) {
+  auto remote_a = Remote(root_);
+  auto hub_a = Hub(root_, remote_a.get());
+  ASSERT_NE(hub_a, nullptr);
+  auto a = hub_a->Open(OpenRequest("taken"));
+  ASSERT_TRUE(a.ok()) << a.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**a, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  // Another server takes it over from the store and finishes it.
+  const std::string other = root_ + "-other";
+  auto remote_b = Remote(other);
+  auto hub_b = Hub(other, remote_b.get());
+  ASSERT_NE(hub_b, nullptr);
+  auto b = hub_b->Open(OpenRequest("taken", /*resume=*/true));
+  ASSERT_TRUE(b.ok()) << b.status();
+  Waiter sealed;
+  (*b)->Finish({}, sealed.Callback());
+  for (const Outcome& s : sealed.Wait()) ASSERT_TRUE(s.ok()) << s;
+  const std::string manifest_key = "captures/taken/args_dump/args_dump.json";
+  const std::string manifest = Object(manifest_key);
+  ASSERT_FALSE(manifest.empty());
+  // The first server's client finishes it too, with other counters.
+  v1::CaptureCounters device;
+  device.set_dropped_records(7);
+  Waiter fenced;
+  (*a)->Finish(device, fenced.Callback());
+  fenced.Wait();
+  EXPECT_EQ(Object(manifest_key), manifest);
+  Waiter again;
+  (*a)->Finish(device, again.Callback());
+  for (const Outcome& s : again.Wait()) EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE((*a)->finished());
+  EXPECT_EQ(Object(manifest_key), manifest);
+  struct stat st;
+  EXPECT_NE(::stat((root_ + "/taken").c_str(), &st), 0);
+  auto found = hub_a->Find("taken");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ((*found)->Summary().records(), records);
+}
+
 TEST_F(RemoteHubTest, AStoreThatGoesAwayFailsAppendsAndLosesNothingAcknowledged) {
   auto remote = Remote(root_, absl::Seconds(2));
   auto hub = Hub(root_, remote.get());
@@ -288,6 +332,34 @@ TEST_F(RemoteHubTest, AStoreThatGoesAwayFailsAppendsAndLosesNothingAcknowledged)
   ExpectSameAsLocal("outage", {2, 3, 1});
 }
 
+// A rebuild after a failed commit that finds a committed segment damaged
+// says DataLoss naming the segment (retrying cannot help), not Unavailable.
+TEST_F(RemoteHubTest, ARebuildThatFindsADamagedSegmentIsDataLoss) {
+  auto remote = Remote(root_, absl::Seconds(2));
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("rotten"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  std::vector<std::string> segments = Keys("captures/rotten/segments/");
+  ASSERT_EQ(segments.size(), 1u);
+  std::string seg = Object(segments[0]);
+  seg[seg.size() - 1] ^= 1;
+  ASSERT_TRUE(Client(absl::Seconds(60))->PutObject(bucket_, segments[0], seg).ok());
+  ASSERT_TRUE(rgw_->StopGateway().ok());
+  std::vector<Outcome> failed = AppendAll(**c, {1}, &records, &offset, &task);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].code, absl::StatusCode::kUnavailable) << failed[0];
+  ASSERT_TRUE(rgw_->StartGateway().ok());
+  Waiter rebuilt;
+  (*c)->Barrier(rebuilt.Callback());
+  std::vector<Outcome> outcome = rebuilt.Wait();
+  ASSERT_EQ(outcome.size(), 1u);
+  EXPECT_EQ(outcome[0].code, absl::StatusCode::kDataLoss) << outcome[0];
+  EXPECT_TRUE(absl::StrContains(outcome[0].message, segments[0])) << outcome[0];
+}
+
 TEST_F(RemoteHubTest, ACatalogRestartFailsAppendsUntilItIsBack) {
   auto remote = Remote(root_, absl::Seconds(2));
   auto hub = Hub(root_, remote.get());
@@ -311,6 +383,34 @@ TEST_F(RemoteHubTest, ACatalogRestartFailsAppendsUntilItIsBack) {
   (*c)->Finish({}, done.Callback());
   for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
   ExpectSameAsLocal("pg", {2, 4});
+}
+
+// A deletion the catalog could not take leaves the capture as it was:
+// listed and served once the catalog is back, and deleted when asked again.
+TEST_F(RemoteHubTest, ADeletionTheCatalogRefusedLeavesTheCaptureServed) {
+  auto remote = Remote(root_, absl::Seconds(2));
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("kept"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(pg_->Stop().ok());
+  auto refused = hub->Delete("kept", "deleted by the test");
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  ASSERT_TRUE(pg_->Restart().ok()) << pg_->LogTail();
+  auto found = hub->Find("kept");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ((*found)->Summary().records(), records);
+  bool more = false;
+  EXPECT_EQ(hub->List({}, v1::CAPTURE_STATE_UNSPECIFIED, "", 10, &more).size(), 1u);
+  auto freed = hub->Delete("kept", "deleted by the test");
+  ASSERT_TRUE(freed.ok()) << freed.status();
+  EXPECT_TRUE(Keys("captures/kept/").empty());
 }
 
 // Sealed captures whose objects were damaged afterwards: each read says
@@ -440,6 +540,93 @@ TEST_F(RemoteHubTest, ADamagedSegmentLeavesTheCaptureDamagedNotLost) {
   EXPECT_EQ(Keys("captures/torn/segments/").size(), segments.size());
 }
 
+// A capture that cannot be rebuilt from the store is deleted there as a
+// local damaged one is from the disk: its row and its segments go, it does
+// not come back after a restart, and its name can be taken again.
+// A segment whose checksum holds but whose journal bytes are not a journal
+// (the store's bytes are not trusted) leaves that capture damaged; the
+// server starts and serves the others.
+TEST_F(RemoteHubTest, ASegmentWithAGarbageJournalLeavesOnlyThatCaptureDamaged) {
+  {
+    auto remote = Remote(root_);
+    auto hub = Hub(root_, remote.get());
+    ASSERT_NE(hub, nullptr);
+    for (const char* name : {"garbage", "sound"}) {
+      auto c = hub->Open(OpenRequest(name));
+      ASSERT_TRUE(c.ok()) << c.status();
+      uint64_t records = 0, offset = 0, task = 0;
+      for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+    }
+  }
+  std::vector<std::string> segments = Keys("captures/garbage/segments/");
+  ASSERT_EQ(segments.size(), 1u);
+  const std::string object = Object(segments[0]);
+  absl::string_view journal, bin;
+  auto h = ParseSegment(object, segments[0], &journal, &bin);
+  ASSERT_TRUE(h.ok()) << h.status();
+  const std::string garbage(journal.size(), 'g');
+  const std::string forged = EncodeSegmentHeader(*h, garbage, bin) + garbage + std::string(bin);
+  ASSERT_EQ(forged.size(), object.size());
+  ASSERT_TRUE(Client(absl::Seconds(60))->PutObject(bucket_, segments[0], forged).ok());
+  const std::string fresh = root_ + "-fresh";
+  auto remote = Remote(fresh);
+  auto hub = Hub(fresh, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto damaged = hub->Find("garbage");
+  EXPECT_EQ(damaged.status().code(), absl::StatusCode::kDataLoss) << damaged.status();
+  EXPECT_TRUE(absl::StrContains(damaged.status().message(), "garbage")) << damaged.status();
+  auto sound = hub->Find("sound");
+  ASSERT_TRUE(sound.ok()) << sound.status();
+  EXPECT_EQ((*sound)->durable().records, 4u);
+  // Deleted, its name is free again.
+  ASSERT_TRUE(hub->Delete("garbage", "deleted by the test").ok());
+  auto again = hub->Open(OpenRequest("garbage"));
+  EXPECT_TRUE(again.ok()) << again.status();
+}
+
+TEST_F(RemoteHubTest, DeletingADamagedCaptureRemovesItFromTheStore) {
+  {
+    auto remote = Remote(root_);
+    auto hub = Hub(root_, remote.get());
+    ASSERT_NE(hub, nullptr);
+    auto c = hub->Open(OpenRequest("torn"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    uint64_t records = 0, offset = 0, task = 0;
+    for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  }
+  std::vector<std::string> segments = Keys("captures/torn/segments/");
+  ASSERT_FALSE(segments.empty());
+  std::string seg = Object(segments[0]);
+  seg[seg.size() - 1] ^= 1;
+  ASSERT_TRUE(Client(absl::Seconds(60))->PutObject(bucket_, segments[0], seg).ok());
+  {
+    const std::string fresh = root_ + "-fresh";
+    auto remote = Remote(fresh);
+    auto hub = Hub(fresh, remote.get());
+    ASSERT_NE(hub, nullptr);
+    ASSERT_TRUE(absl::IsDataLoss(hub->Find("torn").status())) << hub->Find("torn").status();
+    auto freed = hub->Delete("torn", "deleted by the test");
+    ASSERT_TRUE(freed.ok()) << freed.status();
+    EXPECT_TRUE(absl::IsNotFound(remote->catalog().Get("torn").status()));
+    EXPECT_TRUE(Keys("captures/torn/").empty());
+    // The name is free: a new capture of it commits and finishes.
+    auto c = hub->Open(OpenRequest("torn"));
+    ASSERT_TRUE(c.ok()) << c.status();
+    uint64_t records = 0, offset = 0, task = 0;
+    for (const Outcome& s : AppendAll(**c, {1}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+    Waiter done;
+    (*c)->Finish({}, done.Callback());
+    for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  }
+  const std::string third = root_ + "-third";
+  auto remote = Remote(third);
+  auto hub = Hub(third, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto found = hub->Find("torn");
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ((*found)->Summary().records(), 2u);
+}
+
 TEST_F(RemoteHubTest, DeleteRemovesTheRowAndTheObjectsAndGarbageCollectionTheOrphans) {
   auto remote = Remote(root_);
   auto hub = Hub(root_, remote.get());
@@ -473,6 +660,40 @@ TEST_F(RemoteHubTest, DeleteRemovesTheRowAndTheObjectsAndGarbageCollectionTheOrp
   EXPECT_EQ(old->deleted, 2u);
   std::vector<std::string> left = Keys("captures/");
   EXPECT_EQ(left, (std::vector<std::string>{"captures/crashed/other/file", "captures/notes.txt"}));
+}
+
+// Keys the catalog names are not trusted: sealing and deleting a capture
+// delete only objects below its own prefix, whatever its rows say.
+TEST_F(RemoteHubTest, OnlyTheCapturesOwnObjectsAreDeleted) {
+  auto remote = Remote(root_);
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto client = Client(absl::Seconds(60));
+  const std::vector<std::string> others = {"elsewhere/precious", "captures/other/args_dump/args.bin",
+                                           "captures/x-other/args_dump/args.index"};
+  for (const std::string& key : others) ASSERT_TRUE(client->PutObject(bucket_, key, "kept").ok());
+  auto c = hub->Open(OpenRequest("x"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, {2}, &records, &offset, &task)) ASSERT_TRUE(s.ok()) << s;
+  PgOptions po;
+  po.uri = catalog_uri_;
+  auto raw = PgConnection::Connect(po);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  // A segment row naming another's object: sealing forgets it.
+  ASSERT_TRUE((*raw)->Exec("INSERT INTO segments (capture, seq, object_key, first_record,"
+                           " record_count, bytes) VALUES ('x', 99, $1, 4, 0, 4)",
+                           {PgParam::Text(others[0])})
+                  .ok());
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  // Final keys naming others' objects: deleting the capture forgets them.
+  ASSERT_TRUE((*raw)->Exec("UPDATE captures SET bin_key = $1, index_key = $2 WHERE name = 'x'",
+                           {PgParam::Text(others[1]), PgParam::Text(others[2])})
+                  .ok());
+  ASSERT_TRUE(hub->Delete("x", "deleted by the test").ok());
+  for (const std::string& key : others) EXPECT_EQ(Object(key), "kept") << key;
 }
 
 // Listing over the catalog: its page by labels and state, with the live

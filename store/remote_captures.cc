@@ -442,7 +442,13 @@ absl::StatusOr<RemoteCaptures::LiveState> RemoteCaptures::Restore(const std::str
         state.journal_bytes, " journal bytes; the catalog committed ", row->committed_records,
         " and ", row->committed_bytes));
   }
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    // What was written is not the capture: nothing of it is left (a new
+    // capture of the name, once this one is deleted, starts on a clean folder).
+    ::unlink(journal_path.c_str());
+    ::unlink(bin_path.c_str());
+    return s;
+  }
   return state;
 }
 
@@ -567,6 +573,17 @@ absl::StatusOr<CatalogCapture> RemoteCaptures::Seal(const std::string& dir,
                                                     const v1::CaptureCounters& counters,
                                                     uint64_t bin_bytes, const LiveState& state) {
   const std::string& name = info.name();
+  // A writer another server fenced out uploads nothing: the finished
+  // objects' keys are the capture's, and would overwrite what the new
+  // owner sealed (the Finish below is fenced too, after the uploads).
+  auto current = catalog_->Get(name);
+  if (!current.ok()) return current.status();
+  if (current->state != v1::CAPTURE_STATE_LIVE || current->epoch != state.epoch) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "capture ", name, " is no longer this server's to seal (",
+        current->state == v1::CAPTURE_STATE_LIVE ? "taken over" : "finished", ": epoch ",
+        current->epoch, ", this server's ", state.epoch, ")"));
+  }
   CaptureObjects objects;
   uint64_t stored = 0, n = 0;
   bool has_bin = false;
@@ -591,7 +608,10 @@ absl::StatusOr<CatalogCapture> RemoteCaptures::Seal(const std::string& dir,
       catalog_->Finish(name, state.epoch, objects, counters, bin_bytes, stored, &info);
   if (!segment_keys.ok()) return segment_keys.status();
   // Segments that cannot be deleted now are orphans: garbage collection's.
+  // A key the catalog names outside the capture's prefix is not its own.
+  const std::string own = CapturePrefix(name);
   for (const std::string& key : *segment_keys) {
+    if (!absl::StartsWith(key, own)) continue;
     client_->DeleteObject(options_.location.bucket, key).IgnoreError();
   }
   CatalogCapture row;
@@ -716,9 +736,13 @@ absl::Status RemoteCaptures::ReadBin(const CatalogCapture& capture, uint64_t off
 absl::StatusOr<uint64_t> RemoteCaptures::Delete(const std::string& name) {
   auto deleted = catalog_->Delete(name);
   if (!deleted.ok()) return deleted.status();
+  const std::string own = CapturePrefix(name);
   for (const std::string& key : deleted->object_keys) {
-    // What cannot be deleted now is an orphan: garbage collection's.
-    client_->DeleteObject(options_.location.bucket, key).IgnoreError();
+    // What cannot be deleted now is an orphan: garbage collection's. A key
+    // the catalog names outside the capture's prefix is not its own.
+    if (absl::StartsWith(key, own)) {
+      client_->DeleteObject(options_.location.bucket, key).IgnoreError();
+    }
     std::lock_guard<std::mutex> lock(cache_mu_);
     auto it = cache_.find(key);
     if (it != cache_.end()) {

@@ -139,7 +139,8 @@ class RemoteCaptures {
   // out) and writes `dir`'s args.journal and args.bin as its committed
   // segments say, replacing what is there. NotFound when the catalog has
   // no such capture, FailedPrecondition when it finished, DataLoss naming
-  // the key and byte for a damaged or missing segment.
+  // the key and byte for a damaged or missing segment; on an error `dir`
+  // holds neither file.
   absl::StatusOr<LiveState> Restore(const std::string& name, const std::string& dir);
 
   // Uploads `dir`'s finished files (args.bin, args.index, the manifest),
@@ -162,7 +163,8 @@ class RemoteCaptures {
   absl::Status ReadBin(const CatalogCapture& capture, uint64_t offset, uint64_t size,
                        const s3::ChunkCallback& on_chunk);
 
-  // Removes the catalog row, then the objects; what they took.
+  // Removes the catalog row, then its objects (only those below the
+  // capture's prefix, whatever the row names); what they took.
   absl::StatusOr<uint64_t> Delete(const std::string& name);
 
   struct GarbageReport {
