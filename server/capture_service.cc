@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <map>
 #include <sstream>
 
@@ -193,9 +196,8 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
       return;
     }
     if ((*capture)->bin_path().empty()) {
-      // In the object store: ranged GETs, chunk by chunk.
-      remote_ = *capture;
-      ReadNext();
+      // In the object store: one ranged GET streamed through.
+      StartStream(*capture);
       return;
     }
     fd_ = ::open((*capture)->bin_path().c_str(), O_RDONLY | O_CLOEXEC);
@@ -219,6 +221,16 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
   }
 
   void OnWriteDone(bool ok) override {
+    if (stream_ != nullptr) {
+      {
+        std::lock_guard<std::mutex> lock(stream_->mu);
+        stream_->writing = false;
+        if (!ok) stream_->cancelled = true;
+      }
+      stream_->room.notify_all();
+      Pump(stream_);
+      return;
+    }
     if (!ok) {
       End(absl::CancelledError("read payload: stream broke"));
       return;
@@ -241,29 +253,6 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
     service_->io()->Run([this] {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kPayloadChunk, end_ - at_));
       std::string* data = chunk_.mutable_data();
-      if (remote_ != nullptr) {
-        data->clear();
-        data->reserve(n);
-        absl::Status s = remote_->ReadBin(at_, n, [data](std::string_view piece) {
-          data->append(piece.data(), piece.size());
-          return absl::OkStatus();
-        });
-        if (!s.ok()) {
-          // Deleted (DeleteCapture, retention) since the read began: its
-          // objects go with it, and the rest of the payload with them.
-          auto now = service_->hub()->Find(remote_->name());
-          if (absl::IsNotFound(now.status()) || (now.ok() && *now != remote_)) {
-            s = absl::NotFoundError(absl::StrCat("capture ", remote_->name(),
-                                                 " was deleted while its payload was read"));
-          }
-          End(s);
-          return;
-        }
-        chunk_.set_offset(offset_ + (at_ - start_));
-        at_ += n;
-        StartWrite(&chunk_);
-        return;
-      }
       data->resize(n);
       size_t got = 0;
       while (got < n) {
@@ -284,8 +273,106 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
 
   void End(const absl::Status& s) { Finish(ToGrpcStatus(s)); }
 
+  // A payload in the object store: one ranged GET on the I/O pool, cut
+  // into messages that are written while the rest arrives (at most
+  // kStreamQueue of them wait; a slow client slows the GET). Its state is
+  // shared with the fetching thread, which outlives the reactor's last
+  // call only through it.
+  static constexpr size_t kStreamPiece = 256 << 10;
+  static constexpr size_t kStreamQueue = 2;
+  struct Stream {
+    std::mutex mu;
+    std::condition_variable room;
+    std::deque<std::string> ready;  // fetched, not yet written
+    uint64_t sent = 0;              // bytes handed to writes
+    bool writing = false;
+    bool fetched = false;    // the GET ended (status says how)
+    bool cancelled = false;  // the client went away
+    bool ended = false;      // Finish was called: the reactor is not touched again
+    absl::Status status;
+  };
+
+  void StartStream(std::shared_ptr<HubCapture> capture) {
+    stream_ = std::make_shared<Stream>();
+    service_->io()->Run([this, stream = stream_, capture = std::move(capture),
+                         hub = service_->hub(), start = start_, length = end_ - start_] {
+      std::string piece;
+      auto offer = [&](std::string full) -> absl::Status {
+        {
+          std::unique_lock<std::mutex> lock(stream->mu);
+          stream->room.wait(lock, [&] {
+            return stream->ready.size() < kStreamQueue || stream->cancelled;
+          });
+          if (stream->cancelled) return absl::CancelledError("read payload: stream broke");
+          stream->ready.push_back(std::move(full));
+        }
+        Pump(stream);
+        return absl::OkStatus();
+      };
+      absl::Status s = capture->ReadBin(start, length, [&](std::string_view data) {
+        while (!data.empty()) {
+          const size_t take = std::min(kStreamPiece - piece.size(), data.size());
+          piece.append(data.data(), take);
+          data.remove_prefix(take);
+          if (piece.size() == kStreamPiece) {
+            if (absl::Status offered = offer(std::move(piece)); !offered.ok()) return offered;
+            piece = std::string();
+          }
+        }
+        return absl::OkStatus();
+      });
+      if (s.ok() && !piece.empty()) s = offer(std::move(piece));
+      if (!s.ok() && !absl::IsCancelled(s)) {
+        // Deleted (DeleteCapture, retention) since the read began: its
+        // objects go with it, and the rest of the payload with them.
+        auto now = hub->Find(capture->name());
+        if (absl::IsNotFound(now.status()) || (now.ok() && *now != capture)) {
+          s = absl::NotFoundError(absl::StrCat("capture ", capture->name(),
+                                               " was deleted while its payload was read"));
+        }
+      }
+      // Until `fetched` is set nothing ends the call, so the reactor is
+      // alive here. With a write in flight, its OnWriteDone ends the call
+      // (and this thread must not touch the reactor again); without one,
+      // this thread does.
+      bool last = false;
+      {
+        std::lock_guard<std::mutex> lock(stream->mu);
+        stream->fetched = true;
+        stream->status = s;
+        last = !stream->writing;
+      }
+      if (last) Pump(stream);
+    });
+  }
+
+  // Starts the next write, or ends the call once everything fetched was
+  // written (or the client went away and the fetch stopped): decided under
+  // the stream's lock, done outside it. Any thread.
+  void Pump(const std::shared_ptr<Stream>& stream) {
+    std::unique_lock<std::mutex> lock(stream->mu);
+    if (stream->writing || stream->ended) return;
+    if (!stream->ready.empty() && !stream->cancelled) {
+      *chunk_.mutable_data() = std::move(stream->ready.front());
+      stream->ready.pop_front();
+      chunk_.set_offset(offset_ + stream->sent);
+      stream->sent += chunk_.data().size();
+      stream->writing = true;
+      lock.unlock();
+      stream->room.notify_all();
+      StartWrite(&chunk_);
+      return;
+    }
+    if (!stream->fetched) return;
+    stream->ended = true;
+    const absl::Status status =
+        stream->cancelled ? absl::CancelledError("read payload: stream broke") : stream->status;
+    lock.unlock();
+    End(status);
+  }
+
   CaptureServiceImpl* const service_;
-  std::shared_ptr<HubCapture> remote_;  // set when its args.bin is in the object store
+  std::shared_ptr<Stream> stream_;  // a payload in the object store
   int fd_ = -1;
   uint64_t start_ = 0, offset_ = 0, end_ = 0, at_ = 0;
   v1::PayloadChunk chunk_;
