@@ -140,6 +140,8 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   // args.bin on the scratch disk (local captures, live ones in an object
   // store); empty for a capture whose bytes are in the object store.
   std::string bin_path() const;
+  // Finished and kept in the object store (its bytes are read from there).
+  bool InStore() const;
   // Bytes [offset, offset + size) of args.bin, wherever it is, streamed to
   // `on_chunk` (ranged GETs from an object store, reads of the local file
   // otherwise). DataLoss naming the file or key and byte when it ends
@@ -201,8 +203,6 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
     absl::Duration delay = absl::Milliseconds(50);
     uint64_t bytes = 8 << 20;
   };
-  // In the object store, finished: serves from it (the row says where).
-  bool InStore() const;
   // Why a capture in the store has no index to read (OK otherwise).
   absl::Status IndexError() const;
   // What the capture takes where it is kept (disk, or the object store),

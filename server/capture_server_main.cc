@@ -146,9 +146,13 @@ CommandLineSpec CaptureServerSpec() {
       {"cache_bytes", Quantity::Bytes(int64_t{1} << 20, kPiB)},
       {"s3_retry_deadline", Quantity::Duration(100, 3600 * 1000)},
       {"group_commit_ms", Quantity::Milliseconds(0, 10 * 1000, "commit each append at once")},
-      {"group_commit_bytes", Quantity::Bytes(int64_t{4} << 10, int64_t{1} << 30)},
+      // A segment is read back whole to rebuild a capture: bounded well
+      // below what one may hold (1 GiB).
+      {"group_commit_bytes", Quantity::Bytes(int64_t{4} << 10, int64_t{256} << 20)},
       {"gc_every", Quantity::Duration(0, kCentury, "only at startup")},
-      {"gc_min_age", Quantity::Duration(0, kCentury, "any age")},
+      // An upload on its way to its commit is an orphan for a moment: a
+      // minute at least, far longer than a commit's retries.
+      {"gc_min_age", Quantity::Duration(60 * 1000, kCentury)},
   };
   return spec;
 }

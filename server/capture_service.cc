@@ -202,6 +202,11 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
     }
     fd_ = ::open((*capture)->bin_path().c_str(), O_RDONLY | O_CLOEXEC);
     const int open_errno = errno;
+    if (fd_ < 0 && open_errno == ENOENT && (*capture)->InStore()) {
+      // Sealed into the object store since it was looked up.
+      StartStream(*capture);
+      return;
+    }
     if (fd_ < 0 && open_errno == ENOENT) {
       // Deleted (DeleteCapture, retention) since it was looked up: once
       // open, a read goes on to its end whatever happens to the name.

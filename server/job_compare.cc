@@ -95,7 +95,7 @@ class BinFile {
   // Bytes [offset, offset + size), valid until the next View. DataLoss
   // naming the file when it ends before them.
   absl::StatusOr<absl::string_view> View(uint64_t offset, uint64_t size) {
-    if (path_.empty()) {
+    if (path_.empty() || in_store_) {
       buffer_.clear();
       absl::Status s = capture_->ReadBin(offset, size, [this](std::string_view piece) {
         buffer_.append(piece.data(), piece.size());
@@ -106,6 +106,7 @@ class BinFile {
     }
     if (fd_ < 0) {
       if (absl::Status s = Open(); !s.ok()) return s;
+      if (in_store_) return View(offset, size);
     }
     if (offset > size_ || size > size_ - offset) {
       return absl::DataLossError(absl::StrCat(path_, " ends before byte ", offset + size));
@@ -132,6 +133,11 @@ class BinFile {
   absl::Status Open() {
     // Refuses what is not a regular file (a FIFO would block the worker).
     absl::StatusOr<int> fd = OpenRegularFile(path_);
+    if (!fd.ok() && capture_->InStore()) {
+      // Sealed into the object store since the comparison began.
+      in_store_ = true;
+      return absl::OkStatus();
+    }
     if (!fd.ok()) {
       return absl::DataLossError(absl::StrCat("cannot open ", path_, ": ", fd.status().message()));
     }
@@ -172,6 +178,7 @@ class BinFile {
   static constexpr uint64_t kPopulateBytes = 8 << 20;
   const std::string path_;
   const std::shared_ptr<const HubCapture> capture_;
+  bool in_store_ = false;  // its local file went with a seal: read from the store
   int fd_ = -1;
   uint64_t size_ = 0;
   void* map_ = nullptr;

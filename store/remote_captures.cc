@@ -104,6 +104,14 @@ bool IsCaptureObject(absl::string_view rest) {
     return tail.size() > sizeof(kSegmentsFolder) - 1 &&
            tail.find('/', sizeof(kSegmentsFolder) - 1) == absl::string_view::npos;
   }
+  // /<epoch>/args_dump/<file>
+  tail.remove_prefix(1);
+  const size_t epoch_end = tail.find('/');
+  if (epoch_end == absl::string_view::npos || epoch_end == 0 || epoch_end > 19) return false;
+  for (char c : tail.substr(0, epoch_end)) {
+    if (c < '0' || c > '9') return false;
+  }
+  tail.remove_prefix(epoch_end);
   return tail == absl::StrCat(kFinalFolder, kManifestName) ||
          tail == absl::StrCat(kFinalFolder, kBinName) ||
          tail == absl::StrCat(kFinalFolder, kIndexName);
@@ -247,8 +255,9 @@ std::string RemoteCaptures::CapturePrefix(const std::string& name) const {
   return absl::StrCat(options_.location.prefix, name, "/");
 }
 
-std::string RemoteCaptures::FinalKey(const std::string& name, const char* file) const {
-  return absl::StrCat(options_.location.prefix, name, kFinalFolder, file);
+std::string RemoteCaptures::FinalKey(const std::string& name, int64_t epoch,
+                                     const char* file) const {
+  return absl::StrCat(options_.location.prefix, name, "/", epoch, kFinalFolder, file);
 }
 
 std::string RemoteCaptures::SegmentKey(const std::string& name, uint64_t seq,
@@ -270,6 +279,12 @@ absl::Status RemoteCaptures::Commit(const std::string& dir, const v1::CaptureInf
   // journal's new bytes and args.bin's, read straight into place.
   const uint64_t journal_bytes = journal_end - state->journal_bytes;
   const uint64_t bin_bytes = bin_end - state->bin_bytes;
+  if (journal_bytes + bin_bytes > kMaxSegmentBytes - kSegmentHeaderBytes) {
+    // Restore reads a segment whole: one it could not read is never made.
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "capture ", info.name(), ": a segment of ", journal_bytes + bin_bytes,
+        " bytes is over the ", kMaxSegmentBytes, " one may hold (send smaller batches)"));
+  }
   std::string object(kSegmentHeaderBytes + journal_bytes + bin_bytes, '\0');
   char* body = object.data() + kSegmentHeaderBytes;
   if (absl::Status s = ReadRangeInto(dir + "/" + kJournalName, state->journal_bytes,
@@ -589,17 +604,17 @@ absl::StatusOr<CatalogCapture> RemoteCaptures::Seal(const std::string& dir,
   bool has_bin = false;
   FileSize(dir + "/" + kBinName, &has_bin);
   if (has_bin) {
-    objects.bin_key = FinalKey(name, kBinName);
+    objects.bin_key = FinalKey(name, state.epoch, kBinName);
     const std::string path = dir + "/" + kBinName;
     n = FileSize(path, &has_bin);
     if (absl::Status s = UploadBin(path, n, state, objects.bin_key); !s.ok()) return s;
     stored += n;
   }
-  objects.index_key = FinalKey(name, kIndexName);
+  objects.index_key = FinalKey(name, state.epoch, kIndexName);
   if (absl::Status s = UploadFile(dir + "/" + kIndexName, objects.index_key, &n); !s.ok()) return s;
   stored += n;
   // The manifest last of the files: a folder downloaded with it is whole.
-  objects.manifest_key = FinalKey(name, kManifestName);
+  objects.manifest_key = FinalKey(name, state.epoch, kManifestName);
   if (absl::Status s = UploadFile(dir + "/" + kManifestName, objects.manifest_key, &n); !s.ok()) {
     return s;
   }
@@ -638,9 +653,13 @@ absl::StatusOr<std::shared_ptr<IndexFile>> RemoteCaptures::OpenIndex(
     return absl::FailedPreconditionError(
         absl::StrCat("capture ", name, " has no index object (live)"));
   }
+  // A name deleted and sealed again may reuse the key: the row's creation
+  // tells the two apart.
+  const std::string cache_key =
+      absl::StrCat(key, "@", absl::ToUnixNanos(capture.created));
   {
     std::lock_guard<std::mutex> lock(cache_mu_);
-    auto it = cache_.find(key);
+    auto it = cache_.find(cache_key);
     if (it != cache_.end()) {
       ++cache_counters_.hits;
       lru_.splice(lru_.begin(), lru_, it->second.lru);
@@ -671,13 +690,13 @@ absl::StatusOr<std::shared_ptr<IndexFile>> RemoteCaptures::OpenIndex(
   }
   std::shared_ptr<IndexFile> shared = std::move(index).value();
   std::lock_guard<std::mutex> lock(cache_mu_);
-  auto it = cache_.find(key);
+  auto it = cache_.find(cache_key);
   if (it != cache_.end()) {  // another thread opened it meanwhile
     lru_.splice(lru_.begin(), lru_, it->second.lru);
     return it->second.index;
   }
-  lru_.push_front(key);
-  cache_[key] = Cached{shared, lru_.begin()};
+  lru_.push_front(cache_key);
+  cache_[cache_key] = Cached{shared, lru_.begin()};
   EvictLocked();
   return shared;
 }
@@ -743,11 +762,12 @@ absl::StatusOr<uint64_t> RemoteCaptures::Delete(const std::string& name) {
     if (absl::StartsWith(key, own)) {
       client_->DeleteObject(options_.location.bucket, key).IgnoreError();
     }
+    // Its index, open under any creation time, goes from the cache.
     std::lock_guard<std::mutex> lock(cache_mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) {
+    for (auto it = cache_.lower_bound(key + "@"); it != cache_.end() &&
+                                                  absl::StartsWith(it->first, key + "@");) {
       lru_.erase(it->second.lru);
-      cache_.erase(it);
+      it = cache_.erase(it);
     }
   }
   return deleted->stored_bytes;
@@ -777,7 +797,9 @@ absl::StatusOr<RemoteCaptures::GarbageReport> RemoteCaptures::CollectGarbage(
     auto orphans = catalog_->ListOrphanCandidates(ours);
     if (!orphans.ok()) return orphans.status();
     for (const std::string& key : *orphans) {
-      const s3::ObjectEntry* o = by_key[key];
+      auto listed = by_key.find(key);
+      if (listed == by_key.end()) continue;  // not one this page asked about
+      const s3::ObjectEntry* o = listed->second;
       auto modified = s3::ParseIso8601(o->last_modified);
       if (!modified.ok() || *modified > before) {
         ++report.young;

@@ -2,10 +2,14 @@
 // capture service's second home for a capture's bytes. The file formats
 // are the local ones; only where the bytes live changes.
 //
-//   <prefix><name>/segments/<seq>.e<epoch>   a live capture, piece by piece
-//   <prefix><name>/args_dump/args_dump.json  a finished capture: the files
-//   <prefix><name>/args_dump/args.bin        of a local one, so that a
-//   <prefix><name>/args_dump/args.index      downloaded folder is a capture
+//   <prefix><name>/segments/<seq>.e<epoch>           a live capture, piece by piece
+//   <prefix><name>/<epoch>/args_dump/args_dump.json  a finished capture: the
+//   <prefix><name>/<epoch>/args_dump/args.bin        files of a local one, so
+//   <prefix><name>/<epoch>/args_dump/args.index      that a downloaded folder
+//                                                    is a capture
+// Every key names the epoch it was written under: a writer fenced out by a
+// takeover never overwrites its successor's objects, and an abandoned
+// attempt's objects are orphans garbage collection can tell apart.
 //
 // A live capture is written on a local scratch disk as always (CaptureStore)
 // and made durable piece by piece: each segment holds the journal bytes
@@ -104,7 +108,8 @@ class RemoteCaptures {
   s3::S3Client& client() { return *client_; }
   const Options& options() const { return options_; }
   std::string CapturePrefix(const std::string& name) const;
-  std::string FinalKey(const std::string& name, const char* file) const;
+  // A finished capture's file, sealed under `epoch`.
+  std::string FinalKey(const std::string& name, int64_t epoch, const char* file) const;
 
   // Where a live capture's commits stand.
   struct LiveState {

@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
@@ -89,6 +90,16 @@ std::unique_ptr<s3::S3Client> NewClient() {
 }
 
 constexpr char kPrefix[] = "captures/";
+
+// The key of a sealed capture's file: <prefix><name>/<epoch>/args_dump/<file>.
+std::string SealedKey(s3::S3Client& client, const std::string& bucket, const std::string& name,
+                      const std::string& file) {
+  auto listed = Must(client.ListObjectsV2(bucket, absl::StrCat(kPrefix, name, "/")), "listing");
+  for (const s3::ObjectEntry& o : listed.objects) {
+    if (absl::EndsWith(o.key, "/args_dump/" + file)) return o.key;
+  }
+  return "";
+}
 
 // A bucket and a catalog database: where one benchmark's captures go.
 struct Home {
@@ -450,7 +461,7 @@ void BM_QueryByTask(benchmark::State& state) {
   state.counters["p50_us"] = Percentile(latencies, 50);
   state.counters["p99_us"] = Percentile(latencies, 99);
   auto client = NewClient();
-  const auto index = client->HeadObject(home.bucket, absl::StrCat(kPrefix, "big/args_dump/args.index"));
+  const auto index = client->HeadObject(home.bucket, SealedKey(*client, home.bucket, "big", "args.index"));
   state.counters["index_mib"] = index.ok() ? index->size / 1048576.0 : -1;
 }
 
@@ -488,7 +499,7 @@ void BM_ReadPayload(benchmark::State& state) {
   const Home& home = PayloadHome();
   StoreServer server(home, absl::Milliseconds(50));
   auto client = NewClient();
-  const std::string bin_key = absl::StrCat(kPrefix, "tensors/args_dump/args.bin");
+  const std::string bin_key = SealedKey(*client, home.bucket, "tensors", "args.bin");
   // Where each record's bytes are in args.bin, and that both ways read
   // what was sent.
   std::vector<s3::ByteRange> ranges;

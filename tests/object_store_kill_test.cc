@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "gtest/gtest.h"
@@ -55,7 +56,16 @@ class ObjectStoreServerTest : public ::testing::Test {
   }
 
   std::string Stored(const std::string& file) {
-    auto bytes = client_->GetObjectToString(bucket_, "ci/run/args_dump/" + file, {}, 1 << 30);
+    // Sealed under some epoch: ci/run/<epoch>/args_dump/<file>.
+    std::string key;
+    auto listed = client_->ListObjectsV2(bucket_, "ci/run/");
+    EXPECT_TRUE(listed.ok()) << listed.status();
+    if (listed.ok()) {
+      for (const auto& o : listed->objects) {
+        if (absl::EndsWith(o.key, "/args_dump/" + file)) key = o.key;
+      }
+    }
+    auto bytes = client_->GetObjectToString(bucket_, key, {}, 1 << 30);
     EXPECT_TRUE(bytes.ok()) << file << ": " << bytes.status();
     return bytes.ok() ? *bytes : "";
   }

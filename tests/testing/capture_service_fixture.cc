@@ -6,6 +6,7 @@
 #include <mutex>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "catalog/catalog.h"
@@ -110,9 +111,17 @@ absl::StatusOr<std::string> TestCaptureService::CaptureFile(const std::string& c
   if (remote_ == nullptr) {
     return ReadFileToString(absl::StrCat(root_, "/", capture, "/args_dump/", file), 1ull << 32);
   }
-  return remote_->client().GetObjectToString(remote_->options().location.bucket,
-                                             absl::StrCat(kPrefix, capture, "/args_dump/", file),
-                                             {}, 1ull << 32);
+  // Sealed under some epoch: <prefix><capture>/<epoch>/args_dump/<file>.
+  s3::S3Client& client = remote_->client();
+  const std::string& bucket = remote_->options().location.bucket;
+  auto listed = client.ListObjectsV2(bucket, absl::StrCat(kPrefix, capture, "/"));
+  if (!listed.ok()) return listed.status();
+  for (const s3::ObjectEntry& o : listed->objects) {
+    if (absl::EndsWith(o.key, absl::StrCat("/args_dump/", file))) {
+      return client.GetObjectToString(bucket, o.key, {}, 1ull << 32);
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("capture ", capture, " has no sealed ", file));
 }
 
 std::string TestCaptureService::CaptureDir(const std::string& capture) const {
