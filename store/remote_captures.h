@@ -193,6 +193,8 @@ class RemoteCaptures {
     uint64_t bytes = 0;
   };
   CacheCounters cache_counters() const;
+  // The index blocks read from the store and found in memory.
+  ObjectBlockCache::Counters block_counters() const { return blocks_->counters(); }
 
  private:
   RemoteCaptures(std::unique_ptr<s3::S3Client> client, std::unique_ptr<Catalog> catalog,

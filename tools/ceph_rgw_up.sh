@@ -111,7 +111,10 @@ mon osd backfillfull ratio = 0.96
 mon osd nearfull ratio = 0.95
 
 [client.rgw.0]
-rgw frontends = beast endpoint=127.0.0.1:$rgw_port ssl_endpoint=127.0.0.1:$tls_port ssl_certificate=$dir/tls.crt ssl_private_key=$dir/tls.key
+# tcp_nodelay: without it beast's last short write of an answer waits for
+# the client's delayed ACK, and every GET whose body is not a multiple of
+# 64 KiB took 44 ms instead of 1 (a query by task on a ranged index: 50 ms).
+rgw frontends = beast endpoint=127.0.0.1:$rgw_port ssl_endpoint=127.0.0.1:$tls_port ssl_certificate=$dir/tls.crt ssl_private_key=$dir/tls.key tcp_nodelay=1
 # Virtual-host addressing for http://BUCKET.localhost:PORT (libcurl resolves
 # *.localhost to the loopback itself); path style works on any host name.
 rgw dns name = localhost
