@@ -67,7 +67,8 @@ class RemoteHubTest : public ::testing::Test {
   // The store with a retry deadline of `deadline` (short for the tests
   // that take it away).
   std::unique_ptr<RemoteCaptures> Remote(const std::string& root,
-                                         absl::Duration deadline = absl::Seconds(60)) {
+                                         absl::Duration deadline = absl::Seconds(60),
+                                         bool copy_parts = false) {
     Catalog::Options co;
     co.pg.uri = catalog_uri_;
     co.pg.connect_timeout = absl::Seconds(2);
@@ -77,6 +78,7 @@ class RemoteHubTest : public ::testing::Test {
     RemoteCaptures::Options o;
     o.location.bucket = bucket_;
     o.location.prefix = "captures/";
+    o.copy_parts = copy_parts;
     auto remote = RemoteCaptures::Open(Client(deadline), std::move(catalog).value(), o);
     EXPECT_TRUE(remote.ok()) << remote.status();
     return remote.ok() ? std::move(remote).value() : nullptr;
@@ -843,7 +845,7 @@ TEST_F(RemoteHubTest, SealingCopiesLargeSegmentsInsideTheStore) {
     }
   }
   const std::string fresh = root_ + "-fresh";
-  auto remote = Remote(fresh);
+  auto remote = Remote(fresh, absl::Seconds(60), /*copy_parts=*/true);
   auto hub = Hub(fresh, remote.get());
   ASSERT_NE(hub, nullptr);
   auto c = hub->Open(OpenRequest("big", /*resume=*/true));

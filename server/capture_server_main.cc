@@ -104,6 +104,11 @@ ABSL_FLAG(std::string, group_commit_ms, "50",
           "for others to share its segment, when more are queued behind it");
 ABSL_FLAG(std::string, group_commit_bytes, "8MiB",
           "with --object_store: a segment is cut once it holds this many bytes");
+ABSL_FLAG(bool, seal_copy_parts, false,
+          "with --object_store: build a sealed args.bin by copying the segments' payload bytes "
+          "inside the store (UploadPartCopy) where a segment holds a whole part, instead of "
+          "uploading it from --root (slower on a store on the same machine; saves the "
+          "server's uplink)");
 ABSL_FLAG(std::string, gc_every, "1h",
           "with --object_store: how often objects no catalog row names are looked for "
           "(also at startup; 0: only at startup)");
@@ -290,6 +295,7 @@ absl::StatusOr<std::unique_ptr<RemoteCaptures>> OpenObjectStore(const CommandLin
   RemoteCaptures::Options options;
   options.location = *std::move(location);
   options.cache_bytes = static_cast<uint64_t>(line.Quantity("cache_bytes"));
+  options.copy_parts = absl::GetFlag(FLAGS_seal_copy_parts);
   return RemoteCaptures::Open(*std::move(client), *std::move(catalog), std::move(options));
 }
 
