@@ -80,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } else {
       const bool finished = row->state == argsdump::v1::CAPTURE_STATE_FINISHED;
       if (row->epoch < 1 || row->info.name().empty() || finished != row->finished.has_value() ||
-          (finished && row->objects.bin_key.empty())) {
+          (finished && (row->objects.manifest_key.empty() || row->objects.index_key.empty()))) {
         std::abort();
       }
     }
