@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "format/capture_index_layout_testing.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 
@@ -145,23 +146,6 @@ void ExpectSameHits(const std::vector<QueryHit>& a, const std::vector<QueryHit>&
   }
 }
 
-// Where things are in the index: the layout of format/capture_index.h.
-struct Layout {
-  uint64_t rows_at, record_ids_at, positions_at, tasks_at, stats_at;
-};
-
-Layout LayoutOf(const std::string& bytes, uint64_t rows) {
-  uint32_t info_bytes, counters_bytes;
-  std::memcpy(&info_bytes, bytes.data() + 12, 4);
-  std::memcpy(&counters_bytes, bytes.data() + 24, 4);
-  Layout l;
-  l.rows_at = 64 + ((uint64_t{info_bytes} + counters_bytes + 7) & ~uint64_t{7});
-  l.record_ids_at = l.rows_at + rows * sizeof(ManifestRow);
-  l.positions_at = l.record_ids_at + rows * 4;
-  l.tasks_at = l.positions_at + rows * 4;
-  l.stats_at = l.tasks_at + rows * 8;
-  return l;
-}
 
 class RangedIndexTest : public ::testing::Test {
  protected:
@@ -364,7 +348,7 @@ TEST_F(RangedIndexTest, EveryRowChecksReadEverythingAtOpen) {
   // A damaged row anywhere fails the open, naming its byte.
   MemoryStore damaged;
   damaged.bytes = store_.bytes;
-  const Layout l = LayoutOf(store_.bytes, capture_.rows.size());
+  const IndexLayout l = IndexLayoutOf(store_.bytes, capture_.rows.size());
   damaged.bytes[l.rows_at + 15000 * sizeof(ManifestRow)] ^= 0x40;  // its task id
   auto bad = IndexFile::OpenRanged("mem/damaged", damaged.bytes.size(), damaged.Reader(),
                                    IndexChecks::kEveryRow);
@@ -449,7 +433,7 @@ TEST_F(RangedIndexTest, AStoreThatServesLessThanTheIndexIsAnError) {
 
 TEST_F(RangedIndexTest, DamagedBytesAreDataLossNamingTheByte) {
   const uint64_t rows = capture_.rows.size();
-  const Layout l = LayoutOf(store_.bytes, rows);
+  const IndexLayout l = IndexLayoutOf(store_.bytes, rows);
   ASSERT_EQ(l.stats_at + rows * sizeof(StatsRow), store_.bytes.size());
   ArgFilter q;
   q.task_id = task(3000);

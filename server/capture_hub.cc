@@ -263,9 +263,8 @@ std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> HubCapture:
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!row_) return {store_, index_};
-    if (std::shared_ptr<IndexFile> held = store_index_.lock()) return {nullptr, held};
   }
-  // Let go by the cache since: fetched again (Find said whether it can be).
+  // In the store: the index held, or opened again (Find said whether it can be).
   absl::StatusOr<std::shared_ptr<IndexFile>> index = StoreIndex();
   if (!index.ok()) return {nullptr, nullptr};
   return {nullptr, *std::move(index)};

@@ -602,12 +602,12 @@ absl::StatusOr<CatalogCapture> RemoteCaptures::Seal(const std::string& dir,
   CaptureObjects objects;
   uint64_t stored = 0, n = 0;
   bool has_bin = false;
-  FileSize(dir + "/" + kBinName, &has_bin);
+  const std::string bin_path = dir + "/" + kBinName;
+  const uint64_t bin_size = FileSize(bin_path, &has_bin);
   if (has_bin) {
     objects.bin_key = FinalKey(name, state.epoch, kBinName);
-    const std::string path = dir + "/" + kBinName;
-    n = FileSize(path, &has_bin);
-    if (absl::Status s = UploadBin(path, n, state, objects.bin_key); !s.ok()) return s;
+    n = bin_size;
+    if (absl::Status s = UploadBin(bin_path, n, state, objects.bin_key); !s.ok()) return s;
     stored += n;
   }
   objects.index_key = FinalKey(name, state.epoch, kIndexName);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
 #include "format/kernel_table.h"
+#include "format/capture_index_layout_testing.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
 
@@ -244,23 +245,6 @@ void Put(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-// Where the sections of an index of `rows` rows start (the layout the
-// header comment gives).
-struct Layout {
-  uint64_t rows_at, record_ids_at, positions_at, tasks_at;
-};
-Layout LayoutOf(const std::string& bytes, uint64_t rows) {
-  uint32_t info, counters;
-  std::memcpy(&info, bytes.data() + 12, 4);
-  std::memcpy(&counters, bytes.data() + 24, 4);
-  Layout l;
-  l.rows_at = 64 + ((uint64_t{info} + counters + 7) & ~uint64_t{7});
-  l.record_ids_at = l.rows_at + rows * sizeof(ManifestRow);
-  l.positions_at = l.record_ids_at + rows * 4;
-  l.tasks_at = l.positions_at + rows * 4;
-  return l;
-}
-
 // Every way a file of the right size can lie: each is refused at open
 // (DataLoss naming the file and the byte), so that no lookup reads it.
 TEST(CaptureIndexTest, EveryRowAndArrayIsCheckedAtOpen) {
@@ -268,7 +252,7 @@ TEST(CaptureIndexTest, EveryRowAndArrayIsCheckedAtOpen) {
   ASSERT_NE(WriteAndOpen("lies.index", rows), nullptr);
   const std::string path = TempPath("lies.index");
   const std::string good = ReadFileOrEmpty(path);
-  const Layout l = LayoutOf(good, rows.size());
+  const IndexLayout l = IndexLayoutOf(good, rows.size());
   struct Lie {
     std::string what;
     uint64_t at;
@@ -372,7 +356,7 @@ TEST(CaptureIndexTest, AVersion2IndexReadsWithTimesZero) {
   for (ManifestRow& r : rows) r.dispatch_ns = 77;  // cut off below
   ASSERT_NE(WriteAndOpen("v3.index", rows), nullptr);
   const std::string v3 = ReadFileOrEmpty(TempPath("v3.index"));
-  const Layout l = LayoutOf(v3, rows.size());
+  const IndexLayout l = IndexLayoutOf(v3, rows.size());
   std::string v2 = v3.substr(0, l.rows_at);
   const uint32_t version = 2, row_bytes = kIndexRowBytesV2;
   std::memcpy(&v2[4], &version, 4);
