@@ -259,14 +259,18 @@ Watermark HubCapture::durable() const {
   return durable_;
 }
 
-std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> HubCapture::Sources() const {
+std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> HubCapture::Sources(
+    absl::Status* unreadable) const {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!row_) return {store_, index_};
   }
   // In the store: the index held, or opened again (Find said whether it can be).
   absl::StatusOr<std::shared_ptr<IndexFile>> index = StoreIndex();
-  if (!index.ok()) return {nullptr, nullptr};
+  if (!index.ok()) {
+    if (unreadable != nullptr) *unreadable = index.status();
+    return {nullptr, nullptr};
+  }
   return {nullptr, *std::move(index)};
 }
 
@@ -311,25 +315,18 @@ std::shared_ptr<const IndexFile> HubCapture::index() const { return Sources().se
 
 QueryPage HubCapture::Query(const ArgFilter& query, uint64_t from, size_t limit, size_t budget,
                          bool* live) const {
-  const auto [store, index] = Sources();
+  QueryPage page;
+  const auto [store, index] = Sources(&page.error);
   if (live != nullptr) *live = store != nullptr;
   if (store) return store->Query(query, from, limit, budget);
   if (index) return index->Query(query, from, limit, budget);
-  QueryPage page;
-  page.error = IndexError();
   return page;
 }
 
-absl::Status HubCapture::IndexError() const {
-  if (!InStore()) return absl::OkStatus();
-  return StoreIndex().status();
-}
-
 std::optional<ManifestRow> HubCapture::RecordById(uint64_t record_id, absl::Status* error) const {
-  const auto [store, index] = Sources();
+  const auto [store, index] = Sources(error);
   if (store) return store->RecordById(record_id);
   if (index) return index->RecordById(record_id, error);
-  if (error != nullptr) *error = IndexError();
   return std::nullopt;
 }
 
@@ -353,10 +350,9 @@ absl::StatusOr<QueryHit> HubCapture::HitById(uint64_t record_id) const {
 
 std::vector<QueryHit> HubCapture::ByArrival(const ArgFilter& query, uint64_t from,
                                          uint64_t to, absl::Status* error) const {
-  const auto [store, index] = Sources();
+  const auto [store, index] = Sources(error);
   if (store) return store->ByArrival(query, from, to);
   if (index) return index->ByArrival(query, from, to, error);
-  if (error != nullptr) *error = IndexError();
   return {};
 }
 

@@ -203,8 +203,6 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
     absl::Duration delay = absl::Milliseconds(50);
     uint64_t bytes = 8 << 20;
   };
-  // Why a capture in the store has no index to read (OK otherwise).
-  absl::Status IndexError() const;
   // What the capture takes where it is kept (disk, or the object store),
   // and when it finished (for retention).
   uint64_t StoredBytes() const;
@@ -227,7 +225,10 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   bool payload_dedup_ = true;  // what a capture rebuilt with no record is created with
   // What reads go to: the live store, or the finished capture's index (a
   // reader keeps its copy alive across the switch).
-  std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Sources() const;
+  // `unreadable` (if given) gets why a capture in the store has no index to
+  // read, once: the answer is then empty.
+  std::pair<std::shared_ptr<CaptureStore>, std::shared_ptr<IndexFile>> Sources(
+      absl::Status* unreadable = nullptr) const;
   // ResourceExhausted when the system refuses the thread.
   absl::Status StartWriter();
   void WriterLoop(std::weak_ptr<HubCapture> weak);
