@@ -352,14 +352,28 @@ void IngestWriter::Break() {
   if (context_ != nullptr) context_->TryCancel();
 }
 
+bool IngestWriter::Write(const v1::IngestRequest& req) {
+  const bool ok = stream_->Write(req);
+  if (++messages_sent_ == options_.break_after_messages) Break();
+  return ok;
+}
+
 bool IngestWriter::Send(const std::vector<const v1::ArgRecord*>& records,
                         const std::vector<absl::string_view>& payloads, size_t from,
-                        uint64_t first_id) {
-  if (stream_ == nullptr) return false;
-  uint64_t offset = durable_bytes();  // the service has every byte before this
+                        uint64_t first_id, bool keep) {
+  if (stream_ == nullptr && !keep) return false;
+  // The service has every byte before the durable watermark, and every
+  // kept message's bytes are on their way after it.
+  uint64_t offset = durable_bytes();
+  if (!kept_.empty()) {
+    const v1::IngestBatch& last = kept_.back().request.batch();
+    offset = last.payload_offset() + last.payload().size();
+  }
+  const size_t first_kept = kept_.size();
   v1::IngestRequest req;
   v1::IngestBatch* batch = nullptr;
   size_t size = 0;
+  bool ok = true;
   auto start = [&](uint64_t next_id) {
     req.Clear();
     batch = req.mutable_batch();
@@ -368,9 +382,16 @@ bool IngestWriter::Send(const std::vector<const v1::ArgRecord*>& records,
     size = 0;
   };
   auto flush = [&] {
-    const bool ok = stream_->Write(req);
-    if (++messages_sent_ == options_.break_after_messages) Break();
-    return ok;
+    if (!keep) return ok = Write(req);
+    Kept k;
+    k.size = size;
+    // A message that starts with a payload's tail is acknowledged with the
+    // record that payload belongs to, one before its first.
+    k.done_at = batch->first_record() + static_cast<uint64_t>(batch->records_size());
+    kept_bytes_ += size;
+    k.request = std::move(req);
+    kept_.push_back(std::move(k));
+    return true;
   };
   start(first_id + from);
   for (size_t i = from; i < records.size(); ++i) {
@@ -397,7 +418,108 @@ bool IngestWriter::Send(const std::vector<const v1::ArgRecord*>& records,
     }
   }
   if (size > 0 && !flush()) return false;
+  if (!keep) return true;
+  if (stream_ == nullptr) return false;
+  for (size_t i = first_kept; i < kept_.size(); ++i) {
+    if (!Write(kept_[i].request)) return false;
+  }
   return true;
+}
+
+void IngestWriter::TrimKept() {
+  const uint64_t acked = durable_records();
+  while (!kept_.empty() && kept_.front().done_at <= acked) {
+    kept_bytes_ -= kept_.front().size;
+    kept_.pop_front();
+  }
+}
+
+uint64_t IngestWriter::kept_bytes() {
+  TrimKept();
+  return kept_bytes_;
+}
+
+uint64_t IngestWriter::kept_first_record() {
+  TrimKept();
+  return kept_.empty() ? 0 : kept_.front().request.batch().first_record();
+}
+
+uint64_t IngestWriter::kept_front_done() {
+  TrimKept();
+  return kept_.empty() ? 0 : kept_.front().done_at;
+}
+
+namespace {
+
+// `batch` from record `records` and stream byte `bytes` on (both within
+// it): what is left of it when the service holds everything before them.
+v1::IngestRequest CutBatch(const v1::IngestBatch& batch, uint64_t records, uint64_t bytes) {
+  v1::IngestRequest cut;
+  v1::IngestBatch* b = cut.mutable_batch();
+  b->set_first_record(records);
+  b->set_payload_offset(bytes);
+  const uint64_t skip = records - batch.first_record();
+  for (int i = static_cast<int>(skip); i < batch.records_size(); ++i) {
+    *b->add_records() = batch.records(i);
+  }
+  b->set_payload(batch.payload().substr(static_cast<size_t>(bytes - batch.payload_offset())));
+  return cut;
+}
+
+// Whether record `records` and stream byte `bytes` fall within `batch`
+// (they are where the service's watermark stands).
+bool WithinBatch(const v1::IngestBatch& batch, uint64_t records, uint64_t bytes) {
+  return records >= batch.first_record() &&
+         records <= batch.first_record() + static_cast<uint64_t>(batch.records_size()) &&
+         bytes >= batch.payload_offset() &&
+         bytes <= batch.payload_offset() + batch.payload().size();
+}
+
+}  // namespace
+
+bool IngestWriter::SendKept() {
+  if (stream_ == nullptr) return false;
+  TrimKept();
+  if (kept_.empty()) return true;
+  const uint64_t records = durable_records();
+  const uint64_t bytes = durable_bytes();
+  const v1::IngestBatch& front = kept_.front().request.batch();
+  if (records == front.first_record() && bytes == front.payload_offset()) {
+    for (const Kept& k : kept_) {
+      if (!Write(k.request)) return false;
+    }
+    return true;
+  }
+  if (!WithinBatch(front, records, bytes)) return false;  // the caller checked: not reached
+  if (!Write(CutBatch(front, records, bytes))) return false;
+  for (size_t i = 1; i < kept_.size(); ++i) {
+    if (!Write(kept_[i].request)) return false;
+  }
+  return true;
+}
+
+void IngestWriter::TakeKept(std::vector<v1::ArgRecord>* records, std::string* payload_bytes,
+                            uint64_t* payload_offset) {
+  TrimKept();
+  records->clear();
+  payload_bytes->clear();
+  *payload_offset = durable_bytes();
+  const uint64_t from = durable_records();
+  for (const Kept& k : kept_) {
+    const v1::IngestBatch& b = k.request.batch();
+    for (int i = 0; i < b.records_size(); ++i) {
+      if (b.first_record() + static_cast<uint64_t>(i) >= from) records->push_back(b.records(i));
+    }
+    // The bytes from the watermark on (the first message may hold some
+    // before it).
+    const uint64_t end = b.payload_offset() + b.payload().size();
+    if (end > *payload_offset) {
+      const uint64_t skip = *payload_offset > b.payload_offset() ? *payload_offset - b.payload_offset() : 0;
+      payload_bytes->append(b.payload(), static_cast<size_t>(skip), std::string::npos);
+    }
+  }
+  kept_.clear();
+  kept_bytes_ = 0;
 }
 
 bool IngestWriter::WaitAcked(uint64_t records) {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -195,11 +196,34 @@ class IngestWriter {
   ~IngestWriter();
 
   // Sends records[from..] (record ids first_id + from, ...) with their
-  // payloads, from the durable byte watermark on, split into batches of at
-  // most max_message_bytes. False when the stream broke (or is ended and
-  // not resumed).
+  // payloads, from the stream byte `payload_offset` on (the durable byte
+  // watermark when none are kept), split into batches of at most
+  // max_message_bytes. With `keep` the messages are also kept until the
+  // service acknowledges them, so that SendKept can send them again on a
+  // new stream: the caller may then let go of records and payloads at
+  // once. False when the stream broke (or is ended and not resumed); kept
+  // messages are kept whole either way.
   bool Send(const std::vector<const v1::ArgRecord*>& records,
-            const std::vector<absl::string_view>& payloads, size_t from, uint64_t first_id);
+            const std::vector<absl::string_view>& payloads, size_t from, uint64_t first_id,
+            bool keep = false);
+  // Messages kept and not yet acknowledged: their size (records at their
+  // bound, payload bytes), the first record they hold (or, a payload's
+  // tail, the record after it), and the record count whose acknowledgment
+  // lets go of the oldest (0: none kept).
+  uint64_t kept_bytes();
+  uint64_t kept_first_record();
+  uint64_t kept_front_done();
+  // After a Resume: sends what is kept from the durable watermark on (a
+  // message half acknowledged is cut where the watermark is). False when
+  // the stream broke. The watermark must not be before the first kept
+  // record (kept_first_record()).
+  bool SendKept();
+  // The kept records from the durable watermark on, and their payloads'
+  // bytes one after the other (each record's bin_size of them) from stream
+  // byte `payload_offset`: for a caller that keeps them elsewhere when the
+  // service lost the capture. Then forgets them.
+  void TakeKept(std::vector<v1::ArgRecord>* records, std::string* payload_bytes,
+                uint64_t* payload_offset);
   // Waits until `records` are acknowledged: false when the stream broke or
   // ack_timeout passed (the stream is then cancelled).
   bool WaitAcked(uint64_t records);
@@ -228,6 +252,18 @@ class IngestWriter {
   absl::Status OpenStream(bool resume);
   void CloseStream();
   void ReaderLoop();
+  bool Write(const v1::IngestRequest& req);
+  // Lets go of kept messages every record of which is acknowledged.
+  void TrimKept();
+
+  // A message kept until acknowledged.
+  struct Kept {
+    v1::IngestRequest request;  // a batch
+    uint64_t size = 0;          // records at their bound, payload bytes
+    // Acknowledged once records up to here are: its records' and, when it
+    // starts with a payload's tail, the record before them.
+    uint64_t done_at = 0;
+  };
 
   const CaptureClient* const client_;
   const IngestWriterOptions options_;
@@ -235,6 +271,8 @@ class IngestWriter {
   std::thread reader_;
   int messages_sent_ = 0;
   uint64_t reconnects_ = 0;
+  std::deque<Kept> kept_;  // the caller's thread's
+  uint64_t kept_bytes_ = 0;
 
   // Guards every member below, shared with the reader thread.
   mutable std::mutex mu_;

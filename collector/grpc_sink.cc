@@ -1,5 +1,6 @@
 #include "collector/grpc_sink.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -102,9 +103,24 @@ absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& recor
     sent_records_ += records.size();
     return WriteFallback(records, payloads, 0);
   }
+  // A batch that fits the window goes out kept, with the batches before it
+  // still unacknowledged; a larger one once everything before it is
+  // acknowledged, and returns acknowledged itself.
+  uint64_t bytes = 256 * records.size();
+  for (absl::string_view p : payloads) bytes += p.size();
+  const bool keep = bytes <= options_.max_unacked_bytes;
+  if (absl::Status s = WaitKept(keep ? options_.max_unacked_bytes - bytes : 0); !s.ok()) return s;
+  if (fallback_sink_ != nullptr) {
+    sent_records_ += records.size();
+    return WriteFallback(records, payloads, 0);
+  }
   const uint64_t first_id = sent_records_;
   const uint64_t end_id = first_id + records.size();
   sent_records_ = end_id;
+  if (keep) {
+    if (writer_->Send(records, payloads, 0, first_id, /*keep=*/true)) return absl::OkStatus();
+    return ResendKept();
+  }
   size_t from = 0;
   int attempts = 0;
   for (;;) {
@@ -133,6 +149,56 @@ absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& recor
   }
 }
 
+absl::Status GrpcSink::WaitKept(uint64_t room) {
+  while (fallback_sink_ == nullptr && writer_->kept_bytes() > room) {
+    if (!writer_->WaitAcked(writer_->kept_front_done())) {
+      if (absl::Status s = ResendKept(); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GrpcSink::ResendKept() {
+  int attempts = 0;
+  for (;;) {
+    // The stream broke: find out why, then resume from the watermark.
+    const absl::Status why = writer_->StreamEnded();
+    if (absl::Status s = writer_->Resume(why, &attempts); !s.ok()) {
+      if (!LostCapture(s)) return s;
+      // The service lost the capture: what it had not acknowledged of the
+      // kept batches goes to the fallback, from its watermark on.
+      if (absl::Status f = StartFallback(s); !f.ok()) return f;
+      return KeptToFallback();
+    }
+    const uint64_t durable = durable_records();
+    const uint64_t first_kept = writer_->kept_first_record();
+    if (writer_->kept_bytes() > 0 && durable < first_kept) {
+      return absl::DataLossError(absl::StrCat(
+          "capture service ", options_.target, ": resumed at record ", durable,
+          " but records up to ", first_kept, " had been acknowledged"));
+    }
+    if (writer_->SendKept()) return absl::OkStatus();
+  }
+}
+
+absl::Status GrpcSink::KeptToFallback() {
+  std::vector<v1::ArgRecord> records;
+  std::string bytes;
+  uint64_t offset = 0;
+  writer_->TakeKept(&records, &bytes, &offset);
+  std::vector<const v1::ArgRecord*> pointers;
+  std::vector<absl::string_view> payloads;
+  size_t at = 0;
+  for (const v1::ArgRecord& r : records) {
+    const size_t size = static_cast<size_t>(std::min<uint64_t>(r.bin_size(), bytes.size() - at));
+    pointers.push_back(&r);
+    payloads.push_back(absl::string_view(bytes).substr(at, size));
+    at += size;
+  }
+  if (pointers.empty()) return absl::OkStatus();
+  return WriteFallback(pointers, payloads, 0);
+}
+
 absl::Status GrpcSink::Amend(const v1::CaptureInfo& end) {
   if (fallback_sink_ != nullptr) return fallback_sink_->Amend(end);
   if (absl::Status s = CheckStepLevels(end.step_levels()); !s.ok()) return s;
@@ -146,6 +212,7 @@ absl::Status GrpcSink::Amend(const v1::CaptureInfo& end) {
 }
 
 absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
+  if (absl::Status s = WaitKept(0); !s.ok()) return s;
   if (fallback_sink_ != nullptr) return fallback_sink_->Finish(losses);
   int attempts = 0;
   for (;;) {

@@ -2,11 +2,16 @@
 // (argsdump.v1.CaptureService.Ingest) instead of writing it locally. The
 // service stores it with the same CaptureStore, so the files are the same.
 //
-// WriteBatch returns once the service acknowledged every pair of the batch
-// as durable (the collector then lets the device reuse that arena space).
-// When the stream breaks, the sink reconnects, reopens the capture with
-// `resume`, and resends from the service's watermark: nothing lost, nothing
-// stored twice. It gives up after `max_reconnects` attempts in a row.
+// Batches go out while earlier ones wait for the service's acknowledgment,
+// up to `max_unacked_bytes` of them: the sink keeps their messages until
+// the service acknowledges them as durable, so WriteBatch returns (and the
+// collector lets the device reuse that arena space) once a batch is sent
+// and the window has room. A batch larger than the window is sent when
+// everything before it is acknowledged and returns once it is too. Finish
+// waits for every acknowledgment. When the stream breaks, the sink
+// reconnects, reopens the capture with `resume`, and resends from the
+// service's watermark: nothing lost, nothing stored twice. It gives up
+// after `max_reconnects` attempts in a row.
 //
 // When the resume is refused because the service no longer has the capture
 // (NOT_FOUND: it was deleted while the server was down) and a `fallback` is
@@ -59,6 +64,10 @@ struct GrpcSinkOptions {
   std::function<absl::StatusOr<std::unique_ptr<CaptureSink>>()> fallback;
   // Records and payload bytes per message (well under gRPC's 4 MiB).
   size_t max_message_bytes = 1 << 20;
+  // Sent and not yet acknowledged: at most this many bytes (records at 256
+  // bytes each, payload bytes), kept by the sink for a resend. 0: every
+  // batch waits for its acknowledgment.
+  uint64_t max_unacked_bytes = 4 << 20;
   // Tests: cancel the stream right after sending this many batch messages
   // (once), as a dropped connection mid-batch would. 0: never.
   int break_after_messages = 0;
@@ -74,6 +83,11 @@ class GrpcSink : public CaptureSink {
   absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) override;
   absl::Status WriteBatch(const std::vector<const v1::ArgRecord*>& records,
                           const std::vector<absl::string_view>& payloads) override;
+  // Waits until every record written so far is acknowledged (resending
+  // on a broken stream): then durable_records() == sent_records(), or the
+  // fallback holds the rest. An error a later batch would have met (a
+  // refusal, a stream that cannot be resumed) is met here instead.
+  absl::Status Flush() { return WaitKept(0); }
   absl::Status Amend(const v1::CaptureInfo& end) override;
   absl::Status Finish(const v1::CaptureCounters& losses) override;
 
@@ -102,6 +116,14 @@ class GrpcSink : public CaptureSink {
   // records[from..] to the fallback, rebased.
   absl::Status WriteFallback(const std::vector<const v1::ArgRecord*>& records,
                              const std::vector<absl::string_view>& payloads, size_t from);
+  // Waits until at most `room` bytes are sent and not acknowledged,
+  // resending on a broken stream.
+  absl::Status WaitKept(uint64_t room);
+  // After the stream broke with batches kept: resumes and sends them again
+  // from the watermark (or to the fallback when the service lost the
+  // capture).
+  absl::Status ResendKept();
+  absl::Status KeptToFallback();
 
   const GrpcSinkOptions options_;
   std::unique_ptr<CaptureClient> client_;

@@ -1,7 +1,9 @@
 // Where the collector's (record, payload) pairs go. Pairs arrive in args.bin
 // order (record.bin_offset assigned by the collector's payload writer); Write
-// returns once the pair is durable, and only then does the collector let the
-// device reuse that payload's arena space.
+// returns once the pair is durable or held by the sink until it is (a
+// stream's window of unacknowledged batches, resent after a break), and only
+// then does the collector let the device reuse that payload's arena space.
+// Finish returns once every pair is durable.
 #ifndef ARGSDUMP_COLLECTOR_SINK_H_
 #define ARGSDUMP_COLLECTOR_SINK_H_
 
@@ -19,7 +21,7 @@ class CaptureSink {
  public:
   virtual ~CaptureSink() = default;
   virtual absl::Status Write(const v1::ArgRecord& record, absl::string_view payload) = 0;
-  // Many pairs in order; durable when it returns.
+  // Many pairs in order; durable (or held) when it returns.
   virtual absl::Status WriteBatch(const std::vector<const v1::ArgRecord*>& records,
                                   const std::vector<absl::string_view>& payloads) {
     for (size_t i = 0; i < records.size(); ++i) {

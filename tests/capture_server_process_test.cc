@@ -369,6 +369,7 @@ TEST(CaptureServerProcessTest, LogsEachCaptureOpenedAndSealedWithItsCounters) {
               "capture_server: capture by_finish opened (new, level 2, platform unset)");
     uint64_t offset = 0;
     ASSERT_TRUE(Send(sink.get(), MakeBatch(1, 30, &offset)).ok());
+    ASSERT_TRUE(sink->Flush().ok());
     sink->BreakStreamForTest();
     ASSERT_TRUE(Send(sink.get(), MakeBatch(31, 10, &offset)).ok());
     EXPECT_EQ(server.WaitForLogLine("capture by_finish opened"),
@@ -528,6 +529,7 @@ TEST(CaptureServerProcessTest, MaxTotalBytesEvictsOldestFinishedFirstAndSaysSo) 
   ASSERT_NE(live, nullptr);
   uint64_t offset = 0;
   ASSERT_TRUE(Send(live.get(), MakeBatch(1, 10, &offset)).ok());
+  ASSERT_TRUE(live->Flush().ok());
   GrpcSinkOptions o;
   o.target = tight.target();
   o.capture = "refused";

@@ -306,6 +306,45 @@ TEST_F(CaptureServiceTest, ResumesFromTheMiddleOfABatch) {
   }
 }
 
+// Batches go out while earlier ones wait for their acknowledgment: the
+// sink keeps them, and a stream that breaks anywhere - between messages,
+// inside a payload spread over many, with several batches unacknowledged -
+// is resumed from the service's watermark with the kept messages (the
+// first cut where the watermark is). The capture is the uninterrupted one.
+TEST_F(CaptureServiceTest, UnacknowledgedBatchesAreSentAgainFromTheWatermark) {
+  StartServer("window");
+  const Pairs p = MakePairs(24);  // 72 records; tasks 3, 10, 17: 1.2 MB tensors
+  const size_t n = p.records.size();
+  const std::string local = WriteLocally("window", p);
+  for (int after : {1, 2, 3, 5, 8, 13, 21, 34, 400, 900, 1500}) {
+    SCOPED_TRACE(after);
+    const std::string name = absl::StrCat("window", after);
+    GrpcSinkOptions o;
+    o.target = target_;
+    o.capture = name;
+    o.info = Info(name);
+    o.ack_timeout = std::chrono::milliseconds(20000);
+    o.max_message_bytes = 3000;  // a payload of 1.2 MB spans 400 messages
+    o.max_unacked_bytes = 3 << 20;  // two large batches do not fit at once
+    o.break_after_messages = after;
+    auto sink = GrpcSink::Connect(o);
+    ASSERT_TRUE(sink.ok()) << sink.status();
+    for (size_t from = 0; from < n; from += 5) {
+      const size_t to = std::min(n, from + 5);
+      const absl::Status s = (*sink)->WriteBatch(p.RecordPtrs(from, to), p.Payloads(from, to));
+      ASSERT_TRUE(s.ok()) << s;
+    }
+    ASSERT_TRUE((*sink)->Flush().ok());
+    EXPECT_EQ((*sink)->durable_records(), n);
+    EXPECT_EQ((*sink)->sent_records(), n);
+    ASSERT_TRUE((*sink)->Finish(DeviceCounters()).ok());
+    EXPECT_EQ((*sink)->reconnects(), 1u);
+    EXPECT_EQ((*sink)->finished().records(), n);
+    EXPECT_TRUE(Stored(name, "args.bin") == ReadFileOrEmpty(local + "/args.bin"));
+    EXPECT_EQ(Stored(name, "args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
+  }
+}
+
 TEST_F(CaptureServiceTest, ListsAndGetsCapturesWithPagesLabelsAndState) {
   StartServer("list");
   const Pairs p = MakePairs(3);
@@ -377,6 +416,7 @@ TEST_F(CaptureServiceTest, QueriesLiveAndFinishedCapturesTheSameWay) {
   ASSERT_NE(sink, nullptr);
   ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, p.records.size()),
                                p.Payloads(0, p.records.size())).ok());
+  ASSERT_TRUE(sink->Flush().ok());
   auto check = [&](const char* when) {
     SCOPED_TRACE(when);
     v1::QueryArgsRequest by_task;
@@ -466,6 +506,7 @@ TEST_F(CaptureServiceTest, ReadsPayloadsAndRangesInChunks) {
   ASSERT_NE(sink, nullptr);
   ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, p.records.size()),
                                p.Payloads(0, p.records.size())).ok());
+  ASSERT_TRUE(sink->Flush().ok());
   auto check = [&](const char* when) {
     SCOPED_TRACE(when);
     grpc::Status st;
@@ -747,6 +788,7 @@ TEST_F(CaptureServiceTest, FinishCaptureSealsADetachedLiveCapture) {
   auto sink = Sink("abandoned", "s3cret");
   ASSERT_NE(sink, nullptr);
   ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, 6), p.Payloads(0, 6)).ok());
+  ASSERT_TRUE(sink->Flush().ok());
   v1::FinishCaptureRequest req;
   req.set_capture("abandoned");
   v1::CaptureSummary s;
@@ -1104,6 +1146,7 @@ TEST_F(CaptureServiceTest, TheKernelTableTravelsAndSelectsByName) {
   auto sink = GrpcSink::Connect(o);
   ASSERT_TRUE(sink.ok()) << sink.status();
   ASSERT_TRUE((*sink)->WriteBatch(p.RecordPtrs(0, n), p.Payloads(0, n)).ok());
+  ASSERT_TRUE((*sink)->Flush().ok());
   auto query = [&](std::optional<std::string> name, std::optional<std::string> type) {
     v1::QueryArgsRequest req;
     req.set_capture("named");
@@ -1347,7 +1390,10 @@ TEST_F(CaptureServiceTest, QuotaBreachIsResourceExhaustedWithTheNumbers) {
   auto sink = Sink("big");
   ASSERT_NE(sink, nullptr);
   ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, 9), p.Payloads(0, 9)).ok());
-  const absl::Status s = sink->WriteBatch(p.RecordPtrs(9, 12), p.Payloads(9, 12));
+  // The refusal comes back with the batch's acknowledgment: on the next
+  // write or the flush.
+  absl::Status s = sink->WriteBatch(p.RecordPtrs(9, 12), p.Payloads(9, 12));
+  if (s.ok()) s = sink->Flush();
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
   EXPECT_NE(s.message().find("quota of 100000 bytes"), std::string::npos) << s;
   const v1::CaptureSummary summary = Get("big");

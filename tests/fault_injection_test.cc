@@ -178,6 +178,7 @@ TEST(LostCaptureTest, RecordsNotAcknowledgedAreKeptLocally) {
     acked.push_back(MakeBatch(1000, 40, &offset));
     acked.push_back(MakeBatch(2000, 40, &offset));
     for (const RecordBatch& b : acked) ASSERT_TRUE(Send(sink->get(), b).ok());
+    ASSERT_TRUE((*sink)->Flush().ok());  // acknowledged
     server.Signal(SIGKILL);
     server.Wait();
     std::filesystem::remove_all(root + "/gone");
@@ -226,6 +227,7 @@ TEST(LostCaptureTest, WithoutAFallbackTheRefusalIsTheError) {
   ASSERT_NE(sink, nullptr);
   uint64_t offset = 0;
   ASSERT_TRUE(Send(sink.get(), MakeBatch(1000, 10, &offset)).ok());
+  ASSERT_TRUE(sink->Flush().ok());  // acknowledged
   server.Signal(SIGKILL);
   server.Wait();
   std::filesystem::remove_all(root + "/gone");
@@ -408,6 +410,7 @@ TEST(DamagedFilesTest, EveryClassIsServedRecoveredOrRefusedNeverACrash) {
       offset = 0;
       batches = {MakeBatch(1, 20, &offset), MakeBatch(21, 20, &offset)};
       for (const RecordBatch& b : batches) ASSERT_TRUE(Send(sink.get(), b).ok());
+      ASSERT_TRUE(sink->Flush().ok());
       // Three stay live (their journal is what a restart reads); the rest finish.
       const std::string n = name;
       if (n != "journal_middle" && n != "journal_tail" && n != "bin_missing") {
