@@ -554,8 +554,12 @@ TEST(SimRuntimeTest, StreamsKeepTheirOrderWhicheverThreadHandsTasksOn) {
     if (task.stream < 0) continue;
     for (const uint64_t join : order[-1]) {
       const int join_seq = tasks[join].seq;  // the first seq after its step
-      if (task.seq == join_seq - 1) EXPECT_LE(seen[id].complete, seen[join].dispatch);
-      if (task.seq == join_seq) EXPECT_LE(seen[join].complete, seen[id].dispatch);
+      if (task.seq == join_seq - 1) {
+        EXPECT_LE(seen[id].complete, seen[join].dispatch);
+      }
+      if (task.seq == join_seq) {
+        EXPECT_LE(seen[join].complete, seen[id].dispatch);
+      }
     }
   }
 }
