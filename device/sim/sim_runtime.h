@@ -15,7 +15,9 @@
 // dependents, the dispatch of ready tasks with their before-dispatch
 // records; and it runs the first of those tasks itself. A chain of tasks
 // then runs on one worker without a thread waking another per task. The
-// scheduler thread stays asleep meanwhile and keeps the hang watch.
+// scheduler thread stays asleep meanwhile and keeps the hang watch; a task
+// that failed or was cancelled, and any once the run stops, still go to it
+// (exception dumps, in-flight snapshots and hang reports are its own).
 //
 // Hangs: a scheduler with tasks in flight and no progress for the scheduler
 // timeout declares a hang; every scheduler then records the partial outputs
