@@ -112,6 +112,21 @@ struct SimRuntime::Task {
   std::atomic<uint64_t> drained{0};
 };
 
+// One scheduler's own state: touched by whoever holds its duty (its thread,
+// or a worker it is lent to), handed between them under mu_.
+struct SimRuntime::SchedulerThread {
+  // Null when the dump is off; a constant null when it is compiled out, so
+  // the compiler drops every dump branch that tests it.
+  ThreadRecorder* recorder() const { return kDumpCompiled ? dump_recorder : nullptr; }
+
+  uint32_t index = 0;
+  ThreadRecorder* dump_recorder = nullptr;  // null when the dump is off
+  std::vector<Task*> inflight;  // dispatched, not yet completed
+  std::vector<uint32_t> free_slots;  // this scheduler's flight table slots not in use
+  Clock::time_point last_progress;
+  bool hang_reporter = false;  // this scheduler's thread declared the hang
+};
+
 SimRuntime::SimRuntime(SimConfig config, const KernelRegistry& kernels,
                        DumpRecorder* recorder)
     : config_(config), kernels_(kernels), recorder_(recorder) {
@@ -135,8 +150,11 @@ SimRuntime::SimRuntime(SimConfig config, const KernelRegistry& kernels,
   completions_.resize(config_.scheduler_threads);
   waiting_with_room_.assign(config_.scheduler_threads, 0);
   completions_queued_ = std::make_unique<std::atomic<uint32_t>[]>(config_.scheduler_threads);
+  duty_.assign(config_.scheduler_threads, Duty::kAwake);
+  wants_duty_back_.assign(config_.scheduler_threads, 0);
   for (uint32_t i = 0; i < config_.scheduler_threads; ++i) {
     scheduler_cv_.push_back(std::make_unique<std::condition_variable>());
+    scheduler_state_.push_back(std::make_unique<SchedulerThread>());
   }
 }
 
@@ -408,11 +426,18 @@ void SimRuntime::HoldDispatch() {
 }
 
 void SimRuntime::ReleaseDispatch() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    held_ = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  held_ = false;
+  // What MakeReady did not do while dispatch was held: wake one scheduler
+  // sleeping with room per ready task.
+  size_t wake = ready_.size();
+  for (size_t i = 0; i < waiting_with_room_.size() && wake > 0; ++i) {
+    if (waiting_with_room_[i] != 0) {
+      waiting_with_room_[i] = 0;
+      scheduler_cv_[i]->notify_one();
+      --wake;
+    }
   }
-  NotifySchedulers();
 }
 
 uint64_t SimRuntime::overflow_tasks() const {
@@ -735,12 +760,19 @@ void SimRuntime::AddDependency(Task* task, Task* on) {
   ++task->pending;
 }
 
-void SimRuntime::MakeReady(Task* task) {
+void SimRuntime::MakeReady(Task* task, uint32_t* unclaimed) {
   ready_.push_back(task);
-  if (!started_) return;
+  // Held: ReleaseDispatch wakes schedulers for what is ready.
+  if (!started_ || held_) return;
+  // The scheduler releasing it has room: it takes it before it sleeps.
+  if (unclaimed != nullptr && *unclaimed > 0) {
+    --*unclaimed;
+    return;
+  }
   // One scheduler that can take it; the next ready task wakes another. If
   // none waits with room, the busy ones see ready_ before they wait, and a
-  // full one takes it after its next completion.
+  // full one takes it after its next completion (a lent one, as its duty
+  // is given back).
   for (size_t i = 0; i < waiting_with_room_.size(); ++i) {
     if (waiting_with_room_[i] != 0) {
       waiting_with_room_[i] = 0;
@@ -756,7 +788,7 @@ void SimRuntime::NotifySchedulers() {
   sync_cv_.notify_all();
 }
 
-void SimRuntime::Retire(Task* task) {
+void SimRuntime::Retire(Task* task, uint32_t* unclaimed) {
   // What a completed task no longer needs goes (a step of 10^6 tasks keeps
   // only their small records); freed after mu_ is let go.
   CoreTaskArgs args;
@@ -767,7 +799,7 @@ void SimRuntime::Retire(Task* task) {
     std::lock_guard<std::mutex> lock(mu_);
     task->completed = true;
     for (Task* d : task->dependents) {
-      if (--d->pending == 0) MakeReady(d);
+      if (--d->pending == 0) MakeReady(d, unclaimed);
     }
     ++completed_;
     if (config_.flight != nullptr) {
@@ -786,22 +818,8 @@ void SimRuntime::Retire(Task* task) {
   task->dump.scalar_count = 0;
 }
 
-// One scheduler thread's own state: touched by that thread only.
-struct SimRuntime::SchedulerThread {
-  // Null when the dump is off; a constant null when it is compiled out, so
-  // the compiler drops every dump branch that tests it.
-  ThreadRecorder* recorder() const { return kDumpCompiled ? dump_recorder : nullptr; }
-
-  uint32_t index = 0;
-  ThreadRecorder* dump_recorder = nullptr;  // null when the dump is off
-  std::vector<Task*> inflight;  // dispatched, not yet completed
-  std::vector<uint32_t> free_slots;  // this thread's flight table slots not in use
-  Clock::time_point last_progress;
-  bool hang_reporter = false;  // this thread declared the hang
-};
-
 void SimRuntime::SchedulerLoop(uint32_t index) {
-  SchedulerThread scheduler;
+  SchedulerThread& scheduler = *scheduler_state_[index];
   scheduler.index = index;
   scheduler.dump_recorder = dump_on() ? &recorder_->thread(index) : nullptr;
   scheduler.last_progress = Clock::now();
@@ -815,7 +833,7 @@ void SimRuntime::SchedulerLoop(uint32_t index) {
     if (!WaitForWork(scheduler, &done, &dispatch)) break;
     // A kernel failed in a task this thread completed: nothing more is
     // dispatched.
-    if (!CompleteTasks(scheduler, done)) break;
+    if (!CompleteTasks(scheduler, done, dispatch.size())) break;
     DispatchTasks(scheduler, dispatch);
     ReapOverdueOps(scheduler);
   }
@@ -966,31 +984,42 @@ bool SimRuntime::WaitForWork(SchedulerThread& scheduler, std::vector<Task*>* don
     });
     lock.lock();
   }
-  // Wake for the hang deadline, and in time to reap ops past op-execute.
-  Clock::time_point deadline = scheduler.last_progress + timeouts_.scheduler;
-  for (Task* t : scheduler.inflight) {
-    deadline = std::min(deadline, t->dispatched_at + timeouts_.op_execute);
-  }
-  // Marked waiting before every sleep (MakeReady clears the mark of the one
-  // it wakes, so that the next ready task wakes another).
-  const uint8_t room = scheduler.inflight.size() < max_inflight ? 1 : 0;
-  while (!wake()) {
-    waiting_with_room_[scheduler.index] = room;
-    if (scheduler.inflight.empty()) {
+  // While asleep, the duty may be lent to a worker: then the state is
+  // not this thread's until the worker gives it back (and wakes it, as
+  // wants_duty_back_ asks), and the deadline and room are read afresh.
+  const uint32_t i = scheduler.index;
+  for (;;) {
+    if (duty_[i] == Duty::kLent) {
+      wants_duty_back_[i] = 1;
       cv.wait(lock);
-    } else if (cv.wait_until(lock, deadline) == std::cv_status::timeout) {
-      break;
+      continue;
     }
+    duty_[i] = Duty::kAwake;
+    if (wake()) break;
+    // Wake for the hang deadline, and in time to reap ops past op-execute.
+    Clock::time_point deadline = scheduler.last_progress + timeouts_.scheduler;
+    for (Task* t : scheduler.inflight) {
+      deadline = std::min(deadline, t->dispatched_at + timeouts_.op_execute);
+    }
+    // Marked waiting before every sleep (MakeReady clears the mark of the
+    // one it wakes, so that the next ready task wakes another).
+    waiting_with_room_[i] = scheduler.inflight.size() < max_inflight ? 1 : 0;
+    duty_[i] = Duty::kAsleep;
+    bool timed_out = false;
+    if (scheduler.inflight.empty()) {
+      cv.wait(lock);  // nothing of its own in flight: no worker takes its duty
+    } else {
+      timed_out = cv.wait_until(lock, deadline) == std::cv_status::timeout;
+    }
+    if (duty_[i] == Duty::kAsleep && timed_out) break;
   }
-  waiting_with_room_[scheduler.index] = 0;
+  duty_[i] = Duty::kAwake;
+  wants_duty_back_[i] = 0;
+  waiting_with_room_[i] = 0;
   if (stop_ || hang_ || failed_) return false;
-  done->swap(completions_[scheduler.index]);
-  completions_queued_[scheduler.index].store(0, std::memory_order_relaxed);
-  while (!ready_.empty() && !held_ &&
-         scheduler.inflight.size() + dispatch->size() < max_inflight) {
-    dispatch->push_back(ready_.front());
-    ready_.pop_front();
-  }
+  done->swap(completions_[i]);
+  completions_queued_[i].store(0, std::memory_order_relaxed);
+  TakeReady(scheduler, dispatch);
   const Clock::time_point now = Clock::now();
   if (done->empty() && dispatch->empty() && !scheduler.inflight.empty() &&
       now >= scheduler.last_progress + timeouts_.scheduler) {
@@ -998,6 +1027,14 @@ bool SimRuntime::WaitForWork(SchedulerThread& scheduler, std::vector<Task*>* don
     return false;
   }
   return true;
+}
+
+void SimRuntime::TakeReady(const SchedulerThread& scheduler, std::vector<Task*>* dispatch) {
+  while (!ready_.empty() && !held_ &&
+         scheduler.inflight.size() + dispatch->size() < config_.max_inflight_per_scheduler) {
+    dispatch->push_back(ready_.front());
+    ready_.pop_front();
+  }
 }
 
 void SimRuntime::DeclareHang(SchedulerThread& scheduler) {
@@ -1017,9 +1054,13 @@ void SimRuntime::DeclareHang(SchedulerThread& scheduler) {
   scheduler.hang_reporter = true;
 }
 
-bool SimRuntime::CompleteTasks(SchedulerThread& scheduler, const std::vector<Task*>& done) {
+bool SimRuntime::CompleteTasks(SchedulerThread& scheduler, const std::vector<Task*>& done,
+                               size_t taken) {
   ThreadRecorder* rec = scheduler.recorder();
   bool stopping = false;
+  // Dependents this scheduler takes itself (it looks at ready_ before it
+  // sleeps), up to its room, instead of waking another scheduler for them.
+  uint32_t claimed = 0;
   for (Task* t : done) {
     // Written under mu_ before the completion was queued; `done` was taken
     // under mu_.
@@ -1043,13 +1084,20 @@ bool SimRuntime::CompleteTasks(SchedulerThread& scheduler, const std::vector<Tas
       stopping = true;  // nothing more is dispatched, nor retired
       continue;
     }
-    Retire(t);
+    const size_t busy = scheduler.inflight.size() + taken + claimed;
+    const uint32_t room = busy < config_.max_inflight_per_scheduler
+                              ? static_cast<uint32_t>(config_.max_inflight_per_scheduler - busy)
+                              : 0;
+    uint32_t unclaimed = room;
+    Retire(t, &unclaimed);
+    claimed += room - unclaimed;
     scheduler.last_progress = Clock::now();
   }
   return !stopping;
 }
 
-void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Task*>& dispatch) {
+void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Task*>& dispatch,
+                               std::optional<Job>* keep) {
   ThreadRecorder* rec = scheduler.recorder();
   for (Task* t : dispatch) {
     if (t->snapshot_inputs) SnapshotTaskInputs(t);
@@ -1070,14 +1118,19 @@ void SimRuntime::DispatchTasks(SchedulerThread& scheduler, const std::vector<Tas
       std::lock_guard<std::mutex> lock(mu_);
       t->subtasks_left = static_cast<uint32_t>(t->func_ids.size());
     }
-    {
+    uint32_t first = 0;
+    if (keep != nullptr && !keep->has_value()) {
+      *keep = Job{t, 0};
+      first = 1;
+    }
+    if (first < t->func_ids.size()) {
       std::lock_guard<std::mutex> lock(jobs_mu_);
-      for (uint32_t i = 0; i < t->func_ids.size(); ++i) jobs_.push_back(Job{t, i});
+      for (uint32_t i = first; i < t->func_ids.size(); ++i) jobs_.push_back(Job{t, i});
       jobs_queued_.store(jobs_.size(), std::memory_order_relaxed);
     }
     // One worker per job: waking every idle worker for each (a herd that
     // finds one job) was most of the dispatch cost.
-    for (size_t i = 0; i < t->func_ids.size(); ++i) jobs_cv_.notify_one();
+    for (size_t i = first; i < t->func_ids.size(); ++i) jobs_cv_.notify_one();
     scheduler.last_progress = Clock::now();
   }
 }
@@ -1213,10 +1266,41 @@ void SimRuntime::StopScheduler(SchedulerThread& scheduler) {
   if (rec != nullptr) rec->Flush();
 }
 
+std::optional<SimRuntime::Job> SimRuntime::CompleteAsScheduler(SchedulerThread& scheduler,
+                                                               Task* task) {
+  // The task did not fail (the worker looked under mu_), so this records
+  // and retires it and calls no exception dump.
+  (void)CompleteTasks(scheduler, {task}, 0);
+  std::vector<Task*> dispatch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stop_ && !hang_ && !failed_) TakeReady(scheduler, &dispatch);
+  }
+  std::optional<Job> keep;
+  DispatchTasks(scheduler, dispatch, &keep);
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint32_t i = scheduler.index;
+  const bool room = scheduler.inflight.size() < config_.max_inflight_per_scheduler;
+  duty_[i] = Duty::kAsleep;
+  waiting_with_room_[i] = room ? 1 : 0;
+  // Its thread sleeps on: wake it for what it would have woken for
+  // meanwhile, or when it woke and waits for its duty.
+  if (wants_duty_back_[i] != 0 || stop_ || hang_ || failed_ || !completions_[i].empty() ||
+      (room && !ready_.empty() && !held_)) {
+    waiting_with_room_[i] = 0;
+    scheduler_cv_[i]->notify_one();
+  }
+  return keep;
+}
+
 void SimRuntime::WorkerLoop(uint32_t worker) {
+  std::optional<Job> kept;  // a job this worker dispatched to itself
   for (;;) {
     Job job;
-    {
+    if (kept.has_value()) {
+      job = *kept;
+      kept.reset();
+    } else {
       // A job usually follows soon (the scheduler dispatches the next task
       // of the stream as this one's completion is taken): look for a moment
       // before sleeping, so the hand-off needs no futex wake.
@@ -1251,18 +1335,35 @@ void SimRuntime::WorkerLoop(uint32_t worker) {
     }
     // Completion is handed over under mu_: the scheduler that takes it sees
     // every write the kernel made.
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!status.ok() && run_status_.ok()) run_status_ = status;
-    if (!status.ok() && t->failure.ok() && !t->cancel.load(std::memory_order_acquire)) {
-      t->failure = status;
-      t->failed_func = t->func_ids[job.subtask];
+    SchedulerThread* lent = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!status.ok() && run_status_.ok()) run_status_ = status;
+      if (!status.ok() && t->failure.ok() && !t->cancel.load(std::memory_order_acquire)) {
+        t->failure = status;
+        t->failed_func = t->func_ids[job.subtask];
+      }
+      if (--t->subtasks_left == 0) {
+        t->completed_mono_ns = MonotonicNs(Clock::now());
+        const uint32_t s = t->scheduler;
+        // Its scheduler sleeps: do its part here rather than wake it. A
+        // failed or cancelled task, or a stopping run, goes to the
+        // scheduler thread (exception dumps, snapshots and hang reports
+        // are its own).
+        if (duty_[s] == Duty::kAsleep && t->failure.ok() &&
+            !t->cancel.load(std::memory_order_acquire) && !stop_ && !hang_ && !failed_) {
+          duty_[s] = Duty::kLent;
+          waiting_with_room_[s] = 0;
+          lent = scheduler_state_[s].get();
+        } else {
+          completions_[s].push_back(t);
+          completions_queued_[s].store(1, std::memory_order_relaxed);
+          // A lent scheduler is woken, if need be, as its duty comes back.
+          if (duty_[s] != Duty::kLent) scheduler_cv_[s]->notify_one();
+        }
+      }
     }
-    if (--t->subtasks_left == 0) {
-      t->completed_mono_ns = MonotonicNs(Clock::now());
-      completions_[t->scheduler].push_back(t);
-      completions_queued_[t->scheduler].store(1, std::memory_order_relaxed);
-      scheduler_cv_[t->scheduler]->notify_one();
-    }
+    if (lent != nullptr) kept = CompleteAsScheduler(*lent, t);
   }
 }
 

@@ -9,6 +9,16 @@
 // after-completion snapshot sees all of the kernel's writes (the sim's
 // barrier before FIN); dependents are released only after that snapshot.
 //
+// Hand-offs: when the task's scheduler sleeps, the worker that finished it
+// does the scheduler's part itself, in the scheduler's name (its recorder,
+// its flight slots): the after-completion record, the release of
+// dependents, the dispatch of ready tasks with their before-dispatch
+// records; and it runs the first of those tasks itself. A chain of tasks
+// then runs on one worker without a thread waking another per task. The
+// scheduler thread stays asleep meanwhile and keeps the hang watch; a task
+// that failed or was cancelled, and any once the run stops, still go to it
+// (exception dumps, in-flight snapshots and hang reports are its own).
+//
 // Hangs: a scheduler with tasks in flight and no progress for the scheduler
 // timeout declares a hang; every scheduler then records the partial outputs
 // of its running tasks (after_completion, kFlagInFlightSnapshot), flushes its
@@ -232,10 +242,19 @@ class SimRuntime {
   // mu_ held.
   void LinkBuffers(Task* t);
   void AddDependency(Task* task, Task* on);  // mu_ held
-  void MakeReady(Task* task);                // mu_ held
-  // What one scheduler thread keeps for itself (its in-flight tasks, its
-  // recorder); touched by that thread only.
+  // Queues a ready task and wakes a scheduler sleeping with room for it,
+  // unless dispatch is held or `unclaimed` (the room of the scheduler
+  // releasing it, which looks at ready_ before it sleeps) is above 0: then
+  // that one takes it, and *unclaimed goes down by one. mu_ held.
+  void MakeReady(Task* task, uint32_t* unclaimed = nullptr);
+  // What one scheduler keeps for itself (its in-flight tasks, its
+  // recorder); touched only by whoever holds its duty (see Duty).
   struct SchedulerThread;
+  // Who does a scheduler's work. kAwake: its thread. kAsleep: nobody; its
+  // thread sleeps in WaitForWork, and the worker that completes one of its
+  // tasks may take the duty (kLent) until it has recorded, retired and
+  // dispatched, then gives it back (kAsleep). Under mu_.
+  enum class Duty : uint8_t { kAwake, kAsleep, kLent };
   // A scheduler thread's loop: waits for work, records and retires the
   // tasks its workers completed, dispatches ready ones, reaps ops past
   // their budget; when it stops, snapshots what is still running.
@@ -247,8 +266,18 @@ class SimRuntime {
                    std::vector<Task*>* dispatch);
   void DeclareHang(SchedulerThread& scheduler);  // mu_ held
   // Records and retires completed tasks; false when one of them failed.
-  bool CompleteTasks(SchedulerThread& scheduler, const std::vector<Task*>& done);
-  void DispatchTasks(SchedulerThread& scheduler, const std::vector<Task*>& dispatch);
+  // `taken`: ready tasks the caller holds for dispatch (room they use).
+  bool CompleteTasks(SchedulerThread& scheduler, const std::vector<Task*>& done, size_t taken);
+  // Moves ready tasks into `dispatch` while the scheduler has room. mu_ held.
+  void TakeReady(const SchedulerThread& scheduler, std::vector<Task*>* dispatch);
+  // Records and queues the tasks' jobs; with `keep`, the first job goes
+  // there instead (the calling worker runs it) and wakes nobody.
+  void DispatchTasks(SchedulerThread& scheduler, const std::vector<Task*>& dispatch,
+                     std::optional<Job>* keep = nullptr);
+  // A worker holding `scheduler`'s duty (kLent) for the task it completed:
+  // records and retires it, dispatches what became ready, gives the duty
+  // back; the job it kept for itself, if any.
+  std::optional<Job> CompleteAsScheduler(SchedulerThread& scheduler, Task* task);
   void ReapOverdueOps(SchedulerThread& scheduler);
   void StopScheduler(SchedulerThread& scheduler);
   void WorkerLoop(uint32_t worker);
@@ -256,7 +285,9 @@ class SimRuntime {
   void PublishFlight(SchedulerThread& scheduler, Task* task);
   // Copies the task's inputs before dispatch (Task::snapshot_inputs).
   void SnapshotTaskInputs(Task* task);
-  void Retire(Task* task);
+  // Marks the task completed and releases its dependents (MakeReady with
+  // `unclaimed`); frees what it no longer needs.
+  void Retire(Task* task, uint32_t* unclaimed);
   void Warn(std::string message);
   void Error(std::string message);  // printed to stderr
   // The dump path is taken: compiled in and a recorder given (level > 0).
@@ -276,6 +307,11 @@ class SimRuntime {
   std::deque<Task*> ready_;
   std::vector<std::vector<Task*>> completions_;  // per scheduler
   std::vector<std::unique_ptr<std::condition_variable>> scheduler_cv_;
+  std::vector<std::unique_ptr<SchedulerThread>> scheduler_state_;  // per scheduler
+  std::vector<Duty> duty_;  // per scheduler
+  // Per scheduler, 1 when its thread woke while its duty was lent: the
+  // worker giving it back wakes it.
+  std::vector<uint8_t> wants_duty_back_;
   // Per scheduler, 1 while it sleeps in WaitForWork with room for another
   // task. MakeReady wakes one such scheduler, not every scheduler, and
   // clears its mark so that the next ready task wakes another (a scheduler

@@ -3,7 +3,12 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -371,6 +376,192 @@ TEST(SimRuntimeTest, NoTaskLinesWithoutVerbose) {
   uint64_t add = 0, mul = 0, scale = 0;
   std::string x_at, view_at;
   EXPECT_TRUE(VerboseLines(false, &add, &mul, &scale, &x_at, &view_at).empty());
+}
+
+// Streams of dependent tasks on more workers than schedulers, tasks taking
+// different times so that they finish in every order, one step held and
+// the next submitted while it runs, and a task reading every stream at the
+// end of each step (a fan-in, then a fan-out as the next step's writers
+// wait for it). Whichever thread records, releases and dispatches a
+// completed task (its scheduler, or the worker that completed it while the
+// scheduler slept), each stream runs in submission order and sees its
+// previous task's write, the join sees every stream's last write, and every
+// task has its before-dispatch and after-completion records on one
+// scheduler's recorder, the next task of its stream dispatched after it
+// completed.
+constexpr int kStreams = 15;  // and the join's output: 16 tensor slots
+
+struct StreamLog {
+  std::mutex mu;
+  std::vector<std::vector<std::pair<int32_t, float>>> seen;  // per stream: (seq, value before)
+  std::vector<float> joined;  // per join: the sum it read
+};
+StreamLog* g_stream_log = nullptr;
+
+// Runs for a while that depends on the task and subtask (yields, not
+// sleeps: only the order of finishing varies).
+void Dawdle(int32_t stream, int32_t seq, uint32_t subtask) {
+  const uint32_t n = (static_cast<uint32_t>(stream) * 7919u + static_cast<uint32_t>(seq) * 104729u +
+                      subtask * 31u) % 13u;
+  for (uint32_t i = 0; i < n * n; ++i) std::this_thread::yield();
+}
+
+absl::Status StreamStep(KernelContext& ctx) {
+  auto acc = ctx.tensor(0);
+  auto stream = ctx.scalar<int32_t>(0);
+  auto seq = ctx.scalar<int32_t>(1);
+  if (!acc.ok() || !stream.ok() || !seq.ok()) return absl::InternalError("bad stream task");
+  Dawdle(*stream, *seq, ctx.subtask());
+  const float before = acc->Get<float>(0);
+  acc->Set<float>(0, before + 1.0f);
+  std::lock_guard<std::mutex> lock(g_stream_log->mu);
+  g_stream_log->seen[*stream].emplace_back(*seq, before);
+  return absl::OkStatus();
+}
+
+// The second and third kernel of a stream's three-kernel tasks: reads only.
+absl::Status StreamIdle(KernelContext& ctx) {
+  auto stream = ctx.scalar<int32_t>(0);
+  auto seq = ctx.scalar<int32_t>(1);
+  if (!stream.ok() || !seq.ok()) return absl::InternalError("bad stream task");
+  Dawdle(*stream, *seq, ctx.subtask());
+  return absl::OkStatus();
+}
+
+absl::Status JoinStreams(KernelContext& ctx) {
+  float sum = 0;
+  for (uint32_t i = 0; i < kStreams; ++i) sum += ctx.tensor(i)->Get<float>(0);
+  ctx.tensor(kStreams)->Set<float>(0, sum);
+  std::lock_guard<std::mutex> lock(g_stream_log->mu);
+  g_stream_log->joined.push_back(sum);
+  return absl::OkStatus();
+}
+
+TEST(SimRuntimeTest, StreamsKeepTheirOrderWhicheverThreadHandsTasksOn) {
+  constexpr int kSteps = 4;
+  constexpr int kPerStep = 12;  // tasks per stream and step
+  StreamLog log;
+  log.seen.resize(kStreams);
+  g_stream_log = &log;
+  KernelRegistry registry;
+  using D = ArgDirection;
+  const std::vector<D> stream_sig = {D::kInOut, D::kScalar, D::kScalar};
+  const uint16_t step_k = *registry.Register("stream_step", stream_sig, StreamStep);
+  const uint16_t idle_a = *registry.Register("stream_idle_a", stream_sig, StreamIdle);
+  const uint16_t idle_b = *registry.Register("stream_idle_b", stream_sig, StreamIdle);
+  std::vector<D> join_sig(kStreams, D::kIn);
+  join_sig.push_back(D::kOut);
+  const uint16_t join_k = *registry.Register("join_streams", join_sig, JoinStreams);
+
+  DumpRegionConfig rc = CaptureConfig(abi::DumpLevel::kFull);
+  rc.full_policy = abi::FullPolicy::kStall;  // every record kept
+  RecordingHarness cap(rc);
+  SimConfig config = Config();
+  config.worker_threads = 6;
+  config.max_inflight_per_scheduler = 2;
+  SimRuntime rt(config, registry, cap.recorder.get());
+  std::vector<Tensor> acc;
+  for (int s = 0; s < kStreams; ++s) acc.push_back(*rt.Alloc(DataType::kFloat32, {4}));
+  Tensor sum = *rt.Alloc(DataType::kFloat32, {1});
+  ASSERT_TRUE(rt.Start().ok());
+  struct Submitted {
+    int stream;  // -1: a join
+    int seq;
+  };
+  std::map<uint64_t, Submitted> tasks;
+  for (int step = 0; step < kSteps; ++step) {
+    rt.BeginStep(step);
+    if (step % 2 == 0) rt.HoldDispatch();
+    for (int k = 0; k < kPerStep; ++k) {
+      for (int s = 0; s < kStreams; ++s) {
+        const int32_t stream = s;
+        const int32_t seq = step * kPerStep + k;
+        CoreTaskArgs args;
+        ASSERT_TRUE(args.add_inout(acc[s]).ok());
+        ASSERT_TRUE(args.add_scalar(stream).ok());
+        ASSERT_TRUE(args.add_scalar(seq).ok());
+        std::vector<uint16_t> funcs = {step_k};
+        if ((s + k) % 3 == 0) funcs = {step_k, idle_a, idle_b};
+        auto id = rt.Submit(funcs, std::move(args));
+        ASSERT_TRUE(id.ok()) << id.status();
+        tasks[*id] = {s, seq};
+      }
+    }
+    CoreTaskArgs join;
+    for (int s = 0; s < kStreams; ++s) ASSERT_TRUE(join.add_input(acc[s]).ok());
+    ASSERT_TRUE(join.add_output(sum).ok());
+    auto id = rt.Submit({join_k}, std::move(join));
+    ASSERT_TRUE(id.ok()) << id.status();
+    tasks[*id] = {-1, (step + 1) * kPerStep};
+    if (step % 2 == 0) rt.ReleaseDispatch();
+  }
+  ASSERT_TRUE(rt.Synchronize().ok());
+  g_stream_log = nullptr;
+  EXPECT_EQ(rt.tasks_completed(), tasks.size());
+
+  for (int s = 0; s < kStreams; ++s) {
+    ASSERT_EQ(log.seen[s].size(), static_cast<size_t>(kSteps * kPerStep)) << "stream " << s;
+    for (int i = 0; i < kSteps * kPerStep; ++i) {
+      EXPECT_EQ(log.seen[s][i].first, i) << "stream " << s << " ran out of order";
+      EXPECT_EQ(log.seen[s][i].second, static_cast<float>(i)) << "stream " << s;
+    }
+  }
+  ASSERT_EQ(log.joined.size(), static_cast<size_t>(kSteps));
+  for (int step = 0; step < kSteps; ++step) {
+    EXPECT_EQ(log.joined[step], static_cast<float>(kStreams * (step + 1) * kPerStep));
+  }
+
+  ASSERT_TRUE(cap.host->Stop().ok());
+  struct Seen {
+    std::set<uint32_t> threads;
+    int before = 0, after = 0;
+    uint64_t dispatch = 0, complete = 0;
+  };
+  std::map<uint64_t, Seen> seen;
+  for (const CapturedArg& c : cap.host->TakeRecords()) {
+    Seen& t = seen[c.record.task_id];
+    t.threads.insert(c.thread);
+    t.dispatch = abi::DispatchNs(c.record);
+    if (c.record.stage == uint8_t(abi::Stage::kAfterCompletion)) {
+      ++t.after;
+      t.complete = t.dispatch + abi::DurationNs(c.record);
+    } else {
+      ++t.before;
+    }
+  }
+  ASSERT_EQ(seen.size(), tasks.size());
+  // Per stream (and the joins, as a stream of their own), in task id order.
+  std::map<int, std::vector<uint64_t>> order;
+  for (const auto& [id, task] : tasks) {
+    const Seen& t = seen[id];
+    // Before dispatch: what the task reads (a stream task's inout and two
+    // scalars, the join's inputs); after completion: what it wrote.
+    EXPECT_EQ(t.before, task.stream < 0 ? kStreams : 3) << "task " << id;
+    EXPECT_EQ(t.after, 1) << "task " << id;
+    EXPECT_EQ(t.threads.size(), 1u) << "task " << id << " recorded by more than one scheduler";
+    EXPECT_LE(t.dispatch, t.complete) << "task " << id;
+    order[task.stream].push_back(id);
+  }
+  for (const auto& [stream, ids] : order) {
+    for (size_t i = 1; i < ids.size(); ++i) {
+      EXPECT_LE(seen[ids[i - 1]].complete, seen[ids[i]].dispatch)
+          << "stream " << stream << ": a task dispatched before its predecessor completed";
+    }
+  }
+  // A join follows its step's last task of every stream, and the next
+  // step's first tasks follow it.
+  for (const auto& [id, task] : tasks) {
+    if (task.stream < 0) continue;
+    for (const uint64_t join : order[-1]) {
+      const int join_seq = tasks[join].seq;  // the first seq after its step
+      if (task.seq == join_seq - 1) {
+        EXPECT_LE(seen[id].complete, seen[join].dispatch);
+      }
+      if (task.seq == join_seq) {
+        EXPECT_LE(seen[join].complete, seen[id].dispatch);
+      }
+    }
+  }
 }
 
 TEST(SimRuntimeTest, NeedsARecorderThreadPerScheduler) {
