@@ -65,7 +65,17 @@ const char* SealCauseName(SealCause cause) {
 
 // ---- HubCapture ------------------------------------------------------------
 
-HubCapture::~HubCapture() { JoinWriter(); }
+HubCapture::~HubCapture() {
+  JoinWriter();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    committer_stop_ = true;
+  }
+  commit_cv_.notify_all();
+  // The committer finishes what it was handed; it never waits for the
+  // writer, so this is joined from any thread.
+  if (committer_.joinable()) committer_.join();
+}
 
 void HubCapture::JoinWriter() {
   {
@@ -561,22 +571,31 @@ void HubCapture::WriterLoop(std::weak_ptr<HubCapture> weak) {
     destroyed_on_writer_ = &destroyed;
   }
   for (;;) {
-    Job job;
+    std::optional<Job> job;
+    bool news = false;
     std::shared_ptr<CaptureStore> store;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      jobs_cv_.wait(lock, [&] { return writer_done_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      // The writer ends once every append is answered.
+      jobs_cv_.wait(lock, [&] {
+        return !jobs_.empty() || commit_news_ || (writer_done_ && unacked_.empty());
+      });
+      news = commit_news_;
+      if (!jobs_.empty()) {
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      } else if (!news) {
+        return;
+      }
       store = store_;
     }
-    // A job's callbacks may hold the last other reference to this capture:
-    // it stays alive until the job is done, then goes here, on this thread
-    // (JoinWriter lets the thread go). Null: ~HubCapture runs on another
-    // thread, which waits for this one.
+    // A job's callbacks (and a commit's answers) may hold the last other
+    // reference to this capture: it stays alive until they are done, then
+    // goes here, on this thread (JoinWriter lets the thread go). Null:
+    // ~HubCapture runs on another thread, which waits for this one.
     std::shared_ptr<HubCapture> self = weak.lock();
-    const bool more = RunJob(std::move(job), std::move(store));
+    if (news) AnswerCommitted();
+    const bool more = job ? RunJob(std::move(*job), std::move(store)) : true;
     self.reset();
     if (destroyed || !more) return;
   }
@@ -658,16 +677,12 @@ void HubCapture::RunAppend(Job job, CaptureStore& store) {
     for (std::string& c : job.append.chunks) job.append.pool->Put(std::move(c));
   }
   if (remote_ != nullptr && s.ok()) {
-    // Acknowledged once a segment holding it is committed: now when nothing
-    // else waits (an idle stream's record waits for one upload), else once
-    // the group is large or old enough.
-    const auto now = std::chrono::steady_clock::now();
-    unacked_.push_back({std::move(job.done), now});
-    unacked_bytes_ += bytes + PreparedRecords::kRecordEntryGuess * job.append.records.size();
-    if (QueueEmpty() || unacked_bytes_ >= group_.bytes ||
-        absl::FromChrono(now - unacked_.front().since) >= group_.delay) {
-      CommitPending(store);
-    }
+    // Acknowledged once a segment holding it is committed: the committer
+    // thread cuts one as soon as the previous ended, of the appends made
+    // meanwhile, while this thread goes on appending.
+    unacked_.push_back({std::move(job.done), store.records()});
+    PublishCut(store);
+    AnswerCommitted();
     return;
   }
   const Watermark w = Durable(store, s.ok());
@@ -690,36 +705,140 @@ bool HubCapture::QueueEmpty() const {
 }
 
 bool HubCapture::CommitPending(CaptureStore& store) {
-  // The whole info (its kernel table may be large) only for the commit
-  // that creates the catalog's row; later ones need its name.
-  v1::CaptureInfo info;
-  if (live_.cataloged) {
-    info.set_name(name_);
-  } else {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    commit_now_ = true;
+    commit_cv_.notify_all();
+    jobs_cv_.wait(lock, [&] {
+      return !commit_error_.ok() || (committed_.records >= store.records() && !committing_);
+    });
+    commit_now_ = false;
+  }
+  AnswerCommitted();
+  return !needs_restore_;
+}
+
+void HubCapture::PublishCut(const CaptureStore& store) {
+  Cut cut;
+  cut.counters = store.counters();
+  cut.records = store.records();
+  cut.journal_end = store.journal_bytes();
+  cut.bin_end = store.bin_bytes();
+  cut.stream_bytes = store.stream_bytes();
+  cut.bytes = cut.stream_bytes - published_.bin_bytes +
+              PreparedRecords::kRecordEntryGuess * (cut.records - published_.records);
+  published_.records = cut.records;
+  published_.bin_bytes = cut.stream_bytes;
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    info = info_;
+    cuts_.push_back(std::move(cut));
+    if (!committer_.joinable() &&
+        !StartThread(absl::StrCat("the committer thread of capture ", name_), &committer_,
+                     [this] { CommitterLoop(); })
+             .ok()) {
+      // No thread for it: the commit fails, the append with it (retried
+      // after a restore).
+      commit_error_ = absl::ResourceExhaustedError("no thread for the committer");
+      commit_news_ = true;
+      return;
+    }
   }
-  absl::Status s = remote_->Commit(dir_, info, store.counters(), store.records(),
-                                   store.journal_bytes(), store.bin_bytes(), &live_);
-  std::vector<Unacked> acks;
-  acks.swap(unacked_);
-  unacked_bytes_ = 0;
-  const Watermark w = Durable(store, s.ok());
-  if (!s.ok()) {
+  commit_cv_.notify_all();
+}
+
+void HubCapture::CommitterLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  absl::Time last_start = absl::InfinitePast();
+  for (;;) {
+    commit_cv_.wait(lock, [&] { return committer_stop_ || (commit_error_.ok() && !cuts_.empty()); });
+    if (cuts_.empty() || !commit_error_.ok()) return;  // stopped
+    // At least group_.delay between two commits' starts, unless the group is full.
+    uint64_t bytes = 0;
+    for (const Cut& c : cuts_) bytes += c.bytes;
+    const absl::Time allowed = last_start + group_.delay;
+    if (!committer_stop_ && !commit_now_ && bytes < group_.bytes && absl::Now() < allowed) {
+      commit_cv_.wait_for(lock, absl::ToChronoNanoseconds(allowed - absl::Now()));
+      continue;
+    }
+    // The appends of one segment: up to group_.bytes of them, at least one.
+    Cut cut = std::move(cuts_.front());
+    cuts_.pop_front();
+    bytes = cut.bytes;
+    while (!cuts_.empty() && bytes + cuts_.front().bytes <= group_.bytes) {
+      bytes += cuts_.front().bytes;
+      cut = std::move(cuts_.front());
+      cuts_.pop_front();
+    }
+    // The whole info (its kernel table may be large) only for the commit
+    // that creates the catalog's row; later ones need its name. live_ is
+    // this thread's while it commits (the writer waits for it to be idle).
+    v1::CaptureInfo info;
+    if (live_.cataloged) {
+      info.set_name(name_);
+    } else {
+      info = info_;
+    }
+    committing_ = true;
+    last_start = absl::Now();
+    lock.unlock();
+    absl::Status s = remote_->Commit(dir_, info, cut.counters, cut.records, cut.journal_end,
+                                     cut.bin_end, &live_);
+    lock.lock();
+    committing_ = false;
+    if (s.ok()) {
+      committed_.records = cut.records;
+      committed_.bin_bytes = cut.stream_bytes;
+    } else {
+      commit_error_ = std::move(s);
+    }
+    commit_news_ = true;
+    jobs_cv_.notify_all();
+  }
+}
+
+void HubCapture::AnswerCommitted() {
+  Watermark committed;
+  absl::Status error;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    commit_news_ = false;
+    committed = committed_;
+    error = commit_error_;
+    durable_ = committed_;
+  }
+  std::vector<Unacked> answered;
+  while (!unacked_.empty() && unacked_.front().end <= committed.records) {
+    answered.push_back(std::move(unacked_.front()));
+    unacked_.pop_front();
+  }
+  const bool any = !answered.empty();
+  for (Unacked& a : answered) a.done(absl::OkStatus(), committed);
+  if (!error.ok() && !needs_restore_) {
     needs_restore_ = true;
-    Log(absl::StrCat("capture ", name_, ": a segment could not be committed (", s.message(),
-                     "); its appends fail, and it goes on from record ", w.records,
+    Log(absl::StrCat("capture ", name_, ": a segment could not be committed (", error.message(),
+                     "); its appends fail, and it goes on from record ", committed.records,
                      " once rebuilt from the object store"));
-    s = absl::UnavailableError(absl::StrCat("capture ", name_,
-                                            ": not durable in the object store (", s.message(),
-                                            "); resume from record ", w.records));
   }
-  for (Unacked& a : acks) a.done(s, w);
-  if (s.ok()) NotifyWatchers();
-  return s.ok();
+  if (!error.ok()) {
+    // Not durable: a restore takes them back.
+    const absl::Status failed = absl::UnavailableError(
+        absl::StrCat("capture ", name_, ": not durable in the object store (", error.message(),
+                     "); resume from record ", committed.records));
+    std::deque<Unacked> lost;
+    lost.swap(unacked_);
+    for (Unacked& a : lost) a.done(failed, committed);
+  }
+  if (any) NotifyWatchers();
 }
 
 absl::Status HubCapture::RestoreFromStore() {
+  {
+    // The committer is idle (it stops at a failed commit): what it was
+    // offered since goes with the scratch files.
+    std::unique_lock<std::mutex> lock(mu_);
+    jobs_cv_.wait(lock, [&] { return !committing_; });
+    cuts_.clear();
+  }
   absl::StatusOr<RemoteCaptures::LiveState> restored = remote_->Restore(name_, dir_);
   if (!restored.ok()) {
     if (absl::IsNotFound(restored.status()) && !live_.cataloged) {
@@ -746,6 +865,8 @@ absl::Status HubCapture::RestoreFromStore() {
         store_.reset();
         attached_ = false;
         needs_restore_ = false;
+        committed_ = durable_;
+        commit_error_ = absl::OkStatus();
       }
       // Served from the store: the scratch copy goes, as after a seal.
       RemoveCaptureFiles(dir_).IgnoreError();
@@ -787,6 +908,9 @@ absl::Status HubCapture::RestoreFromStore() {
   if (store->created()) info_ = store->info();
   durable_.records = store->records();
   durable_.bin_bytes = store->stream_bytes();
+  committed_ = durable_;
+  published_ = durable_;
+  commit_error_ = absl::OkStatus();
   store_ = std::move(store);
   needs_restore_ = false;
   return absl::OkStatus();

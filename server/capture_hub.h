@@ -18,9 +18,10 @@
 // With an object store (Options::remote), the root is a scratch disk: a
 // live capture is written there as above, and an append is acknowledged
 // only once a segment holding it is committed in the store and the catalog
-// (group commit: one segment for what arrived while the last one was on
-// its way, cut at group_commit_bytes or group_commit_delay). A commit that
-// fails fails its appends (Unavailable) and the capture's scratch files
+// (group commit: a committer thread per live capture uploads one segment
+// while the writer goes on appending; the next segment is what was
+// appended meanwhile, at most group_commit_bytes of it). A commit that
+// fails fails its appends (and those after it: Unavailable) and the capture's scratch files
 // are rebuilt from what was committed before anything else is done with
 // it (a resume waits for that). Sealing uploads the finished files and
 // lets go of the scratch copy; finished captures are served from the store
@@ -200,8 +201,8 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
       : name_(std::move(name)), dir_(std::move(dir)), max_bytes_(max_bytes) {}
   // Object store: how group commits are cut.
   struct GroupCommit {
-    absl::Duration delay = absl::Milliseconds(50);
-    uint64_t bytes = 8 << 20;
+    absl::Duration delay = absl::ZeroDuration();  // the least time between two commits' starts
+    uint64_t bytes = 8 << 20;  // the most appended bytes one segment holds (unless one append is more)
   };
   // What the capture takes where it is kept (disk, or the object store),
   // and when it finished (for retention).
@@ -210,10 +211,23 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   // The finished capture's index from the store (through the cache):
   // DataLoss naming the key and byte for a damaged one.
   absl::StatusOr<std::shared_ptr<IndexFile>> StoreIndex() const;
-  // Object store, writer thread: commits what was appended and not yet
-  // acknowledged, then answers those appends; false when the commit failed
-  // (they are answered with its error and the capture needs a restore).
+  // Object store, writer thread: waits until every append is committed
+  // and answers them; false when a commit failed (the appends not
+  // committed are answered with its error and the capture needs a
+  // restore).
   bool CommitPending(CaptureStore& store);
+  // Object store, writer thread, after an append: where a commit may end
+  // (the store's files and counters as they are now), for the committer.
+  void PublishCut(const CaptureStore& store);
+  // Object store, writer thread: answers the appends the committer made
+  // durable; after a failed commit fails the rest (a restore takes them
+  // back) and marks the capture for a restore.
+  void AnswerCommitted();
+  // The committer thread: commits the appends published so far as one
+  // segment (at most group_.bytes of them, at least one append), as soon
+  // as the previous commit ended and at least group_.delay after it
+  // started, so that appends go on while a segment uploads.
+  void CommitterLoop();
   // Writer thread: the scratch files rebuilt from the committed segments.
   absl::Status RestoreFromStore();
   // Writer thread, sealing: the finished files uploaded, the scratch copy let go.
@@ -274,11 +288,31 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   RemoteCaptures::LiveState live_;
   struct Unacked {
     DoneCallback done;
-    std::chrono::steady_clock::time_point since;
+    uint64_t end = 0;  // the records the capture holds with this append
   };
-  std::vector<Unacked> unacked_;
-  uint64_t unacked_bytes_ = 0;
+  std::deque<Unacked> unacked_;  // appended, not committed yet, in order
+  Watermark published_;  // where the last cut published ends
   bool needs_restore_ = false;  // a commit failed: the scratch files are ahead
+  // Shared with the committer thread (mu_): where commits may end, one per
+  // append; what is committed; a failure (no commit follows it until a
+  // restore).
+  struct Cut {
+    v1::CaptureCounters counters;
+    uint64_t records = 0;
+    uint64_t journal_end = 0;
+    uint64_t bin_end = 0;
+    uint64_t stream_bytes = 0;
+    uint64_t bytes = 0;  // the append's size (group_.bytes counts these)
+  };
+  std::deque<Cut> cuts_;
+  Watermark committed_;
+  bool committing_ = false;   // the committer is in RemoteCaptures::Commit
+  bool commit_news_ = false;  // committed_ or commit_error_ moved: the writer answers
+  absl::Status commit_error_;
+  bool commit_now_ = false;  // the writer waits for every append: no group_.delay
+  bool committer_stop_ = false;
+  std::condition_variable commit_cv_;  // wakes the committer
+  std::thread committer_;  // started with the first commit
   // Finished in the store (guarded by mu_): its row, and its index while
   // the cache keeps it.
   std::optional<CatalogCapture> row_;
@@ -317,7 +351,10 @@ class CaptureHub {
     // Captures in an object store with a catalog (null: under the root,
     // which is then only the live captures' scratch disk). Outlives the hub.
     RemoteCaptures* remote = nullptr;
-    absl::Duration group_commit_delay = absl::Milliseconds(50);
+    // A live capture's commits: at least group_commit_delay between two
+    // starts unless group_commit_bytes wait; at most group_commit_bytes of
+    // appends a segment (see GroupCommit).
+    absl::Duration group_commit_delay = absl::ZeroDuration();
     uint64_t group_commit_bytes = 8 << 20;
     // Objects no catalog row names, older than gc_min_age, are deleted at
     // startup and every gc_every (0: at startup only).

@@ -84,10 +84,14 @@ class RemoteHubTest : public ::testing::Test {
     return remote.ok() ? std::move(remote).value() : nullptr;
   }
 
-  std::unique_ptr<CaptureHub> Hub(const std::string& root, RemoteCaptures* remote) {
+  std::unique_ptr<CaptureHub> Hub(const std::string& root, RemoteCaptures* remote,
+                                  absl::Duration group_delay = absl::ZeroDuration(),
+                                  uint64_t group_bytes = 8 << 20) {
     CaptureHub::Options o;
     o.root = root;
     o.remote = remote;
+    o.group_commit_delay = group_delay;
+    o.group_commit_bytes = group_bytes;
     o.gc_every = absl::ZeroDuration();
     auto hub = CaptureHub::Open(o);
     EXPECT_TRUE(hub.ok()) << hub.status();
@@ -237,6 +241,79 @@ TEST_F(RemoteHubTest, AcknowledgedOnceCommittedSealedByteForByteAndServedFromThe
                   .ok());
   EXPECT_EQ(payload, std::string(64, static_cast<char>(4)));
   EXPECT_EQ((*found)->Summary().records(), records);
+}
+
+// Appends go on while a segment uploads: what was appended meanwhile is
+// the next segment, so forty queued appends take far fewer commits, and
+// every one is acknowledged with the catalog's watermark at or past it.
+TEST_F(RemoteHubTest, AppendsMadeDuringACommitShareTheNextSegment) {
+  auto remote = Remote(root_);
+  ASSERT_NE(remote, nullptr);
+  auto hub = Hub(root_, remote.get());
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("grouped"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<int> sizes(40, 3);
+  uint64_t records = 0, offset = 0, task = 0;
+  for (const Outcome& s : AppendAll(**c, sizes, &records, &offset, &task)) {
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  auto segments = remote->catalog().Segments("grouped");
+  ASSERT_TRUE(segments.ok()) << segments.status();
+  EXPECT_GE(segments->size(), 2u);  // the first went up alone
+  EXPECT_LT(segments->size(), sizes.size() / 2);
+  uint64_t next = 0;
+  for (const CatalogSegment& g : *segments) {
+    EXPECT_EQ(g.first_record, next);  // in order, none twice
+    next += g.record_count;
+  }
+  EXPECT_EQ(next, records);
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  ExpectSameAsLocal("grouped", sizes);
+}
+
+// --group_commit_bytes bounds a segment (at append boundaries; one append
+// larger than it goes alone), and the least time between two commits
+// (--group_commit_ms) never holds up a finish.
+TEST_F(RemoteHubTest, GroupBytesBoundASegmentAndTheDelayNeverHoldsUpAFinish) {
+  auto remote = Remote(root_);
+  ASSERT_NE(remote, nullptr);
+  // A job of 3 tasks is 3 x 64 payload bytes and 6 records: three such
+  // jobs fill the bound.
+  const uint64_t bound = 3 * (3 * 64 + 6 * PreparedRecords::kRecordEntryGuess);
+  auto hub = Hub(root_, remote.get(), absl::Hours(1), bound);
+  ASSERT_NE(hub, nullptr);
+  auto c = hub->Open(OpenRequest("bounded"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  uint64_t records = 0, offset = 0, task = 0;
+  // The first commit goes at once; the hour's delay then holds the next
+  // until the group is full: the appends after the first go in segments of
+  // three.
+  for (const Outcome& s : AppendAll(**c, {3}, &records, &offset, &task)) EXPECT_TRUE(s.ok()) << s;
+  const std::vector<int> sizes(9, 3);
+  for (const Outcome& s : AppendAll(**c, sizes, &records, &offset, &task)) {
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  auto segments = remote->catalog().Segments("bounded");
+  ASSERT_TRUE(segments.ok()) << segments.status();
+  ASSERT_EQ(segments->size(), 4u);
+  EXPECT_EQ((*segments)[0].record_count, 6u);
+  for (size_t i = 1; i < segments->size(); ++i) EXPECT_EQ((*segments)[i].record_count, 18u) << i;
+  // One more append, held by the delay (the group is not full): the finish
+  // commits it at once.
+  Waiter held;
+  (*c)->Append(Job(records, task, 1, &offset), held.Callback());
+  records += 2;
+  Waiter done;
+  (*c)->Finish({}, done.Callback());
+  for (const Outcome& s : held.Wait()) EXPECT_TRUE(s.ok()) << s;
+  for (const Outcome& s : done.Wait()) ASSERT_TRUE(s.ok()) << s;
+  auto row = remote->catalog().Get("bounded");
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_EQ(row->state, v1::CAPTURE_STATE_FINISHED);
+  EXPECT_EQ(row->committed_records, records);
 }
 
 TEST_F(RemoteHubTest, ARestartOnAnEmptyDiskResumesTheLiveCaptureFromTheStore) {

@@ -99,11 +99,13 @@ ABSL_FLAG(std::string, catalog, "",
           "PG* variables); with --object_store");
 ABSL_FLAG(std::string, cache_bytes, "1GiB",
           "local cache of finished captures' indexes read from the object store");
-ABSL_FLAG(std::string, group_commit_ms, "50",
-          "with --object_store: an append waits at most this long (in ms or with a unit) "
-          "for others to share its segment, when more are queued behind it");
+ABSL_FLAG(std::string, group_commit_ms, "0",
+          "with --object_store: the least time (in ms or with a unit) between the starts of two "
+          "commits of a capture, unless --group_commit_bytes are waiting: fewer, larger "
+          "segments (fewer PUTs) for at most this much more acknowledgment latency");
 ABSL_FLAG(std::string, group_commit_bytes, "8MiB",
-          "with --object_store: a segment is cut once it holds this many bytes");
+          "with --object_store: the most appended bytes one segment holds (one append larger "
+          "than this goes alone)");
 ABSL_FLAG(bool, seal_copy_parts, false,
           "with --object_store: build a sealed args.bin by copying the segments' payload bytes "
           "inside the store (UploadPartCopy) where a segment holds a whole part, instead of "
@@ -150,7 +152,7 @@ CommandLineSpec CaptureServerSpec() {
       {"http_send_buffer_bytes", Quantity::Bytes(0, int64_t{64} << 20, "the kernel's sizing")},
       {"cache_bytes", Quantity::Bytes(int64_t{1} << 20, kPiB)},
       {"s3_retry_deadline", Quantity::Duration(100, 3600 * 1000)},
-      {"group_commit_ms", Quantity::Milliseconds(0, 10 * 1000, "commit each append at once")},
+      {"group_commit_ms", Quantity::Milliseconds(0, 10 * 1000, "as soon as the last commit ended")},
       // A segment is read back whole to rebuild a capture: bounded well
       // below what one may hold (1 GiB).
       {"group_commit_bytes", Quantity::Bytes(int64_t{4} << 10, int64_t{256} << 20)},

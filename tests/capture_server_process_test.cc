@@ -230,8 +230,9 @@ TEST(CaptureServerProcessTest, SigkillMidCaptureTheClientResumesOnTheRestartedSe
   std::vector<RecordBatch> sent;
   for (int b = 0; b < 5; ++b) {
     sent.push_back(MakeBatch(100 + b * 50, 50, &offset));
-    ASSERT_TRUE(Send(sink.get(), sent.back()).ok());  // acked: durable
+    ASSERT_TRUE(Send(sink.get(), sent.back()).ok());
   }
+  ASSERT_TRUE(sink->Flush().ok());  // acknowledged: durable
   server.Signal(SIGKILL);
   server.Wait();
   // The next batch goes out while no server runs: the sink retries.
@@ -269,6 +270,7 @@ TEST(CaptureServerProcessTest, SigtermLeavesLiveCapturesResumable) {
   uint64_t offset = 0;
   std::vector<RecordBatch> sent = {MakeBatch(1, 20, &offset)};
   ASSERT_TRUE(Send(sink.get(), sent.back()).ok());
+  ASSERT_TRUE(sink->Flush().ok());
   server.Signal(SIGTERM);
   const int status = server.Wait();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
@@ -302,6 +304,7 @@ TEST(CaptureServerProcessTest, SigtermEndsWithAWatchOpenOnAQuietLiveCapture) {
   ASSERT_NE(sink, nullptr);
   uint64_t offset = 0;
   ASSERT_TRUE(Send(sink.get(), MakeBatch(1, 5, &offset)).ok());
+  ASSERT_TRUE(sink->Flush().ok());
   auto stub = v1::CaptureService::NewStub(
       grpc::CreateChannel(server.target(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;

@@ -338,7 +338,9 @@ TEST_F(CaptureServiceTest, UnacknowledgedBatchesAreSentAgainFromTheWatermark) {
     EXPECT_EQ((*sink)->durable_records(), n);
     EXPECT_EQ((*sink)->sent_records(), n);
     ASSERT_TRUE((*sink)->Finish(DeviceCounters()).ok());
-    EXPECT_EQ((*sink)->reconnects(), 1u);
+    // One break; a resume may be told to retry while the broken stream
+    // still holds the capture.
+    EXPECT_GE((*sink)->reconnects(), 1u);
     EXPECT_EQ((*sink)->finished().records(), n);
     EXPECT_TRUE(Stored(name, "args.bin") == ReadFileOrEmpty(local + "/args.bin"));
     EXPECT_EQ(Stored(name, "args_dump.json"), ReadFileOrEmpty(local + "/args_dump.json"));
@@ -359,6 +361,7 @@ TEST_F(CaptureServiceTest, ListsAndGetsCapturesWithPagesLabelsAndState) {
     ASSERT_TRUE(sink.ok()) << sink.status();
     ASSERT_TRUE((*sink)->WriteBatch(p.RecordPtrs(0, 9), p.Payloads(0, 9)).ok());
     if (i == 4) {
+      ASSERT_TRUE((*sink)->Flush().ok());
       live = std::move(sink).value();  // stays live
     } else {
       ASSERT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
@@ -874,6 +877,7 @@ TEST_F(CaptureServiceTest, DeleteCaptureRemovesAFinishedCaptureWithItsFiles) {
   auto live = Sink("live", "s3cret");
   ASSERT_NE(live, nullptr);
   ASSERT_TRUE(live->WriteBatch(p.RecordPtrs(0, 9), p.Payloads(0, 9)).ok());
+  ASSERT_TRUE(live->Flush().ok());
 
   v1::ListCapturesRequest list;
   v1::ListCapturesResponse before;
@@ -1442,6 +1446,7 @@ TEST_F(CaptureServiceTest, RestartKeepsLiveCapturesResumable) {
   auto live = Sink("live");
   ASSERT_NE(live, nullptr);
   ASSERT_TRUE(live->WriteBatch(p.RecordPtrs(0, 12), p.Payloads(0, 12)).ok());
+  ASSERT_TRUE(live->Flush().ok());
   // Graceful shutdown: the live capture stays live on disk.
   server_->Shutdown(std::chrono::milliseconds(200));
   server_.reset();

@@ -60,7 +60,7 @@ const NumericFlag kFlags[] = {
      64 << 20, false},
     {"server/capture_server", "cache_bytes", "1MiB..1PiB", 1 << 20, int64_t{1} << 50, false},
     {"server/capture_server", "s3_retry_deadline", "100ms..1h", 100, 3600000, true},
-    {"server/capture_server", "group_commit_ms", "0..10s; 0: commit each append at once", 0,
+    {"server/capture_server", "group_commit_ms", "0..10s; 0: as soon as the last commit ended", 0,
      10000, false},
     {"server/capture_server", "group_commit_bytes", "4KiB..256MiB", 4 << 10, 256 << 20, false},
     {"server/capture_server", "gc_every", "0..36500d (3153600000000ms); 0: only at startup", 0,
