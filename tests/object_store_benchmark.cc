@@ -17,7 +17,9 @@
 //                      of the same bytes of args.bin with an S3Client;
 //                      ratio = GET time / ReadPayload time.
 // Ratios are medians of pairs measured back to back, never thresholds.
+#include <dirent.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +38,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "base/files.h"
 #include "benchmark/benchmark.h"
@@ -73,6 +76,43 @@ T Must(absl::StatusOr<T> v, const std::string& what) {
 using Clock = std::chrono::steady_clock;
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// CPU seconds spent so far by this process (the client and the service)
+// and by the processes of the store and the catalog it runs on (Ceph's
+// daemons under the RGW's folder, the PostgreSQL server and its backends):
+// other work on a shared machine is left out.
+double StackCpuSeconds() {
+  rusage self{};
+  ::getrusage(RUSAGE_SELF, &self);
+  double seconds = self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + self.ru_stime.tv_sec +
+                   self.ru_stime.tv_usec / 1e6;
+  const std::string rgw_dir = Must(SharedCephRgw(), "Ceph RGW")->dir();
+  const pid_t pg = Must(SharedPostgresServer(), "PostgreSQL")->pid();
+  const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return seconds;
+  while (dirent* e = ::readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    const std::string base = absl::StrCat("/proc/", pid);
+    auto stat = ReadFileToString(base + "/stat", 4096);
+    if (!stat.ok()) continue;
+    // "pid (comm) state ppid ... utime stime": fields after the comm's ')'.
+    const size_t close = stat->rfind(')');
+    if (close == std::string::npos) continue;
+    std::vector<std::string> f = absl::StrSplit(stat->substr(close + 2), ' ');
+    if (f.size() < 13) continue;
+    const pid_t ppid = static_cast<pid_t>(std::atoi(f[1].c_str()));
+    bool ours = pid == pg || ppid == pg;
+    if (!ours) {
+      auto cmdline = ReadFileToString(base + "/cmdline", 1 << 16);
+      ours = cmdline.ok() && absl::StrContains(*cmdline, rgw_dir);
+    }
+    if (ours) seconds += (std::atof(f[11].c_str()) + std::atof(f[12].c_str())) / tick;
+  }
+  ::closedir(proc);
+  return seconds;
 }
 
 double Percentile(std::vector<double> v, int pct) {
@@ -229,20 +269,27 @@ Workload MakeWorkload(int kind, int tasks) {
 
 struct StreamTimes {
   double ingest = 0;  // connect .. the last batch acknowledged
+  double ingest_busy = 0;  // the machine's CPU seconds meanwhile
   double total = 0;   // .. and the capture sealed (files uploaded)
-  std::vector<double> batch_ack_ms;  // each WriteBatch: sent .. acknowledged
+  std::vector<double> batch_ack_ms;  // each WriteBatch: sent .. returned (acknowledged
+                                     // when the window is 0)
 };
 
 // Streams `w` through a GrpcSink in batches of `batch` records (as the
-// collector hands whole buffers over); `before_finish` runs once every
-// batch is acknowledged, outside the times; then the capture is finished.
+// collector hands whole buffers over), with the sink's window of
+// unacknowledged bytes (0: each batch waits for its acknowledgment);
+// `before_finish` runs once every batch is acknowledged, outside the times;
+// then the capture is finished.
 StreamTimes Stream(const std::string& target, const std::string& capture, const Workload& w,
-                   size_t batch, const std::function<void()>& before_finish = nullptr) {
+                   size_t batch, const std::function<void()>& before_finish = nullptr,
+                   uint64_t window = GrpcSinkOptions().max_unacked_bytes) {
   GrpcSinkOptions o;
   o.target = target;
   o.capture = capture;
   o.info.set_level(v1::DUMP_LEVEL_FULL);
+  o.max_unacked_bytes = window;
   const auto t0 = Clock::now();
+  const double busy0 = StackCpuSeconds();
   auto sink = Must(GrpcSink::Connect(o), "connect");
   StreamTimes t;
   std::vector<const v1::ArgRecord*> records;
@@ -259,7 +306,9 @@ StreamTimes Stream(const std::string& target, const std::string& capture, const 
     Must(sink->WriteBatch(records, payloads), "write batch");
     t.batch_ack_ms.push_back(Seconds(sent) * 1e3);
   }
+  Must(sink->Flush(), "flush");  // every batch acknowledged
   t.ingest = Seconds(t0);
+  t.ingest_busy = StackCpuSeconds() - busy0;
   double aside = 0;
   if (before_finish) {
     const auto a0 = Clock::now();
@@ -286,7 +335,7 @@ void BM_IngestVsPut(benchmark::State& state) {
   const Workload w = MakeWorkload(kind, tasks);
   const uint64_t stream_bytes = w.payload_bytes;
   const Home home = NewHome(absl::StrCat("ingest", kind));
-  StoreServer server(home, absl::Milliseconds(50));
+  StoreServer server(home, absl::ZeroDuration());
   auto client = NewClient();
   s3::PutOptions put;  // as the service PUTs its segments
   put.body_check = s3::PutOptions::BodyCheck::kContentMd5;
@@ -299,11 +348,12 @@ void BM_IngestVsPut(benchmark::State& state) {
   std::vector<std::string> captures;
   size_t plain_objects = 0;
   std::vector<double> ratio, ratio_seal, records_per_s, bytes_per_s, segment_bytes_per_s,
-      put_bytes_per_s, unchecked_bytes_per_s, segments, segment_kib;
+      put_bytes_per_s, unchecked_bytes_per_s, segments, segment_kib, ingest_cpu, ingest_cores,
+      put_cpu, put_cores;
   int n = 0;
   for (auto _ : state) {
     const std::string capture = absl::StrCat("run", n++);
-    double put_s = 0, unchecked_s = 0;
+    double put_s = 0, unchecked_s = 0, put_busy = 0;
     uint64_t seg_bytes = 0;
     size_t seg_count = 0;
     // The capture's segments, as the service cut them, PUT again as plain
@@ -320,12 +370,14 @@ void BM_IngestVsPut(benchmark::State& state) {
       seg_count = objects.size();
       for (const bool md5 : {true, false}) {
         const auto p0 = Clock::now();
+        const double busy0 = StackCpuSeconds();
         for (size_t i = 0; i < objects.size(); ++i) {
           Must(client->PutObject(home.bucket, absl::StrCat(capture, "-plain/", i, md5 ? "" : ".no-md5"),
                                  objects[i], md5 ? put : unchecked).status(),
                "plain put");
         }
         (md5 ? put_s : unchecked_s) = Seconds(p0);
+        if (md5) put_busy = StackCpuSeconds() - busy0;
       }
     });
     captures.push_back(capture);
@@ -340,6 +392,10 @@ void BM_IngestVsPut(benchmark::State& state) {
     unchecked_bytes_per_s.push_back(seg_bytes / unchecked_s);
     segments.push_back(seg_count);
     segment_kib.push_back(seg_count == 0 ? 0 : seg_bytes / 1024.0 / seg_count);
+    ingest_cpu.push_back(t.ingest_busy);
+    ingest_cores.push_back(t.ingest_busy / t.ingest);
+    put_cpu.push_back(put_busy);
+    put_cores.push_back(put_busy / put_s);
   }
   // ingest / plain PUT, as rates of the same bytes: until the last batch
   // is acknowledged, and with the seal (the finished files uploaded).
@@ -352,6 +408,13 @@ void BM_IngestVsPut(benchmark::State& state) {
   state.counters["plain_put_no_md5_bytes_per_s"] = Median(unchecked_bytes_per_s);
   state.counters["segments"] = Median(segments);
   state.counters["segment_kib"] = Median(segment_kib);
+  // What the stack spent (client and service, RGW, OSD, PostgreSQL): CPU
+  // seconds, and cores busy on average. Ingest that needs both cores of a
+  // 2-core machine cannot get faster by overlapping more.
+  state.counters["ingest_cpu_s"] = Median(ingest_cpu);
+  state.counters["ingest_busy_cores"] = Median(ingest_cores);
+  state.counters["plain_put_cpu_s"] = Median(put_cpu);
+  state.counters["plain_put_busy_cores"] = Median(put_cores);
   for (const std::string& capture : captures) {
     Must(server.hub().Delete(capture, "benchmark").status(), "delete capture");
     for (size_t i = 0; i < plain_objects; ++i) {
@@ -381,9 +444,11 @@ void BM_AckLatency(benchmark::State& state) {
   int n = 0;
   for (auto _ : state) {
     const std::string capture = absl::StrCat("run", n++);
-    const StreamTimes t = Stream(server.target(), capture, w, batch, [&] {
-      segments = ListAll(*client, home.bucket, SegmentsPrefix(capture)).size();
-    });
+    // Each batch waits for its acknowledgment: the time is its latency.
+    const StreamTimes t = Stream(
+        server.target(), capture, w, batch,
+        [&] { segments = ListAll(*client, home.bucket, SegmentsPrefix(capture)).size(); },
+        /*window=*/0);
     // The first batch also makes the capture's catalog row.
     acks.insert(acks.end(), t.batch_ack_ms.begin() + 1, t.batch_ack_ms.end());
     state.SetIterationTime(t.ingest);
