@@ -240,11 +240,7 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
       End(absl::CancelledError("read payload: stream broke"));
       return;
     }
-    if (at_ >= end_) {
-      End(absl::OkStatus());
-      return;
-    }
-    ReadNext();
+    ReadNext();  // the last message ended the call (StartWriteAndFinish)
   }
 
   void OnDone() override {
@@ -272,6 +268,12 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
       }
       chunk_.set_offset(offset_ + (at_ - start_));
       at_ += n;
+      if (at_ >= end_) {
+        // The last message carries the status: no write-done reaction and
+        // no separate trailers for the client to wait for.
+        StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
+        return;
+      }
       StartWrite(&chunk_);
     });
   }
@@ -280,9 +282,10 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
 
   // A payload in the object store: one ranged GET on the I/O pool, cut
   // into messages that are written while the rest arrives (at most
-  // kStreamQueue of them wait; a slow client slows the GET). Its state is
-  // shared with the fetching thread, which outlives the reactor's last
-  // call only through it.
+  // kStreamQueue of them wait; a slow client slows the GET). The last
+  // message written once the GET has ended well carries the status. Its
+  // state is shared with the fetching thread, which outlives the
+  // reactor's last call only through it.
   static constexpr size_t kStreamPiece = 256 << 10;
   static constexpr size_t kStreamQueue = 2;
   struct Stream {
@@ -302,7 +305,12 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
     service_->io()->Run([this, stream = stream_, capture = std::move(capture),
                          hub = service_->hub(), start = start_, length = end_ - start_] {
       std::string piece;
-      auto offer = [&](std::string full) -> absl::Status {
+      // Queues `full` once there is room; `fetched`: it is the end of a
+      // GET that ended well, said under the same lock. Once `fetched` is
+      // set, with a write in flight only its OnWriteDone may touch the
+      // reactor (as at the end below).
+      auto offer = [&](std::string full, bool fetched) -> absl::Status {
+        bool pump = true;
         {
           std::unique_lock<std::mutex> lock(stream->mu);
           stream->room.wait(lock, [&] {
@@ -310,8 +318,10 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
           });
           if (stream->cancelled) return absl::CancelledError("read payload: stream broke");
           stream->ready.push_back(std::move(full));
+          stream->fetched = fetched;
+          pump = !fetched || !stream->writing;
         }
-        Pump(stream);
+        if (pump) Pump(stream);
         return absl::OkStatus();
       };
       absl::Status s = capture->ReadBin(start, length, [&](std::string_view data) {
@@ -320,13 +330,18 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
           piece.append(data.data(), take);
           data.remove_prefix(take);
           if (piece.size() == kStreamPiece) {
-            if (absl::Status offered = offer(std::move(piece)); !offered.ok()) return offered;
+            if (absl::Status offered = offer(std::move(piece), false); !offered.ok()) {
+              return offered;
+            }
             piece = std::string();
           }
         }
         return absl::OkStatus();
       });
-      if (s.ok() && !piece.empty()) s = offer(std::move(piece));
+      if (s.ok() && !piece.empty()) {
+        s = offer(std::move(piece), true);
+        if (s.ok()) return;
+      }
       if (!s.ok() && !absl::IsCancelled(s)) {
         // Deleted (DeleteCapture, retention) since the read began: its
         // objects go with it, and the rest of the payload with them.
@@ -362,10 +377,17 @@ class PayloadReactor : public grpc::ServerWriteReactor<v1::PayloadChunk> {
       stream->ready.pop_front();
       chunk_.set_offset(offset_ + stream->sent);
       stream->sent += chunk_.data().size();
-      stream->writing = true;
+      // The last piece of a GET that ended well goes with the status.
+      const bool last = stream->ready.empty() && stream->fetched && stream->status.ok();
+      stream->writing = !last;
+      stream->ended = last;
       lock.unlock();
       stream->room.notify_all();
-      StartWrite(&chunk_);
+      if (last) {
+        StartWriteAndFinish(&chunk_, grpc::WriteOptions(), grpc::Status::OK);
+      } else {
+        StartWrite(&chunk_);
+      }
       return;
     }
     if (!stream->fetched) return;

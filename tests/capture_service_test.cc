@@ -864,6 +864,35 @@ TEST_F(CaptureServiceTest, ADownloadUnderWayOutlivesTheDeletionOfItsCapture) {
   EXPECT_NE(after.error_message().find("doomed"), std::string::npos) << after.error_message();
 }
 
+// Readers that cancel after their first chunk, more of them than the
+// service has threads for reading: none holds a thread, and the next read
+// gets every byte.
+TEST_F(CaptureServiceTest, ReadersThatGoAwayMidPayloadLeaveTheServiceServing) {
+  StartServer("cancel_mid_read");
+  const Pairs p = MakePairs(8);  // task 3's tensors are 1.2 MB
+  auto sink = Sink("left");
+  ASSERT_NE(sink, nullptr);
+  ASSERT_TRUE(sink->WriteBatch(p.RecordPtrs(0, p.records.size()),
+                               p.Payloads(0, p.records.size())).ok());
+  ASSERT_TRUE(sink->Finish(v1::CaptureCounters()).ok());
+  const uint64_t big = 3 * 3;  // task 3's input
+  for (int i = 0; i < 4; ++i) {
+    v1::ReadPayloadRequest req;
+    req.set_capture("left");
+    req.set_record_id(big);
+    auto ctx = Ctx();
+    auto reader = stub_->ReadPayload(ctx.get(), req);
+    v1::PayloadChunk chunk;
+    ASSERT_TRUE(reader->Read(&chunk));
+    ASSERT_LT(chunk.data().size(), p.bytes[big].size()) << "the payload came in one chunk";
+    ctx->TryCancel();
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  grpc::Status st;
+  EXPECT_TRUE(ReadPayload("left", big, 0, 0, &st) == p.bytes[big]);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+}
+
 // DeleteCapture: token-protected like the rest; a live capture is refused
 // (finish it first), a finished one goes with its files, and the service
 // says what every capture takes on disk before and after.

@@ -12,10 +12,18 @@
 //                      with the group commit's delay at D ms.
 // BM_QueryByTask/C     QueryArgs by task_id on a finished capture in the
 //                      store; C 1: each query on a fresh server (scratch
-//                      disk, index cache empty), C 0: on one warm server.
+//                      disk, index cache empty), C 0: on one warm server
+//                      (its cache holds the index blocks queries read).
+// BM_QueryByTaskWarming  the same on a server that has answered one query:
+//                      the first query to touch a block fetches it.
+//                      fetching_pct: the queries that fetched a block;
+//                      in_memory_p99_us / fetching_p50_us: each kind.
 // BM_ReadPayload       ReadPayload of a 1 MiB record against a ranged GET
 //                      of the same bytes of args.bin with an S3Client;
-//                      ratio = GET time / ReadPayload time.
+//                      ratio = GET time / ReadPayload time. Beside them:
+//                      the same ReadPayload from a capture on a local disk
+//                      (the service's own cost), and each way's CPU time
+//                      in this process.
 // Ratios are medians of pairs measured back to back, never thresholds.
 #include <dirent.h>
 #include <malloc.h>
@@ -121,6 +129,14 @@ double Percentile(std::vector<double> v, int pct) {
   return v[std::min(v.size() - 1, v.size() * pct / 100)];
 }
 double Median(std::vector<double> v) { return Percentile(std::move(v), 50); }
+
+// CPU time of every thread of this process so far.
+double ProcessCpuSeconds() {
+  struct rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
 
 // ---- The object store -----------------------------------------------------
 
@@ -500,31 +516,56 @@ double QueryOnce(v1::CaptureService::Stub& stub, uint64_t task) {
   return us;
 }
 
+// mode kCold: each query on a fresh server; kWarm: on one server whose
+// index cache holds every block a query by task reads (a query on every
+// 16th task first: a 64 KiB block holds the rows of ~60 tasks and the
+// task_id column of ~1000); kWarming: on one server that has answered
+// one query, so that the measured queries fetch the blocks they touch
+// first (what a server sees until its cache holds the index).
+enum QueryMode { kWarm = 0, kCold = 1, kWarming = 2 };
+
 void BM_QueryByTask(benchmark::State& state) {
-  const bool cold = state.range(0) == 1;
+  const bool cold = state.range(0) == kCold;
   const Home& home = QueryHome();
   std::mt19937_64 rng(1);
-  auto task = [&] { return kFirstTask + rng() % (QueryRecords() / 8); };
+  const uint64_t tasks = QueryRecords() / 8;
+  auto task = [&] { return kFirstTask + rng() % tasks; };
   std::unique_ptr<StoreServer> warm;
   if (!cold) {
     warm = std::make_unique<StoreServer>(home, absl::Milliseconds(50));
     if (QueryOnce(warm->stub(), task()) < 0) state.SkipWithError("wrong answer");
   }
+  if (state.range(0) == kWarm) {
+    const auto w0 = Clock::now();
+    for (uint64_t t = 0; t < tasks; t += 16) {
+      if (QueryOnce(warm->stub(), kFirstTask + t) < 0) state.SkipWithError("wrong answer");
+    }
+    state.counters["warm_up_s"] = Seconds(w0);
+  }
   std::vector<double> latencies;
+  // Queries that read only index blocks already in memory, apart from
+  // those that fetched one from the store.
+  std::vector<double> in_memory, fetching;
   for (auto _ : state) {
     std::unique_ptr<StoreServer> fresh;
     if (cold) fresh = std::make_unique<StoreServer>(home, absl::Milliseconds(50));
     StoreServer& server = cold ? *fresh : *warm;
+    const uint64_t misses = server.remote().block_counters().misses;
     const double us = QueryOnce(server.stub(), task());
     if (us < 0) {
       state.SkipWithError("wrong answer");
       break;
     }
     latencies.push_back(us);
+    (server.remote().block_counters().misses == misses ? in_memory : fetching).push_back(us);
     state.SetIterationTime(us / 1e6);
   }
   state.counters["p50_us"] = Percentile(latencies, 50);
   state.counters["p99_us"] = Percentile(latencies, 99);
+  state.counters["fetching_pct"] = latencies.empty() ? 0 : 100.0 * fetching.size() / latencies.size();
+  state.counters["in_memory_p50_us"] = Percentile(in_memory, 50);
+  state.counters["in_memory_p99_us"] = Percentile(in_memory, 99);
+  state.counters["fetching_p50_us"] = Percentile(fetching, 50);
   auto client = NewClient();
   const auto index = client->HeadObject(home.bucket, SealedKey(*client, home.bucket, "big", "args.index"));
   state.counters["index_mib"] = index.ok() ? index->size / 1048576.0 : -1;
@@ -560,9 +601,44 @@ size_t ReadPayload(v1::CaptureService::Stub& stub, uint64_t id, std::string* byt
   return reader->Finish().ok() ? got : 0;
 }
 
+// A capture server with no object store, its captures on a scratch disk.
+class LocalServer {
+ public:
+  LocalServer() {
+    static int serial = 0;
+    root_ = ProcessTempPath(absl::StrCat("argsdump_osbench_local_", ++serial));
+    RemoveTreeAndSync(root_);
+    Must(CreateDirectories(root_), root_);
+    CaptureServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.hub.root = root_;
+    server_ = Must(CaptureServer::Start(std::move(o)), "local capture server");
+    target_ = absl::StrCat("127.0.0.1:", server_->port());
+    stub_ = v1::CaptureService::NewStub(
+        grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()));
+  }
+  ~LocalServer() {
+    server_->Shutdown(std::chrono::milliseconds(1000));
+    server_.reset();
+    RemoveTreeAndSync(root_);
+  }
+  const std::string& target() const { return target_; }
+  v1::CaptureService::Stub& stub() { return *stub_; }
+
+ private:
+  std::string root_;
+  std::string target_;
+  std::unique_ptr<CaptureServer> server_;
+  std::unique_ptr<v1::CaptureService::Stub> stub_;
+};
+
 void BM_ReadPayload(benchmark::State& state) {
   const Home& home = PayloadHome();
   StoreServer server(home, absl::Milliseconds(50));
+  // The same capture on a local disk: what the service costs without the
+  // store (the call, and the bytes through gRPC).
+  LocalServer local;
+  Stream(local.target(), "tensors", MakeWorkload(1, kPayloadRecords), kPayloadRecords);
   auto client = NewClient();
   const std::string bin_key = SealedKey(*client, home.bucket, "tensors", "args.bin");
   // Where each record's bytes are in args.bin, and that both ways read
@@ -580,20 +656,23 @@ void BM_ReadPayload(benchmark::State& state) {
     const std::string want = DistinctPayload(arg.record().task_id() - kFirstTask);
     const std::string got = Must(
         client->GetObjectToString(home.bucket, bin_key, ranges.back(), 1 << 21), "ranged get");
-    std::string read;
+    std::string read, read_local;
     ReadPayload(server.stub(), id, &read);
-    if (got != want || read != want) {
+    ReadPayload(local.stub(), id, &read_local);
+    if (got != want || read != want || read_local != want) {
       state.SkipWithError("a payload read back differs from what was sent");
       return;
     }
   }
-  std::vector<double> rpc_ms, get_ms, ratio;
+  std::vector<double> rpc_ms, get_ms, local_ms, ratio, rpc_cpu_us, get_cpu_us;
   int i = 0;
   for (auto _ : state) {
     const int id = i++ % kPayloadRecords;
+    const double c0 = ProcessCpuSeconds();
     const auto r0 = Clock::now();
     const size_t rpc_bytes = ReadPayload(server.stub(), id);
     const double rpc = Seconds(r0);
+    const double c1 = ProcessCpuSeconds();
     uint64_t get_bytes = 0;
     const auto g0 = Clock::now();
     const auto got = client->GetObject(home.bucket, bin_key, ranges[id], [&](std::string_view c) {
@@ -602,20 +681,34 @@ void BM_ReadPayload(benchmark::State& state) {
       return absl::OkStatus();
     });
     const double get = Seconds(g0);
-    if (rpc_bytes != 1u << 20 || !got.ok() || get_bytes != 1u << 20) {
+    const double c2 = ProcessCpuSeconds();
+    const auto l0 = Clock::now();
+    const size_t local_bytes = ReadPayload(local.stub(), id);
+    const double local_read = Seconds(l0);
+    if (rpc_bytes != 1u << 20 || !got.ok() || get_bytes != 1u << 20 ||
+        local_bytes != 1u << 20) {
       state.SkipWithError("short read");
       break;
     }
     state.SetIterationTime(rpc);
     rpc_ms.push_back(rpc * 1e3);
     get_ms.push_back(get * 1e3);
+    local_ms.push_back(local_read * 1e3);
     ratio.push_back(get / rpc);
+    rpc_cpu_us.push_back((c1 - c0) * 1e6);
+    get_cpu_us.push_back((c2 - c1) * 1e6);
   }
   state.counters["read_payload_p50_ms"] = Percentile(rpc_ms, 50);
   state.counters["read_payload_p99_ms"] = Percentile(rpc_ms, 99);
   state.counters["ranged_get_p50_ms"] = Percentile(get_ms, 50);
   state.counters["ranged_get_p99_ms"] = Percentile(get_ms, 99);
+  state.counters["local_read_payload_p50_ms"] = Percentile(local_ms, 50);
+  state.counters["local_read_payload_p99_ms"] = Percentile(local_ms, 99);
   state.counters["ratio"] = Median(ratio);  // ReadPayload / ranged GET, as rates
+  // CPU time of this process (client, server and S3 client) per read;
+  // the store's own work (another process) is not in it.
+  state.counters["read_payload_cpu_us"] = Median(rpc_cpu_us);
+  state.counters["ranged_get_cpu_us"] = Median(get_cpu_us);
 }
 
 }  // namespace
@@ -648,10 +741,13 @@ int main(int argc, char** argv) {
       ->ArgsProduct({{0, 1}, {50, 0}})
       ->Iterations(1)->UseManualTime()->Unit(bm::kMillisecond);
   bm::RegisterBenchmark("BM_QueryByTask", argsdump::BM_QueryByTask)
-      ->ArgName("cold")->Arg(1)->Iterations(g_smoke ? 2 : 20)
+      ->ArgName("cold")->Arg(argsdump::kCold)->Iterations(g_smoke ? 2 : 20)
       ->UseManualTime()->Unit(bm::kMicrosecond);
   bm::RegisterBenchmark("BM_QueryByTask", argsdump::BM_QueryByTask)
-      ->ArgName("cold")->Arg(0)->Iterations(g_smoke ? 50 : 5000)
+      ->ArgName("cold")->Arg(argsdump::kWarm)->Iterations(g_smoke ? 50 : 5000)
+      ->UseManualTime()->Unit(bm::kMicrosecond);
+  bm::RegisterBenchmark("BM_QueryByTaskWarming", argsdump::BM_QueryByTask)
+      ->Arg(argsdump::kWarming)->Iterations(g_smoke ? 50 : 5000)
       ->UseManualTime()->Unit(bm::kMicrosecond);
   bm::RegisterBenchmark("BM_ReadPayload", argsdump::BM_ReadPayload)
       ->Iterations(g_smoke ? 10 : 200)->UseManualTime()->Unit(bm::kMillisecond);
