@@ -86,20 +86,26 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// CPU seconds spent so far by this process (the client and the service)
-// and by the processes of the store and the catalog it runs on (Ceph's
-// daemons under the RGW's folder, the PostgreSQL server and its backends):
-// other work on a shared machine is left out.
-double StackCpuSeconds() {
+// CPU seconds spent so far by this process (the client and the service),
+// by Ceph's daemons under the RGW's folder and by the PostgreSQL server and
+// its backends: other work on a shared machine is left out.
+struct StackCpu {
+  double self = 0, ceph = 0, pg = 0;
+  double total() const { return self + ceph + pg; }
+  StackCpu operator-(const StackCpu& o) const { return {self - o.self, ceph - o.ceph, pg - o.pg}; }
+};
+
+StackCpu StackCpuSeconds() {
+  StackCpu cpu;
   rusage self{};
   ::getrusage(RUSAGE_SELF, &self);
-  double seconds = self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + self.ru_stime.tv_sec +
-                   self.ru_stime.tv_usec / 1e6;
+  cpu.self = self.ru_utime.tv_sec + self.ru_utime.tv_usec / 1e6 + self.ru_stime.tv_sec +
+             self.ru_stime.tv_usec / 1e6;
   const std::string rgw_dir = Must(SharedCephRgw(), "Ceph RGW")->dir();
   const pid_t pg = Must(SharedPostgresServer(), "PostgreSQL")->pid();
   const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
   DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return seconds;
+  if (proc == nullptr) return cpu;
   while (dirent* e = ::readdir(proc)) {
     const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
     if (pid <= 0) continue;
@@ -111,16 +117,17 @@ double StackCpuSeconds() {
     if (close == std::string::npos) continue;
     std::vector<std::string> f = absl::StrSplit(stat->substr(close + 2), ' ');
     if (f.size() < 13) continue;
+    const double seconds = (std::atof(f[11].c_str()) + std::atof(f[12].c_str())) / tick;
     const pid_t ppid = static_cast<pid_t>(std::atoi(f[1].c_str()));
-    bool ours = pid == pg || ppid == pg;
-    if (!ours) {
-      auto cmdline = ReadFileToString(base + "/cmdline", 1 << 16);
-      ours = cmdline.ok() && absl::StrContains(*cmdline, rgw_dir);
+    if (pid == pg || ppid == pg) {
+      cpu.pg += seconds;
+      continue;
     }
-    if (ours) seconds += (std::atof(f[11].c_str()) + std::atof(f[12].c_str())) / tick;
+    auto cmdline = ReadFileToString(base + "/cmdline", 1 << 16);
+    if (cmdline.ok() && absl::StrContains(*cmdline, rgw_dir)) cpu.ceph += seconds;
   }
   ::closedir(proc);
-  return seconds;
+  return cpu;
 }
 
 double Percentile(std::vector<double> v, int pct) {
@@ -285,7 +292,7 @@ Workload MakeWorkload(int kind, int tasks) {
 
 struct StreamTimes {
   double ingest = 0;  // connect .. the last batch acknowledged
-  double ingest_busy = 0;  // the machine's CPU seconds meanwhile
+  StackCpu ingest_cpu;  // the stack's CPU seconds meanwhile
   double total = 0;   // .. and the capture sealed (files uploaded)
   std::vector<double> batch_ack_ms;  // each WriteBatch: sent .. returned (acknowledged
                                      // when the window is 0)
@@ -305,7 +312,7 @@ StreamTimes Stream(const std::string& target, const std::string& capture, const 
   o.info.set_level(v1::DUMP_LEVEL_FULL);
   o.max_unacked_bytes = window;
   const auto t0 = Clock::now();
-  const double busy0 = StackCpuSeconds();
+  const StackCpu cpu0 = StackCpuSeconds();
   auto sink = Must(GrpcSink::Connect(o), "connect");
   StreamTimes t;
   std::vector<const v1::ArgRecord*> records;
@@ -324,7 +331,7 @@ StreamTimes Stream(const std::string& target, const std::string& capture, const 
   }
   Must(sink->Flush(), "flush");  // every batch acknowledged
   t.ingest = Seconds(t0);
-  t.ingest_busy = StackCpuSeconds() - busy0;
+  t.ingest_cpu = StackCpuSeconds() - cpu0;
   double aside = 0;
   if (before_finish) {
     const auto a0 = Clock::now();
@@ -365,7 +372,7 @@ void BM_IngestVsPut(benchmark::State& state) {
   size_t plain_objects = 0;
   std::vector<double> ratio, ratio_seal, records_per_s, bytes_per_s, segment_bytes_per_s,
       put_bytes_per_s, unchecked_bytes_per_s, segments, segment_kib, ingest_cpu, ingest_cores,
-      put_cpu, put_cores;
+      put_cpu, put_cores, ingest_cpu_self, ingest_cpu_ceph, ingest_cpu_pg;
   int n = 0;
   for (auto _ : state) {
     const std::string capture = absl::StrCat("run", n++);
@@ -386,14 +393,14 @@ void BM_IngestVsPut(benchmark::State& state) {
       seg_count = objects.size();
       for (const bool md5 : {true, false}) {
         const auto p0 = Clock::now();
-        const double busy0 = StackCpuSeconds();
+        const StackCpu cpu0 = StackCpuSeconds();
         for (size_t i = 0; i < objects.size(); ++i) {
           Must(client->PutObject(home.bucket, absl::StrCat(capture, "-plain/", i, md5 ? "" : ".no-md5"),
                                  objects[i], md5 ? put : unchecked).status(),
                "plain put");
         }
         (md5 ? put_s : unchecked_s) = Seconds(p0);
-        if (md5) put_busy = StackCpuSeconds() - busy0;
+        if (md5) put_busy = (StackCpuSeconds() - cpu0).total();
       }
     });
     captures.push_back(capture);
@@ -408,8 +415,11 @@ void BM_IngestVsPut(benchmark::State& state) {
     unchecked_bytes_per_s.push_back(seg_bytes / unchecked_s);
     segments.push_back(seg_count);
     segment_kib.push_back(seg_count == 0 ? 0 : seg_bytes / 1024.0 / seg_count);
-    ingest_cpu.push_back(t.ingest_busy);
-    ingest_cores.push_back(t.ingest_busy / t.ingest);
+    ingest_cpu.push_back(t.ingest_cpu.total());
+    ingest_cpu_self.push_back(t.ingest_cpu.self);
+    ingest_cpu_ceph.push_back(t.ingest_cpu.ceph);
+    ingest_cpu_pg.push_back(t.ingest_cpu.pg);
+    ingest_cores.push_back(t.ingest_cpu.total() / t.ingest);
     put_cpu.push_back(put_busy);
     put_cores.push_back(put_busy / put_s);
   }
@@ -429,6 +439,9 @@ void BM_IngestVsPut(benchmark::State& state) {
   // 2-core machine cannot get faster by overlapping more.
   state.counters["ingest_cpu_s"] = Median(ingest_cpu);
   state.counters["ingest_busy_cores"] = Median(ingest_cores);
+  state.counters["ingest_cpu_client_and_service_s"] = Median(ingest_cpu_self);
+  state.counters["ingest_cpu_ceph_s"] = Median(ingest_cpu_ceph);
+  state.counters["ingest_cpu_postgres_s"] = Median(ingest_cpu_pg);
   state.counters["plain_put_cpu_s"] = Median(put_cpu);
   state.counters["plain_put_busy_cores"] = Median(put_cores);
   for (const std::string& capture : captures) {
