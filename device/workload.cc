@@ -581,12 +581,25 @@ bool HasInit(const v1::InitSpec& init) {
   return init.has_fill() || init.has_iota() || init.values_size() > 0;
 }
 
-// A buffer of the workload and what it holds at the start of a step.
+// A buffer of the workload and what it holds at the start of a step: zeros
+// and its init, if any. A small buffer's initial bytes are kept and copied
+// back; a large one's are written again (a copy would double its memory).
 struct PreparedBuffer {
+  static constexpr uint64_t kKeptInitialBytes = 1 << 20;
   Tensor tensor;
   DataType dtype;
   bool has_init = false;
   v1::InitSpec init;
+  std::vector<uint8_t> initial;  // has_init and small: the bytes it starts with
+  void Reset() {
+    DeviceBuffer& b = *tensor.buffer();
+    b.Zero();
+    if (!initial.empty()) {
+      std::memcpy(b.data(), initial.data(), initial.size());
+    } else if (has_init) {
+      InitElements(init, dtype, b.data(), tensor.numel());
+    }
+  }
 };
 
 // A task's argument, resolved: a tensor (the prepared tensor it names, its
@@ -627,8 +640,13 @@ absl::Status AllocBuffers(const v1::WorkloadSpec& spec, SimRuntime* runtime,
     prepared.dtype = dtype;
     prepared.has_init = HasInit(b.init());
     if (prepared.has_init) {
-      prepared.init = b.init();
-      InitElements(prepared.init, dtype, t->buffer()->data(), t->numel());
+      uint8_t* data = t->buffer()->data();
+      InitElements(b.init(), dtype, data, t->numel());
+      if (t->buffer()->bytes() <= PreparedBuffer::kKeptInitialBytes) {
+        prepared.initial.assign(data, data + t->buffer()->bytes());
+      } else {
+        prepared.init = b.init();
+      }
     }
     buffers->push_back(std::move(prepared));
     (*tensors)[b.name()] = *t;
@@ -740,10 +758,7 @@ absl::Status PreparedWorkload::Submit() {
           "workload: submitted again while tasks submitted before still run (its buffers are "
           "reset for each submission)");
     }
-    for (PreparedBuffer& b : p.buffers) {
-      b.tensor.buffer()->Zero();
-      if (b.has_init) InitElements(b.init, b.dtype, b.tensor.buffer()->data(), b.tensor.numel());
-    }
+    for (PreparedBuffer& b : p.buffers) b.Reset();
   }
   p.fresh = false;
   for (size_t i = 0; i < p.tasks.size(); ++i) {

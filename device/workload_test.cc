@@ -214,9 +214,10 @@ StepRun RunSteps(const v1::WorkloadSpec& spec, Setup setup, uint32_t steps,
 
 // Every kind of argument a workload has: views, fill/iota/values inits, a
 // named scalar given twice (one lvalue: its dump is ambiguous), anonymous
-// scalars, markers, and buffers a step accumulates into (one of them a
-// megabyte: its pages go back between steps, not written over) whose
-// contents the next step must not see.
+// scalars, markers; buffers a step writes (an inout accumulated into, an
+// initialised one written over) that the next step must find as new; and
+// two of over a megabyte: one zeroed by giving its pages back, one whose
+// init is written again instead of copied back.
 v1::WorkloadSpec EveryArgumentWorkload() {
   constexpr char kJson[] = R"({
     "name": "every_argument",
@@ -225,8 +226,8 @@ v1::WorkloadSpec EveryArgumentWorkload() {
       {"name": "v", "dtype": "FLOAT32", "shape": [4], "init": {"values": [1, -1, 2, -2]}},
       {"name": "y", "dtype": "FLOAT32", "shape": [4, 8]},
       {"name": "acc", "dtype": "FLOAT32", "shape": [4, 8]},
-      {"name": "one", "dtype": "FLOAT32", "shape": [262144], "init": {"fill": 1}},
-      {"name": "big", "dtype": "FLOAT32", "shape": [262144]},
+      {"name": "one", "dtype": "FLOAT32", "shape": [262400], "init": {"fill": 1}},
+      {"name": "big", "dtype": "FLOAT32", "shape": [262400]},
       {"name": "w", "dtype": "FLOAT32", "shape": [4]}
     ],
     "views": [{"name": "x_col", "buffer": "x", "shape": [4], "strides": [8], "start_offset": 1}],
