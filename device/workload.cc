@@ -567,9 +567,63 @@ absl::Status ValidateWorkload(const v1::WorkloadSpec& spec, const KernelRegistry
 
 namespace {
 
+// Writes `init` (fill, iota or values) over the `n` elements at `data`.
+void InitElements(const v1::InitSpec& init, DataType dtype, uint8_t* data, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    const double v = init.has_fill()   ? init.fill()
+                     : init.has_iota() ? init.iota().start() + init.iota().step() * i
+                                       : init.values(static_cast<int>(i));
+    StoreElement(data, dtype, i, v);
+  }
+}
+
+bool HasInit(const v1::InitSpec& init) {
+  return init.has_fill() || init.has_iota() || init.values_size() > 0;
+}
+
+// A buffer of the workload and what it holds at the start of a step: zeros
+// and its init, if any. A small buffer's initial bytes are kept and copied
+// back; a large one's are written again (a copy would double its memory).
+struct PreparedBuffer {
+  static constexpr uint64_t kKeptInitialBytes = 1 << 20;
+  Tensor tensor;
+  DataType dtype;
+  bool has_init = false;
+  v1::InitSpec init;
+  std::vector<uint8_t> initial;  // has_init and small: the bytes it starts with
+  void Reset() {
+    DeviceBuffer& b = *tensor.buffer();
+    b.Zero();
+    if (!initial.empty()) {
+      std::memcpy(b.data(), initial.data(), initial.size());
+    } else if (has_init) {
+      InitElements(init, dtype, b.data(), tensor.numel());
+    }
+  }
+};
+
+// A task's argument, resolved: a tensor (the prepared tensor it names, its
+// role) or a scalar (its box among the task's).
+struct PreparedArg {
+  const Tensor* tensor = nullptr;
+  abi::ArgRole role = abi::ArgRole::kInput;
+  int box = -1;
+  bool dump = false;
+};
+
+struct PreparedTask {
+  std::vector<uint16_t> func_ids;
+  std::vector<PreparedArg> args;
+  // Its scalars: a named one shared by every arg that names it, anonymous
+  // ones one each. dump(...) selects a scalar by the box it was added from.
+  std::vector<ScalarBox> boxes;
+  bool dump = false;
+};
+
 // The spec's buffers, allocated on the device and filled as their init says.
 absl::Status AllocBuffers(const v1::WorkloadSpec& spec, SimRuntime* runtime,
-                          std::map<std::string, Tensor>* tensors) {
+                          std::map<std::string, Tensor>* tensors,
+                          std::vector<PreparedBuffer>* buffers) {
   for (int i = 0; i < spec.buffers_size(); ++i) {
     const v1::BufferSpec& b = spec.buffers(i);
     const DataType dtype = *DataTypeFromName(b.dtype());
@@ -581,82 +635,107 @@ absl::Status AllocBuffers(const v1::WorkloadSpec& spec, SimRuntime* runtime,
                         absl::StrCat(std::string(b.dtype()), " ", numel, " elements: ",
                                      t.status().message()));
     }
-    uint8_t* data = t->buffer()->data();
-    const uint64_t n = t->numel();
-    const v1::InitSpec& init = b.init();
-    if (init.has_fill() || init.has_iota() || init.values_size() > 0) {
-      for (uint64_t i = 0; i < n; ++i) {
-        const double v = init.has_fill()   ? init.fill()
-                         : init.has_iota() ? init.iota().start() + init.iota().step() * i
-                                           : init.values(static_cast<int>(i));
-        StoreElement(data, dtype, i, v);
+    PreparedBuffer prepared;
+    prepared.tensor = *t;
+    prepared.dtype = dtype;
+    prepared.has_init = HasInit(b.init());
+    if (prepared.has_init) {
+      uint8_t* data = t->buffer()->data();
+      InitElements(b.init(), dtype, data, t->numel());
+      if (t->buffer()->bytes() <= PreparedBuffer::kKeptInitialBytes) {
+        prepared.initial.assign(data, data + t->buffer()->bytes());
+      } else {
+        prepared.init = b.init();
       }
     }
+    buffers->push_back(std::move(prepared));
     (*tensors)[b.name()] = *t;
   }
   return absl::OkStatus();
 }
 
-// The scalars of one task: named ones shared by every arg that names them,
-// anonymous ones one each. They live until the task is submitted.
-struct TaskScalars {
-  std::map<std::string, ScalarBox> vars;
-  std::vector<std::unique_ptr<ScalarBox>> anonymous;
-};
-
-// Task `t`'s args (tensors by role, scalars in `scalars`) and what it marks
-// for the dump, into `args`.
-absl::Status BuildTaskArgs(const v1::TaskSpec& t, int i, std::map<std::string, Tensor>& tensors,
-                           TaskScalars* scalars, CoreTaskArgs* args_out) {
-  CoreTaskArgs& args = *args_out;
-  std::vector<ScalarBox*> scalar_of(t.args_size(), nullptr);
-  for (int j = 0; j < t.args_size(); ++j) {
-    const v1::ArgSpec& a = t.args(j);
+// Task `t`'s kernels and args, resolved against the prepared `tensors`.
+PreparedTask PrepareTask(const v1::TaskSpec& t, const KernelRegistry& kernels,
+                         const std::map<std::string, Tensor>& tensors) {
+  PreparedTask task;
+  for (const std::string& fn : TaskFuncs(t)) task.func_ids.push_back(*kernels.IdOf(fn));
+  task.dump = t.dump();
+  std::map<std::string, int> vars;  // a named scalar's box
+  for (const v1::ArgSpec& a : t.args()) {
+    PreparedArg arg;
+    arg.dump = a.dump();
     if (!a.has_scalar()) {
-      const Tensor& tensor = tensors[a.tensor()];
-      const abi::ArgRole role = *RoleFromName(a.role());
-      absl::Status s = role == abi::ArgRole::kInput    ? args.add_input(tensor)
-                       : role == abi::ArgRole::kOutput ? args.add_output(tensor)
-                                                       : args.add_inout(tensor);
-      if (!s.ok()) return s;
-      continue;
-    }
-    ScalarBox* box;
-    if (!a.scalar().var().empty()) {
-      auto [it, fresh] = scalars->vars.try_emplace(a.scalar().var());
-      box = &it->second;
-      if (fresh) SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
+      arg.tensor = &tensors.at(a.tensor());
+      arg.role = *RoleFromName(a.role());
+    } else if (auto named = vars.find(a.scalar().var());
+               !a.scalar().var().empty() && named != vars.end()) {
+      arg.box = named->second;  // the first arg naming it set its value
     } else {
-      scalars->anonymous.push_back(std::make_unique<ScalarBox>());
-      box = scalars->anonymous.back().get();
-      SetBox(box, ScalarDtype(a.scalar()), a.scalar().value());
+      arg.box = static_cast<int>(task.boxes.size());
+      task.boxes.emplace_back();
+      SetBox(&task.boxes.back(), ScalarDtype(a.scalar()), a.scalar().value());
+      if (!a.scalar().var().empty()) vars[a.scalar().var()] = arg.box;
     }
-    scalar_of[j] = box;
-    if (absl::Status s = WithBox(*box, [&](auto& v) { return args.add_scalar(v); }); !s.ok()) {
-      return s;
-    }
+    task.args.push_back(arg);
   }
-  for (int j = 0; j < t.args_size(); ++j) {
-    if (!t.args(j).dump()) continue;
-    absl::Status s = scalar_of[j] != nullptr
-                         ? WithBox(*scalar_of[j], [&](auto& v) { return args.dump(v); })
-                         : args.dump(tensors[t.args(j).tensor()]);
+  return task;
+}
+
+// Task `task` (tasks[i]): its args (tensors by role, scalars from its
+// boxes) and what it marks for the dump, submitted to `runtime`.
+absl::Status SubmitTask(PreparedTask& task, int i, SimRuntime* runtime) {
+  CoreTaskArgs args;
+  for (const PreparedArg& a : task.args) {
+    absl::Status s = a.box >= 0 ? WithBox(task.boxes[a.box],
+                                          [&](auto& v) { return args.add_scalar(v); })
+                     : a.role == abi::ArgRole::kInput  ? args.add_input(*a.tensor)
+                     : a.role == abi::ArgRole::kOutput ? args.add_output(*a.tensor)
+                                                       : args.add_inout(*a.tensor);
+    if (!s.ok()) return s;
+  }
+  for (size_t j = 0; j < task.args.size(); ++j) {
+    const PreparedArg& a = task.args[j];
+    if (!a.dump) continue;
+    absl::Status s = a.box >= 0
+                         ? WithBox(task.boxes[a.box], [&](auto& v) { return args.dump(v); })
+                         : args.dump(*a.tensor);
     if (!s.ok()) return FieldError(absl::StrCat("tasks[", i, "].args[", j, "].dump"), std::string(s.message()));
   }
-  if (t.dump()) {
+  if (task.dump) {
     if (absl::Status s = args.dump(); !s.ok()) return s;
+  }
+  auto id = runtime->Submit(task.func_ids, std::move(args));
+  if (!id.ok()) {
+    return FieldError(absl::StrCat("tasks[", i, "]"), std::string(id.status().message()));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadSpec& spec,
-                                                             const KernelRegistry& kernels,
-                                                             SimRuntime* runtime) {
+struct PreparedWorkload::Plan {
+  SimRuntime* runtime = nullptr;
+  std::map<std::string, Tensor> tensors;  // by buffer or view name
+  std::vector<PreparedBuffer> buffers;
+  std::vector<PreparedTask> tasks;
+  // The buffers are as allocated and initialised: the first Submit leaves
+  // them so.
+  bool fresh = true;
+};
+
+PreparedWorkload::PreparedWorkload(std::unique_ptr<Plan> plan) : plan_(std::move(plan)) {}
+PreparedWorkload::PreparedWorkload(PreparedWorkload&&) = default;
+PreparedWorkload& PreparedWorkload::operator=(PreparedWorkload&&) = default;
+PreparedWorkload::~PreparedWorkload() = default;
+
+absl::StatusOr<PreparedWorkload> PreparedWorkload::Prepare(const v1::WorkloadSpec& spec,
+                                                           const KernelRegistry& kernels,
+                                                           SimRuntime* runtime) {
   if (absl::Status s = ValidateWorkload(spec, kernels); !s.ok()) return s;
-  std::map<std::string, Tensor> tensors;
-  if (absl::Status s = AllocBuffers(spec, runtime, &tensors); !s.ok()) return s;
+  auto plan = std::make_unique<Plan>();
+  plan->runtime = runtime;
+  std::map<std::string, Tensor>& tensors = plan->tensors;
+  if (absl::Status s = AllocBuffers(spec, runtime, &tensors, &plan->buffers); !s.ok()) return s;
   for (const v1::ViewSpec& v : spec.views()) {
     auto t = tensors[v.buffer()].View({v.shape().begin(), v.shape().end()},
                                       {v.strides().begin(), v.strides().end()},
@@ -664,19 +743,43 @@ absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadS
     if (!t.ok()) return t.status();
     tensors[v.name()] = *t;
   }
-  for (int i = 0; i < spec.tasks_size(); ++i) {
-    const v1::TaskSpec& t = spec.tasks(i);
-    CoreTaskArgs args;
-    TaskScalars scalars;
-    if (absl::Status s = BuildTaskArgs(t, i, tensors, &scalars, &args); !s.ok()) return s;
-    std::vector<uint16_t> ids;
-    for (const std::string& fn : TaskFuncs(t)) ids.push_back(*kernels.IdOf(fn));
-    auto id = runtime->Submit(ids, std::move(args));
-    if (!id.ok()) {
-      return FieldError(absl::StrCat("tasks[", i, "]"), std::string(id.status().message()));
+  plan->tasks.reserve(spec.tasks_size());
+  for (const v1::TaskSpec& t : spec.tasks()) {
+    plan->tasks.push_back(PrepareTask(t, kernels, tensors));
+  }
+  return PreparedWorkload(std::move(plan));
+}
+
+absl::Status PreparedWorkload::Submit() {
+  Plan& p = *plan_;
+  if (!p.fresh) {
+    if (p.runtime->tasks_completed() < p.runtime->tasks_submitted()) {
+      return absl::FailedPreconditionError(
+          "workload: submitted again while tasks submitted before still run (its buffers are "
+          "reset for each submission)");
+    }
+    for (PreparedBuffer& b : p.buffers) b.Reset();
+  }
+  p.fresh = false;
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    if (absl::Status s = SubmitTask(p.tasks[i], static_cast<int>(i), p.runtime); !s.ok()) {
+      return s;
     }
   }
-  return tensors;
+  return absl::OkStatus();
+}
+
+const std::map<std::string, Tensor>& PreparedWorkload::tensors() const {
+  return plan_->tensors;
+}
+
+absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadSpec& spec,
+                                                             const KernelRegistry& kernels,
+                                                             SimRuntime* runtime) {
+  absl::StatusOr<PreparedWorkload> prepared = PreparedWorkload::Prepare(spec, kernels, runtime);
+  if (!prepared.ok()) return prepared.status();
+  if (absl::Status s = prepared->Submit(); !s.ok()) return s;
+  return prepared->tensors();
 }
 
 }  // namespace argsdump

@@ -6,6 +6,7 @@
 #define ARGSDUMP_DEVICE_WORKLOAD_H_
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,39 @@ absl::Status ValidateWorkload(const v1::WorkloadSpec& spec, const KernelRegistry
 absl::StatusOr<std::map<std::string, Tensor>> SubmitWorkload(const v1::WorkloadSpec& spec,
                                                              const KernelRegistry& kernels,
                                                              SimRuntime* runtime);
+
+// A workload made ready to run step after step on one runtime: validated,
+// its buffers allocated, its views made and each task's kernels and
+// arguments resolved, once. Every Submit() after the first puts each
+// buffer back as a new allocation and its init leave it, then submits the
+// tasks: the same tasks, arguments and records as SubmitWorkload on new
+// buffers, without the validation, allocations and name look-ups.
+// SubmitWorkload is Prepare and one Submit, so both fail alike.
+class PreparedWorkload {
+ public:
+  // SubmitWorkload's errors up to its first task (validation, buffers,
+  // views). `runtime` is not owned and must outlive the result.
+  static absl::StatusOr<PreparedWorkload> Prepare(const v1::WorkloadSpec& spec,
+                                                  const KernelRegistry& kernels,
+                                                  SimRuntime* runtime);
+  PreparedWorkload(PreparedWorkload&&);
+  PreparedWorkload& operator=(PreparedWorkload&&);
+  ~PreparedWorkload();
+
+  // Submits every task in order; on an error, the tasks before the failing
+  // one stay submitted (SubmitWorkload's errors from its first task on).
+  // The buffers are reset first, so the runtime must have completed every
+  // task submitted before (the end of a step): FailedPrecondition if not.
+  absl::Status Submit();
+
+  // The tensors by buffer/view name (the same ones on every step).
+  const std::map<std::string, Tensor>& tensors() const;
+
+ private:
+  struct Plan;
+  explicit PreparedWorkload(std::unique_ptr<Plan> plan);
+  std::unique_ptr<Plan> plan_;
+};
 
 }  // namespace argsdump
 

@@ -59,12 +59,17 @@ SessionWiring SessionWiringFor(const v1::WorkloadSpec& workload,
 
 // One step at a time, as iterations run; a failed or hung step ends the run
 // (Finish reports it). `tensors` holds the last step's outputs, or why its
-// workload could not be submitted.
+// workload could not be submitted. The workload is made ready at its first
+// step (validated, allocated, resolved) and each step after resets its
+// buffers and submits its tasks again; the planted fault's workload, made
+// ready at its step, runs on buffers of its own.
 absl::Status RunJobSteps(SimSession& device, const v1::WorkloadSpec& workload,
                          const v1::WorkloadSpec* faulty, const KernelRegistry& kernels,
                          const SimJobOptions& options,
                          absl::StatusOr<std::map<std::string, Tensor>>& tensors) {
   SimRuntime& runtime = *SessionWiring::Runtime(device);
+  std::optional<PreparedWorkload> prepared, prepared_faulty;
+  const PreparedWorkload* last = nullptr;  // the last step's
   for (uint32_t step = 0; step < std::max<uint32_t>(1, options.steps); ++step) {
     if (step > 0 && !device.Synchronize().ok()) break;
     if (options.before_step) {
@@ -73,13 +78,29 @@ absl::Status RunJobSteps(SimSession& device, const v1::WorkloadSpec& workload,
     if (!device.BeginStep(step).ok()) break;
     runtime.HoldDispatch();  // the whole step queued before any of it runs
     const bool fault = faulty != nullptr && step == options.fault->step;
-    tensors = SubmitWorkload(fault ? *faulty : workload, kernels, &runtime);
+    std::optional<PreparedWorkload>& ready = fault ? prepared_faulty : prepared;
+    absl::Status submitted;
+    if (!ready) {
+      absl::StatusOr<PreparedWorkload> made =
+          PreparedWorkload::Prepare(fault ? *faulty : workload, kernels, &runtime);
+      if (made.ok()) {
+        ready = *std::move(made);
+      } else {
+        submitted = made.status();
+      }
+    }
+    if (ready) submitted = ready->Submit();
     runtime.ReleaseDispatch();
-    if (!tensors.ok()) return tensors.status();
+    if (!submitted.ok()) {
+      tensors = submitted;
+      return submitted;
+    }
+    last = &*ready;
     if (options.during_step) {
       if (auto c = options.during_step(step)) runtime.SetDumpConfig(*c);
     }
   }
+  if (last != nullptr) tensors = last->tensors();
   return absl::OkStatus();
 }
 

@@ -49,8 +49,9 @@ struct SimJobOptions {
   std::chrono::milliseconds capture_retry_deadline{60000};
   std::map<std::string, std::string> labels;
   // Steps: the workload runs `steps` times in one process (one runtime, one
-  // capture; every record carries its step). `dump` is what the dump covers
-  // (mode, funcs, block_funcs, steps); its level is dump_level.
+  // capture; every record carries its step), on the same buffers, set back
+  // as new before each step (PreparedWorkload). `dump` is what the dump
+  // covers (mode, funcs, block_funcs, steps); its level is dump_level.
   uint32_t steps = 1;
   DumpConfig dump;
   // The dump may be switched on later (a watched config file): the region

@@ -101,11 +101,7 @@ absl::StatusOr<uint8_t*> DeviceMemory::Allocate(uint64_t bytes) {
     if (start > offset) free_[offset] = start - offset;
     if (offset + length > start + rounded) free_[start + rounded] = offset + length - start - rounded;
     uint8_t* data = base_ + start;
-    if (align == kPage) {
-      ::madvise(data, rounded, MADV_REMOVE);  // zero pages again, nothing copied
-    } else {
-      std::memset(data, 0, rounded);
-    }
+    Zero(data, bytes);
     return data;
   }
   const uint64_t start = AlignUp(next_, align);
@@ -129,6 +125,16 @@ absl::StatusOr<uint8_t*> DeviceMemory::Allocate(uint64_t bytes) {
   }
   high_water_ = std::max(high_water_, next_);
   return data;
+}
+
+void DeviceMemory::Zero(uint8_t* data, uint64_t bytes) {
+  const uint64_t align = AlignmentOf(bytes);
+  const uint64_t rounded = AlignUp(std::max<uint64_t>(bytes, 1), align);
+  if (align == kPage) {
+    ::madvise(data, rounded, MADV_REMOVE);  // zero pages again, nothing copied
+  } else {
+    std::memset(data, 0, rounded);
+  }
 }
 
 void DeviceMemory::Free(uint8_t* data, uint64_t bytes) {

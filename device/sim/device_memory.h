@@ -39,6 +39,10 @@ class DeviceMemory {
   // Gives back what Allocate(bytes) returned (a large buffer's pages are
   // released at once).
   void Free(uint8_t* data, uint64_t bytes);
+  // Zero-fills what Allocate(bytes) returned, as Allocate hands out freed
+  // space again: a large buffer's pages go back (they read as zero), a
+  // small one is written over. Thread-safe; the caller owns the bytes.
+  void Zero(uint8_t* data, uint64_t bytes);
 
   // RAM + swap: what the machine could back.
   static uint64_t MachineBytes();

@@ -571,6 +571,8 @@ void SimRuntime::BuildDumpTask(Task* task) {
   }
   const auto& slots = task->args.tensors();
   const bool whole = task->args.whole_task_marked();
+  task->dump_tensors.reserve(slots.size());
+  task->dump_scalars.reserve(task->args.scalars().size());
   uint32_t covered = 0;
   for (size_t i = 0; i < widest->signature.size(); ++i) {
     const ArgDirection d = widest->signature[i];

@@ -77,6 +77,17 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> DeviceBuffer::Create(uint64_t id, 
   return b;
 }
 
+void DeviceBuffer::Zero() {
+  if (memory_ != nullptr) {
+    memory_->Zero(data_, memory_bytes_);
+  } else if (mapped_bytes_ > 0) {
+    // Private anonymous pages read as zero again once dropped.
+    ::madvise(data_, mapped_bytes_, MADV_DONTNEED);
+  } else {
+    std::memset(data_, 0, std::max<uint64_t>(64, (bytes() + 63) / 64 * 64));
+  }
+}
+
 DeviceBuffer::~DeviceBuffer() {
   if (memory_ != nullptr) {
     memory_->Free(data_, memory_bytes_);

@@ -44,6 +44,10 @@ class DeviceBuffer {
   uint64_t bytes() const { return PayloadBytes(dtype_, elements_); }
   uint8_t* data() const { return data_; }
   const void* owner() const { return owner_; }
+  // Zero-fills the storage as a new buffer's is: a large one's pages go
+  // back (they read as zero and cost nothing until touched), a small one
+  // is written over. Nothing may read or write the buffer meanwhile.
+  void Zero();
 
  private:
   struct NoAbort {};
