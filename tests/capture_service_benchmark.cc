@@ -197,6 +197,7 @@ StreamTimes Stream(const std::string& target, const std::string& capture, const 
     }
     if (!(*sink)->WriteBatch(records, payloads).ok()) std::abort();
   }
+  if (!(*sink)->Flush().ok()) std::abort();  // every batch acknowledged
   StreamTimes t;
   t.ingest = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!(*sink)->Finish(v1::CaptureCounters()).ok()) std::abort();

@@ -101,6 +101,7 @@ TEST_P(ServerKillTest, TheClientResumesToTheUninterruptedCapture) {
   const std::vector<RecordBatch> batches = KillBatches();
   const int before = BatchesBeforeKill(at);
   for (int b = 0; b < before; ++b) ASSERT_TRUE(Send(sink.get(), batches[b]).ok());
+  ASSERT_TRUE(sink->Flush().ok());  // acknowledged before the kill
   absl::Status racing;
   std::thread client;
   const std::string dir = root + "/run/args_dump";

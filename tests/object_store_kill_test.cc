@@ -111,6 +111,7 @@ TEST_P(ObjectStoreKillTest, RestartedOnAnEmptyDiskTheClientResumesToTheUninterru
   const std::vector<RecordBatch> batches = KillBatches();
   const int before = BatchesBeforeKill(at);
   for (int b = 0; b < before; ++b) ASSERT_TRUE(Send(sink.get(), batches[b]).ok());
+  ASSERT_TRUE(sink->Flush().ok());  // acknowledged before the kill
   absl::Status racing;
   std::thread client;
   if (at == KillAt::kMidBatch) {
@@ -175,6 +176,7 @@ TEST_F(ObjectStoreServerTest, AStoreOutageMidIngestLosesNothingAcknowledged) {
   ASSERT_NE(sink, nullptr);
   const std::vector<RecordBatch> batches = KillBatches();
   for (int b = 0; b < 3; ++b) ASSERT_TRUE(Send(sink.get(), batches[b]).ok());
+  ASSERT_TRUE(sink->Flush().ok());  // committed before the store goes away
   ASSERT_TRUE(rgw_->StopGateway().ok());
   absl::Status sent;
   std::thread client([&] {

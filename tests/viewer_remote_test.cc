@@ -78,6 +78,7 @@ class ViewerRemoteTest : public ::testing::Test {
     EXPECT_TRUE(sink.ok()) << sink.status();
     if (!sink.ok()) return nullptr;
     EXPECT_TRUE((*sink)->WriteBatch(capture.RecordPtrs(), capture.PayloadViews()).ok());
+    EXPECT_TRUE((*sink)->Flush().ok());  // acknowledged: what a reader of it sees
     if (finish) {
       EXPECT_TRUE((*sink)->Amend(capture.end()).ok());
       EXPECT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
