@@ -153,6 +153,25 @@ bool IsDeadline(absl::Duration d) {
 // taken for a capture.
 constexpr char kDeletingMark[] = "~deleting~";
 
+// Whether `dir` holds nothing but empty regular files (or nothing).
+bool HoldsNoBytes(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool empty = true;
+  while (struct dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_size != 0) {
+      empty = false;
+      break;
+    }
+  }
+  ::closedir(d);
+  return empty;
+}
+
 // Removes a capture's files and folders; the first failure, naming it.
 absl::Status RemoveCaptureFiles(const std::string& dir) {
   // <root>/<name>/<folder>: neither <name> nor <folder> is followed when it
@@ -1150,6 +1169,20 @@ absl::Status CaptureHub::LoadCapture(const std::string& name) {
   captures_[name] = c;
   // Live when the server went away: live again, detached, for a resume.
   const bool was_live = !Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName);
+  if (HoldsNoBytes(dir)) {
+    // The server went away as the capture was being created, before its
+    // journal's first entry (its folder made, its files not yet, or
+    // empty): nothing of it was acknowledged. Dropped, as a capture whose
+    // stream ended before its first record is; its client's resume opens
+    // it anew. A folder with any byte in it is kept (as damage if need be).
+    captures_.erase(name);
+    RemoveCaptureFiles(dir).IgnoreError();
+    ::rmdir(dir.c_str());
+    ::rmdir((options_.root + "/" + name).c_str());
+    Log(absl::StrCat("capture ", name,
+                     " dropped: the server went away before its journal's first entry"));
+    return absl::OkStatus();
+  }
   if (was_live) {
     auto store = CaptureStore::Reopen(dir);
     if (store.ok()) {

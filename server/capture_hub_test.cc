@@ -206,6 +206,49 @@ TEST(CaptureHubTest, ReopeningTheRootKeepsLiveCapturesLive) {
   EXPECT_FALSE((*c)->Summary().recovered());
 }
 
+// A server that went away as a capture was being created leaves its
+// journal empty, or its folder without one: nothing of it was acknowledged, so the next start drops it
+// (a resume opens it anew) instead of serving it as damaged; a journal
+// with a damaged header and more after it is still damage.
+TEST(CaptureHubTest, AnEmptyJournalIsACaptureNeverStartedNotDamage) {
+  CaptureHub::Options o;
+  o.root = Root("empty_journal");
+  uint64_t bin = 0;
+  {
+    auto hub = std::move(CaptureHub::Open(o)).value();
+    auto c = std::move(hub->Open(OpenRequest("kept")).value());
+    Waiter w;
+    c->Append(Job(0, 1, 3, &bin), w.Callback());
+    w.Wait();
+  }
+  ASSERT_TRUE(CreateDirectories(o.root + "/unborn/args_dump").ok());
+  ASSERT_TRUE(WriteStringToFile(o.root + "/unborn/args_dump/args.journal", "").ok());
+  ASSERT_TRUE(CreateDirectories(o.root + "/folder_only/args_dump").ok());
+  ASSERT_TRUE(CreateDirectories(o.root + "/scrambled/args_dump").ok());
+  ASSERT_TRUE(
+      WriteStringToFile(o.root + "/scrambled/args_dump/args.journal", std::string(200, 'x')).ok());
+  auto hub = std::move(CaptureHub::Open(o)).value();
+  EXPECT_EQ(hub->Find("unborn").status().code(), absl::StatusCode::kNotFound);
+  struct stat st;
+  EXPECT_NE(::stat((o.root + "/unborn").c_str(), &st), 0) << "its folder is left";
+  EXPECT_EQ(hub->Find("folder_only").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(::stat((o.root + "/folder_only").c_str(), &st), 0) << "its folder is left";
+  EXPECT_EQ(hub->Find("scrambled").status().code(), absl::StatusCode::kDataLoss);
+  auto kept = hub->Find("kept");
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ((*kept)->durable().records, 6u);
+  // Its client's resume finds nothing; a new open makes it again.
+  EXPECT_EQ(hub->Open(OpenRequest("unborn", true)).status().code(), absl::StatusCode::kNotFound);
+  auto again = hub->Open(OpenRequest("unborn"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  Waiter w;
+  uint64_t fresh = 0;
+  (*again)->Append(Job(0, 1, 2, &fresh), w.Callback());
+  (*again)->Finish(v1::CaptureCounters(), w.Callback());
+  for (const Outcome& out : w.Wait()) EXPECT_TRUE(out.ok()) << out;
+  EXPECT_EQ((*again)->durable().records, 4u);
+}
+
 // A live capture nobody comes back to is sealed after the idle timeout (a
 // watcher sees it end); an explicit finish does the same at once; neither
 // touches a capture a stream is attached to.
