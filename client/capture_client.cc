@@ -490,7 +490,12 @@ bool IngestWriter::SendKept() {
     }
     return true;
   }
-  if (!WithinBatch(front, records, bytes)) return false;  // the caller checked: not reached
+  if (!WithinBatch(front, records, bytes)) {
+    // A watermark the kept messages cannot be cut at: the stream is
+    // broken off (the caller's resumes are bounded).
+    Break();
+    return false;
+  }
   if (!Write(CutBatch(front, records, bytes))) return false;
   for (size_t i = 1; i < kept_.size(); ++i) {
     if (!Write(kept_[i].request)) return false;

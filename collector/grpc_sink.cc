@@ -70,7 +70,10 @@ absl::Status GrpcSink::StartFallback(const absl::Status& why) {
   }
   fallback_sink_ = std::move(sink).value();
   lost_capture_ = why;
+  // What Amend gave so far (the labels, step levels, a device crash) goes
+  // with the records, whenever the service was lost.
   fallback_base_bytes_ = writer_->durable_bytes();
+  if (amended_) return fallback_sink_->Amend(end_);
   return absl::OkStatus();
 }
 
@@ -151,19 +154,23 @@ absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& recor
 
 absl::Status GrpcSink::WaitKept(uint64_t room) {
   while (fallback_sink_ == nullptr && writer_->kept_bytes() > room) {
-    if (!writer_->WaitAcked(writer_->kept_front_done())) {
-      if (absl::Status s = ResendKept(); !s.ok()) return s;
+    if (writer_->WaitAcked(writer_->kept_front_done())) {
+      resend_attempts_ = 0;  // acknowledged: the service makes progress
+    } else if (absl::Status s = ResendKept(); !s.ok()) {
+      return s;
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status GrpcSink::ResendKept() {
-  int attempts = 0;
   for (;;) {
-    // The stream broke: find out why, then resume from the watermark.
+    // The stream broke: find out why, then resume from the watermark. The
+    // attempts count until the service acknowledges something again, so
+    // that a service that takes every resume and acknowledges nothing
+    // ends in an error after max_reconnects.
     const absl::Status why = writer_->StreamEnded();
-    if (absl::Status s = writer_->Resume(why, &attempts); !s.ok()) {
+    if (absl::Status s = writer_->Resume(why, &resend_attempts_); !s.ok()) {
       if (!LostCapture(s)) return s;
       // The service lost the capture: what it had not acknowledged of the
       // kept batches goes to the fallback, from its watermark on.
@@ -205,6 +212,7 @@ absl::Status GrpcSink::Amend(const v1::CaptureInfo& end) {
   if (end.has_device_crash()) {
     if (absl::Status s = CheckDeviceCrash(end.device_crash()); !s.ok()) return s;
   }
+  amended_ = true;
   for (const auto& [key, value] : end.labels()) (*end_.mutable_labels())[key] = value;
   if (!end.step_levels().empty()) *end_.mutable_step_levels() = end.step_levels();
   if (end.has_device_crash()) *end_.mutable_device_crash() = end.device_crash();
@@ -229,7 +237,6 @@ absl::Status GrpcSink::Finish(const v1::CaptureCounters& losses) {
       // Every record was acknowledged, then lost with the capture: the
       // fallback holds none, its end says so.
       if (absl::Status f = StartFallback(reopened); !f.ok()) return f;
-      if (absl::Status a = fallback_sink_->Amend(end_); !a.ok()) return a;
       return fallback_sink_->Finish(losses);
     }
     // The finish went through but its answer was lost: done.

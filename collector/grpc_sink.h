@@ -131,6 +131,8 @@ class GrpcSink : public CaptureSink {
   v1::CaptureSummary finished_;
 
   v1::CaptureInfo end_;  // labels, step levels, device_crash: sent with finish
+  bool amended_ = false;  // Amend gave end_ something
+  int resend_attempts_ = 0;  // reconnects since the service last acknowledged
   uint64_t sent_records_ = 0;  // ids handed out (records durable or in flight)
 
   std::unique_ptr<CaptureSink> fallback_sink_;  // once the service lost the capture

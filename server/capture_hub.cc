@@ -1169,12 +1169,14 @@ absl::Status CaptureHub::LoadCapture(const std::string& name) {
   captures_[name] = c;
   // Live when the server went away: live again, detached, for a resume.
   const bool was_live = !Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName);
-  if (HoldsNoBytes(dir)) {
+  if (HoldsNoBytes(dir) && !Exists(dir + "/" + kManifestName)) {
     // The server went away as the capture was being created, before its
     // journal's first entry (its folder made, its files not yet, or
     // empty): nothing of it was acknowledged. Dropped, as a capture whose
     // stream ended before its first record is; its client's resume opens
-    // it anew. A folder with any byte in it is kept (as damage if need be).
+    // it anew. A folder with any byte in it, or a manifest even empty
+    // (finished, then cut short by a power loss), is kept, as damage if
+    // need be.
     captures_.erase(name);
     RemoveCaptureFiles(dir).IgnoreError();
     ::rmdir(dir.c_str());

@@ -218,6 +218,50 @@ TEST(LostCaptureTest, RecordsNotAcknowledgedAreKeptLocally) {
   }
 }
 
+// The service is lost while batches wait for their acknowledgment and the
+// client has amended the capture's end: the fallback that keeps the
+// unacknowledged records (started inside Finish) gets that end too.
+TEST(LostCaptureTest, WhatAmendGaveGoesWithTheRecordsKeptLocally) {
+  const std::string root = FreshTempDir("lost_amend_root");
+  const std::string kept = TempPath("lost_amend_kept") + "/args_dump";
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(root));
+  const std::string target = server.target();
+  GrpcSinkOptions o;
+  o.target = target;
+  o.capture = "gone";
+  o.info.set_level(v1::DUMP_LEVEL_FULL);
+  const v1::CaptureInfo info = o.info;
+  o.fallback = [&]() -> absl::StatusOr<std::unique_ptr<CaptureSink>> {
+    auto local = LocalSink::Create(kept, info);
+    if (!local.ok()) return local.status();
+    return std::unique_ptr<CaptureSink>(std::move(local).value());
+  };
+  auto sink = GrpcSink::Connect(o);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  uint64_t offset = 0;
+  ASSERT_TRUE(Send(sink->get(), MakeBatch(1000, 40, &offset)).ok());
+  ASSERT_TRUE((*sink)->Flush().ok());
+  // Stopped: the next batch is sent and kept, never acknowledged.
+  server.Signal(SIGSTOP);
+  ASSERT_TRUE(Send(sink->get(), MakeBatch(2000, 10, &offset)).ok());
+  server.Signal(SIGKILL);
+  server.Wait();
+  std::filesystem::remove_all(root + "/gone");
+  ServerProcess again;
+  ASSERT_NO_FATAL_FAILURE(again.Start(root, target));
+  v1::CaptureInfo end;
+  (*end.mutable_labels())["steps"] = "7";
+  ASSERT_TRUE((*sink)->Amend(end).ok());
+  ASSERT_TRUE((*sink)->Finish(v1::CaptureCounters()).ok());
+  EXPECT_TRUE((*sink)->kept_locally());
+  EXPECT_EQ((*sink)->kept_locally_records(), 10u);
+  const std::string manifest = ReadFileOrEmpty(kept + "/args_dump.json");
+  EXPECT_NE(manifest.find("\"steps\""), std::string::npos) << manifest.substr(0, 2000);
+  again.Signal(SIGTERM);
+  EXPECT_EQ(again.Wait(), 0);
+}
+
 // Without a fallback the refused resume is the sink's error, naming it.
 TEST(LostCaptureTest, WithoutAFallbackTheRefusalIsTheError) {
   const std::string root = FreshTempDir("lost_root_nofallback");
