@@ -503,12 +503,11 @@ bool IngestWriter::SendKept() {
   return true;
 }
 
-void IngestWriter::TakeKept(std::vector<v1::ArgRecord>* records, std::string* payload_bytes,
-                            uint64_t* payload_offset) {
+void IngestWriter::TakeKept(std::vector<v1::ArgRecord>* records, std::string* payload_bytes) {
   TrimKept();
   records->clear();
   payload_bytes->clear();
-  *payload_offset = durable_bytes();
+  const uint64_t bytes_from = durable_bytes();
   const uint64_t from = durable_records();
   for (const Kept& k : kept_) {
     const v1::IngestBatch& b = k.request.batch();
@@ -518,8 +517,8 @@ void IngestWriter::TakeKept(std::vector<v1::ArgRecord>* records, std::string* pa
     // The bytes from the watermark on (the first message may hold some
     // before it).
     const uint64_t end = b.payload_offset() + b.payload().size();
-    if (end > *payload_offset) {
-      const uint64_t skip = *payload_offset > b.payload_offset() ? *payload_offset - b.payload_offset() : 0;
+    if (end > bytes_from) {
+      const uint64_t skip = bytes_from > b.payload_offset() ? bytes_from - b.payload_offset() : 0;
       payload_bytes->append(b.payload(), static_cast<size_t>(skip), std::string::npos);
     }
   }

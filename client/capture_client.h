@@ -219,11 +219,10 @@ class IngestWriter {
   // record (kept_first_record()).
   bool SendKept();
   // The kept records from the durable watermark on, and their payloads'
-  // bytes one after the other (each record's bin_size of them) from stream
-  // byte `payload_offset`: for a caller that keeps them elsewhere when the
-  // service lost the capture. Then forgets them.
-  void TakeKept(std::vector<v1::ArgRecord>* records, std::string* payload_bytes,
-                uint64_t* payload_offset);
+  // bytes one after the other (each record's bin_size of them): for a
+  // caller that keeps them elsewhere when the service lost the capture.
+  // Then forgets them.
+  void TakeKept(std::vector<v1::ArgRecord>* records, std::string* payload_bytes);
   // Waits until `records` are acknowledged: false when the stream broke or
   // ack_timeout passed (the stream is then cancelled).
   bool WaitAcked(uint64_t records);

@@ -141,12 +141,8 @@ absl::Status GrpcSink::WriteBatch(const std::vector<const v1::ArgRecord*>& recor
       return WriteFallback(records, payloads,
                            durable > first_id ? static_cast<size_t>(durable - first_id) : 0);
     }
+    if (absl::Status s = CheckResumedAt(first_id); !s.ok()) return s;
     const uint64_t durable = durable_records();
-    if (durable < first_id) {
-      return absl::DataLossError(absl::StrCat(
-          "capture service ", options_.target, ": resumed at record ", durable,
-          " but records up to ", first_id, " had been acknowledged"));
-    }
     if (durable >= end_id) return absl::OkStatus();
     from = static_cast<size_t>(durable - first_id);
   }
@@ -177,22 +173,25 @@ absl::Status GrpcSink::ResendKept() {
       if (absl::Status f = StartFallback(s); !f.ok()) return f;
       return KeptToFallback();
     }
-    const uint64_t durable = durable_records();
-    const uint64_t first_kept = writer_->kept_first_record();
-    if (writer_->kept_bytes() > 0 && durable < first_kept) {
-      return absl::DataLossError(absl::StrCat(
-          "capture service ", options_.target, ": resumed at record ", durable,
-          " but records up to ", first_kept, " had been acknowledged"));
+    if (writer_->kept_bytes() > 0) {
+      if (absl::Status s = CheckResumedAt(writer_->kept_first_record()); !s.ok()) return s;
     }
     if (writer_->SendKept()) return absl::OkStatus();
   }
 }
 
+absl::Status GrpcSink::CheckResumedAt(uint64_t acknowledged) {
+  const uint64_t durable = durable_records();
+  if (durable >= acknowledged) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("capture service ", options_.target,
+                                          ": resumed at record ", durable, " but records up to ",
+                                          acknowledged, " had been acknowledged"));
+}
+
 absl::Status GrpcSink::KeptToFallback() {
   std::vector<v1::ArgRecord> records;
   std::string bytes;
-  uint64_t offset = 0;
-  writer_->TakeKept(&records, &bytes, &offset);
+  writer_->TakeKept(&records, &bytes);
   std::vector<const v1::ArgRecord*> pointers;
   std::vector<absl::string_view> payloads;
   size_t at = 0;

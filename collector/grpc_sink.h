@@ -124,6 +124,9 @@ class GrpcSink : public CaptureSink {
   // capture).
   absl::Status ResendKept();
   absl::Status KeptToFallback();
+  // After a resume: DataLoss when the service's watermark is before
+  // `acknowledged`, records it had acknowledged.
+  absl::Status CheckResumedAt(uint64_t acknowledged);
 
   const GrpcSinkOptions options_;
   std::unique_ptr<CaptureClient> client_;

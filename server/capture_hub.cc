@@ -718,11 +718,6 @@ Watermark HubCapture::Durable(const CaptureStore& store, bool advance) {
   return durable_;
 }
 
-bool HubCapture::QueueEmpty() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return jobs_.empty();
-}
-
 bool HubCapture::CommitPending(CaptureStore& store) {
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -832,13 +827,13 @@ void HubCapture::AnswerCommitted() {
   }
   const bool any = !answered.empty();
   for (Unacked& a : answered) a.done(absl::OkStatus(), committed);
-  if (!error.ok() && !needs_restore_) {
-    needs_restore_ = true;
-    Log(absl::StrCat("capture ", name_, ": a segment could not be committed (", error.message(),
-                     "); its appends fail, and it goes on from record ", committed.records,
-                     " once rebuilt from the object store"));
-  }
   if (!error.ok()) {
+    if (!needs_restore_) {
+      needs_restore_ = true;
+      Log(absl::StrCat("capture ", name_, ": a segment could not be committed (",
+                       error.message(), "); its appends fail, and it goes on from record ",
+                       committed.records, " once rebuilt from the object store"));
+    }
     // Not durable: a restore takes them back.
     const absl::Status failed = absl::UnavailableError(
         absl::StrCat("capture ", name_, ": not durable in the object store (", error.message(),
@@ -1164,11 +1159,6 @@ void CaptureHub::CollectGarbage() {
 
 absl::Status CaptureHub::LoadCapture(const std::string& name) {
   const std::string dir = options_.root + "/" + name + "/args_dump";
-  std::shared_ptr<HubCapture> c = NewCapture(name);
-  c->info_.set_name(name);
-  captures_[name] = c;
-  // Live when the server went away: live again, detached, for a resume.
-  const bool was_live = !Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName);
   if (HoldsNoBytes(dir) && !Exists(dir + "/" + kManifestName)) {
     // The server went away as the capture was being created, before its
     // journal's first entry (its folder made, its files not yet, or
@@ -1177,14 +1167,17 @@ absl::Status CaptureHub::LoadCapture(const std::string& name) {
     // it anew. A folder with any byte in it, or a manifest even empty
     // (finished, then cut short by a power loss), is kept, as damage if
     // need be.
-    captures_.erase(name);
     RemoveCaptureFiles(dir).IgnoreError();
-    ::rmdir(dir.c_str());
     ::rmdir((options_.root + "/" + name).c_str());
     Log(absl::StrCat("capture ", name,
                      " dropped: the server went away before its journal's first entry"));
     return absl::OkStatus();
   }
+  std::shared_ptr<HubCapture> c = NewCapture(name);
+  c->info_.set_name(name);
+  captures_[name] = c;
+  // Live when the server went away: live again, detached, for a resume.
+  const bool was_live = !Exists(dir + "/" + kManifestName) && Exists(dir + "/" + kJournalName);
   if (was_live) {
     auto store = CaptureStore::Reopen(dir);
     if (store.ok()) {

@@ -232,8 +232,6 @@ class HubCapture : public std::enable_shared_from_this<HubCapture> {
   absl::Status RestoreFromStore();
   // Writer thread, sealing: the finished files uploaded, the scratch copy let go.
   absl::Status SealToStore(CaptureStore& store);
-  // Whether the queue of jobs is empty now.
-  bool QueueEmpty() const;
   // The durable watermark, moved to `store`'s end first when `advance`.
   Watermark Durable(const CaptureStore& store, bool advance);
   bool payload_dedup_ = true;  // what a capture rebuilt with no record is created with

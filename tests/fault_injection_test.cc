@@ -147,6 +147,21 @@ INSTANTIATE_TEST_SUITE_P(EveryPoint, ServerKillTest,
                                            KillAt::kAfterThreeBatches, KillAt::kMidBatch,
                                            KillAt::kDuringFinish));
 
+// A sink of capture "gone" on `target` that keeps what the service lost in
+// a local capture at `kept`.
+GrpcSinkOptions LostCaptureOptions(const std::string& target, const std::string& kept) {
+  GrpcSinkOptions o;
+  o.target = target;
+  o.capture = "gone";
+  o.info.set_level(v1::DUMP_LEVEL_FULL);
+  o.fallback = [kept, info = o.info]() -> absl::StatusOr<std::unique_ptr<CaptureSink>> {
+    auto local = LocalSink::Create(kept, info);
+    if (!local.ok()) return local.status();
+    return std::unique_ptr<CaptureSink>(std::move(local).value());
+  };
+  return o;
+}
+
 // The capture deleted while the server was down: the restarted server
 // refuses its resume (NOT_FOUND). With a fallback, the records the service
 // had not acknowledged (the batches sent after the restart) go to a local
@@ -162,17 +177,7 @@ TEST(LostCaptureTest, RecordsNotAcknowledgedAreKeptLocally) {
     ServerProcess server;
     ASSERT_NO_FATAL_FAILURE(server.Start(root));
     const std::string target = server.target();
-    GrpcSinkOptions o;
-    o.target = target;
-    o.capture = "gone";
-    o.info.set_level(v1::DUMP_LEVEL_FULL);
-    const v1::CaptureInfo info = o.info;
-    o.fallback = [&]() -> absl::StatusOr<std::unique_ptr<CaptureSink>> {
-      auto local = LocalSink::Create(kept, info);
-      if (!local.ok()) return local.status();
-      return std::unique_ptr<CaptureSink>(std::move(local).value());
-    };
-    auto sink = GrpcSink::Connect(o);
+    auto sink = GrpcSink::Connect(LostCaptureOptions(target, kept));
     ASSERT_TRUE(sink.ok()) << sink.status();
     uint64_t offset = 0;
     std::vector<RecordBatch> acked;
@@ -227,17 +232,7 @@ TEST(LostCaptureTest, WhatAmendGaveGoesWithTheRecordsKeptLocally) {
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(root));
   const std::string target = server.target();
-  GrpcSinkOptions o;
-  o.target = target;
-  o.capture = "gone";
-  o.info.set_level(v1::DUMP_LEVEL_FULL);
-  const v1::CaptureInfo info = o.info;
-  o.fallback = [&]() -> absl::StatusOr<std::unique_ptr<CaptureSink>> {
-    auto local = LocalSink::Create(kept, info);
-    if (!local.ok()) return local.status();
-    return std::unique_ptr<CaptureSink>(std::move(local).value());
-  };
-  auto sink = GrpcSink::Connect(o);
+  auto sink = GrpcSink::Connect(LostCaptureOptions(target, kept));
   ASSERT_TRUE(sink.ok()) << sink.status();
   uint64_t offset = 0;
   ASSERT_TRUE(Send(sink->get(), MakeBatch(1000, 40, &offset)).ok());
